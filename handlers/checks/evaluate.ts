@@ -1,0 +1,96 @@
+// The verdict of the steward/config check from file texts alone: each changed policy file
+// validated exactly as the loader would load it (same schemas, same merge over the org file),
+// its effective policy, and what changed compared with the base. Pure: no I/O.
+import type { HandlerModule } from "../../src/handler.js";
+import { mergePolicy, policyDocuments, policySections } from "../../src/policy/merge.js";
+import { isDocumentPath } from "../../src/policy/paths.js";
+import { resolvePolicy, type PolicySource } from "../../src/policy/resolve.js";
+import type { Problem } from "../../src/policy/types.js";
+import { validatePolicyText } from "../../src/policy/validate.js";
+import { diffValues, type ValueChange } from "./diff.js";
+import type { PolicyChange } from "./files.js";
+
+export interface FileVersions extends PolicyChange {
+  /** Text at the head commit; undefined when the pull request removes it. */
+  head: string | undefined;
+  /** Text at the base; undefined when the pull request adds it. */
+  base: string | undefined;
+}
+
+export interface EvaluateInput {
+  files: FileVersions[];
+  /** The org file (admin repository, default branch) when this is not the admin repository. */
+  org?: PolicySource;
+  handlers: readonly HandlerModule<any>[];
+}
+
+export interface FileReport extends FileVersions {
+  kind: "policy" | "document";
+  /** Problems found in this file at the head commit. */
+  problems: Problem[];
+  /** Effective value per section (policy) or the document with defaults; undefined parts have errors or were removed. */
+  effective: Record<string, unknown> | undefined;
+  /** Sections (policy) left out of the effective policy because of errors. */
+  broken: string[];
+  changes: ValueChange[];
+}
+
+export interface Evaluation {
+  files: FileReport[];
+  /** Problems in files this pull request does not change (the org file): shown, not blamed on it. */
+  elsewhere: Problem[];
+  /** Errors in the changed files: the check fails. */
+  errors: number;
+  warnings: number;
+}
+
+export function evaluate(input: EvaluateInput): Evaluation {
+  const files: FileReport[] = [];
+  const elsewhere = new Map<string, Problem>();
+  for (const f of input.files) {
+    if (isDocumentPath(f.path)) {
+      files.push(evaluateDocument(f, input.handlers));
+      continue;
+    }
+    const resolve = (text: string | undefined) => resolvePolicy({ ...(input.org ? { org: input.org } : {}), repo: { file: f.path, text } }, input.handlers);
+    const head = resolve(f.head);
+    const base = resolve(f.base);
+    for (const p of head.problems) if (p.file !== f.path) elsewhere.set(JSON.stringify(p), p);
+    const keys = policySections(input.handlers).map((s) => s.key);
+    files.push({
+      ...f,
+      kind: "policy",
+      problems: head.problems.filter((p) => p.file === f.path),
+      effective: head.sections,
+      broken: keys.filter((k) => !(k in head.sections)),
+      changes: diffValues(base.sections, head.sections),
+    });
+  }
+  const all = files.flatMap((f) => f.problems);
+  return {
+    files,
+    elsewhere: [...elsewhere.values()],
+    errors: all.filter((p) => p.severity === "error").length,
+    warnings: all.filter((p) => p.severity === "warning").length,
+  };
+}
+
+function evaluateDocument(f: FileVersions, handlers: readonly HandlerModule<any>[]): FileReport {
+  const spec = policyDocuments(handlers).get(f.path);
+  const read = (text: string | undefined) => {
+    if (text === undefined) return { value: undefined, problems: [] as Problem[] };
+    const r = validatePolicyText(text, { file: f.path, handlers, document: f.path });
+    const ok = spec && !r.problems.some((p) => p.severity === "error");
+    return { value: ok ? (mergePolicy(spec.defaults, r.value ?? {}) as Record<string, unknown>) : undefined, problems: r.problems };
+  };
+  const head = read(f.head);
+  const base = read(f.base);
+  return {
+    ...f,
+    kind: "document",
+    problems: head.problems,
+    effective: head.value,
+    broken: f.head !== undefined && head.value === undefined ? [f.path] : [],
+    changes: diffValues(base.value, head.value),
+  };
+}

@@ -1,0 +1,114 @@
+// Handler `checks`: the `steward/config` check run on pull requests that change Steward's
+// policy files. It reads the changed files at the head commit (never trusting or running
+// anything in them), validates them exactly as the service loads them, and reports.
+// A pull request that touches no policy file costs no API write.
+import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/handler.js";
+import { policyHandlers } from "../../src/policy/handler-set.js";
+import { POLICY_FILE } from "../../src/policy/paths.js";
+import { evaluate, type FileVersions } from "./evaluate.js";
+import { policyChanges, type ChangedFile } from "./files.js";
+import { checksSection, type ChecksPolicy } from "./policy.js";
+import { renderCheck } from "./render.js";
+import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
+
+const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
+const pullKey = (owner: string, repo: string, sha: string) => `checks:pull:${owner.toLowerCase()}/${repo.toLowerCase()}@${sha}`;
+
+export interface ChecksHandlerOptions {
+  /** Every handler module whose sections and documents are validated (default: built-in plus STEWARD_HANDLERS). */
+  handlers?: (ctx: HandlerContext<any, ChecksPolicy>) => Promise<readonly HandlerModule<any>[]>;
+}
+
+const serviceHandlers = (ctx: HandlerContext<any, ChecksPolicy>) => policyHandlers(ctx.config.handlerPaths ?? []);
+
+export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerModule<ChecksPolicy> {
+  const handlersOf = opts.handlers ?? serviceHandlers;
+  return defineHandler<ChecksPolicy>({
+    name: "checks",
+    events: ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested"],
+    policy: checksSection,
+
+    async handle(ctx): Promise<Outcome> {
+      if (ctx.policy && ctx.policy.config === false) return { status: "skipped", reason: "checks.config is false" };
+      let decision = targetsOf(ctx.name, ctx.payload as never, ctx.config.appId || undefined);
+      if (decision.kind === "lookup") {
+        const target = await ctx.store.get<PullTarget>(pullKey(decision.owner, decision.repo, decision.headSha));
+        decision = target ? { kind: "pulls", targets: [target] } : { kind: "skip", reason: `no pull request recorded for ${decision.headSha}` };
+      }
+      if (decision.kind === "skip") return { status: "skipped", reason: decision.reason };
+      const summaries: string[] = [];
+      for (const target of decision.targets) summaries.push(await checkPull(ctx, target, await handlersOf(ctx)));
+      return { status: "done", summary: summaries.join("; ") };
+    },
+  });
+}
+
+async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
+  const { owner, repo } = target;
+  const adminRepo = ctx.config.adminRepo || ".github";
+  const listed = (await ctx.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner, repo, pull_number: target.number, per_page: 100 })) as ChangedFile[];
+  const changes = policyChanges(listed, repo, adminRepo);
+  if (changes.length === 0) return `#${target.number}: no policy file changed`;
+
+  // Both commits are read from the base repository: a fork's head commit is there too
+  // (refs/pull/N/head), and nothing of the fork's is needed beyond these texts.
+  const base = target.baseSha ?? target.baseRef;
+  const files: FileVersions[] = await Promise.all(
+    changes.map(async (c) => ({
+      ...c,
+      head: c.change === "removed" ? undefined : await readHead(ctx.octokit, target, c.path),
+      base: c.change === "added" ? undefined : await readText(ctx.octokit, owner, repo, c.path, base),
+    })),
+  );
+  const isAdmin = repo.toLowerCase() === adminRepo.toLowerCase();
+  const orgSource = isAdmin ? undefined : `${owner}/${adminRepo}`;
+  const org = orgSource ? { file: `${orgSource}:${POLICY_FILE}`, text: await readText(ctx.octokit, owner, adminRepo, POLICY_FILE) } : undefined;
+
+  const evaluation = evaluate({ files, ...(org ? { org } : {}), handlers });
+  const rendered = renderCheck(evaluation, { baseRef: target.baseRef, orgSource: org?.text !== undefined ? orgSource : undefined, fork: target.fork });
+  await ctx.store.set(pullKey(owner, repo, target.headSha), target, { ttlMs: PULL_KEY_TTL_MS });
+  await ctx.checks.report({
+    owner,
+    repo,
+    headSha: target.headSha,
+    name: CHECK_NAME,
+    conclusion: rendered.conclusion,
+    title: rendered.title,
+    summary: rendered.summary,
+    annotations: rendered.annotations,
+    externalId: ctx.deliveryId,
+  });
+  ctx.log.info({ pull: target.number, files: changes.map((c) => c.path), errors: evaluation.errors, warnings: evaluation.warnings }, "steward/config reported");
+  return `#${target.number}: ${rendered.conclusion} (${rendered.title})`;
+}
+
+/**
+ * A changed file at the head commit. The pull request says it exists there, so not finding it
+ * must not pass as "no file": try the fork itself, then give up loudly (the delivery is retried).
+ */
+async function readHead(octokit: InstallationOctokit, target: PullTarget, path: string): Promise<string> {
+  const text = await readText(octokit, target.owner, target.repo, path, target.headSha);
+  if (text !== undefined) return text;
+  const [headOwner, headName] = (target.headRepo ?? "").split("/");
+  if (target.fork && headOwner && headName) {
+    const fromFork = await readText(octokit, headOwner, headName, path, target.headSha);
+    if (fromFork !== undefined) return fromFork;
+  }
+  throw new Error(`${path} is changed by pull request #${target.number} but cannot be read at ${target.headSha}`);
+}
+
+/** A file's text at a ref, or undefined when it does not exist there. */
+async function readText(octokit: InstallationOctokit, owner: string, repo: string, path: string, ref?: string): Promise<string | undefined> {
+  try {
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner, repo, path, ...(ref ? { ref } : {}) });
+    const d = data as { type?: string; encoding?: string; content?: string };
+    if (Array.isArray(data) || d.type !== "file") return "";
+    if (d.encoding !== "base64" || typeof d.content !== "string") return "";
+    return Buffer.from(d.content, "base64").toString("utf8");
+  } catch (e) {
+    if ((e as { status?: number }).status === 404) return undefined;
+    throw e;
+  }
+}
+
+export default createChecksHandler();

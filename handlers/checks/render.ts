@@ -1,0 +1,96 @@
+// The steward/config check run's content from an evaluation: title, conclusion, one
+// annotation per problem, and a summary with the problem table, the effective policy per
+// section and the changes against the base branch. Pure.
+import { stringify } from "yaml";
+import type { Annotation, CheckConclusion } from "../../src/checks/types.js";
+import type { Problem } from "../../src/policy/types.js";
+import type { Evaluation, FileReport } from "./evaluate.js";
+
+export interface RenderContext {
+  baseRef: string;
+  /** `owner/repo` of the org file when this repository merges over one. */
+  orgSource: string | undefined;
+  fork: boolean;
+}
+
+export interface RenderedCheck {
+  conclusion: CheckConclusion;
+  title: string;
+  summary: string;
+  annotations: Annotation[];
+}
+
+export function renderCheck(evaluation: Evaluation, ctx: RenderContext): RenderedCheck {
+  const files = evaluation.files;
+  const problems = files.flatMap((f) => f.problems);
+  const conclusion: CheckConclusion = evaluation.errors > 0 ? "failure" : "success";
+  const title =
+    evaluation.errors > 0
+      ? `${count(evaluation.errors, "problem")} in ${count(new Set(problems.filter((p) => p.severity === "error").map((p) => p.file)).size, "policy file")}`
+      : `Policy valid: ${count(files.length, "file")} checked${evaluation.warnings > 0 ? `, ${count(evaluation.warnings, "warning")}` : ""}`;
+  const out: string[] = [];
+  if (ctx.fork) out.push("> This pull request comes from a fork: its files were read for this report only.\n");
+  if (problems.length > 0) {
+    out.push("## Problems\n", "| File | Line | Column | Severity | Problem |", "|---|---|---|---|---|");
+    for (const p of problems) out.push(`| \`${cell(p.file)}\` | ${p.line} | ${p.column} | ${p.severity} | ${cell(p.message)} |`);
+    out.push("");
+  }
+  if (evaluation.elsewhere.length > 0) {
+    out.push("## Problems in files this pull request does not change\n", "These do not fail this check, but the sections they are in are not applied.\n");
+    for (const p of evaluation.elsewhere) out.push(`- \`${p.file}:${p.line}:${p.column}\`: ${p.message}`);
+    out.push("");
+  }
+  for (const f of files) out.push(...renderFile(f, ctx));
+  return { conclusion, title, summary: out.join("\n"), annotations: problems.map(annotation) };
+}
+
+function renderFile(f: FileReport, ctx: RenderContext): string[] {
+  const out = [`## \`${f.path}\` (${f.change})\n`];
+  if (f.change === "removed") {
+    out.push(f.kind === "policy" ? `Removed: the repository falls back to ${ctx.orgSource ? `the organisation's file in \`${ctx.orgSource}\` and ` : ""}the defaults.\n` : "Removed: the document no longer applies.\n");
+  }
+  out.push(`### Changes compared with \`${ctx.baseRef}\`\n`);
+  if (f.changes.length === 0) out.push("No change to the effective policy.\n");
+  else {
+    for (const c of f.changes) out.push(`- \`${c.path}\`: ${show(c.before)} → ${show(c.after)}`);
+    out.push("");
+  }
+  if (f.effective === undefined) return out;
+  const merged = f.kind === "policy" && ctx.orgSource ? ` (merged over \`${ctx.orgSource}\`, with defaults)` : " (with defaults)";
+  out.push(`### Effective policy${merged}\n`);
+  if (f.kind === "document") out.push("```yaml", stringify(f.effective).trimEnd(), "```", "");
+  else {
+    for (const [key, value] of Object.entries(f.effective)) {
+      out.push(`<details><summary><code>${key}</code></summary>\n`, "```yaml", stringify({ [key]: value }).trimEnd(), "```", "</details>\n");
+    }
+    for (const key of f.broken) out.push(`- \`${key}\`: **not applied**, it has errors.`);
+  }
+  return out;
+}
+
+function annotation(p: Problem): Annotation {
+  return {
+    path: p.file,
+    start_line: p.line,
+    end_line: p.line,
+    start_column: p.column,
+    end_column: p.endColumn ?? p.column,
+    annotation_level: p.severity === "error" ? "failure" : "warning",
+    title: p.severity === "error" ? "Steward policy error" : "Steward policy warning",
+    message: p.message,
+  };
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return "_(unset)_";
+  const json = JSON.stringify(value);
+  return "`" + (json.length > 200 ? json.slice(0, 199) + "…" : json).replace(/`/g, "'") + "`";
+}

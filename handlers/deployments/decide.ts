@@ -1,0 +1,206 @@
+// The decision: a pure function of (policy, request, facts, now). No I/O here; the handler
+// fetches the facts, calls `evaluate`, and carries the answer out.
+import { matchesAny } from "../../src/policy/patterns.js";
+import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen } from "./calendar.js";
+import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
+
+/** GitHub abandons a waiting protection rule after 30 days; Steward answers a day before that. */
+export const GIVE_UP_AFTER_MS = 29 * 86_400_000;
+
+export interface DeploymentRequest {
+  environment: string;
+  /** `refs/heads/main`, `refs/tags/v1.2.0`, or a bare branch/tag name; undefined when unknown. */
+  ref: string | undefined;
+  sha: string;
+  /** When the deployment started waiting (GitHub's 30-day limit counts from here). */
+  requestedAt: Date;
+}
+
+export interface CheckRunFact {
+  name: string;
+  status: string;
+  conclusion: string | null;
+}
+
+/** Where a sha stands in an environment listed under `after`. */
+export type DeployedState = "success" | "failure" | "pending" | "missing";
+
+export interface Facts {
+  /** Latest check runs on the sha (`filter=latest`). */
+  checkRuns: CheckRunFact[];
+  /** State of the sha in each environment of `after`. */
+  deployedTo: Record<string, DeployedState>;
+}
+
+export type Decision = "approve" | "reject" | "wait" | "none";
+
+export interface Evaluation {
+  /** `none`: no entry matches the environment, so Steward leaves it to GitHub's own rules. */
+  decision: Decision;
+  /** Plain-language reasons, most important first. */
+  reasons: string[];
+  /** The environment entry that applied (name or glob). */
+  matched?: string;
+  /** For `wait` on a window or freeze: when the deployment may go ahead. */
+  waitUntil?: Date;
+  /** For `wait` on checks or earlier deployments: what to re-evaluate on. */
+  recheckOn?: { checks: string[]; environments: string[] };
+  /** For `wait`: when Steward rejects rather than let GitHub time out. */
+  giveUpAt?: Date;
+}
+
+/** The first entry (in file order) whose name or glob matches the environment, case-insensitively like GitHub. */
+export function matchEnvironment(policy: DeploymentsPolicy | undefined, environment: string): { pattern: string; rule: EnvironmentRule } | undefined {
+  const wanted = environment.toLowerCase();
+  for (const [pattern, rule] of Object.entries(policy?.environments ?? {})) {
+    const p = pattern.toLowerCase();
+    if (p === wanted || matchesAny([p], wanted)) return { pattern, rule: rule ?? {} };
+  }
+  return undefined;
+}
+
+/** `refs/heads/main` -> `main`, `refs/tags/v1` -> `v1`. */
+export function refName(ref: string): string {
+  return ref.replace(/^refs\/(heads|tags)\//, "");
+}
+
+const short = (sha: string) => sha.slice(0, 7);
+const quoted = (names: readonly string[]) => names.map((n) => `\`${n}\``).join(", ");
+
+/** Findings of one policy key: what passed, what blocks for good, what may still change. */
+interface Findings {
+  passed: string[];
+  blocking: string[];
+  waiting: string[];
+}
+
+function checkBranch(rule: EnvironmentRule, request: DeploymentRequest, env: string, out: Findings): void {
+  if (!rule.branches) return;
+  if (!request.ref) {
+    out.blocking.push(`the ref being deployed is unknown, and only ${quoted(rule.branches)} may deploy to ${env}`);
+    return;
+  }
+  const name = refName(request.ref);
+  if (matchesAny(rule.branches, name) || matchesAny(rule.branches, request.ref)) out.passed.push(`\`${name}\` may deploy to ${env}`);
+  else out.blocking.push(`\`${name}\` may not deploy to ${env} (allowed: ${quoted(rule.branches)})`);
+}
+
+function checkChecks(rule: EnvironmentRule, request: DeploymentRequest, facts: Facts, out: Findings): string[] {
+  const pendingNames: string[] = [];
+  if (!rule.checks?.length) return pendingNames;
+  const sha = short(request.sha);
+  const succeeded: string[] = [];
+  const pendingReasons: string[] = [];
+  for (const wanted of rule.checks) {
+    const runs = facts.checkRuns.filter((r) => r.name === wanted || matchesAny([wanted], r.name));
+    if (runs.length === 0) {
+      pendingNames.push(wanted);
+      pendingReasons.push(`check \`${wanted}\` has not started on ${sha}`);
+      continue;
+    }
+    const bad = runs.filter((r) => r.status === "completed" && r.conclusion !== "success");
+    const running = runs.filter((r) => r.status !== "completed");
+    for (const run of bad) {
+      out.blocking.push(
+        run.conclusion === "failure"
+          ? `check \`${run.name}\` failed on ${sha}`
+          : `check \`${run.name}\` concluded ${run.conclusion ?? "without a conclusion"} on ${sha}`,
+      );
+    }
+    for (const run of running) {
+      pendingNames.push(run.name);
+      pendingReasons.push(`check \`${run.name}\` is ${run.status === "queued" ? "queued" : "still running"} on ${sha}`);
+    }
+    if (bad.length === 0 && running.length === 0) succeeded.push(...runs.map((r) => r.name));
+  }
+  if (succeeded.length) out.passed.push(`${succeeded.length > 1 ? "checks" : "check"} ${quoted(succeeded)} succeeded on ${sha}`);
+  if (rule.pending_checks === "reject") out.blocking.push(...pendingReasons);
+  else out.waiting.push(...pendingReasons);
+  return pendingNames;
+}
+
+function checkAfter(rule: EnvironmentRule, request: DeploymentRequest, facts: Facts, out: Findings): string[] {
+  const pendingEnvs: string[] = [];
+  const sha = short(request.sha);
+  for (const env of rule.after ?? []) {
+    const state = facts.deployedTo[env] ?? "missing";
+    if (state === "success") out.passed.push(`${sha} deployed to ${env} first`);
+    else if (state === "failure") out.blocking.push(`the deployment of ${sha} to ${env} failed`);
+    else if (state === "missing") out.blocking.push(`${sha} has not been deployed to ${env}`);
+    else {
+      pendingEnvs.push(env);
+      const reason = `the deployment of ${sha} to ${env} has not finished`;
+      (rule.pending_checks === "reject" ? out.blocking : out.waiting).push(reason);
+    }
+  }
+  return pendingEnvs;
+}
+
+/** Windows and freezes; returns when the deployment may go ahead if it must wait for time. */
+function checkTime(rule: EnvironmentRule, now: number, out: Findings): number | undefined {
+  const windows = rule.windows ?? [];
+  const freezes = rule.freeze ?? [];
+  if (windows.length === 0 && freezes.length === 0) return undefined;
+  const freeze = activeFreeze(freezes, now);
+  const inWindow = windows.length === 0 || windows.some((w) => windowOpen(w, now));
+  if (!freeze && inWindow) {
+    if (windows.length) out.passed.push(`inside deploy window ${windows.filter((w) => windowOpen(w, now)).map(describeWindow).join(" or ")}`);
+    return undefined;
+  }
+  const opening = nextOpening(windows, freezes, now);
+  const parts: string[] = [];
+  if (freeze) {
+    const zone = freeze.freeze.timezone ?? "UTC";
+    parts.push(`deploy freeze until ${formatInstant(freeze.to, zone)}${freeze.freeze.reason ? ` (${freeze.freeze.reason})` : ""}`);
+  }
+  if (!inWindow) parts.push(`outside deploy window ${windows.map(describeWindow).join(" or ")}`);
+  if (opening === undefined) parts.push("no deploy window opens within a year");
+  else if (windows.length) {
+    const zone = windows.find((w) => windowOpen(w, opening))?.timezone ?? windows[0]?.timezone ?? "UTC";
+    parts.push(`next window opens ${formatInstant(opening, zone)}`);
+  }
+  const reason = parts.join("; ");
+  if (rule.outside_window === "reject" || opening === undefined) {
+    out.blocking.push(reason);
+    return undefined;
+  }
+  out.waiting.push(reason);
+  return opening;
+}
+
+/**
+ * Decide whether the deployment may proceed. `approve` and `reject` are final; `wait` says until
+ * when (`waitUntil`) and on what (`recheckOn`) to evaluate again, and by when to give up.
+ */
+export function evaluate(policy: DeploymentsPolicy | undefined, request: DeploymentRequest, facts: Facts, now: Date): Evaluation {
+  const match = matchEnvironment(policy, request.environment);
+  if (!match) return { decision: "none", reasons: [`no deployments policy matches environment ${request.environment}`] };
+  const { pattern, rule } = match;
+  const env = request.environment;
+  if (rule.approve === "always") return { decision: "approve", matched: pattern, reasons: [`every deployment to ${env} is approved by policy`] };
+  if (rule.approve === "never") return { decision: "reject", matched: pattern, reasons: [`no deployment to ${env} is approved by policy`] };
+
+  const out: Findings = { passed: [], blocking: [], waiting: [] };
+  checkBranch(rule, request, env, out);
+  const pendingChecks = checkChecks(rule, request, facts, out);
+  const pendingEnvs = checkAfter(rule, request, facts, out);
+  const opening = checkTime(rule, now.getTime(), out);
+
+  if (out.blocking.length) return { decision: "reject", matched: pattern, reasons: [...out.blocking, ...out.waiting] };
+  if (out.waiting.length) {
+    const giveUpAt = request.requestedAt.getTime() + GIVE_UP_AFTER_MS;
+    if (now.getTime() >= giveUpAt || (opening !== undefined && opening > giveUpAt)) {
+      const since = formatInstant(request.requestedAt.getTime());
+      return {
+        decision: "reject",
+        matched: pattern,
+        reasons: [...out.waiting, `waiting since ${since} would pass the 30 days after which GitHub abandons the deployment`],
+      };
+    }
+    const evaluation: Evaluation = { decision: "wait", matched: pattern, reasons: out.waiting, giveUpAt: new Date(giveUpAt) };
+    if (opening !== undefined) evaluation.waitUntil = new Date(opening);
+    if (pendingChecks.length || pendingEnvs.length) evaluation.recheckOn = { checks: pendingChecks, environments: pendingEnvs };
+    return evaluation;
+  }
+  return { decision: "approve", matched: pattern, reasons: out.passed.length ? out.passed : [`the policy for ${env} sets no conditions`] };
+}

@@ -1,0 +1,132 @@
+// Reading deliveries: which gate a protection-rule request names, which run waits for review,
+// which sha a completed check or deployment status concerns. Pure functions of the payload.
+
+interface RepoPayload {
+  repository?: { name?: string; owner?: { login?: string } };
+  installation?: { id?: number };
+}
+
+export interface RepoOf {
+  owner: string;
+  repo: string;
+}
+
+export function repoOf(payload: unknown): RepoOf | undefined {
+  const p = payload as RepoPayload;
+  const owner = p?.repository?.owner?.login;
+  const repo = p?.repository?.name;
+  return owner && repo ? { owner, repo } : undefined;
+}
+
+const CALLBACK_RUN = /\/actions\/runs\/(\d+)\/deployment_protection_rule\/?$/;
+
+export interface ProtectionRequest extends RepoOf {
+  environment: string;
+  runId: number;
+  sha: string | undefined;
+  ref: string | undefined;
+  requestedAt: Date | undefined;
+}
+
+/** A `deployment_protection_rule.requested` delivery; undefined when it lacks the environment or run. */
+export function protectionRequest(payload: unknown): ProtectionRequest | undefined {
+  const repo = repoOf(payload);
+  const p = payload as {
+    environment?: string;
+    deployment_callback_url?: string;
+    sha?: string;
+    ref?: string;
+    deployment?: { sha?: string; ref?: string; created_at?: string };
+    workflow_run?: { id?: number };
+    run_id?: number;
+  };
+  const fromUrl = p.deployment_callback_url ? CALLBACK_RUN.exec(new URL(p.deployment_callback_url, "http://x").pathname)?.[1] : undefined;
+  const runId = fromUrl ? Number(fromUrl) : (p.workflow_run?.id ?? p.run_id);
+  if (!repo || !p.environment || !runId) return undefined;
+  const created = p.deployment?.created_at ? new Date(p.deployment.created_at) : undefined;
+  return {
+    ...repo,
+    environment: p.environment,
+    runId,
+    sha: p.sha ?? p.deployment?.sha,
+    ref: p.ref ?? p.deployment?.ref,
+    requestedAt: created && !Number.isNaN(created.getTime()) ? created : undefined,
+  };
+}
+
+export interface WaitingRun extends RepoOf {
+  runId: number;
+  sha: string | undefined;
+  ref: string | undefined;
+}
+
+/**
+ * A run that waits for review: `workflow_run` or `workflow_job` with status `waiting`, or a
+ * `deployment_review.requested`. Undefined for anything else.
+ */
+export function waitingRun(event: string, action: string | undefined, payload: unknown): WaitingRun | undefined {
+  const repo = repoOf(payload);
+  if (!repo) return undefined;
+  const p = payload as {
+    workflow_run?: { id?: number; status?: string; head_sha?: string; head_branch?: string | null };
+    workflow_job?: { run_id?: number; status?: string; head_sha?: string; head_branch?: string | null };
+  };
+  if (event === "workflow_run" && p.workflow_run?.status === "waiting" && p.workflow_run.id) {
+    return { ...repo, runId: p.workflow_run.id, sha: p.workflow_run.head_sha, ref: p.workflow_run.head_branch ?? undefined };
+  }
+  if (event === "workflow_job" && (p.workflow_job?.status === "waiting" || action === "waiting") && p.workflow_job?.run_id) {
+    return { ...repo, runId: p.workflow_job.run_id, sha: p.workflow_job.head_sha, ref: p.workflow_job.head_branch ?? undefined };
+  }
+  if (event === "deployment_review" && action === "requested" && p.workflow_run?.id) {
+    return { ...repo, runId: p.workflow_run.id, sha: p.workflow_run.head_sha, ref: p.workflow_run.head_branch ?? undefined };
+  }
+  return undefined;
+}
+
+/** The sha whose waits a completed check run or suite, or a deployment status, may settle. */
+export function settledSha(event: string, action: string | undefined, payload: unknown): string | undefined {
+  const p = payload as {
+    check_run?: { head_sha?: string };
+    check_suite?: { head_sha?: string };
+    deployment?: { sha?: string };
+    deployment_status?: { state?: string };
+  };
+  if (event === "check_run" && action === "completed") return p.check_run?.head_sha;
+  if (event === "check_suite" && action === "completed") return p.check_suite?.head_sha;
+  if (event === "deployment_status") return p.deployment?.sha;
+  return undefined;
+}
+
+/** What an audit entry keeps of a `deployment_review` delivery: who decided what, where and when. */
+export function reviewAudit(action: string | undefined, payload: unknown): Record<string, unknown> {
+  const p = payload as {
+    approver?: { login?: string };
+    requestor?: { login?: string };
+    sender?: { login?: string };
+    comment?: string;
+    since?: string;
+    environment?: string;
+    workflow_run?: { id?: number; head_sha?: string; head_branch?: string | null };
+    workflow_job_runs?: { environment?: string }[];
+    workflow_job_run?: { environment?: string };
+    reviewers?: { reviewer?: { login?: string; slug?: string } }[];
+  };
+  const repo = repoOf(payload);
+  const environments = [
+    ...(p.environment ? [p.environment] : []),
+    ...(p.workflow_job_runs ?? []).map((j) => j.environment),
+    ...(p.workflow_job_run?.environment ? [p.workflow_job_run.environment] : []),
+  ].filter((e, i, all): e is string => typeof e === "string" && all.indexOf(e) === i);
+  return {
+    action: action ?? null,
+    repository: repo ? `${repo.owner}/${repo.repo}` : null,
+    runId: p.workflow_run?.id ?? null,
+    sha: p.workflow_run?.head_sha ?? null,
+    ref: p.workflow_run?.head_branch ?? null,
+    environments,
+    by: p.approver?.login ?? p.requestor?.login ?? p.sender?.login ?? null,
+    comment: p.comment ?? null,
+    reviewers: (p.reviewers ?? []).map((r) => r.reviewer?.login ?? r.reviewer?.slug).filter(Boolean),
+    since: p.since ?? null,
+  };
+}

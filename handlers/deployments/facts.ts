@@ -1,0 +1,80 @@
+// API reads for one evaluation: the check runs on the sha, where the sha stands in earlier
+// environments, and the run itself (for the ref and sha when a payload lacks them).
+import type { InstallationOctokit } from "../../src/handler.js";
+import type { CheckRunFact, DeployedState, Facts } from "./decide.js";
+import type { EnvironmentRule } from "./policy.js";
+
+export interface RepoRef {
+  owner: string;
+  repo: string;
+}
+
+export interface RunFacts {
+  headSha: string;
+  headBranch: string | undefined;
+  status: string;
+  createdAt: string | undefined;
+}
+
+/** The workflow run a deployment belongs to. */
+export async function fetchRun(octokit: InstallationOctokit, target: RepoRef & { runId: number }): Promise<RunFacts> {
+  const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", {
+    owner: target.owner,
+    repo: target.repo,
+    run_id: target.runId,
+  });
+  return { headSha: data.head_sha, headBranch: data.head_branch ?? undefined, status: data.status ?? "unknown", createdAt: data.created_at };
+}
+
+async function fetchCheckRuns(octokit: InstallationOctokit, target: RepoRef, sha: string): Promise<CheckRunFact[]> {
+  const runs = await octokit.paginate("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+    owner: target.owner,
+    repo: target.repo,
+    ref: sha,
+    filter: "latest",
+    per_page: 100,
+  });
+  return runs.map((r) => ({ name: r.name, status: r.status, conclusion: r.conclusion ?? null }));
+}
+
+const SUCCEEDED = new Set(["success", "inactive"]); // inactive: it succeeded and a later deployment replaced it
+const UNDER_WAY = new Set(["pending", "queued", "in_progress", "waiting"]);
+/** Only the newest deployments of a sha to one environment matter; older ones were retried. */
+const DEPLOYMENTS_LOOKED_AT = 10;
+
+/** Where `sha` stands in `environment`: any success wins, then anything under way, then failure. */
+async function fetchDeployedState(octokit: InstallationOctokit, target: RepoRef, sha: string, environment: string): Promise<DeployedState> {
+  const { data: deployments } = await octokit.request("GET /repos/{owner}/{repo}/deployments", {
+    owner: target.owner,
+    repo: target.repo,
+    sha,
+    environment,
+    per_page: DEPLOYMENTS_LOOKED_AT,
+  });
+  if (deployments.length === 0) return "missing";
+  const states: string[] = [];
+  for (const deployment of deployments) {
+    const { data: statuses } = await octokit.request("GET /repos/{owner}/{repo}/deployments/{deployment_id}/statuses", {
+      owner: target.owner,
+      repo: target.repo,
+      deployment_id: Number(deployment.id),
+      per_page: 1,
+    });
+    // A deployment without statuses has been created but not started: it is under way.
+    states.push(statuses[0]?.state ?? "pending");
+  }
+  if (states.some((s) => SUCCEEDED.has(s))) return "success";
+  if (states.some((s) => UNDER_WAY.has(s))) return "pending";
+  return "failure";
+}
+
+/** Everything the rule needs to be evaluated, fetched once; nothing the rule does not use. */
+export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, rule: EnvironmentRule): Promise<Facts> {
+  const facts: Facts = { checkRuns: [], deployedTo: {} };
+  if (rule.approve) return facts;
+  if (rule.checks?.length) facts.checkRuns = await fetchCheckRuns(octokit, target, sha);
+  for (const environment of rule.after ?? []) {
+    facts.deployedTo[environment] = await fetchDeployedState(octokit, target, sha, environment);
+  }
+  return facts;
+}

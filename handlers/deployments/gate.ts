@@ -1,0 +1,137 @@
+// Evaluates one waiting gate and carries the decision out: a final answer (at most once), or a
+// durable wait with a comment-only status and a scheduled re-evaluation.
+import type { Logger } from "pino";
+import type { InstallationOctokit, Outcome, Scheduler } from "../../src/handler.js";
+import type { Store } from "../../src/store/types.js";
+import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";
+import { formatComment } from "./comment.js";
+import { evaluate, matchEnvironment, type Evaluation } from "./decide.js";
+import { fetchFacts } from "./facts.js";
+import type { DeploymentsPolicy } from "./policy.js";
+import { answeredKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
+
+/** An answer is remembered past GitHub's 30 days, after which no request for the run can come again. */
+const ANSWER_MEMORY_MS = 35 * 86_400_000;
+
+/** Waits on checks are also polled, in case a check event never arrives. */
+export const RECHECK_POLL_MS = 60 * 60 * 1000;
+
+export interface GateServices {
+  octokit: InstallationOctokit;
+  /** The required reviewer's Octokit (review gates only). */
+  reviewer: InstallationOctokit | undefined;
+  store: Store;
+  scheduler: Scheduler;
+  log: Logger;
+  /** The clock decisions are made by (the sandbox hub's in tests and the demo). */
+  now: () => Date;
+}
+
+export interface GateInput {
+  gate: Gate;
+  sha: string;
+  ref: string | undefined;
+  /** When GitHub started waiting, if the payload says; else the first time Steward saw it. */
+  requestedAt?: Date;
+}
+
+const STATE: Record<"approve" | "reject", FinalState> = { approve: "approved", reject: "rejected" };
+
+function refusal(error: { status: number; message: string }, what: string): Outcome {
+  return { status: "failed", retryable: false, error: `GitHub refused ${what}: ${error.status} ${error.message}` };
+}
+
+async function dropWait(svc: GateServices, gate: Gate, sha: string): Promise<void> {
+  await svc.store.delete(waitKey(gate, sha));
+  await svc.scheduler.cancel(taskKey(gate));
+}
+
+async function sendFinal(svc: GateServices, gate: Gate, state: FinalState, comment: string): Promise<void> {
+  const target = { owner: gate.owner, repo: gate.repo, runId: gate.runId };
+  if (gate.path === "rule") await answerProtectionRule(svc.octokit, target, { environment: gate.environment, state, comment });
+  else {
+    if (!svc.reviewer) throw new Error("a review gate needs the reviewer token, and none is configured");
+    await reviewPendingDeployment(svc.reviewer, target, { environmentId: gate.environmentId, state, comment });
+  }
+}
+
+async function answer(svc: GateServices, input: GateInput, evaluation: Evaluation, state: FinalState): Promise<Outcome> {
+  const { gate } = input;
+  const comment = formatComment(evaluation, gate.environment);
+  const claimed = await svc.store.claim(answeredKey(gate), { ttlMs: ANSWER_MEMORY_MS, value: { state, sha: input.sha, at: svc.now().toISOString() } });
+  if (!claimed) return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
+  try {
+    await sendFinal(svc, gate, state, comment);
+  } catch (error) {
+    if (isFinalRefusal(error)) {
+      // A refusal is GitHub's answer (not waiting any more, caller may not approve): asking again changes nothing.
+      await dropWait(svc, gate, input.sha);
+      svc.log.warn({ status: error.status, environment: gate.environment, runId: gate.runId }, "deployment answer refused");
+      return refusal(error, `the ${state === "approved" ? "approval" : "rejection"} of ${gate.environment}`);
+    }
+    await svc.store.release(answeredKey(gate));
+    throw error;
+  }
+  await dropWait(svc, gate, input.sha);
+  await svc.store.audit({
+    kind: "deployment_answer",
+    source: "deployments",
+    details: { repository: `${gate.owner}/${gate.repo}`, runId: gate.runId, environment: gate.environment, path: gate.path, state, sha: input.sha, reasons: evaluation.reasons },
+  });
+  return { status: "done", summary: `${state} ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}` };
+}
+
+/** When to look again: the window opening, a poll for checks, and never later than the give-up time. */
+function nextLook(evaluation: Evaluation, now: Date): number {
+  const times = [evaluation.giveUpAt!.getTime()];
+  if (evaluation.waitUntil) times.push(evaluation.waitUntil.getTime());
+  if (evaluation.recheckOn) times.push(now.getTime() + RECHECK_POLL_MS);
+  return Math.min(...times);
+}
+
+async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation, requestedAt: Date, previous: WaitRecord | undefined): Promise<Outcome> {
+  const { gate } = input;
+  const comment = formatComment(evaluation, gate.environment);
+  if (gate.path === "rule" && comment !== previous?.lastComment) {
+    try {
+      await answerProtectionRule(svc.octokit, gate, { environment: gate.environment, comment });
+    } catch (error) {
+      if (!isFinalRefusal(error)) throw error;
+      await dropWait(svc, gate, input.sha);
+      return refusal(error, `the status of ${gate.environment}`);
+    }
+  }
+  const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), lastComment: comment };
+  await svc.store.set(waitKey(gate, input.sha), record);
+  // The queue runs tasks by the service's real clock; `now` may be a sandbox clock, so schedule by delay.
+  const now = svc.now();
+  const delay = Math.max(0, nextLook(evaluation, now) - now.getTime());
+  await svc.scheduler.schedule({
+    key: taskKey(gate),
+    runAt: new Date(Date.now() + delay),
+    data: { waitKey: waitKey(gate, input.sha) },
+    installationId: gate.installationId,
+    replace: true,
+  });
+  return { status: "done", summary: `waiting on ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}` };
+}
+
+/** Evaluate a gate against the policy and carry the decision out. */
+export async function runGate(svc: GateServices, policy: DeploymentsPolicy | undefined, input: GateInput): Promise<Outcome> {
+  const { gate } = input;
+  if (await svc.store.get(answeredKey(gate))) return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
+  const match = matchEnvironment(policy, gate.environment);
+  if (!match) {
+    await dropWait(svc, gate, input.sha);
+    return { status: "skipped", reason: `no deployments policy matches environment ${gate.environment}` };
+  }
+  const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
+  const now = svc.now();
+  const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
+  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule);
+  const evaluation = evaluate(policy, { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt }, facts, now);
+  svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
+  if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
+  if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous);
+  return { status: "skipped", reason: evaluation.reasons.join("; ") };
+}

@@ -1,0 +1,40 @@
+// Durable state of the handler: which gates were answered (one answer per run, environment
+// and path) and which wait, indexed by sha so a completed check finds the gates it may open.
+import type { Store } from "../../src/store/types.js";
+
+/**
+ * One environment of one run waiting on Steward. `rule`: Steward is a custom protection rule and
+ * answers with the installation token. `review`: Steward reviews as a required reviewer.
+ */
+export type Gate =
+  | { path: "rule"; owner: string; repo: string; runId: number; environment: string; installationId: number | undefined }
+  | { path: "review"; owner: string; repo: string; runId: number; environment: string; environmentId: number; installationId: number | undefined };
+
+export interface WaitRecord {
+  gate: Gate;
+  sha: string;
+  ref: string | undefined;
+  /** ISO time the gate started waiting (GitHub's 30-day limit counts from here). */
+  requestedAt: string;
+  /** The last comment-only status sent, so an unchanged wait is not announced again. */
+  lastComment?: string;
+}
+
+const PREFIX = "deployments:";
+const gateId = (g: Gate) => `${g.path}:${g.owner}/${g.repo}:${g.runId}:${g.environment.toLowerCase()}`.toLowerCase();
+
+export const answeredKey = (g: Gate) => `${PREFIX}answered:${gateId(g)}`;
+/** Key of the scheduled re-evaluation of a gate, within this handler's task namespace. */
+export const taskKey = (g: Gate) => gateId(g);
+const shaPrefix = (owner: string, repo: string, sha: string) => `${PREFIX}wait:${owner}/${repo}:${sha}:`.toLowerCase();
+export const waitKey = (g: Gate, sha: string) => `${shaPrefix(g.owner, g.repo, sha)}${gateId(g)}`;
+
+export async function allWaits(store: Store): Promise<{ key: string; record: WaitRecord }[]> {
+  const entries = await store.list<WaitRecord>(`${PREFIX}wait:`);
+  return entries.map((e) => ({ key: e.key, record: e.value }));
+}
+
+export async function waitsForSha(store: Store, owner: string, repo: string, sha: string): Promise<WaitRecord[]> {
+  const entries = await store.list<WaitRecord>(shaPrefix(owner, repo, sha));
+  return entries.map((e) => e.value);
+}

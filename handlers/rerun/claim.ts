@@ -1,0 +1,39 @@
+// "At most one decision per run attempt", across redeliveries, duplicate deliveries and replicas.
+// The claim is short while deciding (a crashed worker must not block the attempt for a month) and
+// long once decided (GitHub redelivers for days).
+import type { Store } from "../../src/store/types.js";
+
+/** Held while a delivery decides; a crash leaves it to expire. */
+export const DECIDING_TTL_MS = 15 * 60_000;
+/** Kept once decided, longer than any redelivery. */
+export const DECIDED_TTL_MS = 30 * 24 * 3_600_000;
+
+interface ClaimValue {
+  state: "deciding" | "decided";
+  deliveryId: string;
+  outcome?: string;
+}
+
+export function idempotencyKey(repoId: number, runId: number, attempt: number): string {
+  return `rerun:${repoId}:${runId}:${attempt}`;
+}
+
+/**
+ * Claim the right to decide. True for the first delivery, and for the same delivery coming back
+ * after its worker died mid-decision (the engine retries it with a higher attempt number).
+ */
+export async function claimDecision(store: Store, key: string, deliveryId: string, attempt: number): Promise<boolean> {
+  const value: ClaimValue = { state: "deciding", deliveryId };
+  if (await store.claim(key, { ttlMs: DECIDING_TTL_MS, value })) return true;
+  const held = await store.get<ClaimValue>(key);
+  if (held?.state === "deciding" && held.deliveryId === deliveryId && attempt > 1) {
+    await store.set(key, value, { ttlMs: DECIDING_TTL_MS });
+    return true;
+  }
+  return false;
+}
+
+export async function recordDecision(store: Store, key: string, deliveryId: string, outcome: string): Promise<void> {
+  const value: ClaimValue = { state: "decided", deliveryId, outcome };
+  await store.set(key, value, { ttlMs: DECIDED_TTL_MS });
+}

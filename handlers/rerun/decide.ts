@@ -1,0 +1,243 @@
+// The re-run decision: given a completed run, its jobs, the logs asked for, and whether the run
+// is still current, decide to skip, give up, or re-run, and say why. Pure: no I/O.
+import { matchesAny, textMatcher } from "../../src/policy/patterns.js";
+import {
+  DEFAULT_RULE_CONCLUSIONS,
+  GITHUB_MAX_ATTEMPTS,
+  delayMs,
+  type RerunMode,
+  type RerunPolicy,
+  type RerunRule,
+} from "./policy.js";
+
+export interface RunFacts {
+  id: number;
+  /** Workflow name, e.g. `CI`. */
+  name: string;
+  /** Workflow file path, e.g. `.github/workflows/ci.yml` (may carry an `@ref` suffix). */
+  path?: string | null;
+  event: string;
+  headBranch: string | null;
+  headSha: string;
+  conclusion: string | null;
+  runAttempt: number;
+  /** Pull request numbers the run belongs to (empty for pushes and fork pull requests). */
+  pullRequests: number[];
+  /** Owner of the repository the head branch lives in (a fork's owner for fork pull requests). */
+  headOwner?: string | null;
+}
+
+export interface StepFacts {
+  name: string;
+  conclusion: string | null;
+}
+
+export interface JobFacts {
+  id: number;
+  name: string;
+  conclusion: string | null;
+  steps: StepFacts[];
+}
+
+/** Where the run's branch or pull request points now; `undefined` sha when it could not be told. */
+export interface CurrentHead {
+  /** What was looked at, e.g. `pull request #7` or `branch main`. */
+  source: string;
+  /** Current head sha, `null` when the branch or pull request is gone, `undefined` when unknown. */
+  sha: string | null | undefined;
+}
+
+export interface JobVerdict {
+  id: number;
+  name: string;
+  conclusion: string | null;
+  transient: boolean;
+  /** Index of the first matching rule, when one matched. */
+  rule?: number;
+  /** Why the job is (or is not) transient. */
+  reason: string;
+}
+
+export type Decision =
+  | { decision: "skip"; reasons: string[]; verdicts: JobVerdict[] }
+  | { decision: "give_up"; reasons: string[]; verdicts: JobVerdict[] }
+  | { decision: "rerun"; reasons: string[]; verdicts: JobVerdict[]; mode: RerunMode; delayMs: number };
+
+export interface DecideInput {
+  policy: RerunPolicy;
+  run: RunFacts;
+  jobs: JobFacts[];
+  /** Logs of the jobs in `logsToFetch`; a missing or null entry means the log was unavailable. */
+  logs: ReadonlyMap<number, string | null>;
+  current: CurrentHead;
+}
+
+const FAILED_STEP = new Set(["failure", "timed_out"]);
+
+/** Job or run conclusions the policy treats as failures: failure, timed_out, and cancelled if a rule names it. */
+export function failureConclusions(policy: RerunPolicy): Set<string> {
+  const set = new Set<string>(DEFAULT_RULE_CONCLUSIONS);
+  if (policy.rules.some((r) => r.conclusions?.includes("cancelled"))) set.add("cancelled");
+  return set;
+}
+
+function workflowMatches(globs: readonly string[], run: RunFacts): boolean {
+  if (matchesAny(globs, run.name)) return true;
+  const path = run.path?.replace(/@.*$/, "");
+  if (!path) return false;
+  const file = path.split("/").pop()!;
+  return matchesAny(globs, path) || matchesAny(globs, file);
+}
+
+/** Why the run is out of the policy's scope, or undefined when it is in scope. */
+export function outOfScope(policy: RerunPolicy, run: RunFacts): string | undefined {
+  if (!policy.enabled) return "re-runs are not enabled for this repository (rerun.enabled is false)";
+  if (!run.conclusion || !failureConclusions(policy).has(run.conclusion)) {
+    return `run concluded "${run.conclusion ?? "none"}", which is not a failure the policy re-runs`;
+  }
+  if (policy.events ? !policy.events.includes(run.event) : run.event === "schedule") {
+    return `event "${run.event}" is not in rerun.events`;
+  }
+  if (policy.workflows && !workflowMatches(policy.workflows, run)) {
+    return `workflow "${run.name}" is not in rerun.workflows`;
+  }
+  if (policy.branches && !(run.headBranch && matchesAny(policy.branches, run.headBranch))) {
+    return `branch "${run.headBranch ?? "(none)"}" is not in rerun.branches`;
+  }
+  return undefined;
+}
+
+export function failedJobs(policy: RerunPolicy, jobs: readonly JobFacts[]): JobFacts[] {
+  const failing = failureConclusions(policy);
+  return jobs.filter((j) => j.conclusion !== null && failing.has(j.conclusion));
+}
+
+function failedSteps(job: JobFacts): StepFacts[] {
+  return job.steps.filter((s) => s.conclusion !== null && FAILED_STEP.has(s.conclusion));
+}
+
+/** Outcome of testing one rule's conditions except `log`: which condition failed, if any. */
+function ruleMismatchWithoutLog(rule: RerunRule, job: JobFacts): string | undefined {
+  const conclusions = rule.conclusions ?? DEFAULT_RULE_CONCLUSIONS;
+  if (!job.conclusion || !conclusions.includes(job.conclusion as never)) return `conclusion "${job.conclusion}" not in [${conclusions.join(", ")}]`;
+  if (rule.jobs && !matchesAny(rule.jobs, job.name)) return `job name not in [${rule.jobs.join(", ")}]`;
+  const steps = failedSteps(job);
+  if (rule.steps && !steps.some((s) => matchesAny(rule.steps!, s.name))) {
+    return steps.length ? `failed step "${steps[0]!.name}" not in [${rule.steps.join(", ")}]` : "no failed step";
+  }
+  if (rule.runner_lost === true && steps.length > 0) return `step "${steps[0]!.name}" failed, so the runner was not lost`;
+  if (rule.runner_lost === false && steps.length === 0) return "no step failed";
+  return undefined;
+}
+
+/**
+ * Jobs whose log some rule would read: a rule with `log` whose other conditions hold and that no earlier
+ * log-free rule pre-empts. Only these logs need downloading.
+ */
+export function logsToFetch(policy: RerunPolicy, run: RunFacts, jobs: readonly JobFacts[]): number[] {
+  if (outOfScope(policy, run)) return [];
+  const failed = failedJobs(policy, jobs);
+  if (failed.length > policy.max_failed_jobs) return [];
+  const ids: number[] = [];
+  for (const job of failed) {
+    for (const rule of policy.rules) {
+      if (ruleMismatchWithoutLog(rule, job)) continue;
+      if (rule.log) ids.push(job.id);
+      // The first rule whose other conditions hold either matches outright or needs the log.
+      break;
+    }
+  }
+  return ids;
+}
+
+/** Classify one failed job against the rules: the first rule whose every condition holds. */
+export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: string | null | undefined): JobVerdict {
+  const base = { id: job.id, name: job.name, conclusion: job.conclusion };
+  if (rules.length === 0) return { ...base, transient: true, reason: "rules is empty: every failure in scope is re-run" };
+  const misses: string[] = [];
+  for (const [i, rule] of rules.entries()) {
+    const miss = ruleMismatchWithoutLog(rule, job);
+    if (miss) {
+      misses.push(`rule ${i + 1}: ${miss}`);
+      continue;
+    }
+    if (rule.log) {
+      if (log == null) {
+        misses.push(`rule ${i + 1}: log unavailable`);
+        continue;
+      }
+      const hit = rule.log.map(textMatcher).find((m) => m.test(log));
+      if (!hit) {
+        misses.push(`rule ${i + 1}: log matches none of [${rule.log.join(", ")}]`);
+        continue;
+      }
+      return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit.source})` };
+    }
+    return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)})` };
+  }
+  return { ...base, transient: false, reason: `no rule matched (${misses.join("; ")})` };
+}
+
+export function describeRule(rule: RerunRule): string {
+  const parts: string[] = [];
+  if (rule.jobs) parts.push(`jobs ${rule.jobs.join(", ")}`);
+  if (rule.steps) parts.push(`steps ${rule.steps.join(", ")}`);
+  if (rule.conclusions) parts.push(`conclusions ${rule.conclusions.join(", ")}`);
+  if (rule.log) parts.push(`log ${rule.log.join(", ")}`);
+  if (rule.runner_lost !== undefined) parts.push(`runner_lost ${rule.runner_lost}`);
+  return parts.length ? parts.join("; ") : "any failure";
+}
+
+/** Why the run no longer tests the tip of its pull request or branch, or undefined when it still does. */
+export function supersededReason(run: Pick<RunFacts, "headSha">, current: CurrentHead): string | undefined {
+  if (current.sha === null) return `superseded: ${current.source} no longer exists`;
+  if (current.sha === undefined) return `cannot tell whether the run is superseded (${current.source})`;
+  if (current.sha !== run.headSha) {
+    return `superseded: ${current.source} is now at ${current.sha.slice(0, 7)}, the run tested ${run.headSha.slice(0, 7)}`;
+  }
+  return undefined;
+}
+
+export function decide(input: DecideInput): Decision {
+  const { policy, run, jobs, logs, current } = input;
+  const scope = outOfScope(policy, run);
+  if (scope) return { decision: "skip", reasons: [scope], verdicts: [] };
+
+  const stale = supersededReason(run, current);
+  if (stale) return { decision: "skip", reasons: [stale], verdicts: [] };
+
+  const failed = failedJobs(policy, jobs);
+  if (failed.length === 0) return { decision: "skip", reasons: ["no failed job to re-run"], verdicts: [] };
+
+  if (failed.length > policy.max_failed_jobs) {
+    const verdicts = failed.map((j) => ({ id: j.id, name: j.name, conclusion: j.conclusion, transient: false, reason: "not classified" }));
+    return {
+      decision: "give_up",
+      reasons: [`${failed.length} jobs failed, more than rerun.max_failed_jobs (${policy.max_failed_jobs}): treated as a real breakage`],
+      verdicts,
+    };
+  }
+
+  const verdicts = failed.map((j) => classifyJob(policy.rules, j, logs.get(j.id)));
+  const reasons: string[] = [];
+  const real = verdicts.filter((v) => !v.transient);
+  if (real.length > 0) reasons.push(`${real.length} of ${verdicts.length} failed jobs are not transient: ${real.map((v) => v.name).join(", ")}`);
+
+  const cap = Math.min(policy.max_attempts, GITHUB_MAX_ATTEMPTS);
+  if (run.runAttempt >= cap) {
+    reasons.push(
+      policy.max_attempts > GITHUB_MAX_ATTEMPTS
+        ? `attempt ${run.runAttempt} reached GitHub's limit of ${GITHUB_MAX_ATTEMPTS} attempts`
+        : `attempt ${run.runAttempt} of ${policy.max_attempts}: attempts exhausted (rerun.max_attempts)`,
+    );
+  }
+  if (reasons.length > 0) return { decision: "give_up", reasons, verdicts };
+
+  return {
+    decision: "rerun",
+    reasons: [`all ${verdicts.length} failed jobs are transient; attempt ${run.runAttempt + 1} of ${policy.max_attempts}`],
+    verdicts,
+    mode: policy.mode,
+    delayMs: delayMs(policy),
+  };
+}

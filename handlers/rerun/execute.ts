@@ -1,0 +1,182 @@
+// Carrying out a re-run decision: re-check that the run is still current, ask the API to re-run,
+// turn its refusals into outcomes, and explain what happened in the `steward/rerun` check run.
+import type { Logger } from "pino";
+import type { InstallationOctokit, Outcome, Scheduler } from "../../src/handler.js";
+import type { CheckReporter } from "../../src/checks/types.js";
+import type { Store } from "../../src/store/types.js";
+import { supersededReason, type JobVerdict, type RunFacts } from "./decide.js";
+import { CHECK_NAME, MAX_EXPLANATIONS, actionText, renderCheck, type ActionTaken, type Explanation } from "./explain.js";
+import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";
+import { currentHead, getRun } from "./facts.js";
+import type { RerunMode } from "./policy.js";
+
+/** How many times a re-run refused with "already running" is tried again before giving up. */
+export const MAX_BUSY_RETRIES = 5;
+/** Wait before retrying a busy run when the policy has no delay. */
+export const BUSY_RETRY_MS = 30_000;
+
+export interface Ops {
+  octokit: InstallationOctokit;
+  store: Store;
+  checks: CheckReporter;
+  scheduler: Scheduler;
+  log: Logger;
+  installationId: number | undefined;
+}
+
+/** Everything needed to carry out a decision later, without the delivery (JSON-serialisable). */
+export interface RerunTask {
+  owner: string;
+  repo: string;
+  repoId: number;
+  run: RunFacts;
+  htmlUrl?: string | undefined;
+  maxAttempts: number;
+  mode: RerunMode;
+  delayMs: number;
+  reasons: string[];
+  verdicts: JobVerdict[];
+  /** Times the API answered "already running". */
+  tries: number;
+  /** True when the task was delayed: whether the run is superseded is checked again before acting. */
+  scheduled: boolean;
+}
+
+export function isRerunTask(data: unknown): data is RerunTask {
+  const d = data as Partial<RerunTask> | null;
+  return !!d && typeof d.owner === "string" && typeof d.repo === "string" && typeof d.run?.id === "number" && Array.isArray(d.verdicts);
+}
+
+function historyKey(repoId: number, headSha: string): string {
+  return `rerun:history:${repoId}:${headSha}`;
+}
+
+type Refusal = { kind: "busy" | "refused"; message: string };
+
+/** The API's 403 answers to a re-run are outcomes, not errors; anything else is. */
+function refusalOf(err: unknown): Refusal | undefined {
+  const e = err as { status?: number; response?: { data?: { message?: unknown } }; message?: string };
+  if (e.status !== 403) return undefined;
+  const body = e.response?.data?.message;
+  const message = typeof body === "string" ? body : (e.message ?? "forbidden");
+  // A rate-limit 403 is a retryable error, not a refusal.
+  if (/rate limit/i.test(message)) return undefined;
+  return { kind: /already running|in progress/i.test(message) ? "busy" : "refused", message };
+}
+
+/** Append the explanation to the commit's history and show the history in the check run. */
+export async function explainAndReport(ops: Ops, task: RerunTask, action: ActionTaken, detail?: string): Promise<void> {
+  const explanation: Explanation = {
+    runId: task.run.id,
+    workflow: task.run.name,
+    attempt: task.run.runAttempt,
+    maxAttempts: task.maxAttempts,
+    htmlUrl: task.htmlUrl,
+    action,
+    detail,
+    reasons: task.reasons,
+    verdicts: task.verdicts,
+    at: new Date().toISOString(),
+  };
+  const key = historyKey(task.repoId, task.run.headSha);
+  // Decisions on one commit (another workflow, the next attempt) may finish at the same time;
+  // one at a time keeps every explanation and one check run.
+  await withLock(ops.store, `${key}:lock`, () => appendAndReport(ops, task, key, explanation));
+}
+
+async function appendAndReport(ops: Ops, task: RerunTask, key: string, explanation: Explanation): Promise<void> {
+  const previous = (await ops.store.get<Explanation[]>(key)) ?? [];
+  // A retried task must not list the same decision twice.
+  const history = previous
+    .filter((e) => !(e.runId === explanation.runId && e.attempt === explanation.attempt))
+    .concat(explanation)
+    .slice(-MAX_EXPLANATIONS * 2);
+  await ops.store.set(key, history, { ttlMs: DECIDED_TTL_MS });
+  const { title, summary } = renderCheck(history);
+  await ops.checks.report({
+    owner: task.owner,
+    repo: task.repo,
+    headSha: task.run.headSha,
+    name: CHECK_NAME,
+    status: "completed",
+    conclusion: "neutral",
+    title,
+    summary,
+    externalId: `rerun:${task.run.id}:${task.run.runAttempt}`,
+  });
+}
+
+const LOCK_TTL_MS = 60_000;
+const LOCK_WAIT_MS = 30_000;
+
+/** A lock held in the store (so it also holds across replicas sharing one store); throws when it stays busy. */
+async function withLock<T>(store: Store, key: string, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  while (!(await store.claim(key, { ttlMs: LOCK_TTL_MS }))) {
+    if (Date.now() > deadline) throw new Error(`${key} stayed locked for ${LOCK_WAIT_MS / 1000}s`);
+    await new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
+  }
+  try {
+    return await fn();
+  } finally {
+    await store.release(key);
+  }
+}
+
+/** Re-run now (the decision said so): re-check, request, explain. */
+export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
+  const ref = { owner: task.owner, repo: task.repo };
+  const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
+  const requestedKey = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:requested`;
+  const action: ActionTaken = task.mode === "workflow" ? "rerun_workflow" : "rerun_failed_jobs";
+
+  // Once the API accepted the re-run, a retry (e.g. the check run write failed) only explains.
+  if (!(await ops.store.get(requestedKey))) {
+    // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
+    const attemptNow = (await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1;
+    if (attemptNow !== task.run.runAttempt) {
+      return { status: "skipped", reason: `${runLabel} was re-run meanwhile (now attempt ${attemptNow})` };
+    }
+    if (task.scheduled) {
+      const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
+      if (stale) return { status: "skipped", reason: stale };
+    }
+
+    const route =
+      task.mode === "workflow"
+        ? ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun" as const)
+        : ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs" as const);
+    try {
+      await ops.octokit.request(route, { ...ref, run_id: task.run.id });
+    } catch (err) {
+      const refusal = refusalOf(err);
+      if (!refusal) throw err;
+      return handleRefusal(ops, task, refusal);
+    }
+    await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
+    await ops.store.audit({ kind: "rerun_requested", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode } });
+    ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode }, "re-run requested");
+  }
+  await explainAndReport(ops, task, action);
+  return { status: "done", summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action })}` };
+}
+
+async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promise<Outcome> {
+  const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
+  if (refusal.kind === "busy" && task.tries < MAX_BUSY_RETRIES) {
+    const waitMs = task.delayMs > 0 ? task.delayMs : BUSY_RETRY_MS;
+    const tries = task.tries + 1;
+    await ops.scheduler.schedule({
+      key: `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`,
+      runAt: new Date(Date.now() + waitMs),
+      data: { ...task, tries, scheduled: true },
+      installationId: ops.installationId,
+    });
+    ops.log.info({ runId: task.run.id, tries }, "run still running; re-run retried later");
+    return { status: "done", summary: `${runLabel}: the API said "${refusal.message}"; retrying in ${waitMs / 1000}s` };
+  }
+  const detail = refusal.kind === "busy" ? `"${refusal.message}" after ${task.tries + 1} tries` : `"${refusal.message}"`;
+  await ops.store.audit({ kind: "rerun_refused", source: "rerun", details: { repository: `${task.owner}/${task.repo}`, runId: task.run.id, attempt: task.run.runAttempt, message: refusal.message } });
+  await explainAndReport(ops, task, "refused", detail);
+  return { status: "skipped", reason: `${runLabel}: the API refused the re-run: ${detail}` };
+}

@@ -1,0 +1,83 @@
+// What the `steward/rerun` check run says. One check run per head sha explains every decision
+// taken on that commit (several workflows, several attempts), newest first. Pure rendering.
+import type { JobVerdict } from "./decide.js";
+
+export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "gave_up" | "refused";
+
+export interface Explanation {
+  runId: number;
+  workflow: string;
+  /** The attempt that failed and was judged. */
+  attempt: number;
+  maxAttempts: number;
+  htmlUrl?: string;
+  action: ActionTaken;
+  /** Extra words on the action (e.g. the API's refusal message). */
+  detail?: string;
+  reasons: string[];
+  verdicts: JobVerdict[];
+  at: string;
+}
+
+export const CHECK_NAME = "steward/rerun";
+/** Older explanations beyond this many are dropped from the check run (the audit log keeps them). */
+export const MAX_EXPLANATIONS = 20;
+
+export function actionText(e: Pick<Explanation, "action" | "attempt" | "maxAttempts" | "detail">): string {
+  const next = `attempt ${e.attempt + 1} of ${e.maxAttempts}`;
+  switch (e.action) {
+    case "rerun_failed_jobs":
+      return `re-ran the failed jobs and their dependents (${next})`;
+    case "rerun_workflow":
+      return `re-ran the whole workflow (${next})`;
+    case "gave_up":
+      return "not re-run";
+    case "refused":
+      return `not re-run: the API refused${e.detail ? ` (${e.detail})` : ""}`;
+  }
+}
+
+export function titleOf(e: Explanation): string {
+  const run = `${e.workflow} attempt ${e.attempt}`;
+  switch (e.action) {
+    case "rerun_failed_jobs":
+    case "rerun_workflow":
+      return `Re-ran ${run}: transient failure`;
+    case "refused":
+      return `Could not re-run ${run}`;
+    case "gave_up":
+      return `Did not re-run ${run}`;
+  }
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, "\\|").replace(/\r?\n/g, " ");
+}
+
+export function renderExplanation(e: Explanation): string {
+  const runLink = e.htmlUrl ? `[run ${e.runId}](${e.htmlUrl})` : `run ${e.runId}`;
+  const lines = [`### ${cell(e.workflow)}: ${runLink}, attempt ${e.attempt}`, "", `**Action:** ${actionText(e)}.`, ""];
+  if (e.reasons.length) {
+    for (const r of e.reasons) lines.push(`- ${r}`);
+    lines.push("");
+  }
+  if (e.verdicts.length) {
+    lines.push("| Failed job | Conclusion | Transient | Why |", "|---|---|---|---|");
+    for (const v of e.verdicts) {
+      lines.push(`| ${cell(v.name)} | ${v.conclusion ?? ""} | ${v.transient ? "yes" : "no"} | ${cell(v.reason)} |`);
+    }
+    lines.push("");
+  }
+  return lines.join("\n");
+}
+
+/** Check run title and summary for a commit's explanations (oldest first in, newest first out). */
+export function renderCheck(history: readonly Explanation[]): { title: string; summary: string } {
+  const latest = history[history.length - 1];
+  if (!latest) return { title: "No re-run decisions", summary: "" };
+  const shown = history.slice(-MAX_EXPLANATIONS).reverse();
+  const dropped = history.length - shown.length;
+  const parts = shown.map(renderExplanation);
+  if (dropped > 0) parts.push(`_${dropped} older decisions not shown._`);
+  return { title: titleOf(latest), summary: parts.join("\n") };
+}

@@ -1,0 +1,183 @@
+// The `secrets` handler: keeps an organisation's Actions secrets and variables in line with
+// `.github/steward/secrets.yml` in its admin repository. Decisions come from decide.ts; this
+// module reads the few facts they need and carries them out.
+import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext } from "../../src/handler.js";
+import type { CheckReport } from "../../src/checks/types.js";
+import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
+import { decideNewRepositories, decidePullRequest, decidePush, periodicTask, type Decision } from "./decide.js";
+import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
+import { secretsDocument } from "./policy.js";
+import { planSummary, problemsSummary, syncSummary } from "./report.js";
+
+type Delivery = HandlerContext<any, unknown>;
+type Ctx = Delivery | TaskContext;
+
+interface TaskData {
+  kind: "periodic" | "resume";
+  org: string;
+  onlyRepos?: string[];
+}
+
+function baseUrlOf(octokit: unknown): string {
+  const defaults = (octokit as { request?: { endpoint?: { DEFAULTS?: { baseUrl?: string } } } })?.request?.endpoint?.DEFAULTS;
+  return defaults?.baseUrl ?? "api";
+}
+
+function laneId(ctx: Ctx): string {
+  return `${baseUrlOf(ctx.octokit)}#${ctx.installationId ?? "none"}`;
+}
+
+/**
+ * A check run is how people see the result, but when the API's rate limit refuses it the
+ * sync has already happened (and its resumption is scheduled): retrying the delivery would
+ * only repeat the sync against the same limit.
+ */
+async function reportCheck(ctx: Ctx, check: CheckReport): Promise<void> {
+  try {
+    await ctx.checks.report(check);
+  } catch (e) {
+    if (rateLimitWaitMs(e) === undefined) throw e;
+    ctx.log.warn({ check: check.name, error: describeError(e) }, "check run not reported: rate limited");
+  }
+}
+
+async function carryOut(ctx: Ctx, org: string, opts: { dryRun?: boolean; ref?: string; onlyRepos?: string[] }): Promise<OrganisationOutcome> {
+  return syncOrganisation({
+    api: asRequester(ctx.octokit),
+    store: ctx.store,
+    org,
+    adminRepo: ctx.config.adminRepo,
+    dataDir: ctx.config.dataDir,
+    laneId: laneId(ctx),
+    ...opts,
+  });
+}
+
+/** A rate limit ended the run early: come back when it lifts (records skip what is done). */
+async function scheduleResume(ctx: Ctx, org: string, resumeAt: Date, onlyRepos?: string[]): Promise<void> {
+  const data: TaskData = { kind: "resume", org, ...(onlyRepos ? { onlyRepos } : {}) };
+  await ctx.scheduler.schedule({ key: `secrets/resume/${ctx.installationId}/${org.toLowerCase()}`, runAt: resumeAt, data, installationId: ctx.installationId, replace: true });
+}
+
+async function schedulePeriodic(ctx: { scheduler: ServiceContext["scheduler"]; config: ServiceContext["config"] }, installationId: number, org: string): Promise<void> {
+  const { key, runAt } = periodicTask(installationId, new Date(), ctx.config.syncIntervalMs);
+  const data: TaskData = { kind: "periodic", org };
+  await ctx.scheduler.schedule({ key, runAt, data, installationId });
+}
+
+async function sync(ctx: Ctx, decision: Extract<Decision, { decision: "sync" }>): Promise<Outcome> {
+  const outcome = await carryOut(ctx, decision.org, { ref: decision.report?.headSha, onlyRepos: decision.onlyRepos });
+  const report = decision.report;
+  if (outcome.status === "no_policy" && report) {
+    await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: "neutral", title: "No secrets policy: nothing synced", summary: `${outcome.reason}.` });
+  }
+  if (outcome.status === "no_admin_repo" || outcome.status === "no_policy") return { status: "skipped", reason: outcome.reason };
+  if (outcome.status === "invalid") {
+    if (report) {
+      await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: "failure", title: "Policy has errors: nothing synced", summary: problemsSummary(outcome.problems) });
+    }
+    return { status: "skipped", reason: `${outcome.file} has ${outcome.problems.filter((p) => p.severity === "error").length} error(s)` };
+  }
+  const { result } = outcome;
+  if (result.pausedUntil) await scheduleResume(ctx, decision.org, result.pausedUntil, decision.onlyRepos);
+  const { title, summary } = syncSummary(result);
+  if (report) {
+    await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: result.failures.length ? "failure" : "success", title, summary });
+  }
+  ctx.log.info({ org: decision.org, applied: result.applied.length, failures: result.failures.length, paused: Boolean(result.pausedUntil) }, "secrets sync");
+  return { status: "done", summary: `${decision.org}: ${title}` };
+}
+
+async function plan(ctx: Delivery, decision: Extract<Decision, { decision: "plan" }>): Promise<Outcome> {
+  const outcome = await carryOut(ctx, decision.org, { dryRun: true, ref: decision.ref });
+  const target = { owner: decision.org, repo: decision.repo, headSha: decision.headSha, name: "steward/plan" };
+  if (outcome.status === "no_admin_repo") return { status: "skipped", reason: outcome.reason };
+  if (outcome.status === "no_policy") {
+    await reportCheck(ctx, { ...target, conclusion: "neutral", title: "No secrets policy", summary: "The policy file is removed by this pull request: nothing would be synced." });
+    return { status: "done", summary: "plan: no policy" };
+  }
+  if (outcome.status === "invalid") {
+    await reportCheck(ctx, { ...target, conclusion: "failure", title: "Policy has errors: no plan", summary: problemsSummary(outcome.problems) });
+    return { status: "done", summary: "plan: policy has errors" };
+  }
+  const { title, summary } = planSummary(outcome.result);
+  await reportCheck(ctx, { ...target, conclusion: outcome.result.failures.length ? "neutral" : "success", title, summary });
+  return { status: "done", summary: `plan: ${title}` };
+}
+
+async function pullRequestFiles(ctx: Delivery, owner: string, repo: string, pull: number): Promise<string[]> {
+  const files: string[] = [];
+  // A pull request lists at most 3000 files; the policy file is either among them or not changed.
+  for (let page = 1; page <= 30; page++) {
+    const res = await ctx.octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner, repo, pull_number: pull, per_page: 100, page });
+    files.push(...res.data.map((f: { filename: string; previous_filename?: string }) => f.filename).concat(res.data.flatMap((f: { previous_filename?: string }) => (f.previous_filename ? [f.previous_filename] : []))));
+    if (res.data.length < 100) break;
+  }
+  return files;
+}
+
+async function decideDelivery(ctx: Delivery): Promise<Decision> {
+  const p = ctx.payload as any;
+  const adminRepo = ctx.config.adminRepo;
+  switch (`${ctx.name}.${ctx.action ?? ""}`.replace(/\.$/, "")) {
+    case "push":
+      return decidePush(
+        { ref: p.ref, after: p.after, deleted: p.deleted === true, defaultBranch: p.repository.default_branch ?? p.repository.master_branch, owner: p.repository.owner.login ?? p.repository.owner.name, repo: p.repository.name, commits: p.commits ?? [] },
+        adminRepo,
+      );
+    case "pull_request.opened":
+    case "pull_request.synchronize":
+    case "pull_request.reopened":
+    case "pull_request.edited": {
+      const facts = { action: ctx.action!, owner: p.repository.owner.login, repo: p.repository.name, number: p.pull_request.number, headSha: p.pull_request.head.sha, headRef: p.pull_request.head.ref, baseRef: p.pull_request.base.ref, defaultBranch: p.repository.default_branch };
+      const first = decidePullRequest(facts, adminRepo);
+      if (first.decision !== "need_files") return first;
+      const second = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, facts.owner, facts.repo, facts.number) }, adminRepo);
+      return second.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : second;
+    }
+    case "repository.created":
+      return decideNewRepositories(p.repository.owner.login, [p.repository.name], "repository.created");
+    case "installation_repositories.added":
+      return decideNewRepositories(p.installation.account.login, (p.repositories_added ?? []).map((r: { name: string }) => r.name), "installation_repositories.added");
+    case "installation.created":
+      return { decision: "sync", org: p.installation.account.login, reasons: ["installation.created"] };
+    default:
+      return { decision: "skip", reasons: [`${ctx.name}.${ctx.action} is not a secrets trigger`] };
+  }
+}
+
+export default defineHandler<unknown>({
+  name: "secrets",
+  events: ["push", "pull_request", "repository.created", "installation.created", "installation_repositories.added"],
+  documents: [secretsDocument],
+
+  async handle(ctx) {
+    const decision = await decideDelivery(ctx);
+    if (decision.decision === "skip") return { status: "skipped", reason: decision.reasons.join("; ") };
+    if (decision.decision === "plan") return plan(ctx, decision);
+    const event: string = ctx.name;
+    if (event === "installation" && ctx.installationId) await schedulePeriodic(ctx, ctx.installationId, decision.org);
+    return sync(ctx, decision);
+  },
+
+  async onTask(ctx) {
+    const data = ctx.data as TaskData;
+    // Schedule the next period first: a failing sync must not end the schedule.
+    if (data.kind === "periodic" && ctx.installationId) await schedulePeriodic(ctx, ctx.installationId, data.org);
+    return sync(ctx, { decision: "sync", org: data.org, onlyRepos: data.onlyRepos, reasons: [data.kind] });
+  },
+
+  async start(ctx) {
+    const app = await ctx.appOctokit();
+    for (let page = 1; page <= 100; page++) {
+      const res = await app.request("GET /app/installations", { per_page: 100, page });
+      for (const inst of res.data) {
+        if (inst.suspended_at || !inst.account) continue;
+        const account = inst.account as { login?: string; slug?: string };
+        const login = account.login ?? account.slug;
+        if (login) await schedulePeriodic(ctx, inst.id, login);
+      }
+      if (res.data.length < 100) break;
+    }
+  },
+});

@@ -1,0 +1,82 @@
+// Sync (or plan) one organisation from its admin repository's policy: what the handler, the
+// scheduled task and `steward sync` all call.
+import type { Store } from "../../src/store/types.js";
+import type { Problem } from "../../src/policy/types.js";
+import type { Requester } from "./api.js";
+import { adminRepoFor } from "./decide.js";
+import { loadSecretsDocument } from "./document.js";
+import type { FanOutOptions } from "./limits.js";
+import { PublicKeyCache } from "./seal.js";
+import { runSync, type SyncResult } from "./sync.js";
+
+export type OrganisationOutcome =
+  | { status: "no_admin_repo"; reason: string }
+  | { status: "no_policy"; reason: string }
+  | { status: "invalid"; file: string; problems: Problem[] }
+  | { status: "synced"; result: SyncResult };
+
+export interface OrganisationSync {
+  api: Requester;
+  store: Store;
+  org: string;
+  /** STEWARD_ADMIN_REPO. */
+  adminRepo: string;
+  dataDir: string;
+  /** API base URL plus installation: names the fan-out lane and the public-key cache. */
+  laneId: string;
+  /** Policy at this ref of the admin repository (default branch when absent). */
+  ref?: string;
+  dryRun?: boolean;
+  onlyRepos?: readonly string[];
+  fanOut?: FanOutOptions;
+  env?: NodeJS.ProcessEnv;
+}
+
+const keyCaches = new Map<string, PublicKeyCache>();
+
+/** Public keys are cached per API base and installation, for the life of the process. */
+export function publicKeysFor(laneId: string): PublicKeyCache {
+  let cache = keyCaches.get(laneId);
+  if (!cache) {
+    cache = new PublicKeyCache(laneId);
+    keyCaches.set(laneId, cache);
+  }
+  return cache;
+}
+
+const running = new Map<string, Promise<unknown>>();
+
+/** Two syncs of one organisation in this process run one after the other, never interleaved. */
+function serialised<T>(id: string, job: () => Promise<T>): Promise<T> {
+  const previous = running.get(id) ?? Promise.resolve();
+  const next = previous.catch(() => undefined).then(job);
+  running.set(id, next);
+  void next.finally(() => {
+    if (running.get(id) === next) running.delete(id);
+  }).catch(() => undefined);
+  return next;
+}
+
+export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOutcome> {
+  return serialised(`${req.laneId}|${req.org.toLowerCase()}|${req.dryRun ? "plan" : "sync"}`, async () => {
+    const admin = adminRepoFor(req.adminRepo, req.org);
+    if (!admin) return { status: "no_admin_repo", reason: `STEWARD_ADMIN_REPO ${req.adminRepo} is not in ${req.org}` };
+    const doc = await loadSecretsDocument(req.api, req.org, admin, req.ref);
+    if (!doc.found) return { status: "no_policy", reason: `${req.org}/${admin} has no .github/steward/secrets.yml` };
+    if (!doc.policy) return { status: "invalid", file: doc.file, problems: doc.problems };
+    const result = await runSync({
+      api: req.api,
+      store: req.store,
+      org: req.org,
+      policy: doc.policy,
+      dataDir: req.dataDir,
+      keys: publicKeysFor(req.laneId),
+      laneId: req.laneId,
+      dryRun: req.dryRun,
+      onlyRepos: req.onlyRepos,
+      fanOut: req.fanOut,
+      env: req.env,
+    });
+    return { status: "synced", result };
+  });
+}

@@ -1,0 +1,190 @@
+// The admin-repository document `.github/steward/secrets.yml`: which Actions secret and
+// variable goes where. Values of secrets are never literal: they name a source the service
+// resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
+import { existsSync, statSync } from "node:fs";
+import type { JsonSchema, PolicyDocumentSpec, SemanticCheck } from "../../src/policy/types.js";
+import { globError } from "../../src/policy/patterns.js";
+
+export const SECRETS_DOCUMENT_PATH = ".github/steward/secrets.yml";
+
+export type Visibility = "all" | "private" | "selected";
+
+export interface OrgPlacement {
+  visibility: Visibility;
+  /** Names or globs; only with `selected`. */
+  repositories?: string[];
+}
+
+interface Placement {
+  org?: OrgPlacement;
+  /** Repository-level targets: names or globs. */
+  repositories?: string[];
+  /** Environment name -> repositories (names or globs). */
+  environments?: Record<string, string[]>;
+}
+
+export interface SecretEntry extends Placement {
+  /** `env:NAME` or `file:/absolute/path`. */
+  from?: string;
+  /** Present only so validation can say why a literal is refused. */
+  value?: unknown;
+}
+
+export interface VariableEntry extends Placement {
+  value: string | number | boolean;
+}
+
+export interface SecretsPolicy {
+  secrets: Record<string, SecretEntry>;
+  variables: Record<string, VariableEntry>;
+  /** Delete targets Steward created that the policy no longer lists. */
+  prune: boolean;
+}
+
+export const defaults: SecretsPolicy = { secrets: {}, variables: {}, prune: false };
+
+const stringList: JsonSchema = { type: "array", items: { type: "string" } };
+
+const placementProperties: Record<string, JsonSchema> = {
+  org: {
+    type: "object",
+    additionalProperties: false,
+    required: ["visibility"],
+    properties: {
+      visibility: { enum: ["all", "private", "selected"] },
+      repositories: stringList,
+    },
+  },
+  repositories: stringList,
+  environments: { type: "object", additionalProperties: stringList },
+};
+
+export const schema: JsonSchema = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    secrets: {
+      type: "object",
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        // `value` is accepted by the schema only so the semantic check can explain the refusal.
+        properties: { from: { type: "string" }, value: {}, ...placementProperties },
+      },
+    },
+    variables: {
+      type: "object",
+      additionalProperties: {
+        type: "object",
+        additionalProperties: false,
+        required: ["value"],
+        properties: { value: { type: ["string", "number", "boolean"] }, ...placementProperties },
+      },
+    },
+    prune: { type: "boolean" },
+  },
+};
+
+/** GitHub's rules for secret and variable names. Returns an error message or undefined. */
+export function nameError(name: string): string | undefined {
+  if (!/^[A-Za-z0-9_]+$/.test(name)) return `name "${name}" may contain only letters, digits and "_"`;
+  if (/^[0-9]/.test(name)) return `name "${name}" must not start with a digit`;
+  if (/^GITHUB_/i.test(name)) return `name "${name}" must not start with GITHUB_`;
+  return undefined;
+}
+
+export type ParsedSource = { kind: "env"; name: string } | { kind: "file"; path: string };
+
+/** Parse `env:NAME` / `file:/path`; undefined for anything else. */
+export function parseSource(from: string): ParsedSource | undefined {
+  const env = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(from);
+  if (env) return { kind: "env", name: env[1]! };
+  const file = /^file:(\/.+)$/.exec(from);
+  if (file) return { kind: "file", path: file[1]! };
+  return undefined;
+}
+
+/** Why a source cannot be resolved right now (the message never contains the value). */
+export function sourceError(from: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const source = parseSource(from);
+  // Never echo `from` itself: a refused "source" may well be the secret pasted in.
+  if (!source) {
+    return /^[a-z]+:/i.test(from)
+      ? `unknown source: "from" must be env:NAME or file:/path`
+      : `"from" must be env:NAME or file:/path; literal secret values are not allowed`;
+  }
+  if (source.kind === "env") {
+    return env[source.name] === undefined ? `environment variable ${source.name} is not set` : undefined;
+  }
+  if (!existsSync(source.path)) return `file ${source.path} does not exist`;
+  if (!statSync(source.path).isFile()) return `${source.path} is not a file`;
+  return undefined;
+}
+
+type Report = Parameters<SemanticCheck<SecretsPolicy>>[1];
+
+function checkPlacement(kind: "secrets" | "variables", name: string, entry: Placement, report: Report): void {
+  const at = [kind, name];
+  const globs = (list: string[] | undefined, path: (string | number)[]) =>
+    list?.forEach((glob, i) => {
+      const err = globError(glob);
+      if (err) report([...path, i], err);
+    });
+  if (entry.org) {
+    if (entry.org.repositories && entry.org.visibility !== "selected") {
+      report([...at, "org", "repositories"], `"repositories" is allowed only with visibility "selected" (here "${entry.org.visibility}")`);
+    }
+    if (entry.org.visibility === "selected" && !entry.org.repositories) {
+      report([...at, "org"], `visibility "selected" without "repositories" shares it with no repository`, "warning");
+    }
+    globs(entry.org.repositories, [...at, "org", "repositories"]);
+  }
+  globs(entry.repositories, [...at, "repositories"]);
+  for (const [environment, list] of Object.entries(entry.environments ?? {})) {
+    if (environment.trim() === "") report([...at, "environments", environment], "empty environment name");
+    globs(list, [...at, "environments", environment]);
+  }
+  if (!entry.org && !entry.repositories?.length && !Object.keys(entry.environments ?? {}).length) {
+    report(at, `${kind === "secrets" ? "secret" : "variable"} ${name} goes nowhere: give org, repositories or environments`, "warning");
+  }
+}
+
+function checkNames(kind: "secrets" | "variables", names: string[], report: Report): void {
+  const seen = new Map<string, string>();
+  for (const name of names) {
+    const err = nameError(name);
+    if (err) report([kind, name], err);
+    const upper = name.toUpperCase();
+    const first = seen.get(upper);
+    if (first !== undefined) report([kind, name], `"${name}" and "${first}" are the same name (names are case-insensitive)`);
+    else seen.set(upper, name);
+  }
+}
+
+export const check: SemanticCheck<SecretsPolicy> = (policy, report) => {
+  const secrets = policy.secrets ?? {};
+  const variables = policy.variables ?? {};
+  checkNames("secrets", Object.keys(secrets), report);
+  checkNames("variables", Object.keys(variables), report);
+  for (const [name, entry] of Object.entries(secrets)) {
+    if (entry.value !== undefined) {
+      report(["secrets", name, "value"], `secret ${name} has a literal value: secrets must come from env:NAME or file:/path`);
+    } else if (entry.from === undefined) {
+      report(["secrets", name], `secret ${name} needs "from: env:NAME" or "from: file:/path"`);
+    } else {
+      const err = sourceError(entry.from);
+      if (err) report(["secrets", name, "from"], err);
+    }
+    checkPlacement("secrets", name, entry, report);
+  }
+  for (const [name, entry] of Object.entries(variables)) checkPlacement("variables", name, entry, report);
+};
+
+// `any`: the framework holds documents of every handler in one list.
+export const secretsDocument: PolicyDocumentSpec<any> = {
+  path: SECRETS_DOCUMENT_PATH,
+  adminOnly: true,
+  schema,
+  defaults,
+  check,
+};

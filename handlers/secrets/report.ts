@@ -1,0 +1,79 @@
+// What people see of a plan or a sync: Markdown for check runs, plain text for the CLI.
+// Rows carry scope, name, action and reason only; values never reach this module.
+import type { Problem } from "../../src/policy/types.js";
+import { countPlan, type PlanRow } from "./plan.js";
+import type { Failure, SyncResult } from "./sync.js";
+import { scopeLabel } from "./targets.js";
+
+/** Check-run summaries are capped; unchanged rows are the first to go. */
+const MAX_TABLE_ROWS = 300;
+
+const cell = (s: string) => s.replace(/\|/g, "\\|").replace(/\n/g, " ");
+
+function counts(rows: readonly PlanRow[]): string {
+  const c = countPlan(rows);
+  return `${c.create} to create, ${c.update} to update, ${c.delete} to delete, ${c.unchanged} unchanged`;
+}
+
+function tableRows(rows: readonly PlanRow[]): { shown: PlanRow[]; hidden: number } {
+  const changing = rows.filter((r) => r.action !== "unchanged");
+  const unchanged = rows.filter((r) => r.action === "unchanged");
+  const shown = [...changing, ...unchanged].slice(0, MAX_TABLE_ROWS);
+  return { shown, hidden: rows.length - shown.length };
+}
+
+export function planTable(rows: readonly PlanRow[]): string {
+  if (rows.length === 0) return "_No targets._";
+  const { shown, hidden } = tableRows(rows);
+  const lines = ["| Scope | Name | Kind | Action | Reason |", "|---|---|---|---|---|"];
+  for (const r of shown) lines.push(`| ${cell(scopeLabel(r.scope))} | ${cell(r.name)} | ${r.kind} | ${r.action} | ${cell(r.reason)} |`);
+  if (hidden > 0) lines.push("", `_${hidden} more rows not shown._`);
+  return lines.join("\n");
+}
+
+export function failureTable(failures: readonly Failure[]): string {
+  const lines = ["| Scope | Name | Step | Error |", "|---|---|---|---|"];
+  for (const f of failures.slice(0, MAX_TABLE_ROWS)) lines.push(`| ${cell(scopeLabel(f.scope))} | ${cell(f.name ?? "")} | ${f.action} | ${cell(f.error)} |`);
+  if (failures.length > MAX_TABLE_ROWS) lines.push("", `_${failures.length - MAX_TABLE_ROWS} more failures not shown._`);
+  return lines.join("\n");
+}
+
+/** `steward/plan`: what a merge of this pull request would do. */
+export function planSummary(result: SyncResult): { title: string; summary: string } {
+  const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied.`, "", planTable(result.rows)];
+  if (result.failures.length) parts.push("", "### Could not plan", "", failureTable(result.failures));
+  return { title: counts(result.rows), summary: parts.join("\n") };
+}
+
+/** `steward/sync`: what a sync applied and what failed. */
+export function syncSummary(result: SyncResult): { title: string; summary: string } {
+  const applied = countPlan(result.applied);
+  const title = `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted` + (result.failures.length ? `, ${result.failures.length} failed` : "");
+  const parts = [`Sync of **${result.org}** across ${result.repositories} repositories.`, ""];
+  parts.push(result.applied.length ? planTable(result.applied) : "_Nothing to change: everything matches the policy._");
+  if (result.failures.length) parts.push("", "### Failed", "", failureTable(result.failures));
+  if (result.pausedUntil) parts.push("", `Paused by the API rate limit; the rest continues at ${result.pausedUntil.toISOString()}.`);
+  return { title, summary: parts.join("\n") };
+}
+
+export function problemsSummary(problems: readonly Problem[]): string {
+  return problems.map((p) => `- ${p.file}:${p.line}:${p.column} ${p.severity}: ${p.message}`).join("\n");
+}
+
+/** Plain text for `steward sync`. */
+export function textReport(result: SyncResult): string {
+  const rows = result.rows;
+  const width = (f: (r: PlanRow) => string, min: number) => Math.max(min, ...rows.map((r) => f(r).length));
+  const ws = width((r) => scopeLabel(r.scope), 5);
+  const wn = width((r) => r.name, 4);
+  const lines = [`${"SCOPE".padEnd(ws)}  ${"NAME".padEnd(wn)}  KIND      ACTION     REASON`];
+  for (const r of rows) lines.push(`${scopeLabel(r.scope).padEnd(ws)}  ${r.name.padEnd(wn)}  ${r.kind.padEnd(8)}  ${r.action.padEnd(9)}  ${r.reason}`);
+  lines.push("", `${result.org}: ${result.repositories} repositories; plan: ${counts(result.rows)}.`);
+  if (!result.dryRun) {
+    const a = countPlan(result.applied);
+    lines.push(`applied: ${a.create} created, ${a.update} updated, ${a.delete} deleted.`);
+  } else lines.push("dry run: nothing applied.");
+  for (const f of result.failures) lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);
+  if (result.pausedUntil) lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
+  return lines.join("\n");
+}

@@ -1,0 +1,192 @@
+// Composition: the one place Steward's parts are put together. Everything here is wiring;
+// decisions live in the modules it connects.
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import type { Logger } from "pino";
+import type { StewardConfig } from "./config/types.js";
+import type { HandlerModule } from "./handler.js";
+import type { OctokitFactory } from "./api/types.js";
+import { createLogger } from "./log/logger.js";
+import { createMetrics, type Metrics } from "./ops/metrics.js";
+import { createOctokitFactory, type OctokitFactoryOptions } from "./api/client.js";
+import { createStewardHttp, type ServerTimeouts } from "./intake/server.js";
+import { openSqliteStore, type SqliteStore } from "./store/sqlite.js";
+import { openRedisStore, type RedisStore } from "./store/redis.js";
+import { openSharedThrottle, type SharedThrottle } from "./store/redis-throttle.js";
+import { createPolicyLoader } from "./policy/loader.js";
+import { createCheckReporter } from "./checks/reporter.js";
+import { createEngine, type Engine } from "./engine.js";
+import { loadHandlerModules } from "./router/load-handlers.js";
+import { sweepRedeliveries } from "./recovery/redeliver.js";
+import { startPeriodic, type Periodic } from "./ops/periodic.js";
+import { builtinHandlers } from "../handlers/index.js";
+
+export interface Steward {
+  /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
+  url: string;
+  server: Server;
+  engine: Engine;
+  /** SQLite by default; Redis when config.redisUrl is set (several replicas). */
+  store: SqliteStore | RedisStore;
+  metrics: Metrics;
+  octokits: OctokitFactory;
+  logger: Logger;
+  /**
+   * Graceful shutdown: new deliveries get 503, in-flight work finishes or goes back to the
+   * queue within config.shutdownTimeoutMs, then the server and the store close. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+export interface CreateStewardOptions {
+  config: StewardConfig;
+  logger?: Logger;
+  /** Default: the built-in handlers plus the modules named by STEWARD_HANDLERS. */
+  handlers?: HandlerModule<any>[];
+  /** API client tuning (e.g. a lower write spacing for the sandbox or benchmarks). */
+  api?: Pick<OctokitFactoryOptions, "writeIntervalMs" | "maxRateLimitWaitSeconds" | "retries">;
+  timeouts?: Partial<ServerTimeouts>;
+}
+
+/** Bound on waiting for open HTTP requests to finish once the engine stopped. */
+const HTTP_CLOSE_GRACE_MS = 2_000;
+/** The first sweep after start looks back this far: it covers deliveries sent while Steward was down. */
+const FIRST_SWEEP_LOOKBACK_MS = 24 * 3_600_000;
+
+/**
+ * GitHub does not retry failed deliveries; the sweeper asks again for those that never got
+ * a 2xx from Steward. The first run waits a little so start-up stays quick.
+ */
+function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | RedisStore, octokits: OctokitFactory, logger: Logger): Periodic {
+  let first = true;
+  return startPeriodic({
+    name: "redelivery",
+    intervalMs: config.redeliverIntervalMs,
+    firstDelayMs: Math.min(config.redeliverIntervalMs, 60_000),
+    logger,
+    run: async () => {
+      const lookbackMs = first ? FIRST_SWEEP_LOOKBACK_MS : Math.max(3 * config.redeliverIntervalMs, 3_600_000);
+      first = false;
+      await sweepRedeliveries({
+        app: await octokits.appOctokit(),
+        store,
+        isKnown: async (guid) => (await store.getDelivery(guid)) !== undefined,
+        logger: logger.child({ component: "redelivery" }),
+        lookbackMs,
+      });
+    },
+  });
+}
+
+function listen(server: Server, port: number, host: string | undefined): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once("error", onError);
+    server.listen(port, host, () => {
+      server.off("error", onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+function urlOf(address: AddressInfo, host: string | undefined): string {
+  const shown = !host || host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  return `http://${shown.includes(":") ? `[${shown}]` : shown}:${address.port}`;
+}
+
+function closeServer(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.closeAllConnections(), graceMs);
+    force.unref();
+    server.close(() => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+export async function createSteward(opts: CreateStewardOptions): Promise<Steward> {
+  const { config } = opts;
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  const handlers = opts.handlers ?? [
+    ...builtinHandlers,
+    ...(await loadHandlerModules(config.handlerPaths, { config, logger })),
+  ];
+  const metrics = createMetrics();
+  // Several replicas share one Redis: the queue and state live there, and so does API throttling.
+  let throttle: SharedThrottle | undefined;
+  let store: SqliteStore | RedisStore;
+  if (config.redisUrl) {
+    throttle = await openSharedThrottle(config.redisUrl, { logger });
+    store = await openRedisStore(config.redisUrl, { logger }).catch(async (e: unknown) => {
+      await throttle?.close();
+      throw e;
+    });
+  } else {
+    store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger });
+  }
+  const octokits = createOctokitFactory({
+    config,
+    logger,
+    observe: { request: (who, status, remaining) => metrics.apiRequest(who, status, remaining) },
+    ...(throttle ? { sharedThrottle: throttle } : {}),
+    ...opts.api,
+  });
+  let engine: Engine | undefined;
+  try {
+    const policies = createPolicyLoader({ adminRepo: config.adminRepo, handlers, logger });
+    engine = createEngine({
+      config,
+      store,
+      handlers,
+      octokits,
+      policies,
+      logger,
+      checkReporterFor: (octokit) => createCheckReporter(octokit, { detailsUrl: config.statusUrl, appId: config.appId }),
+      observe: { outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds) },
+    });
+    const http = createStewardHttp({
+      webhookPath: config.webhookPath,
+      secrets: config.webhookSecrets,
+      intake: engine.intake,
+      logger,
+      metrics,
+      timeouts: opts.timeouts,
+    });
+    // Recover work a previous process left behind before taking new deliveries.
+    await engine.start();
+    const address = await listen(http.server, config.port, config.host);
+    const url = urlOf(address, config.host);
+    const sweeper = startRedeliverySweeper(config, store, octokits, logger);
+    const running = engine;
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      server: http.server,
+      engine: running,
+      store,
+      metrics,
+      octokits,
+      logger,
+      close() {
+        closing ??= (async () => {
+          http.beginDrain();
+          logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
+          await sweeper.stop(HTTP_CLOSE_GRACE_MS);
+          await running.stop(config.shutdownTimeoutMs);
+          await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
+          await store.close();
+          await throttle?.close();
+          logger.info("shut down");
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    await engine?.stop(0).catch(() => undefined);
+    await store.close();
+    await throttle?.close();
+    throw error;
+  }
+}

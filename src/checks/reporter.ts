@@ -1,0 +1,122 @@
+// The one place check runs are written. Handlers describe a report; this module finds the
+// run to reuse (same name, same head SHA: the API keeps at most 1000 runs of a name in a
+// suite), fits the output to the API's limits, and sends annotations 50 a request.
+import type { InstallationOctokit } from "../handler.js";
+import { annotationBatches, fitActions, fitAnnotation, fitMarkdown, fitTitle, planAnnotations } from "./limits.js";
+import type { Annotation, CheckReport, CheckReporter, CheckRunRef } from "./types.js";
+
+export interface CheckReporterOptions {
+  /** Steward's status page: every run links to it. */
+  detailsUrl?: string;
+  /** This app's id: only its own runs are reused (another app's run of the same name is not ours to update). */
+  appId?: number;
+}
+
+interface ExistingRun {
+  id: number;
+  html_url: string | null;
+  output?: { annotations_count?: number };
+  app?: { id?: number } | null;
+}
+
+// Two deliveries about one commit (pull_request.opened and check_suite.requested arrive
+// together) would both find no run and both create one: reports of one run take turns.
+const turns = new Map<string, Promise<unknown>>();
+
+async function inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
+  const previous = turns.get(key) ?? Promise.resolve();
+  const mine = previous.catch(() => undefined).then(work);
+  turns.set(key, mine);
+  try {
+    return await mine;
+  } finally {
+    if (turns.get(key) === mine) turns.delete(key);
+  }
+}
+
+export function createCheckReporter(octokit: InstallationOctokit, opts: CheckReporterOptions = {}): CheckReporter {
+  async function findExisting(report: CheckReport): Promise<ExistingRun | undefined> {
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+      owner: report.owner,
+      repo: report.repo,
+      ref: report.headSha,
+      check_name: report.name,
+      filter: "latest",
+      per_page: 100,
+      ...(opts.appId ? { app_id: opts.appId } : {}),
+    });
+    const runs = (data.check_runs as ExistingRun[]).filter((r) => !opts.appId || !r.app?.id || r.app.id === opts.appId);
+    return runs.sort((a, b) => b.id - a.id)[0];
+  }
+
+  async function existingAnnotations(report: CheckReport, run: ExistingRun): Promise<Partial<Annotation>[]> {
+    if (!run.output?.annotations_count) return [];
+    return (await octokit.paginate("GET /repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", {
+      owner: report.owner,
+      repo: report.repo,
+      check_run_id: run.id,
+      per_page: 100,
+    })) as Partial<Annotation>[];
+  }
+
+  return {
+    async report(report) {
+      // Fit everything first: a malformed action throws here, before any request is made.
+      const actions = fitActions(report.actions);
+      const key = [report.owner.toLowerCase(), report.repo.toLowerCase(), report.headSha, report.name].join("\0");
+      return inTurn(key, () => send(report, actions));
+    },
+  };
+
+  async function send(report: CheckReport, actions: ReturnType<typeof fitActions>): Promise<CheckRunRef> {
+    const pointer = report.fullReportUrl ?? opts.detailsUrl;
+    const title = fitTitle(report.title);
+    const summary = fitMarkdown(report.summary, pointer);
+    const text = report.text === undefined ? undefined : fitMarkdown(report.text, pointer);
+    const wanted = (report.annotations ?? []).map(fitAnnotation);
+
+    const existing = await findExisting(report);
+    let plan = { reuse: false, send: wanted };
+    if (existing) plan = planAnnotations(await existingAnnotations(report, existing), wanted);
+    const batches = annotationBatches(plan.send);
+
+    const completed = report.conclusion !== undefined;
+    const finalStatus = completed ? { status: "completed" as const, conclusion: report.conclusion, completed_at: new Date().toISOString() } : { status: report.status ?? "in_progress" };
+    const common = {
+      ...(opts.detailsUrl ? { details_url: opts.detailsUrl } : {}),
+      ...(report.externalId ? { external_id: report.externalId } : {}),
+      ...(actions ? { actions } : {}),
+    };
+    const output = (annotations: Annotation[]) => ({ title, summary, ...(text !== undefined ? { text } : {}), annotations });
+    // The conclusion goes with the last batch, so a run never shows "completed" with half its annotations.
+    const statusFor = (i: number) => (i === batches.length - 1 ? finalStatus : { status: "in_progress" as const });
+
+    let ref: CheckRunRef;
+    if (existing && plan.reuse) {
+      ref = { id: existing.id, html_url: existing.html_url };
+    } else {
+      const { data } = await octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+        owner: report.owner,
+        repo: report.repo,
+        name: report.name,
+        head_sha: report.headSha,
+        ...common,
+        ...statusFor(0),
+        output: output(batches[0]!),
+      } as any);
+      ref = { id: Number(data.id), html_url: data.html_url ?? null };
+    }
+    const first = existing && plan.reuse ? 0 : 1;
+    for (let i = first; i < batches.length; i++) {
+      await octokit.request("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", {
+        owner: report.owner,
+        repo: report.repo,
+        check_run_id: ref.id,
+        ...(i === 0 ? common : {}),
+        ...statusFor(i),
+        output: output(batches[i]!),
+      } as any);
+    }
+    return ref;
+  }
+}

@@ -1,0 +1,20 @@
+// `npm run demo`: start the sandbox stack (hub + Steward), play the demo scenarios and
+// print what Steward did, then exit.
+import { pino } from "pino";
+import { runDemo } from "../../sandbox/demo/index.js";
+import { startSandboxStack } from "../../sandbox/stack.js";
+
+export async function run(_args: string[]): Promise<number> {
+  const print = (line: string) => process.stdout.write(`${line}\n`);
+  print("Steward demo: playing scenarios against the sandbox hub (no GitHub credentials needed)");
+  const stack = await startSandboxStack({ logger: pino({ level: "warn" }), env: { LOG_LEVEL: "warn" } });
+  try {
+    print(`hub ${stack.hub.url}, Steward receiving webhooks at ${stack.webhookUrl}`);
+    const { failed } = await runDemo(stack, print);
+    print("");
+    print(failed.length ? `done; ${failed.length} scenario(s) could not run: ${failed.join(", ")}` : "done");
+    return 0;
+  } finally {
+    await stack.close();
+  }
+}

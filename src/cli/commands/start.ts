@@ -1,0 +1,98 @@
+// `steward start`: run the service. With APP_ID set it is the real app, configured from the
+// environment; with no APP_ID at all it runs against the sandbox hub (no credentials needed).
+import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
+import { createLogger, type Logger } from "../../log/logger.js";
+import { scrub } from "../../log/redact.js";
+
+const HOW_TO_CONFIGURE = `steward start: APP_ID is not set, and the sandbox hub is not available in this build.
+To run as a real GitHub App, set at least:
+  APP_ID              the app's numeric id
+  PRIVATE_KEY_PATH    path to the app's private key (.pem), or PRIVATE_KEY with its contents
+  WEBHOOK_SECRET      the app's webhook secret
+See README.md "Configuration" for every variable.
+`;
+
+interface Closable {
+  close(): Promise<void>;
+}
+
+/** Resolve when SIGTERM or SIGINT arrives; a second signal exits at once. */
+function untilSignal(log: Logger): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    let received = false;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (received) {
+        log.warn({ signal }, "second signal: exiting without waiting");
+        process.exit(1);
+      }
+      received = true;
+      resolve(signal);
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+}
+
+async function serveUntilSignal(service: Closable, log: Logger): Promise<number> {
+  const signal = await untilSignal(log);
+  log.info({ signal }, "signal received");
+  await service.close();
+  return 0;
+}
+
+/** Run `load`, turning a ConfigError into its one line on stderr. */
+function configOrExit<T>(load: () => T): T | undefined {
+  try {
+    return load();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`steward: ${scrub(error.message)}\n`);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
+  type StackModule = typeof import("../../sandbox/stack.js");
+  let stack: StackModule;
+  try {
+    stack = (await import("../../sandbox/stack.js")) as StackModule;
+  } catch {
+    process.stderr.write(HOW_TO_CONFIGURE);
+    return 1;
+  }
+  const settings = configOrExit(() => loadLogSettings(env));
+  if (!settings) return 1;
+  const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
+  const port = env.PORT !== undefined && /^\d+$/.test(env.PORT) ? Number(env.PORT) : undefined;
+  const running = await stack.startSandboxStack({
+    ...(port !== undefined ? { port } : {}),
+    ...(env.STEWARD_DATA_DIR ? { dataDir: env.STEWARD_DATA_DIR } : {}),
+    logger: log,
+  });
+  log.info(
+    { webhookUrl: running.webhookUrl, hubUrl: running.config.apiUrl },
+    "sandbox mode (no APP_ID): Steward is running against the local sandbox hub",
+  );
+  return serveUntilSignal(running, log);
+}
+
+export async function run(_args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (env.APP_ID === undefined || env.APP_ID.trim() === "") return runSandbox(env);
+  const config = configOrExit(() => loadConfig(env));
+  if (!config) return 1;
+  const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  try {
+    const { createSteward } = await import("../../app.js");
+    const steward = await createSteward({ config, logger: log });
+    log.info(
+      { url: steward.url, webhookPath: config.webhookPath, apiUrl: config.apiUrl, dataDir: config.dataDir },
+      `listening on ${steward.url}${config.webhookPath}`,
+    );
+    return await serveUntilSignal(steward, log);
+  } catch (error) {
+    log.fatal({ err: error }, "steward could not start");
+    return 1;
+  }
+}

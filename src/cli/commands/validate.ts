@@ -1,0 +1,115 @@
+// `steward validate [--org FILE] [--document PATH] FILE...`: the same validation the service
+// and the steward/config check use, for editors, pre-commit hooks and CI.
+// Prints `FILE:LINE:COL: message` per problem and exits 1, or exits 0 printing the effective
+// policy (with defaults; merged over --org when given).
+import { readFile } from "node:fs/promises";
+import { stringify } from "yaml";
+import type { HandlerModule } from "../../handler.js";
+import { mergePolicy, policyDocuments } from "../../policy/merge.js";
+import { handlerPathsFromEnv, policyHandlers } from "../../policy/handler-set.js";
+import { DOCUMENT_DIR } from "../../policy/paths.js";
+import { resolvePolicy } from "../../policy/resolve.js";
+import type { Problem } from "../../policy/types.js";
+import { validatePolicyText } from "../../policy/validate.js";
+
+const USAGE = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] FILE...";
+
+interface Args {
+  files: string[];
+  org?: string;
+  document?: string;
+}
+
+function parseArgs(args: string[]): Args | string {
+  const out: Args = { files: [] };
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const value = () => args[++i] ?? "";
+    if (a === "--org") out.org = value();
+    else if (a.startsWith("--org=")) out.org = a.slice(6);
+    else if (a === "--document") out.document = value();
+    else if (a.startsWith("--document=")) out.document = a.slice(11);
+    else if (a === "-h" || a === "--help") return USAGE;
+    else if (a.startsWith("--")) return `steward validate: unknown option ${a}\n${USAGE}`;
+    else out.files.push(a);
+  }
+  if (out.files.length === 0 || out.org === "" || out.document === "") return USAGE;
+  return out;
+}
+
+/** `.github/steward/secrets.yml` for a file named like `…/steward/secrets.yml`, else undefined (steward.yml). */
+export function documentFor(file: string): string | undefined {
+  const m = /(?:^|[\\/])steward[\\/]([^\\/]+\.ya?ml)$/.exec(file);
+  return m ? DOCUMENT_DIR + m[1] : undefined;
+}
+
+export function formatProblem(p: Problem): string {
+  return `${p.file}:${p.line}:${p.column}: ${p.severity === "warning" ? "warning: " : ""}${p.message}`;
+}
+
+async function readText(file: string): Promise<string | Problem> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (e) {
+    return { file, line: 1, column: 1, message: `cannot read file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, path: [], severity: "error" };
+  }
+}
+
+/** Validates `files`; returns the exit code, writing problems to `err` and effective policies to `out`. */
+export async function validateFiles(args: Args, handlers: readonly HandlerModule<any>[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+  const org = args.org === undefined ? undefined : await readText(args.org);
+  const found: Problem[] = [];
+  const effective: { file: string; value: unknown }[] = [];
+  const report = (problems: Problem[]) => found.push(...problems);
+  for (const file of args.files) {
+    const text = await readText(file);
+    if (typeof text !== "string") {
+      report([text]);
+      continue;
+    }
+    const document = args.document ?? documentFor(file);
+    if (document !== undefined) {
+      const r = validatePolicyText(text, { file, handlers, document });
+      report(r.problems);
+      const spec = policyDocuments(handlers).get(document);
+      if (spec) effective.push({ file, value: mergePolicy(spec.defaults, r.value ?? {}) });
+      continue;
+    }
+    if (org !== undefined && typeof org !== "string") {
+      report([org]);
+      continue;
+    }
+    const r = resolvePolicy({ ...(org !== undefined ? { org: { file: args.org!, text: org } } : {}), repo: { file, text } }, handlers);
+    report(r.problems);
+    effective.push({ file, value: r.sections });
+  }
+  // Errors go to stdout (the output a CI problem matcher reads); warnings beside a clean
+  // result go to stderr so stdout stays the effective policy, valid YAML.
+  const lines = found.map((p) => formatProblem(p) + "\n").join("");
+  if (found.some((p) => p.severity === "error")) {
+    out(lines);
+    return 1;
+  }
+  if (lines) err(lines);
+  for (const e of effective) {
+    if (effective.length > 1) out(`# ${e.file}\n`);
+    out(stringify(e.value));
+  }
+  return 0;
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseArgs(argv);
+  if (typeof args === "string") {
+    process.stderr.write(args + "\n");
+    return 2;
+  }
+  let handlers: readonly HandlerModule<any>[];
+  try {
+    handlers = await policyHandlers(handlerPathsFromEnv());
+  } catch (e) {
+    process.stderr.write(`steward validate: cannot load STEWARD_HANDLERS: ${(e as Error).message}\n`);
+    return 2;
+  }
+  return validateFiles(args, handlers, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+}

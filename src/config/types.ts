@@ -1,0 +1,46 @@
+// The service configuration, parsed from the environment by `src/config/env.ts`.
+
+export interface StewardConfig {
+  appId: number;
+  /** PEM. A secret: never logged. */
+  privateKey: string;
+  /** One or more secrets; any one verifies (rotation without downtime). Secrets: never logged. */
+  webhookSecrets: string[];
+  webhookPath: string;
+  port: number;
+  host: string | undefined;
+  /** REST base URL without a trailing slash, e.g. https://api.github.com or https://ghe.example/api/v3. */
+  apiUrl: string;
+  logLevel: "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+  logFormat: "json" | "pretty";
+  dataDir: string;
+  adminRepo: string;
+  /** Extra handler module paths (STEWARD_HANDLERS, comma-separated). */
+  handlerPaths: string[];
+  /** Worker pool size. */
+  concurrency: number;
+  /** Handler attempts before a delivery is parked as dead. */
+  maxAttempts: number;
+  /** Graceful shutdown bound, ms. */
+  shutdownTimeoutMs: number;
+  /** Token of a required reviewer for pending-deployment reviews (secret). */
+  reviewerToken: string | undefined;
+  /** Interval of the scheduled secrets sync, ms. */
+  syncIntervalMs: number;
+  /** Interval of the redelivery sweeper, ms. */
+  redeliverIntervalMs: number;
+  /** Public URL of Steward's status page, used as check runs' details_url. */
+  statusUrl: string | undefined;
+  /**
+   * What a recorded delivery must survive before the intake answers: `process` (a crash of
+   * Steward; SQLite synchronous=NORMAL in WAL) or `power` (power loss; synchronous=FULL).
+   * Optional so hand-built configs (tests) may omit it; absent means `process`.
+   */
+  durability?: "process" | "power";
+  /**
+   * STEWARD_REDIS_URL: when set, the queue, tasks and handler state live in this Redis (shared
+   * by several replicas) instead of SQLite, and API throttling is shared through it. May hold a
+   * password: a secret, never logged.
+   */
+  redisUrl?: string;
+}

@@ -1,0 +1,372 @@
+// The engine: a bounded worker pool over the durable queue. It leases due deliveries and
+// tasks, runs them through the handler modules, records outcomes and decides retries.
+// Intake only records; everything else happens here, after the 2xx.
+import type { Logger } from "pino";
+import type { HandlerModule, InstallationOctokit, Outcome, Scheduler, ServiceContext } from "./handler.js";
+import type { CheckReporter } from "./checks/types.js";
+import type { StewardConfig } from "./config/types.js";
+import type { OctokitFactory } from "./api/types.js";
+import type { PolicyLoader } from "./policy/types.js";
+import type { Store } from "./store/types.js";
+import type { DeliveryIntake } from "./queue/types.js";
+import type { ClaimedDelivery, ClaimedTask, EngineStore } from "./queue/engine-types.js";
+import { decideDelivery, decideTask, defaultRetry, type RetryPolicy } from "./queue/retry.js";
+import { serviceContext as buildServiceContext, taskContext, type ContextDeps } from "./router/contexts.js";
+import { runDelivery } from "./router/run-delivery.js";
+import { errorText, redactSecrets } from "./router/redact.js";
+
+export interface Engine {
+  intake: DeliveryIntake;
+  start(): Promise<void>;
+  /** Stop claiming; let in-flight work finish within `timeoutMs`, else hand it back to the queue. */
+  stop(timeoutMs: number): Promise<void>;
+  /** Resolves when nothing is queued, awaiting a retry or running, and no task is due now. */
+  idle(): Promise<void>;
+  /** Run a stored delivery again through every handler. */
+  replay(deliveryId: string): Promise<void>;
+  /** Schedules for the handler named by the key's prefix: `rerun:abc` is the `rerun` module's task `abc`. */
+  scheduler: Scheduler;
+  serviceContext: ServiceContext;
+  /** The scheduler a handler module gets in its contexts. */
+  schedulerFor(handler: string): Scheduler;
+}
+
+export interface EngineOptions {
+  config: StewardConfig;
+  store: Store & DeliveryIntake & EngineStore;
+  handlers: HandlerModule<any>[];
+  octokits: OctokitFactory;
+  policies: PolicyLoader;
+  logger: Logger;
+  checkReporterFor: (octokit: InstallationOctokit) => CheckReporter;
+  observe?: { outcome(handler: string, status: Outcome["status"], seconds: number): void };
+  /** Backoff between attempts (attempt count comes from config.maxAttempts). */
+  retry?: { baseMs: number; maxMs: number };
+  /** Lease of a running delivery or task; renewed every third of it while it runs. */
+  leaseMs?: number;
+  /** Longest sleep between looks at the queue (work queued by other processes, e.g. `steward deliveries replay`). */
+  pollMs?: number;
+  /** How long `done` deliveries are kept (default 14 days); dead ones are kept until replayed. */
+  retentionMs?: number;
+}
+
+const maintenanceIntervalMs = 3_600_000;
+
+type Work = { kind: "delivery"; claim: ClaimedDelivery } | { kind: "task"; claim: ClaimedTask };
+
+export function createEngine(opts: EngineOptions): Engine {
+  const { config, store, logger } = opts;
+  const log = logger.child({ component: "engine" });
+  const retry: RetryPolicy = { maxAttempts: Math.max(1, config.maxAttempts), ...(opts.retry ?? defaultRetry) };
+  const leaseMs = opts.leaseMs ?? 60_000;
+  const pollMs = opts.pollMs ?? 1_000;
+  const retentionMs = opts.retentionMs ?? 14 * 86_400_000;
+  const concurrency = Math.max(1, config.concurrency);
+  const handlersByName = new Map<string, HandlerModule<any>>();
+  for (const h of opts.handlers) {
+    if (handlersByName.has(h.name)) throw new Error(`two handler modules are named "${h.name}"`);
+    handlersByName.set(h.name, h);
+  }
+  const secrets = [config.privateKey, ...config.webhookSecrets, config.reviewerToken ?? ""];
+
+  const schedulers = new Map<string, Scheduler>();
+  function schedulerFor(handler: string): Scheduler {
+    let s = schedulers.get(handler);
+    if (!s) {
+      s = {
+        schedule: async (request) => {
+          await store.scheduleTask(handler, request);
+          wake();
+        },
+        cancel: (key) => store.cancelTask(handler, key),
+      };
+      schedulers.set(handler, s);
+    }
+    return s;
+  }
+  function splitKey(key: string): { handler: string; key: string } {
+    const i = key.indexOf(":");
+    const handler = i > 0 ? key.slice(0, i) : "";
+    if (!handlersByName.has(handler)) throw new Error(`task key "${key}" does not start with a handler name and ":"`);
+    return { handler, key: key.slice(i + 1) };
+  }
+  const scheduler: Scheduler = {
+    schedule: async (request) => {
+      const { handler, key } = splitKey(request.key);
+      return schedulerFor(handler).schedule({ ...request, key });
+    },
+    cancel: async (fullKey) => {
+      const { handler, key } = splitKey(fullKey);
+      return schedulerFor(handler).cancel(key);
+    },
+  };
+
+  const deps: ContextDeps = {
+    config,
+    store,
+    octokits: opts.octokits,
+    policies: opts.policies,
+    checkReporterFor: opts.checkReporterFor,
+    schedulerFor,
+  };
+  const service = buildServiceContext(deps, logger, scheduler);
+
+  // ---- worker pool ------------------------------------------------------------------------
+  let state: "new" | "running" | "stopping" | "stopped" = "new";
+  const inflight = new Map<string, Promise<void>>();
+  let pumping = false;
+  let pumpAgain = false;
+  let preferTask = false;
+  let timer: NodeJS.Timeout | undefined;
+  let wakeQueued = false;
+  let idleWaiters: (() => void)[] = [];
+  const heartbeats = new Map<string, NodeJS.Timeout>();
+  let maintenance: NodeJS.Timeout | undefined;
+
+  async function housekeeping(): Promise<void> {
+    try {
+      const deliveries = await store.purgeFinished(new Date(Date.now() - retentionMs));
+      const entries = await store.purgeExpired();
+      if (deliveries + entries > 0) log.info({ deliveries, entries }, "purged finished deliveries and expired entries");
+    } catch (e) {
+      log.warn({ err: e }, "housekeeping failed");
+    }
+  }
+
+  function wake(): void {
+    if (state !== "running" || wakeQueued) return;
+    wakeQueued = true;
+    setImmediate(() => {
+      wakeQueued = false;
+      void pump();
+    });
+  }
+
+  async function claimNext(): Promise<Work | undefined> {
+    // Alternate which kind goes first so a flood of deliveries cannot starve due tasks.
+    preferTask = !preferTask;
+    const order = preferTask ? (["task", "delivery"] as const) : (["delivery", "task"] as const);
+    for (const kind of order) {
+      if (kind === "delivery") {
+        const claim = await store.claimDelivery(leaseMs);
+        if (claim) return { kind, claim };
+      } else {
+        const claim = await store.claimTask(leaseMs);
+        if (claim) return { kind, claim };
+      }
+    }
+    return undefined;
+  }
+
+  async function pump(): Promise<void> {
+    if (pumping) {
+      pumpAgain = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        pumpAgain = false;
+        while (state === "running" && inflight.size < concurrency) {
+          const work = await claimNext();
+          if (!work) break;
+          launch(work);
+        }
+      } while (pumpAgain && state === "running");
+      await armTimer();
+      await settleIdle();
+    } catch (e) {
+      log.error({ err: e }, "queue pump failed; retrying");
+      armTimerIn(pollMs);
+    } finally {
+      pumping = false;
+    }
+  }
+
+  function armTimerIn(ms: number): void {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+    if (state !== "running") return;
+    timer = setTimeout(() => void pump(), Math.max(1, ms));
+    timer.unref();
+  }
+
+  async function armTimer(): Promise<void> {
+    if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
+    const next = await store.nextDueAt();
+    const wait = next ? next.getTime() - Date.now() : pollMs;
+    armTimerIn(Math.min(pollMs, Math.max(1, wait)));
+  }
+
+  async function settleIdle(): Promise<void> {
+    if (idleWaiters.length === 0 || inflight.size > 0) return;
+    if ((await store.pendingWork(new Date())) > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  function launch(work: Work): void {
+    const token = work.claim.token;
+    const heartbeat = setInterval(() => {
+      store.renewLease(token, leaseMs).catch((e) => log.warn({ err: e }, "lease renewal failed"));
+    }, Math.max(10, Math.floor(leaseMs / 3)));
+    heartbeat.unref();
+    heartbeats.set(token, heartbeat);
+    const run = (work.kind === "delivery" ? runClaimedDelivery(work.claim) : runClaimedTask(work.claim))
+      .catch((e) => log.error({ err: e }, `${work.kind} run failed unexpectedly`))
+      .finally(() => {
+        clearInterval(heartbeat);
+        heartbeats.delete(token);
+        inflight.delete(token);
+        void pump();
+      });
+    inflight.set(token, run);
+  }
+
+  // ---- one delivery -----------------------------------------------------------------------
+  async function runClaimedDelivery(claim: ClaimedDelivery): Promise<void> {
+    const d = claim.delivery;
+    const dlog = logger.child({
+      delivery: d.id,
+      event: d.action ? `${d.event}.${d.action}` : d.event,
+      installation: d.installationId,
+      repository: d.repository,
+    });
+    const outcomes = await runDelivery(
+      {
+        ...deps,
+        log: dlog,
+        observe: opts.observe,
+        recordOutcome: async (handler, outcome, seconds) => {
+          const held = await store.recordOutcome(claim.token, d.id, handler, outcome, seconds);
+          if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
+        },
+      },
+      opts.handlers,
+      claim,
+    );
+    const decision = decideDelivery(outcomes, d.attempts, retry, new Date());
+    const held = await store.finishDelivery(claim.token, d.id, decision);
+    if (!held) return;
+    if (decision.status === "failed") {
+      dlog.warn({ attempt: d.attempts, retryAt: decision.retryAt, error: decision.lastError }, "delivery will be retried");
+    } else if (decision.status === "dead") {
+      dlog.error({ attempts: d.attempts, error: decision.lastError }, "delivery parked as dead");
+    } else {
+      dlog.debug({ handlers: outcomes.length }, "delivery done");
+    }
+  }
+
+  // ---- one task ---------------------------------------------------------------------------
+  async function runClaimedTask(claim: ClaimedTask): Promise<void> {
+    const t = claim.task;
+    const tlog = logger.child({ task: t.key, handler: t.handler, installation: t.installationId });
+    const handler = handlersByName.get(t.handler);
+    const attempt = t.attempts + 1;
+    let error: string | undefined;
+    let retryable = true;
+    if (!handler?.onTask) {
+      error = `no loaded handler module "${t.handler}" runs tasks`;
+      retryable = false;
+    } else {
+      const started = performance.now();
+      try {
+        const octokit = t.installationId === undefined ? undefined : await opts.octokits.octokitFor(t.installationId);
+        const ctx = taskContext(deps, handler, t, { octokit, log: tlog, attempt });
+        const result = await handler.onTask(ctx);
+        if (result?.status === "failed") {
+          error = result.error;
+          retryable = result.retryable !== false;
+        }
+      } catch (e) {
+        error = errorText(e);
+      }
+      const seconds = (performance.now() - started) / 1000;
+      opts.observe?.outcome(t.handler, error === undefined ? "done" : "failed", seconds);
+    }
+    if (error !== undefined) error = redactSecrets(error, secrets);
+    const decision = decideTask(error, retryable, attempt, retry, new Date());
+    await store.finishTask(claim, decision);
+    if (decision.status === "retry") tlog.warn({ attempt, retryAt: decision.retryAt, error }, "task will be retried");
+    else if (decision.status === "dead") tlog.error({ attempt, error }, "task parked as dead");
+  }
+
+  // ---- lifecycle --------------------------------------------------------------------------
+  const intake: DeliveryIntake = {
+    record: async (delivery) => {
+      const result = await store.record(delivery);
+      if (result === "recorded") wake();
+      return result;
+    },
+    ready: async () => state !== "stopping" && state !== "stopped" && (await store.ready()),
+    depth: () => store.depth(),
+  };
+
+  return {
+    intake,
+    scheduler,
+    serviceContext: service,
+    schedulerFor,
+    async start() {
+      if (state !== "new") throw new Error(`engine cannot start: it is ${state}`);
+      const recovered = await store.recoverOrphans();
+      if (recovered > 0) log.warn({ recovered }, "took back work leased by a process that died");
+      for (const h of opts.handlers) {
+        if (!h.start) continue;
+        const hlog = logger.child({ handler: h.name });
+        try {
+          await h.start(buildServiceContext(deps, hlog, schedulerFor(h.name)));
+        } catch (e) {
+          throw new Error(`handler module "${h.name}" failed to start: ${redactSecrets(errorText(e), secrets)}`);
+        }
+      }
+      await housekeeping();
+      maintenance = setInterval(() => void housekeeping(), maintenanceIntervalMs);
+      maintenance.unref();
+      state = "running";
+      log.info({ concurrency, handlers: opts.handlers.map((h) => h.name) }, "engine started");
+      void pump();
+    },
+    async stop(timeoutMs) {
+      if (state === "stopped") return;
+      state = "stopping";
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      clearInterval(maintenance);
+      if (inflight.size > 0) {
+        let bound: NodeJS.Timeout | undefined;
+        const timedOut = new Promise<"timeout">((resolve) => {
+          bound = setTimeout(() => resolve("timeout"), Math.max(0, timeoutMs));
+        });
+        const finished = Promise.allSettled([...inflight.values()]).then(() => "finished" as const);
+        const result = await Promise.race([finished, timedOut]);
+        clearTimeout(bound);
+        if (result === "timeout") {
+          const tokens = [...inflight.keys()];
+          for (const token of tokens) {
+            clearInterval(heartbeats.get(token));
+            await store.releaseLease(token);
+          }
+          log.warn({ released: tokens.length }, "shutdown bound reached; unfinished work returned to the queue");
+        }
+      }
+      state = "stopped";
+      log.info("engine stopped");
+    },
+    idle() {
+      return new Promise<void>((resolve) => {
+        idleWaiters.push(resolve);
+        if (!pumping) void settleIdle();
+      });
+    },
+    async replay(deliveryId) {
+      const ok = await store.replayDelivery(deliveryId);
+      if (!ok) {
+        const found = await store.getDelivery(deliveryId);
+        throw new Error(found ? `delivery ${deliveryId} is running; replay it when it has finished` : `no stored delivery ${deliveryId}`);
+      }
+      wake();
+    },
+  };
+}

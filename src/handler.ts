@@ -1,0 +1,122 @@
+// The contract between Steward's framework and a handler module. Everything a
+// handler may rely on is declared here; built-in handlers in `handlers/` and
+// third-party modules loaded through STEWARD_HANDLERS use exactly this API.
+import type { EmitterWebhookEvent, EmitterWebhookEventName } from "@octokit/webhooks";
+import type { Logger } from "pino";
+import type { ProbotOctokit } from "probot";
+import type { Store } from "./store/types.js";
+import type { PolicySection, PolicyDocumentSpec } from "./policy/types.js";
+import type { CheckReporter } from "./checks/types.js";
+
+/** An Octokit authenticated as one installation (throttled, retried, paginating). */
+export type InstallationOctokit = InstanceType<typeof ProbotOctokit>;
+
+/** Outcome of one handler run on one delivery (or one scheduled task). */
+export type Outcome =
+  | { status: "done"; summary?: string }
+  | { status: "skipped"; reason: string }
+  | { status: "failed"; error: string; retryable?: boolean };
+
+/** A task the handler asks the durable queue to run later (survives restarts). */
+export interface ScheduleRequest {
+  /** Dedup key: scheduling the same key twice keeps one task (the later runAt wins only if `replace`). */
+  key: string;
+  /** When to run it. */
+  runAt: Date;
+  /** JSON-serialisable data handed back to `onTask`. */
+  data: unknown;
+  /** Installation the task acts for (its Octokit is handed to `onTask`). */
+  installationId?: number;
+  /** Replace an existing pending task with the same key (default false: keep the first). */
+  replace?: boolean;
+}
+
+export interface Scheduler {
+  schedule(request: ScheduleRequest): Promise<void>;
+  cancel(key: string): Promise<void>;
+}
+
+/** What the framework hands a handler for one delivery. */
+export interface HandlerContext<E extends EmitterWebhookEventName = EmitterWebhookEventName, P = unknown> {
+  /** `X-GitHub-Delivery` of the delivery being processed. */
+  deliveryId: string;
+  /** `X-GitHub-Event` name, e.g. `workflow_run`. */
+  name: string;
+  /** `payload.action` when present. */
+  action: string | undefined;
+  /** The parsed delivery payload, typed by event. */
+  payload: EmitterWebhookEvent<E>["payload"];
+  /** Installation id from the payload, when the event has one. */
+  installationId: number | undefined;
+  /** Octokit authenticated as that installation. Throws when the delivery has no installation. */
+  octokit: InstallationOctokit;
+  /**
+   * The handler's validated policy section for the delivery's repository (org file merged under the
+   * repository file), with the section's defaults applied. `undefined` when the delivery has no repository.
+   */
+  policy: P | undefined;
+  /** Load the policy for another ref or repository (same validation and cache). */
+  loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
+  /** Logger bound to delivery id, event, installation and repository, and this handler's name. */
+  log: Logger;
+  /** The durable store (idempotency keys, handler state). */
+  store: Store;
+  /** Durable scheduler for work that must happen later (delays, waits, re-evaluation). */
+  scheduler: Scheduler;
+  /** Check-run reporter: the only way handlers create or update check runs. */
+  checks: CheckReporter;
+  /** Attempt number of this handler on this delivery, starting at 1. */
+  attempt: number;
+  /** Service configuration (read-only). */
+  config: Readonly<import("./config/types.js").StewardConfig>;
+}
+
+/** What a scheduled task receives. */
+export interface TaskContext<P = unknown> {
+  key: string;
+  data: unknown;
+  installationId: number | undefined;
+  /** Throws when the task has no installation. */
+  octokit: InstallationOctokit;
+  loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
+  log: Logger;
+  store: Store;
+  scheduler: Scheduler;
+  checks: CheckReporter;
+  attempt: number;
+  config: Readonly<import("./config/types.js").StewardConfig>;
+}
+
+/** Framework-level services a handler may start at boot (e.g. a periodic sync). */
+export interface ServiceContext {
+  log: Logger;
+  store: Store;
+  scheduler: Scheduler;
+  config: Readonly<import("./config/types.js").StewardConfig>;
+  /** Octokit for an installation. */
+  octokitFor(installationId: number): Promise<InstallationOctokit>;
+  /** Octokit authenticated as the app (JWT). */
+  appOctokit(): Promise<InstallationOctokit>;
+}
+
+export interface HandlerModule<P = unknown> {
+  /** Unique name, e.g. `rerun`. Used in outcomes, metrics, logs and idempotency keys. */
+  name: string;
+  /** Events it takes: `workflow_run` (every action) or `workflow_run.completed`. */
+  events: readonly string[];
+  /** Its section of `.github/steward.yml` (schema, defaults, extra checks). Optional. */
+  policy?: PolicySection<P>;
+  /** Extra admin-repository policy documents it owns, e.g. `.github/steward/secrets.yml`. */
+  documents?: readonly PolicyDocumentSpec[];
+  /** Process one delivery. Throwing records `failed` and retries the handler with backoff. */
+  handle(ctx: HandlerContext<any, P>): Promise<Outcome | void>;
+  /** Run a task this handler scheduled. Throwing retries it with backoff. */
+  onTask?(ctx: TaskContext<P>): Promise<Outcome | void>;
+  /** Called once at service start (e.g. to schedule periodic work). */
+  start?(ctx: ServiceContext): Promise<void>;
+}
+
+/** Identity helper so handler modules get type inference without importing types by hand. */
+export function defineHandler<P>(module: HandlerModule<P>): HandlerModule<P> {
+  return module;
+}

@@ -1,0 +1,110 @@
+// Pure decisions of the webhook intake: which requests are acceptable and how a raw
+// delivery becomes an IncomingDelivery. No I/O here; the receiver carries out the result.
+import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingDelivery } from "../queue/types.js";
+
+export type Refusal = { status: 400 | 401 | 413 | 415; message: string };
+
+export type Encoding = "json" | "form";
+
+/** Headers kept with a delivery: enough to trace and replay it, never a credential. */
+const KEPT_HEADERS = [
+  "x-github-event",
+  "x-github-delivery",
+  "x-github-hook-id",
+  "x-github-hook-installation-target-id",
+  "x-github-hook-installation-target-type",
+  "user-agent",
+  "content-type",
+] as const;
+
+const EVENT_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** The body encoding named by Content-Type, or undefined when it is not one a webhook uses. */
+export function encodingOf(contentType: string | undefined): Encoding | undefined {
+  const media = contentType?.split(";")[0]?.trim().toLowerCase();
+  if (media === "application/json") return "json";
+  if (media === "application/x-www-form-urlencoded") return "form";
+  return undefined;
+}
+
+/** Checks that need only the headers, in the order a sender can fix them. */
+export function refuseByHeaders(headers: IncomingHttpHeaders): Refusal | undefined {
+  const event = single(headers["x-github-event"]);
+  const id = single(headers["x-github-delivery"]);
+  if (!event) return { status: 400, message: "missing X-GitHub-Event header" };
+  if (!EVENT_NAME.test(event)) return { status: 400, message: "X-GitHub-Event is not an event name" };
+  if (!id) return { status: 400, message: "missing X-GitHub-Delivery header" };
+  if (!DELIVERY_ID.test(id)) return { status: 400, message: "X-GitHub-Delivery is not a delivery id" };
+  if (!single(headers["x-hub-signature-256"])) return { status: 401, message: "missing X-Hub-Signature-256 header" };
+  if (!encodingOf(single(headers["content-type"]))) {
+    return { status: 415, message: "Content-Type must be application/json or application/x-www-form-urlencoded" };
+  }
+  return undefined;
+}
+
+/** Event name used as a metrics label: bounded to names that look like events. */
+export function eventLabel(headers: IncomingHttpHeaders): string {
+  const event = single(headers["x-github-event"]);
+  return event && EVENT_NAME.test(event) ? event : "unknown";
+}
+
+function payloadText(body: Buffer, encoding: Encoding): string | undefined {
+  const text = body.toString("utf8");
+  if (encoding === "json") return text;
+  // Form-encoded deliveries carry the JSON in the `payload` field.
+  return new URLSearchParams(text).get("payload") ?? undefined;
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}
+
+/** Turn a verified body into a delivery, or say why it is not one. */
+export function parseDelivery(
+  headers: IncomingHttpHeaders,
+  body: Buffer,
+  receivedAt: Date,
+): { ok: true; delivery: IncomingDelivery } | { ok: false; refusal: Refusal } {
+  const encoding = encodingOf(single(headers["content-type"]));
+  if (!encoding) return { ok: false, refusal: refuseByHeaders(headers) ?? { status: 415, message: "unsupported Content-Type" } };
+  const text = payloadText(body, encoding);
+  if (text === undefined) return { ok: false, refusal: { status: 400, message: "form body has no payload field" } };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return { ok: false, refusal: { status: 400, message: "payload is not valid JSON" } };
+  }
+  const payload = record(parsed);
+  if (!payload) return { ok: false, refusal: { status: 400, message: "payload must be a JSON object" } };
+
+  const installationId = record(payload.installation)?.id;
+  const fullName = record(payload.repository)?.full_name;
+  const kept: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const value = single(headers[name]);
+    if (value !== undefined) kept[name] = value;
+  }
+  return {
+    ok: true,
+    delivery: {
+      id: single(headers["x-github-delivery"]) as string,
+      event: single(headers["x-github-event"]) as string,
+      action: typeof payload.action === "string" ? payload.action : undefined,
+      installationId: typeof installationId === "number" && Number.isSafeInteger(installationId) ? installationId : undefined,
+      repository: typeof fullName === "string" ? fullName : undefined,
+      headers: kept,
+      // Form deliveries are stored unwrapped: `text` is the JSON either way.
+      payload: text,
+      receivedAt,
+    },
+  };
+}

@@ -1,0 +1,91 @@
+// Steward's Prometheus metrics, in a Registry of their own (never prom-client's global
+// one, so several services in one process, e.g. tests, do not collide).
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** One webhook request answered with `status`. */
+  deliveryReceived(event: string, status: number): void;
+  /** One handler run finished. */
+  handlerOutcome(handler: string, outcome: string, seconds: number): void;
+  /** One API response (or failure) for an installation, with X-RateLimit-Remaining when sent. */
+  apiRequest(installationId: number | "app", status: number, remaining?: number): void;
+  /** Where the queue depth comes from (read at scrape time). */
+  setQueueDepthSource(source: () => Promise<number>): void;
+  /** Prometheus text exposition. */
+  text(): Promise<string>;
+  readonly contentType: string;
+}
+
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: "steward_" });
+
+  const received = new Counter({
+    name: "steward_deliveries_received_total",
+    help: "Webhook deliveries received, by event and HTTP status answered",
+    labelNames: ["event", "status"] as const,
+    registers: [registry],
+  });
+  let depthSource: (() => Promise<number>) | undefined;
+  new Gauge({
+    name: "steward_queue_depth",
+    help: "Deliveries waiting or running",
+    registers: [registry],
+    async collect() {
+      if (!depthSource) return;
+      try {
+        this.set(await depthSource());
+      } catch {
+        // An unusable store shows as a missing sample; /readyz reports it.
+        this.reset();
+      }
+    },
+  });
+  const outcomes = new Counter({
+    name: "steward_handler_outcomes_total",
+    help: "Handler runs, by handler and outcome (done, skipped, failed)",
+    labelNames: ["handler", "outcome"] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: "steward_handler_duration_seconds",
+    help: "Handler run time",
+    labelNames: ["handler"] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  const apiRequests = new Counter({
+    name: "steward_api_requests_total",
+    help: "API requests, by installation and HTTP status (0: no response)",
+    labelNames: ["installation", "status"] as const,
+    registers: [registry],
+  });
+  const remaining = new Gauge({
+    name: "steward_api_rate_limit_remaining",
+    help: "X-RateLimit-Remaining last reported, by installation",
+    labelNames: ["installation"] as const,
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    deliveryReceived(event, status) {
+      received.inc({ event, status: String(status) });
+    },
+    handlerOutcome(handler, outcome, seconds) {
+      outcomes.inc({ handler, outcome });
+      duration.observe({ handler }, seconds);
+    },
+    apiRequest(installationId, status, left) {
+      const installation = String(installationId);
+      apiRequests.inc({ installation, status: String(status) });
+      if (left !== undefined && Number.isFinite(left)) remaining.set({ installation }, left);
+    },
+    setQueueDepthSource(source) {
+      depthSource = source;
+    },
+    text: () => registry.metrics(),
+  };
+}

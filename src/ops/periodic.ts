@@ -1,0 +1,50 @@
+// Runs a background job every `intervalMs`, never two at once, never keeping the process
+// alive, and never letting a failure escape (it is logged and the next run happens).
+import type { Logger } from "pino";
+import { safeErrorMessage } from "../log/redact.js";
+
+export interface Periodic {
+  /** Stop scheduling and wait (at most `graceMs`) for a run in progress. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export function startPeriodic(opts: {
+  name: string;
+  intervalMs: number;
+  firstDelayMs: number;
+  logger: Logger;
+  run: () => Promise<unknown>;
+}): Periodic {
+  let stopped = opts.intervalMs <= 0;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> | undefined;
+  const schedule = (delay: number) => {
+    if (stopped) return;
+    timer = setTimeout(tick, delay);
+    timer.unref();
+  };
+  const tick = () => {
+    current = opts
+      .run()
+      .then(
+        () => undefined,
+        (error: unknown) => opts.logger.warn({ job: opts.name, error: safeErrorMessage(error) }, "background job failed"),
+      )
+      .finally(() => {
+        current = undefined;
+        schedule(opts.intervalMs);
+      });
+  };
+  schedule(opts.firstDelayMs);
+  return {
+    async stop(graceMs = Number.POSITIVE_INFINITY) {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      if (!current) return;
+      let bound: NodeJS.Timeout | undefined;
+      const waited = Number.isFinite(graceMs) ? new Promise<void>((resolve) => (bound = setTimeout(resolve, graceMs))) : undefined;
+      await (waited ? Promise.race([current, waited]) : current);
+      clearTimeout(bound);
+    },
+  };
+}

@@ -1,0 +1,173 @@
+// Loads the effective policy of a repository through the contents API. Files are cached per
+// repository, path and ref; a cached file is served from memory while fresh, and once stale
+// (or after a push invalidated it) revalidated with If-None-Match so an unchanged file answers
+// 304 and costs no rate limit. A file at a commit SHA never changes and is never refetched.
+import type { Logger } from "pino";
+import type { HandlerModule, InstallationOctokit } from "../handler.js";
+import { mergePolicy, policyDocuments } from "./merge.js";
+import { POLICY_FILE, sameName } from "./paths.js";
+import { resolvePolicy, type PolicySource } from "./resolve.js";
+import type { LoadedPolicy, PolicyLoader, Problem } from "./types.js";
+import { validatePolicyText } from "./validate.js";
+
+export interface PolicyLoaderOptions {
+  adminRepo: string;
+  handlers: readonly HandlerModule<any>[];
+  logger: Logger;
+  /** How long a fetched file is trusted without asking again (default 5 minutes). */
+  freshMs?: number;
+  /** Files kept in memory at most (default 2000; least recently used go first). */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+interface FileEntry {
+  /** Bumped whenever the content changes, so derived results know when to recompute. */
+  version: number;
+  etag: string | undefined;
+  /** undefined: no such file. */
+  text: string | undefined;
+  /** Why the file could not be used although it exists (e.g. too large). */
+  unusable?: string;
+  checkedAt: number;
+  stale: boolean;
+}
+
+const SHA = /^[0-9a-f]{40}$/i;
+let versions = 0;
+
+export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
+  const freshMs = opts.freshMs ?? 5 * 60_000;
+  const maxEntries = opts.maxEntries ?? 2000;
+  const now = opts.now ?? Date.now;
+  const files = new Map<string, FileEntry>();
+  const inflight = new Map<string, Promise<FileEntry>>();
+  const resolved = new Map<string, { inputs: string; policy: LoadedPolicy }>();
+
+  const fileKey = (owner: string, repo: string, path: string, ref: string | undefined) =>
+    [owner.toLowerCase(), repo.toLowerCase(), path, ref ?? ""].join("\0");
+
+  async function fetchFile(octokit: InstallationOctokit, owner: string, repo: string, path: string, ref: string | undefined): Promise<FileEntry> {
+    const key = fileKey(owner, repo, path, ref);
+    const cached = files.get(key);
+    if (cached) {
+      files.delete(key); // re-insert below: Map order is the LRU order
+      files.set(key, cached);
+      const immutable = ref !== undefined && SHA.test(ref);
+      if (immutable || (!cached.stale && now() - cached.checkedAt < freshMs)) return cached;
+    }
+    let pending = inflight.get(key);
+    if (!pending) {
+      pending = revalidate(octokit, { owner, repo, path, ref }, cached).finally(() => inflight.delete(key));
+      inflight.set(key, pending);
+    }
+    const entry = await pending;
+    files.delete(key);
+    files.set(key, entry);
+    while (files.size > maxEntries) files.delete(files.keys().next().value!);
+    return entry;
+  }
+
+  async function revalidate(
+    octokit: InstallationOctokit,
+    target: { owner: string; repo: string; path: string; ref: string | undefined },
+    cached: FileEntry | undefined,
+  ): Promise<FileEntry> {
+    const where = `${target.owner}/${target.repo}:${target.path}${target.ref ? `@${target.ref}` : ""}`;
+    try {
+      const response = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+        owner: target.owner,
+        repo: target.repo,
+        path: target.path,
+        ...(target.ref ? { ref: target.ref } : {}),
+        headers: cached?.etag ? { "if-none-match": cached.etag } : {},
+      });
+      opts.logger.debug({ file: where, status: response.status }, "policy file fetched");
+      return { version: ++versions, etag: response.headers.etag, checkedAt: now(), stale: false, ...decodeContent(response.data) };
+    } catch (e) {
+      const status = (e as { status?: number }).status;
+      if (status === 304 && cached) {
+        opts.logger.debug({ file: where, status }, "policy file unchanged");
+        cached.checkedAt = now();
+        cached.stale = false;
+        return cached;
+      }
+      if (status === 404) {
+        opts.logger.debug({ file: where, status }, "no policy file");
+        if (cached && cached.text === undefined) {
+          cached.checkedAt = now();
+          cached.stale = false;
+          return cached;
+        }
+        return { version: ++versions, etag: undefined, text: undefined, checkedAt: now(), stale: false };
+      }
+      if (cached && (status === undefined || status >= 500)) {
+        // The API is down: yesterday's policy beats no policy. Try again on the next load.
+        opts.logger.warn({ file: where, status, err: (e as Error).message }, "policy file revalidation failed; using the cached copy");
+        return cached;
+      }
+      throw e;
+    }
+  }
+
+  async function loadFile(octokit: InstallationOctokit, owner: string, repo: string, path: string, ref?: string) {
+    const entry = await fetchFile(octokit, owner, repo, path, ref);
+    return { entry, file: `${owner}/${repo}:${path}` };
+  }
+
+  const loader: PolicyLoader = {
+    async load(octokit, target) {
+      const isAdmin = sameName(target.repo, opts.adminRepo);
+      const [org, own] = await Promise.all([
+        isAdmin ? undefined : loadFile(octokit, target.owner, opts.adminRepo, POLICY_FILE),
+        loadFile(octokit, target.owner, target.repo, POLICY_FILE, target.ref),
+      ]);
+      const key = fileKey(target.owner, target.repo, POLICY_FILE, target.ref);
+      const inputs = `${org?.entry.version ?? "-"}/${own.entry.version}`;
+      const hit = resolved.get(key);
+      if (hit && hit.inputs === inputs) return hit.policy;
+      const source = (f: { entry: FileEntry; file: string }): PolicySource => ({ file: f.file, text: f.entry.unusable ? "" : f.entry.text });
+      const result = resolvePolicy({ ...(org ? { org: source(org) } : {}), repo: source(own) }, opts.handlers);
+      const unusable = [org, own].flatMap((f) => (f?.entry.unusable ? [unusableProblem(f.file, f.entry.unusable)] : []));
+      const policy: LoadedPolicy = {
+        sections: unusable.length > 0 ? {} : result.sections,
+        problems: [...unusable, ...result.problems],
+        sources: result.sources,
+      };
+      resolved.delete(key);
+      resolved.set(key, { inputs, policy });
+      while (resolved.size > maxEntries) resolved.delete(resolved.keys().next().value!);
+      return policy;
+    },
+
+    async loadDocument<P = unknown>(octokit: InstallationOctokit, target: { owner: string; path: string; ref?: string }) {
+      const { entry, file } = await loadFile(octokit, target.owner, opts.adminRepo, target.path, target.ref);
+      const spec = policyDocuments(opts.handlers).get(target.path);
+      if (entry.text === undefined) return { value: spec ? (mergePolicy(spec.defaults, undefined) as P) : undefined, problems: [], found: false };
+      if (entry.unusable) return { value: undefined, problems: [unusableProblem(file, entry.unusable)], found: true };
+      const { value, problems } = validatePolicyText(entry.text, { file, handlers: opts.handlers, document: target.path });
+      const ok = spec !== undefined && !problems.some((p) => p.severity === "error");
+      return { value: ok ? (mergePolicy(spec.defaults, value ?? {}) as P) : undefined, problems, found: true };
+    },
+
+    invalidate(owner, repo) {
+      const prefix = [owner.toLowerCase(), repo.toLowerCase(), ""].join("\0");
+      for (const [key, entry] of files) if (key.startsWith(prefix)) entry.stale = true;
+    },
+  };
+  return loader;
+}
+
+function unusableProblem(file: string, message: string): Problem {
+  return { file, line: 1, column: 1, message, path: [], severity: "error" };
+}
+
+/** The contents API answer for a path: a file (base64), a directory (a list), or something else. */
+function decodeContent(data: unknown): Pick<FileEntry, "text" | "unusable"> {
+  if (Array.isArray(data)) return { text: "", unusable: "is a directory, not a file" };
+  const d = data as { type?: string; encoding?: string; content?: string; size?: number };
+  if (d.type !== undefined && d.type !== "file") return { text: "", unusable: `is a ${d.type}, not a file` };
+  if (d.encoding === "base64" && typeof d.content === "string") return { text: Buffer.from(d.content, "base64").toString("utf8") };
+  // Files over 1 MB come back without content; no sane policy file is that large.
+  return { text: "", unusable: `cannot be read through the contents API (encoding "${d.encoding ?? "none"}", ${d.size ?? "?"} bytes)` };
+}

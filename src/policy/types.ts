@@ -1,0 +1,76 @@
+// Types shared by policy loading, validation, the `steward validate` CLI and the
+// `steward/config` check. A Problem always carries a file position.
+
+export interface Problem {
+  file: string;
+  /** 1-based. */
+  line: number;
+  /** 1-based. */
+  column: number;
+  /** 1-based column just past the offending node, when it ends on the same line (optional). */
+  endColumn?: number;
+  /** Human sentence, e.g. `unknown key "max_atempts" (did you mean "max_attempts"?)`. */
+  message: string;
+  /** JSON path inside the document, e.g. ["rerun", "rules", 0, "log", 1]. */
+  path: (string | number)[];
+  severity: "error" | "warning";
+  /** Optional machine-readable suggestion (did-you-mean). */
+  suggestion?: string;
+}
+
+/** A JSON Schema (draft-07 subset understood by ajv). */
+export type JsonSchema = Record<string, unknown>;
+
+/** An extra check a section runs after the schema passed; report problems by path. */
+export type SemanticCheck<P> = (
+  value: P,
+  report: (path: (string | number)[], message: string, severity?: "error" | "warning") => void,
+) => void;
+
+/** A handler's section of `.github/steward.yml`. */
+export interface PolicySection<P = unknown> {
+  /** Key in the file, e.g. `rerun`. */
+  key: string;
+  /** Schema of the section's value (additionalProperties: false where keys are closed). */
+  schema: JsonSchema;
+  /** Defaults applied under the merged value (deep merge, lists replace). */
+  defaults: P;
+  /** Checks a schema cannot express: globs, regexes, time zones, ranges. */
+  check?: SemanticCheck<P>;
+}
+
+/** A whole policy document a handler owns, e.g. `.github/steward/secrets.yml`. */
+export interface PolicyDocumentSpec<P = unknown> {
+  /** Path in the repository, e.g. `.github/steward/secrets.yml`. */
+  path: string;
+  /** Only the admin repository may hold it. */
+  adminOnly: boolean;
+  schema: JsonSchema;
+  defaults: P;
+  check?: SemanticCheck<P>;
+}
+
+/** The effective policy of one repository at one ref. */
+export interface LoadedPolicy {
+  /** Validated section values with defaults applied; a section with errors is absent. */
+  sections: Record<string, unknown>;
+  /** Every problem found in the files read (repository file and org file). */
+  problems: Problem[];
+  /** Files that contributed, e.g. ["acme/.github:.github/steward.yml", "acme/web:.github/steward.yml"]. */
+  sources: string[];
+}
+
+export interface PolicyLoader {
+  /** Effective `.github/steward.yml` for a repository (default branch unless `ref`), cached, ETag-revalidated. */
+  load(
+    octokit: import("../handler.js").InstallationOctokit,
+    target: { owner: string; repo: string; ref?: string },
+  ): Promise<LoadedPolicy>;
+  /** An admin-repository document such as `.github/steward/secrets.yml`. */
+  loadDocument<P = unknown>(
+    octokit: import("../handler.js").InstallationOctokit,
+    target: { owner: string; path: string; ref?: string },
+  ): Promise<{ value: P | undefined; problems: Problem[]; found: boolean }>;
+  /** Drop cached entries of a repository (a push touched a policy file). */
+  invalidate(owner: string, repo: string): void;
+}

@@ -1,0 +1,31 @@
+// The intake's view of the durable queue. The embedded (SQLite) engine implements it
+// now; a Redis engine for several replicas implements the same interface.
+
+export interface IncomingDelivery {
+  /** `X-GitHub-Delivery`. */
+  id: string;
+  /** `X-GitHub-Event`. */
+  event: string;
+  action: string | undefined;
+  installationId: number | undefined;
+  /** `owner/name` of payload.repository, when present. */
+  repository: string | undefined;
+  /** Request headers worth keeping (event, delivery, hook ids, user agent, content type). Never the signature secret. */
+  headers: Record<string, string>;
+  /** The payload as JSON text (form-encoded deliveries already unwrapped). */
+  payload: string;
+  receivedAt: Date;
+}
+
+export interface DeliveryIntake {
+  /**
+   * Record a delivery durably. Resolves only once it would survive a kill -9.
+   * `duplicate` when this delivery id was recorded before (it is not processed again).
+   * Rejects when the store cannot record it (the intake answers 503).
+   */
+  record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate">;
+  /** True while the store and queue are usable (GET /readyz). */
+  ready(): Promise<boolean>;
+  /** Deliveries waiting or running (metrics). */
+  depth(): Promise<number>;
+}

@@ -1,0 +1,207 @@
+// Driving and inspecting the hub from tests, the demo and scripts: seed accounts,
+// push, open pull requests, move the clock, set limits and faults, read what happened.
+import type { Fault } from "./core/faults.js";
+import type { SecondaryLimit } from "./core/ratelimit.js";
+import type { DeliveryRecord, Installation, Org, Repo, User } from "./core/types.js";
+import { pushFiles, type PushOptions } from "./git/push.js";
+import { closePullRequest, openPullRequest, pushToPullRequest, type OpenPullRequestOptions } from "./pulls/ops.js";
+import type { Effect, RequestRecord, SandboxHub } from "./sandbox-hub.js";
+import type { StoredDelivery } from "./webhooks/deliverer.js";
+
+export interface InstallOptions {
+  permissions?: Record<string, "read" | "write">;
+  /** Repository names (selection `selected`) or `all` (default). */
+  repositories?: string[] | "all";
+  /** Events the app subscribes to; empty means every event. */
+  events?: string[];
+}
+
+export class Control {
+  constructor(private readonly hub: SandboxHub) {}
+
+  // ---- accounts ----
+  createOrg(login: string, opts: { members?: string[] } = {}): Org {
+    const org = this.hub.accounts.createOrg(login);
+    for (const m of opts.members ?? []) this.hub.accounts.createUser(m, { orgs: [org.login] });
+    return org;
+  }
+
+  createUser(login: string, opts: { orgs?: string[] } = {}): User {
+    return this.hub.accounts.createUser(login, opts);
+  }
+
+  /** A personal access token for the user (stable per user), e.g. a required reviewer's. */
+  userToken(login: string): string {
+    if (!this.hub.user(login)) throw new Error(`no user "${login}"`);
+    return this.hub.tokens.userToken(login);
+  }
+
+  /** Create a repository with an initial commit on its default branch (plus `files`). */
+  createRepo(opts: { owner: string; name: string; private?: boolean; default_branch?: string; files?: Record<string, string> }): Repo {
+    const repo = this.hub.accounts.createRepo(opts.owner, opts.name, {
+      ...(opts.private !== undefined ? { private: opts.private } : {}),
+      ...(opts.default_branch ? { default_branch: opts.default_branch } : {}),
+    });
+    this.hub.git(repo).commit(repo.default_branch, { "README.md": `# ${opts.name}\n`, ...(opts.files ?? {}) }, {
+      message: "Initial commit",
+      author: { name: opts.owner, email: `${opts.owner}@users.noreply.sandbox.local`, login: null },
+      date: this.hub.now(),
+    });
+    return repo;
+  }
+
+  renameRepo(owner: string, name: string, newName: string): Repo {
+    return this.hub.accounts.renameRepo(owner, name, newName);
+  }
+
+  /** Install the app on an account; sends `installation.created`. */
+  install(account: string, opts: InstallOptions = {}): Installation {
+    const inst = this.hub.accounts.install(this.hub.appId, account, opts);
+    const repos = this.hub.accounts.reposOfInstallation(inst);
+    void this.hub.deliver("installation", {
+      action: "created",
+      installation: this.hub.installationJson(inst),
+      repositories: repos.map((r) => ({ id: r.id, node_id: r.node_id, name: r.name, full_name: `${r.owner}/${r.name}`, private: r.private })),
+      requester: null,
+      sender: this.hub.userJson(account),
+    }, { installationId: inst.id });
+    return inst;
+  }
+
+  suspend(installationId: number): void {
+    const inst = this.requireInstallation(installationId);
+    inst.suspended_at = this.hub.timestamp();
+    void this.hub.deliver("installation", { action: "suspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) }, { installationId });
+    this.hub.effect("installation.suspended", { installation_id: installationId });
+  }
+
+  unsuspend(installationId: number): void {
+    const inst = this.requireInstallation(installationId);
+    inst.suspended_at = null;
+    void this.hub.deliver("installation", { action: "unsuspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) }, { installationId });
+    this.hub.effect("installation.unsuspended", { installation_id: installationId });
+  }
+
+  installation(account: string): Installation | undefined {
+    return this.hub.accounts.installationOn(account);
+  }
+
+  repo(owner: string, name: string): Repo | undefined {
+    return this.hub.accounts.repoByName(owner, name);
+  }
+
+  setWebhookUrl(url: string | undefined, opts: { contentType?: "json" | "form"; secret?: string } = {}): void {
+    this.hub.hook.url = url;
+    if (opts.contentType) this.hub.hook.content_type = opts.contentType;
+    if (opts.secret !== undefined) this.hub.hook.secret = opts.secret;
+  }
+
+  // ---- contents ----
+  pushFiles(opts: PushOptions): { sha: string } {
+    const r = pushFiles(this.hub, opts);
+    return { sha: r.sha };
+  }
+
+  readFile(owner: string, repo: string, path: string, ref?: string): string | undefined {
+    const r = this.hub.accounts.repoByName(owner, repo);
+    return r ? this.hub.readFile(r, path, ref) : undefined;
+  }
+
+  openPullRequest(opts: OpenPullRequestOptions): { number: number; head_sha: string } {
+    return openPullRequest(this.hub, opts);
+  }
+
+  pushToPullRequest(opts: { owner: string; repo: string; number: number; files: Record<string, string | null>; message?: string }): { sha: string } {
+    return pushToPullRequest(this.hub, opts);
+  }
+
+  closePullRequest(opts: { owner: string; repo: string; number: number; merge?: boolean }): void {
+    closePullRequest(this.hub, opts);
+  }
+
+  // ---- time, limits, faults ----
+  setClock(date: Date): void {
+    this.hub.clock.set(date);
+  }
+
+  advanceClock(ms: number): void {
+    this.hub.clock.advance(ms);
+  }
+
+  now(): Date {
+    return this.hub.now();
+  }
+
+  setRateLimit(installationId: number, opts: { limit: number; remaining?: number; resetAt?: Date }): void {
+    this.hub.rateLimiter.set(`installation:${installationId}`, this.hub.now(), opts);
+  }
+
+  setSecondaryLimit(limit: SecondaryLimit | null): void {
+    this.hub.rateLimiter.setSecondary(limit ?? undefined);
+  }
+
+  setFault(routePattern: string, fault: Fault): void {
+    this.hub.faults.set(routePattern, fault);
+  }
+
+  clearFaults(): void {
+    this.hub.faults.clear();
+  }
+
+  setLoginAttempts(opts: { max?: number; windowMs?: number; reset?: boolean }): void {
+    if (opts.max !== undefined) this.hub.loginAttempts.max = opts.max;
+    if (opts.windowMs !== undefined) this.hub.loginAttempts.windowMs = opts.windowMs;
+    if (opts.reset) this.hub.loginAttempts.reset();
+  }
+
+  // ---- inspection ----
+  deliveries(): StoredDelivery[] {
+    return [...this.hub.deliverer.records];
+  }
+
+  /** Resolves with the matching deliveries once at least `count` (default 1) were attempted. */
+  waitForDeliveries(predicate: (d: DeliveryRecord) => boolean, opts: { count?: number; timeoutMs?: number } = {}): Promise<StoredDelivery[]> {
+    const count = opts.count ?? 1;
+    const matching = () => this.hub.deliverer.records.filter(predicate);
+    return new Promise((resolve, reject) => {
+      const done = () => {
+        const found = matching();
+        if (found.length < count) return false;
+        clearTimeout(timer);
+        off();
+        resolve(found);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        off();
+        reject(new Error(`timed out waiting for ${count} matching deliveries (have ${matching().length})`));
+      }, opts.timeoutMs ?? 10_000);
+      const off = this.hub.deliverer.onRecord(() => void done());
+      done();
+    });
+  }
+
+  /** Every delivery queued so far has been attempted. */
+  settled(): Promise<void> {
+    return this.hub.deliverer.settled();
+  }
+
+  requests(): RequestRecord[] {
+    return [...this.hub.requests];
+  }
+
+  /** What happened, in order: pushes, pull requests, suspensions, and what domains record. */
+  get effects(): Effect[] {
+    return this.hub.effects;
+  }
+
+  effect(kind: string, details: Record<string, unknown>): void {
+    this.hub.effect(kind, details);
+  }
+
+  private requireInstallation(id: number): Installation {
+    const inst = this.hub.accounts.installations.get(id);
+    if (!inst) throw new Error(`no installation ${id}`);
+    return inst;
+  }
+}

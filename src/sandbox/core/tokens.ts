@@ -1,0 +1,85 @@
+// Installation and user tokens the hub issued. Tokens are random, opaque and never logged.
+import { randomBytes } from "node:crypto";
+
+export interface InstallationToken {
+  kind: "installation";
+  token: string;
+  installationId: number;
+  expiresAt: Date;
+  permissions: Record<string, "read" | "write">;
+  /** Narrowed repository ids, when the token was created for some repositories only. */
+  repositoryIds: number[] | undefined;
+}
+
+export interface UserToken {
+  kind: "user";
+  token: string;
+  login: string;
+}
+
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+function randomToken(prefix: string): string {
+  const bytes = randomBytes(36);
+  let out = prefix;
+  for (const b of bytes) out += ALPHABET[b % ALPHABET.length];
+  return out;
+}
+
+export class TokenStore {
+  private readonly tokens = new Map<string, InstallationToken | UserToken>();
+
+  issueInstallationToken(t: Omit<InstallationToken, "kind" | "token">): InstallationToken {
+    const token: InstallationToken = { kind: "installation", token: randomToken("ghs_"), ...t };
+    this.tokens.set(token.token, token);
+    return token;
+  }
+
+  /** One stable token per user (like a personal access token). */
+  userToken(login: string): string {
+    for (const t of this.tokens.values()) if (t.kind === "user" && t.login === login) return t.token;
+    const token: UserToken = { kind: "user", token: randomToken("ghp_"), login };
+    this.tokens.set(token.token, token);
+    return token.token;
+  }
+
+  lookup(token: string): InstallationToken | UserToken | undefined {
+    return this.tokens.get(token);
+  }
+
+  revoke(token: string): void {
+    this.tokens.delete(token);
+  }
+}
+
+/**
+ * Repeated bad credentials from one source lock it out: every attempt, even a valid one,
+ * is answered 403 until the window passes (seeds, Authentication rule 4).
+ */
+export class LoginAttempts {
+  private readonly failures = new Map<string, number[]>();
+
+  constructor(
+    public max: number,
+    public windowMs: number,
+  ) {}
+
+  fail(key: string, now: Date): void {
+    const list = this.recent(key, now);
+    list.push(now.getTime());
+    this.failures.set(key, list);
+  }
+
+  locked(key: string, now: Date): boolean {
+    return this.recent(key, now).length >= this.max;
+  }
+
+  reset(): void {
+    this.failures.clear();
+  }
+
+  private recent(key: string, now: Date): number[] {
+    const since = now.getTime() - this.windowMs;
+    return (this.failures.get(key) ?? []).filter((t) => t > since);
+  }
+}

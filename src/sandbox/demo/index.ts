@@ -1,0 +1,28 @@
+// The demo: scenarios played in order against the sandbox stack, printed as tables.
+// Handler issues add their scenario files under ./scenarios and register them here.
+import config from "./scenarios/config.js";
+import deliveries from "./scenarios/deliveries.js";
+import deployments from "./scenarios/deployments.js";
+import rerun from "./scenarios/rerun.js";
+import secrets from "./scenarios/secrets.js";
+import { renderTable } from "./table.js";
+import type { Print, Scenario } from "./types.js";
+import type { SandboxStack } from "../stack.js";
+
+export const scenarios: Scenario[] = [deliveries, secrets, deployments, rerun, config];
+
+/** Play every scenario; a failing scenario is reported in its table and the others still run. */
+export async function runDemo(stack: SandboxStack, print: Print, list: Scenario[] = scenarios): Promise<{ failed: string[] }> {
+  const failed: string[] = [];
+  for (const scenario of list) {
+    print("");
+    try {
+      const rows = await scenario.run(stack, (line) => print(`  ${line}`));
+      print(renderTable(scenario.name, rows));
+    } catch (err) {
+      failed.push(scenario.name);
+      print(renderTable(scenario.name, [{ step: "scenario failed", event: "-", result: err instanceof Error ? err.message : String(err) }]));
+    }
+  }
+  return { failed };
+}

@@ -1,0 +1,105 @@
+// Deployments gated by policy: Steward is a custom protection rule on acme/web's production
+// environment. A deployment from main with green checks is approved, one from a feature branch
+// rejected, and one during a freeze held until the freeze ends, then approved.
+import type { SandboxStack } from "../../stack.js";
+import type { Row, Scenario } from "../types.js";
+
+const OWNER = "acme";
+const REPO = "web";
+const ENVIRONMENT = "production";
+const FREEZE_SECONDS = 4;
+
+const policy = (freeze?: { from: Date; to: Date }) =>
+  [
+    "deployments:",
+    "  environments:",
+    `    ${ENVIRONMENT}:`,
+    "      branches: [main]",
+    "      checks: [build, test]",
+    ...(freeze ? ["      freeze:", `        - from: ${freeze.from.toISOString()}`, `          to: ${freeze.to.toISOString()}`, "          reason: release candidate soak"] : []),
+    "",
+  ].join("\n");
+
+type DeploymentEffect = { kind: string; detail: Record<string, unknown> };
+
+async function settle(stack: SandboxStack): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    await stack.hub.domains.idle();
+    await stack.hub.control.settled();
+    await stack.steward.engine.idle();
+  }
+}
+
+/** Settle and look again until an effect of `kinds` appears for the run (bounded). */
+async function effectFor(stack: SandboxStack, runId: number, kinds: string[], timeoutMs = 15_000): Promise<DeploymentEffect> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    await settle(stack);
+    const found = (stack.hub.domains.effects.of("deployments") as DeploymentEffect[]).find((e) => kinds.includes(e.kind) && e.detail.run_id === runId);
+    if (found) return found;
+    if (Date.now() > end) throw new Error(`no ${kinds.join(" or ")} for run ${runId} within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The comment's reasons on one line, for the table. */
+const reasonsOf = (effect: DeploymentEffect) =>
+  String(effect.detail.comment ?? "")
+    .split("\n")
+    .slice(1)
+    .map((l) => l.replace(/^- /, ""))
+    .join("; ");
+
+function deploy(stack: SandboxStack, branch: string, print: (line: string) => void): number {
+  const { actions } = stack.hub.domains;
+  const run = actions.startRun({
+    owner: OWNER,
+    repo: REPO,
+    workflow: "Deploy",
+    branch,
+    jobs: [{ name: "build" }, { name: "test" }, { name: "deploy", needs: ["build", "test"], environment: ENVIRONMENT }],
+  });
+  actions.completeJob({ runId: run.id, job: "build" });
+  actions.completeJob({ runId: run.id, job: "test" });
+  print(`run ${run.id} on ${branch}: build and test passed, deploy to ${ENVIRONMENT} requested`);
+  return run.id;
+}
+
+const scenario: Scenario = {
+  name: "deployments held, approved and rejected by policy",
+  async run(stack, print) {
+    const { control, domains, hub } = stack.hub;
+    const rows: Row[] = [];
+    const repo = control.repo(OWNER, REPO);
+    if (!repo) throw new Error(`${OWNER}/${REPO} is not in the sandbox`);
+    domains.deployments.putEnvironment(repo, ENVIRONMENT, { protectionApps: [hub.appId] });
+    control.pushFiles({ owner: OWNER, repo: REPO, files: { ".github/steward.yml": policy() }, message: "Gate production deployments" });
+    await settle(stack);
+    rows.push({ step: `policy: ${ENVIRONMENT} needs main + build, test`, event: "push", result: "Steward is the protection rule" });
+
+    const green = deploy(stack, repo.default_branch, print);
+    const approved = await effectFor(stack, green, ["protection_rule.approved", "protection_rule.rejected"]);
+    rows.push({ step: `deploy ${repo.default_branch}, checks green`, event: "deployment_protection_rule.requested", result: `${approved.kind.split(".")[1]}: ${reasonsOf(approved)}` });
+
+    // A feature branch has no commits of its own here: the run names the branch, which is what the policy judges.
+    const feature = deploy(stack, "feature/login", print);
+    const rejected = await effectFor(stack, feature, ["protection_rule.approved", "protection_rule.rejected"]);
+    rows.push({ step: "deploy feature/login", event: "deployment_protection_rule.requested", result: `${rejected.kind.split(".")[1]}: ${reasonsOf(rejected)}` });
+
+    const now = control.now();
+    const freeze = { from: new Date(now.getTime() - 60_000), to: new Date(Math.ceil((now.getTime() + FREEZE_SECONDS * 1000) / 1000) * 1000) };
+    control.pushFiles({ owner: OWNER, repo: REPO, files: { ".github/steward.yml": policy(freeze) }, message: "Freeze production" });
+    await settle(stack);
+    rows.push({ step: `policy: freeze until ${freeze.to.toISOString()}`, event: "push", result: "policy reloaded" });
+
+    const frozen = deploy(stack, repo.default_branch, print);
+    const held = await effectFor(stack, frozen, ["protection_rule.status_report", "protection_rule.approved", "protection_rule.rejected"]);
+    rows.push({ step: `deploy ${repo.default_branch} during the freeze`, event: "deployment_protection_rule.requested", result: `${held.kind === "protection_rule.status_report" ? "waiting" : held.kind.split(".")[1]}: ${reasonsOf(held)}` });
+    print(`waiting for the freeze to end (sandbox clock ${control.now().toISOString()})`);
+    const released = await effectFor(stack, frozen, ["protection_rule.approved", "protection_rule.rejected"], (FREEZE_SECONDS + 15) * 1000);
+    rows.push({ step: `freeze over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${released.kind.split(".")[1]}: ${reasonsOf(released)}` });
+    return rows;
+  },
+};
+
+export default scenario;

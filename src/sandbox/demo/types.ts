@@ -1,0 +1,18 @@
+// What a demo scenario is: a name, and a run that drives the sandbox and reports rows.
+import type { SandboxStack } from "../stack.js";
+
+/** One line of the demo table: what was done, and what Steward did about it. */
+export interface Row {
+  step: string;
+  /** Event or API call involved, e.g. `push`, `workflow_run.completed`. */
+  event: string;
+  /** What came back or happened, e.g. `202`, `re-run requested`. */
+  result: string;
+}
+
+export type Print = (line: string) => void;
+
+export interface Scenario {
+  name: string;
+  run(stack: SandboxStack, print: Print): Promise<Row[]>;
+}

@@ -1,0 +1,57 @@
+// Domain modules of the sandbox hub (actions, deployments, checks, secrets, variables):
+// their state, their control functions (returned here; the core exposes them as
+// `handle.domains` and under `/_sandbox/domains/`), and their REST routes.
+import type { Hub, Router } from "../core/types.js";
+import { installActionsRoutes } from "../routes/actions.js";
+import { installChecksRoutes } from "../routes/checks.js";
+import { installDeploymentsRoutes } from "../routes/deployments.js";
+import { installSecretsRoutes } from "../routes/secrets.js";
+import { installVariablesRoutes } from "../routes/variables.js";
+import { ActionsDomain } from "./actions/domain.js";
+import { ChecksDomain } from "./checks.js";
+import { DeploymentsDomain } from "./deployments.js";
+import { createEffectsLog } from "./effects.js";
+import { SecretsDomain } from "./secrets.js";
+import { DeliveryQueue } from "./shared.js";
+import { VariablesDomain } from "./variables.js";
+
+export function installDomains(hub: Hub, router: Router) {
+  const effects = createEffectsLog(() => hub.timestamp(), hub.effect?.bind(hub));
+  // One queue for every domain: deliveries leave in the order their causes happened.
+  const deliveries = new DeliveryQueue();
+  const checks = new ChecksDomain(hub, effects, deliveries);
+  const deployments = new DeploymentsDomain(hub, effects, deliveries);
+  const actions = new ActionsDomain(hub, checks, deployments, effects, deliveries);
+  const secrets = new SecretsDomain(hub, effects);
+  const variables = new VariablesDomain(hub, effects);
+
+  installActionsRoutes(hub, router, actions);
+  installDeploymentsRoutes(hub, router, deployments, actions);
+  installChecksRoutes(hub, router, checks);
+  installSecretsRoutes(hub, router, secrets, deployments);
+  installVariablesRoutes(hub, router, variables, deployments);
+
+  // Pushes and new pull request heads ask the app for checks (check_suite.requested).
+  hub.subscribe?.((event) => {
+    if (event.kind === "push" && !/^0+$/.test(event.after)) {
+      const branch = event.ref.startsWith("refs/heads/") ? event.ref.slice("refs/heads/".length) : null;
+      checks.requestSuite(event.repo, { headSha: event.after, headBranch: branch, before: event.before });
+    } else if (event.kind === "pull_request" && (event.action === "opened" || event.action === "synchronize" || event.action === "reopened")) {
+      checks.requestSuite(event.repo, { headSha: event.head_sha, headBranch: event.head_ref, onlyIfNew: true });
+    }
+  });
+
+  return {
+    actions,
+    deployments,
+    checks,
+    secrets,
+    variables,
+    effects,
+    /** Resolves when every scheduled attempt and every delivery the domains queued so far is done. */
+    idle: () => actions.idle(),
+    /** Errors raised while handing deliveries to the core (a failing webhook endpoint is recorded by the core, not here). */
+    deliveryErrors: () => deliveries.errors,
+  };
+}
+export type Domains = ReturnType<typeof installDomains>;

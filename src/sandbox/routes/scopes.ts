@@ -1,0 +1,86 @@
+// Resolving the scope of a secrets/variables route from its path: organisation, repository
+// or environment, each checked against the caller's reach.
+import type { Hub, HubRequest, Org, Repo, Router } from "../core/types.js";
+import { HubError } from "../core/types.js";
+import type { DeploymentsDomain } from "../domains/deployments.js";
+import type { Scope, SelectionChange } from "../domains/scopes.js";
+import { actorOf } from "../domains/shared.js";
+import { bodyOf, noContent } from "./http.js";
+
+export function requireOrg(hub: Hub, req: HubRequest): Org {
+  const login = req.params.org!;
+  if (hub.requireOrg) return hub.requireOrg(req, login);
+  const org = hub.org(login);
+  if (!org || hub.installationOf(req)?.account.toLowerCase() !== org.login.toLowerCase()) throw new HubError(404, "Not Found");
+  return org;
+}
+
+export function orgScope(hub: Hub, req: HubRequest): { org: Org; scope: Scope } {
+  const org = requireOrg(hub, req);
+  return { org, scope: { kind: "org", org: org.login } };
+}
+
+export function repoScope(hub: Hub, req: HubRequest): { repo: Repo; scope: Scope } {
+  const repo = hub.requireRepo(req, req.params.owner!, req.params.repo!);
+  return { repo, scope: { kind: "repo", repoId: repo.id } };
+}
+
+/** Environment scope: the environment must exist (404 otherwise). */
+export function envScope(hub: Hub, req: HubRequest, deployments: DeploymentsDomain): { repo: Repo; scope: Scope } {
+  const repo = hub.requireRepo(req, req.params.owner!, req.params.repo!);
+  const env = deployments.requireEnvironment(repo, req.params.environment_name!);
+  return { repo, scope: { kind: "env", repoId: repo.id, environment: env.name } };
+}
+
+/** A repository id of the organisation (for the selected-repositories operations). */
+export function orgRepoId(hub: Hub, org: Org, raw: string | undefined): number {
+  const id = /^\d+$/.test(raw ?? "") ? Number(raw) : NaN;
+  const repo = hub.repoById(id);
+  if (!repo || repo.owner.toLowerCase() !== org.login.toLowerCase()) throw new HubError(404, "Not Found");
+  return id;
+}
+
+/** `selected_repository_ids` of a set-repositories body, each a repository of the organisation (else 422). */
+export function selectedIds(hub: Hub, org: Org, body: Record<string, unknown>, resource: string): number[] {
+  const ids = body.selected_repository_ids;
+  if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i))) {
+    throw new HubError(422, "Validation Failed", [{ resource, field: "selected_repository_ids", code: ids === undefined ? "missing_field" : "invalid" }]);
+  }
+  const known = new Set(hub.reposOf(org.login).map((r) => r.id));
+  const unknown = (ids as number[]).filter((i) => !known.has(i));
+  if (unknown.length > 0) throw new HubError(422, "Validation Failed", [{ resource, field: "selected_repository_ids", code: "invalid", message: `Unknown repository ids: ${unknown.join(", ")}` }]);
+  return ids as number[];
+}
+
+/** What the selected-repositories routes need from a secrets or variables store. */
+export interface SelectableStore {
+  requireSelectable(org: string, name: string): { selected: number[] };
+  changeSelection(org: string, name: string, change: SelectionChange, by: string): void;
+}
+
+/** `GET/PUT {prefix}/repositories` and `PUT/DELETE {prefix}/repositories/{repository_id}` (409 unless visibility is selected). */
+export function installSelectionRoutes(
+  hub: Hub,
+  router: Router,
+  prefix: string,
+  nameParam: string,
+  store: SelectableStore,
+  resource: string,
+  permission: string,
+): void {
+  const sel = `${prefix}/repositories`;
+  const change = (req: HubRequest, make: (org: Org) => SelectionChange) => {
+    const org = requireOrg(hub, req);
+    store.changeSelection(org.login, req.params[nameParam]!, make(org), actorOf(req.auth));
+    return noContent();
+  };
+  router.add("GET", sel, (req) => {
+    const org = requireOrg(hub, req);
+    const item = store.requireSelectable(org.login, req.params[nameParam]!);
+    const repos = item.selected.map((id) => hub.repoById(id)).filter((r) => r !== undefined).map((r) => hub.repoJson(r));
+    return hub.paginate(req, repos, { wrap: "repositories" });
+  }, { permission: { [permission]: "read" } });
+  router.add("PUT", sel, (req) => change(req, (org) => ({ set: selectedIds(hub, org, bodyOf(req), resource) })), { permission: { [permission]: "write" } });
+  router.add("PUT", `${sel}/{repository_id}`, (req) => change(req, (org) => ({ add: orgRepoId(hub, org, req.params.repository_id) })), { permission: { [permission]: "write" } });
+  router.add("DELETE", `${sel}/{repository_id}`, (req) => change(req, (org) => ({ remove: orgRepoId(hub, org, req.params.repository_id) })), { permission: { [permission]: "write" } });
+}

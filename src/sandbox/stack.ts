@@ -1,0 +1,75 @@
+// The sandbox stack: the hub plus Steward wired to it in one process (the no-credentials
+// `steward start`, the demo and end-to-end tests).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import type { HandlerModule } from "../handler.js";
+import { loadConfig } from "../config/env.js";
+import type { StewardConfig } from "../config/types.js";
+import { createSteward } from "../app.js";
+import { createHub, type HubHandle } from "./hub.js";
+
+export interface SandboxStack {
+  hub: HubHandle;
+  steward: Awaited<ReturnType<typeof createSteward>>;
+  /** Where Steward receives webhooks. */
+  webhookUrl: string;
+  config: StewardConfig;
+  close(): Promise<void>;
+}
+
+export interface SandboxStackOptions {
+  handlers?: HandlerModule<any>[];
+  dataDir?: string;
+  logger?: Logger;
+  hub?: Parameters<typeof createHub>[0];
+  port?: number;
+  /** Extra environment for Steward's configuration (e.g. LOG_LEVEL). */
+  env?: Record<string, string>;
+}
+
+export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise<SandboxStack> {
+  const hub = await createHub(opts.hub);
+  const ownDataDir = opts.dataDir ? undefined : await mkdtemp(join(tmpdir(), "steward-stack-"));
+  try {
+    const config = loadConfig({
+      APP_ID: hub.env.APP_ID,
+      PRIVATE_KEY_PATH: hub.env.PRIVATE_KEY_PATH,
+      WEBHOOK_SECRET: hub.env.WEBHOOK_SECRET,
+      GITHUB_API_URL: hub.env.GITHUB_API_URL,
+      PORT: String(opts.port ?? 0),
+      HOST: "127.0.0.1",
+      STEWARD_DATA_DIR: opts.dataDir ?? ownDataDir!,
+      STEWARD_ADMIN_REPO: ".github",
+      STEWARD_REVIEWER_TOKEN: hub.control.userToken("release-manager"),
+      LOG_LEVEL: "warn",
+      ...(opts.env ?? {}),
+    });
+    const steward = await createSteward({
+      config,
+      // The hub has no abuse detection to respect: no 1 s spacing between writes.
+      api: { writeIntervalMs: 0 },
+      ...(opts.handlers ? { handlers: opts.handlers } : {}),
+      ...(opts.logger ? { logger: opts.logger } : {}),
+    });
+    const webhookUrl = `${steward.url.replace(/\/$/, "")}${config.webhookPath}`;
+    hub.control.setWebhookUrl(webhookUrl);
+    return {
+      hub,
+      steward,
+      webhookUrl,
+      config,
+      async close() {
+        hub.control.setWebhookUrl(undefined);
+        await steward.close();
+        await hub.close();
+        if (ownDataDir) await rm(ownDataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await hub.close();
+    if (ownDataDir) await rm(ownDataDir, { recursive: true, force: true });
+    throw err;
+  }
+}

@@ -1,0 +1,250 @@
+// Deliveries in Redis: the intake (SET NX on the body is the dedup) and the leased queue
+// with per-handler outcomes. Each state change is one Lua script, so two replicas never
+// lease the same delivery and a run whose lease was taken back writes nothing.
+import type { Redis } from "ioredis";
+import type { Outcome } from "../handler.js";
+import type { IncomingDelivery } from "../queue/types.js";
+import type {
+  ClaimedDelivery,
+  DeliveryDecision,
+  DeliveryFilter,
+  DeliveryStatus,
+  HandlerOutcomeRecord,
+  StoredDelivery,
+} from "../queue/engine-types.js";
+import type { RedisKeys } from "./redis-keys.js";
+import type { RedisLeases } from "./redis-leases.js";
+import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";
+
+// KEYS: body, state, due, all. ARGV: body json, id, event, action, installation, repository, receivedAt, now
+const recordLua = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
+  'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
+redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
+redis.call('ZADD', KEYS[4], ARGV[7], ARGV[2])
+return 1`;
+
+// KEYS: state, outcomes. ARGV: token, handler, record json (without attempts)
+const outcomeLua = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' or redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
+local record = cjson.decode(ARGV[3])
+local previous = redis.call('HGET', KEYS[2], ARGV[2])
+record.attempts = 1
+if previous then record.attempts = (cjson.decode(previous).attempts or 0) + 1 end
+redis.call('HSET', KEYS[2], ARGV[2], cjson.encode(record))
+return 1`;
+
+// KEYS: state, due, leased, leases, done. ARGV: token, id, status, nextRunAt, hasError, lastError, now
+const finishLua = `
+if redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[3], 'nextRunAt', ARGV[4], 'updatedAt', ARGV[7])
+redis.call('HDEL', KEYS[1], 'leaseToken', 'leaseUntil')
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'lastError', ARGV[6]) else redis.call('HDEL', KEYS[1], 'lastError') end
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if ARGV[3] == 'failed' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
+elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
+return 1`;
+
+// KEYS: state, outcomes, due, done. ARGV: id, now
+const replayLua = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'running' then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[2], 'updatedAt', ARGV[2])
+redis.call('HDEL', KEYS[1], 'lastError')
+redis.call('DEL', KEYS[2])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1`;
+
+// KEYS: done, all. ARGV: prefix, before (exclusive), batch
+const purgeLua = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id)
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+return #ids`;
+
+// Signatures prove a request to the intake; stored they would only help someone forge one.
+const droppedHeaders = /^x-hub-signature/i;
+
+function keptHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !droppedHeaders.test(name)));
+}
+
+function toDelivery(state: Record<string, string>, bodyJson: string | null): StoredDelivery {
+  const body = JSON.parse(bodyJson ?? "{}") as { headers?: Record<string, string>; payload?: string };
+  return {
+    id: state.id!,
+    event: state.event!,
+    action: optional(state.action),
+    installationId: optionalNumber(state.inst),
+    repository: optional(state.repo),
+    headers: body.headers ?? {},
+    payload: body.payload ?? "",
+    receivedAt: new Date(Number(state.receivedAt)),
+    status: state.status as DeliveryStatus,
+    attempts: Number(state.attempts),
+    nextRunAt: new Date(Number(state.nextRunAt)),
+    lastError: state.lastError,
+    updatedAt: new Date(Number(state.updatedAt)),
+  };
+}
+
+interface OutcomeJson {
+  status: Outcome["status"];
+  detail?: string;
+  retryable: boolean;
+  attempts: number;
+  seconds: number;
+  updatedAt: number;
+}
+
+function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[] {
+  return Object.entries(flat)
+    .map(([handler, json]) => {
+      const o = JSON.parse(json) as OutcomeJson;
+      return {
+        handler,
+        status: o.status,
+        detail: o.detail,
+        retryable: o.retryable,
+        attempts: o.attempts,
+        seconds: o.seconds,
+        updatedAt: new Date(o.updatedAt),
+      };
+    })
+    .sort((a, b) => (a.handler < b.handler ? -1 : a.handler > b.handler ? 1 : 0));
+}
+
+function outcomeDetail(o: Outcome): string | undefined {
+  switch (o.status) {
+    case "done":
+      return o.summary;
+    case "skipped":
+      return o.reason;
+    case "failed":
+      return o.error;
+  }
+}
+
+const listPage = 200;
+
+export class RedisDeliveries {
+  readonly #record: Script;
+  readonly #outcome: Script;
+  readonly #finish: Script;
+  readonly #replay: Script;
+  readonly #purge: Script;
+
+  constructor(
+    private readonly client: Redis,
+    private readonly keys: RedisKeys,
+    private readonly leases: RedisLeases,
+  ) {
+    this.#record = defineScript(client, "stewardRecord", 4, recordLua);
+    this.#outcome = defineScript(client, "stewardRecordOutcome", 2, outcomeLua);
+    this.#finish = defineScript(client, "stewardFinishDelivery", 5, finishLua);
+    this.#replay = defineScript(client, "stewardReplay", 4, replayLua);
+    this.#purge = defineScript(client, "stewardPurgeFinished", 2, purgeLua);
+  }
+
+  /** Resolves once Redis acknowledged the write (durable as far as Redis' own persistence goes). */
+  async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    const k = this.keys;
+    const body = JSON.stringify({ headers: keptHeaders(d.headers), payload: d.payload });
+    const now = Date.now();
+    const result = await this.#record(
+      [k.body(d.id), k.delivery(d.id), k.due, k.all],
+      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now],
+    );
+    return result === 1 ? "recorded" : "duplicate";
+  }
+
+  async depth(): Promise<number> {
+    const [due, leased] = await Promise.all([this.client.zcard(this.keys.due), this.client.zcard(this.keys.leased)]);
+    return due + leased;
+  }
+
+  async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
+    const leased = await this.leases.claim("delivery", leaseMs);
+    if (!leased) return undefined;
+    // Body and outcomes change only under the lease just taken: reading them after is consistent.
+    const id = leased.fields.id!;
+    const [body, outcomes] = await Promise.all([this.client.get(this.keys.body(id)), this.client.hgetall(this.keys.outcomes(id))]);
+    return { token: leased.token, delivery: toDelivery(leased.fields, body), outcomes: toOutcomes(outcomes) };
+  }
+
+  async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+    const record: Omit<OutcomeJson, "attempts"> = {
+      status: outcome.status,
+      retryable: !(outcome.status === "failed" && outcome.retryable === false),
+      seconds,
+      updatedAt: Date.now(),
+    };
+    const detail = outcomeDetail(outcome);
+    if (detail !== undefined) record.detail = detail;
+    const k = this.keys;
+    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId)], [token, handler, JSON.stringify(record)])) === 1;
+  }
+
+  async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
+    const now = Date.now();
+    const nextRunAt = decision.status === "failed" ? decision.retryAt.getTime() : now;
+    const lastError = decision.status === "done" ? undefined : decision.lastError;
+    const k = this.keys;
+    const result = await this.#finish(
+      [k.delivery(deliveryId), k.due, k.leased, k.leases, k.done],
+      [token, deliveryId, decision.status, nextRunAt, lastError === undefined ? "0" : "1", lastError ?? "", now],
+    );
+    return result === 1;
+  }
+
+  async getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined> {
+    const [state, body, outcomes] = await Promise.all([
+      this.client.hgetall(this.keys.delivery(id)),
+      this.client.get(this.keys.body(id)),
+      this.client.hgetall(this.keys.outcomes(id)),
+    ]);
+    if (state.id === undefined) return undefined;
+    return { delivery: toDelivery(state, body), outcomes: toOutcomes(outcomes) };
+  }
+
+  /** Newest first, filtered, reading the receipt index a page at a time. */
+  async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
+    const limit = filter.limit ?? 100;
+    const found: StoredDelivery[] = [];
+    for (let start = 0; found.length < limit; start += listPage) {
+      const ids = await this.client.zrevrange(this.keys.all, start, start + listPage - 1);
+      if (ids.length === 0) break;
+      const states = await Promise.all(ids.map((id) => this.client.hgetall(this.keys.delivery(id))));
+      const wanted = ids.filter((_, i) => {
+        const s = states[i]!;
+        return s.id !== undefined && (!filter.status || s.status === filter.status) && (!filter.event || s.event === filter.event);
+      });
+      const bodies = wanted.length ? await this.client.mget(wanted.map((id) => this.keys.body(id))) : [];
+      wanted.forEach((id, i) => {
+        if (found.length < limit) found.push(toDelivery(states[ids.indexOf(id)]!, bodies[i] ?? null));
+      });
+      if (ids.length < listPage) break;
+    }
+    return found;
+  }
+
+  async replayDelivery(id: string): Promise<boolean> {
+    const k = this.keys;
+    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done], [id, Date.now()])) === 1;
+  }
+
+  async purgeFinished(before: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = Number(await this.#purge([this.keys.done, this.keys.all], [this.keys.prefix, before, 500]));
+      total += n;
+      if (n < 500) return total;
+    }
+  }
+}

@@ -1,0 +1,44 @@
+// Key layout of the Redis store. Every key starts with the prefix; the default prefix is a
+// hash tag so all of Steward's keys share one slot. Lua scripts compose per-item keys from
+// the prefix the same way (`prefix .. ref`), where a ref is `d:<delivery id>` or `t:<task>`.
+
+export const defaultRedisPrefix = "{steward}:";
+
+export class RedisKeys {
+  constructor(readonly prefix: string) {}
+
+  // deliveries
+  /** Header and payload JSON, written with SET NX: the dedup of delivery ids. */
+  body(id: string): string { return `${this.prefix}body:${id}`; }
+  /** Hash: queue state of one delivery. */
+  delivery(id: string): string { return `${this.prefix}d:${id}`; }
+  /** Hash: handler -> JSON outcome record. */
+  outcomes(id: string): string { return `${this.prefix}o:${id}`; }
+  /** Zset of queued and failed-awaiting-retry deliveries by next run time. */
+  get due(): string { return `${this.prefix}due`; }
+  /** Zset of running deliveries by lease expiry. */
+  get leased(): string { return `${this.prefix}leased`; }
+  /** Zset of every stored delivery by receipt time (listing). */
+  get all(): string { return `${this.prefix}all`; }
+  /** Zset of done deliveries by finish time (retention purge). */
+  get done(): string { return `${this.prefix}done`; }
+
+  // tasks
+  /** Member naming a task in the task zsets: unambiguous for any handler name and key. */
+  taskMember(handler: string, key: string): string { return `${handler.length}:${handler}:${key}`; }
+  task(member: string): string { return `${this.prefix}t:${member}`; }
+  get taskDue(): string { return `${this.prefix}tdue`; }
+  get taskLeased(): string { return `${this.prefix}tleased`; }
+  /** Zset of every task by run time (listing). */
+  get tasks(): string { return `${this.prefix}tasks`; }
+
+  /** Hash: lease token -> ref of the delivery or task it holds. */
+  get leases(): string { return `${this.prefix}leases`; }
+
+  // handler state
+  kv(key: string): string { return `${this.prefix}kv:${key}`; }
+  /** Zset (all scores 0) of kv keys in byte order, for prefix listing. */
+  get kvIndex(): string { return `${this.prefix}kvidx`; }
+  /** Stream: the audit trail, capped. */
+  get audit(): string { return `${this.prefix}audit`; }
+}

@@ -1,0 +1,32 @@
+// Typed wrapper over ioredis' defineCommand: every multi-key step of the Redis store is one
+// Lua script, so it is atomic with respect to every other replica.
+import type { Redis } from "ioredis";
+
+export type ScriptArg = string | number | Buffer;
+export type Script = (keys: string[], args: ScriptArg[]) => Promise<unknown>;
+
+export function defineScript(client: Redis, name: string, numberOfKeys: number, lua: string): Script {
+  client.defineCommand(name, { numberOfKeys, lua });
+  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[name]!;
+  return (keys, args) => {
+    if (keys.length !== numberOfKeys) throw new Error(`script ${name} takes ${numberOfKeys} keys, got ${keys.length}`);
+    return command.call(client, ...keys, ...args);
+  };
+}
+
+/** A flat HGETALL-style reply [field, value, ...] as an object. */
+export function pairs(flat: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!Array.isArray(flat)) return out;
+  for (let i = 0; i + 1 < flat.length; i += 2) out[String(flat[i])] = String(flat[i + 1]);
+  return out;
+}
+
+/** Optional text stored as "" when absent. */
+export function optional(text: string | undefined): string | undefined {
+  return text === undefined || text === "" ? undefined : text;
+}
+
+export function optionalNumber(text: string | undefined): number | undefined {
+  return text === undefined || text === "" ? undefined : Number(text);
+}

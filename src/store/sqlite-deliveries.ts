@@ -1,0 +1,339 @@
+// Deliveries in SQLite: the durable intake (group-committed inserts) and the leased
+// delivery queue with per-handler outcomes.
+import type { Database, Statement, Transaction } from "better-sqlite3";
+import type { Outcome } from "../handler.js";
+import type { DeliveryIntake, IncomingDelivery } from "../queue/types.js";
+import type {
+  ClaimedDelivery,
+  DeliveryDecision,
+  DeliveryFilter,
+  DeliveryQueue,
+  DeliveryStatus,
+  HandlerOutcomeRecord,
+  StoredDelivery,
+} from "../queue/engine-types.js";
+import { leaseOwnerDead, newLeaseToken } from "./lease.js";
+
+interface DeliveryRow {
+  id: string;
+  event: string;
+  action: string | null;
+  installation_id: number | null;
+  repository: string | null;
+  headers: string;
+  payload: string;
+  received_at: number;
+  status: DeliveryStatus;
+  attempts: number;
+  next_run_at: number;
+  lease_token: string | null;
+  last_error: string | null;
+  updated_at: number;
+}
+
+interface OutcomeRow {
+  handler: string;
+  status: Outcome["status"];
+  detail: string | null;
+  retryable: number;
+  attempts: number;
+  seconds: number;
+  updated_at: number;
+}
+
+type Pending = { delivery: IncomingDelivery; resolve(r: "recorded" | "duplicate"): void; reject(e: unknown): void };
+
+// Signatures prove a request to the intake; stored they would only help someone forge one.
+const droppedHeaders = /^x-hub-signature/i;
+
+function keptHeaders(headers: Record<string, string>): string {
+  return JSON.stringify(Object.fromEntries(Object.entries(headers).filter(([name]) => !droppedHeaders.test(name))));
+}
+
+const withBody = "SELECT d.*, b.headers AS headers, b.payload AS payload FROM deliveries d JOIN delivery_bodies b ON b.id = d.id";
+
+function toDelivery(r: DeliveryRow): StoredDelivery {
+  return {
+    id: r.id,
+    event: r.event,
+    action: r.action ?? undefined,
+    installationId: r.installation_id ?? undefined,
+    repository: r.repository ?? undefined,
+    headers: JSON.parse(r.headers) as Record<string, string>,
+    payload: r.payload,
+    receivedAt: new Date(r.received_at),
+    status: r.status,
+    attempts: r.attempts,
+    nextRunAt: new Date(r.next_run_at),
+    lastError: r.last_error ?? undefined,
+    updatedAt: new Date(r.updated_at),
+  };
+}
+
+function toOutcome(r: OutcomeRow): HandlerOutcomeRecord {
+  return {
+    handler: r.handler,
+    status: r.status,
+    detail: r.detail ?? undefined,
+    retryable: r.retryable === 1,
+    attempts: r.attempts,
+    seconds: r.seconds,
+    updatedAt: new Date(r.updated_at),
+  };
+}
+
+function outcomeDetail(o: Outcome): string | undefined {
+  switch (o.status) {
+    case "done":
+      return o.summary;
+    case "skipped":
+      return o.reason;
+    case "failed":
+      return o.error;
+  }
+}
+
+export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
+  #pending: Pending[] = [];
+  #flushScheduled = false;
+  #closed = false;
+  readonly #insert: Statement;
+  readonly #insertBody: Statement;
+  readonly #recordBatch: (batch: IncomingDelivery[]) => ("recorded" | "duplicate")[];
+  readonly #due: Statement;
+  readonly #orphans: Statement;
+  readonly #lease: Statement;
+  readonly #byId: Statement;
+  readonly #outcomesOf: Statement;
+  readonly #holds: Statement;
+  readonly #upsertOutcome: Statement;
+  readonly #finish: Statement;
+  readonly #depth: Statement;
+  readonly #claim: Transaction<(leaseMs: number) => ClaimedDelivery | undefined>;
+
+  constructor(private readonly db: Database) {
+    this.#insert = db.prepare(
+      `INSERT OR IGNORE INTO deliveries
+         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)`,
+    );
+    this.#insertBody = db.prepare("INSERT OR REPLACE INTO delivery_bodies (id, headers, payload) VALUES (?, ?, ?)");
+    this.#recordBatch = db.transaction((batch: IncomingDelivery[]) => {
+      const now = Date.now();
+      return batch.map((d) => {
+        const received = d.receivedAt.getTime();
+        const info = this.#insert.run(d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, received, now, now);
+        if (info.changes === 0) return "duplicate";
+        this.#insertBody.run(d.id, keptHeaders(d.headers), d.payload);
+        return "recorded";
+      });
+    });
+    this.#due = db.prepare(
+      `SELECT id FROM deliveries
+       WHERE (status IN ('queued', 'failed') AND next_run_at <= @now) OR (status = 'running' AND lease_until <= @now)
+       ORDER BY next_run_at, received_at LIMIT 1`,
+    );
+    this.#orphans = db.prepare("SELECT id, lease_token FROM deliveries WHERE status = 'running'");
+    this.#lease = db.prepare(
+      `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+       WHERE id = ?`,
+    );
+    this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
+    this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
+    this.#holds = db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND lease_token = ? AND status = 'running'");
+    this.#upsertOutcome = db.prepare(
+      `INSERT INTO outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
+       VALUES (?, ?, ?, ?, ?, 1, ?, ?)
+       ON CONFLICT (delivery_id, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
+         retryable = excluded.retryable, attempts = outcomes.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at`,
+    );
+    this.#finish = db.prepare(
+      `UPDATE deliveries SET status = ?, next_run_at = ?, last_error = ?, lease_token = NULL, lease_until = NULL, updated_at = ?
+       WHERE id = ? AND lease_token = ?`,
+    );
+    this.#depth = db.prepare("SELECT count(*) AS n FROM deliveries WHERE status IN ('queued', 'failed', 'running')");
+    this.#claim = db.transaction((leaseMs: number) => this.#claimNow(leaseMs));
+  }
+
+  // ---- intake -------------------------------------------------------------
+
+  /**
+   * Durable once resolved. Calls arriving in the same turn of the event loop share one
+   * transaction (group commit): one WAL append per batch instead of one per delivery.
+   */
+  record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    if (this.#closed) return Promise.reject(new Error("store is closed"));
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ delivery, resolve, reject });
+      if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    });
+  }
+
+  #flush(): void {
+    const batch = this.#pending;
+    this.#pending = [];
+    this.#flushScheduled = false;
+    if (batch.length === 0) return;
+    try {
+      if (this.#closed) throw new Error("store is closed");
+      const results = this.#recordBatch(batch.map((p) => p.delivery));
+      batch.forEach((p, i) => p.resolve(results[i]!));
+    } catch (e) {
+      for (const p of batch) p.reject(e);
+    }
+  }
+
+  /** Write whatever is waiting for the next group commit now (before close). */
+  flushNow(): void {
+    this.#flush();
+  }
+
+  async ready(): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      this.db.prepare("SELECT 1").get();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async depth(): Promise<number> {
+    return (this.#depth.get() as { n: number }).n;
+  }
+
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  // ---- queue --------------------------------------------------------------
+
+  /** Running deliveries whose owner process died on this host go back to the queue now. */
+  recoverOrphans(): number {
+    const rows = this.#orphans.all() as { id: string; lease_token: string | null }[];
+    let recovered = 0;
+    for (const r of rows) {
+      if (r.lease_token !== null && leaseOwnerDead(r.lease_token)) {
+        this.db
+          .prepare("UPDATE deliveries SET status = 'queued', lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?")
+          .run(r.id, r.lease_token);
+        recovered++;
+      }
+    }
+    return recovered;
+  }
+
+  async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
+    // IMMEDIATE: another process on the same file (the CLI, a second engine) cannot claim in between.
+    return this.#claim.immediate(leaseMs);
+  }
+
+  #claimNow(leaseMs: number): ClaimedDelivery | undefined {
+    const now = Date.now();
+    const due = this.#due.get({ now }) as { id: string } | undefined;
+    if (!due) return undefined;
+    const token = newLeaseToken();
+    this.#lease.run(token, now + leaseMs, now, due.id);
+    const row = this.#byId.get(due.id) as DeliveryRow;
+    const outcomes = (this.#outcomesOf.all(row.id) as OutcomeRow[]).map(toOutcome);
+    return { token, delivery: toDelivery(row), outcomes };
+  }
+
+  async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      if (!this.#holds.get(deliveryId, token)) return false;
+      const retryable = outcome.status === "failed" && outcome.retryable === false ? 0 : 1;
+      this.#upsertOutcome.run(deliveryId, handler, outcome.status, outcomeDetail(outcome) ?? null, retryable, seconds, Date.now());
+      return true;
+    })();
+  }
+
+  async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
+    const now = Date.now();
+    const nextRunAt = decision.status === "failed" ? decision.retryAt.getTime() : now;
+    const lastError = decision.status === "done" ? null : decision.lastError;
+    return this.#finish.run(decision.status, nextRunAt, lastError, now, deliveryId, token).changes === 1;
+  }
+
+  async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
+    const clauses: string[] = [];
+    const params: Record<string, unknown> = { limit: filter.limit ?? 100 };
+    if (filter.status) {
+      clauses.push("d.status = @status");
+      params.status = filter.status;
+    }
+    if (filter.event) {
+      clauses.push("d.event = @event");
+      params.event = filter.event;
+    }
+    const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
+    const rows = this.db
+      .prepare(`${withBody} ${where} ORDER BY d.received_at DESC, d.id LIMIT @limit`)
+      .all(params) as DeliveryRow[];
+    return rows.map(toDelivery);
+  }
+
+  async getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined> {
+    const row = this.#byId.get(id) as DeliveryRow | undefined;
+    if (!row) return undefined;
+    return { delivery: toDelivery(row), outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome) };
+  }
+
+  async replayDelivery(id: string): Promise<boolean> {
+    return this.db.transaction(() => {
+      const now = Date.now();
+      const changed = this.db
+        .prepare(
+          `UPDATE deliveries SET status = 'queued', attempts = 0, next_run_at = ?, last_error = NULL, updated_at = ?
+           WHERE id = ? AND status != 'running'`,
+        )
+        .run(now, now, id).changes;
+      if (changed === 0) return false;
+      this.db.prepare("DELETE FROM outcomes WHERE delivery_id = ?").run(id);
+      return true;
+    })();
+  }
+
+  purgeFinished(before: number): number {
+    return this.db.transaction(() => {
+      const ids = "SELECT id FROM deliveries WHERE status = 'done' AND updated_at < ?";
+      this.db.prepare(`DELETE FROM outcomes WHERE delivery_id IN (${ids})`).run(before);
+      this.db.prepare(`DELETE FROM delivery_bodies WHERE id IN (${ids})`).run(before);
+      return this.db.prepare("DELETE FROM deliveries WHERE status = 'done' AND updated_at < ?").run(before).changes;
+    })();
+  }
+
+  // ---- leases and idleness (shared statements are cheap; kept here beside the table) ----
+
+  renewLease(token: string, until: number): boolean {
+    return this.db.prepare("UPDATE deliveries SET lease_until = ? WHERE lease_token = ?").run(until, token).changes > 0;
+  }
+
+  releaseLease(token: string): void {
+    // attempts was counted at claim; an interrupted run does not use up an attempt.
+    this.db
+      .prepare(
+        `UPDATE deliveries SET status = 'queued', attempts = max(0, attempts - 1), lease_token = NULL, lease_until = NULL, next_run_at = ?
+         WHERE lease_token = ?`,
+      )
+      .run(Date.now(), token);
+  }
+
+  pending(): number {
+    return (this.#depth.get() as { n: number }).n;
+  }
+
+  nextDueAt(): number | undefined {
+    const row = this.db
+      .prepare(
+        `SELECT min(t) AS t FROM (
+           SELECT min(next_run_at) AS t FROM deliveries WHERE status IN ('queued', 'failed')
+           UNION ALL SELECT min(lease_until) FROM deliveries WHERE status = 'running')`,
+      )
+      .get() as { t: number | null };
+    return row.t ?? undefined;
+  }
+}

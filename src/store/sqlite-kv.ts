@@ -1,0 +1,107 @@
+// The handler-facing Store (claims, key/value state with TTLs, audit trail) over SQLite.
+import type { Database, Statement } from "better-sqlite3";
+import type { AuditEntry, KeyValue, Store } from "./types.js";
+
+interface KvRow {
+  key: string;
+  value: string;
+  updated_at: number;
+}
+
+interface AuditRow {
+  kind: string;
+  source: string;
+  details: string;
+  at: number;
+}
+
+function encode(value: unknown): string {
+  return JSON.stringify(value === undefined ? null : value);
+}
+
+function expiry(now: number, ttlMs: number | undefined): number | null {
+  return ttlMs === undefined ? null : now + Math.max(0, ttlMs);
+}
+
+export class SqliteKv implements Store {
+  readonly #dropExpired: Statement;
+  readonly #insertIfAbsent: Statement;
+  readonly #upsert: Statement;
+  readonly #get: Statement;
+  readonly #delete: Statement;
+  readonly #list: Statement;
+  readonly #purge: Statement;
+  readonly #audit: Statement;
+  readonly #claim: (key: string, value: string, expiresAt: number | null, now: number) => boolean;
+
+  constructor(private readonly db: Database) {
+    this.#dropExpired = db.prepare("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?");
+    this.#insertIfAbsent = db.prepare("INSERT OR IGNORE INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?)");
+    this.#upsert = db.prepare(
+      `INSERT INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
+    );
+    this.#get = db.prepare("SELECT key, value, updated_at FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)");
+    this.#delete = db.prepare("DELETE FROM kv WHERE key = ?");
+    this.#list = db.prepare(
+      `SELECT key, value, updated_at FROM kv
+       WHERE substr(key, 1, length(@prefix)) = @prefix AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`,
+    );
+    this.#purge = db.prepare("DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?");
+    this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
+    this.#claim = db.transaction((key: string, value: string, expiresAt: number | null, now: number) => {
+      this.#dropExpired.run(key, now);
+      return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
+    });
+  }
+
+  async claim(key: string, opts: { ttlMs?: number; value?: unknown } = {}): Promise<boolean> {
+    const now = Date.now();
+    return this.#claim(key, encode(opts.value ?? true), expiry(now, opts.ttlMs), now);
+  }
+
+  async release(key: string): Promise<void> {
+    this.#delete.run(key);
+  }
+
+  async get<T = unknown>(key: string): Promise<T | undefined> {
+    const row = this.#get.get(key, Date.now()) as KvRow | undefined;
+    return row ? (JSON.parse(row.value) as T) : undefined;
+  }
+
+  async set(key: string, value: unknown, opts: { ttlMs?: number } = {}): Promise<void> {
+    const now = Date.now();
+    this.#upsert.run(key, encode(value), expiry(now, opts.ttlMs), now);
+  }
+
+  async delete(key: string): Promise<void> {
+    this.#delete.run(key);
+  }
+
+  async list<T = unknown>(prefix: string): Promise<KeyValue<T>[]> {
+    const rows = this.#list.all({ prefix, now: Date.now() }) as KvRow[];
+    return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T, updatedAt: new Date(r.updated_at) }));
+  }
+
+  async audit(entry: AuditEntry): Promise<void> {
+    const at = entry.at ?? new Date();
+    this.#audit.run(entry.kind, entry.source, JSON.stringify(entry.details ?? {}), at.getTime());
+  }
+
+  /** The most recent entries (all, or `limit`), oldest first. */
+  async auditLog(filter: { kind?: string; limit?: number } = {}): Promise<Required<AuditEntry>[]> {
+    const where = filter.kind === undefined ? "" : "WHERE kind = @kind";
+    const limit = filter.limit === undefined ? "" : "LIMIT @limit";
+    const rows = this.db
+      .prepare(`SELECT kind, source, details, at FROM audit ${where} ORDER BY id DESC ${limit}`)
+      .all({ ...(filter.kind === undefined ? {} : { kind: filter.kind }), ...(filter.limit === undefined ? {} : { limit: filter.limit }) }) as AuditRow[];
+    return rows
+      .reverse()
+      .map((r) => ({ kind: r.kind, source: r.source, details: JSON.parse(r.details) as Record<string, unknown>, at: new Date(r.at) }));
+  }
+
+  /** Drop expired entries (they are already invisible; this reclaims space). */
+  purgeExpired(now = Date.now()): number {
+    return this.#purge.run(now).changes;
+  }
+}

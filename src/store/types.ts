@@ -1,0 +1,36 @@
+// Handler-facing store: idempotency keys, small JSON state and an audit trail.
+// The framework's own delivery store and queue are in `src/store/` and `src/queue/`
+// behind their own interfaces; this is the part handlers see.
+
+export interface KeyValue<T = unknown> {
+  key: string;
+  value: T;
+  updatedAt: Date;
+}
+
+export interface AuditEntry {
+  /** What happened, e.g. `deployment_review`, `secret_write`. */
+  kind: string;
+  /** Handler or component that recorded it. */
+  source: string;
+  /** Free-form JSON details. Never a secret value. */
+  details: Record<string, unknown>;
+  at?: Date;
+}
+
+export interface Store {
+  /**
+   * Atomically claim `key`. Returns true for the first caller (and records the key), false
+   * when it was already claimed and not expired. Used for "at most once" side effects.
+   */
+  claim(key: string, opts?: { ttlMs?: number; value?: unknown }): Promise<boolean>;
+  /** Forget a claim (e.g. the side effect failed and may be tried again). */
+  release(key: string): Promise<void>;
+  get<T = unknown>(key: string): Promise<T | undefined>;
+  set(key: string, value: unknown, opts?: { ttlMs?: number }): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Every live entry whose key starts with `prefix`, in key order. */
+  list<T = unknown>(prefix: string): Promise<KeyValue<T>[]>;
+  audit(entry: AuditEntry): Promise<void>;
+  auditLog(filter?: { kind?: string; limit?: number }): Promise<Required<AuditEntry>[]>;
+}

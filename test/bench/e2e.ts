@@ -1,0 +1,144 @@
+// Section 2: end-to-end latency through the sandbox stack. The hub runs workflows at a steady
+// rate; a stamping proxy sits between the hub's webhooks and Steward; the hub's own request
+// records say when Steward's answer (the re-run request, the protection-rule answer) arrived.
+// Hub, proxy and Steward share this process (and its clock), as in `steward start` sandbox mode.
+import rerun from "../../handlers/rerun/index.js";
+import { createDeploymentsHandler } from "../../handlers/deployments/index.js";
+import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
+import { startStampingProxy, type StampingProxy } from "./proxy.js";
+import { summarise, type Summary } from "./stats.js";
+
+export interface E2eRow {
+  flow: "workflow_run.completed -> re-run" | "deployment_protection_rule -> answer";
+  rate: number;
+  sent: number;
+  answered: number;
+  latency: Summary;
+  /** From arrival to Steward's first API request about the run: queueing and pickup, before the handler's own work. */
+  firstCall: Summary;
+  /** API requests Steward made about the run before its answer (median). */
+  callsBeforeAnswer: number;
+}
+
+export interface E2eResult {
+  rows: E2eRow[];
+}
+
+const ORG = "acme";
+const RERUN_POLICY = "rerun:\n  enabled: true\n  delay: 0s\n  max_attempts: 2\n  rules: []\n";
+const DEPLOY_POLICY = "deployments:\n  environments:\n    production:\n      branches: [main]\n";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The run id an answer request is about: /repos/o/r/actions/runs/{id}/(rerun-failed-jobs|rerun|deployment_protection_rule). */
+function answeredRuns(stack: SandboxStack, suffix: RegExp): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const r of stack.hub.control.requests() as { method: string; path: string; status: number; at: number }[]) {
+    const m = /\/actions\/runs\/(\d+)\/([a-z_-]+)$/.exec(r.path);
+    if (r.method === "POST" && m && suffix.test(m[2]!) && r.status < 300 && !out.has(Number(m[1]))) out.set(Number(m[1]), r.at);
+  }
+  return out;
+}
+
+async function waitAnswered(stack: SandboxStack, suffix: RegExp, runIds: number[], timeoutMs: number): Promise<Map<number, number>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const answered = answeredRuns(stack, suffix);
+    if (runIds.every((id) => answered.has(id)) || Date.now() > end) return answered;
+    await sleep(50);
+  }
+}
+
+interface Timings {
+  latency: Summary;
+  firstCall: Summary;
+  callsBeforeAnswer: number;
+  answered: number;
+}
+
+/** Per run: arrival at the proxy, Steward's first request about the run, its answer. */
+function timings(stack: SandboxStack, proxy: StampingProxy, answered: Map<number, number>, runOf: (a: StampingProxy["arrivals"][number]) => number | undefined): Timings {
+  const requests = (stack.hub.control.requests() as { path: string; auth: string; at: number }[]).filter((r) => r.auth === "installation");
+  const total: number[] = [];
+  const first: number[] = [];
+  const calls: number[] = [];
+  const seen = new Set<number>();
+  for (const a of proxy.arrivals) {
+    const runId = runOf(a);
+    if (runId === undefined || seen.has(runId)) continue;
+    seen.add(runId);
+    const at = answered.get(runId);
+    if (at === undefined) continue;
+    total.push(at - a.at);
+    const about = requests.filter((r) => r.at >= a.at && r.at <= at && r.path.includes(`/actions/runs/${runId}`));
+    if (about[0]) first.push(about[0].at - a.at);
+    calls.push(about.length);
+  }
+  return { latency: summarise(total), firstCall: summarise(first), callsBeforeAnswer: summarise(calls).p50, answered: total.length };
+}
+
+async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number }): Promise<E2eRow> {
+  const { control, domains } = stack.hub;
+  const repo = `bench-rerun-${process.pid}`;
+  control.createRepo({ owner: ORG, name: repo, files: { ".github/steward.yml": RERUN_POLICY } });
+  // One warm-up run loads the policy and the installation token, as a running service would have.
+  const runIds: number[] = [];
+  const start = () => {
+    const run = domains.actions.startRun({ owner: ORG, repo, workflow: "CI", jobs: [{ name: "test", steps: ["Set up job", "Test", "Complete job"] }] });
+    domains.actions.failJob({ runId: run.id, job: "test", step: "Test", log: "Error: read ECONNRESET" });
+    return run.id;
+  };
+  const warm = start();
+  await waitAnswered(stack, /^rerun/, [warm], 30_000);
+  for (let i = 0; i < o.count; i++) {
+    runIds.push(start());
+    await sleep(1000 / o.rate);
+  }
+  const answered = await waitAnswered(stack, /^rerun/, runIds, 60_000);
+  const wanted = new Set(runIds);
+  const t = timings(stack, proxy, answered, (a) =>
+    a.event === "workflow_run" && a.payload.action === "completed" && wanted.has(a.payload.workflow_run?.id) ? a.payload.workflow_run.id : undefined,
+  );
+  return { flow: "workflow_run.completed -> re-run", rate: o.rate, sent: runIds.length, ...t };
+}
+
+async function protectionRuleFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number }): Promise<E2eRow> {
+  const { control, domains } = stack.hub;
+  const repo = `bench-deploy-${process.pid}`;
+  control.createRepo({ owner: ORG, name: repo, files: { ".github/steward.yml": DEPLOY_POLICY } });
+  domains.deployments.configureEnvironment({ owner: ORG, repo, environment: "production", protectedByApp: true });
+  const start = () => domains.actions.startRun({ owner: ORG, repo, workflow: "Deploy", jobs: [{ name: "deploy", environment: "production" }] }).id;
+  await waitAnswered(stack, /^deployment_protection_rule$/, [start()], 30_000);
+  const runIds: number[] = [];
+  for (let i = 0; i < o.count; i++) {
+    runIds.push(start());
+    await sleep(1000 / o.rate);
+  }
+  const answered = await waitAnswered(stack, /^deployment_protection_rule$/, runIds, 60_000);
+  const wanted = new Set(runIds);
+  const runOf = (a: StampingProxy["arrivals"][number]) => {
+    if (a.event !== "deployment_protection_rule") return undefined;
+    const m = /\/runs\/(\d+)\//.exec(String(a.payload.deployment_callback_url ?? ""));
+    return m && wanted.has(Number(m[1])) ? Number(m[1]) : undefined;
+  };
+  return { flow: "deployment_protection_rule -> answer", rate: o.rate, sent: runIds.length, ...timings(stack, proxy, answered, runOf) };
+}
+
+export async function benchEndToEnd(o: { rate: number; count: number }, log: (s: string) => void): Promise<E2eResult> {
+  const stack = await startSandboxStack({ handlers: [rerun, createDeploymentsHandler()] });
+  const proxy = await startStampingProxy(stack.webhookUrl);
+  stack.hub.control.setWebhookUrl(proxy.url);
+  try {
+    const rows: E2eRow[] = [];
+    for (const flow of [rerunFlow, protectionRuleFlow]) {
+      const row = await flow(stack, proxy, o);
+      log(`  ${row.flow}: ${row.answered}/${row.sent} answered, p50 ${row.latency.p50} ms p99 ${row.latency.p99} ms max ${row.latency.max} ms; first API call p50 ${row.firstCall.p50} ms; ${row.callsBeforeAnswer} calls before the answer`);
+      rows.push(row);
+    }
+    return { rows };
+  } finally {
+    stack.hub.control.setWebhookUrl(undefined);
+    await proxy.close();
+    await stack.close();
+  }
+}

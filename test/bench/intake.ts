@@ -1,0 +1,94 @@
+// Section 1: intake throughput and latency, Steward against a minimal Probot app, same payloads,
+// same load generator, same machine. Each server runs in its own process; between concurrency
+// levels Steward's worker is allowed to catch up so a backlog does not leak into the next level.
+import { fileURLToPath } from "node:url";
+import { benchPayloads } from "./payloads.js";
+import { runLoad, type LoadResult } from "./load.js";
+import { startChild, type ServerChild, type Usage } from "./child.js";
+
+export interface IntakeRow extends LoadResult {
+  server: "steward" | "probot";
+}
+
+export interface ServerUsage {
+  server: "steward" | "probot";
+  /** Peak RSS over the whole intake run, bytes. */
+  peakRss: number;
+  /** CPU seconds (user + system) spent during the highest-concurrency level. */
+  cpuAtTop: number;
+  /** Seconds of that level (load plus Steward's catch-up), to read CPU as a share of a core. */
+  topSeconds: number;
+  /** Deliveries Steward's worker processed over the run (Steward only). */
+  processed?: number;
+  accepted: number;
+  /** Seconds Steward's worker needed after the top level's load stopped to finish the backlog. */
+  drainSeconds?: number;
+}
+
+export interface IntakeResult {
+  durability: string;
+  payloads: { count: number; minBytes: number; maxBytes: number; events: string[] };
+  seconds: number;
+  rows: IntakeRow[];
+  usage: ServerUsage[];
+}
+
+const WEBHOOK_PATH = "/api/github/webhooks";
+const SECRET = "bench-secret";
+const file = (name: string) => fileURLToPath(new URL(`./servers/${name}`, import.meta.url));
+const cpuSeconds = (u: Usage) => (u.cpu.user + u.cpu.system) / 1e6;
+
+async function measure(server: "steward" | "probot", child: ServerChild, o: { concurrencies: number[]; seconds: number; warmupSeconds: number }, log: (s: string) => void) {
+  const payloads = benchPayloads(SECRET);
+  const rows: IntakeRow[] = [];
+  await runLoad({ url: child.url, payloads, connections: 10, seconds: o.warmupSeconds });
+  if (server === "steward") await child.ask("drain");
+  let accepted = 0;
+  let cpuAtTop = 0;
+  let topSeconds = 0;
+  let drainSeconds: number | undefined;
+  for (const connections of o.concurrencies) {
+    const before = await child.ask("usage");
+    const started = Date.now();
+    const r = await runLoad({ url: child.url, payloads, connections, seconds: o.seconds });
+    const loadEnded = Date.now();
+    // Steward answers 202 before processing: count the work it still owes as part of this level.
+    const after = server === "steward" ? await child.ask("drain") : await child.ask("usage");
+    accepted += r.requests - r.non2xx - r.errors;
+    if (connections === Math.max(...o.concurrencies)) {
+      cpuAtTop = cpuSeconds(after) - cpuSeconds(before);
+      topSeconds = (Date.now() - started) / 1000;
+      if (server === "steward") drainSeconds = (Date.now() - loadEnded) / 1000;
+    }
+    rows.push({ server, ...r });
+    log(`  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}`);
+  }
+  const end = await child.ask("usage");
+  const usage: ServerUsage = { server, peakRss: end.maxRss, cpuAtTop, topSeconds, accepted, ...(end.processed !== undefined ? { processed: end.processed } : {}), ...(drainSeconds !== undefined ? { drainSeconds } : {}) };
+  return { rows, usage };
+}
+
+export async function benchIntake(o: { concurrencies: number[]; seconds: number; warmupSeconds: number; durability: "process" | "power" }, log: (s: string) => void): Promise<IntakeResult> {
+  const payloads = benchPayloads(SECRET);
+  const rows: IntakeRow[] = [];
+  const usage: ServerUsage[] = [];
+  for (const server of ["probot", "steward"] as const) {
+    const env: Record<string, string> = server === "steward" ? { WEBHOOK_SECRET: SECRET, STEWARD_DURABILITY: o.durability } : { WEBHOOK_SECRET: SECRET };
+    const child = await startChild(file(`${server}-server.ts`), env, WEBHOOK_PATH);
+    try {
+      const m = await measure(server, child, o, log);
+      rows.push(...m.rows);
+      usage.push(m.usage);
+    } finally {
+      await child.stop();
+    }
+  }
+  const sizes = payloads.map((p) => p.bytes);
+  return {
+    durability: o.durability,
+    payloads: { count: payloads.length, minBytes: Math.min(...sizes), maxBytes: Math.max(...sizes), events: [...new Set(payloads.map((p) => p.event))] },
+    seconds: o.seconds,
+    rows,
+    usage,
+  };
+}

@@ -1,0 +1,55 @@
+// Load generator: autocannon as a library, cycling through signed payloads and giving
+// every request a fresh X-GitHub-Delivery so each is a new delivery to record.
+import autocannon from "autocannon";
+import { randomUUID } from "node:crypto";
+import type { SignedPayload } from "./payloads.js";
+
+export interface LoadResult {
+  connections: number;
+  requests: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  max: number;
+  non2xx: number;
+  errors: number;
+}
+
+export async function runLoad(opts: { url: string; payloads: SignedPayload[]; connections: number; seconds: number }): Promise<LoadResult> {
+  let i = 0;
+  const result = await autocannon({
+    url: opts.url,
+    connections: opts.connections,
+    duration: opts.seconds,
+    pipelining: 1,
+    requests: [
+      {
+        method: "POST",
+        setupRequest: (req) => {
+          const p = opts.payloads[i++ % opts.payloads.length]!;
+          return {
+            ...req,
+            body: p.body,
+            headers: {
+              "content-type": "application/json",
+              "x-github-event": p.event,
+              "x-github-delivery": randomUUID(),
+              "x-hub-signature-256": p.signature,
+              "user-agent": "GitHub-Hookshot/bench",
+            },
+          };
+        },
+      },
+    ],
+  });
+  return {
+    connections: opts.connections,
+    requests: result.requests.total,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}

@@ -1,0 +1,66 @@
+// Command-line options of `npm run bench`. Pure: argv in, settings out.
+
+export interface BenchOptions {
+  quick: boolean;
+  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile">;
+  concurrencies: number[];
+  seconds: number;
+  warmupSeconds: number;
+  durability: "process" | "power";
+  e2e: { rate: number; count: number };
+  costSizes: number[];
+  costConcurrency: number;
+  deliveries: number;
+  profileSeconds: number;
+  /** Write test/bench/RESULTS.md (default: full runs only). */
+  write: boolean;
+  /** Measure nothing: render RESULTS.md again from results.json (after editing analysis.md). */
+  render: boolean;
+}
+
+const ALL = ["intake", "e2e", "cost", "memory", "profile"] as const;
+
+export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile] [--seconds=N]
+  [--durability=process|power] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
+  npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
+
+export function parseOptions(argv: readonly string[]): BenchOptions {
+  const flags = new Map<string, string>();
+  for (const arg of argv) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
+    flags.set(m[1]!, m[2] ?? "true");
+  }
+  const known = new Set(["quick", "only", "seconds", "durability", "deliveries", "sizes", "write", "no-write", "render", "help"]);
+  for (const k of flags.keys()) if (!known.has(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
+  const quick = flags.has("quick");
+  const number = (name: string, fallback: number) => {
+    const raw = flags.get(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isFinite(n) || n <= 0) throw new Error(`--${name} must be a positive number (got ${JSON.stringify(raw)})`);
+    return n;
+  };
+  const durability = flags.get("durability") ?? "process";
+  if (durability !== "process" && durability !== "power") throw new Error(`--durability must be process or power`);
+  // Quick mode skips the profile (an extra Steward run) to stay under a minute.
+  const only = flags.get("only")?.split(",") ?? ALL.filter((s) => !quick || s !== "profile");
+  for (const s of only) if (!(ALL as readonly string[]).includes(s)) throw new Error(`--only takes ${ALL.join(",")} (got ${JSON.stringify(s)})`);
+  const sizes = flags.get("sizes")?.split(",").map(Number) ?? (quick ? [20] : [100, 1000]);
+  if (sizes.some((n) => !Number.isSafeInteger(n) || n < 1)) throw new Error("--sizes takes whole numbers, e.g. 100,1000");
+  return {
+    quick,
+    sections: new Set(only as BenchOptions["sections"] extends Set<infer T> ? T[] : never),
+    concurrencies: [1, 10, 50, 200],
+    seconds: number("seconds", quick ? 1 : 10),
+    warmupSeconds: quick ? 1 : 3,
+    durability,
+    e2e: quick ? { rate: 10, count: 10 } : { rate: 10, count: 200 },
+    costSizes: sizes,
+    costConcurrency: 16,
+    deliveries: number("deliveries", quick ? 3_000 : 1_000_000),
+    profileSeconds: quick ? 2 : 8,
+    write: flags.has("write") || (!quick && !flags.has("no-write")),
+    render: flags.has("render"),
+  };
+}

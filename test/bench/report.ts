@@ -1,0 +1,203 @@
+// Renders a bench run as Markdown (stdout and RESULTS.md) and judges it against the issue's
+// targets. Pure: results in, text out.
+import type { IntakeResult } from "./intake.js";
+import type { E2eResult } from "./e2e.js";
+import type { CostRow } from "./api-cost.js";
+import type { MemoryResult } from "./memory.js";
+import type { ProfileSummary } from "./profile.js";
+
+export interface Machine {
+  date: string;
+  node: string;
+  cpu: string;
+  cores: number;
+  loadBefore: number[];
+  loadAfter: number[];
+  mode: "quick" | "full";
+  seconds: number;
+}
+
+export interface BenchResults {
+  machine: Machine;
+  intake?: IntakeResult;
+  e2e?: E2eResult;
+  cost?: CostRow[];
+  memory?: MemoryResult;
+  profile?: ProfileSummary;
+}
+
+export interface TargetVerdict {
+  target: string;
+  met: boolean;
+  measured: string;
+}
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
+const row = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
+
+function intakeTable(r: IntakeResult): string {
+  const levels = [...new Set(r.rows.map((x) => x.connections))];
+  const lines = [
+    row(["Concurrency", "Steward deliveries/s", "p50 ms", "p99 ms", "max ms", "Probot deliveries/s", "p50 ms", "p99 ms", "max ms", "Steward/Probot"]),
+    row(Array(10).fill("---")),
+  ];
+  for (const c of levels) {
+    const s = r.rows.find((x) => x.server === "steward" && x.connections === c);
+    const p = r.rows.find((x) => x.server === "probot" && x.connections === c);
+    if (!s || !p) continue;
+    lines.push(row([c, fmt(s.rps), s.p50, s.p99, s.max, fmt(p.rps), p.p50, p.p99, p.max, `${fmt(s.rps / p.rps, 2)}x`]));
+  }
+  const failures = r.rows.filter((x) => x.non2xx + x.errors > 0).map((x) => `${x.server} c=${x.connections}: ${x.non2xx} non-2xx, ${x.errors} errors`);
+  return lines.join("\n") + (failures.length ? `\n\nFailed requests: ${failures.join("; ")}.` : "\n\nEvery request was answered 2xx.");
+}
+
+function usageTable(r: IntakeResult): string {
+  const lines = [row(["Server", "Peak RSS", "CPU s at top concurrency", "Cores busy", "Accepted", "Processed", "Backlog drain after top level"]), row(Array(7).fill("---"))];
+  for (const u of r.usage) {
+    lines.push(row([u.server, mb(u.peakRss), fmt(u.cpuAtTop, 1), fmt(u.cpuAtTop / u.topSeconds, 2), u.accepted, u.processed ?? "n/a (handled inline)", u.drainSeconds === undefined ? "n/a" : `${fmt(u.drainSeconds, 1)} s`]));
+  }
+  return lines.join("\n");
+}
+
+function e2eTable(r: E2eResult): string {
+  const lines = [row(["Flow", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"]), row(Array(8).fill("---"))];
+  for (const x of r.rows) lines.push(row([x.flow, x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]));
+  return lines.join("\n");
+}
+
+function costTable(rows: CostRow[]): string {
+  const lines = [row(["Repositories", "Run", "Steward reads", "Steward writes", "Naive reads", "Naive writes", "Steward reads/repo"]), row(Array(7).fill("---"))];
+  for (const s of rows.filter((x) => x.approach === "steward")) {
+    const n = rows.find((x) => x.approach === "naive" && x.repositories === s.repositories && x.run === s.run);
+    lines.push(row([s.repositories, s.run, s.reads, s.fewWrites ? `${s.writes} (${s.fewWrites.join("; ")})` : s.writes, n?.reads ?? "", n?.writes ?? "", fmt(s.perRepoReads, 2)]));
+  }
+  return lines.join("\n");
+}
+
+function memoryTable(m: MemoryResult): string {
+  const lines = [row(["Processed", "RSS after GC", "Heap used after GC", "Elapsed s"]), row(Array(4).fill("---"))];
+  for (const s of m.samples) lines.push(row([s.processed, mb(s.rss), mb(s.heapUsed), fmt(s.seconds)]));
+  return lines.join("\n");
+}
+
+function profileTables(p: ProfileSummary): string {
+  const t = (items: { name: string; share: number }[], head: string) =>
+    [row([head, "Share of busy CPU"]), row(["---", "---"]), ...items.map((x) => row([`\`${x.name}\``, pct(x.share)]))].join("\n");
+  return `${t(p.areas, "Area (native calls charged to their caller)")}\n\n${t(p.functions, "Function")}`;
+}
+
+/** Steward's memory growth over the second half of the long run, as a share of the midpoint RSS. */
+export function memoryGrowth(m: MemoryResult): number {
+  if (m.samples.length < 2) return NaN;
+  const mid = m.samples[Math.floor((m.samples.length - 1) / 2)]!;
+  const last = m.samples.at(-1)!;
+  return (last.rss - mid.rss) / mid.rss;
+}
+
+export function judgeTargets(r: BenchResults): TargetVerdict[] {
+  const out: TargetVerdict[] = [];
+  if (r.intake) {
+    const s = r.intake.rows.find((x) => x.server === "steward" && x.connections === 50);
+    const p = r.intake.rows.find((x) => x.server === "probot" && x.connections === 50);
+    if (s && p) {
+      out.push({ target: "Intake at concurrency 50: at least 2x Probot's throughput", met: s.rps >= 2 * p.rps, measured: `${fmt(s.rps / p.rps, 2)}x (${fmt(s.rps)} vs ${fmt(p.rps)} deliveries/s)` });
+      out.push({ target: "Intake at concurrency 50: p99 no worse than Probot's", met: s.p99 <= p.p99, measured: `${s.p99} ms vs ${p.p99} ms` });
+    }
+    const steward = r.intake.usage.find((u) => u.server === "steward");
+    if (steward) out.push({ target: "Peak RSS under 150 MB (intake at the highest concurrency)", met: steward.peakRss < 150 * 2 ** 20, measured: mb(steward.peakRss) });
+  }
+  if (r.e2e) {
+    for (const x of r.e2e.rows) out.push({ target: `End-to-end p50 under 20 ms: ${x.flow}`, met: x.latency.p50 < 20 && x.answered === x.sent, measured: `${x.latency.p50} ms (${x.answered}/${x.sent} answered)` });
+  }
+  if (r.cost) {
+    for (const x of r.cost.filter((c) => c.approach === "steward" && c.run === "no change")) {
+      out.push({ target: `No-change sync of ${x.repositories} repositories: at most one read per repository, zero writes`, met: x.reads <= x.repositories && x.writes === 0, measured: `${x.reads} reads (${fmt(x.perRepoReads, 2)}/repository), ${x.writes} writes` });
+    }
+  }
+  if (r.memory) {
+    const growth = memoryGrowth(r.memory);
+    out.push({ target: `RSS flat over ${r.memory.processed} processed deliveries (under 10% growth over the second half)`, met: growth < 0.1, measured: `${pct(growth)} (${mb(r.memory.samples[Math.floor((r.memory.samples.length - 1) / 2)]!.rss)} -> ${mb(r.memory.samples.at(-1)!.rss)})` });
+  }
+  return out;
+}
+
+export function renderReport(r: BenchResults, notes: string): string {
+  const m = r.machine;
+  const parts: string[] = [
+    `# Steward benchmarks`,
+    "",
+    `Run: ${m.date}, ${m.mode} mode, ${fmt(m.seconds)} s. Node ${m.node}, ${m.cpu}, ${m.cores} cores. ` +
+      `Load average before ${m.loadBefore.map((x) => x.toFixed(2)).join(" / ")}, after ${m.loadAfter.map((x) => x.toFixed(2)).join(" / ")} (1/5/15 min).`,
+    "",
+    "Regenerate with `npm run bench` (a few minutes; writes this file) or `npm run bench -- --quick` (under a minute, prints only).",
+  ];
+  const verdicts = judgeTargets(r);
+  if (verdicts.length) {
+    parts.push("", "## Targets", "", row(["Target", "Met", "Measured"]), row(["---", "---", "---"]));
+    for (const v of verdicts) parts.push(row([v.target, v.met ? "yes" : "**no**", v.measured]));
+  }
+  if (r.intake) {
+    const i = r.intake;
+    parts.push(
+      "",
+      "## 1. Intake: Steward against Probot",
+      "",
+      `Signed deliveries over loopback from autocannon (library), ${i.seconds} s per level after a warm-up, ${i.payloads.count} real payloads from ` +
+        `@octokit/webhooks-examples (${i.payloads.events.join(", ")}; ${fmt(i.payloads.minBytes / 1024, 1)}-${fmt(i.payloads.maxBytes / 1024, 1)} KB), a fresh ` +
+        `X-GitHub-Delivery on every request. Each server runs in its own process. Steward records every delivery durably in SQLite ` +
+        `(durability \`${i.durability}\`: ${i.durability === "power" ? "synchronous=FULL, survives power loss" : "WAL with synchronous=NORMAL, survives a crash of the process"}) and then answers 202; ` +
+        "a no-op handler runs on the worker pool. Probot (14, `createNodeMiddleware`) verifies and runs a no-op `onAny` handler before answering. " +
+        "After each level the bench waits for Steward's worker to finish the backlog, so work accepted in one level is not billed to the next.",
+      "",
+      intakeTable(i),
+      "",
+      usageTable(i),
+    );
+  }
+  if (r.e2e) {
+    parts.push(
+      "",
+      "## 2. End-to-end latency (sandbox hub)",
+      "",
+      "The sandbox hub runs workflows at a steady rate; a stamping proxy between the hub's webhooks and Steward records when each delivery " +
+        "arrived; the hub's request log records when Steward's answer arrived (one process, one clock). Re-run: a job fails with a transient " +
+        "log line, `rerun` with `delay: 0s`; the answer is `POST .../rerun-failed-jobs`. Protection rule: `deployments` with a branch rule; the " +
+        "answer is `POST .../deployment_protection_rule`. Hub, proxy and Steward share one process here (as in `steward start` sandbox mode).",
+      "",
+      e2eTable(r.e2e),
+    );
+  }
+  if (r.cost) {
+    parts.push(
+      "",
+      "## 3. API cost of a secrets sync",
+      "",
+      "5 repository secrets and 3 variables in every repository, synced by Steward's sync engine (`syncOrganisation`) against a fresh hub, " +
+        "counting the installation's requests (GET = read, anything else = write; the token request is not counted). The naive approach lists the " +
+        "repositories, then per repository GETs the public key, PUTs each secret and PATCHes each variable (POST when it does not exist yet).",
+      "",
+      costTable(r.cost),
+    );
+  }
+  if (r.memory) {
+    const x = r.memory;
+    parts.push(
+      "",
+      "## 4. Memory over a long run",
+      "",
+      `${x.processed} deliveries fed to a real Steward (durability \`${x.durability}\`, no-op handler) through its intake in-process ` +
+        "(`steward.engine.intake.record`, what the HTTP intake calls after verifying the signature), at most 500 ahead of the worker; finished " +
+        `deliveries purged as it goes (the engine's own purge, retention zero) so the disk stays bounded. RSS and heap measured after a full GC. ` +
+        `Took ${fmt(x.seconds)} s (${fmt(x.processed / x.seconds)} deliveries/s recorded and processed), ${fmt((x.cpu.user + x.cpu.system) / 1e6, 1)} CPU s; peak RSS ${mb(x.maxRss)}.`,
+      "",
+      memoryTable(x),
+    );
+  }
+  if (r.profile) {
+    parts.push("", "## Where Steward's intake CPU goes", "", "V8 profile of the Steward server during a concurrency-50 load (after warm-up; start-up excluded).", "", profileTables(r.profile));
+  }
+  if (notes.trim()) parts.push("", notes.trim());
+  return parts.join("\n") + "\n";
+}

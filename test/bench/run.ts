@@ -1,0 +1,81 @@
+// `npm run bench`: Steward against Probot on this machine, end-to-end latency, API cost and
+// memory. Prints the report; a full run also writes test/bench/RESULTS.md (with the hand-written
+// analysis in test/bench/analysis.md appended). Never part of `npm test`.
+import { cpus, loadavg } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseOptions, USAGE } from "./options.js";
+import { benchIntake } from "./intake.js";
+import { benchEndToEnd } from "./e2e.js";
+import { benchApiCost } from "./api-cost.js";
+import { benchMemory } from "./memory.js";
+import { profileStewardIntake } from "./profile.js";
+import { renderReport, type BenchResults } from "./report.js";
+
+const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
+const log = (s: string) => process.stderr.write(`${s}\n`);
+
+async function main(): Promise<void> {
+  if (process.argv.includes("--help")) {
+    log(USAGE);
+    return;
+  }
+  const o = parseOptions(process.argv.slice(2));
+  if (o.render) {
+    const saved = JSON.parse(readFileSync(here("./results.json"), "utf8")) as BenchResults;
+    writeFileSync(here("./RESULTS.md"), renderReport(saved, readFileSync(here("./analysis.md"), "utf8")));
+    log("rendered test/bench/RESULTS.md from test/bench/results.json");
+    return;
+  }
+  const started = Date.now();
+  const results: BenchResults = {
+    machine: {
+      date: new Date().toISOString(),
+      node: process.version,
+      cpu: cpus()[0]?.model.trim() ?? "unknown CPU",
+      cores: cpus().length,
+      loadBefore: loadavg(),
+      loadAfter: [],
+      mode: o.quick ? "quick" : "full",
+      seconds: 0,
+    },
+  };
+  if (o.sections.has("intake")) {
+    log(`intake (${o.seconds} s per level, durability ${o.durability})`);
+    results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, warmupSeconds: o.warmupSeconds, durability: o.durability }, log);
+  }
+  if (o.sections.has("profile")) {
+    log("profile (Steward intake at concurrency 50)");
+    results.profile = await profileStewardIntake({ connections: 50, seconds: o.profileSeconds, durability: o.durability });
+  }
+  if (o.sections.has("e2e")) {
+    log(`end-to-end (${o.e2e.count} per flow at ${o.e2e.rate}/s)`);
+    results.e2e = await benchEndToEnd(o.e2e, log);
+  }
+  if (o.sections.has("cost")) {
+    log(`API cost (N = ${o.costSizes.join(", ")})`);
+    results.cost = await benchApiCost({ sizes: o.costSizes, concurrency: o.costConcurrency }, log);
+  }
+  if (o.sections.has("memory")) {
+    log(`memory (${o.deliveries} deliveries)`);
+    results.memory = await benchMemory({ deliveries: o.deliveries, durability: o.durability }, log);
+  }
+  results.machine.loadAfter = loadavg();
+  results.machine.seconds = (Date.now() - started) / 1000;
+  const analysis = existsSync(here("./analysis.md")) ? readFileSync(here("./analysis.md"), "utf8") : "";
+  const report = renderReport(results, o.write ? analysis : "");
+  process.stdout.write(report);
+  if (o.write) {
+    writeFileSync(here("./RESULTS.md"), report);
+    writeFileSync(here("./results.json"), JSON.stringify(results, null, 2) + "\n");
+    log("wrote test/bench/RESULTS.md and test/bench/results.json");
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    log(error instanceof Error ? (error.stack ?? error.message) : String(error));
+    process.exit(1);
+  },
+);

@@ -1,0 +1,33 @@
+// The comparison point: a minimal Probot app served by Probot's own Node middleware,
+// with a no-op handler for the same events Steward takes. Prints its port on stdout.
+import { createServer } from "node:http";
+import { generateKeyPairSync } from "node:crypto";
+import { Probot, createNodeMiddleware } from "probot";
+
+const secret = process.env.WEBHOOK_SECRET ?? "bench-secret";
+const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+const probot = new Probot({
+  appId: 1,
+  privateKey: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
+  secret,
+  logLevel: "warn",
+});
+const middleware = await createNodeMiddleware(
+  (app) => {
+    app.onAny(async () => {});
+  },
+  { probot, webhooksPath: "/api/github/webhooks" },
+);
+const server = createServer((req, res) => {
+  void middleware(req, res, () => {
+    res.writeHead(404).end();
+  });
+});
+server.listen(0, "127.0.0.1", () => {
+  const address = server.address();
+  if (address && typeof address === "object") process.stdout.write(`PORT=${address.port}\n`);
+});
+process.on("message", (m) => {
+  if (m === "usage") process.send?.({ rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage() });
+});
+process.on("SIGTERM", () => server.close(() => process.exit(0)));

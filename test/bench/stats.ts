@@ -1,0 +1,14 @@
+// Percentiles over recorded samples (nearest rank), for the end-to-end section.
+
+export interface Summary {
+  n: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export function summarise(samples: readonly number[]): Summary {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const rank = (p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+  return { n: sorted.length, p50: rank(50), p99: rank(99), max: sorted.at(-1) ?? NaN };
+}

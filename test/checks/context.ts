@@ -1,0 +1,68 @@
+// A HandlerContext around the fake API for handler tests: real reporter, in-memory store.
+import pino from "pino";
+import type { HandlerContext, HandlerModule } from "../../src/handler.js";
+import { createCheckReporter } from "../../src/checks/reporter.js";
+import type { StewardConfig } from "../../src/config/types.js";
+import type { AuditEntry, Store } from "../../src/store/types.js";
+import type { FakeGitHub } from "./fake-github.js";
+
+export function memoryStore(): Store {
+  const data = new Map<string, unknown>();
+  const audits: Required<AuditEntry>[] = [];
+  return {
+    async claim(key, opts) {
+      if (data.has(key)) return false;
+      data.set(key, opts?.value ?? true);
+      return true;
+    },
+    async release(key) {
+      data.delete(key);
+    },
+    async get<T>(key: string) {
+      return structuredClone(data.get(key)) as T | undefined;
+    },
+    async set(key, value) {
+      data.set(key, structuredClone(value));
+    },
+    async delete(key) {
+      data.delete(key);
+    },
+    async list<T>(prefix: string) {
+      return [...data.entries()].filter(([k]) => k.startsWith(prefix)).sort().map(([key, value]) => ({ key, value: value as T, updatedAt: new Date(0) }));
+    },
+    async audit(entry) {
+      audits.push({ at: new Date(0), ...entry });
+    },
+    async auditLog() {
+      return audits;
+    },
+  };
+}
+
+export function handlerContext<P>(
+  gh: FakeGitHub,
+  handler: HandlerModule<P>,
+  event: { name: string; payload: Record<string, any> },
+  opts: { policy?: P; store?: Store; config?: Partial<StewardConfig> } = {},
+): HandlerContext<any, P> {
+  const octokit = gh.octokit();
+  const config = { adminRepo: ".github", appId: 42, statusUrl: undefined, ...opts.config } as StewardConfig;
+  return {
+    deliveryId: "d-" + Math.random().toString(16).slice(2),
+    name: event.name,
+    action: event.payload.action,
+    payload: event.payload as never,
+    installationId: 1,
+    octokit,
+    policy: opts.policy ?? (handler.policy?.defaults as P),
+    loadPolicy: async () => {
+      throw new Error("not used");
+    },
+    log: pino({ level: "silent" }),
+    store: opts.store ?? memoryStore(),
+    scheduler: { schedule: async () => {}, cancel: async () => {} },
+    checks: createCheckReporter(octokit, { appId: config.appId, ...(config.statusUrl ? { detailsUrl: config.statusUrl } : {}) }),
+    attempt: 1,
+    config,
+  };
+}

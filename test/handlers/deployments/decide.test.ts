@@ -1,0 +1,257 @@
+// Table of cases for the pure decision function: each policy key, time zones, freezes, the 30-day limit.
+import { describe, expect, it } from "vitest";
+import { evaluate, matchEnvironment, GIVE_UP_AFTER_MS, type DeploymentRequest, type Facts, type Evaluation } from "../../../handlers/deployments/decide.js";
+import type { DeploymentsPolicy, EnvironmentRule } from "../../../handlers/deployments/policy.js";
+import { formatComment } from "../../../handlers/deployments/comment.js";
+
+const SHA = "abc1234def5678900000000000000000000000ff";
+const parisWeekdays = { days: ["mon", "tue", "wed", "thu", "fri"], hours: "09:00-17:00", timezone: "Europe/Paris" } as const;
+// Saturday 2026-11-21 15:00 UTC.
+const SATURDAY = new Date("2026-11-21T15:00:00Z");
+// Monday 2026-11-23 10:00 Paris (09:00 UTC).
+const MONDAY_MORNING = new Date("2026-11-23T09:00:00Z");
+
+const policyOf = (environments: Record<string, EnvironmentRule>): DeploymentsPolicy => ({ environments });
+const request = (over: Partial<DeploymentRequest> = {}): DeploymentRequest => ({
+  environment: "production",
+  ref: "refs/heads/main",
+  sha: SHA,
+  requestedAt: new Date(MONDAY_MORNING.getTime() - 60_000),
+  ...over,
+});
+const facts = (over: Partial<Facts> = {}): Facts => ({ checkRuns: [], deployedTo: {}, ...over });
+const run = (name: string, conclusion: string | null, status = conclusion ? "completed" : "in_progress") => ({ name, status, conclusion });
+
+interface Case {
+  name: string;
+  rule: EnvironmentRule;
+  request?: Partial<DeploymentRequest>;
+  facts?: Partial<Facts>;
+  now?: Date;
+  decision: Evaluation["decision"];
+  reasons: string[];
+  waitUntil?: string;
+  recheckOn?: Evaluation["recheckOn"];
+}
+
+const cases: Case[] = [
+  { name: "no conditions approve", rule: {}, decision: "approve", reasons: ["the policy for production sets no conditions"] },
+  { name: "approve: always", rule: { approve: "always" }, decision: "approve", reasons: ["every deployment to production is approved by policy"] },
+  { name: "approve: never", rule: { approve: "never" }, decision: "reject", reasons: ["no deployment to production is approved by policy"] },
+  { name: "allowed branch", rule: { branches: ["main", "v*"] }, decision: "approve", reasons: ["`main` may deploy to production"] },
+  {
+    name: "feature branch rejected",
+    rule: { branches: ["main", "v*"] },
+    request: { ref: "refs/heads/feature/login" },
+    decision: "reject",
+    reasons: ["`feature/login` may not deploy to production (allowed: `main`, `v*`)"],
+  },
+  { name: "tag matches a glob", rule: { branches: ["main", "v*"] }, request: { ref: "refs/tags/v1.2.0" }, decision: "approve", reasons: ["`v1.2.0` may deploy to production"] },
+  { name: "bare branch name", rule: { branches: ["release/*"] }, request: { ref: "release/2026.11" }, decision: "approve", reasons: ["`release/2026.11` may deploy to production"] },
+  {
+    name: "unknown ref cannot pass a branch rule",
+    rule: { branches: ["main"] },
+    request: { ref: undefined },
+    decision: "reject",
+    reasons: ["the ref being deployed is unknown, and only `main` may deploy to production"],
+  },
+  {
+    name: "green checks",
+    rule: { checks: ["build", "test"] },
+    facts: { checkRuns: [run("build", "success"), run("test", "success"), run("lint", "failure")] },
+    decision: "approve",
+    reasons: ["checks `build`, `test` succeeded on abc1234"],
+  },
+  {
+    name: "failed check",
+    rule: { checks: ["build", "test"] },
+    facts: { checkRuns: [run("build", "success"), run("test", "failure")] },
+    decision: "reject",
+    reasons: ["check `test` failed on abc1234"],
+  },
+  {
+    name: "cancelled check",
+    rule: { checks: ["test"] },
+    facts: { checkRuns: [run("test", "cancelled")] },
+    decision: "reject",
+    reasons: ["check `test` concluded cancelled on abc1234"],
+  },
+  {
+    name: "running check waits",
+    rule: { checks: ["build", "test"] },
+    facts: { checkRuns: [run("build", "success"), run("test", null)] },
+    decision: "wait",
+    reasons: ["check `test` is still running on abc1234"],
+    recheckOn: { checks: ["test"], environments: [] },
+  },
+  {
+    name: "missing check waits",
+    rule: { checks: ["build"] },
+    decision: "wait",
+    reasons: ["check `build` has not started on abc1234"],
+    recheckOn: { checks: ["build"], environments: [] },
+  },
+  {
+    name: "pending check rejected with pending_checks: reject",
+    rule: { checks: ["build"], pending_checks: "reject" },
+    facts: { checkRuns: [run("build", null, "queued")] },
+    decision: "reject",
+    reasons: ["check `build` is queued on abc1234"],
+  },
+  {
+    name: "check glob needs every match green",
+    rule: { checks: ["test (*)"] },
+    facts: { checkRuns: [run("test (node 20)", "success"), run("test (node 22)", "failure")] },
+    decision: "reject",
+    reasons: ["check `test (node 22)` failed on abc1234"],
+  },
+  {
+    name: "a failure and a pending check: reject lists both",
+    rule: { checks: ["build", "test"] },
+    facts: { checkRuns: [run("build", "failure"), run("test", null)] },
+    decision: "reject",
+    reasons: ["check `build` failed on abc1234", "check `test` is still running on abc1234"],
+  },
+  { name: "deployed to staging first", rule: { after: ["staging"] }, facts: { deployedTo: { staging: "success" } }, decision: "approve", reasons: ["abc1234 deployed to staging first"] },
+  { name: "never deployed to staging", rule: { after: ["staging"] }, decision: "reject", reasons: ["abc1234 has not been deployed to staging"] },
+  { name: "staging failed", rule: { after: ["staging"] }, facts: { deployedTo: { staging: "failure" } }, decision: "reject", reasons: ["the deployment of abc1234 to staging failed"] },
+  {
+    name: "staging in progress waits",
+    rule: { after: ["staging"] },
+    facts: { deployedTo: { staging: "pending" } },
+    decision: "wait",
+    reasons: ["the deployment of abc1234 to staging has not finished"],
+    recheckOn: { checks: [], environments: ["staging"] },
+  },
+  {
+    name: "inside the window",
+    rule: { windows: [parisWeekdays] },
+    decision: "approve",
+    reasons: ["inside deploy window Mon-Fri 09:00-17:00 Europe/Paris"],
+  },
+  {
+    name: "outside the window waits for the next one",
+    rule: { windows: [parisWeekdays] },
+    now: SATURDAY,
+    request: { requestedAt: SATURDAY },
+    decision: "wait",
+    reasons: ["outside deploy window Mon-Fri 09:00-17:00 Europe/Paris; next window opens 2026-11-23 09:00 CET"],
+    waitUntil: "2026-11-23T08:00:00.000Z",
+  },
+  {
+    name: "outside the window rejected with outside_window: reject",
+    rule: { windows: [parisWeekdays], outside_window: "reject" },
+    now: SATURDAY,
+    decision: "reject",
+    reasons: ["outside deploy window Mon-Fri 09:00-17:00 Europe/Paris; next window opens 2026-11-23 09:00 CET"],
+  },
+  {
+    name: "any of several windows",
+    rule: { windows: [parisWeekdays, { days: ["sat"], hours: "14:00-18:00", timezone: "UTC" }] },
+    now: SATURDAY,
+    decision: "approve",
+    reasons: ["inside deploy window Sat 14:00-18:00 UTC"],
+  },
+  {
+    name: "freeze waits until it ends",
+    rule: { freeze: [{ from: "2026-12-20T00:00:00Z", to: "2027-01-05T00:00:00Z", reason: "year-end freeze" }] },
+    now: new Date("2026-12-24T12:00:00Z"),
+    request: { requestedAt: new Date("2026-12-24T11:00:00Z") },
+    decision: "wait",
+    reasons: ["deploy freeze until 2027-01-05 00:00 UTC (year-end freeze)"],
+    waitUntil: "2027-01-05T00:00:00.000Z",
+  },
+  {
+    name: "freeze then window: waits for the first window after the freeze",
+    rule: { windows: [parisWeekdays], freeze: [{ from: "2026-12-20T00:00:00Z", to: "2027-01-05T00:00:00Z" }] },
+    now: new Date("2026-12-24T12:00:00Z"),
+    request: { requestedAt: new Date("2026-12-24T11:00:00Z") },
+    decision: "wait",
+    reasons: ["deploy freeze until 2027-01-05 00:00 UTC; next window opens 2027-01-05 09:00 CET"],
+    waitUntil: "2027-01-05T08:00:00.000Z",
+  },
+  {
+    name: "freeze in a local zone",
+    rule: { freeze: [{ from: "2026-11-23T08:00", to: "2026-11-23T12:00", timezone: "America/New_York" }] },
+    now: new Date("2026-11-23T14:00:00Z"),
+    decision: "wait",
+    reasons: ["deploy freeze until 2026-11-23 12:00 EST"],
+    waitUntil: "2026-11-23T17:00:00.000Z",
+  },
+  {
+    name: "freeze over: approve",
+    rule: { freeze: [{ from: "2026-11-01T00:00:00Z", to: "2026-11-02T00:00:00Z" }] },
+    decision: "approve",
+    reasons: ["the policy for production sets no conditions"],
+  },
+  {
+    name: "waiting for 29 days: reject before GitHub gives up",
+    rule: { checks: ["build"] },
+    request: { requestedAt: new Date(MONDAY_MORNING.getTime() - GIVE_UP_AFTER_MS) },
+    decision: "reject",
+    reasons: ["check `build` has not started on abc1234", "waiting since 2026-10-25 09:00 UTC would pass the 30 days after which GitHub abandons the deployment"],
+  },
+  {
+    name: "a freeze outlasting GitHub's limit rejects at once",
+    rule: { freeze: [{ from: "2026-11-01T00:00:00Z", to: "2027-02-01T00:00:00Z", reason: "migration" }] },
+    decision: "reject",
+    reasons: ["deploy freeze until 2027-02-01 00:00 UTC (migration)", "waiting since 2026-11-23 08:59 UTC would pass the 30 days after which GitHub abandons the deployment"],
+  },
+  {
+    name: "everything at once",
+    rule: { branches: ["main"], checks: ["build"], after: ["staging"], windows: [parisWeekdays] },
+    facts: { checkRuns: [run("build", "success")], deployedTo: { staging: "success" } },
+    decision: "approve",
+    reasons: ["`main` may deploy to production", "check `build` succeeded on abc1234", "abc1234 deployed to staging first", "inside deploy window Mon-Fri 09:00-17:00 Europe/Paris"],
+  },
+  {
+    name: "a blocking reason wins over waits",
+    rule: { branches: ["main"], windows: [parisWeekdays] },
+    request: { ref: "refs/heads/wip" },
+    now: SATURDAY,
+    decision: "reject",
+    reasons: ["`wip` may not deploy to production (allowed: `main`)", "outside deploy window Mon-Fri 09:00-17:00 Europe/Paris; next window opens 2026-11-23 09:00 CET"],
+  },
+];
+
+describe("evaluate", () => {
+  it.each(cases)("$name", (c) => {
+    const result = evaluate(policyOf({ production: c.rule }), request(c.request), facts(c.facts), c.now ?? MONDAY_MORNING);
+    expect(result.decision).toBe(c.decision);
+    expect(result.reasons).toEqual(c.reasons);
+    expect(result.waitUntil?.toISOString()).toBe(c.waitUntil);
+    if (c.recheckOn) expect(result.recheckOn).toEqual(c.recheckOn);
+    if (result.decision === "wait") expect(result.giveUpAt!.getTime()).toBe(request(c.request).requestedAt.getTime() + GIVE_UP_AFTER_MS);
+  });
+
+  it("leaves environments without a matching entry alone", () => {
+    const result = evaluate(policyOf({ production: { approve: "always" } }), request({ environment: "qa" }), facts(), MONDAY_MORNING);
+    expect(result.decision).toBe("none");
+  });
+
+  it("uses the first matching entry in file order, case-insensitively", () => {
+    const policy = policyOf({ "prod*": { approve: "never" }, production: { approve: "always" }, "preview-*": { approve: "always" } });
+    expect(matchEnvironment(policy, "Production")?.pattern).toBe("prod*");
+    expect(evaluate(policy, request(), facts(), MONDAY_MORNING).decision).toBe("reject");
+    expect(evaluate(policy, request({ environment: "preview-42" }), facts(), MONDAY_MORNING)).toMatchObject({ decision: "approve", matched: "preview-*" });
+    expect(matchEnvironment(undefined, "production")).toBeUndefined();
+  });
+});
+
+describe("formatComment", () => {
+  it("states the decision and lists the reasons", () => {
+    const text = formatComment({ decision: "reject", reasons: ["check `test` failed on abc1234"] }, "production");
+    expect(text).toBe("Steward rejected the deployment to production:\n- check `test` failed on abc1234");
+  });
+
+  it("tells a waiting deployment when it will be given up", () => {
+    const text = formatComment({ decision: "wait", reasons: ["x"], giveUpAt: new Date("2026-12-20T10:00:00Z") }, "production");
+    expect(text).toContain("rejected at 2026-12-20 10:00 UTC if still waiting");
+  });
+
+  it("cuts long comments with a note", () => {
+    const text = formatComment({ decision: "reject", reasons: Array.from({ length: 100 }, (_, i) => `reason number ${i} is long enough`) }, "production");
+    expect(text.length).toBeLessThanOrEqual(1000);
+    expect(text.endsWith("… (cut)")).toBe(true);
+  });
+});

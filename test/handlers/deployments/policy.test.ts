@@ -1,0 +1,129 @@
+// The `deployments` policy section: schema (closed keys) and semantic checks.
+import { Ajv } from "ajv";
+import { parse } from "yaml";
+import { describe, expect, it } from "vitest";
+import { deploymentsSection, type DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
+
+const DOCUMENTED = `deployments:
+  environments:
+    production:
+      branches: [main, "v*"]
+      checks: [build, test]
+      after: [staging]
+      windows:
+        - days: [mon, tue, wed, thu, fri]
+          hours: "09:00-17:00"
+          timezone: Europe/Paris
+      freeze:
+        - from: 2026-12-20T00:00:00Z
+          to: 2027-01-05T00:00:00Z
+          reason: year-end freeze
+      outside_window: wait
+      pending_checks: wait
+    "preview-*":
+      approve: always
+`;
+
+function problems(yamlText: string): string[] {
+  const doc = parse(yamlText) as { deployments: DeploymentsPolicy };
+  const ajv = new Ajv({ allErrors: true });
+  const validate = ajv.compile(deploymentsSection.schema);
+  if (!validate(doc.deployments)) return validate.errors!.map((e) => `${e.instancePath} ${e.message}`);
+  const found: string[] = [];
+  deploymentsSection.check!(doc.deployments, (path, message) => found.push(`${path.join(".")}: ${message}`));
+  return found;
+}
+
+describe("deployments policy section", () => {
+  it("accepts the documented example", () => {
+    expect(problems(DOCUMENTED)).toEqual([]);
+  });
+
+  it("refuses unknown keys and values", () => {
+    expect(problems("deployments:\n  environments:\n    production:\n      branch: [main]\n")).toEqual(["/environments/production must NOT have additional properties"]);
+    expect(problems("deployments:\n  environments:\n    production:\n      outside_window: later\n")[0]).toContain("must be equal to one of the allowed values");
+    expect(problems("deployments:\n  environments:\n    production:\n      windows: [{ days: [monday] }]\n")[0]).toContain("/windows/0/days/0");
+  });
+
+  it("reports bad globs, zones, hours and ranges by path", () => {
+    const found = problems(`
+deployments:
+  environments:
+    "prod[":
+      branches: ["release/[", main]
+      windows:
+        - { hours: "17:00-09:00" }
+        - { timezone: Mars/Olympus }
+      freeze:
+        - { from: "2027-01-05T00:00:00Z", to: "2026-12-20T00:00:00Z" }
+        - { from: "yesterday", to: "2026-12-20T00:00:00Z" }
+`);
+    expect(found).toEqual([
+      'environments.prod[: unclosed "[" in glob "prod["',
+      'environments.prod[.branches.0: unclosed "[" in glob "release/["',
+      'environments.prod[.windows.0.hours: hours "17:00-09:00" end before they start (split a window that spans midnight in two)',
+      'environments.prod[.windows.1.timezone: unknown time zone "Mars/Olympus"',
+      "environments.prod[.freeze.0.to: freeze ends (2026-12-20T00:00:00Z) before it starts (2027-01-05T00:00:00Z)",
+      'environments.prod[.freeze.1.from: "yesterday" is not an ISO 8601 date or time',
+    ]);
+  });
+
+  it("reports overlapping windows and freezes", () => {
+    const found = problems(`
+deployments:
+  environments:
+    production:
+      windows:
+        - { days: [mon, tue], hours: "09:00-12:00", timezone: Europe/Paris }
+        - { days: [tue, wed], hours: "11:00-15:00", timezone: Europe/Paris }
+        - { days: [thu], hours: "11:00-15:00", timezone: Europe/Paris }
+      freeze:
+        - { from: "2026-12-20T00:00:00Z", to: "2027-01-05T00:00:00Z" }
+        - { from: "2027-01-04T00:00:00Z", to: "2027-01-10T00:00:00Z" }
+        - { from: "2027-01-10T00:00:00Z", to: "2027-01-11T00:00:00Z" }
+`);
+    expect(found).toEqual(["environments.production.windows.1: window overlaps window 1", "environments.production.freeze.1: freeze overlaps freeze 1"]);
+  });
+
+  it("flags keys that approve: always would ignore, and self-references", () => {
+    const found = problems(`
+deployments:
+  environments:
+    staging:
+      after: [staging]
+    "preview-*":
+      approve: always
+      checks: [build]
+`);
+    expect(found).toEqual(['environments.staging.after: environment "staging" cannot come after itself', 'environments.preview-*.checks: "checks" has no effect with "approve: always"']);
+  });
+
+  it("has empty defaults", () => {
+    expect(deploymentsSection.key).toBe("deployments");
+    expect(deploymentsSection.defaults).toEqual({ environments: {} });
+  });
+});
+
+describe("deployments section through the policy validator", () => {
+  it("reports problems at their line in .github/steward.yml", async () => {
+    const { validatePolicyText } = await import("../../../src/policy/validate.js");
+    const { default: deployments } = await import("../../../handlers/deployments/index.js");
+    const text = [
+      "deployments:",
+      "  environments:",
+      "    production:",
+      "      branches: [main]",
+      "      windows:",
+      "        - timezone: Europe/Pariss",
+      "      pending_check: wait",
+    ].join("\n");
+    const { problems } = validatePolicyText(text, { file: ".github/steward.yml", handlers: [deployments] });
+    const brief = problems.map((p) => `${p.line}:${p.severity}:${p.message}`);
+    expect(brief.some((b) => b.startsWith("7:error:") && b.includes("pending_check") && b.includes("pending_checks"))).toBe(true);
+    const documented = validatePolicyText(DOCUMENTED, { file: ".github/steward.yml", handlers: [deployments] });
+    expect(documented.problems).toEqual([]);
+    expect((documented.value as { deployments: DeploymentsPolicy }).deployments.environments.production!.freeze![0]!.from).toBe("2026-12-20T00:00:00Z");
+    const valid = validatePolicyText(text.replace("pending_check:", "pending_checks:"), { file: ".github/steward.yml", handlers: [deployments] });
+    expect(valid.problems.map((p) => `${p.line}:${p.message}`)).toEqual(['6:unknown time zone "Europe/Pariss"']);
+  });
+});

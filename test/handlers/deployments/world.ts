@@ -1,0 +1,111 @@
+// The deployments handler in the full sandbox stack: hub (demo seed) + Steward, with the handler
+// reading the hub's clock. Helpers drive a deploy workflow and read what the hub recorded.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { createSteward } from "../../../src/app.js";
+import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
+import type { JobSpec } from "../../../src/sandbox/domains/actions/domain.js";
+import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
+
+export const ORG = "acme";
+export const REPO = "web";
+export const REVIEWER = "release-manager";
+
+export interface World {
+  stack: SandboxStack;
+  /** Every line Steward logged (debug level). */
+  logLines: string[];
+  /** The Steward currently serving (replaced by `restart`). */
+  steward: SandboxStack["steward"];
+  pushPolicy(yaml: string): string;
+  /** An environment guarded by Steward as a custom protection rule, and/or with required reviewers. */
+  environment(name: string, o?: { rule?: boolean; reviewers?: string[] }): void;
+  startDeploy(o: { branch?: string; sha?: string; jobs: JobSpec[] }): number;
+  completeJob(runId: number, job: string, conclusion?: "success" | "failure"): void;
+  /** Let the hub deliver and Steward process everything queued so far. */
+  settle(): Promise<void>;
+  /**
+   * Set the clock Steward decides by: the hub's clock plus an offset. (Moving the hub's own clock
+   * far would also move it past the app JWTs' validity, as GitHub's would.)
+   */
+  setClock(date: Date): void;
+  /** Poll `predicate` while settling, until it holds (bounded). */
+  until(predicate: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  effects(kind?: string): { kind: string; by: string; detail: Record<string, any> }[];
+  /** Stop Steward and start a new one on the same data directory (the hub keeps running). */
+  restart(between?: () => void): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function createWorld(): Promise<World> {
+  const dataDir = await mkdtemp(join(tmpdir(), "steward-deployments-"));
+  let offsetMs = 0;
+  let clock: () => Date = () => new Date();
+  const handlers = () => [createDeploymentsHandler({ now: () => clock() })];
+  const logLines: string[] = [];
+  const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
+  const stack = await startSandboxStack({ handlers: handlers(), dataDir, logger });
+  const { control, domains } = stack.hub;
+  clock = () => new Date(control.now().getTime() + offsetMs);
+  const repo = () => control.repo(ORG, REPO)!;
+
+  const world: World = {
+    stack,
+    logLines,
+    steward: stack.steward,
+    pushPolicy(yaml) {
+      return control.pushFiles({ owner: ORG, repo: REPO, files: { ".github/steward.yml": yaml }, message: "deployments policy" }).sha;
+    },
+    environment(name, o = {}) {
+      domains.deployments.putEnvironment(repo(), name, {
+        ...(o.rule ? { protectionApps: [stack.hub.hub.appId] } : {}),
+        ...(o.reviewers ? { reviewers: o.reviewers } : {}),
+      });
+    },
+    startDeploy(o) {
+      return domains.actions.startRun({ owner: ORG, repo: REPO, workflow: "Deploy", ...(o.branch ? { branch: o.branch } : {}), ...(o.sha ? { sha: o.sha } : {}), jobs: o.jobs }).id;
+    },
+    completeJob(runId, job, conclusion = "success") {
+      domains.actions.completeJob({ runId, job, conclusion });
+    },
+    setClock(date) {
+      offsetMs = date.getTime() - control.now().getTime();
+    },
+    async settle() {
+      for (let i = 0; i < 4; i++) {
+        await domains.idle();
+        await control.settled();
+        await world.steward.engine.idle();
+      }
+    },
+    async until(predicate, what, timeoutMs = 10_000) {
+      const end = Date.now() + timeoutMs;
+      for (;;) {
+        await world.settle();
+        if (predicate()) return;
+        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    effects(kind) {
+      return domains.effects.of("deployments", kind) as never;
+    },
+    async restart(between) {
+      await world.steward.close();
+      between?.();
+      world.steward = await createSteward({ config: stack.config, handlers: handlers(), logger });
+      control.setWebhookUrl(`${world.steward.url.replace(/\/$/, "")}${stack.config.webhookPath}`);
+    },
+    async close() {
+      if (world.steward !== stack.steward) {
+        await world.steward.close();
+        control.setWebhookUrl(undefined);
+      }
+      await stack.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return world;
+}

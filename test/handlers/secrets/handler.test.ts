@@ -1,0 +1,151 @@
+// The secrets handler end to end: the sandbox hub delivers webhooks to a running Steward,
+// which syncs and reports check runs. The admin repository of the stack is `acme/.github`.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
+import type { Steward } from "../../../src/app.js";
+import secrets from "../../../handlers/secrets/index.js";
+
+const ORG = "acme";
+const ADMIN = ".github";
+const POLICY = ".github/steward/secrets.yml";
+const VALUE = "e2e-npm-token-value";
+
+let stack: SandboxStack;
+
+async function settle(): Promise<void> {
+  // Deliveries attempted, then Steward's queue drained (a sync may queue nothing further).
+  await stack.hub.control.settled();
+  await (stack.steward as unknown as Steward).engine.idle();
+}
+
+function checkRun(repo: string, sha: string, name: string) {
+  const r = stack.hub.control.repo(ORG, repo)!;
+  return stack.hub.domains.checks.listForSha(r, sha, { check_name: name })[0];
+}
+
+const policy = (extra = "") => `
+secrets:
+  NPM_TOKEN:
+    from: env:STEWARD_E2E_NPM_TOKEN
+    org: { visibility: selected, repositories: ["web", "new-*"] }
+  API_TOKEN:
+    from: env:STEWARD_E2E_NPM_TOKEN
+    repositories: ["api", "new-*"]
+${extra}
+prune: true
+`;
+
+beforeAll(async () => {
+  process.env.STEWARD_E2E_NPM_TOKEN = VALUE;
+  stack = await startSandboxStack({ handlers: [secrets] });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe("secrets handler through the sandbox stack", () => {
+  it("a policy push syncs and reports steward/sync on the commit; an unrelated push does nothing", async () => {
+    const push = stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy() }, message: "secrets policy" });
+    await settle();
+    const s = stack.hub.domains.secrets;
+    expect(s.openedValue({ org: ORG }, "NPM_TOKEN")).toBe(VALUE);
+    expect(s.openedValue({ owner: ORG, repo: "api" }, "API_TOKEN")).toBe(VALUE);
+    const run = checkRun(ADMIN, push.sha, "steward/sync");
+    expect(run?.conclusion).toBe("success");
+    expect(run?.output.title).toBe("2 created, 0 updated, 0 deleted");
+    expect(run?.output.summary).toContain("| org | NPM_TOKEN | secret | create | missing |");
+    expect(run?.output.summary).not.toContain(VALUE);
+
+    const mark = stack.hub.control.requests().length;
+    const other = stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { "README.md": "# admin\n" }, message: "docs" });
+    await settle();
+    expect(checkRun(ADMIN, other.sha, "steward/sync")).toBeUndefined();
+    expect(stack.hub.control.requests().slice(mark).filter((r) => /\/(secrets|variables)/.test(r.path))).toEqual([]);
+  });
+
+  it("a pull request changing the policy gets steward/plan and nothing is applied", async () => {
+    const before = stack.hub.control.requests().length;
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ADMIN,
+      head: "drop-api-token",
+      title: "Drop API_TOKEN, add a variable",
+      files: { [POLICY]: policy("variables:\n  REGION: { value: eu-west-1, org: { visibility: all } }").replace(/  API_TOKEN:[\s\S]*?new-\*"\]\n/, "") },
+    });
+    await settle();
+    const run = checkRun(ADMIN, pr.head_sha, "steward/plan");
+    expect(run?.conclusion).toBe("success");
+    expect(run?.output.title).toBe("1 to create, 0 to update, 1 to delete, 1 unchanged");
+    expect(run?.output.summary).toContain("| repo api | API_TOKEN | secret | delete | no longer in policy; created by Steward |");
+    expect(run?.output.summary).toContain("| org | REGION | variable | create | missing |");
+    expect(run?.output.summary).toContain("Nothing has been applied");
+    const writes = stack.hub.control.requests().slice(before).filter((r) => r.method !== "GET" && /secrets|variables/.test(r.path));
+    expect(writes).toEqual([]);
+    expect(stack.hub.domains.secrets.openedValue({ owner: ORG, repo: "api" }, "API_TOKEN")).toBe(VALUE);
+  });
+
+  it("a pull request with an invalid policy gets a failing plan naming the problem, never the value", async () => {
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ADMIN,
+      head: "literal",
+      title: "Oops",
+      files: { [POLICY]: "secrets:\n  LEAKED: { value: hunter2-literal, repositories: [api] }\n" },
+    });
+    await settle();
+    const run = checkRun(ADMIN, pr.head_sha, "steward/plan");
+    expect(run?.conclusion).toBe("failure");
+    expect(run?.output.summary).toMatch(/literal value/);
+    expect(run?.output.summary).not.toContain("hunter2-literal");
+  });
+
+  it("a repository created later gets its secrets", async () => {
+    const repo = stack.hub.control.createRepo({ owner: ORG, name: "new-service" });
+    const inst = stack.hub.control.installation(ORG)!;
+    await stack.hub.hub.deliver(
+      "repository",
+      { action: "created", repository: stack.hub.hub.repoJson(repo), organization: { login: ORG }, sender: stack.hub.hub.userJson("octo-admin"), installation: { id: inst.id } },
+      { installationId: inst.id },
+    );
+    await settle();
+    expect(stack.hub.domains.secrets.openedValue({ owner: ORG, repo: "new-service" }, "API_TOKEN")).toBe(VALUE);
+    expect(stack.hub.domains.secrets.get({ kind: "org", org: ORG }, "NPM_TOKEN")!.selected).toContain(repo.id);
+  });
+
+  it("repositories added to the installation get their secrets", async () => {
+    const repo = stack.hub.control.createRepo({ owner: ORG, name: "new-worker" });
+    const inst = stack.hub.control.installation(ORG)!;
+    await stack.hub.hub.deliver(
+      "installation_repositories",
+      {
+        action: "added",
+        installation: { id: inst.id, account: { login: ORG } },
+        repository_selection: "selected",
+        repositories_added: [{ id: repo.id, name: repo.name, full_name: `${ORG}/${repo.name}`, private: false }],
+        repositories_removed: [],
+        sender: stack.hub.hub.userJson("octo-admin"),
+      },
+      { installationId: inst.id },
+    );
+    await settle();
+    expect(stack.hub.domains.secrets.openedValue({ owner: ORG, repo: "new-worker" }, "API_TOKEN")).toBe(VALUE);
+  });
+
+  it("a rate limit outlasting the wait ends the sync early and schedules its resumption at the reset", async () => {
+    const inst = stack.hub.control.installation(ORG)!;
+    const resetAt = new Date(stack.hub.control.now().getTime() + 3_600_000);
+    // Enough for the policy read and the repository list, not for the scopes.
+    stack.hub.control.setRateLimit(inst.id, { limit: 5000, remaining: 2, resetAt });
+    try {
+      stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy("variables:\n  LATER: { value: x, repositories: [api] }") }, message: "more" });
+      await settle();
+      const tasks = (await (stack.steward as unknown as Steward).store.listTasks()).filter((t) => t.handler === "secrets" && t.key === `secrets/resume/${inst.id}/${ORG}`);
+      expect(tasks).toHaveLength(1);
+      expect(Math.abs(tasks[0]!.runAt.getTime() - resetAt.getTime())).toBeLessThan(10_000);
+      expect(tasks[0]!.data).toEqual({ kind: "resume", org: ORG });
+      expect(stack.hub.domains.variables.valueIn({ owner: ORG, repo: "api" }, "LATER")).toBeUndefined();
+    } finally {
+      stack.hub.control.setRateLimit(inst.id, { limit: 5000, remaining: 5000 });
+    }
+  });
+});

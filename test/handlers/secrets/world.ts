@@ -1,0 +1,89 @@
+// A sandbox hub with one organisation and the app installed, an installation Octokit with
+// the client's own throttling and retries off (so the sync's own rate-limit handling is what
+// is tested), a SQLite store and a data dir. Shared by the secrets integration tests.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ProbotOctokit } from "probot";
+import { createHub, type HubHandle } from "../../../src/sandbox/hub.js";
+import { STEWARD_PERMISSIONS } from "../../../src/sandbox/seed/demo.js";
+import { openSqliteStore, type SqliteStore } from "../../../src/store/sqlite.js";
+import { asRequester, type Requester } from "../../../handlers/secrets/api.js";
+import { syncOrganisation, type OrganisationOutcome } from "../../../handlers/secrets/organisation.js";
+import type { SyncResult } from "../../../handlers/secrets/sync.js";
+import type { FanOutOptions } from "../../../handlers/secrets/limits.js";
+
+export const ORG = "acme";
+export const ADMIN = "admin";
+export const POLICY = ".github/steward/secrets.yml";
+
+export interface World {
+  h: HubHandle;
+  api: Requester;
+  installationId: number;
+  store: SqliteStore;
+  dataDir: string;
+  /** The process environment (sources resolve from it, as in the service). */
+  env: NodeJS.ProcessEnv;
+  /** Push a policy to the admin repository's default branch. */
+  pushPolicy(yaml: string): void;
+  sync(opts?: { dryRun?: boolean; onlyRepos?: string[]; fanOut?: FanOutOptions }): Promise<SyncResult>;
+  /** Requests made by the installation since `mark()`. */
+  mark(): () => { method: string; path: string; query: string; status: number }[];
+  close(): Promise<void>;
+}
+
+let lane = 0;
+
+export async function createWorld(opts: { repos?: string[]; environments?: Record<string, string[]>; env?: NodeJS.ProcessEnv } = {}): Promise<World> {
+  const h = await createHub({ seed: "empty" });
+  h.control.createOrg(ORG, { members: ["octo-admin"] });
+  h.control.createRepo({ owner: ORG, name: ADMIN, private: true });
+  for (const name of opts.repos ?? []) h.control.createRepo({ owner: ORG, name, private: name.startsWith("private-") });
+  for (const [repo, envs] of Object.entries(opts.environments ?? {})) {
+    for (const e of envs) h.domains.deployments.putEnvironment(h.control.repo(ORG, repo)!, e);
+  }
+  const inst = h.control.installation(ORG) ?? h.control.install(ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all" });
+  const octokit = new ProbotOctokit({
+    auth: { appId: Number(h.env.APP_ID), privateKey: h.env.PRIVATE_KEY, installationId: inst.id },
+    baseUrl: h.url,
+    throttle: { enabled: false },
+    retry: { enabled: false },
+  } as ConstructorParameters<typeof ProbotOctokit>[0]);
+  const dataDir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
+  const store = openSqliteStore(dataDir);
+  // Policy validation reads the service's own environment, as in production.
+  Object.assign(process.env, opts.env ?? {});
+  const env = process.env;
+  const laneId = `${h.url}#${inst.id}#${lane++}`;
+  const api = asRequester(octokit);
+  const world: World = {
+    h,
+    api,
+    installationId: inst.id,
+    store,
+    dataDir,
+    env,
+    pushPolicy(yaml) {
+      h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: yaml }, message: "policy" });
+    },
+    async sync(o = {}) {
+      const outcome: OrganisationOutcome = await syncOrganisation({ api, store, org: ORG, adminRepo: ADMIN, dataDir, laneId, env, ...o, fanOut: { concurrency: 8, ...o.fanOut } });
+      if (outcome.status !== "synced") throw new Error(`sync did not run: ${JSON.stringify(outcome)}`);
+      return outcome.result;
+    },
+    mark() {
+      const from = h.hub.requests.length;
+      return () =>
+        (h.control.requests().slice(from) as { method: string; path: string; query: string; status: number; auth: string }[])
+          .filter((r) => r.auth === "installation")
+          .map(({ method, path, query, status }) => ({ method, path, query, status }));
+    },
+    async close() {
+      store.close();
+      await h.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return world;
+}

@@ -1,0 +1,154 @@
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createPolicyLoader } from "../../src/policy/loader.js";
+import { pushTouchesPolicy } from "../../src/policy/paths.js";
+import { startFakeGitHub, type FakeGitHub } from "../checks/fake-github.js";
+import { testHandlers } from "./fixtures.js";
+
+const SHA = "a".repeat(40);
+let gh: FakeGitHub;
+let clock = 0;
+const loaderFor = () => createPolicyLoader({ adminRepo: ".github", handlers: testHandlers, logger: pino({ level: "silent" }), freshMs: 1000, now: () => clock });
+const contentGets = () => gh.requests.filter((r) => r.method === "GET" && r.path.includes("/contents/"));
+
+beforeEach(async () => {
+  gh = await startFakeGitHub();
+  clock = 0;
+});
+afterEach(() => gh.close());
+
+describe("policy loader", () => {
+  it("merges the admin repository's file under the repository's file with defaults", async () => {
+    gh.setFile("acme", ".github", ".github/steward.yml", "rerun:\n  max_attempts: 4\n  branches: [main, develop]\n");
+    gh.setFile("acme", "web", ".github/steward.yml", "rerun:\n  branches: [trunk]\n");
+    const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(policy.problems).toEqual([]);
+    expect(policy.sources).toEqual(["acme/.github:.github/steward.yml", "acme/web:.github/steward.yml"]);
+    expect(policy.sections).toEqual({ rerun: { enabled: true, max_attempts: 4, branches: ["trunk"], rules: [] }, checks: { config: true } });
+  });
+
+  it("answers defaults when neither file exists (404)", async () => {
+    const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(policy).toEqual({ sections: { rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] }, checks: { config: true } }, problems: [], sources: [] });
+  });
+
+  it("reads the repository file at a given ref, the org file at its default branch", async () => {
+    gh.setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n", "feature");
+    const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web", ref: "feature" });
+    expect(policy.sections.checks).toEqual({ config: false });
+    expect(contentGets().map((r) => `${r.path}?ref=${r.query.get("ref")}`).sort()).toEqual([
+      "/repos/acme/.github/contents/.github/steward.yml?ref=null",
+      "/repos/acme/web/contents/.github/steward.yml?ref=feature",
+    ]);
+  });
+
+  it("reads the admin repository's own file once, not as org and repository file both", async () => {
+    gh.setFile("acme", ".github", ".github/steward.yml", "rerun:\n  max_atempts: 1\n");
+    const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: ".github" });
+    expect(policy.problems).toHaveLength(1);
+    expect(contentGets()).toHaveLength(1);
+  });
+
+  it("serves from cache while fresh, then revalidates with If-None-Match and gets 304", async () => {
+    gh.setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
+    const loader = loaderFor();
+    const first = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(contentGets()).toHaveLength(2);
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(contentGets()).toHaveLength(2);
+    clock += 5000;
+    const again = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    const revalidations = contentGets().slice(2);
+    expect(revalidations.map((r) => r.status).sort()).toEqual([304, 404]);
+    const conditional = revalidations.find((r) => r.path.includes("/web/"))!;
+    expect(conditional.headers["if-none-match"]).toMatch(/^"[0-9a-f]{40}"$/);
+    expect(conditional.status).toBe(304);
+    expect(again).toBe(first);
+  });
+
+  it("refetches after invalidate and sees the new content", async () => {
+    gh.setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
+    const loader = loaderFor();
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    gh.setFile("acme", "web", ".github/steward.yml", "checks:\n  config: true\n");
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: false });
+    loader.invalidate("ACME", "Web");
+    const after = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(after.sections.checks).toEqual({ config: true });
+    const last = contentGets().at(-1)!;
+    expect(last.headers["if-none-match"]).toBeDefined();
+    expect(last.status).toBe(200);
+  });
+
+  it("invalidating the admin repository refreshes every repository's org layer", async () => {
+    gh.setFile("acme", ".github", ".github/steward.yml", "checks:\n  config: false\n");
+    const loader = loaderFor();
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: false });
+    gh.setFile("acme", ".github", ".github/steward.yml", "checks:\n  config: true\n");
+    loader.invalidate("acme", ".github");
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "api" })).sections.checks).toEqual({ config: true });
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: true });
+  });
+
+  it("never refetches a file at a commit SHA", async () => {
+    gh.setFile("acme", "web", ".github/steward.yml", "checks: {config: false}\n", SHA);
+    const loader = loaderFor();
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web", ref: SHA });
+    clock += 1_000_000;
+    loader.invalidate("acme", "web");
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web", ref: SHA });
+    expect(contentGets().filter((r) => r.path.includes("/web/"))).toHaveLength(1);
+  });
+
+  it("shares one request between concurrent loads", async () => {
+    const loader = loaderFor();
+    await Promise.all([1, 2, 3, 4].map(() => loader.load(gh.octokit(), { owner: "acme", repo: "web" })));
+    expect(contentGets()).toHaveLength(2);
+  });
+
+  it("reports problems with the file they are in and drops the broken section", async () => {
+    gh.setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\nrerun:\n  max_atempts: 3\n");
+    const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(policy.sections).toEqual({ checks: { config: false } });
+    expect(policy.problems).toMatchObject([{ file: "acme/web:.github/steward.yml", line: 4, column: 3, suggestion: "max_attempts" }]);
+  });
+
+  it("keeps the cached copy when the API fails on revalidation, and throws when there is none", async () => {
+    gh.setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
+    const loader = loaderFor();
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    clock += 5000;
+    gh.failures.push({ method: "GET", pathPrefix: "/repos/acme/web/contents", status: 502 });
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: false });
+    gh.failures.push({ method: "GET", pathPrefix: "/repos/acme/api/contents", status: 403 });
+    await expect(loader.load(gh.octokit(), { owner: "acme", repo: "api" })).rejects.toMatchObject({ status: 403 });
+  });
+
+  it("loads an admin document with defaults, and reports its problems", async () => {
+    const loader = loaderFor();
+    const path = ".github/steward/secrets.yml";
+    expect(await loader.loadDocument(gh.octokit(), { owner: "acme", path })).toEqual({ value: { secrets: [] }, problems: [], found: false });
+    gh.setFile("acme", ".github", path, "secrets:\n  - name: NPM_TOKEN\n    repositories: ['web-*']\n");
+    loader.invalidate("acme", ".github");
+    expect(await loader.loadDocument(gh.octokit(), { owner: "acme", path })).toEqual({ value: { secrets: [{ name: "NPM_TOKEN", repositories: ["web-*"] }] }, problems: [], found: true });
+    gh.setFile("acme", ".github", path, "secrets:\n  - nme: NPM_TOKEN\n");
+    loader.invalidate("acme", ".github");
+    const bad = await loader.loadDocument(gh.octokit(), { owner: "acme", path });
+    expect(bad.value).toBeUndefined();
+    expect(bad.found).toBe(true);
+    expect(bad.problems.map((p) => `${p.file}:${p.line}:${p.column}`)).toContain("acme/.github:.github/steward/secrets.yml:2:5");
+  });
+});
+
+describe("pushTouchesPolicy", () => {
+  const push = (name: string, commits: { added?: string[]; modified?: string[]; removed?: string[] }[]) => ({ repository: { name }, commits });
+  it("sees policy files among added, modified and removed paths", () => {
+    expect(pushTouchesPolicy(push("web", [{ modified: ["src/a.ts"] }, { removed: [".github/steward.yml"] }]), ".github")).toBe(true);
+    expect(pushTouchesPolicy(push("web", [{ modified: ["src/a.ts", ".github/steward/secrets.yml"] }]), ".github")).toBe(false);
+    expect(pushTouchesPolicy(push(".github", [{ added: [".github/steward/secrets.yml"] }]), ".github")).toBe(true);
+  });
+  it("assumes a touch when the commit list may be incomplete", () => {
+    expect(pushTouchesPolicy(push("web", []), ".github")).toBe(true);
+    expect(pushTouchesPolicy(push("web", Array.from({ length: 20 }, () => ({ modified: ["x"] }))), ".github")).toBe(true);
+  });
+});

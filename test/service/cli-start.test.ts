@@ -1,0 +1,106 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { appKey, json, startFakeApi, type FakeApi } from "./fake-api.js";
+import { deliveryId, postDelivery } from "./helpers.js";
+
+const BIN = resolve(__dirname, "../../bin/steward.js");
+const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
+
+let api: FakeApi | undefined;
+let dir: string | undefined;
+let child: ChildProcess | undefined;
+afterEach(async () => {
+  if (child && child.exitCode === null) child.kill("SIGKILL");
+  await api?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  api = dir = child = undefined;
+});
+
+function startChild(env: Record<string, string>) {
+  const proc = spawn(process.execPath, [BIN, "start"], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout!.on("data", (d) => (stdout += d.toString()));
+  proc.stderr!.on("data", (d) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    proc.stdout!.on("data", () => {
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`exited ${code} before listening: ${stderr}${stdout}`)));
+  });
+  listening.catch(() => undefined);
+  return { proc, exited, listening, out: () => stdout + stderr };
+}
+
+describe("steward start (child process)", () => {
+  it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {
+    api = await startFakeApi({ appId: 4242 });
+    // The built-in secrets handler lists installations at start.
+    api.routes.push((req, res) => {
+      if (req.path.startsWith("/app/installations?")) json(res, 200, []);
+      else return false;
+    });
+    dir = await mkdtemp(join(tmpdir(), "steward-cli-"));
+    const keyPath = join(dir, "app.pem");
+    await writeFile(keyPath, appKey().privateKey);
+    const secret = "cli-webhook-secret-value";
+    const run = startChild({
+      APP_ID: "4242",
+      PRIVATE_KEY_PATH: keyPath,
+      WEBHOOK_SECRET: secret,
+      GITHUB_API_URL: api.url,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      STEWARD_DATA_DIR: join(dir, "data"),
+      STEWARD_SHUTDOWN_TIMEOUT: "5s",
+      LOG_LEVEL: "info",
+    });
+    child = run.proc;
+    const url = await run.listening;
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
+    run.proc.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    const out = run.out();
+    expect(out).toContain("shut down");
+    expect(out).not.toContain(secret);
+    expect(out).not.toContain("PRIVATE KEY");
+  });
+
+  it("with no APP_ID, runs against the sandbox hub and exits 0 on SIGTERM", async () => {
+    dir = await mkdtemp(join(tmpdir(), "steward-cli-"));
+    const run = startChild({ PORT: "0", STEWARD_DATA_DIR: join(dir, "data"), LOG_LEVEL: "info" });
+    child = run.proc;
+    const sandbox = await new Promise<{ webhookUrl: string }>((resolve, reject) => {
+      const look = () => {
+        const line = run.out().split("\n").find((l) => l.includes("sandbox mode"));
+        if (line) resolve(JSON.parse(line) as { webhookUrl: string });
+      };
+      run.proc.stdout!.on("data", look);
+      void run.exited.then((code) => reject(new Error(`exited ${code}: ${run.out()}`)));
+    });
+    const base = new URL(sandbox.webhookUrl).origin;
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    run.proc.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+  });
+
+  it("stops at start-up with one line naming a malformed variable", async () => {
+    const run = startChild({ APP_ID: "4242", PRIVATE_KEY: "nope-not-a-key", WEBHOOK_SECRET: "x-secret" });
+    child = run.proc;
+    expect(await run.exited).toBe(1);
+    const lines = run.out().trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^steward: PRIVATE_KEY /);
+    expect(lines[0]).not.toContain("nope-not-a-key");
+  });
+});

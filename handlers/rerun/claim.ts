@@ -20,13 +20,17 @@ export function idempotencyKey(repoId: number, runId: number, attempt: number): 
 
 /**
  * Claim the right to decide. True for the first delivery, and for the same delivery coming back
- * after its worker died mid-decision (the engine retries it with a higher attempt number).
+ * after its worker died mid-decision. The engine leases a delivery to one worker at a time, so a
+ * "deciding" claim held by this very delivery id can only be left over from a dead worker. (The
+ * handler's attempt number cannot tell: a worker killed mid-handler never recorded an outcome, so
+ * the resumed run is attempt 1 again.) Carrying out re-checks the run's attempt on the API, so a
+ * re-run that was requested just before the crash is not requested twice.
  */
-export async function claimDecision(store: Store, key: string, deliveryId: string, attempt: number): Promise<boolean> {
+export async function claimDecision(store: Store, key: string, deliveryId: string): Promise<boolean> {
   const value: ClaimValue = { state: "deciding", deliveryId };
   if (await store.claim(key, { ttlMs: DECIDING_TTL_MS, value })) return true;
   const held = await store.get<ClaimValue>(key);
-  if (held?.state === "deciding" && held.deliveryId === deliveryId && attempt > 1) {
+  if (held?.state === "deciding" && held.deliveryId === deliveryId) {
     await store.set(key, value, { ttlMs: DECIDING_TTL_MS });
     return true;
   }

@@ -131,34 +131,53 @@ export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
   const action: ActionTaken = task.mode === "workflow" ? "rerun_workflow" : "rerun_failed_jobs";
 
   // Once the API accepted the re-run, a retry (e.g. the check run write failed) only explains.
-  if (!(await ops.store.get(requestedKey))) {
-    // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
+  // "intent" is written just before the request: a worker killed between the request and the
+  // record leaves it, and the retry then knows the next attempt is its own doing.
+  const requested = await ops.store.get<true | "intent">(requestedKey);
+  if (requested !== true) {
     const attemptNow = (await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1;
-    if (attemptNow !== task.run.runAttempt) {
+    const ours = requested === "intent" && attemptNow === task.run.runAttempt + 1;
+    // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
+    if (attemptNow !== task.run.runAttempt && !ours) {
       return { status: "skipped", reason: `${runLabel} was re-run meanwhile (now attempt ${attemptNow})` };
     }
-    if (task.scheduled) {
-      const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
-      if (stale) return { status: "skipped", reason: stale };
+    if (!ours) {
+      const stop = await requestRerun(ops, task, ref, requestedKey);
+      if (stop) return stop;
+    } else {
+      await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
+      ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt }, "re-run found already requested before a restart");
     }
-
-    const route =
-      task.mode === "workflow"
-        ? ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun" as const)
-        : ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs" as const);
-    try {
-      await ops.octokit.request(route, { ...ref, run_id: task.run.id });
-    } catch (err) {
-      const refusal = refusalOf(err);
-      if (!refusal) throw err;
-      return handleRefusal(ops, task, refusal);
-    }
-    await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
-    await ops.store.audit({ kind: "rerun_requested", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode } });
-    ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode }, "re-run requested");
   }
   await explainAndReport(ops, task, action);
   return { status: "done", summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action })}` };
+}
+
+/** Ask the API to re-run; an outcome when the run is not to be re-run after all. */
+async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; repo: string }, requestedKey: string): Promise<Outcome | undefined> {
+  if (task.scheduled) {
+    const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
+    if (stale) return { status: "skipped", reason: stale };
+  }
+  const route =
+    task.mode === "workflow"
+      ? ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun" as const)
+      : ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs" as const);
+  await ops.store.set(requestedKey, "intent", { ttlMs: DECIDED_TTL_MS });
+  try {
+    await ops.octokit.request(route, { ...ref, run_id: task.run.id });
+  } catch (err) {
+    // A network error may hide an accepted request: the intent stays, and the retry reads the
+    // run's attempt to tell. A refusal is certain: nothing was re-run.
+    const refusal = refusalOf(err);
+    if (!refusal) throw err;
+    await ops.store.release(requestedKey);
+    return handleRefusal(ops, task, refusal);
+  }
+  await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
+  await ops.store.audit({ kind: "rerun_requested", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode } });
+  ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode }, "re-run requested");
+  return undefined;
 }
 
 async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promise<Outcome> {

@@ -36,7 +36,7 @@ export default defineHandler<RerunPolicy>({
     if (scope) return { status: "skipped", reason: scope };
 
     const key = idempotencyKey(payload.repository.id, run.id, run.runAttempt);
-    if (!(await claimDecision(ctx.store, key, ctx.deliveryId, ctx.attempt))) {
+    if (!(await claimDecision(ctx.store, key, ctx.deliveryId))) {
       return { status: "skipped", reason: `run ${run.id} attempt ${run.runAttempt} was already decided` };
     }
     let outcome: Outcome;

@@ -52,6 +52,37 @@ export function findRedeliveries(
   return out.sort((a, b) => a.deliveredAt.localeCompare(b.deliveredAt));
 }
 
+/** Kept longer than GitHub keeps deliveries. */
+const ASKED_TTL_MS = 7 * 86_400_000;
+/** An "asking" record older than this was left by a sweep that died mid-request. */
+const ASKING_STALE_MS = 30_000;
+/** Identifies this process's sweeps, so a record left by a dead process is recognised at once. */
+const SWEEPER_INSTANCE = `${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}`;
+
+interface AskRecord {
+  id: number;
+  at: string;
+  state: "asking" | "asked";
+  by?: string;
+}
+
+/**
+ * Claim the right to ask for one failed attempt. "asking" is written before the request and
+ * "asked" after it: a process killed in between leaves "asking", and the next sweep (of another
+ * process, or after the record went stale) asks again. Asking twice is harmless (Steward
+ * dedups by delivery id); never asking would lose the delivery.
+ */
+async function claimAsk(store: Store, key: string, id: number, now: Date): Promise<boolean> {
+  const asking: AskRecord = { id, at: now.toISOString(), state: "asking", by: SWEEPER_INSTANCE };
+  if (await store.claim(key, { ttlMs: ASKED_TTL_MS, value: asking })) return true;
+  const held = await store.get<AskRecord>(key);
+  if (!held || held.state !== "asking") return false;
+  const stale = held.by !== SWEEPER_INSTANCE || now.getTime() - Date.parse(held.at) > ASKING_STALE_MS;
+  if (!stale) return false;
+  await store.set(key, asking, { ttlMs: ASKED_TTL_MS });
+  return true;
+}
+
 /** Store key of the newest delivery attempt a complete sweep has decided. */
 const MARK_KEY = "redeliver:mark";
 
@@ -98,12 +129,13 @@ export async function sweepRedeliveries(opts: {
     // Keyed by the attempt: one request per failed attempt, so a redelivery that failed in
     // turn (Steward still down) is asked for again once its own failed attempt is listed.
     const key = `redeliver:${c.guid}:${c.id}`;
-    if (!(await opts.store.claim(key, { ttlMs: 7 * 86_400_000, value: { id: c.id, at: now.toISOString() } }))) {
+    if (!(await claimAsk(opts.store, key, c.id, now))) {
       result.alreadyAsked++;
       continue;
     }
     try {
       await opts.app.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: c.id });
+      await opts.store.set(key, { id: c.id, at: now.toISOString(), state: "asked" } satisfies AskRecord, { ttlMs: ASKED_TTL_MS });
       result.requested.push(c.guid);
     } catch (e) {
       // Let the next sweep try again.

@@ -221,7 +221,11 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
       }
       for (const guid of guids) {
         const found = await store.getDelivery(guid);
-        if (!found) lostDeliveries.push(guid);
+        if (!found) {
+          // Say enough to diagnose: the event and how each attempt went.
+          const tries = attempts.filter((d) => d.guid === guid);
+          lostDeliveries.push(`${guid} ${tries[0]?.event}.${tries[0]?.action ?? ""} attempts: ${tries.map((d) => `${d.status_code}${d.redelivery ? " (redelivery)" : ""}`).join(", ")}`);
+        }
         else if (found.delivery.status !== "done") notDone.push(`${guid} ${found.delivery.status}: ${found.delivery.lastError ?? ""}`);
       }
     } finally {

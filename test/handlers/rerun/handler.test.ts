@@ -183,7 +183,8 @@ describe("rerun handler", () => {
     await h.store.claim(key, { value: { state: "deciding", deliveryId: "crashed" } });
     const other = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "someone-else"), attempt: 2 });
     expect(other).toMatchObject({ status: "skipped" });
-    const retried = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "crashed"), attempt: 2 });
+    // A worker killed mid-handler recorded no outcome: the resumed run is attempt 1 again.
+    const retried = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "crashed"), attempt: 1 });
     expect(retried).toMatchObject({ status: "done" });
     expect(await h.store.get(key)).toEqual({ state: "decided", deliveryId: "crashed", outcome: "done" });
     expect(posts()).toEqual(["rerun-failed-jobs"]);

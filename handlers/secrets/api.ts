@@ -1,5 +1,7 @@
 // The few REST helpers a sync needs: a narrow request type (so the CLI, the service and tests
-// can hand in any Octokit), page-by-page lists, and error facts safe to show (never bodies).
+// can hand in any Octokit), conditional reads, page-by-page lists, and error facts safe to show
+// (never bodies).
+import { cachedGet, ResponseCache } from "../../src/api/conditional.js";
 import type { InstallationOctokit } from "../../src/handler.js";
 
 export interface ApiResponse {
@@ -15,6 +17,39 @@ export interface Requester {
 /** Octokit's request is overloaded per route; a sync only needs the plain form. */
 export function asRequester(octokit: Pick<InstallationOctokit, "request">): Requester {
   return octokit as unknown as Requester;
+}
+
+/**
+ * ETags and bodies of the sync's GETs (scope lists, selected-repository lists, public keys, the
+ * installation's repositories, the policy file), for every installation of this process. None
+ * holds a secret value: secret lists carry names and timestamps only. Bounded (LRU).
+ */
+export const syncReads = new ResponseCache({ maxEntries: 50_000, maxBytes: 32 * 2 ** 20 });
+
+/** Cache key of one GET: the namespace (API base and installation), the route and its parameters. */
+function readKey(namespace: string, route: string, params: Record<string, unknown>): string {
+  const named = Object.keys(params)
+    .filter((k) => k !== "headers" && k !== "request")
+    .sort()
+    .map((k) => `${k}=${encodeURIComponent(String(params[k]))}`);
+  return `${namespace}\0${route}?${named.join("&")}`;
+}
+
+/**
+ * `api` with every GET made conditional: sent with the ETag of the last answer to the same
+ * request in `namespace` (one installation), and a 304 (free of rate limit) answered with that
+ * answer's body. Anything else passes through. Per installation, because an answer is only
+ * valid for whoever may read it; ETags are even per token (see src/api/conditional.ts).
+ */
+export function withConditionalReads(api: Requester, namespace: string, cache: ResponseCache = syncReads): Requester {
+  const request = (route: string, params: Record<string, unknown>) => api.request(route, params);
+  return {
+    request(route, params = {}) {
+      const own = (params.headers as Record<string, unknown> | undefined)?.["if-none-match"];
+      if (!/^GET\s/.test(route) || own !== undefined) return api.request(route, params);
+      return cachedGet(request, cache, readKey(namespace, route, params), route, params);
+    },
+  };
 }
 
 /** Follows `page` until a short page or no `rel="next"`; `per_page` is the route's maximum. */

@@ -2,7 +2,8 @@
 // scheduled task and `steward sync` all call.
 import type { Store } from "../../src/store/types.js";
 import type { Problem } from "../../src/policy/types.js";
-import type { Requester } from "./api.js";
+import type { ResponseCache } from "../../src/api/conditional.js";
+import { withConditionalReads, type Requester } from "./api.js";
 import { adminRepoFor } from "./decide.js";
 import { loadSecretsDocument } from "./document.js";
 import type { FanOutOptions } from "./limits.js";
@@ -30,6 +31,11 @@ export interface OrganisationSync {
   onlyRepos?: readonly string[];
   fanOut?: FanOutOptions;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Where the ETags and bodies of the sync's reads are kept (default: the process-wide
+   * `syncReads`, keyed by `laneId`); `false` sends every read unconditionally.
+   */
+  reads?: ResponseCache | false;
 }
 
 const keyCaches = new Map<string, PublicKeyCache>();
@@ -61,11 +67,13 @@ export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOut
   return serialised(`${req.laneId}|${req.org.toLowerCase()}|${req.dryRun ? "plan" : "sync"}`, async () => {
     const admin = adminRepoFor(req.adminRepo, req.org);
     if (!admin) return { status: "no_admin_repo", reason: `STEWARD_ADMIN_REPO ${req.adminRepo} is not in ${req.org}` };
-    const doc = await loadSecretsDocument(req.api, req.org, admin, req.ref);
+    // Every read conditional: an unchanged list answers 304, which costs no rate limit.
+    const api = req.reads === false ? req.api : withConditionalReads(req.api, req.laneId, req.reads);
+    const doc = await loadSecretsDocument(api, req.org, admin, req.ref);
     if (!doc.found) return { status: "no_policy", reason: `${req.org}/${admin} has no .github/steward/secrets.yml` };
     if (!doc.policy) return { status: "invalid", file: doc.file, problems: doc.problems };
     const result = await runSync({
-      api: req.api,
+      api,
       store: req.store,
       org: req.org,
       policy: doc.policy,

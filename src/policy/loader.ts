@@ -1,8 +1,10 @@
 // Loads the effective policy of a repository through the contents API. Files are cached per
 // repository, path and ref; a cached file is served from memory while fresh, and once stale
-// (or after a push invalidated it) revalidated with If-None-Match so an unchanged file answers
-// 304 and costs no rate limit. A file at a commit SHA never changes and is never refetched.
+// (or after a push invalidated it) revalidated with If-None-Match (src/api/conditional.ts) so an
+// unchanged file answers 304 and costs no rate limit. A file at a commit SHA never changes and is
+// never refetched.
 import type { Logger } from "pino";
+import { requestFnOf, requestIfChanged } from "../api/conditional.js";
 import type { HandlerModule, InstallationOctokit } from "../handler.js";
 import { mergePolicy, policyDocuments } from "./merge.js";
 import { POLICY_FILE, sameName } from "./paths.js";
@@ -75,23 +77,23 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
   ): Promise<FileEntry> {
     const where = `${target.owner}/${target.repo}:${target.path}${target.ref ? `@${target.ref}` : ""}`;
     try {
-      const response = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
-        owner: target.owner,
-        repo: target.repo,
-        path: target.path,
-        ...(target.ref ? { ref: target.ref } : {}),
-        headers: cached?.etag ? { "if-none-match": cached.etag } : {},
-      });
-      opts.logger.debug({ file: where, status: response.status }, "policy file fetched");
-      return { version: ++versions, etag: response.headers.etag, checkedAt: now(), stale: false, ...decodeContent(response.data) };
-    } catch (e) {
-      const status = (e as { status?: number }).status;
-      if (status === 304 && cached) {
-        opts.logger.debug({ file: where, status }, "policy file unchanged");
+      const answer = await requestIfChanged(
+        requestFnOf(octokit),
+        "GET /repos/{owner}/{repo}/contents/{path}",
+        { owner: target.owner, repo: target.repo, path: target.path, ...(target.ref ? { ref: target.ref } : {}) },
+        cached?.etag,
+      );
+      if (!answer.changed && cached) {
+        opts.logger.debug({ file: where, status: 304 }, "policy file unchanged");
         cached.checkedAt = now();
         cached.stale = false;
         return cached;
       }
+      if (!answer.changed) throw new Error(`${where}: 304 without a cached copy`);
+      opts.logger.debug({ file: where, status: answer.response.status }, "policy file fetched");
+      return { version: ++versions, etag: answer.etag, checkedAt: now(), stale: false, ...decodeContent(answer.response.data) };
+    } catch (e) {
+      const status = (e as { status?: number }).status;
       if (status === 404) {
         opts.logger.debug({ file: where, status }, "no policy file");
         if (cached && cached.text === undefined) {

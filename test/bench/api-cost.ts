@@ -1,6 +1,8 @@
 // Section 3: API requests of a secrets sync, Steward's sync engine against the naive approach
 // (public key + PUT for every secret, PATCH/POST for every variable, in every repository),
-// each against its own fresh sandbox hub that records every request.
+// each against its own fresh sandbox hub that records every request. Reads are split into
+// those that cost rate limit and conditional ones answered 304 (free, as on GitHub); the split
+// is taken from the hub's request log and checked against the hub's own rate-limit bucket.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,17 +10,28 @@ import { ProbotOctokit } from "probot";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { STEWARD_PERMISSIONS } from "../../src/sandbox/seed/demo.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { asRequester, statusOf, type Requester } from "../../handlers/secrets/api.js";
+import { asRequester, statusOf, syncReads, type Requester } from "../../handlers/secrets/api.js";
 import { syncOrganisation } from "../../handlers/secrets/organisation.js";
 import { seal } from "../../handlers/secrets/seal.js";
 
 export interface CostRow {
   repositories: number;
   approach: "steward" | "naive";
-  run: "first" | "no change" | "one value changed";
+  /**
+   * "no change": right after the first run, whose writes changed every list; "no change again":
+   * nothing changed since the last sync (the steady state); "no change, new token": the same
+   * right after the installation token was renewed (GitHub's ETags are per token).
+   */
+  run: "first" | "no change" | "no change again" | "no change, new token" | "one value changed";
+  /** Every GET sent, conditional or not. */
   reads: number;
+  /** GETs that cost rate limit (everything but the 304s). */
+  rateLimitedReads: number;
+  /** Conditional GETs answered 304 Not Modified: free of rate limit. */
+  notModified: number;
   writes: number;
   perRepoReads: number;
+  perRepoRateLimitedReads: number;
   /** When a run makes only a few writes, which ones (method and route), to explain them. */
   fewWrites?: string[];
 }
@@ -40,6 +53,8 @@ interface World {
   api: Requester;
   installationId: number;
   repos: string[];
+  /** A new client, so a new installation token: what a sync an hour or more later uses. */
+  renewToken(): void;
   close(): Promise<void>;
 }
 
@@ -51,24 +66,55 @@ async function world(n: number): Promise<World> {
   const repos = Array.from({ length: n }, (_, i) => `repo-${String(i).padStart(4, "0")}`);
   for (const name of repos) h.control.createRepo({ owner: ORG, name, private: true });
   const inst = h.control.install(ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all" });
-  const octokit = new ProbotOctokit({
-    auth: { appId: Number(h.env.APP_ID), privateKey: h.env.PRIVATE_KEY, installationId: inst.id },
-    baseUrl: h.url,
-    throttle: { enabled: false },
-    retry: { enabled: false },
-  } as ConstructorParameters<typeof ProbotOctokit>[0]);
+  const client = () =>
+    asRequester(
+      new ProbotOctokit({
+        auth: { appId: Number(h.env.APP_ID), privateKey: h.env.PRIVATE_KEY, installationId: inst.id },
+        baseUrl: h.url,
+        throttle: { enabled: false },
+        retry: { enabled: false },
+      } as ConstructorParameters<typeof ProbotOctokit>[0]),
+    );
   h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { ".github/steward/secrets.yml": policyYaml() }, message: "secrets policy" });
-  return { h, api: asRequester(octokit), installationId: inst.id, repos, close: () => h.close() };
+  const w: World = {
+    h,
+    api: client(),
+    installationId: inst.id,
+    repos,
+    renewToken: () => {
+      w.api = client();
+    },
+    close: () => h.close(),
+  };
+  return w;
 }
 
-/** Installation requests made while `run` ran: GETs are reads, everything else writes. */
-async function counted(w: World, run: () => Promise<void>): Promise<{ reads: number; writes: number; fewWrites?: string[] }> {
+/** What the installation's rate-limit bucket on the hub has charged so far. */
+function charged(w: World): number {
+  return w.h.state.rateLimiter.snapshot()[`installation:${w.installationId}`]?.used ?? 0;
+}
+
+/**
+ * Installation requests made while `run` ran: GETs are reads, everything else writes; a read
+ * answered 304 is free. The hub's bucket must have charged exactly the others.
+ */
+async function counted(w: World, run: () => Promise<void>): Promise<{ reads: number; rateLimitedReads: number; notModified: number; writes: number; fewWrites?: string[] }> {
   const from = w.h.control.requests().length;
+  const chargedBefore = charged(w);
   await run();
   const made = (w.h.control.requests().slice(from) as { method: string; path: string; route?: string; auth: string; status: number }[]).filter((r) => r.auth === "installation");
   const writes = made.filter((r) => r.method !== "GET");
+  const reads = made.length - writes.length;
+  const notModified = made.filter((r) => r.method === "GET" && r.status === 304).length;
+  const rateLimitedReads = reads - notModified;
+  const bucket = charged(w) - chargedBefore;
+  if (bucket !== rateLimitedReads + writes.length) {
+    throw new Error(`the hub charged ${bucket} requests, the log says ${rateLimitedReads} reads and ${writes.length} writes`);
+  }
   return {
-    reads: made.length - writes.length,
+    reads,
+    rateLimitedReads,
+    notModified,
     writes: writes.length,
     ...(writes.length > 0 && writes.length <= 5 ? { fewWrites: writes.map((r) => `${r.method} ${r.route ?? r.path} ${r.status}`) } : {}),
   };
@@ -131,15 +177,21 @@ export async function benchApiCost(o: { sizes: number[]; concurrency: number }, 
           const runs = [
             { run: "first" as const, values: () => setValues(0) },
             { run: "no change" as const, values: () => setValues(0) },
+            { run: "no change again" as const, values: () => setValues(0) },
+            { run: "no change, new token" as const, values: () => (setValues(0), w.renewToken()) },
             { run: "one value changed" as const, values: () => setValues(1, SECRETS[0]) },
           ];
           for (const r of runs) {
             r.values();
             const c = await counted(w, once);
-            rows.push({ repositories: n, approach, run: r.run, ...c, perRepoReads: c.reads / n });
-            log(`  N=${n} ${approach} ${r.run}: ${c.reads} reads, ${c.writes} writes${c.fewWrites ? ` (${c.fewWrites.join(", ")})` : ""}`);
+            rows.push({ repositories: n, approach, run: r.run, ...c, perRepoReads: c.reads / n, perRepoRateLimitedReads: c.rateLimitedReads / n });
+            log(
+              `  N=${n} ${approach} ${r.run}: ${c.reads} reads (${c.rateLimitedReads} rate-limited, ${c.notModified} answered 304), ${c.writes} writes` +
+                (c.fewWrites ? ` (${c.fewWrites.join(", ")})` : ""),
+            );
           }
         } finally {
+          syncReads.clear(laneId);
           store.close();
           await w.close();
           await rm(dataDir, { recursive: true, force: true });

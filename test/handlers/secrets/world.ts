@@ -8,7 +8,7 @@ import { ProbotOctokit } from "probot";
 import { createHub, type HubHandle } from "../../../src/sandbox/hub.js";
 import { STEWARD_PERMISSIONS } from "../../../src/sandbox/seed/demo.js";
 import { openSqliteStore, type SqliteStore } from "../../../src/store/sqlite.js";
-import { asRequester, type Requester } from "../../../handlers/secrets/api.js";
+import { asRequester, syncReads, type Requester } from "../../../handlers/secrets/api.js";
 import { syncOrganisation, type OrganisationOutcome } from "../../../handlers/secrets/organisation.js";
 import type { SyncResult } from "../../../handlers/secrets/sync.js";
 import type { FanOutOptions } from "../../../handlers/secrets/limits.js";
@@ -20,6 +20,12 @@ export const POLICY = ".github/steward/secrets.yml";
 export interface World {
   h: HubHandle;
   api: Requester;
+  /** The client behind `api` (its hooks see every request the sync sends). */
+  octokit: InstanceType<typeof ProbotOctokit>;
+  /** A new client for the installation: a new installation token. */
+  newClient(): InstanceType<typeof ProbotOctokit>;
+  /** The sync's lane: also the namespace of its cached reads. */
+  laneId: string;
   installationId: number;
   store: SqliteStore;
   dataDir: string;
@@ -27,7 +33,9 @@ export interface World {
   env: NodeJS.ProcessEnv;
   /** Push a policy to the admin repository's default branch. */
   pushPolicy(yaml: string): void;
-  sync(opts?: { dryRun?: boolean; onlyRepos?: string[]; fanOut?: FanOutOptions }): Promise<SyncResult>;
+  sync(opts?: { dryRun?: boolean; onlyRepos?: string[]; fanOut?: FanOutOptions; api?: Requester }): Promise<SyncResult>;
+  /** Requests the hub's rate limit has charged the installation so far (304s are free). */
+  charged(): number;
   /** Requests made by the installation since `mark()`. */
   mark(): () => { method: string; path: string; query: string; status: number }[];
   close(): Promise<void>;
@@ -44,12 +52,14 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
     for (const e of envs) h.domains.deployments.putEnvironment(h.control.repo(ORG, repo)!, e);
   }
   const inst = h.control.installation(ORG) ?? h.control.install(ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all" });
-  const octokit = new ProbotOctokit({
-    auth: { appId: Number(h.env.APP_ID), privateKey: h.env.PRIVATE_KEY, installationId: inst.id },
-    baseUrl: h.url,
-    throttle: { enabled: false },
-    retry: { enabled: false },
-  } as ConstructorParameters<typeof ProbotOctokit>[0]);
+  const newClient = () =>
+    new ProbotOctokit({
+      auth: { appId: Number(h.env.APP_ID), privateKey: h.env.PRIVATE_KEY, installationId: inst.id },
+      baseUrl: h.url,
+      throttle: { enabled: false },
+      retry: { enabled: false },
+    } as ConstructorParameters<typeof ProbotOctokit>[0]);
+  const octokit = newClient();
   const dataDir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
   const store = openSqliteStore(dataDir);
   // Policy validation reads the service's own environment, as in production.
@@ -60,6 +70,9 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
   const world: World = {
     h,
     api,
+    octokit,
+    newClient,
+    laneId,
     installationId: inst.id,
     store,
     dataDir,
@@ -72,6 +85,9 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
       if (outcome.status !== "synced") throw new Error(`sync did not run: ${JSON.stringify(outcome)}`);
       return outcome.result;
     },
+    charged() {
+      return h.state.rateLimiter.snapshot()[`installation:${inst.id}`]?.used ?? 0;
+    },
     mark() {
       const from = h.hub.requests.length;
       return () =>
@@ -80,6 +96,7 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
           .map(({ method, path, query, status }) => ({ method, path, query, status }));
     },
     async close() {
+      syncReads.clear(laneId);
       store.close();
       await h.close();
       await rm(dataDir, { recursive: true, force: true });

@@ -1,42 +1,25 @@
 // The demo world: organisation `acme` with an admin repository and three service
 // repositories, its people, and the app installed with the permissions Steward needs.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
 import type { Control } from "../control.js";
 import type { Installation } from "../core/types.js";
 
 export const DEMO_ORG = "acme";
 export const DEMO_REPO = "web";
 
-/** Permissions of Steward's app manifest. */
-export const STEWARD_PERMISSIONS: Record<string, "read" | "write"> = {
-  actions: "write",
-  actions_variables: "write",
-  administration: "read",
-  checks: "write",
-  contents: "read",
-  deployments: "write",
-  environments: "write",
-  metadata: "read",
-  members: "read",
-  organization_actions_variables: "write",
-  organization_secrets: "write",
-  pull_requests: "read",
-  secrets: "write",
-  statuses: "write",
+/**
+ * The permissions and events of Steward's app manifest (`app.yml`), read from the manifest itself:
+ * the sandbox then refuses exactly what a real installation of the manifest would, and a handler
+ * that needs a permission the manifest lacks fails in the tests, not in production.
+ */
+const manifest = parseYaml(readFileSync(fileURLToPath(new URL("../../../app.yml", import.meta.url)), "utf8")) as {
+  default_permissions: Record<string, "read" | "write">;
+  default_events: string[];
 };
-
-export const STEWARD_EVENTS = [
-  "check_run",
-  "check_suite",
-  "deployment",
-  "deployment_protection_rule",
-  "deployment_review",
-  "deployment_status",
-  "pull_request",
-  "push",
-  "repository",
-  "workflow_job",
-  "workflow_run",
-];
+export const STEWARD_PERMISSIONS: Record<string, "read" | "write"> = { ...manifest.default_permissions };
+export const STEWARD_EVENTS: string[] = [...manifest.default_events];
 
 const CI_WORKFLOW = `name: CI
 on: [push, pull_request]

@@ -14,6 +14,11 @@ export interface DeploymentRequest {
   sha: string;
   /** When the deployment started waiting (GitHub's 30-day limit counts from here). */
   requestedAt: Date;
+  /**
+   * `owner/name` of the fork whose code the run would deploy (a fork pull request's run); absent
+   * for the repository's own code. A fork can name its branch `main`, so the ref proves nothing.
+   */
+  fork?: string;
 }
 
 export interface CheckRunFact {
@@ -177,6 +182,11 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
   if (!match) return { decision: "none", reasons: [`no deployments policy matches environment ${request.environment}`] };
   const { pattern, rule } = match;
   const env = request.environment;
+  // First, before `approve: always`: no policy may hand a fork's code the base's environment.
+  // Rejecting is a refusal, never a grant, so it is the one answer a fork's run gets.
+  if (request.fork) {
+    return { decision: "reject", matched: pattern, reasons: [`the code comes from fork ${request.fork}: Steward never approves deploying a fork's code`] };
+  }
   if (rule.approve === "always") return { decision: "approve", matched: pattern, reasons: [`every deployment to ${env} is approved by policy`] };
   if (rule.approve === "never") return { decision: "reject", matched: pattern, reasons: [`no deployment to ${env} is approved by policy`] };
 

@@ -1,8 +1,9 @@
 // Reading deliveries: which gate a protection-rule request names, which run waits for review,
 // which sha a completed check or deployment status concerns. Pure functions of the payload.
+import { forkOf, type RepoIdentity } from "../shared/fork.js";
 
 interface RepoPayload {
-  repository?: { name?: string; owner?: { login?: string } };
+  repository?: { id?: number; full_name?: string; name?: string; owner?: { login?: string } };
   installation?: { id?: number };
 }
 
@@ -23,6 +24,8 @@ const CALLBACK_RUN = /\/actions\/runs\/(\d+)\/deployment_protection_rule\/?$/;
 export interface ProtectionRequest extends RepoOf {
   environment: string;
   runId: number;
+  /** The event that triggered the run (`push`, `pull_request`, ...); undefined in older payloads. */
+  event: string | undefined;
   sha: string | undefined;
   ref: string | undefined;
   requestedAt: Date | undefined;
@@ -33,6 +36,7 @@ export function protectionRequest(payload: unknown): ProtectionRequest | undefin
   const repo = repoOf(payload);
   const p = payload as {
     environment?: string;
+    event?: string;
     deployment_callback_url?: string;
     sha?: string;
     ref?: string;
@@ -48,6 +52,7 @@ export function protectionRequest(payload: unknown): ProtectionRequest | undefin
     ...repo,
     environment: p.environment,
     runId,
+    event: typeof p.event === "string" ? p.event : undefined,
     sha: p.sha ?? p.deployment?.sha,
     ref: p.ref ?? p.deployment?.ref,
     requestedAt: created && !Number.isNaN(created.getTime()) ? created : undefined,
@@ -58,6 +63,17 @@ export interface WaitingRun extends RepoOf {
   runId: number;
   sha: string | undefined;
   ref: string | undefined;
+  /** The fork whose code the run runs, null for the repository's own, undefined when the payload does not say (`workflow_job`). */
+  fork: string | null | undefined;
+}
+
+/**
+ * Whether a run may carry a fork's code, from the triggering event alone: only `pull_request*`
+ * runs check out a pull request's head (others run the repository's own branches). Unknown
+ * (older payloads): maybe.
+ */
+export function mayRunForkCode(event: string | undefined): boolean {
+  return event === undefined || event.startsWith("pull_request");
 }
 
 /**
@@ -67,19 +83,23 @@ export interface WaitingRun extends RepoOf {
 export function waitingRun(event: string, action: string | undefined, payload: unknown): WaitingRun | undefined {
   const repo = repoOf(payload);
   if (!repo) return undefined;
-  const p = payload as {
-    workflow_run?: { id?: number; status?: string; head_sha?: string; head_branch?: string | null };
+  const p = payload as RepoPayload & {
+    workflow_run?: { id?: number; status?: string; head_sha?: string; head_branch?: string | null; head_repository?: RepoIdentity | null; repository?: RepoIdentity };
     workflow_job?: { run_id?: number; status?: string; head_sha?: string; head_branch?: string | null };
   };
-  if (event === "workflow_run" && p.workflow_run?.status === "waiting" && p.workflow_run.id) {
-    return { ...repo, runId: p.workflow_run.id, sha: p.workflow_run.head_sha, ref: p.workflow_run.head_branch ?? undefined };
-  }
+  const fromRun = (run: NonNullable<typeof p.workflow_run> & { id: number }): WaitingRun => ({
+    ...repo,
+    runId: run.id,
+    sha: run.head_sha,
+    ref: run.head_branch ?? undefined,
+    fork: forkOf(run.head_repository, run.repository ?? p.repository),
+  });
+  if (event === "workflow_run" && p.workflow_run?.status === "waiting" && p.workflow_run.id) return fromRun({ ...p.workflow_run, id: p.workflow_run.id });
   if (event === "workflow_job" && (p.workflow_job?.status === "waiting" || action === "waiting") && p.workflow_job?.run_id) {
-    return { ...repo, runId: p.workflow_job.run_id, sha: p.workflow_job.head_sha, ref: p.workflow_job.head_branch ?? undefined };
+    // A job names neither its run's head repository nor its event: the run has to be read.
+    return { ...repo, runId: p.workflow_job.run_id, sha: p.workflow_job.head_sha, ref: p.workflow_job.head_branch ?? undefined, fork: undefined };
   }
-  if (event === "deployment_review" && action === "requested" && p.workflow_run?.id) {
-    return { ...repo, runId: p.workflow_run.id, sha: p.workflow_run.head_sha, ref: p.workflow_run.head_branch ?? undefined };
-  }
+  if (event === "deployment_review" && action === "requested" && p.workflow_run?.id) return fromRun({ ...p.workflow_run, id: p.workflow_run.id });
   return undefined;
 }
 

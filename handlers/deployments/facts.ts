@@ -3,6 +3,7 @@
 import type { InstallationOctokit } from "../../src/handler.js";
 import type { CheckRunFact, DeployedState, Facts } from "./decide.js";
 import type { EnvironmentRule } from "./policy.js";
+import { forkOf } from "../shared/fork.js";
 
 export interface RepoRef {
   owner: string;
@@ -14,6 +15,8 @@ export interface RunFacts {
   headBranch: string | undefined;
   status: string;
   createdAt: string | undefined;
+  /** `owner/name` of the fork whose code the run runs; null for the repository's own code; undefined if the answer cannot tell. */
+  fork: string | null | undefined;
 }
 
 /** The workflow run a deployment belongs to. */
@@ -23,7 +26,13 @@ export async function fetchRun(octokit: InstallationOctokit, target: RepoRef & {
     repo: target.repo,
     run_id: target.runId,
   });
-  return { headSha: data.head_sha, headBranch: data.head_branch ?? undefined, status: data.status ?? "unknown", createdAt: data.created_at };
+  return {
+    headSha: data.head_sha,
+    headBranch: data.head_branch ?? undefined,
+    status: data.status ?? "unknown",
+    createdAt: data.created_at,
+    fork: forkOf(data.head_repository, data.repository),
+  };
 }
 
 async function fetchCheckRuns(octokit: InstallationOctokit, target: RepoRef, sha: string): Promise<CheckRunFact[]> {
@@ -68,10 +77,13 @@ async function fetchDeployedState(octokit: InstallationOctokit, target: RepoRef,
   return "failure";
 }
 
-/** Everything the rule needs to be evaluated, fetched once; nothing the rule does not use. */
-export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, rule: EnvironmentRule): Promise<Facts> {
+/**
+ * Everything the rule needs to be evaluated, fetched once; nothing the rule does not use. A fork's
+ * code is rejected whatever the facts, so nothing is read for it.
+ */
+export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, rule: EnvironmentRule, fork?: string): Promise<Facts> {
   const facts: Facts = { checkRuns: [], deployedTo: {} };
-  if (rule.approve) return facts;
+  if (rule.approve || fork) return facts;
   if (rule.checks?.length) facts.checkRuns = await fetchCheckRuns(octokit, target, sha);
   for (const environment of rule.after ?? []) {
     facts.deployedTo[environment] = await fetchDeployedState(octokit, target, sha, environment);

@@ -31,6 +31,8 @@ export interface GateInput {
   gate: Gate;
   sha: string;
   ref: string | undefined;
+  /** `owner/name` of the fork whose code the run would deploy; absent for the repository's own code. */
+  fork?: string;
   /** When GitHub started waiting, if the payload says; else the first time Steward saw it. */
   requestedAt?: Date;
 }
@@ -128,8 +130,9 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
   const now = svc.now();
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
-  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule);
-  const evaluation = evaluate(policy, { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt }, facts, now);
+  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork);
+  const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
+  const evaluation = evaluate(policy, request, facts, now);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
   if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous);

@@ -5,7 +5,7 @@ import { defineHandler, type HandlerContext, type HandlerModule, type Installati
 import type { StewardConfig } from "../../src/config/types.js";
 import { listPendingDeployments, reviewerOctokitFrom } from "./answer.js";
 import { matchEnvironment } from "./decide.js";
-import { protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
+import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
 import { fetchRun } from "./facts.js";
 import { runGate, type GateServices } from "./gate.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
@@ -57,24 +57,29 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       return { status: "skipped", reason: `no deployments policy matches environment ${request.environment}` };
     }
     let { sha, ref } = request;
-    if (!sha || !ref) {
-      // Older payloads carry neither; the run knows both.
+    let fork: string | undefined;
+    if (!sha || !ref || mayRunForkCode(request.event)) {
+      // Older payloads carry neither sha nor ref, and none says whose code a pull request's run
+      // checked out (a fork may name its branch `main`): the run knows.
       const run = await fetchRun(ctx.octokit, request);
       sha ??= run.headSha;
       ref ??= run.headBranch;
+      fork = run.fork ?? undefined;
     }
     const gate: Gate = { path: "rule", owner: request.owner, repo: request.repo, runId: request.runId, environment: request.environment, installationId: ctx.installationId };
-    return runGate(services(ctx), ctx.policy, { gate, sha, ref, requestedAt: request.requestedAt });
+    return runGate(services(ctx), ctx.policy, { gate, sha, ref, fork, requestedAt: request.requestedAt });
   }
 
   async function onWaitingRun(ctx: Ctx, policy: DeploymentsPolicy | undefined, run: WaitingRun, only?: string): Promise<Outcome> {
     const svc = services(ctx);
     if (!svc.reviewer) return { status: "skipped", reason: "no reviewer token configured (STEWARD_REVIEWER_TOKEN)" };
-    let { sha, ref } = run;
-    if (!sha) {
+    let { sha, ref, fork } = run;
+    if (!sha || fork === undefined) {
+      // A `workflow_job` delivery says neither whose code the run runs nor always its sha.
       const facts = await fetchRun(ctx.octokit, run);
-      sha = facts.headSha;
+      if (!sha) sha = facts.headSha;
       ref ??= facts.headBranch;
+      fork = facts.fork;
     }
     const pending = await listPendingDeployments(svc.reviewer, run);
     const outcomes: Outcome[] = [];
@@ -89,7 +94,7 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
         continue;
       }
       const gate: Gate = { path: "review", owner: run.owner, repo: run.repo, runId: run.runId, environment: p.environment, environmentId: p.environmentId, installationId: ctx.installationId };
-      outcomes.push(await runGate(svc, policy, { gate, sha, ref }));
+      outcomes.push(await runGate(svc, policy, { gate, sha, ref, fork: fork ?? undefined }));
     }
     return combine(outcomes, `no pending deployment of run ${run.runId} for Steward to review`);
   }
@@ -99,7 +104,8 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     const { gate } = record;
     if (gate.path === "review") {
       // Re-list: the deployment may have been reviewed by a person or the run cancelled meanwhile.
-      const outcome = await onWaitingRun(ctx, policy, { owner: gate.owner, repo: gate.repo, runId: gate.runId, sha: record.sha, ref: record.ref }, gate.environment);
+      // Only a run of the repository's own code ever waits (a fork's is rejected at once).
+      const outcome = await onWaitingRun(ctx, policy, { owner: gate.owner, repo: gate.repo, runId: gate.runId, sha: record.sha, ref: record.ref, fork: null }, gate.environment);
       if (outcome.status === "skipped") await ctx.store.delete(waitKey(gate, record.sha));
       return outcome;
     }

@@ -25,6 +25,8 @@ export interface RunFacts {
   pullRequests: number[];
   /** Owner of the repository the head branch lives in (a fork's owner for fork pull requests). */
   headOwner?: string | null;
+  /** `owner/name` of the fork whose code the run ran (a fork pull request); null or absent: the repository's own code. */
+  fromFork?: string | null;
 }
 
 export interface StepFacts {
@@ -92,6 +94,8 @@ function workflowMatches(globs: readonly string[], run: RunFacts): boolean {
 /** Why the run is out of the policy's scope, or undefined when it is in scope. */
 export function outOfScope(policy: RerunPolicy, run: RunFacts): string | undefined {
   if (!policy.enabled) return "re-runs are not enabled for this repository (rerun.enabled is false)";
+  // A fork's code writes its own logs: it could fake a transient failure to be re-run forever.
+  if (run.fromFork && !policy.forks) return `run of fork pull request from ${run.fromFork}; rerun.forks is false`;
   if (!run.conclusion || !failureConclusions(policy).has(run.conclusion)) {
     return `run concluded "${run.conclusion ?? "none"}", which is not a failure the policy re-runs`;
   }

@@ -2,6 +2,7 @@
 // the run's pull request or branch points now.
 import { downloadWithoutAuth } from "../../src/api/client.js";
 import type { InstallationOctokit } from "../../src/handler.js";
+import { forkOf, type RepoIdentity } from "../shared/fork.js";
 import type { CurrentHead, JobFacts, RunFacts } from "./decide.js";
 
 /** Logs are read for substring/regex search only; past this size only the tail is kept (errors print last). */
@@ -21,11 +22,16 @@ interface ApiRun {
   run_attempt?: number;
   html_url?: string;
   pull_requests?: { number: number }[] | null;
-  head_repository?: { owner?: { login?: string } | null } | null;
+  head_repository?: RepoIdentity | null;
+  repository?: RepoIdentity | null;
 }
 
-/** The decision's view of a run, from a `workflow_run` payload or `GET .../actions/runs/{id}`. */
-export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: string } | null): RunFacts {
+/**
+ * The decision's view of a run, from a `workflow_run` payload or `GET .../actions/runs/{id}`.
+ * `repository` (the delivery's) is what the head repository is compared with when the run object
+ * does not carry its own.
+ */
+export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: string } | null, repository?: RepoIdentity): RunFacts {
   return {
     id: run.id,
     name: run.name ?? workflow?.name ?? "",
@@ -37,6 +43,7 @@ export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: strin
     runAttempt: run.run_attempt ?? 1,
     pullRequests: (run.pull_requests ?? []).map((p) => p.number),
     headOwner: run.head_repository?.owner?.login ?? null,
+    fromFork: forkOf(run.head_repository, run.repository ?? repository) ?? null,
   };
 }
 

@@ -29,7 +29,7 @@ export default defineHandler<RerunPolicy>({
     const policy = ctx.policy;
     if (!policy) return { status: "skipped", reason: "delivery has no repository" };
     const payload = ctx.payload as unknown as WorkflowRunPayload;
-    const run = toRunFacts(payload.workflow_run, payload.workflow);
+    const run = toRunFacts(payload.workflow_run, payload.workflow, payload.repository);
 
     // Out of scope: decided from the payload alone, nothing read or written.
     const scope = outOfScope(policy, run);

@@ -28,6 +28,12 @@ export interface RerunPolicy {
   branches?: string[];
   /** Triggering events; absent means every event except `schedule`. */
   events?: string[];
+  /**
+   * Re-run runs of pull requests from forks too. Off by default: a fork's code decides what its
+   * logs say, so it could print a transient-looking error and have the base repository re-run it
+   * again and again with the base's Actions minutes.
+   */
+  forks: boolean;
   /** Attempts counting the first run. */
   max_attempts: number;
   mode: RerunMode;
@@ -82,6 +88,7 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
       workflows: stringList,
       branches: stringList,
       events: stringList,
+      forks: { type: "boolean" },
       max_attempts: { type: "integer", minimum: 1, maximum: GITHUB_MAX_ATTEMPTS },
       mode: { type: "string", enum: ["failed_jobs", "workflow"] },
       max_failed_jobs: { type: "integer", minimum: 1 },
@@ -91,6 +98,7 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
   },
   defaults: {
     enabled: false,
+    forks: false,
     max_attempts: 2,
     mode: "failed_jobs",
     max_failed_jobs: 5,

@@ -201,8 +201,7 @@ export class SandboxHub implements Hub {
 
   repoJson(repo: Repo): Record<string, unknown> {
     let parent: Record<string, unknown> | undefined;
-    const parentId = this.forkParents.get(repo.id);
-    const parentRepo = parentId === undefined ? undefined : this.repoById(parentId);
+    const parentRepo = this.forkParent(repo);
     if (parentRepo) parent = repoJson(this.baseUrl, parentRepo, this.accountSummary(parentRepo.owner));
     return repoJson(this.baseUrl, repo, this.accountSummary(repo.owner), parent ? { forkParent: parent } : {});
   }
@@ -228,6 +227,11 @@ export class SandboxHub implements Hub {
 
   /** Fork parent per fork repository id. */
   readonly forkParents = new Map<number, number>();
+
+  forkParent(repo: Repo): Repo | undefined {
+    const parentId = this.forkParents.get(repo.id);
+    return parentId === undefined ? undefined : this.repoById(parentId);
+  }
 
   // ---- conventions ----
   paginate(req: HubRequest, items: unknown[], opts?: { maxPerPage?: number; wrap?: string; totalCountKey?: string }): HubResponse {

@@ -35,6 +35,28 @@ describe("hub actions domain over HTTP", () => {
     if (branch) expect(data.head_sha).toBe((branch.data as { commit: { sha: string } }).commit.sha);
   });
 
+  it("starts a run of a fork's pull request: the fork is its head repository and no pull request is named, as on GitHub", async () => {
+    const { actions } = w.hub.domains;
+    const pr = w.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "patch-fork", fromFork: true, files: { "src/fork.js": "export {};\n" } });
+    const run = actions.startRun({ owner: "acme", repo: "web", workflow: "CI", headRepository: "contributor/web", branch: "patch-fork" });
+    await w.settle();
+    const { data } = await w.octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { ...repo, run_id: run.id });
+    expect(data).toMatchObject({ event: "pull_request", head_branch: "patch-fork", head_sha: pr.head_sha, pull_requests: [] });
+    expect(data.head_repository).toMatchObject({ full_name: "contributor/web", fork: true });
+    expect(data.repository).toMatchObject({ full_name: "acme/web" });
+    expect(data.head_repository.id).not.toBe(data.repository.id);
+    expect(data.actor?.login).toBe("contributor");
+    const requested = w.deliveries("workflow_run", "requested").find((d) => d.payload.workflow_run.id === run.id)!;
+    expect(requested.payload.workflow_run.head_repository.full_name).toBe("contributor/web");
+    expect(requested.payload.repository.full_name).toBe("acme/web");
+
+    // Only a fork of the repository can be a run's head repository, and such a run names no pull request.
+    expect(() => actions.startRun({ owner: "acme", repo: "web", workflow: "CI", headRepository: "acme/api" })).toThrow(/not a fork of acme\/web/);
+    expect(() => actions.startRun({ owner: "acme", repo: "web", workflow: "CI", headRepository: "contributor/web", branch: "patch-fork", pullRequests: [{ number: pr.number }] })).toThrow(/pull_requests/);
+    actions.completeRun(run.id);
+    await w.settle();
+  });
+
   it("lists runs with filters and workflows by id or file name", async () => {
     const other = w.hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: ".github/workflows/deploy.yml", branch: "release", event: "workflow_dispatch" });
     const all = await w.octokit.request("GET /repos/{owner}/{repo}/actions/runs", repo);

@@ -169,6 +169,8 @@ export interface Hub {
   requireOrg?(req: HubRequest, login: string): Org;
   /** Resolve a branch, tag, `refs/...` name or (abbreviated) sha to a commit sha. */
   resolveRef?(repo: Repo, ref: string): string | undefined;
+  /** The repository a fork was forked from, or undefined when `repo` is not a fork. */
+  forkParent?(repo: Repo): Repo | undefined;
   /** A file's text at a ref (default branch when omitted), or undefined. */
   readFile?(repo: Repo, path: string, ref?: string): string | undefined;
   /** Organisation summary as payloads carry it (`organization`), or null when `login` is not an organisation. */

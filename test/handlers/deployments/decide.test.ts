@@ -38,6 +38,36 @@ const cases: Case[] = [
   { name: "no conditions approve", rule: {}, decision: "approve", reasons: ["the policy for production sets no conditions"] },
   { name: "approve: always", rule: { approve: "always" }, decision: "approve", reasons: ["every deployment to production is approved by policy"] },
   { name: "approve: never", rule: { approve: "never" }, decision: "reject", reasons: ["no deployment to production is approved by policy"] },
+  {
+    name: "a fork's branch named main is rejected, whatever branches allow",
+    rule: { branches: ["main"] },
+    request: { ref: "refs/heads/main", fork: "contributor/web" },
+    decision: "reject",
+    reasons: ["the code comes from fork contributor/web: Steward never approves deploying a fork's code"],
+  },
+  {
+    name: "approve: always does not approve a fork's code",
+    rule: { approve: "always" },
+    request: { fork: "contributor/web" },
+    decision: "reject",
+    reasons: ["the code comes from fork contributor/web: Steward never approves deploying a fork's code"],
+  },
+  {
+    name: "a fork is rejected at once, not held for checks or a window",
+    rule: { branches: ["main"], checks: ["build"], after: ["staging"], windows: [parisWeekdays] },
+    request: { fork: "mallory/web", requestedAt: SATURDAY },
+    now: SATURDAY,
+    decision: "reject",
+    reasons: ["the code comes from fork mallory/web: Steward never approves deploying a fork's code"],
+  },
+  {
+    name: "a fork's code with green checks is still rejected",
+    rule: { checks: ["build"] },
+    request: { fork: "contributor/web" },
+    facts: { checkRuns: [run("build", "success")] },
+    decision: "reject",
+    reasons: ["the code comes from fork contributor/web: Steward never approves deploying a fork's code"],
+  },
   { name: "allowed branch", rule: { branches: ["main", "v*"] }, decision: "approve", reasons: ["`main` may deploy to production"] },
   {
     name: "feature branch rejected",
@@ -227,6 +257,14 @@ describe("evaluate", () => {
   it("leaves environments without a matching entry alone", () => {
     const result = evaluate(policyOf({ production: { approve: "always" } }), request({ environment: "qa" }), facts(), MONDAY_MORNING);
     expect(result.decision).toBe("none");
+    // A fork's run too: GitHub's own rules decide environments Steward has no entry for.
+    expect(evaluate(policyOf({ production: { approve: "always" } }), request({ environment: "qa", fork: "contributor/web" }), facts(), MONDAY_MORNING).decision).toBe("none");
+  });
+
+  it("says in the comment why a fork's run was rejected", () => {
+    const result = evaluate(policyOf({ "preview-*": { approve: "always" } }), request({ environment: "preview-7", fork: "contributor/web" }), facts(), MONDAY_MORNING);
+    expect(result).toMatchObject({ decision: "reject", matched: "preview-*" });
+    expect(formatComment(result, "preview-7")).toBe("Steward rejected the deployment to preview-7:\n- the code comes from fork contributor/web: Steward never approves deploying a fork's code");
   });
 
   it("uses the first matching entry in file order, case-insensitively", () => {

@@ -20,7 +20,7 @@ export interface FakeEnvironment {
 }
 
 export interface FakeDeployState {
-  runs: Record<number, { head_sha: string; head_branch: string | null; status: string }>;
+  runs: Record<number, { head_sha: string; head_branch: string | null; status: string; head_repository?: Record<string, unknown>; repository?: Record<string, unknown> }>;
   checkRuns: Record<string, { name: string; status: string; conclusion: string | null }[]>;
   deployments: { id: number; sha: string; environment: string; statuses: string[] }[];
   /** Environments of a run waiting for review. */

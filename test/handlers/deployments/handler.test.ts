@@ -118,6 +118,47 @@ describe("deployments handler: protection rule", () => {
     expect(answers()[0]!.body).toMatchObject({ state: "approved" });
   });
 
+  describe("a fork pull request's run", () => {
+    const base = () => protectionPayload().repository as { id: number; full_name: string };
+    const forkRun = (head: Record<string, unknown>) => {
+      state.runs[RUN] = { head_sha: SHA, head_branch: "main", status: "waiting", repository: { id: base().id, full_name: base().full_name }, head_repository: head };
+    };
+    const FORK_REASON = "the code comes from fork contributor/elastic-machines-testing: Steward never approves deploying a fork's code";
+
+    it("is rejected though its branch is named main, after reading the run and nothing else", async () => {
+      forkRun({ id: 900, full_name: "contributor/elastic-machines-testing" });
+      const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload({ event: "pull_request", ref: "main" }), policy));
+      expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("rejected production") });
+      expect(answers().map((a) => a.body)).toEqual([{ environment_name: "production", state: "rejected", comment: `Steward rejected the deployment to production:\n- ${FORK_REASON}` }]);
+      expect(api.requests.filter((r) => r.method === "GET").map((r) => r.path)).toEqual([`/repos/lineville/elastic-machines-testing/actions/runs/${RUN}`]);
+    });
+
+    it("is rejected where the policy approves always", async () => {
+      forkRun({ id: 900, full_name: "contributor/elastic-machines-testing" });
+      state.waitingRules.add(`${RUN}:preview-7`);
+      await handler().handle(h.context("deployment_protection_rule", protectionPayload({ event: "pull_request", environment: "preview-7" }), policy));
+      expect(answers().map((a) => a.body)).toEqual([{ environment_name: "preview-7", state: "rejected", comment: `Steward rejected the deployment to preview-7:\n- ${FORK_REASON}` }]);
+    });
+
+    it("of the repository's own branch is judged by the policy as before", async () => {
+      forkRun({ id: base().id, full_name: base().full_name });
+      await handler().handle(h.context("deployment_protection_rule", protectionPayload({ event: "pull_request", ref: "main" }), policy));
+      expect(answers()[0]!.body).toMatchObject({ state: "approved" });
+    });
+
+    it("is rejected by the required reviewer too, the run read because a job does not say whose code it runs", async () => {
+      forkRun({ id: 900, full_name: "contributor/elastic-machines-testing" });
+      state.pending[RUN] = [{ id: 1, name: "preview-7", reviewers: [REVIEWER_TOKEN] }];
+      const job = example("workflow_job", "waiting");
+      job.workflow_job.run_id = RUN;
+      job.workflow_job.head_sha = SHA;
+      const out = await handler().handle(h.context("workflow_job", job, policy));
+      expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("rejected preview-7") });
+      const posts = api.requests.filter((r) => r.method === "POST");
+      expect(posts.map((p) => [p.authorization, p.body])).toEqual([[`token ${REVIEWER_TOKEN}`, { environment_ids: [1], state: "rejected", comment: `Steward rejected the deployment to preview-7:\n- ${FORK_REASON}` }]]);
+    });
+  });
+
   it("leaves environments without a policy entry alone", async () => {
     const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload({ environment: "qa" }), policy));
     expect(out).toMatchObject({ status: "skipped", reason: "no deployments policy matches environment qa" });

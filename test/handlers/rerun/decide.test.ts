@@ -84,6 +84,30 @@ const cases: Case[] = [
     rules: [0],
   },
   {
+    name: "a fork pull request's run is out of scope by default",
+    in: () => input({ run: run({ event: "pull_request", headBranch: "main", fromFork: "contributor/web" }), jobs: [job("build", "failure")] }),
+    decision: "skip",
+    reason: /^run of fork pull request from contributor\/web; rerun\.forks is false$/,
+  },
+  {
+    name: "a fork's run is out of scope before any other condition, even with rules: []",
+    in: () => input({ policy: policy({ rules: [], events: ["pull_request"] }), run: run({ event: "pull_request", fromFork: "mallory/web", conclusion: "failure" }), jobs: [job("build", "failure")] }),
+    decision: "skip",
+    reason: /rerun\.forks is false/,
+  },
+  {
+    name: "rerun.forks: true re-runs a fork's transient failure like any other",
+    in: () => input({ policy: policy({ forks: true }), run: run({ event: "pull_request", fromFork: "contributor/web" }), current: { source: "pull request #3", sha: SHA }, jobs: [job("build", "failure")] }),
+    decision: "rerun",
+    reason: /transient/,
+  },
+  {
+    name: "a run of the repository's own code is not a fork's (fromFork null)",
+    in: () => input({ run: run({ event: "pull_request", fromFork: null }), jobs: [job("build", "failure")] }),
+    decision: "rerun",
+    reason: /transient/,
+  },
+  {
     name: "schedule is excluded when events is absent",
     in: () => input({ run: run({ event: "schedule" }), jobs: [job("build", "failure")] }),
     decision: "skip",
@@ -305,6 +329,12 @@ describe("logsToFetch", () => {
     const c = job("lost", "failure");
     const p = policy({ rules: [lostRunner, { jobs: ["integration-*"], log: ["ECONNRESET"] }] });
     expect(logsToFetch(p, run(), [a, b, c])).toEqual([a.id]);
+  });
+
+  it("asks for no log of a fork's run (its logs say what the fork wants)", () => {
+    const failing = job("integration-db", "failure");
+    expect(logsToFetch(policy({ rules: [netLog] }), run({ fromFork: "contributor/web" }), [failing])).toEqual([]);
+    expect(logsToFetch(policy({ rules: [netLog], forks: true }), run({ fromFork: "contributor/web" }), [failing])).toEqual([failing.id]);
   });
 
   it("asks for nothing out of scope or past max_failed_jobs", () => {

@@ -148,19 +148,30 @@ describe("rerun handler", () => {
     });
   });
 
-  it("finds a fork pull request by its head branch to tell whether the run is current", async () => {
-    const fork = { event: "pull_request", head_branch: "patch-1", pull_requests: [], head_repository: { owner: { login: "contributor" } } };
+  it("leaves a fork pull request's run alone by default, reading and writing nothing", async () => {
+    const fork = { event: "pull_request", head_branch: "main", pull_requests: [], head_repository: { id: 900, full_name: "contributor/web", owner: { login: "contributor" } } };
+    expect(await rerun.handle(h.handlerContext(completedPayload(fork), policy(logRule)))).toEqual({
+      status: "skipped",
+      reason: "run of fork pull request from contributor/web; rerun.forks is false",
+    });
+    expect(api.requests).toEqual([]);
+    expect(h.reports).toEqual([]);
+  });
+
+  it("with rerun.forks, finds a fork pull request by its head branch to tell whether the run is current", async () => {
+    const fork = { event: "pull_request", head_branch: "patch-1", pull_requests: [], head_repository: { id: 900, full_name: "contributor/web", owner: { login: "contributor" } } };
+    const forks = { ...logRule, forks: true };
     state.forkPulls = { 9: { head: "contributor:patch-1", sha: SHA } };
-    expect(await rerun.handle(h.handlerContext(completedPayload(fork), policy(logRule)))).toMatchObject({ status: "done" });
+    expect(await rerun.handle(h.handlerContext(completedPayload(fork), policy(forks)))).toMatchObject({ status: "done" });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
 
     state.forkPulls = { 9: { head: "contributor:patch-1", sha: "d".repeat(40) } };
-    expect(await rerun.handle(h.handlerContext(completedPayload({ ...fork, run_attempt: 2 }), policy({ ...logRule, max_attempts: 3 })))).toEqual({
+    expect(await rerun.handle(h.handlerContext(completedPayload({ ...fork, run_attempt: 2 }), policy({ ...forks, max_attempts: 3 })))).toEqual({
       status: "skipped",
       reason: expect.stringContaining("superseded: pull request #9 is now at ddddddd"),
     });
     state.forkPulls = {};
-    expect(await rerun.handle(h.handlerContext(completedPayload({ ...fork, run_attempt: 3 }), policy({ ...logRule, max_attempts: 4 })))).toEqual({
+    expect(await rerun.handle(h.handlerContext(completedPayload({ ...fork, run_attempt: 3 }), policy({ ...forks, max_attempts: 4 })))).toEqual({
       status: "skipped",
       reason: "superseded: an open pull request from contributor:patch-1 no longer exists",
     });

@@ -46,6 +46,12 @@ rerun:
     expect(rerunPolicy.key).toBe("rerun");
   });
 
+  it("leaves runs of fork pull requests alone unless rerun.forks opts in", () => {
+    expect(rerunPolicy.defaults.forks).toBe(false);
+    expect(problems("rerun:\n  enabled: true\n  forks: true\n")).toEqual({ schema: [], semantic: [] });
+    expect(problems("rerun:\n  forks: yes please\n").schema.join()).toMatch(/\/forks must be boolean/);
+  });
+
   it("rejects unknown keys at the top and in rules", () => {
     expect(problems("rerun:\n  max_atempts: 3\n").schema.join()).toMatch(/additional properties/);
     expect(problems("rerun:\n  rules:\n    - job: [x]\n").schema.join()).toMatch(/\/rules\/0 must NOT have additional properties/);

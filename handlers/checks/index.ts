@@ -64,7 +64,8 @@ async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTar
   const orgSource = isAdmin ? undefined : `${owner}/${adminRepo}`;
   const org = orgSource ? { file: `${orgSource}:${POLICY_FILE}`, text: await readText(ctx.octokit, owner, adminRepo, POLICY_FILE) } : undefined;
 
-  const evaluation = evaluate({ files, ...(org ? { org } : {}), handlers });
+  // A fork's files are untrusted: validated for structure only, nothing on this host looked up.
+  const evaluation = evaluate({ files, ...(org ? { org } : {}), handlers, resolveSources: !target.fork });
   const rendered = renderCheck(evaluation, { baseRef: target.baseRef, orgSource: org?.text !== undefined ? orgSource : undefined, fork: target.fork });
   await ctx.store.set(pullKey(owner, repo, target.headSha), target, { ttlMs: PULL_KEY_TTL_MS });
   await ctx.checks.report({

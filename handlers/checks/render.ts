@@ -29,7 +29,7 @@ export function renderCheck(evaluation: Evaluation, ctx: RenderContext): Rendere
       ? `${count(evaluation.errors, "problem")} in ${count(new Set(problems.filter((p) => p.severity === "error").map((p) => p.file)).size, "policy file")}`
       : `Policy valid: ${count(files.length, "file")} checked${evaluation.warnings > 0 ? `, ${count(evaluation.warnings, "warning")}` : ""}`;
   const out: string[] = [];
-  if (ctx.fork) out.push("> This pull request comes from a fork: its files were read for this report only.\n");
+  if (ctx.fork) out.push("> This pull request comes from a fork: its files were read for this report only, and validated for structure only (nothing on Steward's host, such as a secret's `env:` or `file:` source, was looked up).\n");
   if (problems.length > 0) {
     out.push("## Problems\n", "| File | Line | Column | Severity | Problem |", "|---|---|---|---|---|");
     for (const p of problems) out.push(`| \`${cell(p.file)}\` | ${p.line} | ${p.column} | ${p.severity} | ${cell(p.message)} |`);

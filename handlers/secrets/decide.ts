@@ -4,8 +4,12 @@ import { SECRETS_DOCUMENT_PATH } from "./policy.js";
 export type Decision =
   /** Read, plan and apply for the organisation; `onlyRepos` limits repository scopes. */
   | { decision: "sync"; org: string; onlyRepos?: string[]; report?: { repo: string; headSha: string }; reasons: string[] }
-  /** Plan only, shown as the `steward/plan` check of a pull request (nothing applied). */
-  | { decision: "plan"; org: string; repo: string; headSha: string; ref: string; pullNumber: number; reasons: string[] }
+  /**
+   * Plan only, shown as the `steward/plan` check of a pull request (nothing applied). With
+   * `fork` (the head repository, untrusted) the policy is validated structurally and no plan is
+   * computed: a plan resolves sources on this host and compares values with what was written.
+   */
+  | { decision: "plan"; org: string; repo: string; headSha: string; ref: string; pullNumber: number; fork?: string; reasons: string[] }
   | { decision: "skip"; reasons: string[] };
 
 /** `STEWARD_ADMIN_REPO` is `name` (each organisation's own) or `owner/name` (one organisation). */
@@ -64,6 +68,8 @@ export interface PullRequestFacts {
   defaultBranch: string;
   /** Files the pull request changes; undefined when not read yet. */
   files?: string[];
+  /** `owner/name` of the head repository when it is not this one (a fork), else undefined. */
+  fork?: string;
 }
 
 const PLAN_ACTIONS = new Set(["opened", "synchronize", "reopened", "edited"]);
@@ -82,7 +88,8 @@ export function decidePullRequest(facts: PullRequestFacts, adminRepo: string): D
     headSha: facts.headSha,
     ref: facts.headSha,
     pullNumber: facts.number,
-    reasons: [`pull request #${facts.number} changes ${SECRETS_DOCUMENT_PATH}`],
+    ...(facts.fork !== undefined ? { fork: facts.fork } : {}),
+    reasons: [`pull request #${facts.number} changes ${SECRETS_DOCUMENT_PATH}${facts.fork !== undefined ? ` from fork ${facts.fork}` : ""}`],
   };
 }
 

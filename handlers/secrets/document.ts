@@ -14,13 +14,21 @@ export type LoadedDocument =
   | { found: false }
   | { found: true; policy: SecretsPolicy | undefined; problems: Problem[]; file: string };
 
-export function parseSecretsDocument(text: string, file: string): { policy: SecretsPolicy | undefined; problems: Problem[] } {
-  const { value, problems } = validatePolicyText(text, { file, handlers: [documentOwner], document: SECRETS_DOCUMENT_PATH });
+export interface ParseOptions {
+  /**
+   * false for untrusted text (a fork's pull request): validate structure only, never looking
+   * up its `env:` / `file:` sources on this host. Default true.
+   */
+  resolveSources?: boolean;
+}
+
+export function parseSecretsDocument(text: string, file: string, opts: ParseOptions = {}): { policy: SecretsPolicy | undefined; problems: Problem[] } {
+  const { value, problems } = validatePolicyText(text, { file, handlers: [documentOwner], document: SECRETS_DOCUMENT_PATH, resolveSources: opts.resolveSources !== false });
   if (problems.some((p) => p.severity === "error")) return { policy: undefined, problems };
   return { policy: mergePolicy(defaults, value ?? {}) as SecretsPolicy, problems };
 }
 
-export async function loadSecretsDocument(api: Requester, owner: string, repo: string, ref?: string): Promise<LoadedDocument> {
+export async function loadSecretsDocument(api: Requester, owner: string, repo: string, ref?: string, opts: ParseOptions = {}): Promise<LoadedDocument> {
   let data: { content?: string; encoding?: string; type?: string };
   try {
     const res = await api.request("GET /repos/{owner}/{repo}/contents/{path}", { owner, repo, path: SECRETS_DOCUMENT_PATH, ...(ref ? { ref } : {}) });
@@ -31,5 +39,5 @@ export async function loadSecretsDocument(api: Requester, owner: string, repo: s
   }
   if (data.type !== undefined && data.type !== "file") return { found: false };
   const text = data.encoding === "base64" || data.encoding === undefined ? Buffer.from(data.content ?? "", "base64").toString("utf8") : String(data.content ?? "");
-  return { found: true, file: `${owner}/${repo}:${SECRETS_DOCUMENT_PATH}`, ...parseSecretsDocument(text, `${owner}/${repo}:${SECRETS_DOCUMENT_PATH}`) };
+  return { found: true, file: `${owner}/${repo}:${SECRETS_DOCUMENT_PATH}`, ...parseSecretsDocument(text, `${owner}/${repo}:${SECRETS_DOCUMENT_PATH}`, opts) };
 }

@@ -3,11 +3,13 @@
 // module reads the few facts they need and carries them out.
 import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext } from "../../src/handler.js";
 import type { CheckReport } from "../../src/checks/types.js";
+import { forkOf } from "../shared/fork.js";
 import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
 import { decideNewRepositories, decidePullRequest, decidePush, periodicTask, type Decision } from "./decide.js";
+import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
 import { secretsDocument } from "./policy.js";
-import { planSummary, problemsSummary, syncSummary } from "./report.js";
+import { forkPlanNote, forkPlanSummary, planSummary, problemsSummary, syncSummary } from "./report.js";
 
 type Delivery = HandlerContext<any, unknown>;
 type Ctx = Delivery | TaskContext;
@@ -89,6 +91,7 @@ async function sync(ctx: Ctx, decision: Extract<Decision, { decision: "sync" }>)
 }
 
 async function plan(ctx: Delivery, decision: Extract<Decision, { decision: "plan" }>): Promise<Outcome> {
+  if (decision.fork !== undefined) return forkPlan(ctx, decision, decision.fork);
   const outcome = await carryOut(ctx, decision.org, { dryRun: true, ref: decision.ref });
   const target = { owner: decision.org, repo: decision.repo, headSha: decision.headSha, name: "steward/plan" };
   if (outcome.status === "no_admin_repo") return { status: "skipped", reason: outcome.reason };
@@ -103,6 +106,28 @@ async function plan(ctx: Delivery, decision: Extract<Decision, { decision: "plan
   const { title, summary } = planSummary(outcome.result);
   await reportCheck(ctx, { ...target, conclusion: outcome.result.failures.length ? "neutral" : "success", title, summary });
   return { status: "done", summary: `plan: ${title}` };
+}
+
+/**
+ * `steward/plan` for a fork's pull request. Its policy is untrusted: it is validated for structure
+ * only, and no plan is computed, since a plan resolves the sources (`env:`, `file:`) on this host
+ * and compares values with the fingerprints of what was written, and would show the fork's author
+ * what it found. So this output depends on the pull request's text alone, never on the host.
+ */
+async function forkPlan(ctx: Delivery, decision: Extract<Decision, { decision: "plan" }>, fork: string): Promise<Outcome> {
+  const target = { owner: decision.org, repo: decision.repo, headSha: decision.headSha, name: "steward/plan" };
+  const doc = await loadSecretsDocument(asRequester(ctx.octokit), decision.org, decision.repo, decision.ref, { resolveSources: false });
+  if (!doc.found) {
+    await reportCheck(ctx, { ...target, conclusion: "neutral", title: "No secrets policy", summary: "The policy file is removed by this pull request: nothing would be synced." });
+    return { status: "done", summary: "plan: no policy" };
+  }
+  if (!doc.policy) {
+    await reportCheck(ctx, { ...target, conclusion: "failure", title: "Policy has errors: no plan", summary: `${forkPlanNote(fork)}\n\n${problemsSummary(doc.problems)}` });
+    return { status: "done", summary: "plan: policy has errors (fork)" };
+  }
+  const { title, summary } = forkPlanSummary(fork, `${decision.org}/${decision.repo}`);
+  await reportCheck(ctx, { ...target, conclusion: "neutral", title, summary });
+  return { status: "done", summary: `plan: not computed for fork ${fork}` };
 }
 
 async function pullRequestFiles(ctx: Delivery, owner: string, repo: string, pull: number): Promise<string[]> {
@@ -129,7 +154,19 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
     case "pull_request.synchronize":
     case "pull_request.reopened":
     case "pull_request.edited": {
-      const facts = { action: ctx.action!, owner: p.repository.owner.login, repo: p.repository.name, number: p.pull_request.number, headSha: p.pull_request.head.sha, headRef: p.pull_request.head.ref, baseRef: p.pull_request.base.ref, defaultBranch: p.repository.default_branch };
+      // A head repository that is not this one, or that the payload cannot place, is untrusted.
+      const fork = forkOf(p.pull_request.head.repo, p.repository);
+      const facts = {
+        action: ctx.action!,
+        owner: p.repository.owner.login,
+        repo: p.repository.name,
+        number: p.pull_request.number,
+        headSha: p.pull_request.head.sha,
+        headRef: p.pull_request.head.ref,
+        baseRef: p.pull_request.base.ref,
+        defaultBranch: p.repository.default_branch,
+        ...(fork === null ? {} : { fork: fork ?? "(unknown head repository)" }),
+      };
       const first = decidePullRequest(facts, adminRepo);
       if (first.decision !== "need_files") return first;
       const second = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, facts.owner, facts.repo, facts.number) }, adminRepo);

@@ -104,15 +104,27 @@ export function parseSource(from: string): ParsedSource | undefined {
   return undefined;
 }
 
-/** Why a source cannot be resolved right now (the message never contains the value). */
-export function sourceError(from: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const source = parseSource(from);
+/**
+ * What is wrong with a `from` as written, whatever the host holds: not env:NAME or file:/path
+ * (the message never contains the value, nor `from` itself).
+ */
+export function sourceFormError(from: string): string | undefined {
+  if (parseSource(from)) return undefined;
   // Never echo `from` itself: a refused "source" may well be the secret pasted in.
-  if (!source) {
-    return /^[a-z]+:/i.test(from)
-      ? `unknown source: "from" must be env:NAME or file:/path`
-      : `"from" must be env:NAME or file:/path; literal secret values are not allowed`;
-  }
+  return /^[a-z]+:/i.test(from)
+    ? `unknown source: "from" must be env:NAME or file:/path`
+    : `"from" must be env:NAME or file:/path; literal secret values are not allowed`;
+}
+
+/**
+ * Why a source cannot be resolved right now (the message never contains the value). With
+ * `resolve: false` (untrusted text: a fork's pull request) only its form is checked: the answer
+ * must not depend on whether the host has that environment variable or file.
+ */
+export function sourceError(from: string, env: NodeJS.ProcessEnv = process.env, opts: { resolve?: boolean } = {}): string | undefined {
+  const formError = sourceFormError(from);
+  if (formError || opts.resolve === false) return formError;
+  const source = parseSource(from)!;
   if (source.kind === "env") {
     return env[source.name] === undefined ? `environment variable ${source.name} is not set` : undefined;
   }
@@ -161,7 +173,9 @@ function checkNames(kind: "secrets" | "variables", names: string[], report: Repo
   }
 }
 
-export const check: SemanticCheck<SecretsPolicy> = (policy, report) => {
+/** Sources are looked up on the host only for trusted text (`options.resolveSources`, default true). */
+export const check: SemanticCheck<SecretsPolicy> = (policy, report, options) => {
+  const resolve = options?.resolveSources !== false;
   const secrets = policy.secrets ?? {};
   const variables = policy.variables ?? {};
   checkNames("secrets", Object.keys(secrets), report);
@@ -172,7 +186,7 @@ export const check: SemanticCheck<SecretsPolicy> = (policy, report) => {
     } else if (entry.from === undefined) {
       report(["secrets", name], `secret ${name} needs "from: env:NAME" or "from: file:/path"`);
     } else {
-      const err = sourceError(entry.from);
+      const err = sourceError(entry.from, process.env, { resolve });
       if (err) report(["secrets", name, "from"], err);
     }
     checkPlacement("secrets", name, entry, report);

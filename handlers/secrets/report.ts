@@ -56,6 +56,26 @@ export function syncSummary(result: SyncResult): { title: string; summary: strin
   return { title, summary: parts.join("\n") };
 }
 
+/** Opens every `steward/plan` of a fork's pull request. */
+export function forkPlanNote(fork: string): string {
+  return `This pull request comes from a fork (\`${cell(fork)}\`): its policy was validated for structure only, and none of its sources (\`env:\`, \`file:\`) was resolved.`;
+}
+
+/**
+ * `steward/plan` for a fork's pull request: no plan, and why. The same text whatever the host
+ * holds: a plan would resolve the fork's sources here and compare them with what was written.
+ */
+export function forkPlanSummary(fork: string, adminRepo: string): { title: string; summary: string } {
+  const summary = [
+    forkPlanNote(fork),
+    "",
+    "Steward computes no secrets plan for a fork's pull request: a plan resolves the sources on Steward's host and compares the values with what Steward last wrote, and this check would show the fork's author what it found. Nothing has been applied.",
+    "",
+    `To see the plan, push the branch to \`${cell(adminRepo)}\` itself and open the pull request from there.`,
+  ];
+  return { title: "No plan: pull request from a fork", summary: summary.join("\n") };
+}
+
 export function problemsSummary(problems: readonly Problem[]): string {
   return problems.map((p) => `- ${p.file}:${p.line}:${p.column} ${p.severity}: ${p.message}`).join("\n");
 }

@@ -5,7 +5,7 @@
 import type { HandlerModule } from "../handler.js";
 import { isPlainObject, mergePolicy, policySections } from "./merge.js";
 import type { LoadedPolicy, Problem } from "./types.js";
-import { analysePolicyText, runCheck, type PolicyAnalysis } from "./validate.js";
+import { analysePolicyText, checkOptions, runCheck, type PolicyAnalysis } from "./validate.js";
 
 export interface PolicySource {
   /** Name in problems and `sources`, e.g. `acme/.github:.github/steward.yml`. */
@@ -23,12 +23,14 @@ export interface ResolvedPolicy extends LoadedPolicy {
 export function resolvePolicy(
   files: { org?: PolicySource; repo?: PolicySource },
   handlers: readonly HandlerModule<any>[],
+  /** `resolveSources: false` for untrusted text (a fork's pull request): see `ValidateOptions`. */
+  opts: { resolveSources?: boolean } = {},
 ): ResolvedPolicy {
   const present = [files.org, files.repo].filter((f): f is PolicySource & { text: string } => f?.text !== undefined);
   const analyses = new Map<string, PolicyAnalysis>();
   const problems: Problem[] = [];
   for (const f of present) {
-    const a = analysePolicyText(f.text, { file: f.file, handlers });
+    const a = analysePolicyText(f.text, { file: f.file, handlers, ...(opts.resolveSources === false ? { resolveSources: false } : {}) });
     analyses.set(f.file, a);
     problems.push(...a.problems);
   }
@@ -46,7 +48,7 @@ export function resolvePolicy(
     let errors = 0;
     if (ordered.length > 1 || merged === undefined) {
       // One file alone was already checked by its analysis; a merge (or defaults alone) may differ.
-      for (const finding of runCheck({ key: section.key, prefix: [section.key], check: section.check }, value)) {
+      for (const finding of runCheck({ key: section.key, prefix: [section.key], check: section.check }, value, checkOptions(opts))) {
         const p = placeFinding(finding, section.key, ordered);
         if (finding.severity === "error") errors++;
         if (seen.has(problemId(p))) continue;

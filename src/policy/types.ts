@@ -21,10 +21,24 @@ export interface Problem {
 /** A JSON Schema (draft-07 subset understood by ajv). */
 export type JsonSchema = Record<string, unknown>;
 
-/** An extra check a section runs after the schema passed; report problems by path. */
+/** How far a semantic check may look beyond the text it is given. */
+export interface CheckOptions {
+  /**
+   * false when the text comes from someone Steward does not trust (a fork's pull request): the
+   * check validates structure only and consults nothing on Steward's host (environment
+   * variables, files), so its findings cannot tell an outsider anything about the host.
+   */
+  resolveSources: boolean;
+}
+
+/**
+ * An extra check a section runs after the schema passed; report problems by path. The
+ * validator always passes `options`; a direct caller that omits them means trusted text.
+ */
 export type SemanticCheck<P> = (
   value: P,
   report: (path: (string | number)[], message: string, severity?: "error" | "warning") => void,
+  options?: CheckOptions,
 ) => void;
 
 /** A handler's section of `.github/steward.yml`. */

@@ -9,7 +9,7 @@ import { isPlainObject, mergePolicy, policyDocuments, policySections } from "./m
 import { locatePath, offsetRange, type PathSegment } from "./positions.js";
 import { describeSchemaErrors } from "./schema-errors.js";
 import { didYouMean, suggestionNote } from "./suggest.js";
-import type { JsonSchema, Problem, SemanticCheck } from "./types.js";
+import type { CheckOptions, JsonSchema, Problem, SemanticCheck } from "./types.js";
 
 export interface ValidateOptions {
   /** Name used in problems, e.g. `.github/steward.yml` or `acme/.github:.github/steward.yml`. */
@@ -17,6 +17,12 @@ export interface ValidateOptions {
   handlers: readonly HandlerModule<any>[];
   /** Path of an admin document like `.github/steward/secrets.yml`; omitted = steward.yml. */
   document?: string;
+  /**
+   * false: the text is untrusted (a fork's pull request), so semantic checks validate its
+   * structure only and never look at the host (e.g. whether an `env:` or `file:` source of
+   * `secrets.yml` exists). Default true, as `steward validate` and the service load policies.
+   */
+  resolveSources?: boolean;
 }
 
 /** A part of a file validated on its own: a steward.yml section, or a whole admin document. */
@@ -71,7 +77,7 @@ export function analysePolicyText(text: string, opts: ValidateOptions): PolicyAn
     else for (const part of parts) {
       // An empty admin document reads as an empty map, like an empty steward.yml.
       const partValue = part.key === "" ? (value ?? {}) : valueAt(value, part.prefix);
-      const errors = validatePart(part, partValue, locate, push);
+      const errors = validatePart(part, partValue, locate, push, checkOptions(opts));
       if (errors > 0) invalid.add(part.key);
     }
   } catch (e) {
@@ -168,12 +174,18 @@ function compile(schema: JsonSchema): ValidateFunction | Error {
   return v;
 }
 
+/** What semantic checks may consult: the host only for trusted text. */
+export function checkOptions(opts: { resolveSources?: boolean } = {}): CheckOptions {
+  return { resolveSources: opts.resolveSources !== false };
+}
+
 /** Schema, then (only when the schema passed) the semantic check. Returns the number of errors. */
 function validatePart(
   part: Part,
   value: unknown,
   locate: PolicyAnalysis["locate"],
   push: (p: Omit<Problem, "file">) => void,
+  options: CheckOptions,
 ): number {
   const label = part.key || "document";
   const validate = compile(part.schema);
@@ -193,16 +205,16 @@ function validatePart(
     // rest of the section is still checked, so one pass shows every problem of the file.
     if (findings.every((f) => f.unknownKey)) {
       const stripped = withoutPaths(value, findings.map((f) => f.path));
-      if (validate(stripped)) reportCheck(part, stripped, locate, push);
+      if (validate(stripped)) reportCheck(part, stripped, locate, push, options);
     }
     return findings.length;
   }
-  return reportCheck(part, value, locate, push);
+  return reportCheck(part, value, locate, push, options);
 }
 
 /** Runs the part's semantic check on a schema-valid value, reporting at positions; returns the errors. */
-function reportCheck(part: Part, value: unknown, locate: PolicyAnalysis["locate"], push: (p: Omit<Problem, "file">) => void): number {
-  const found = runCheck(part, mergePolicy(part.defaults, value));
+function reportCheck(part: Part, value: unknown, locate: PolicyAnalysis["locate"], push: (p: Omit<Problem, "file">) => void, options: CheckOptions): number {
+  const found = runCheck(part, mergePolicy(part.defaults, value), options);
   for (const p of found) {
     const pos = locate(p.path, { key: false });
     push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: p.message, path: p.path, severity: p.severity });
@@ -227,13 +239,17 @@ export interface CheckFinding {
 }
 
 /** Runs a part's semantic check on an already schema-valid value; a throwing check becomes a finding. */
-export function runCheck(part: { key: string; prefix: PathSegment[]; check?: SemanticCheck<any> }, value: unknown): CheckFinding[] {
+export function runCheck(part: { key: string; prefix: PathSegment[]; check?: SemanticCheck<any> }, value: unknown, options: CheckOptions = checkOptions()): CheckFinding[] {
   const found: CheckFinding[] = [];
   if (!part.check) return found;
   try {
-    part.check(value, (path, message, severity = "error") => {
-      found.push({ path: [...part.prefix, ...(Array.isArray(path) ? path : [])], message: String(message), severity });
-    });
+    part.check(
+      value,
+      (path, message, severity = "error") => {
+        found.push({ path: [...part.prefix, ...(Array.isArray(path) ? path : [])], message: String(message), severity });
+      },
+      { ...options },
+    );
   } catch (e) {
     found.push({ path: part.prefix, message: `${part.key || "document"}: check failed: ${(e as Error)?.message ?? String(e)}`, severity: "error" });
   }

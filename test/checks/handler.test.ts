@@ -1,6 +1,10 @@
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createChecksHandler } from "../../handlers/checks/index.js";
+import secrets from "../../handlers/secrets/index.js";
 import type { ChecksPolicy } from "../../handlers/checks/policy.js";
 import type { StewardConfig } from "../../src/config/types.js";
 import type { Store } from "../../src/store/types.js";
@@ -175,6 +179,41 @@ describe("checks handler: steward/config", () => {
     expect(r.output.summary).toContain("`rerun.max_attempts`: `2` → `4`");
     // The admin repository's own file is the org file: nothing is read from elsewhere.
     expect(gh.requests.filter((q) => q.path.includes("/contents/")).every((q) => q.path.startsWith("/repos/acme/.github/"))).toBe(true);
+  });
+
+  it("validates a fork's secrets.yml for structure only: its run is the same whatever the host holds", async () => {
+    const withSecrets = createChecksHandler({ handlers: async () => [secrets, withSecrets] });
+    const VAR = "STEWARD_CHECKS_FORK_PROBE";
+    const dir = await mkdtemp(join(tmpdir(), "steward-checks-fork-"));
+    const file = join(dir, "deploy_key");
+    const DOC = ".github/steward/secrets.yml";
+    const text = `secrets:\n  TOKEN:\n    from: env:${VAR}\n    repositories: [web]\n  KEY:\n    from: file:${file}\n    repositories: ["[x"]\n`;
+    const runFor = async (head: string, number: number, fork: boolean) => {
+      stage([{ path: DOC, status: "added", head: text }], { repo: ".github", head, number });
+      await withSecrets.handle(handlerContext<ChecksPolicy>(gh, withSecrets, pullEvent("opened", { repo: ".github", head, number, fork })));
+      const r = gh.runs.find((x) => x.head_sha === head)!;
+      return { conclusion: r.conclusion, title: r.output.title, summary: r.output.summary, text: r.output.text, annotations: r.annotations };
+    };
+    try {
+      delete process.env[VAR];
+      const absent = await runFor("a".repeat(40), 1, true);
+      process.env[VAR] = "probe-value-present";
+      await writeFile(file, "probe-file-content\n");
+      const present = await runFor("b".repeat(40), 2, true);
+      expect(JSON.stringify(present)).toBe(JSON.stringify(absent));
+      expect(absent.conclusion).toBe("failure");
+      expect(absent.annotations.map((a) => a.message)).toEqual(['unclosed "[" in glob "[x"']);
+      expect(absent.summary).toContain("validated for structure only");
+
+      // A pull request from the repository itself is trusted: its sources are looked up.
+      delete process.env[VAR];
+      await rm(file);
+      const sameRepo = await runFor("c".repeat(40), 3, false);
+      expect(sameRepo.annotations.map((a) => a.message)).toEqual([`environment variable ${VAR} is not set`, `file ${file} does not exist`, 'unclosed "[" in glob "[x"']);
+    } finally {
+      delete process.env[VAR];
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("sends 51 problems as 50 with the create and 1 with an update", async () => {

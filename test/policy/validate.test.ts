@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { resolvePolicy } from "../../src/policy/resolve.js";
 import { validatePolicyText } from "../../src/policy/validate.js";
 import { testHandlers } from "./fixtures.js";
 
@@ -108,6 +109,27 @@ describe("validatePolicyText", () => {
 
   it("rejects an unknown admin document with a suggestion", () => {
     expect(brief("a: 1\n", ".github/steward/secret.yml")).toEqual(['1:1 ".github/steward/secret.yml" is not a Steward policy document (did you mean ".github/steward/secrets.yml"?)']);
+  });
+
+  it("tells semantic checks whether they may look at the host: yes by default, no for untrusted text", () => {
+    const seen: unknown[] = [];
+    const probe = { name: "x", events: [], policy: { key: "x", schema: {}, defaults: {}, check: (_v: unknown, _r: unknown, options?: unknown) => void seen.push(options) }, handle: async () => {} };
+    const doc = { name: "d", events: [], documents: [{ path: ".github/steward/d.yml", adminOnly: true, schema: {}, defaults: {}, check: (_v: unknown, _r: unknown, options?: unknown) => void seen.push(options) }], handle: async () => {} };
+    validatePolicyText("x:\n  a: 1\n", { file, handlers: [probe] });
+    validatePolicyText("x:\n  a: 1\n", { file, handlers: [probe], resolveSources: true });
+    validatePolicyText("x:\n  a: 1\n", { file, handlers: [probe], resolveSources: false });
+    validatePolicyText("a: 1\n", { file, handlers: [doc], document: ".github/steward/d.yml", resolveSources: false });
+    // Merged values are checked again by resolvePolicy: the option reaches that pass too.
+    resolvePolicy({ org: { file: "o", text: "x:\n  a: 1\n" }, repo: { file: "r", text: "x:\n  b: 1\n" } }, [probe], { resolveSources: false });
+    expect(seen).toEqual([
+      { resolveSources: true },
+      { resolveSources: true },
+      { resolveSources: false },
+      { resolveSources: false },
+      { resolveSources: false },
+      { resolveSources: false },
+      { resolveSources: false },
+    ]);
   });
 
   it("turns a throwing semantic check into a problem", () => {

@@ -2,6 +2,9 @@
 // built-in handler) the events a fork's pull request causes, and the hub's own records judge.
 // Promise under test: events from a fork never cause writes beyond a check run (and the one
 // answer a fork's deployment gets, a rejection, which grants nothing).
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import type { RequestRecord } from "../../src/sandbox/sandbox-hub.js";
@@ -127,7 +130,7 @@ describe("a fork's pull request to the admin repository changing the secrets pol
     else process.env[VARIABLE] = saved;
   });
 
-  it("gets its plan as a check run; no secret or variable is written", async () => {
+  it("gets a steward/plan that computes no plan: nothing is resolved, listed or written", async () => {
     const secretsBefore = stack.hub.domains.effects.of("secrets").length;
     const variablesBefore = stack.hub.domains.effects.of("variables").length;
     const from = mark();
@@ -154,14 +157,181 @@ describe("a fork's pull request to the admin repository changing the secrets pol
     await settle(stack);
     // The plan, and the validation every policy file in the admin repository gets: reports only.
     expect(stewardChecks(".github", pr.head_sha)).toEqual(["steward/config", "steward/plan"]);
-    const plan = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: ".github", sha: pr.head_sha, name: "steward/plan" })[0] as { output: { summary: string } };
-    // A sync of this file would write: the plan says so, and says nothing was applied.
-    expect(plan.output.summary).toMatch(/^Plan for \*\*acme\*\* across \d+ repositories: 6 to create, 0 to update, 0 to delete, 0 unchanged\. Nothing has been applied\./);
-    expect(plan.output.summary).toContain("| org | PWNED | variable | create | missing |");
+    const plan = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: ".github", sha: pr.head_sha, name: "steward/plan" })[0] as { conclusion: string; output: { title: string; summary: string } };
+    // A plan would resolve the fork's sources on Steward's host and show its author the result.
+    expect(plan.conclusion).toBe("neutral");
+    expect(plan.output.title).toBe("No plan: pull request from a fork");
+    expect(plan.output.summary).toContain("This pull request comes from a fork (`contributor/.github`)");
+    expect(plan.output.summary).toContain("Nothing has been applied.");
+    expect(plan.output.summary).not.toMatch(/\| (create|update|delete|unchanged) \|/);
+    // Not even the organisation's secrets, variables or repositories are listed for it.
+    const listed = stack.hub.control.requests().slice(from).filter((r) => /\/actions\/(secrets|variables)|\/installation\/repositories/.test(r.path));
+    expect(listed.map(described)).toEqual([]);
     expect(stack.hub.domains.effects.of("secrets").slice(secretsBefore)).toEqual([]);
     expect(stack.hub.domains.effects.of("variables").slice(variablesBefore)).toEqual([]);
     expect(beyondCheckRuns(from)).toEqual([]);
     expect(userWrites(from)).toEqual([]);
+  });
+});
+
+describe("a fork's secrets policy tells its author nothing about Steward's host", () => {
+  // The host state a fork's policy could probe: an environment variable, a file, and whether the
+  // variable's value is the one Steward last wrote (whose fingerprint it keeps).
+  const PROBE = "STEWARD_UNTRUSTED_PROBE";
+  const STORED = `stored-probe-value-${process.pid}`;
+  const OTHER = `other-probe-value-${process.pid}`;
+  const saved = process.env[PROBE];
+  let dir: string;
+  let file: string;
+
+  const setHost = async (env: string | undefined, present: boolean) => {
+    if (env === undefined) delete process.env[PROBE];
+    else process.env[PROBE] = env;
+    if (present) await writeFile(file, "probe-file-content\n");
+    else await rm(file, { force: true });
+  };
+
+  const probePolicy = () =>
+    [
+      "secrets:",
+      "  TAKEN:",
+      `    from: env:${PROBE}`,
+      "    org: { visibility: all }",
+      "  DEPLOY_KEY:",
+      `    from: file:${file}`,
+      "    repositories: [web]",
+      "  NOWHERE:", // a structural warning: goes nowhere
+      `    from: env:${PROBE}`,
+      "variables:",
+      "  REGION: { value: eu-west-1, org: { visibility: all } }",
+      "",
+    ].join("\n");
+
+  /** Everything the check runs on a commit show: conclusion, title, summary, text, annotations. */
+  const shown = (sha: string) =>
+    (["steward/config", "steward/plan"] as const).map((name) => {
+      const runs = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: ".github", sha, name }) as {
+        conclusion: string;
+        output: { title: string; summary: string; text: string | null };
+        annotations: Record<string, unknown>[];
+      }[];
+      expect(runs).toHaveLength(1);
+      const { conclusion, output, annotations } = runs[0]!;
+      // blob_href names the head commit, which is each pull request's own.
+      return { name, conclusion, title: output.title, summary: output.summary, text: output.text, annotations: annotations.map(({ blob_href: _, ...a }) => a) };
+    });
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "steward-untrusted-"));
+    file = join(dir, "deploy_key");
+    // The admin repository applies TAKEN from the variable: Steward writes STORED and keeps its fingerprint.
+    await setHost(STORED, false);
+    stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { [SECRETS]: `secrets:\n  TAKEN:\n    from: env:${PROBE}\n    org: { visibility: all }\n` }, message: "secrets policy" });
+    await settle(stack);
+    expect(stack.hub.domains.secrets.openedValue({ org: ORG }, "TAKEN")).toBe(STORED);
+  });
+  afterAll(async () => {
+    if (saved === undefined) delete process.env[PROBE];
+    else process.env[PROBE] = saved;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("gets byte-identical check runs whether the variable and file exist and whether the value matches", async () => {
+    const states: { env: string | undefined; file: boolean }[] = [
+      { env: undefined, file: false },
+      { env: STORED, file: false }, // a plan would say TAKEN is unchanged
+      { env: OTHER, file: false }, // ... or to be updated
+      { env: OTHER, file: true },
+    ];
+    const outputs: string[] = [];
+    for (const [i, state] of states.entries()) {
+      await setHost(state.env, state.file);
+      const from = mark();
+      // One fork (created now, after the admin repository's push) for every probe.
+      const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: `probe-${i}`, fromFork: "outsider", title: "Probe", files: { [SECRETS]: probePolicy() } });
+      await settle(stack);
+      expect(stewardChecks(".github", pr.head_sha)).toEqual(["steward/config", "steward/plan"]);
+      outputs.push(JSON.stringify(shown(pr.head_sha)));
+      expect(beyondCheckRuns(from)).toEqual([]);
+    }
+    expect(new Set(outputs).size).toBe(1);
+
+    const [config, plan] = JSON.parse(outputs[0]!) as ReturnType<typeof shown>;
+    // Structure is still validated: the warning is there, nothing about the sources' existence is.
+    expect(config!.conclusion).toBe("success");
+    expect(config!.annotations.map((a) => a.message)).toEqual(["secret NOWHERE goes nowhere: give org, repositories or environments"]);
+    expect(config!.summary).toContain("validated for structure only");
+    expect(plan!.conclusion).toBe("neutral");
+    expect(plan!.title).toBe("No plan: pull request from a fork");
+    for (const text of [config!.summary, plan!.summary]) expect(text).not.toMatch(/is not set|does not exist|not a file|cannot read|unchanged|to update/);
+  });
+
+  it("still gets its structural problems reported, never whether a source exists", async () => {
+    await setHost(undefined, false);
+    const broken = [
+      "secrets:",
+      "  TAKEN:",
+      `    from: env:${PROBE}`,
+      "    repositories: ['web-[']",
+      "  2FA:",
+      `    from: file:${file}`,
+      "    repositories: [web]",
+      "  LITERAL:",
+      "    value: hunter2-literal-value",
+      "    repositories: [web]",
+      "prune: maybe",
+      "",
+    ].join("\n");
+    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "probe-broken", fromFork: "outsider", title: "Broken", files: { [SECRETS]: broken } });
+    await settle(stack);
+    const [config, plan] = shown(pr.head_sha);
+    expect(config!.conclusion).toBe("failure");
+    const messages = config!.annotations.map((a) => String(a.message));
+    expect(messages.some((m) => m.includes("prune"))).toBe(true);
+    // The schema fails first; fixing `prune` shows the rest, also without the sources' state.
+    expect(messages.join("\n")).not.toMatch(/is not set|does not exist/);
+    expect(plan!.conclusion).toBe("failure");
+    expect(plan!.title).toBe("Policy has errors: no plan");
+    expect(plan!.summary).toContain("This pull request comes from a fork (`outsider/.github`)");
+    expect(plan!.summary).not.toMatch(/is not set|does not exist/);
+
+    const fixed = stack.hub.control.pushToPullRequest({ owner: ORG, repo: ".github", number: pr.number, files: { [SECRETS]: broken.replace("prune: maybe\n", "") } });
+    await settle(stack);
+    const [config2, plan2] = shown(fixed.sha);
+    expect(config2!.annotations.map((a) => String(a.message)).sort()).toEqual([
+      'name "2FA" must not start with a digit',
+      "secret LITERAL has a literal value: secrets must come from env:NAME or file:/path",
+      'unclosed "[" in glob "web-["',
+    ]);
+    expect(plan2!.conclusion).toBe("failure");
+    expect(plan2!.summary).not.toMatch(/is not set|does not exist|hunter2/);
+  });
+
+  it("a pull request from a branch of the admin repository itself is still told a source is missing", async () => {
+    await setHost(undefined, false);
+    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-probe", title: "Trusted", files: { [SECRETS]: probePolicy() } });
+    await settle(stack);
+    const [config, plan] = shown(pr.head_sha);
+    expect(config!.conclusion).toBe("failure");
+    expect(config!.annotations.map((a) => String(a.message))).toEqual([
+      `environment variable ${PROBE} is not set`,
+      `file ${file} does not exist`,
+      "secret NOWHERE goes nowhere: give org, repositories or environments",
+      `environment variable ${PROBE} is not set`,
+    ]);
+    expect(plan!.conclusion).toBe("failure");
+    expect(plan!.summary).toContain(`environment variable ${PROBE} is not set`);
+  });
+
+  it("and, with its sources present, gets a plan compared against what was last written", async () => {
+    await setHost(STORED, true);
+    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-plan", title: "Trusted plan", files: { [SECRETS]: probePolicy() } });
+    await settle(stack);
+    const [config, plan] = shown(pr.head_sha);
+    expect(config!.conclusion).toBe("success");
+    expect(plan!.conclusion).toBe("success");
+    expect(plan!.summary).toContain("| org | TAKEN | secret | unchanged |");
+    expect(plan!.summary).toContain("| repo web | DEPLOY_KEY | secret | create | missing |");
   });
 });
 

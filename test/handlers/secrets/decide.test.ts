@@ -34,6 +34,14 @@ describe("decide", () => {
     expect(decidePullRequest({ ...pr, files: ["README.md"] }, "admin").decision).toBe("skip");
     const plan = decidePullRequest({ ...pr, files: [".github/steward/secrets.yml"] }, "admin");
     expect(plan).toMatchObject({ decision: "plan", org: "acme", headSha: "h", pullNumber: 7 });
+    expect(plan).not.toHaveProperty("fork");
+  });
+
+  it("a fork's pull request is planned as a fork: the handler then resolves nothing of it", () => {
+    const pr = { action: "opened", owner: "acme", repo: "admin", number: 7, headSha: "h", headRef: "x", baseRef: "main", defaultBranch: "main", files: [".github/steward/secrets.yml"] };
+    const plan = decidePullRequest({ ...pr, fork: "mallory/admin" }, "admin");
+    expect(plan).toMatchObject({ decision: "plan", fork: "mallory/admin" });
+    expect((plan as { reasons: string[] }).reasons.join()).toContain("from fork mallory/admin");
   });
 
   it("new repositories sync only themselves", () => {

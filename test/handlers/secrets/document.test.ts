@@ -69,6 +69,27 @@ describe("the secrets document through the shared validator", () => {
     expect(semantic.join("\n")).not.toContain("s3cr3t-literal-value");
   });
 
+  it("untrusted text (a fork's) is validated for structure only: the same problems whatever the host holds", async () => {
+    const text = (await example()).replace("STEWARD_SECRET_NPM_TOKEN ", "STEWARD_SECRET_SURELY_UNSET_9876 ").replace(/from: file:\S+/, "from: file:/surely/not/here/deploy_key").replace("  TIER:", "  GITHUB_TIER:");
+    const trusted = parseSecretsDocument(text, DOC).problems.map((p) => `${p.line}:${p.column} ${p.message}`);
+    expect(trusted).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/environment variable STEWARD_SECRET_SURELY_UNSET_9876 is not set/),
+        expect.stringMatching(/file \/surely\/not\/here\/deploy_key does not exist/),
+      ]),
+    );
+    const untrusted = parseSecretsDocument(text, DOC, { resolveSources: false });
+    expect(untrusted.problems.map((p) => `${p.line}:${p.column} ${p.message}`)).toEqual(trusted.filter((l) => !/is not set|does not exist/.test(l)));
+    expect(untrusted.problems.map((p) => p.message)).toEqual(['name "GITHUB_TIER" must not start with GITHUB_']);
+    // With the variable set, the untrusted answer is byte for byte the same.
+    process.env.STEWARD_SECRET_SURELY_UNSET_9876 = "now-set-value";
+    try {
+      expect(parseSecretsDocument(text, DOC, { resolveSources: false })).toEqual(untrusted);
+    } finally {
+      delete process.env.STEWARD_SECRET_SURELY_UNSET_9876;
+    }
+  });
+
   it("refuses the document anywhere but as the admin document", () => {
     const { problems } = validatePolicyText("secrets: {}\n", { file: ".github/steward.yml", handlers: builtinHandlers });
     expect(problems.map((p) => p.message).join("\n")).toMatch(/unknown section "secrets"/);

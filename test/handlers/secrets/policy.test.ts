@@ -43,6 +43,53 @@ describe("secrets policy checks", () => {
     expect(scheme).not.toContain("secret-path-xyz");
   });
 
+  it("sources of untrusted text (resolve: false) are checked for form only, never looked up", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
+    const file = join(dir, "key");
+    await writeFile(file, "value");
+    const untrusted = (from: string, env: NodeJS.ProcessEnv) => sourceError(from, env, { resolve: false });
+    // Present or absent, file or directory: the same answer, so it tells nothing about the host.
+    for (const from of ["env:PRESENT", "env:ABSENT", `file:${file}`, `file:${dir}/nope`, `file:${dir}`]) expect(untrusted(from, { PRESENT: "x" })).toBeUndefined();
+    expect(untrusted("hunter2-very-secret", {})).toMatch(/literal/);
+    expect(untrusted("vault:kv/secret-path-xyz", {})).toMatch(/unknown source/);
+    expect(untrusted("env:1BAD", {})).toMatch(/must be env:NAME or file:\/path/);
+    expect(untrusted("file:relative/path", {})).toMatch(/must be env:NAME or file:\/path/);
+  });
+
+  it("the check validates structure only when told the text is untrusted", () => {
+    const policy: SecretsPolicy = {
+      secrets: {
+        ABSENT: { from: "env:STEWARD_TEST_SURELY_NOT_SET_1234", repositories: ["a"] },
+        MISSING: { from: "file:/surely/not/here/steward-1234", repositories: ["a"] },
+        LITERAL: { value: "s3cr3t", repositories: ["a"] },
+        "1BAD": { from: "env:X", repositories: ["[x"] },
+      },
+      variables: {},
+      prune: false,
+    };
+    const run = (options?: { resolveSources: boolean }) => {
+      const out: string[] = [];
+      check(policy, (path, message) => out.push(`${path.join(".")}: ${message}`), options);
+      return out;
+    };
+    const structural = [
+      'secrets.1BAD: name "1BAD" must not start with a digit',
+      "secrets.LITERAL.value: secret LITERAL has a literal value: secrets must come from env:NAME or file:/path",
+      'secrets.1BAD.repositories.0: unclosed "[" in glob "[x"',
+    ];
+    expect(run({ resolveSources: false }).sort()).toEqual([...structural].sort());
+    // Trusted (the default, as `steward validate` and same-repository pull requests): sources are looked up.
+    expect(run().sort()).toEqual(
+      [
+        ...structural,
+        "secrets.ABSENT.from: environment variable STEWARD_TEST_SURELY_NOT_SET_1234 is not set",
+        "secrets.MISSING.from: file /surely/not/here/steward-1234 does not exist",
+        "secrets.1BAD.from: environment variable X is not set",
+      ].sort(),
+    );
+    expect(run({ resolveSources: true })).toEqual(run());
+  });
+
   it("reports literal values, missing from, bad names, visibility misuse and bad globs by path", () => {
     process.env.STEWARD_TEST_SECRET_OK = "1";
     const found = problems({

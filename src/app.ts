@@ -124,7 +124,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       throw e;
     });
   } else {
-    store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger });
+    store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger, backgroundCheckpoints: true });
   }
   const octokits = createOctokitFactory({
     config,

@@ -8,7 +8,7 @@ import type { StewardConfig } from "./config/types.js";
 import type { OctokitFactory } from "./api/types.js";
 import type { PolicyLoader } from "./policy/types.js";
 import type { Store } from "./store/types.js";
-import type { DeliveryIntake } from "./queue/types.js";
+import type { DeliveryIntake, IncomingDelivery } from "./queue/types.js";
 import type { ClaimedDelivery, ClaimedTask, EngineStore } from "./queue/engine-types.js";
 import { decideDelivery, decideTask, defaultRetry, type RetryPolicy } from "./queue/retry.js";
 import { serviceContext as buildServiceContext, taskContext, type ContextDeps } from "./router/contexts.js";
@@ -114,6 +114,10 @@ export function createEngine(opts: EngineOptions): Engine {
   // ---- worker pool ------------------------------------------------------------------------
   let state: "new" | "running" | "stopping" | "stopped" = "new";
   const inflight = new Map<string, Promise<void>>();
+  /** Workers promised to deliveries being recorded leased (intake fast path), not yet launched. */
+  let reserved = 0;
+  /** Due deliveries may be waiting in the queue: new ones queue behind them rather than jump ahead. */
+  let backlogged = true;
   let pumping = false;
   let pumpAgain = false;
   let preferTask = false;
@@ -133,8 +137,11 @@ export function createEngine(opts: EngineOptions): Engine {
     }
   }
 
+  // A pump in a later turn of the event loop (setImmediate), never inside the caller's chain:
+  // handler runs complete in microtasks, and a pump chained onto them could run the whole
+  // backlog in one turn and hold the HTTP intake off until it is done.
   function wake(): void {
-    if (state !== "running" || wakeQueued) return;
+    if (state === "new" || state === "stopped" || wakeQueued) return;
     wakeQueued = true;
     setImmediate(() => {
       wakeQueued = false;
@@ -142,23 +149,34 @@ export function createEngine(opts: EngineOptions): Engine {
     });
   }
 
-  async function claimNext(): Promise<Work | undefined> {
+  async function claimDeliveries(max: number): Promise<ClaimedDelivery[]> {
+    if (store.claimDeliveries) return store.claimDeliveries(leaseMs, max);
+    const claims: ClaimedDelivery[] = [];
+    while (claims.length < max) {
+      const claim = await store.claimDelivery(leaseMs);
+      if (!claim) break;
+      claims.push(claim);
+    }
+    return claims;
+  }
+
+  /** Work for up to `free` workers. */
+  async function claimRound(free: number): Promise<Work[]> {
     // Alternate which kind goes first so a flood of deliveries cannot starve due tasks.
     preferTask = !preferTask;
-    const order = preferTask ? (["task", "delivery"] as const) : (["delivery", "task"] as const);
-    for (const kind of order) {
-      if (kind === "delivery") {
-        const claim = await store.claimDelivery(leaseMs);
-        if (claim) return { kind, claim };
-      } else {
-        const claim = await store.claimTask(leaseMs);
-        if (claim) return { kind, claim };
-      }
-    }
-    return undefined;
+    const work: Work[] = [];
+    const claimTask = async () => {
+      const claim = await store.claimTask(leaseMs);
+      if (claim) work.push({ kind: "task", claim });
+    };
+    if (preferTask) await claimTask();
+    if (work.length < free) for (const claim of await claimDeliveries(free - work.length)) work.push({ kind: "delivery", claim });
+    if (!preferTask && work.length < free) await claimTask();
+    return work;
   }
 
   async function pump(): Promise<void> {
+    if (state === "stopped") return; // the store may be closed already
     if (pumping) {
       pumpAgain = true;
       return;
@@ -167,10 +185,14 @@ export function createEngine(opts: EngineOptions): Engine {
     try {
       do {
         pumpAgain = false;
-        while (state === "running" && inflight.size < concurrency) {
-          const work = await claimNext();
-          if (!work) break;
-          launch(work);
+        while (state === "running" && inflight.size + reserved < concurrency) {
+          const free = concurrency - inflight.size - reserved;
+          const work = await claimRound(free);
+          for (const w of work) launch(w);
+          if (work.length < free) {
+            backlogged = false;
+            break;
+          }
         }
       } while (pumpAgain && state === "running");
       await armTimer();
@@ -219,7 +241,11 @@ export function createEngine(opts: EngineOptions): Engine {
         clearInterval(heartbeat);
         heartbeats.delete(token);
         inflight.delete(token);
-        void pump();
+        // A delivery run always waited for its finish to be written (a group commit in a later
+        // turn, or a network round trip), so claiming the next one right here cannot chain the
+        // backlog into one turn; a task's run may not have, so it waits for the next turn.
+        if (work.kind === "delivery") void pump();
+        else wake();
       });
     inflight.set(token, run);
   }
@@ -233,21 +259,33 @@ export function createEngine(opts: EngineOptions): Engine {
       installation: d.installationId,
       repository: d.repository,
     });
+    // Outcome writes are not awaited one by one: each is asked for as soon as it is known, and
+    // the finish below then shares their group commit instead of waiting a commit for them. If
+    // one failed while the finish held, the run of that handler is lost from the record only:
+    // a retry runs it again, as after a crash between its effect and its record.
+    const outcomeWrites: Promise<void>[] = [];
     const outcomes = await runDelivery(
       {
         ...deps,
         log: dlog,
         observe: opts.observe,
-        recordOutcome: async (handler, outcome, seconds) => {
-          const held = await store.recordOutcome(claim.token, d.id, handler, outcome, seconds);
-          if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
+        recordOutcome: (handler, outcome, seconds) => {
+          const write = store.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
+            if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
+          });
+          write.catch(() => undefined); // settled below; a failure must not go unhandled meanwhile
+          outcomeWrites.push(write);
+          return Promise.resolve();
         },
       },
       opts.handlers,
       claim,
     );
     const decision = decideDelivery(outcomes, d.attempts, retry, new Date());
-    const held = await store.finishDelivery(claim.token, d.id, decision);
+    const finished = store.finishDelivery(claim.token, d.id, decision);
+    finished.catch(() => undefined);
+    await Promise.all(outcomeWrites);
+    const held = await finished;
     if (!held) return;
     if (decision.status === "failed") {
       dlog.warn({ attempt: d.attempts, retryAt: decision.retryAt, error: decision.lastError }, "delivery will be retried");
@@ -293,10 +331,41 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   // ---- lifecycle --------------------------------------------------------------------------
+  /**
+   * A delivery arriving while a worker is free and nothing is queued is recorded already leased
+   * and handed to the worker with the payload the intake parsed: no claim, no reading it back,
+   * no second parse. Otherwise it is queued and the pump claims it in order.
+   */
+  async function recordAndRun(delivery: IncomingDelivery, recordLeased: NonNullable<EngineStore["recordLeased"]>): Promise<"recorded" | "duplicate"> {
+    reserved++;
+    let claim: ClaimedDelivery | "duplicate";
+    try {
+      claim = await recordLeased(delivery, leaseMs);
+    } finally {
+      reserved--;
+    }
+    if (claim === "duplicate") return claim;
+    // Shutdown began meanwhile: the run would outlive stop(); the queue keeps it for the next start.
+    if (state === "running") launch({ kind: "delivery", claim });
+    else await store.releaseLease(claim.token);
+    return "recorded";
+  }
+
   const intake: DeliveryIntake = {
     record: async (delivery) => {
+      // Taken off the caller's object: the largest object of a request must not live on with the
+      // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
+      const { parsed } = delivery;
+      delivery.parsed = undefined;
+      const recordLeased = store.recordLeased?.bind(store);
+      if (recordLeased && state === "running" && !backlogged && inflight.size + reserved < concurrency) {
+        return recordAndRun({ ...delivery, parsed }, recordLeased);
+      }
       const result = await store.record(delivery);
-      if (result === "recorded") wake();
+      if (result === "recorded") {
+        backlogged = true;
+        wake();
+      }
       return result;
     },
     ready: async () => state !== "stopping" && state !== "stopped" && (await store.ready()),

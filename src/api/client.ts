@@ -10,6 +10,7 @@ import type { InstallationOctokit } from "../handler.js";
 import type { OctokitFactory } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
 import { createTokenCache } from "./token-cache.js";
+import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import pkg from "../../package.json" with { type: "json" };
 
@@ -90,6 +91,7 @@ function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
 export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
+  if (!removeBottleneckYieldDelay()) log.debug("bottleneck internals changed; API calls keep its 1 ms yields");
   const tokens = createTokenCache();
   const redirecting = createRedirectingFetch(opts.fetch ?? globalThis.fetch);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;

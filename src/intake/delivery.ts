@@ -105,6 +105,7 @@ export function parseDelivery(
       // Form deliveries are stored unwrapped: `text` is the JSON either way.
       payload: text,
       receivedAt,
+      parsed: payload,
     },
   };
 }

@@ -4,6 +4,7 @@
 import { pino, type DestinationStream, type Logger } from "pino";
 import pretty from "pino-pretty";
 import { scrub } from "./redact.js";
+import { maskSecretKeys } from "./mask-keys.js";
 
 export type { Logger } from "pino";
 
@@ -14,31 +15,7 @@ export interface LoggerOptions {
   destination?: DestinationStream | NodeJS.WritableStream;
 }
 
-// Keys whose values are credentials wherever they appear in a logged object. pino's
-// redact masks by path; the scrubber catches values under any other name.
-const SECRET_KEYS = [
-  "authorization",
-  "Authorization",
-  "token",
-  "privateKey",
-  "private_key",
-  "secret",
-  "secrets",
-  "webhookSecret",
-  "webhookSecrets",
-  "reviewerToken",
-  "password",
-  "jwt",
-];
-const REDACT_PATHS = SECRET_KEYS.flatMap((key) => [
-  key,
-  `*.${key}`,
-  `*.*.${key}`,
-  `headers.${key}`,
-  `*.headers.${key}`,
-  `request.headers.${key}`,
-  `*.request.headers.${key}`,
-]);
+const errSerializer = (e: unknown) => maskSecretKeys(pino.stdSerializers.err(e as Error));
 
 export function createLogger(opts: LoggerOptions): Logger {
   const base = opts.destination ?? pino.destination({ dest: 1, sync: true });
@@ -46,14 +23,22 @@ export function createLogger(opts: LoggerOptions): Logger {
     opts.format === "pretty"
       ? pretty({ destination: base as NodeJS.WritableStream, colorize: false, sync: true })
       : base;
-  return pino(
+  const logger = pino(
     {
       level: opts.level,
       base: { name: "steward" },
-      redact: { paths: REDACT_PATHS, censor: "[REDACTED]" },
+      // Credential-named keys are masked at any depth in logged objects, serialized errors and
+      // child bindings; `scrub` then catches secret values under any other name.
+      formatters: { log: (object) => maskSecretKeys(object) },
       hooks: { streamWrite: (line) => scrub(line) },
-      serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+      serializers: { err: errSerializer, error: errSerializer },
     },
     destination as DestinationStream,
   );
+  // pino applies no formatter to child bindings; children inherit this `child` from the root.
+  const child = logger.child;
+  logger.child = function (this: Logger, bindings, options) {
+    return child.call(this, maskSecretKeys(bindings), options);
+  } as typeof logger.child;
+  return logger;
 }

@@ -39,6 +39,8 @@ export interface ClaimedDelivery {
   token: string;
   delivery: StoredDelivery;
   outcomes: HandlerOutcomeRecord[];
+  /** The payload already parsed (a delivery leased as it was recorded): not parsed again. */
+  parsed?: unknown;
 }
 
 /** What becomes of a delivery after a run (decided by `decideDelivery`). */
@@ -56,6 +58,14 @@ export interface DeliveryFilter {
 export interface DeliveryQueue {
   /** Lease the next due delivery (queued, retry due, or a lease that expired or whose owner died). */
   claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined>;
+  /** Lease up to `max` due deliveries at once, where the store can do that cheaper than one by one. */
+  claimDeliveries?(leaseMs: number, max: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Record a new delivery already leased to the caller, who has a free worker: durable once
+   * resolved (as `DeliveryIntake.record`) and never queued, so it is neither claimed nor read
+   * back. "duplicate" as `record`; a duplicate is not leased.
+   */
+  recordLeased?(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate">;
   recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean>;
   finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean>;
   listDeliveries(filter?: DeliveryFilter): Promise<StoredDelivery[]>;

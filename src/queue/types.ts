@@ -15,6 +15,8 @@ export interface IncomingDelivery {
   /** The payload as JSON text (form-encoded deliveries already unwrapped). */
   payload: string;
   receivedAt: Date;
+  /** `payload` as the intake parsed it, for a run in this process to use (never stored). */
+  parsed?: Record<string, unknown>;
 }
 
 export interface DeliveryIntake {

@@ -126,9 +126,9 @@ export async function runDelivery(
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
   if (toRun.length === 0) return kept;
 
-  let payload: unknown;
+  let payload: unknown = claim.parsed;
   try {
-    payload = JSON.parse(d.payload);
+    payload ??= JSON.parse(d.payload);
   } catch {
     const bad: Outcome = { status: "failed", error: "stored payload is not valid JSON", retryable: false };
     await Promise.all(toRun.map((h) => deps.recordOutcome(h.name, bad, 0)));

@@ -2,7 +2,7 @@
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
 
-const schemaVersion = 1;
+const schemaVersion = 2;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -20,8 +20,6 @@ CREATE TABLE IF NOT EXISTS deliveries (
   last_error TEXT,
   updated_at INTEGER NOT NULL
 );
--- Partial indexes: finished deliveries (the bulk) and unleased rows stay out of them.
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (status, next_run_at) WHERE status IN ('queued', 'failed', 'running');
 CREATE INDEX IF NOT EXISTS deliveries_received ON deliveries (received_at);
 CREATE INDEX IF NOT EXISTS deliveries_lease ON deliveries (lease_token) WHERE lease_token IS NOT NULL;
 
@@ -79,6 +77,22 @@ CREATE TABLE IF NOT EXISTS audit (
 CREATE INDEX IF NOT EXISTS audit_kind ON audit (kind, id);
 `;
 
+/**
+ * Steps from version n to n + 1, index n - 1. Each must be safe on a file that already has
+ * its effect (IF NOT EXISTS), because a fresh file runs them all after `statements`.
+ */
+const upgrades: string[] = [
+  // 1 -> 2: claiming scanned every delivery ever kept (an OR the planner cannot index, ordered
+  // across both arms). Now one partial index per arm, each holding only the rows it serves, so
+  // finished deliveries (the bulk) are in neither; the claim reads both arms separately.
+  // status and id make the ready index covering: SQLite re-checks an IN term against the row.
+  `
+  DROP INDEX IF EXISTS deliveries_due;
+  CREATE INDEX IF NOT EXISTS deliveries_ready ON deliveries (next_run_at, received_at, status, id) WHERE status IN ('queued', 'failed');
+  CREATE INDEX IF NOT EXISTS deliveries_leased ON deliveries (lease_until) WHERE status = 'running';
+  `,
+];
+
 export function migrate(db: Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;
   if (current > schemaVersion) {
@@ -86,7 +100,8 @@ export function migrate(db: Database): void {
   }
   if (current === schemaVersion) return;
   db.transaction(() => {
-    db.exec(statements);
+    if (current === 0) db.exec(statements);
+    for (const step of upgrades.slice(Math.max(0, current - 1))) db.exec(step);
     db.pragma(`user_version = ${schemaVersion}`);
   })();
 }

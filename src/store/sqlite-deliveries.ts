@@ -1,6 +1,7 @@
-// Deliveries in SQLite: the durable intake (group-committed inserts) and the leased
-// delivery queue with per-handler outcomes.
-import type { Database, Statement, Transaction } from "better-sqlite3";
+// Deliveries in SQLite: the durable intake and the leased delivery queue with per-handler
+// outcomes. Every write goes through one group commit (one transaction per turn of the event
+// loop): intake inserts, outcomes, finishes, and claims, which lease a batch at a time.
+import type { Database, Statement } from "better-sqlite3";
 import type { Outcome } from "../handler.js";
 import type { DeliveryIntake, IncomingDelivery } from "../queue/types.js";
 import type {
@@ -13,15 +14,15 @@ import type {
   StoredDelivery,
 } from "../queue/engine-types.js";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
+import { GroupCommit } from "./group-commit.js";
+import type { CommitGate } from "./checkpointer.js";
 
-interface DeliveryRow {
+interface QueueRow {
   id: string;
   event: string;
   action: string | null;
   installation_id: number | null;
   repository: string | null;
-  headers: string;
-  payload: string;
   received_at: number;
   status: DeliveryStatus;
   attempts: number;
@@ -30,6 +31,13 @@ interface DeliveryRow {
   last_error: string | null;
   updated_at: number;
 }
+
+interface BodyRow {
+  headers: string;
+  payload: string;
+}
+
+type DeliveryRow = QueueRow & BodyRow;
 
 interface OutcomeRow {
   handler: string;
@@ -41,13 +49,11 @@ interface OutcomeRow {
   updated_at: number;
 }
 
-type Pending = { delivery: IncomingDelivery; resolve(r: "recorded" | "duplicate"): void; reject(e: unknown): void };
-
 // Signatures prove a request to the intake; stored they would only help someone forge one.
 const droppedHeaders = /^x-hub-signature/i;
 
-function keptHeaders(headers: Record<string, string>): string {
-  return JSON.stringify(Object.fromEntries(Object.entries(headers).filter(([name]) => !droppedHeaders.test(name))));
+function keptHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !droppedHeaders.test(name)));
 }
 
 const withBody = "SELECT d.*, b.headers AS headers, b.payload AS payload FROM deliveries d JOIN delivery_bodies b ON b.id = d.id";
@@ -94,50 +100,53 @@ function outcomeDetail(o: Outcome): string | undefined {
 }
 
 export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
-  #pending: Pending[] = [];
-  #flushScheduled = false;
+  readonly #writes: GroupCommit;
   #closed = false;
   readonly #insert: Statement;
   readonly #insertBody: Statement;
-  readonly #recordBatch: (batch: IncomingDelivery[]) => ("recorded" | "duplicate")[];
-  readonly #due: Statement;
+  readonly #insertLeased: Statement;
+  readonly #readyIds: Statement;
+  readonly #expiredIds: Statement;
+  readonly #anyDue: Statement;
   readonly #orphans: Statement;
   readonly #lease: Statement;
+  readonly #body: Statement;
   readonly #byId: Statement;
   readonly #outcomesOf: Statement;
   readonly #holds: Statement;
   readonly #upsertOutcome: Statement;
   readonly #finish: Statement;
   readonly #depth: Statement;
-  readonly #claim: Transaction<(leaseMs: number) => ClaimedDelivery | undefined>;
+  readonly #nextDue: Statement;
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    gate?: CommitGate,
+  ) {
+    this.#writes = new GroupCommit(db, gate);
     this.#insert = db.prepare(
       `INSERT OR IGNORE INTO deliveries
          (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)`,
     );
     this.#insertBody = db.prepare("INSERT OR REPLACE INTO delivery_bodies (id, headers, payload) VALUES (?, ?, ?)");
-    this.#recordBatch = db.transaction((batch: IncomingDelivery[]) => {
-      const now = Date.now();
-      return batch.map((d) => {
-        const received = d.receivedAt.getTime();
-        const info = this.#insert.run(d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, received, now, now);
-        if (info.changes === 0) return "duplicate";
-        this.#insertBody.run(d.id, keptHeaders(d.headers), d.payload);
-        return "recorded";
-      });
-    });
-    this.#due = db.prepare(
-      `SELECT id FROM deliveries
-       WHERE (status IN ('queued', 'failed') AND next_run_at <= @now) OR (status = 'running' AND lease_until <= @now)
-       ORDER BY next_run_at, received_at LIMIT 1`,
+    this.#insertLeased = db.prepare(
+      `INSERT OR IGNORE INTO deliveries
+         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, lease_token, lease_until, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?)`,
     );
+    // Each arm of "due" reads its own partial index (schema.ts), in the order it is served.
+    const ready = "FROM deliveries WHERE status IN ('queued', 'failed') AND next_run_at <= @now";
+    const expired = "FROM deliveries WHERE status = 'running' AND lease_until <= @now";
+    this.#readyIds = db.prepare(`SELECT id ${ready} ORDER BY next_run_at, received_at LIMIT @max`);
+    this.#expiredIds = db.prepare(`SELECT id ${expired} ORDER BY lease_until LIMIT @max`);
+    this.#anyDue = db.prepare(`SELECT EXISTS (SELECT 1 ${expired}) OR EXISTS (SELECT 1 ${ready}) AS due`).pluck();
     this.#orphans = db.prepare("SELECT id, lease_token FROM deliveries WHERE status = 'running'");
     this.#lease = db.prepare(
       `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-       WHERE id = ?`,
+       WHERE id = ? RETURNING *`,
     );
+    this.#body = db.prepare("SELECT headers, payload FROM delivery_bodies WHERE id = ?");
     this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
     this.#holds = db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND lease_token = ? AND status = 'running'");
@@ -151,45 +160,53 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
       `UPDATE deliveries SET status = ?, next_run_at = ?, last_error = ?, lease_token = NULL, lease_until = NULL, updated_at = ?
        WHERE id = ? AND lease_token = ?`,
     );
-    this.#depth = db.prepare("SELECT count(*) AS n FROM deliveries WHERE status IN ('queued', 'failed', 'running')");
-    this.#claim = db.transaction((leaseMs: number) => this.#claimNow(leaseMs));
+    this.#depth = db
+      .prepare(
+        `SELECT (SELECT count(*) FROM deliveries WHERE status IN ('queued', 'failed'))
+              + (SELECT count(*) FROM deliveries WHERE status = 'running')`,
+      )
+      .pluck();
+    this.#nextDue = db
+      .prepare(
+        `SELECT min(t) FROM (
+           SELECT min(next_run_at) AS t FROM deliveries WHERE status IN ('queued', 'failed')
+           UNION ALL SELECT min(lease_until) FROM deliveries WHERE status = 'running')`,
+      )
+      .pluck();
   }
 
   // ---- intake -------------------------------------------------------------
 
-  /**
-   * Durable once resolved. Calls arriving in the same turn of the event loop share one
-   * transaction (group commit): one WAL append per batch instead of one per delivery.
-   */
+  /** Durable once resolved (group commit: one WAL append per turn of the event loop, not per delivery). */
   record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ delivery, resolve, reject });
-      if (!this.#flushScheduled) {
-        this.#flushScheduled = true;
-        setImmediate(() => this.#flush());
-      }
+    return this.#writes.run(() => {
+      const d = delivery;
+      const now = Date.now();
+      const info = this.#insert.run(d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, now);
+      if (info.changes === 0) return "duplicate";
+      this.#insertBody.run(d.id, JSON.stringify(keptHeaders(d.headers)), d.payload);
+      return "recorded";
     });
   }
 
-  #flush(): void {
-    const batch = this.#pending;
-    this.#pending = [];
-    this.#flushScheduled = false;
-    if (batch.length === 0) return;
-    try {
-      if (this.#closed) throw new Error("store is closed");
-      const results = this.#recordBatch(batch.map((p) => p.delivery));
-      batch.forEach((p, i) => p.resolve(results[i]!));
-    } catch (e) {
-      for (const p of batch) p.reject(e);
-    }
+  /** As `record`, but inserted as running under a new lease: the claim a free worker would make at once. */
+  recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
+    if (this.#closed) return Promise.reject(new Error("store is closed"));
+    const token = newLeaseToken();
+    return this.#writes.run(() => {
+      const d = delivery;
+      const now = Date.now();
+      const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
+      if (this.#insertLeased.run(...row, now, token, now + leaseMs, now).changes === 0) return "duplicate";
+      const headers = keptHeaders(d.headers);
+      this.#insertBody.run(d.id, JSON.stringify(headers), d.payload);
+      const { parsed, ...incoming } = d;
+      const stored: StoredDelivery = { ...incoming, headers, status: "running", attempts: 1, nextRunAt: new Date(now), lastError: undefined, updatedAt: new Date(now) };
+      return { token, delivery: stored, outcomes: [], parsed };
+    });
   }
 
-  /** Write whatever is waiting for the next group commit now (before close). */
-  flushNow(): void {
-    this.#flush();
-  }
 
   async ready(): Promise<boolean> {
     if (this.#closed) return false;
@@ -202,10 +219,11 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
   }
 
   async depth(): Promise<number> {
-    return (this.#depth.get() as { n: number }).n;
+    return this.#depth.get() as number;
   }
 
   markClosed(): void {
+    this.#writes.close();
     this.#closed = true;
   }
 
@@ -227,35 +245,48 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
   }
 
   async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
-    // IMMEDIATE: another process on the same file (the CLI, a second engine) cannot claim in between.
-    return this.#claim.immediate(leaseMs);
+    return (await this.claimDeliveries(leaseMs, 1))[0];
   }
 
-  #claimNow(leaseMs: number): ClaimedDelivery | undefined {
+  /** Up to `max` due deliveries leased in one transaction: expired leases first, then by due time. */
+  async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    // Looking is a read; only take the write lock when there is something to lease.
+    if (max < 1 || !this.#anyDue.get({ now: Date.now() })) return [];
+    // Committed with the writes waiting for the next group commit: one commit, not two.
+    if (this.#writes.held) return this.#writes.run(() => this.#claimNow(leaseMs, max));
+    return this.#writes.runNow(() => this.#claimNow(leaseMs, max));
+  }
+
+  #claimNow(leaseMs: number, max: number): ClaimedDelivery[] {
     const now = Date.now();
-    const due = this.#due.get({ now }) as { id: string } | undefined;
-    if (!due) return undefined;
-    const token = newLeaseToken();
-    this.#lease.run(token, now + leaseMs, now, due.id);
-    const row = this.#byId.get(due.id) as DeliveryRow;
-    const outcomes = (this.#outcomesOf.all(row.id) as OutcomeRow[]).map(toOutcome);
-    return { token, delivery: toDelivery(row), outcomes };
+    const ids = (this.#expiredIds.all({ now, max }) as { id: string }[]).map((r) => r.id);
+    if (ids.length < max) for (const r of this.#readyIds.all({ now, max: max - ids.length }) as { id: string }[]) ids.push(r.id);
+    return ids.map((id) => {
+      const token = newLeaseToken();
+      const row = this.#lease.get(token, now + leaseMs, now, id) as QueueRow;
+      const body = this.#body.get(id) as BodyRow;
+      const outcomes = (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome);
+      return { token, delivery: toDelivery({ ...row, ...body }), outcomes };
+    });
   }
 
   async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
-    return this.db.transaction(() => {
+    const retryable = outcome.status === "failed" && outcome.retryable === false ? 0 : 1;
+    const detail = outcomeDetail(outcome) ?? null;
+    return this.#writes.run(() => {
       if (!this.#holds.get(deliveryId, token)) return false;
-      const retryable = outcome.status === "failed" && outcome.retryable === false ? 0 : 1;
-      this.#upsertOutcome.run(deliveryId, handler, outcome.status, outcomeDetail(outcome) ?? null, retryable, seconds, Date.now());
+      this.#upsertOutcome.run(deliveryId, handler, outcome.status, detail, retryable, seconds, Date.now());
       return true;
-    })();
+    });
   }
 
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
-    const now = Date.now();
-    const nextRunAt = decision.status === "failed" ? decision.retryAt.getTime() : now;
+    const nextRunAt = decision.status === "failed" ? decision.retryAt.getTime() : undefined;
     const lastError = decision.status === "done" ? null : decision.lastError;
-    return this.#finish.run(decision.status, nextRunAt, lastError, now, deliveryId, token).changes === 1;
+    return this.#writes.run(() => {
+      const now = Date.now();
+      return this.#finish.run(decision.status, nextRunAt ?? now, lastError, now, deliveryId, token).changes === 1;
+    });
   }
 
   async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
@@ -323,17 +354,10 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
   }
 
   pending(): number {
-    return (this.#depth.get() as { n: number }).n;
+    return this.#depth.get() as number;
   }
 
   nextDueAt(): number | undefined {
-    const row = this.db
-      .prepare(
-        `SELECT min(t) AS t FROM (
-           SELECT min(next_run_at) AS t FROM deliveries WHERE status IN ('queued', 'failed')
-           UNION ALL SELECT min(lease_until) FROM deliveries WHERE status = 'running')`,
-      )
-      .get() as { t: number | null };
-    return row.t ?? undefined;
+    return (this.#nextDue.get() as number | null) ?? undefined;
   }
 }

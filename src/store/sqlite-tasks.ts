@@ -37,6 +37,9 @@ export class SqliteTasks implements TaskQueue {
   readonly #insert: Statement;
   readonly #reset: Statement;
   readonly #due: Statement;
+  readonly #anyDue: Statement;
+  readonly #pending: Statement;
+  readonly #nextDue: Statement;
   readonly #lease: Statement;
   readonly #schedule: (handler: string, r: ScheduleRequest) => void;
   // IMMEDIATE: another process on the same file cannot claim the same task in between.
@@ -57,6 +60,20 @@ export class SqliteTasks implements TaskQueue {
       `SELECT * FROM tasks WHERE (status = 'pending' AND run_at <= @now) OR (status = 'running' AND lease_until <= @now)
        ORDER BY run_at LIMIT 1`,
     );
+    this.#anyDue = db
+      .prepare(
+        `SELECT EXISTS (SELECT 1 FROM tasks WHERE status = 'pending' AND run_at <= @now)
+             OR EXISTS (SELECT 1 FROM tasks WHERE status = 'running' AND lease_until <= @now)`,
+      )
+      .pluck();
+    this.#pending = db.prepare("SELECT count(*) FROM tasks WHERE status = 'running' OR (status = 'pending' AND run_at <= ?)").pluck();
+    this.#nextDue = db
+      .prepare(
+        `SELECT min(t) FROM (
+           SELECT min(run_at) AS t FROM tasks WHERE status = 'pending'
+           UNION ALL SELECT min(lease_until) FROM tasks WHERE status = 'running')`,
+      )
+      .pluck();
     this.#lease = db.prepare(
       "UPDATE tasks SET status = 'running', lease_token = ?, lease_until = ?, updated_at = ? WHERE handler = ? AND key = ? RETURNING *",
     );
@@ -91,6 +108,8 @@ export class SqliteTasks implements TaskQueue {
   }
 
   async claimTask(leaseMs: number): Promise<ClaimedTask | undefined> {
+    // The engine asks after every run; looking is a read, only a due task takes the write lock.
+    if (!this.#anyDue.get({ now: Date.now() })) return undefined;
     return this.#claim.immediate(leaseMs);
   }
 
@@ -148,21 +167,10 @@ export class SqliteTasks implements TaskQueue {
 
   /** Tasks running or due by `now`. */
   pending(now: number): number {
-    return (
-      this.db.prepare("SELECT count(*) AS n FROM tasks WHERE status = 'running' OR (status = 'pending' AND run_at <= ?)").get(now) as {
-        n: number;
-      }
-    ).n;
+    return this.#pending.get(now) as number;
   }
 
   nextDueAt(): number | undefined {
-    const row = this.db
-      .prepare(
-        `SELECT min(t) AS t FROM (
-           SELECT min(run_at) AS t FROM tasks WHERE status = 'pending'
-           UNION ALL SELECT min(lease_until) FROM tasks WHERE status = 'running')`,
-      )
-      .get() as { t: number | null };
-    return row.t ?? undefined;
+    return (this.#nextDue.get() as number | null) ?? undefined;
   }
 }

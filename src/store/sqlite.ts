@@ -22,6 +22,7 @@ import { migrate } from "./schema.js";
 import { SqliteKv } from "./sqlite-kv.js";
 import { SqliteDeliveries } from "./sqlite-deliveries.js";
 import { SqliteTasks } from "./sqlite-tasks.js";
+import { startCheckpointer, type Checkpointer } from "./checkpointer.js";
 
 export const storeFileName = "steward.db";
 
@@ -29,7 +30,19 @@ export interface SqliteStoreOptions {
   /** process (default): survives kill -9 (WAL, synchronous=NORMAL). power: survives power loss (synchronous=FULL). */
   durability?: "process" | "power";
   logger?: Logger;
+  /** Checkpoint the WAL on a worker thread (the service), not in the committing call (CLI, tests). */
+  backgroundCheckpoints?: boolean;
 }
+
+/**
+ * Checkpoint on commit (without the thread, or when it failed) less often than the 4 MB
+ * default: fewer fsyncs of the main file under intake bursts.
+ */
+const AUTOCHECKPOINT_PAGES = 4000;
+/** With the checkpoint thread: a safety net (256 MB of WAL) for when it cannot start the WAL over. */
+const BOUND_WITH_THREAD_PAGES = 64000;
+/** Above the thread's cycle (checkpointer.ts, ~96 MB), so the file is not cut and regrown each time. */
+const WAL_SIZE_LIMIT_BYTES = 128 * 1024 * 1024;
 
 export class SqliteStore implements Store, DeliveryIntake, EngineStore {
   readonly path: string;
@@ -37,6 +50,7 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
   readonly #kv: SqliteKv;
   readonly #deliveries: SqliteDeliveries;
   readonly #tasks: SqliteTasks;
+  readonly #checkpointer: Checkpointer | undefined;
   #closed = false;
 
   constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
@@ -44,15 +58,31 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
     this.path = join(dataDir, storeFileName);
     this.#db = new Database(this.path);
     this.#db.pragma("journal_mode = WAL");
-    this.#db.pragma(`synchronous = ${opts.durability === "power" ? "FULL" : "NORMAL"}`);
+    const synchronous = opts.durability === "power" ? "FULL" : "NORMAL";
+    this.#db.pragma(`synchronous = ${synchronous}`);
     // Other processes (the CLI, a restarting service) may hold the write lock briefly.
     this.#db.pragma("busy_timeout = 5000");
     this.#db.pragma("foreign_keys = ON");
-    // Checkpoint less often than the 4 MB default: fewer fsyncs of the main file under intake bursts.
-    this.#db.pragma("wal_autocheckpoint = 4000");
     migrate(this.#db);
+    // After a checkpoint lets the WAL start over, its file is cut back to this size.
+    this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+    if (opts.backgroundCheckpoints) {
+      // The thread checkpoints and starts the WAL over; this bound only matters if it cannot.
+      this.#db.pragma(`wal_autocheckpoint = ${BOUND_WITH_THREAD_PAGES}`);
+      this.#checkpointer = startCheckpointer({
+        path: this.path,
+        synchronous,
+        onFailure: (error) => {
+          if (this.#closed) return;
+          this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+          opts.logger?.warn({ err: error }, "checkpoint thread failed; checkpointing on commit again");
+        },
+      });
+    } else {
+      this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
+    }
     this.#kv = new SqliteKv(this.#db);
-    this.#deliveries = new SqliteDeliveries(this.#db);
+    this.#deliveries = new SqliteDeliveries(this.#db, this.#checkpointer);
     this.#tasks = new SqliteTasks(this.#db);
     opts.logger?.debug({ path: this.path, durability: opts.durability ?? "process" }, "store opened");
   }
@@ -74,6 +104,10 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
 
   // DeliveryQueue
   claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> { return this.#deliveries.claimDelivery(leaseMs); }
+  claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> { return this.#deliveries.claimDeliveries(leaseMs, max); }
+  recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
+    return this.#deliveries.recordLeased(delivery, leaseMs);
+  }
   recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
     return this.#deliveries.recordOutcome(token, deliveryId, handler, outcome, seconds);
   }
@@ -116,9 +150,9 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
 
   close(): void {
     if (this.#closed) return;
-    this.#deliveries.flushNow();
     this.#closed = true;
     this.#deliveries.markClosed();
+    this.#checkpointer?.stop();
     this.#db.close();
   }
 }

@@ -15,6 +15,8 @@ export interface Machine {
   loadAfter: number[];
   mode: "quick" | "full";
   seconds: number;
+  /** Set when this run measured only some sections and kept the others from an earlier run. */
+  kept?: { sections: string[]; from: string };
 }
 
 export interface BenchResults {
@@ -144,7 +146,8 @@ export function renderReport(r: BenchResults, notes: string): string {
     `# Steward benchmarks`,
     "",
     `Run: ${m.date}, ${m.mode} mode, ${fmt(m.seconds)} s. Node ${m.node}, ${m.cpu}, ${m.cores} cores. ` +
-      `Load average before ${m.loadBefore.map((x) => x.toFixed(2)).join(" / ")}, after ${m.loadAfter.map((x) => x.toFixed(2)).join(" / ")} (1/5/15 min).`,
+      `Load average before ${m.loadBefore.map((x) => x.toFixed(2)).join(" / ")}, after ${m.loadAfter.map((x) => x.toFixed(2)).join(" / ")} (1/5/15 min).` +
+      (m.kept ? ` Sections ${m.kept.sections.join(", ")} are from the run of ${m.kept.from} on the same machine.` : ""),
     "",
     "Regenerate with `npm run bench` (a few minutes; writes this file) or `npm run bench -- --quick` (under a minute, prints only).",
   ];

@@ -62,6 +62,18 @@ async function main(): Promise<void> {
   }
   results.machine.loadAfter = loadavg();
   results.machine.seconds = (Date.now() - started) / 1000;
+  // A partial run (--only) that writes keeps the other sections of the last run, so one section
+  // can be measured again without re-running the rest; the header says which run is which.
+  if (o.write && existsSync(here("./results.json"))) {
+    const saved = JSON.parse(readFileSync(here("./results.json"), "utf8")) as BenchResults;
+    const kept: string[] = [];
+    for (const key of Object.keys(saved) as (keyof BenchResults)[]) {
+      if (key === "machine" || results[key] !== undefined) continue;
+      (results as unknown as Record<string, unknown>)[key] = saved[key];
+      kept.push(key);
+    }
+    if (kept.length) results.machine.kept = { sections: kept, from: saved.machine.kept?.from ?? saved.machine.date };
+  }
   const analysis = existsSync(here("./analysis.md")) ? readFileSync(here("./analysis.md"), "utf8") : "";
   const report = renderReport(results, o.write ? analysis : "");
   process.stdout.write(report);

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite.js";
 import { deliveryOf, examplePayload, tempDir } from "./helpers.js";
 
 let dir: string;
@@ -125,5 +127,72 @@ describe("delivery queue", () => {
     expect(await store.getDelivery(done.id)).toBeUndefined();
     expect((await store.getDelivery(dead.id))?.outcomes).toHaveLength(1);
     expect(await store.record(done)).toBe("recorded"); // its id is forgotten with it
+  });
+
+  it("claims a batch in one go: expired leases first, then by due time, never more than asked", async () => {
+    const made = [0, 1, 2].map((i) => ({ ...deliveryOf("push", examplePayload("push")), receivedAt: new Date(Date.now() - 3000 + i * 1000) }));
+    for (const d of made) await store.record(d);
+    const stale = (await store.claimDelivery(0))!;
+    expect(stale.delivery.id).toBe(made[0]!.id);
+    const batch = await store.claimDeliveries(60_000, 2);
+    expect(batch.map((c) => [c.delivery.id, c.delivery.attempts])).toEqual([
+      [made[0]!.id, 2],
+      [made[1]!.id, 1],
+    ]);
+    expect(new Set(batch.map((c) => c.token)).size).toBe(2);
+    expect((await store.claimDeliveries(60_000, 5)).map((c) => c.delivery.id)).toEqual([made[2]!.id]);
+    expect(await store.claimDeliveries(60_000, 5)).toEqual([]);
+    expect(await store.depth()).toBe(3);
+  });
+
+  it("records a delivery leased to the caller: never queued, durable, finished with its token", async () => {
+    const d = deliveryOf("push", examplePayload("push"));
+    const claim = await store.recordLeased(d, 60_000);
+    if (claim === "duplicate") throw new Error("recorded as a duplicate");
+    expect(claim.delivery).toMatchObject({ id: d.id, status: "running", attempts: 1, payload: d.payload });
+    expect(Object.keys(claim.delivery.headers).some((h) => h.startsWith("x-hub-signature"))).toBe(false);
+    expect(claim.outcomes).toEqual([]);
+    expect(await store.claimDeliveries(60_000, 5)).toEqual([]);
+    expect(await store.recordLeased(d, 60_000)).toBe("duplicate");
+    expect(await store.record(d)).toBe("duplicate");
+    expect((await store.getDelivery(d.id))?.delivery).toMatchObject({ status: "running", attempts: 1 });
+    expect(await store.recordOutcome(claim.token, d.id, "h", { status: "done" }, 0)).toBe(true);
+    expect(await store.finishDelivery(claim.token, d.id, { status: "done" })).toBe(true);
+    expect((await store.getDelivery(d.id))?.delivery.status).toBe("done");
+  });
+
+  it("queues a leased record again when its lease is given back, without using up an attempt", async () => {
+    const d = deliveryOf("push", examplePayload("push"));
+    const claim = await store.recordLeased(d, 60_000);
+    if (claim === "duplicate") throw new Error("recorded as a duplicate");
+    await store.releaseLease(claim.token);
+    const again = (await store.claimDelivery(60_000))!;
+    expect(again.delivery).toMatchObject({ id: d.id, attempts: 1 });
+  });
+});
+
+describe("schema upgrade", () => {
+  it("opens a version-1 store: its due index is replaced and its queued deliveries are still claimed", async () => {
+    const d = deliveryOf("push", examplePayload("push"));
+    await store.record(d);
+    store.close();
+    // Back to version 1's shape: the same tables, one partial index over every unfinished status.
+    const old = new Database(join(dir, storeFileName));
+    old.exec(`
+      DROP INDEX deliveries_ready;
+      DROP INDEX deliveries_leased;
+      CREATE INDEX deliveries_due ON deliveries (status, next_run_at) WHERE status IN ('queued', 'failed', 'running');
+      PRAGMA user_version = 1;
+    `);
+    old.close();
+    store = openSqliteStore(dir);
+    const check = new Database(join(dir, storeFileName), { readonly: true });
+    const indexes = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as { name: string }[]).map((r) => r.name);
+    const version = check.pragma("user_version", { simple: true });
+    check.close();
+    expect(version).toBe(2);
+    expect(indexes).toEqual(expect.arrayContaining(["deliveries_ready", "deliveries_leased"]));
+    expect(indexes).not.toContain("deliveries_due");
+    expect((await store.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { registerSecret, scrub } from "../../src/log/redact.js";
+import { maskSecretKeys } from "../../src/log/mask-keys.js";
 import { collectingLogger } from "./helpers.js";
 
 const SECRET = "correct-horse-battery-staple";
@@ -30,6 +31,33 @@ describe("redacting logger", () => {
     for (const leak of ["abc123def456", "plain-token-value", "eyJhbGciOiJSUzI1NiJ9", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"]) {
       expect(text).not.toContain(leak);
     }
+  });
+
+  it("masks credential-named keys at any depth, in child bindings and in errors' own properties", () => {
+    const { logger, output } = collectingLogger();
+    logger.info({ a: { b: { c: { request: { body: { Token: "deep-unregistered-1" } } } } } }, "deep");
+    logger.child({ config: { webhookSecret: "child-unregistered-2" } }).child({ ok: 1 }).info("nested child");
+    const error = Object.assign(new Error("request failed"), { response: { data: { token: "err-unregistered-3" } } });
+    logger.error({ err: error }, "failed");
+    logger.info({ list: [{ password: "array-unregistered-4" }] }, "array");
+    const text = output();
+    for (const leak of ["deep-unregistered-1", "child-unregistered-2", "err-unregistered-3", "array-unregistered-4"]) expect(text).not.toContain(leak);
+    expect(text).toContain("request failed");
+    expect(text).toContain('"ok":1');
+  });
+
+  it("copies only what it masks: objects without credential-named keys come back as they are", () => {
+    const clean = { delivery: "d1", nested: { event: "push", list: [1, { n: 2 }] } };
+    expect(maskSecretKeys(clean)).toBe(clean);
+    const withToken = { keep: { event: "push" }, auth: { token: "t", user: "u" } };
+    const masked = maskSecretKeys(withToken);
+    expect(masked).toEqual({ keep: { event: "push" }, auth: { token: "[REDACTED]", user: "u" } });
+    expect(masked.keep).toBe(withToken.keep);
+    expect(withToken.auth.token).toBe("t");
+    const error = maskSecretKeys(Object.assign(new TypeError("boom"), { secret: "s" }));
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).toBe("boom");
+    expect(error.secret).toBe("[REDACTED]");
   });
 
   it("masks secrets in pretty output too", async () => {

@@ -31,7 +31,7 @@ let failed = false;
   const r = await runCrashTorture({ runs, kills, spreadMs: Math.max(5_000, runs * 40), seed, dataDir: dir, deadlineMs: 600_000, log });
   await rm(dir, { recursive: true, force: true });
   log(`crash: runs=${r.runs} deliveries=${r.deliveries} attempts=${r.deliveryAttempts} kills=${r.kills} failed-attempts=${r.failedAttempts} redeliveries=${r.redeliveries} reruns=${r.reruns} check-runs=${r.checkRuns} lost-deliveries=${r.lostDeliveries.length} not-done=${r.notDone.length} lost-effects=${r.lostEffects.length} duplicated=${r.duplicatedEffects.length} seconds=${r.seconds}`);
-  for (const e of [...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20)) log(`  ${e}`);
+  for (const e of [...r.lostDeliveries, ...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20)) log(`  ${e}`);
   failed ||= r.lostDeliveries.length + r.notDone.length + r.lostEffects.length + r.duplicatedEffects.length > 0;
 }
 
@@ -41,7 +41,7 @@ let failed = false;
   const r = await runCrashTorture({ runs: Math.max(20, Math.floor(runs / 10)), kills: 1, downMs: [5_000, 5_000], spreadMs: 3_000, seed: seed + 1, dataDir: dir, deadlineMs: 300_000, log });
   await rm(dir, { recursive: true, force: true });
   log(`downtime: deliveries=${r.deliveries} failed-attempts=${r.failedAttempts} redeliveries=${r.redeliveries} lost-deliveries=${r.lostDeliveries.length} lost-effects=${r.lostEffects.length} duplicated=${r.duplicatedEffects.length}`);
-  for (const e of [...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20)) log(`  ${e}`);
+  for (const e of [...r.lostDeliveries, ...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20)) log(`  ${e}`);
   failed ||= r.lostDeliveries.length + r.notDone.length + r.lostEffects.length + r.duplicatedEffects.length > 0 || r.redeliveries === 0;
 }
 

@@ -4,7 +4,7 @@
 import { generateKeyPairSync } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../../src/config/env.js";
@@ -13,6 +13,8 @@ import { defineHandler } from "../../../src/handler.js";
 import { createLogger } from "../../../src/log/logger.js";
 
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+// A bench run records gigabytes of deliveries: a data dir made here goes when the server does.
+const ownDataDir = process.env.STEWARD_DATA_DIR ? undefined : mkdtempSync(join(tmpdir(), "steward-bench-"));
 const config = loadConfig({
   APP_ID: "1",
   PRIVATE_KEY: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
@@ -20,7 +22,7 @@ const config = loadConfig({
   PORT: "0",
   HOST: "127.0.0.1",
   GITHUB_API_URL: "http://127.0.0.1:9",
-  STEWARD_DATA_DIR: process.env.STEWARD_DATA_DIR ?? mkdtempSync(join(tmpdir(), "steward-bench-")),
+  STEWARD_DATA_DIR: process.env.STEWARD_DATA_DIR ?? ownDataDir!,
   STEWARD_DURABILITY: process.env.STEWARD_DURABILITY ?? "process",
   STEWARD_REDELIVER_INTERVAL: "24h",
   LOG_LEVEL: "warn",
@@ -62,5 +64,8 @@ process.on("message", (m) => {
   if (m === "drain") void steward.engine.idle().then(usage).then((u) => process.send?.(u));
 });
 process.on("SIGTERM", () => {
-  void steward.close().then(() => process.exit(0));
+  void steward.close().then(() => {
+    if (ownDataDir) rmSync(ownDataDir, { recursive: true, force: true });
+    process.exit(0);
+  });
 });

@@ -1,0 +1,120 @@
+// Group commit for one SQLite connection: writes asked for in the same turn of the event loop
+// share one transaction, so one WAL append (and, at durability "power", one fsync) covers
+// intake inserts, handler outcomes and finished deliveries alike. Nothing resolves before the
+// commit that makes it durable. Each write still settles on its own: when the shared
+// transaction fails, it is rolled back and every write runs again in a transaction of its own,
+// so one bad write rejects alone (savepoints per write would cost that on every batch).
+import type { Database, Transaction } from "better-sqlite3";
+import type { CommitGate } from "./checkpointer.js";
+
+interface Pending {
+  write: () => unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+export class GroupCommit {
+  #pending: Pending[] = [];
+  #scheduled = false;
+  #closed = false;
+  #waiting = false;
+  readonly #all: Transaction<(batch: Pending[]) => unknown[]>;
+  readonly #one: Transaction<(write: () => unknown) => unknown>;
+
+  /** `gate`: while it holds (the checkpoint thread starts the WAL over), writes wait rather than block. */
+  constructor(
+    db: Database,
+    private readonly gate?: CommitGate,
+  ) {
+    this.#all = db.transaction((batch: Pending[]) => batch.map((p) => p.write()));
+    this.#one = db.transaction((write: () => unknown) => write());
+  }
+
+  /** Resolves with `write`'s result once the transaction it ran in has committed. */
+  run<T>(write: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error("store is closed"));
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ write, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /** True while writes wait for the gate: `runNow` would block, so ask with `run` instead. */
+  get held(): boolean {
+    return this.gate?.holding() ?? false;
+  }
+
+  /** Commit whatever is waiting now, or as soon as the gate opens. */
+  flush(): void {
+    if (this.held) {
+      if (this.#waiting) return;
+      this.#waiting = true;
+      this.gate!.onRelease(() => {
+        this.#waiting = false;
+        this.flush();
+      });
+      return;
+    }
+    this.#commit(this.#take());
+  }
+
+  /**
+   * Run `write` now, in one transaction with whatever is waiting (committed early rather than
+   * in a commit of its own), and return its result or throw its error.
+   */
+  runNow<T>(write: () => T): T {
+    if (this.#closed) throw new Error("store is closed");
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
+    const own: Pending = {
+      write,
+      resolve: (value) => (outcome = { ok: true, value: value as T }),
+      reject: (error) => (outcome = { ok: false, error }),
+    };
+    this.#commit([...this.#take(), own]);
+    if (!outcome!.ok) throw outcome!.error;
+    return outcome!.value;
+  }
+
+  #take(): Pending[] {
+    const batch = this.#pending;
+    this.#pending = [];
+    this.#scheduled = false;
+    return batch;
+  }
+
+  #commit(batch: Pending[]): void {
+    if (batch.length === 0) return;
+    if (this.#closed) {
+      for (const p of batch) p.reject(new Error("store is closed"));
+      return;
+    }
+    let results: unknown[];
+    try {
+      // IMMEDIATE: take the write lock before the first read, so a write by another process
+      // (the CLI) in between cannot invalidate this transaction's snapshot.
+      results = this.#all.immediate(batch);
+    } catch (error) {
+      if (batch.length === 1) batch[0]!.reject(error);
+      else for (const p of batch) this.#alone(p);
+      return;
+    }
+    batch.forEach((p, i) => p.resolve(results[i]));
+  }
+
+  #alone(p: Pending): void {
+    try {
+      p.resolve(this.#one.immediate(p.write));
+    } catch (error) {
+      p.reject(error);
+    }
+  }
+
+  /** Commits what is waiting whatever the gate says (SQLite then waits for the lock if it must). */
+  close(): void {
+    this.#commit(this.#take());
+    this.#closed = true;
+  }
+}

@@ -1,0 +1,77 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
+import { GroupCommit } from "../../src/store/group-commit.js";
+
+let db: Database.Database;
+let writes: GroupCommit;
+
+beforeEach(() => {
+  db = new Database(":memory:");
+  db.exec("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)");
+  writes = new GroupCommit(db);
+});
+afterEach(() => db.close());
+
+const insert = (k: string, v: number) => () => db.prepare("INSERT INTO t (k, v) VALUES (?, ?)").run(k, v).changes;
+const rows = () => db.prepare("SELECT k, v FROM t ORDER BY k").all();
+
+describe("group commit", () => {
+  it("runs the writes of one turn in one transaction, in order, each settling with its own result", async () => {
+    const seen: boolean[] = [];
+    const results = await Promise.all([
+      writes.run(() => (seen.push(db.inTransaction), insert("a", 1)())),
+      writes.run(() => (seen.push(db.inTransaction), db.prepare("UPDATE t SET v = v + 1 WHERE k = 'a'").run().changes)),
+      writes.run(() => "third"),
+    ]);
+    expect(results).toEqual([1, 1, "third"]);
+    expect(seen).toEqual([true, true]);
+    expect(rows()).toEqual([{ k: "a", v: 2 }]);
+  });
+
+  it("rejects only the write that failed; the others of its turn are committed", async () => {
+    const settled = await Promise.allSettled([writes.run(insert("a", 1)), writes.run(insert("a", 2)), writes.run(insert("b", 3))]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(rows()).toEqual([
+      { k: "a", v: 1 },
+      { k: "b", v: 3 },
+    ]);
+  });
+
+  it("runs a write at once with whatever is waiting, which then settles without another commit", async () => {
+    const waiting = writes.run(insert("a", 1));
+    expect(writes.runNow(() => db.prepare("SELECT count(*) AS n FROM t").get())).toEqual({ n: 1 });
+    await expect(waiting).resolves.toBe(1);
+    expect(() => writes.runNow(insert("a", 2))).toThrow(/UNIQUE/);
+    expect(rows()).toEqual([{ k: "a", v: 1 }]);
+  });
+
+  it("lets writes wait while its gate holds, commits them when it opens, and commits on close regardless", async () => {
+    let holding = true;
+    const listeners: (() => void)[] = [];
+    const gated = new GroupCommit(db, { holding: () => holding, onRelease: (l) => listeners.push(l) });
+    let settled = false;
+    const pending = gated.run(insert("a", 1)).then((n) => ((settled = true), n));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(false);
+    expect(gated.held).toBe(true);
+    expect(rows()).toEqual([]);
+    holding = false;
+    for (const l of listeners.splice(0)) l();
+    await expect(pending).resolves.toBe(1);
+    expect(rows()).toEqual([{ k: "a", v: 1 }]);
+
+    holding = true;
+    const atClose = gated.run(insert("b", 2));
+    gated.close();
+    await expect(atClose).resolves.toBe(1);
+  });
+
+  it("commits what is waiting on close and refuses writes after", async () => {
+    const pending = writes.run(insert("a", 1));
+    writes.close();
+    expect(rows()).toEqual([{ k: "a", v: 1 }]);
+    await expect(pending).resolves.toBe(1);
+    await expect(writes.run(insert("b", 2))).rejects.toThrow(/closed/);
+  });
+});

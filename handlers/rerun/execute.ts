@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { InstallationOctokit, Outcome, Scheduler } from "../../src/handler.js";
 import type { CheckReporter } from "../../src/checks/types.js";
 import type { Store } from "../../src/store/types.js";
+import { withStoreLock } from "../../src/store/lock.js";
 import { supersededReason, type JobVerdict, type RunFacts } from "./decide.js";
 import { CHECK_NAME, MAX_EXPLANATIONS, actionText, renderCheck, type ActionTaken, type Explanation } from "./explain.js";
 import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";
@@ -81,7 +82,7 @@ export async function explainAndReport(ops: Ops, task: RerunTask, action: Action
   const key = historyKey(task.repoId, task.run.headSha);
   // Decisions on one commit (another workflow, the next attempt) may finish at the same time;
   // one at a time keeps every explanation and one check run.
-  await withLock(ops.store, `${key}:lock`, () => appendAndReport(ops, task, key, explanation));
+  await withStoreLock(ops.store, `${key}:lock`, () => appendAndReport(ops, task, key, explanation));
 }
 
 async function appendAndReport(ops: Ops, task: RerunTask, key: string, explanation: Explanation): Promise<void> {
@@ -104,23 +105,6 @@ async function appendAndReport(ops: Ops, task: RerunTask, key: string, explanati
     summary,
     externalId: `rerun:${task.run.id}:${task.run.runAttempt}`,
   });
-}
-
-const LOCK_TTL_MS = 60_000;
-const LOCK_WAIT_MS = 30_000;
-
-/** A lock held in the store (so it also holds across replicas sharing one store); throws when it stays busy. */
-async function withLock<T>(store: Store, key: string, fn: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + LOCK_WAIT_MS;
-  while (!(await store.claim(key, { ttlMs: LOCK_TTL_MS }))) {
-    if (Date.now() > deadline) throw new Error(`${key} stayed locked for ${LOCK_WAIT_MS / 1000}s`);
-    await new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
-  }
-  try {
-    return await fn();
-  } finally {
-    await store.release(key);
-  }
 }
 
 /** Re-run now (the decision said so): re-check, request, explain. */

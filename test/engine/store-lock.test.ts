@@ -1,0 +1,74 @@
+// The store lock: serialises holders, and takes over at once from a holder that was killed.
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { lockOwnerGone, withStoreLock } from "../../src/store/lock.js";
+import type { Store } from "../../src/store/types.js";
+
+let dir: string;
+let store: Store & { close(): void };
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "steward-lock-"));
+  store = openSqliteStore(dir, { logger: pino({ level: "silent" }) });
+});
+afterEach(async () => {
+  store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The pid of a process that has exited. */
+function deadPid(): number {
+  const r = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
+  return Number(r.stdout.toString());
+}
+
+describe("withStoreLock", () => {
+  it("runs holders of one key one at a time, in order, and releases after each", async () => {
+    const events: string[] = [];
+    const hold = (name: string) =>
+      withStoreLock(store, "k:lock", async () => {
+        events.push(`${name} in`);
+        await new Promise((r) => setTimeout(r, 20));
+        events.push(`${name} out`);
+        return name;
+      });
+    expect(await Promise.all([hold("a"), hold("b"), hold("c")])).toEqual(["a", "b", "c"]);
+    expect(events).toEqual(["a in", "a out", "b in", "b out", "c in", "c out"]);
+    expect(await store.get("k:lock")).toBeUndefined();
+  });
+
+  it("releases the lock when the work throws", async () => {
+    await expect(withStoreLock(store, "k:lock", async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(await store.claim("k:lock")).toBe(true);
+  });
+
+  it("takes a lock left by a killed process over at once", async () => {
+    await store.claim("k:lock", { ttlMs: 60_000, value: { owner: `${hostname()}/${deadPid()}/earlier` } });
+    expect(await withStoreLock(store, "k:lock", async () => "mine", { waitMs: 0 })).toBe("mine");
+  });
+
+  it("takes a lock left by an earlier incarnation with this very pid over at once", async () => {
+    await store.claim("k:lock", { ttlMs: 60_000, value: { owner: `${hostname()}/${process.pid}/earlier-incarnation` } });
+    expect(await withStoreLock(store, "k:lock", async () => "mine", { waitMs: 0 })).toBe("mine");
+  });
+
+  it("waits for a live holder and says which key stayed locked", async () => {
+    const live = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"]);
+    try {
+      await store.claim("k:lock", { ttlMs: 60_000, value: { owner: `${hostname()}/${live.pid}/other` } });
+      await expect(withStoreLock(store, "k:lock", async () => "never", { waitMs: 150 })).rejects.toThrow("k:lock stayed locked for 0.15s");
+      expect(lockOwnerGone(`${hostname()}/${live.pid}/other`)).toBe(false);
+    } finally {
+      live.kill("SIGKILL");
+    }
+  });
+
+  it("never takes over from a holder on another host (it cannot tell whether that one is alive)", () => {
+    expect(lockOwnerGone(`another-host.example/${deadPid()}/x`)).toBe(false);
+  });
+});

@@ -92,6 +92,9 @@ describe("steward start (child process)", () => {
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
     run.proc.kill("SIGTERM");
     expect(await run.exited).toBe(0);
+    // The banner for the person at the terminal: where the hub is and how to leave the sandbox.
+    expect(run.out()).toContain("running against the SANDBOX hub");
+    expect(run.out()).toMatch(/To run as a real GitHub App, register app\.yml and set APP_ID/);
   });
 
   it("stops at start-up with one line naming a malformed variable", async () => {

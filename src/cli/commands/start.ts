@@ -12,6 +12,21 @@ To run as a real GitHub App, set at least:
 See README.md "Configuration" for every variable.
 `;
 
+function sandboxBanner(webhookUrl: string, hubUrl: string): string {
+  return [
+    "",
+    "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
+    `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (docs/sandbox.md)`,
+    `    webhooks to:     ${webhookUrl}`,
+    "    demo world:      organisation acme, repositories .github, web, api, service-billing",
+    `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
+    `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,
+    "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
+    "  and WEBHOOK_SECRET; README.md \"Configuration\" lists every variable.",
+    "",
+  ].join("\n") + "\n";
+}
+
 interface Closable {
   close(): Promise<void>;
 }
@@ -72,9 +87,11 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
     logger: log,
   });
   log.info(
-    { webhookUrl: running.webhookUrl, hubUrl: running.config.apiUrl },
+    { webhookUrl: running.webhookUrl, hubUrl: running.config.apiUrl, realApp: "set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY) and WEBHOOK_SECRET" },
     "sandbox mode (no APP_ID): Steward is running against the local sandbox hub",
   );
+  // For the person at the terminal; the JSON line above is for log pipelines.
+  process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl));
   return serveUntilSignal(running, log);
 }
 

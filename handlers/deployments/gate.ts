@@ -65,14 +65,19 @@ async function answer(svc: GateServices, input: GateInput, evaluation: Evaluatio
   try {
     await sendFinal(svc, gate, state, comment);
   } catch (error) {
-    if (isFinalRefusal(error)) {
+    if (gate.path === "rule" && isFinalRefusal(error) && alreadyDecidedAs(error, state)) {
+      // The answer of an earlier send was lost (a dropped connection, retried): GitHub says this
+      // app's rule was decided as we asked, so that decision was ours and is done.
+      svc.log.info({ environment: gate.environment, runId: gate.runId, state }, "deployment answer found already given");
+    } else if (isFinalRefusal(error)) {
       // A refusal is GitHub's answer (not waiting any more, caller may not approve): asking again changes nothing.
       await dropWait(svc, gate, input.sha);
       svc.log.warn({ status: error.status, environment: gate.environment, runId: gate.runId }, "deployment answer refused");
       return refusal(error, `the ${state === "approved" ? "approval" : "rejection"} of ${gate.environment}`);
+    } else {
+      await svc.store.release(answeredKey(gate));
+      throw error;
     }
-    await svc.store.release(answeredKey(gate));
-    throw error;
   }
   await dropWait(svc, gate, input.sha);
   await svc.store.audit({
@@ -81,6 +86,17 @@ async function answer(svc: GateServices, input: GateInput, evaluation: Evaluatio
     details: { repository: `${gate.owner}/${gate.repo}`, runId: gate.runId, environment: gate.environment, path: gate.path, state, sha: input.sha, reasons: evaluation.reasons },
   });
   return { status: "done", summary: `${state} ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}` };
+}
+
+/**
+ * A 422 saying the rule was already decided with `state`: the hub answers "... was already
+ * decided (approved)". A decision the other way, or any other refusal, is not ours.
+ */
+export function alreadyDecidedAs(error: { status: number; message: string }, state: FinalState): boolean {
+  if (error.status !== 422) return false;
+  const data = (error as { response?: { data?: { message?: unknown; errors?: { message?: unknown }[] } } }).response?.data;
+  const texts = [error.message, data?.message, ...(data?.errors ?? []).map((e) => e.message)].filter((t): t is string => typeof t === "string");
+  return texts.some((t) => new RegExp(`already decided \\(${state}\\)`, "i").test(t));
 }
 
 /** When to look again: the window opening, a poll for checks, and never later than the give-up time. */

@@ -149,7 +149,9 @@ async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; rep
       : ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs" as const);
   await ops.store.set(requestedKey, "intent", { ttlMs: DECIDED_TTL_MS });
   try {
-    await ops.octokit.request(route, { ...ref, run_id: task.run.id });
+    // No retries by the client: a retry of a request whose answer was lost is refused ("already
+    // running") and would look like someone else's re-run. The handler's retry reads the attempt.
+    await ops.octokit.request(route, { ...ref, run_id: task.run.id, request: { retries: 0 } });
   } catch (err) {
     // A network error may hide an accepted request: the intent stays, and the retry reads the
     // run's attempt to tell. A refusal is certain: nothing was re-run.

@@ -12,6 +12,10 @@ export interface CheckReporterOptions {
   appId?: number;
 }
 
+/** Tries of a check run create whose answer was lost or was a 5xx (the client's retries are off for it). */
+const CREATE_ATTEMPTS = 4;
+const CREATE_BACKOFF_MS = 100;
+
 interface ExistingRun {
   id: number;
   html_url: string | null;
@@ -95,7 +99,7 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
     if (existing && plan.reuse) {
       ref = { id: existing.id, html_url: existing.html_url };
     } else {
-      const { data } = await octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+      const created = await createOnce(report, existing, {
         owner: report.owner,
         repo: report.repo,
         name: report.name,
@@ -103,8 +107,9 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
         ...common,
         ...statusFor(0),
         output: output(batches[0]!),
-      } as any);
-      ref = { id: Number(data.id), html_url: data.html_url ?? null };
+      });
+      // A run found after a lost answer was made by that create: it has the first batch.
+      ref = created.ref;
     }
     const first = existing && plan.reuse ? 0 : 1;
     for (let i = first; i < batches.length; i++) {
@@ -118,5 +123,26 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
       } as any);
     }
     return ref;
+  }
+
+  /**
+   * Create a check run at most once. The client's own retries are off for this write: a create
+   * whose answer was lost (a dropped connection, a 5xx after the fact) may have made the run, so
+   * before trying again look for a run of this name newer than the one seen before.
+   */
+  async function createOnce(report: CheckReport, seen: ExistingRun | undefined, body: Record<string, unknown>): Promise<{ ref: CheckRunRef }> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { data } = await octokit.request("POST /repos/{owner}/{repo}/check-runs", { ...body, request: { retries: 0 } } as any);
+        return { ref: { id: Number(data.id), html_url: data.html_url ?? null } };
+      } catch (error) {
+        const status = (error as { status?: unknown }).status;
+        const ambiguous = typeof status !== "number" || status >= 500;
+        if (!ambiguous || attempt >= CREATE_ATTEMPTS) throw error;
+        await new Promise((r) => setTimeout(r, CREATE_BACKOFF_MS * attempt));
+        const now = await findExisting(report);
+        if (now && now.id !== seen?.id) return { ref: { id: now.id, html_url: now.html_url } };
+      }
+    }
   }
 }

@@ -188,16 +188,18 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   let counted = false;
   let bucket: ReturnType<typeof hub.rateLimiter.bucket> | undefined;
 
+  let fault: ReturnType<typeof hub.faults.decide> = undefined;
   try {
     if (!control) {
-      const fault = hub.faults.decide(method, path, match?.route.pattern);
-      if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault.latencyMs));
-      if (fault?.drop) {
+      fault = hub.faults.decide(method, path, match?.route.pattern);
+      if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault!.latencyMs));
+      // A fault `after` the route is decided now and applied once the route has run (below).
+      if (fault?.drop && !fault.after) {
         record(hub, hubReq, match, 0, req);
         req.socket.destroy();
         return;
       }
-      if (fault?.status) throw new HubError(fault.status, "Server Error");
+      if (fault?.status && !fault.after) throw new HubError(fault.status, "Server Error");
     }
     if (!control || req.headers.authorization) hubReq.auth = authenticate(hub, req.headers.authorization, source);
     if (!control && path !== "/rate_limit") {
@@ -229,6 +231,15 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       hub.effect("hub.error", { path, error: err instanceof Error ? err.message : String(err) });
     }
   }
+
+  // A fault `after` the route: the change stands, but the client never sees the real answer.
+  if (fault?.after && fault.drop) {
+    if (counted && bucket) bucket.used += 1;
+    record(hub, hubReq, match, 0, req);
+    req.socket.destroy();
+    return;
+  }
+  if (fault?.after && fault.status) response = errorResponse(new HubError(fault.status, "Server Error"));
 
   let status = response.status;
   let payload: string | Buffer | undefined;

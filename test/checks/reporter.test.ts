@@ -46,6 +46,31 @@ describe("check reporter", () => {
     });
   }
 
+  it("creates a check run at most once when the create's answer is lost: it finds the run the lost create made", async () => {
+    const octokit = gh.octokit();
+    let lost = 0;
+    // The create reaches GitHub and takes effect; the answer is lost on the way back.
+    octokit.hook.wrap("request", async (request, options) => {
+      const response = await request(options);
+      if (options.method === "POST" && String(options.url).endsWith("/check-runs") && lost++ === 0) throw Object.assign(new Error("socket hang up"), { status: 500 });
+      return response;
+    });
+    const ref = await createCheckReporter(octokit).report(report({ annotations: problems(51) }));
+    expect(gh.runs).toHaveLength(1);
+    expect(ref.id).toBe(gh.runs[0]!.id);
+    // The client did not send the create again; the second batch went to the found run.
+    expect(writes()).toEqual(["POST 201 50 in_progress", "PATCH 200 1 failure"]);
+    expect(gh.runs[0]).toMatchObject({ status: "completed", conclusion: "failure" });
+    expect(gh.runs[0]!.annotations).toHaveLength(51);
+  });
+
+  it("tries a create again when a 5xx came before it took effect", async () => {
+    gh.failures.push({ method: "POST", pathPrefix: "/repos/acme/web/check-runs", status: 502 });
+    await createCheckReporter(gh.octokit()).report(report());
+    expect(writes()).toEqual(["POST 502 0 failure", "POST 201 0 failure"]);
+    expect(gh.runs).toHaveLength(1);
+  });
+
   it("cuts an over-long summary, text and title with a visible note instead of failing", async () => {
     const summary = "| a | b |\n|---|---|\n" + "| row | " + "x".repeat(80) + " |\n".repeat(1) ;
     const huge = summary.repeat(2000);

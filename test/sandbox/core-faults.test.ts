@@ -45,6 +45,32 @@ describe("hub faults and control surface", () => {
     expect(await getRepo()).toBe(200);
   });
 
+  it("loses the answer of a write after the route ran: the change stands although the client saw a dropped connection", async () => {
+    const octokit = tokenOctokit(hub, token);
+    const sha = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "after.txt": "lost answer\n" } }).sha;
+    const create = () =>
+      octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "web", name: "lost-answer", head_sha: sha });
+    const listed = async () =>
+      (await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", { owner: "acme", repo: "web", ref: sha, check_name: "lost-answer", filter: "all" })).data.total_count;
+    const from = hub.control.requests().length;
+
+    hub.control.setFault("POST /repos/{owner}/{repo}/check-runs", { after: true, times: 1 });
+    await expect(create()).rejects.toThrow();
+    // The client saw nothing, yet the check run exists, and the hub recorded a dropped answer.
+    expect(await listed()).toBe(1);
+    const posts = hub.control.requests().slice(from).filter((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs");
+    expect(posts.map((r) => r.status)).toEqual([0]);
+
+    // With a status, the client sees that error instead of the 201; the change stands too.
+    hub.control.setFault("POST /repos/{owner}/{repo}/check-runs", { after: true, status: 502, times: 1 });
+    await expect(create()).rejects.toMatchObject({ status: 502 });
+    expect(await listed()).toBe(2);
+
+    // `times: 1` used each rule up: the next create answers normally.
+    expect((await create()).status).toBe(201);
+    expect(await listed()).toBe(3);
+  });
+
   it("adds latency to matching routes only", async () => {
     hub.control.setFault("GET /repos/{owner}/{repo}", { latencyMs: 300 });
     const order: string[] = [];

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import type { RequestRecord } from "../../src/sandbox/sandbox-hub.js";
 import type { Run } from "../../src/sandbox/domains/actions/domain.js";
-import { newRepo, ORG, rerunPolicyYaml, settle, startCi, stewardOf } from "../handlers/rerun/stack.js";
+import { newRepo, ORG, outcomesOf, rerunPolicyYaml, settle, startCi, stewardOf } from "../handlers/rerun/stack.js";
 
 const POLICY = ".github/steward.yml";
 /** A clock tolerance for comparing recorded timestamps (ordering, not speed). */
@@ -70,6 +70,9 @@ describe("Steward against a faulty API", () => {
 
     // The first matching rule applies: the writes that matter fail deterministically first
     // (before the hub acts on them), then everything else fails at a rate, slowly.
+    // A certain dropped connection early on (the first file read): the protection-rule drop
+    // below hits only if a deploy is answered before the faults are cleared.
+    control.setFault("GET /repos/{owner}/{repo}/contents/{path+}", { drop: true, times: 1 });
     control.setFault("POST /repos/**/actions/runs/*/rerun-failed-jobs", { status: 502, times: 2 });
     control.setFault("POST /repos/**/actions/runs/*/deployment_protection_rule", { drop: true, times: 1 });
     control.setFault("POST /repos/**/check-runs", { status: 500, times: 2 });
@@ -120,6 +123,55 @@ describe("Steward against a faulty API", () => {
     const stored = await stewardOf(stack).store.listDeliveries();
     expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
   }, 45_000);
+
+  it("lost answers of writes that succeeded: each effect still happens exactly once and every delivery ends done", async () => {
+    const { control, domains } = stack.hub;
+    const { repo } = newRepo(stack, rerunPolicyYaml(""));
+    await settle(stack);
+    const from = mark();
+
+    const run = startCi(stack, repo);
+    domains.actions.scriptAttempt(run.id, 2, "success");
+    const deploy = domains.actions.startRun({ owner: ORG, repo: "web", workflow: "Deploy", jobs: [{ name: "deploy", environment: "production" }] }).id;
+    // The hub acts on each of these writes (a re-run starts, a check run exists, the rule is
+    // answered) and then loses the answer: Steward sees a dropped connection, once each.
+    control.setFault(`POST /repos/${ORG}/${repo}/actions/runs/${run.id}/rerun-failed-jobs`, { after: true, times: 1 });
+    control.setFault(`POST /repos/${ORG}/${repo}/check-runs`, { after: true, times: 1 });
+    control.setFault(`POST /repos/${ORG}/web/actions/runs/${deploy}/deployment_protection_rule`, { after: true, times: 1 });
+    domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+    await settle(stack);
+    control.clearFaults();
+    await settle(stack);
+
+    // Each fault hit: the first request of each kind got no answer.
+    const lost = since(from).filter((r) => r.status === 0).map((r) => `${r.method} ${r.route ?? r.path}`);
+    expect(lost.sort()).toEqual([
+      "POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
+      "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs",
+      "POST /repos/{owner}/{repo}/check-runs",
+    ]);
+
+    // One re-run of the attempt, requested once: no retry of the request whose answer was lost
+    // (the retried delivery saw the run one attempt further and knew the re-run was its own).
+    expect(reruns(run.id)).toEqual(["rerun-failed-jobs true"]);
+    expect(since(from).filter((r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`)).map((r) => r.status)).toEqual([0]);
+    // Steward knew the re-run was its own: the decision on attempt 1 is done, not a refusal.
+    expect((await outcomesOf(stack, run.id)).filter((o) => o.attempt === 1).map((o) => o.status)).toEqual(["done"]);
+    expect(run.attempts.map((a) => `${a.n}:${a.conclusion}`)).toEqual(["1:failure", "2:success"]);
+    // One steward/rerun check run on the commit: the retry found and updated the one whose answer was lost.
+    expect(created("steward/rerun", run.head_sha)).toHaveLength(1);
+    const checks = domains.checks.checkRuns({ owner: ORG, repo, sha: run.head_sha, name: "steward/rerun" }) as { status: string; conclusion: string }[];
+    expect(checks.map((c) => `${c.status} ${c.conclusion}`)).toEqual(["completed neutral"]);
+
+    // One answer to the protection rule, and the gate is approved.
+    const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === deploy && /^protection_rule\.(approved|rejected)$/.test(e.kind));
+    expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["protection_rule.approved production"]);
+    expect(domains.deployments.gatesOf(deploy).map((g) => `${g.environment} ${g.outcome}`)).toEqual(["production approved"]);
+
+    // Every delivery was handled in the end: none failed or parked as dead.
+    const stored = await stewardOf(stack).store.listDeliveries();
+    expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
+  }, 30_000);
 
   it("an exhausted primary rate limit: no request until the reset, then the work completes", async () => {
     const { control } = stack.hub;

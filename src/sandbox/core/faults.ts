@@ -14,12 +14,20 @@ export interface Fault {
   drop?: boolean | number;
   /** Apply to this many matching requests only, then remove itself. */
   times?: number;
+  /**
+   * Lose the answer, not the request: run the route first (its state change and effects
+   * happen), then drop the connection or answer `status` instead of the real answer.
+   * Alone (no `drop`, `status` or `errorRate`) it drops the connection.
+   */
+  after?: boolean;
 }
 
 export interface FaultDecision {
   latencyMs: number;
   status: number | undefined;
   drop: boolean;
+  /** Apply `status`/`drop` after the route ran (the change stands, the answer is lost). */
+  after: boolean;
 }
 
 interface Rule {
@@ -64,10 +72,12 @@ export class FaultRules {
       f.times -= 1;
       if (f.times <= 0) this.rules = this.rules.filter((r) => r !== rule);
     }
-    const dropRate = f.drop === true ? 1 : typeof f.drop === "number" ? f.drop : 0;
+    // `after` alone loses the answer by dropping the connection.
+    const dropAfter = f.after === true && f.drop === undefined && f.status === undefined && f.errorRate === undefined;
+    const dropRate = f.drop === true || dropAfter ? 1 : typeof f.drop === "number" ? f.drop : 0;
     const drop = dropRate > 0 && this.random() < dropRate;
     const errorRate = f.errorRate ?? (f.status !== undefined ? 1 : 0);
     const status = !drop && errorRate > 0 && this.random() < errorRate ? (f.status ?? 500) : undefined;
-    return { latencyMs: f.latencyMs ?? 0, status, drop };
+    return { latencyMs: f.latencyMs ?? 0, status, drop, after: f.after === true };
   }
 }

@@ -249,6 +249,22 @@ describe("deployments handler: protection rule", () => {
     expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "skipped" });
   });
 
+  it("takes GitHub's 'already decided' as its own answer when an earlier answer's response was lost", async () => {
+    // The first approval took effect but its answer never came back; the retry is told the rule
+    // was already decided the same way: that is done, not a refusal (nor a dead delivery).
+    state.failNextPosts.push({ status: 422, message: "The deployment protection rule for environment production was already decided (approved)" });
+    const deployments = handler();
+    expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved production") });
+    expect((await h.store.auditLog({ kind: "deployment_answer" }))[0]!.details).toMatchObject({ environment: "production", state: "approved", runId: RUN });
+    expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "skipped", reason: expect.stringContaining("already answered") });
+  });
+
+  it("still reports a rule decided the other way as refused", async () => {
+    state.failNextPosts.push({ status: 422, message: "The deployment protection rule for environment production was already decided (rejected)" });
+    const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload(), policy));
+    expect(out).toMatchObject({ status: "failed", retryable: false, error: expect.stringContaining("422") });
+  });
+
   it("throws on a server error and answers on the retry", async () => {
     state.failNextPosts.push({ status: 502, message: "Bad Gateway" });
     const deployments = handler();

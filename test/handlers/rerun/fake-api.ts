@@ -27,8 +27,11 @@ export interface FakeState {
   /** Open pull requests from forks: number -> head label (`owner:branch`) and sha. */
   forkPulls?: Record<number, { head: string; sha: string }>;
   branches: Record<string, string>;
-  /** Answer of the next re-run requests, in order; default 201. */
-  rerunAnswers: { status: number; message?: string }[];
+  /**
+   * Answer of the next re-run requests, in order; default 201. `accepted`: the re-run takes
+   * effect anyway (the client lost the real answer and sees this one, e.g. its retry's refusal).
+   */
+  rerunAnswers: { status: number; message?: string; accepted?: boolean }[];
 }
 
 export interface Recorded {
@@ -92,10 +95,10 @@ export async function startFakeApi(state: FakeState) {
     }
     if (req.method === "POST" && /^\/repos\/[^/]+\/[^/]+\/actions\/runs\/\d+\/(rerun|rerun-failed-jobs)$/.test(path)) {
       const answer = state.rerunAnswers.shift() ?? { status: 201 };
-      if (answer.status === 201) {
+      if (answer.status === 201 || answer.accepted) {
         state.run.run_attempt += 1;
         state.run.status = "queued";
-        return json(res, 201, {});
+        if (answer.status === 201) return json(res, 201, {});
       }
       return json(res, answer.status, { message: answer.message, documentation_url: "https://docs.github.com/rest" });
     }

@@ -304,6 +304,18 @@ describe("rerun handler", () => {
     expect(await h.store.auditLog({ kind: "rerun_refused" })).toHaveLength(1);
   });
 
+  it("a re-run whose answer was lost is not requested again: the retry sees the next attempt and explains", async () => {
+    // The request took effect, but the client saw a server error (the answer was lost).
+    state.rerunAnswers.push({ status: 502, message: "Bad Gateway", accepted: true });
+    await expect(rerun.handle(h.handlerContext(completedPayload(), policy(logRule), "r-lost"))).rejects.toThrow();
+    const retry = await rerun.handle(h.handlerContext(completedPayload(), policy(logRule), "r-lost"));
+    expect(retry).toMatchObject({ status: "done" });
+    expect(state.run.run_attempt).toBe(2);
+    expect(posts()).toEqual(["rerun-failed-jobs"]);
+    expect(h.reports[0]!.title).not.toMatch(/Could not re-run/);
+    expect(await h.store.auditLog({ kind: "rerun_refused" })).toHaveLength(0);
+  });
+
   it("releases its claim when the API fails so a retry can decide", async () => {
     state.rerunAnswers.push({ status: 500, message: "boom" });
     await expect(rerun.handle(h.handlerContext(completedPayload(), policy(logRule), "r-1"))).rejects.toThrow();

@@ -99,7 +99,7 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
     if (existing && plan.reuse) {
       ref = { id: existing.id, html_url: existing.html_url };
     } else {
-      const created = await createOnce(report, existing, {
+      ref = await createOnce(report, existing, {
         owner: report.owner,
         repo: report.repo,
         name: report.name,
@@ -109,7 +109,6 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
         output: output(batches[0]!),
       });
       // A run found after a lost answer was made by that create: it has the first batch.
-      ref = created.ref;
     }
     const first = existing && plan.reuse ? 0 : 1;
     for (let i = first; i < batches.length; i++) {
@@ -130,18 +129,18 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
    * whose answer was lost (a dropped connection, a 5xx after the fact) may have made the run, so
    * before trying again look for a run of this name newer than the one seen before.
    */
-  async function createOnce(report: CheckReport, seen: ExistingRun | undefined, body: Record<string, unknown>): Promise<{ ref: CheckRunRef }> {
+  async function createOnce(report: CheckReport, seen: ExistingRun | undefined, body: Record<string, unknown>): Promise<CheckRunRef> {
     for (let attempt = 1; ; attempt++) {
       try {
         const { data } = await octokit.request("POST /repos/{owner}/{repo}/check-runs", { ...body, request: { retries: 0 } } as any);
-        return { ref: { id: Number(data.id), html_url: data.html_url ?? null } };
+        return { id: Number(data.id), html_url: data.html_url ?? null };
       } catch (error) {
         const status = (error as { status?: unknown }).status;
         const ambiguous = typeof status !== "number" || status >= 500;
         if (!ambiguous || attempt >= CREATE_ATTEMPTS) throw error;
         await new Promise((r) => setTimeout(r, CREATE_BACKOFF_MS * attempt));
         const now = await findExisting(report);
-        if (now && now.id !== seen?.id) return { ref: { id: now.id, html_url: now.html_url } };
+        if (now && now.id !== seen?.id) return { id: now.id, html_url: now.html_url };
       }
     }
   }

@@ -5,6 +5,7 @@
 import type { Logger } from "pino";
 import type { InstallationOctokit } from "../handler.js";
 import type { Store } from "../store/types.js";
+import { PROCESS_OWNER } from "../store/lease.js";
 
 /** One attempt as listed by `GET /app/hook/deliveries`. */
 export interface HookDeliveryAttempt {
@@ -56,8 +57,6 @@ export function findRedeliveries(
 const ASKED_TTL_MS = 7 * 86_400_000;
 /** An "asking" record older than this was left by a sweep that died mid-request. */
 const ASKING_STALE_MS = 30_000;
-/** Identifies this process's sweeps, so a record left by a dead process is recognised at once. */
-const SWEEPER_INSTANCE = `${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2)}`;
 
 interface AskRecord {
   id: number;
@@ -73,11 +72,11 @@ interface AskRecord {
  * dedups by delivery id); never asking would lose the delivery.
  */
 async function claimAsk(store: Store, key: string, id: number, now: Date): Promise<boolean> {
-  const asking: AskRecord = { id, at: now.toISOString(), state: "asking", by: SWEEPER_INSTANCE };
+  const asking: AskRecord = { id, at: now.toISOString(), state: "asking", by: PROCESS_OWNER };
   if (await store.claim(key, { ttlMs: ASKED_TTL_MS, value: asking })) return true;
   const held = await store.get<AskRecord>(key);
   if (!held || held.state !== "asking") return false;
-  const stale = held.by !== SWEEPER_INSTANCE || now.getTime() - Date.parse(held.at) > ASKING_STALE_MS;
+  const stale = held.by !== PROCESS_OWNER || now.getTime() - Date.parse(held.at) > ASKING_STALE_MS;
   if (!stale) return false;
   await store.set(key, asking, { ttlMs: ASKED_TTL_MS });
   return true;

@@ -5,6 +5,13 @@ import { hostname } from "node:os";
 
 const host = hostname();
 
+/**
+ * This process incarnation, `host/pid/uuid`: records it leaves in a store (locks, in-flight
+ * markers) name it, so a later process can tell they were left by one that is gone. The uuid
+ * tells incarnations apart when a restarted process gets the same pid (PID 1 in a container).
+ */
+export const PROCESS_OWNER = `${host}/${process.pid}/${randomUUID()}`;
+
 export function newLeaseToken(): string {
   return `${host}/${process.pid}/${randomUUID()}`;
 }
@@ -27,4 +34,12 @@ export function leaseOwnerDead(token: string): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return false;
   return !processAlive(pid);
+}
+
+/** True when `owner` (a PROCESS_OWNER) names a process on this host that is gone, or an earlier incarnation of this pid. */
+export function processOwnerGone(owner: string, self = PROCESS_OWNER): boolean {
+  if (leaseOwnerDead(owner)) return true;
+  const [ownerHost, pid] = owner.split("/");
+  const [selfHost, selfPid] = self.split("/");
+  return ownerHost === selfHost && pid === selfPid && owner !== self;
 }

@@ -3,14 +3,8 @@
 // only the head of the queue contends in the store. A lock left by a process that was killed
 // on this host is taken over at once rather than after its TTL: a crash loop (several kills
 // inside one TTL) would otherwise keep the lock's work failing until the delivery is parked.
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { Store } from "./types.js";
-import { leaseOwnerDead } from "./lease.js";
-
-const HOST = hostname();
-/** This process incarnation: a restarted process may get the same pid (PID 1 in a container). */
-const OWNER = `${HOST}/${process.pid}/${randomUUID()}`;
+import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
 
 export interface StoreLockOptions {
   /** How long a held lock lives if its holder never releases it. */
@@ -21,14 +15,6 @@ export interface StoreLockOptions {
 
 interface LockValue {
   owner: string;
-}
-
-/** True when `owner` names a process on this host that is gone, or an earlier incarnation of this pid. */
-export function lockOwnerGone(owner: string, self = OWNER): boolean {
-  if (leaseOwnerDead(owner)) return true;
-  const [host, pid] = owner.split("/");
-  const [selfHost, selfPid] = self.split("/");
-  return host === selfHost && pid === selfPid && owner !== self;
 }
 
 const queues = new Map<string, Promise<void>>();
@@ -54,10 +40,10 @@ export async function withStoreLock<T>(store: Store, key: string, fn: () => Prom
 
 async function acquire(store: Store, key: string, ttlMs: number, waitMs: number): Promise<void> {
   const deadline = Date.now() + waitMs;
-  const value: LockValue = { owner: OWNER };
+  const value: LockValue = { owner: PROCESS_OWNER };
   while (!(await store.claim(key, { ttlMs, value }))) {
     const held = await store.get<LockValue>(key);
-    if (held?.owner && lockOwnerGone(held.owner)) {
+    if (held?.owner && processOwnerGone(held.owner)) {
       // Its holder was killed: nothing is in progress under it.
       await store.release(key);
       continue;

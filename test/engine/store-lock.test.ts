@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { lockOwnerGone, withStoreLock } from "../../src/store/lock.js";
+import { withStoreLock } from "../../src/store/lock.js";
+import { processOwnerGone } from "../../src/store/lease.js";
 import type { Store } from "../../src/store/types.js";
 
 let dir: string;
@@ -62,13 +63,13 @@ describe("withStoreLock", () => {
     try {
       await store.claim("k:lock", { ttlMs: 60_000, value: { owner: `${hostname()}/${live.pid}/other` } });
       await expect(withStoreLock(store, "k:lock", async () => "never", { waitMs: 150 })).rejects.toThrow("k:lock stayed locked for 0.15s");
-      expect(lockOwnerGone(`${hostname()}/${live.pid}/other`)).toBe(false);
+      expect(processOwnerGone(`${hostname()}/${live.pid}/other`)).toBe(false);
     } finally {
       live.kill("SIGKILL");
     }
   });
 
   it("never takes over from a holder on another host (it cannot tell whether that one is alive)", () => {
-    expect(lockOwnerGone(`another-host.example/${deadPid()}/x`)).toBe(false);
+    expect(processOwnerGone(`another-host.example/${deadPid()}/x`)).toBe(false);
   });
 });

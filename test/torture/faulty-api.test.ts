@@ -61,6 +61,20 @@ async function waitFor(predicate: () => boolean, ms: number): Promise<void> {
   while (!predicate() && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
 }
 
+/** Exactly one answer to the run's protection rule, an approval of production, and its gate approved. */
+function expectOneApproval(runId: number): void {
+  const { domains } = stack.hub;
+  const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === runId && /^protection_rule\.(approved|rejected)$/.test(e.kind));
+  expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["protection_rule.approved production"]);
+  expect(domains.deployments.gatesOf(runId).map((g) => `${g.environment} ${g.outcome}`)).toEqual(["production approved"]);
+}
+
+/** Every delivery Steward recorded ended done: none failed or parked as dead. */
+async function expectEveryDeliveryDone(): Promise<void> {
+  const stored = await stewardOf(stack).store.listDeliveries();
+  expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
+}
+
 describe("Steward against a faulty API", () => {
   it("5xx answers, latency and dropped connections: every handler completes once the API recovers, each effect exactly once", async () => {
     const { control, domains } = stack.hub;
@@ -114,14 +128,9 @@ describe("Steward against a faulty API", () => {
     const [check] = domains.checks.checkRuns({ owner: ORG, repo: "web", sha: pr.head_sha, name: "steward/config" }) as { status: string; conclusion: string }[];
     expect([check!.status, check!.conclusion]).toEqual(["completed", "success"]);
 
-    for (const id of deploys) {
-      const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === id && /^protection_rule\.(approved|rejected)$/.test(e.kind));
-      expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["protection_rule.approved production"]);
-      expect(domains.deployments.gatesOf(id).map((g) => `${g.environment} ${g.outcome}`)).toEqual(["production approved"]);
-    }
+    for (const id of deploys) expectOneApproval(id);
     // Every delivery Steward recorded was handled in the end: none failed or parked as dead.
-    const stored = await stewardOf(stack).store.listDeliveries();
-    expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
+    await expectEveryDeliveryDone();
   }, 45_000);
 
   it("lost answers of writes that succeeded: each effect still happens exactly once and every delivery ends done", async () => {
@@ -164,13 +173,10 @@ describe("Steward against a faulty API", () => {
     expect(checks.map((c) => `${c.status} ${c.conclusion}`)).toEqual(["completed neutral"]);
 
     // One answer to the protection rule, and the gate is approved.
-    const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === deploy && /^protection_rule\.(approved|rejected)$/.test(e.kind));
-    expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["protection_rule.approved production"]);
-    expect(domains.deployments.gatesOf(deploy).map((g) => `${g.environment} ${g.outcome}`)).toEqual(["production approved"]);
+    expectOneApproval(deploy);
 
     // Every delivery was handled in the end: none failed or parked as dead.
-    const stored = await stewardOf(stack).store.listDeliveries();
-    expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
+    await expectEveryDeliveryDone();
   }, 30_000);
 
   it("an exhausted primary rate limit: no request until the reset, then the work completes", async () => {

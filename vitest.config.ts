@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts", "handlers/**/*.test.ts"],
+    include: ["test/**/*.test.ts", "handlers/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     exclude: ["test/bench/**", "node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -1,121 +1,21 @@
-// Start the sandbox hub: a real HTTP server on 127.0.0.1 simulating the REST API v3
-// parts Steward uses, with an app whose key pair is made at start.
-import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { installAccountRoutes } from "./accounts/routes.js";
-import { Control } from "./control.js";
-import { installControlRoutes } from "./control-http.js";
-import { RouteTable } from "./core/router.js";
-import type { Hub } from "./core/types.js";
-import { installDomains, type Domains } from "./domains/index.js";
-import { installContentRoutes } from "./git/routes.js";
-import { installPullRoutes } from "./pulls/routes.js";
-import { SandboxHub } from "./sandbox-hub.js";
-import { DEMO_ORG, DEMO_REPO, seedDemo } from "./seed/demo.js";
-import { createHubServer } from "./server.js";
-import { installWebhookRoutes } from "./webhooks/routes.js";
+// The sandbox hub as Steward uses it: the app installed with exactly the permissions and events
+// of Steward's manifest (`app.yml`), so the hub refuses what a real installation would refuse
+// and a handler needing a permission the manifest lacks fails in the tests, not in production.
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parse as parseYaml } from "yaml";
+import { createHub as createBareHub, type AppGrant, type CreateHubOptions, type HubHandle } from "@steward/sandbox-hub";
 
-export interface CreateHubOptions {
-  port?: number;
-  webhookUrl?: string;
-  webhookSecret?: string;
-  contentType?: "json" | "form";
-  seed?: "demo" | "empty";
-  /** Requests per hour per installation (default 5000). */
-  rateLimit?: number;
-  now?: Date;
-  /** Seed of the fault-injection random generator (default 1). */
-  randomSeed?: number;
-  /** Bad credentials tolerated from one source within the window before lock-out (default 20 in 60 s). */
-  loginAttempts?: { max: number; windowMs: number };
-}
+export type { CreateHubOptions, HubEnv, HubHandle } from "@steward/sandbox-hub";
 
-export interface HubEnv {
-  GITHUB_API_URL: string;
-  APP_ID: string;
-  PRIVATE_KEY_PATH: string;
-  /** PEM. A secret: never log it. */
-  PRIVATE_KEY: string;
-  WEBHOOK_SECRET: string;
-  SANDBOX_ORG: string;
-  SANDBOX_REPO: string;
-}
+const manifest = parseYaml(readFileSync(fileURLToPath(new URL("../../app.yml", import.meta.url)), "utf8")) as {
+  default_permissions: AppGrant["permissions"];
+  default_events: string[];
+};
 
-export interface HubHandle {
-  /** e.g. http://127.0.0.1:PORT */
-  url: string;
-  hub: Hub;
-  /** The hub's full state, for core tests and tools (domain modules use `hub`). */
-  state: SandboxHub;
-  control: Control;
-  domains: Domains;
-  env: HubEnv;
-  close(): Promise<void>;
-}
+export const STEWARD_APP: AppGrant = { permissions: { ...manifest.default_permissions }, events: [...manifest.default_events] };
+export const STEWARD_PERMISSIONS = STEWARD_APP.permissions;
 
-export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle> {
-  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-  const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
-  const keyDir = await mkdtemp(join(tmpdir(), "steward-sandbox-"));
-  const keyPath = join(keyDir, "app.private-key.pem");
-  await writeFile(keyPath, pem, { mode: 0o600 });
-
-  const secret = opts.webhookSecret ?? randomBytes(20).toString("hex");
-  const state = new SandboxHub({
-    appId: 1000 + Math.floor(Math.random() * 900_000),
-    appSlug: "steward-sandbox",
-    appName: "Steward (sandbox)",
-    publicKey,
-    hook: { url: opts.webhookUrl, secret, content_type: opts.contentType ?? "json", insecure_ssl: "0" },
-    rateLimit: opts.rateLimit ?? 5000,
-    randomSeed: opts.randomSeed ?? 1,
-    loginAttempts: opts.loginAttempts ?? { max: 20, windowMs: 60_000 },
-    ...(opts.now ? { now: opts.now } : {}),
-  });
-  const routes = new RouteTable();
-  installAccountRoutes(state, routes);
-  installContentRoutes(state, routes);
-  installPullRoutes(state, routes);
-  installWebhookRoutes(state, routes);
-  const domains = installDomains(state, routes);
-  const control = new Control(state);
-  installControlRoutes(state, routes, control, domains as Record<string, unknown>);
-
-  const server = createHubServer(state, routes);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.baseUrl = url;
-
-  if ((opts.seed ?? "demo") === "demo") seedDemo(control);
-
-  return {
-    url,
-    hub: state,
-    state,
-    control,
-    domains,
-    env: {
-      GITHUB_API_URL: url,
-      APP_ID: String(state.appId),
-      PRIVATE_KEY_PATH: keyPath,
-      PRIVATE_KEY: pem,
-      WEBHOOK_SECRET: secret,
-      SANDBOX_ORG: DEMO_ORG,
-      SANDBOX_REPO: `${DEMO_ORG}/${DEMO_REPO}`,
-    },
-    async close() {
-      await Promise.race([state.deliverer.settled(), new Promise((r) => setTimeout(r, 2_000))]);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-      await rm(keyDir, { recursive: true, force: true });
-    },
-  };
+export function createHub(opts: CreateHubOptions = {}): Promise<HubHandle> {
+  return createBareHub({ app: STEWARD_APP, ...opts });
 }

@@ -8,10 +8,7 @@ import fs from "node:fs";
 import { format } from "node:util";
 import { afterAll } from "vitest";
 import { onSecretRegistered } from "../../src/log/redact.js";
-import { TokenStore } from "../../src/sandbox/core/tokens.js";
-import { Deliverer } from "../../src/sandbox/webhooks/deliverer.js";
-import { SecretsDomain } from "../../src/sandbox/domains/secrets.js";
-import { ChecksDomain } from "../../src/sandbox/domains/checks.js";
+import { ChecksDomain, Deliverer, SecretsDomain, TokenStore } from "@steward/sandbox-hub/internals";
 import { SqliteStore } from "../../src/store/sqlite.js";
 
 /** Shorter values would match ordinary words in output (and are too weak to be real secrets). */

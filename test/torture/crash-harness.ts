@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
-import { seededRandom } from "../../src/sandbox/core/random.js";
+import { seededRandom } from "@steward/sandbox-hub";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { pino } from "pino";
 

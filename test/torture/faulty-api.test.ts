@@ -5,8 +5,8 @@
 // waits follow the rate-limit headers instead of hammering the API.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
-import type { RequestRecord } from "../../src/sandbox/sandbox-hub.js";
-import type { Run } from "../../src/sandbox/domains/actions/domain.js";
+import type { RequestRecord } from "@steward/sandbox-hub";
+import type { Run } from "@steward/sandbox-hub";
 import { newRepo, ORG, outcomesOf, rerunPolicyYaml, settle, startCi, stewardOf } from "../handlers/rerun/stack.js";
 
 const POLICY = ".github/steward.yml";

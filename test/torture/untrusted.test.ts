@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
-import type { RequestRecord } from "../../src/sandbox/sandbox-hub.js";
+import type { RequestRecord } from "@steward/sandbox-hub";
 import { outcomesOf, settle } from "../handlers/rerun/stack.js";
 
 const ORG = "acme";

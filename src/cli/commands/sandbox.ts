@@ -39,7 +39,7 @@ export async function run(args: string[]): Promise<number> {
   process.stderr.write(
     `steward sandbox: hub listening on ${hub.url}` +
       (parsed.webhookUrl ? `, delivering webhooks to ${parsed.webhookUrl}` : " (no --webhook-url: no deliveries are sent)") +
-      `\ncontrol surface: ${hub.url}/_sandbox/ (see docs/sandbox.md); Ctrl-C to stop\n`,
+      `\ncontrol surface: ${hub.url}/_sandbox/ (see packages/sandbox-hub/README.md); Ctrl-C to stop\n`,
   );
   await new Promise<void>((resolve) => {
     process.once("SIGINT", resolve);

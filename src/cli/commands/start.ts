@@ -16,7 +16,7 @@ function sandboxBanner(webhookUrl: string, hubUrl: string): string {
   return [
     "",
     "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
-    `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (docs/sandbox.md)`,
+    `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (packages/sandbox-hub/README.md)`,
     `    webhooks to:     ${webhookUrl}`,
     "    demo world:      organisation acme, repositories .github, web, api, service-billing",
     `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,

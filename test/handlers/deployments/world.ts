@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { createSteward } from "../../../src/app.js";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
-import type { JobSpec } from "../../../src/sandbox/domains/actions/domain.js";
+import type { JobSpec } from "@steward/sandbox-hub";
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
 
 export const ORG = "acme";

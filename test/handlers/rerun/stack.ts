@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import type { Steward } from "../../../src/app.js";
 import rerun from "../../../handlers/rerun/index.js";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
-import type { Run } from "../../../src/sandbox/domains/actions/domain.js";
+import type { Run } from "@steward/sandbox-hub";
 
 export const ORG = "acme";
 

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { HubHandle } from "../../src/sandbox/hub.js";
+import type { HubHandle } from "../src/hub.js";
 import { installationToken, startHub, tokenOctokit } from "./core-helpers.js";
 
 describe("hub faults and control surface", () => {

@@ -1,6 +1,6 @@
 import { Webhooks } from "@octokit/webhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { HubHandle } from "../../src/sandbox/hub.js";
+import type { HubHandle } from "../src/hub.js";
 import { installationToken, probotFor, startHub, startReceiver, tokenOctokit } from "./core-helpers.js";
 
 const verify = (secret: string, body: string, signature: string) => new Webhooks({ secret }).verify(body, signature);

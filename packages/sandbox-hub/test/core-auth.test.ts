@@ -1,6 +1,6 @@
 import { createSign, generateKeyPairSync } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HubHandle } from "../../src/sandbox/hub.js";
+import type { HubHandle } from "../src/hub.js";
 import { installationToken, probotFor, startHub, tokenOctokit } from "./core-helpers.js";
 
 function signJwt(privateKey: string | import("node:crypto").KeyObject, claims: Record<string, unknown>): string {

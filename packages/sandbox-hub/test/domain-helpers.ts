@@ -1,7 +1,7 @@
 // Shared set-up of the hub domain tests: a hub with a signed-webhook receiver, an Octokit
 // for the demo installation, user Octokits (e.g. a required reviewer), and waiting helpers.
 import { createHmac, createSign, randomBytes, timingSafeEqual } from "node:crypto";
-import type { HubHandle } from "../../src/sandbox/hub.js";
+import type { HubHandle } from "../src/hub.js";
 import { installationToken, startHub, startReceiver, tokenOctokit } from "./core-helpers.js";
 
 export interface Delivery {

@@ -4,7 +4,7 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { pino } from "pino";
 import { Probot, ProbotOctokit } from "probot";
-import { createHub, type CreateHubOptions, type HubHandle } from "../../src/sandbox/hub.js";
+import { createHub, type CreateHubOptions, type HubHandle } from "../src/hub.js";
 
 export const silent = { debug() {}, info() {}, warn() {}, error() {} };
 

@@ -1,25 +1,34 @@
 // The demo world: organisation `acme` with an admin repository and three service
-// repositories, its people, and the app installed with the permissions Steward needs.
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { parse as parseYaml } from "yaml";
+// repositories, its people, and the app installed with the grant its manifest asks for.
 import type { Control } from "../control.js";
 import type { Installation } from "../core/types.js";
 
 export const DEMO_ORG = "acme";
 export const DEMO_REPO = "web";
 
+/** What the installed app may do and hear: an app manifest's `default_permissions` and `default_events`. */
+export interface AppGrant {
+  permissions: Record<string, "read" | "write">;
+  events: string[];
+}
+
 /**
- * The permissions and events of Steward's app manifest (`app.yml`), read from the manifest itself:
- * the sandbox then refuses exactly what a real installation of the manifest would, and a handler
- * that needs a permission the manifest lacks fails in the tests, not in production.
+ * Used when the caller names no manifest: everything the hub implements, so a general app can be
+ * tried. An app that wants the hub to refuse what its real installation would refuse passes its
+ * own manifest's grant (`createHub({ app })`).
  */
-const manifest = parseYaml(readFileSync(fileURLToPath(new URL("../../../app.yml", import.meta.url)), "utf8")) as {
-  default_permissions: Record<string, "read" | "write">;
-  default_events: string[];
+export const BROAD_GRANT: AppGrant = {
+  permissions: {
+    actions: "write", checks: "write", contents: "write", pull_requests: "write", issues: "write",
+    deployments: "write", environments: "write", secrets: "write", actions_variables: "write",
+    organization_secrets: "write", organization_actions_variables: "write", statuses: "write", metadata: "read",
+  },
+  events: [
+    "check_run", "check_suite", "pull_request", "push", "workflow_run", "workflow_job", "deployment_protection_rule",
+    "deployment_review", "deployment_status", "repository", "installation", "installation_repositories", "issues",
+    "issue_comment", "release", "status",
+  ],
 };
-export const STEWARD_PERMISSIONS: Record<string, "read" | "write"> = { ...manifest.default_permissions };
-export const STEWARD_EVENTS: string[] = [...manifest.default_events];
 
 const CI_WORKFLOW = `name: CI
 on: [push, pull_request]
@@ -44,7 +53,7 @@ jobs:
       - run: ./deploy.sh
 `;
 
-export function seedDemo(control: Control): Installation {
+export function seedDemo(control: Control, app: AppGrant = BROAD_GRANT): Installation {
   control.createOrg(DEMO_ORG, { members: ["octo-admin", "release-manager", "dev-dana"] });
   control.createUser("contributor");
   control.createRepo({ owner: DEMO_ORG, name: ".github", private: true, files: { "profile/README.md": "# Acme\n" } });
@@ -70,5 +79,5 @@ export function seedDemo(control: Control): Installation {
     private: true,
     files: { "pyproject.toml": "[project]\nname = \"billing\"\n", ".github/workflows/ci.yml": CI_WORKFLOW, ".github/workflows/deploy.yml": DEPLOY_WORKFLOW },
   });
-  return control.install(DEMO_ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all", events: STEWARD_EVENTS });
+  return control.install(DEMO_ORG, { permissions: { ...app.permissions }, repositories: "all", events: [...app.events] });
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HubHandle } from "../../src/sandbox/hub.js";
+import type { HubHandle } from "../src/hub.js";
 import { installationToken, probotFor, startHub, tokenOctokit } from "./core-helpers.js";
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;

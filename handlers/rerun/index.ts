@@ -6,6 +6,7 @@ import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
 import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } from "./execute.js";
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
+import { usedToday } from "./budget.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -63,7 +64,7 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   const current = await currentHead(ctx.octokit, ref, run);
   const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs));
-  const decision = decide({ policy, run, jobs, logs, current });
+  const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id) });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({
     kind: "rerun_decision",
@@ -77,7 +78,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     run,
     htmlUrl: payload.workflow_run.html_url,
     maxAttempts: policy.max_attempts,
-    mode: policy.mode,
+    mode: decision.decision === "rerun" ? decision.mode : policy.mode,
+    jobs: decision.decision === "rerun" ? decision.jobs : undefined,
+    dailyBudget: policy.daily_budget,
     delayMs: decision.decision === "rerun" ? decision.delayMs : 0,
     reasons: decision.reasons,
     verdicts: decision.verdicts,

@@ -12,6 +12,8 @@ import {
 
 export interface RunFacts {
   id: number;
+  /** The run's workflow id (to list the branch's earlier and later runs of the same workflow). */
+  workflowId?: number;
   /** Workflow name, e.g. `CI`. */
   name: string;
   /** Workflow file path, e.g. `.github/workflows/ci.yml` (may carry an `@ref` suffix). */
@@ -102,12 +104,15 @@ function workflowMatches(globs: readonly string[], run: RunFacts): boolean {
   return matchesAny(globs, path) || matchesAny(globs, file);
 }
 
-/** Why the run is out of the policy's scope, or undefined when it is in scope. */
-export function outOfScope(policy: RerunPolicy, run: RunFacts): string | undefined {
+/**
+ * Why the run is out of the policy's scope, or undefined when it is in scope. `anyConclusion`: a
+ * passing run counts too (the flake pattern looks at green runs around a red one).
+ */
+export function outOfScope(policy: RerunPolicy, run: RunFacts, o: { anyConclusion?: boolean } = {}): string | undefined {
   if (!policy.enabled) return "re-runs are not enabled for this repository (rerun.enabled is false)";
   // A fork's code writes its own logs: it could fake a transient failure to be re-run forever.
   if (run.fromFork && !policy.forks) return `run of fork pull request from ${run.fromFork}; rerun.forks is false`;
-  if (!run.conclusion || !failureConclusions(policy).has(run.conclusion)) {
+  if (!o.anyConclusion && (!run.conclusion || !failureConclusions(policy).has(run.conclusion))) {
     return `run concluded "${run.conclusion ?? "none"}", which is not a failure the policy re-runs`;
   }
   if (policy.events ? !policy.events.includes(run.event) : run.event === "schedule") {

@@ -10,8 +10,9 @@ export const MAX_LOG_CHARS = 8 * 1024 * 1024;
 /** Larger logs are not downloaded at all (a runaway job printing gigabytes). */
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
-interface ApiRun {
+export interface ApiRun {
   id: number;
+  workflow_id?: number;
   name?: string | null;
   path?: string | null;
   event: string;
@@ -34,6 +35,7 @@ interface ApiRun {
 export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: string } | null, repository?: RepoIdentity): RunFacts {
   return {
     id: run.id,
+    ...(run.workflow_id === undefined ? {} : { workflowId: run.workflow_id }),
     name: run.name ?? workflow?.name ?? "",
     path: run.path ?? workflow?.path ?? null,
     event: run.event,

@@ -7,11 +7,12 @@ import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } fro
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 import { usedToday } from "./budget.js";
+import { flakePass } from "./flake-execute.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
   workflow?: { name?: string; path?: string } | null;
-  repository: { id: number; name: string; owner: { login: string } };
+  repository: { id: number; name: string; full_name?: string; owner: { login: string } };
 }
 
 type Context = HandlerContext<any, RerunPolicy>;
@@ -32,9 +33,10 @@ export default defineHandler<RerunPolicy>({
     const payload = ctx.payload as unknown as WorkflowRunPayload;
     const run = toRunFacts(payload.workflow_run, payload.workflow, payload.repository);
 
-    // Out of scope: decided from the payload alone, nothing read or written.
+    const flakes = await flakesAround(ctx, policy, payload, run);
+    // Out of scope: decided from the payload alone, nothing read or written (but the flake pattern).
     const scope = outOfScope(policy, run);
-    if (scope) return { status: "skipped", reason: scope };
+    if (scope) return withFlakes({ status: "skipped", reason: scope }, flakes);
 
     const key = idempotencyKey(payload.repository.id, run.id, run.runAttempt);
     if (!(await claimDecision(ctx.store, key, ctx.deliveryId))) {
@@ -49,7 +51,7 @@ export default defineHandler<RerunPolicy>({
       throw err;
     }
     await recordDecision(ctx.store, key, ctx.deliveryId, outcome.status);
-    return outcome;
+    return withFlakes(outcome, flakes);
   },
 
   async onTask(ctx): Promise<Outcome> {
@@ -57,6 +59,23 @@ export default defineHandler<RerunPolicy>({
     return carryOut(opsOf(ctx), ctx.data);
   },
 });
+
+/** The flake pattern's pass over the runs around this one, when the policy asks for it. */
+async function flakesAround(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts): Promise<string[]> {
+  if (!policy.flake_pattern || !FLAKE_SCAN_CONCLUSIONS.has(run.conclusion ?? "")) return [];
+  if (outOfScope(policy, run, { anyConclusion: true })) return [];
+  const scope = { owner: payload.repository.owner.login, repo: payload.repository.name, repoId: payload.repository.id, repository: payload.repository };
+  return flakePass(opsOf(ctx), policy, scope, run);
+}
+
+/** A green run can be the C of a flake, a red one its B: both are looked at. */
+const FLAKE_SCAN_CONCLUSIONS = new Set(["success", "failure", "timed_out"]);
+
+function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
+  if (flakes.length === 0) return outcome;
+  const own = outcome.status === "done" ? outcome.summary : outcome.status === "skipped" ? outcome.reason : outcome.error;
+  return { status: "done", summary: [...flakes, ...(own ? [own] : [])].join("; ") };
+}
 
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {

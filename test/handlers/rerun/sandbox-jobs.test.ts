@@ -2,7 +2,7 @@
 // against the sandbox hub: the hub's request log and run attempts judge.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
-import { ORG, newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, settle, startRerunStack } from "./stack.js";
+import { ORG, newRepo, outcomesOf, rerunChecks, rerunRequestLog, rerunPolicyYaml, settle, startRerunStack } from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
@@ -10,16 +10,7 @@ afterAll(() => stack?.close());
 
 const THREE_JOBS = [{ name: "lint" }, { name: "integration-db" }, { name: "unit" }, { name: "report", needs: ["integration-db"] }];
 
-/** Every re-run request Steward made on the repository: `run-level path tail` or `job NAME`, with status. */
-function rerunRequests(repo: string): string[] {
-  const { actions } = stack.hub.domains;
-  return requestsFor(stack, repo)
-    .filter((r) => r.method === "POST" && /\/rerun(-failed-jobs)?$/.test(r.path))
-    .map((r) => {
-      const job = /\/actions\/jobs\/(\d+)\/rerun$/.exec(r.path);
-      return job ? `job ${actions.jobs.get(Number(job[1]))!.name} ${r.status}` : `${r.path.split("/").pop()} ${r.status}`;
-    });
-}
+const rerunRequests = (repo: string) => rerunRequestLog(stack, repo);
 
 describe("rerun.mode: jobs", () => {
   it("re-runs only the transient job; the real failure stays failed and the check run says why", async () => {

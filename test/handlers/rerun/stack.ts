@@ -61,6 +61,22 @@ export function rerunPosts(stack: SandboxStack, repo: string): string[] {
     .map((r) => `${r.path.split("/").pop()} ${r.status}`);
 }
 
+/**
+ * Every re-run request Steward made on the repository, with its status: `rerun-failed-jobs 201`,
+ * or for a per-job re-run `job NAME 201` (`run ID job NAME 201` with `withRun`).
+ */
+export function rerunRequestLog(stack: SandboxStack, repo: string, withRun = false): string[] {
+  const { actions } = stack.hub.domains;
+  return requestsFor(stack, repo)
+    .filter((r) => r.method === "POST" && /\/rerun(-failed-jobs)?$/.test(r.path))
+    .map((r) => {
+      const m = /\/actions\/jobs\/(\d+)\/rerun$/.exec(r.path);
+      const job = m ? actions.jobs.get(Number(m[1])) : undefined;
+      if (!job) return `${r.path.split("/").pop()} ${r.status}`;
+      return `${withRun ? `run ${job.runId} ` : ""}job ${job.name} ${r.status}`;
+    });
+}
+
 export function rerunChecks(stack: SandboxStack, headSha: string) {
   return [...stack.hub.domains.checks.runs.values()].filter((c) => c.name === "steward/rerun" && c.head_sha === headSha && !c.deleted);
 }

@@ -12,6 +12,7 @@ import { currentHead, getRun } from "./facts.js";
 import type { RerunMode } from "./policy.js";
 import { returnSlot, takeSlot, usedToday } from "./budget.js";
 import { budgetStop } from "./decide.js";
+import { rememberPlan } from "./merge-queue.js";
 
 /** How many times a re-run refused with "already running" is tried again before giving up. */
 export const MAX_BUSY_RETRIES = 5;
@@ -196,12 +197,10 @@ async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promi
   if (refusal.kind === "busy" && task.tries < MAX_BUSY_RETRIES) {
     const waitMs = task.delayMs > 0 ? task.delayMs : BUSY_RETRY_MS;
     const tries = task.tries + 1;
-    await ops.scheduler.schedule({
-      key: `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`,
-      runAt: new Date(Date.now() + waitMs),
-      data: { ...task, tries, scheduled: true },
-      installationId: ops.installationId,
-    });
+    const key = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`;
+    const later = { ...task, tries, scheduled: true };
+    await ops.scheduler.schedule({ key, runAt: new Date(Date.now() + waitMs), data: later, installationId: ops.installationId });
+    await rememberPlan(ops, later, key);
     ops.log.info({ runId: task.run.id, tries }, "run still running; re-run retried later");
     return { status: "done", summary: `${runLabel}: the API said "${refusal.message}"; retrying in ${waitMs / 1000}s` };
   }

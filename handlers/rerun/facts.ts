@@ -138,7 +138,8 @@ export async function currentHead(octokit: InstallationOctokit, ref: RepoRef, ru
   }
   if (run.event.startsWith("pull_request")) return forkPullHead(octokit, ref, run);
   if (!run.headBranch) return { source: "no branch", sha: undefined };
-  const source = `branch ${run.headBranch}`;
+  // A merge group's run tests the group's temporary branch, deleted when the group is destroyed.
+  const source = run.event === "merge_group" ? `merge group ${run.headBranch}` : `branch ${run.headBranch}`;
   try {
     const { data } = await octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", { ...ref, branch: run.headBranch });
     return { source, sha: data.commit.sha };

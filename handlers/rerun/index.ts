@@ -8,6 +8,7 @@ import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 import { usedToday } from "./budget.js";
 import { flakePass } from "./flake-execute.js";
+import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -23,10 +24,11 @@ function opsOf(ctx: Ops): Ops {
 
 export default defineHandler<RerunPolicy>({
   name: "rerun",
-  events: ["workflow_run.completed"],
+  events: ["workflow_run.completed", "merge_group.destroyed"],
   policy: rerunPolicy,
 
   async handle(ctx): Promise<Outcome> {
+    if (ctx.name === MERGE_GROUP_EVENT) return onGroupDestroyed(ctx);
     if (ctx.action !== "completed") return { status: "skipped", reason: `action "${ctx.action}" is not completed` };
     const policy = ctx.policy;
     if (!policy) return { status: "skipped", reason: "delivery has no repository" };
@@ -59,6 +61,19 @@ export default defineHandler<RerunPolicy>({
     return carryOut(opsOf(ctx), ctx.data);
   },
 });
+
+interface MergeGroupPayload {
+  reason?: string;
+  merge_group: { head_sha: string; head_ref: string };
+  repository: { id: number };
+}
+
+async function onGroupDestroyed(ctx: Context): Promise<Outcome> {
+  if (ctx.action !== "destroyed") return { status: "skipped", reason: `merge_group action "${ctx.action}" is not destroyed` };
+  const payload = ctx.payload as unknown as MergeGroupPayload;
+  const group = payload.merge_group;
+  return cancelPlans(opsOf(ctx), { repoId: payload.repository.id, headSha: group.head_sha, headRef: group.head_ref, reason: payload.reason ?? "no reason given" });
+}
 
 /** The flake pattern's pass over the runs around this one, when the policy asks for it. */
 async function flakesAround(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts): Promise<string[]> {
@@ -116,12 +131,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     case "rerun":
       if (decision.delayMs > 0) {
         // Waiting must not hold a worker: the durable queue brings the task back to onTask.
-        await ctx.scheduler.schedule({
-          key,
-          runAt: new Date(Date.now() + decision.delayMs),
-          data: { ...task, scheduled: true },
-          installationId: ctx.installationId,
-        });
+        const later = { ...task, scheduled: true };
+        await ctx.scheduler.schedule({ key, runAt: new Date(Date.now() + decision.delayMs), data: later, installationId: ctx.installationId });
+        await rememberPlan(opsOf(ctx), later, key);
         return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
       }
       return carryOut(opsOf(ctx), task);

@@ -11,6 +11,7 @@ import { checksSection, type ChecksPolicy } from "./policy.js";
 import { renderCheck } from "./render.js";
 import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
 import { groupTargets } from "./merge-group.js";
+import { impactSection } from "./impact.js";
 
 const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
 const pullKey = (owner: string, repo: string, sha: string) => `checks:pull:${owner.toLowerCase()}/${repo.toLowerCase()}@${sha}`;
@@ -76,7 +77,8 @@ async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTar
     name: CHECK_NAME,
     conclusion: rendered.conclusion,
     title: rendered.title,
-    summary: rendered.summary,
+    // A fork's policy is only validated: it is not run against this host's records.
+    summary: rendered.summary + ((target.fork ? undefined : await impactSection(ctx.store, `${owner}/${repo}`, evaluation.files)) ?? ""),
     annotations: rendered.annotations,
     externalId: ctx.deliveryId,
   });

@@ -7,6 +7,7 @@ import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } fro
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 import { usedToday } from "./budget.js";
+import { recordRerunFacts } from "./record.js";
 import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 
@@ -38,7 +39,10 @@ export default defineHandler<RerunPolicy>({
     const flakes = await flakesAround(ctx, policy, payload, run);
     // Out of scope: decided from the payload alone, nothing read or written (but the flake pattern).
     const scope = outOfScope(policy, run);
-    if (scope) return withFlakes({ status: "skipped", reason: scope }, flakes);
+    if (scope) {
+      if (run.conclusion && FAILED_RUN.has(run.conclusion)) await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, decision: "skip" });
+      return withFlakes({ status: "skipped", reason: scope }, flakes);
+    }
 
     const key = idempotencyKey(payload.repository.id, run.id, run.runAttempt);
     if (!(await claimDecision(ctx.store, key, ctx.deliveryId))) {
@@ -83,6 +87,13 @@ async function flakesAround(ctx: Context, policy: RerunPolicy, payload: Workflow
   return flakePass(opsOf(ctx), policy, scope, run);
 }
 
+/** Failed runs out of scope are recorded too: a policy change may bring them into it. */
+const FAILED_RUN = new Set(["failure", "timed_out", "cancelled"]);
+
+function fullNameOf(payload: WorkflowRunPayload): string {
+  return payload.repository.full_name ?? `${payload.repository.owner.login}/${payload.repository.name}`;
+}
+
 /** A green run can be the C of a flake, a red one its B: both are looked at. */
 const FLAKE_SCAN_CONCLUSIONS = new Set(["success", "failure", "timed_out"]);
 
@@ -99,6 +110,7 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const current = await currentHead(ctx.octokit, ref, run);
   const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs));
   const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id) });
+  await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({
     kind: "rerun_decision",

@@ -2,8 +2,7 @@
 // re-runs the red commit's job, explains it on that commit and records it for `steward flakes`.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
-import { main } from "../../../src/cli/main.js";
-import { JOBS, ORG, newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, rerunRequestLog, settle, startRerunStack, stewardOf } from "./stack.js";
+import { JOBS, ORG, newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, rerunRequestLog, settle, startRerunStack, stewardCli, stewardOf } from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
@@ -28,20 +27,7 @@ function commitAndRun(repo: string, sha: () => string, fail: string[] = []) {
   };
 }
 
-async function cli(...args: string[]): Promise<{ code: number; out: string }> {
-  let out = "";
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
-  const saved = process.env.STEWARD_DATA_DIR;
-  process.env.STEWARD_DATA_DIR = stack.config.dataDir;
-  try {
-    return { code: await main(["flakes", ...args]), out };
-  } finally {
-    if (saved === undefined) delete process.env.STEWARD_DATA_DIR;
-    else process.env.STEWARD_DATA_DIR = saved;
-    vi.restoreAllMocks();
-  }
-}
+const cli = (...args: string[]) => stewardCli(stack, "flakes", ...args);
 
 describe("rerun.flake_pattern", () => {
   it("re-runs a job that failed between two green commits, when the third commit passes", async () => {

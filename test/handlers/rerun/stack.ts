@@ -6,6 +6,8 @@ import type { Steward } from "../../../src/app.js";
 import rerun from "../../../handlers/rerun/index.js";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import type { Run } from "../../../src/sandbox/domains/actions/domain.js";
+import { vi } from "vitest";
+import { main } from "../../../src/cli/main.js";
 
 export const ORG = "acme";
 
@@ -158,4 +160,20 @@ export async function beforeRerunLands(stack: SandboxStack, repo: string, runId:
   for (let i = 0; i < 2000 && !readRun(); i++) await new Promise((r) => setTimeout(r, 5));
   if (!readRun()) throw new Error(`Steward never read run ${runId}`);
   await act();
+}
+
+/** Run a `steward` command on the stack's data directory; stdout and stderr together. */
+export async function stewardCli(stack: SandboxStack, ...argv: string[]): Promise<{ code: number; out: string }> {
+  let out = "";
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
+  const saved = process.env.STEWARD_DATA_DIR;
+  process.env.STEWARD_DATA_DIR = stack.config.dataDir;
+  try {
+    return { code: await main(argv), out };
+  } finally {
+    if (saved === undefined) delete process.env.STEWARD_DATA_DIR;
+    else process.env.STEWARD_DATA_DIR = saved;
+    vi.restoreAllMocks();
+  }
 }

@@ -10,6 +10,8 @@ import { policyChanges, type ChangedFile } from "./files.js";
 import { checksSection, type ChecksPolicy } from "./policy.js";
 import { renderCheck } from "./render.js";
 import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
+import { groupTargets } from "./merge-group.js";
+import { impactSection } from "./impact.js";
 
 const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
 const pullKey = (owner: string, repo: string, sha: string) => `checks:pull:${owner.toLowerCase()}/${repo.toLowerCase()}@${sha}`;
@@ -25,12 +27,12 @@ export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerMod
   const handlersOf = opts.handlers ?? serviceHandlers;
   return defineHandler<ChecksPolicy>({
     name: "checks",
-    events: ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested"],
+    events: ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested", "merge_group.checks_requested"],
     policy: checksSection,
 
     async handle(ctx): Promise<Outcome> {
       if (ctx.policy && ctx.policy.config === false) return { status: "skipped", reason: "checks.config is false" };
-      let decision = targetsOf(ctx.name, ctx.payload as never, ctx.config.appId || undefined);
+      let decision = ctx.name === "merge_group" ? await groupTargets(ctx.octokit, ctx.payload as never) : targetsOf(ctx.name, ctx.payload as never, ctx.config.appId || undefined);
       if (decision.kind === "lookup") {
         const target = await ctx.store.get<PullTarget>(pullKey(decision.owner, decision.repo, decision.headSha));
         decision = target ? { kind: "pulls", targets: [target] } : { kind: "skip", reason: `no pull request recorded for ${decision.headSha}` };
@@ -75,7 +77,8 @@ async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTar
     name: CHECK_NAME,
     conclusion: rendered.conclusion,
     title: rendered.title,
-    summary: rendered.summary,
+    // A fork's policy is only validated: it is not run against this host's records.
+    summary: rendered.summary + ((target.fork ? undefined : await impactSection(ctx.store, `${owner}/${repo}`, evaluation.files)) ?? ""),
     annotations: rendered.annotations,
     externalId: ctx.deliveryId,
   });

@@ -7,6 +7,7 @@ import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type Fin
 import { formatComment } from "./comment.js";
 import { evaluate, matchEnvironment, type Evaluation } from "./decide.js";
 import { fetchFacts } from "./facts.js";
+import { recordDeploymentFacts } from "./record.js";
 import type { DeploymentsPolicy } from "./policy.js";
 import { answeredKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
 
@@ -149,6 +150,7 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork);
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
   const evaluation = evaluate(policy, request, facts, now);
+  await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
   if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous);

@@ -12,6 +12,8 @@ import {
 
 export interface RunFacts {
   id: number;
+  /** The run's workflow id (to list the branch's earlier and later runs of the same workflow). */
+  workflowId?: number;
   /** Workflow name, e.g. `CI`. */
   name: string;
   /** Workflow file path, e.g. `.github/workflows/ci.yml` (may carry an `@ref` suffix). */
@@ -63,7 +65,16 @@ export interface JobVerdict {
 export type Decision =
   | { decision: "skip"; reasons: string[]; verdicts: JobVerdict[] }
   | { decision: "give_up"; reasons: string[]; verdicts: JobVerdict[] }
-  | { decision: "rerun"; reasons: string[]; verdicts: JobVerdict[]; mode: RerunMode; delayMs: number };
+  | {
+      decision: "rerun";
+      reasons: string[];
+      verdicts: JobVerdict[];
+      /** The mode actually used: `jobs` re-runs `jobs[0]` alone (GitHub re-runs one job per request). */
+      mode: RerunMode;
+      delayMs: number;
+      /** Mode `jobs`: the transient jobs, in order; the first is re-run now, the rest after its attempt. */
+      jobs?: { id: number; name: string }[];
+    };
 
 export interface DecideInput {
   policy: RerunPolicy;
@@ -72,6 +83,8 @@ export interface DecideInput {
   /** Logs of the jobs in `logsToFetch`; a missing or null entry means the log was unavailable. */
   logs: ReadonlyMap<number, string | null>;
   current: CurrentHead;
+  /** Re-runs Steward already requested in this repository today (for `rerun.daily_budget`). */
+  usedToday?: number;
 }
 
 const FAILED_STEP = new Set(["failure", "timed_out"]);
@@ -91,12 +104,15 @@ function workflowMatches(globs: readonly string[], run: RunFacts): boolean {
   return matchesAny(globs, path) || matchesAny(globs, file);
 }
 
-/** Why the run is out of the policy's scope, or undefined when it is in scope. */
-export function outOfScope(policy: RerunPolicy, run: RunFacts): string | undefined {
+/**
+ * Why the run is out of the policy's scope, or undefined when it is in scope. `anyConclusion`: a
+ * passing run counts too (the flake pattern looks at green runs around a red one).
+ */
+export function outOfScope(policy: RerunPolicy, run: RunFacts, o: { anyConclusion?: boolean } = {}): string | undefined {
   if (!policy.enabled) return "re-runs are not enabled for this repository (rerun.enabled is false)";
   // A fork's code writes its own logs: it could fake a transient failure to be re-run forever.
   if (run.fromFork && !policy.forks) return `run of fork pull request from ${run.fromFork}; rerun.forks is false`;
-  if (!run.conclusion || !failureConclusions(policy).has(run.conclusion)) {
+  if (!o.anyConclusion && (!run.conclusion || !failureConclusions(policy).has(run.conclusion))) {
     return `run concluded "${run.conclusion ?? "none"}", which is not a failure the policy re-runs`;
   }
   if (policy.events ? !policy.events.includes(run.event) : run.event === "schedule") {
@@ -225,23 +241,42 @@ export function decide(input: DecideInput): Decision {
   const verdicts = failed.map((j) => classifyJob(policy.rules, j, logs.get(j.id)));
   const reasons: string[] = [];
   const real = verdicts.filter((v) => !v.transient);
-  if (real.length > 0) reasons.push(`${real.length} of ${verdicts.length} failed jobs are not transient: ${real.map((v) => v.name).join(", ")}`);
+  const transient = verdicts.filter((v) => v.transient);
+  // Mode `jobs` re-runs the transient jobs alone; the other modes need every failure transient.
+  const partial = policy.mode === "jobs" && transient.length > 0;
+  if (real.length > 0 && !partial) reasons.push(`${real.length} of ${verdicts.length} failed jobs are not transient: ${real.map((v) => v.name).join(", ")}`);
 
-  const cap = Math.min(policy.max_attempts, GITHUB_MAX_ATTEMPTS);
-  if (run.runAttempt >= cap) {
-    reasons.push(
-      policy.max_attempts > GITHUB_MAX_ATTEMPTS
-        ? `attempt ${run.runAttempt} reached GitHub's limit of ${GITHUB_MAX_ATTEMPTS} attempts`
-        : `attempt ${run.runAttempt} of ${policy.max_attempts}: attempts exhausted (rerun.max_attempts)`,
-    );
-  }
+  const stop = attemptOrBudgetStop(policy, run, input.usedToday ?? 0);
+  if (stop) reasons.push(stop);
   if (reasons.length > 0) return { decision: "give_up", reasons, verdicts };
 
+  const next = `attempt ${run.runAttempt + 1} of ${policy.max_attempts}`;
+  if (partial && (real.length > 0 || transient.length === 1)) {
+    const [first, ...later] = transient;
+    const why = [`re-running job ${first!.name} alone (rerun.mode: jobs); ${next}`];
+    for (const v of real) why.push(`${v.name} stays failed: not transient (${v.reason})`);
+    if (later.length) why.push(`${later.map((v) => v.name).join(", ")}: re-run after this attempt (GitHub re-runs one job per request)`);
+    return { decision: "rerun", reasons: why, verdicts, mode: "jobs", delayMs: delayMs(policy), jobs: transient.map((v) => ({ id: v.id, name: v.name })) };
+  }
   return {
     decision: "rerun",
-    reasons: [`all ${verdicts.length} failed jobs are transient; attempt ${run.runAttempt + 1} of ${policy.max_attempts}`],
+    reasons: [`all ${verdicts.length} failed jobs are transient; ${next}`],
     verdicts,
-    mode: policy.mode,
+    // Every failure is transient: one request re-runs them all, even in mode `jobs`.
+    mode: policy.mode === "jobs" ? "failed_jobs" : policy.mode,
     delayMs: delayMs(policy),
   };
+}
+
+/** Why no further re-run may be made: GitHub's cap, the policy's attempts, or the daily budget. */
+export function attemptOrBudgetStop(policy: Pick<RerunPolicy, "max_attempts" | "daily_budget">, run: Pick<RunFacts, "runAttempt">, usedToday: number): string | undefined {
+  if (run.runAttempt >= GITHUB_MAX_ATTEMPTS) return `attempt ${run.runAttempt} reached GitHub's cap of ${GITHUB_MAX_ATTEMPTS} re-runs of one run`;
+  if (run.runAttempt >= policy.max_attempts) return `attempt ${run.runAttempt} of ${policy.max_attempts}: attempts exhausted (rerun.max_attempts)`;
+  return budgetStop(policy, usedToday);
+}
+
+/** The daily budget's refusal, or undefined while it has room. */
+export function budgetStop(policy: Pick<RerunPolicy, "daily_budget">, usedToday: number): string | undefined {
+  if (policy.daily_budget === undefined || usedToday < policy.daily_budget) return undefined;
+  return `budget: the repository's daily budget of ${policy.daily_budget} re-runs is spent (${usedToday} today, rerun.daily_budget)`;
 }

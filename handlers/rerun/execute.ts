@@ -10,6 +10,9 @@ import { CHECK_NAME, MAX_EXPLANATIONS, actionText, renderCheck, type ActionTaken
 import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";
 import { currentHead, getRun } from "./facts.js";
 import type { RerunMode } from "./policy.js";
+import { returnSlot, takeSlot, usedToday } from "./budget.js";
+import { budgetStop } from "./decide.js";
+import { rememberPlan } from "./merge-queue.js";
 
 /** How many times a re-run refused with "already running" is tried again before giving up. */
 export const MAX_BUSY_RETRIES = 5;
@@ -37,6 +40,10 @@ export interface RerunTask {
   delayMs: number;
   reasons: string[];
   verdicts: JobVerdict[];
+  /** Mode `jobs`: the transient jobs; the first is re-run alone. */
+  jobs?: { id: number; name: string }[] | undefined;
+  /** `rerun.daily_budget` when the decision was made. */
+  dailyBudget?: number | undefined;
   /** Times the API answered "already running". */
   tries: number;
   /** True when the task was delayed: whether the run is superseded is checked again before acting. */
@@ -112,7 +119,7 @@ export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
   const ref = { owner: task.owner, repo: task.repo };
   const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
   const requestedKey = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:requested`;
-  const action: ActionTaken = task.mode === "workflow" ? "rerun_workflow" : "rerun_failed_jobs";
+  const action = actionOf(task);
 
   // Once the API accepted the re-run, a retry (e.g. the check run write failed) only explains.
   // "intent" is written just before the request: a worker killed between the request and the
@@ -133,8 +140,22 @@ export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
       ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt }, "re-run found already requested before a restart");
     }
   }
-  await explainAndReport(ops, task, action);
-  return { status: "done", summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action })}` };
+  const detail = action === "rerun_job" ? task.jobs?.[0]?.name : undefined;
+  await explainAndReport(ops, task, action, detail);
+  return { status: "done", summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action, detail })}` };
+}
+
+function actionOf(task: RerunTask): ActionTaken {
+  if (task.mode === "workflow") return "rerun_workflow";
+  return task.mode === "jobs" && task.jobs?.length ? "rerun_job" : "rerun_failed_jobs";
+}
+
+/** The request that re-runs what the task says: the whole run, its failed jobs, or one job. */
+function rerunRequest(task: RerunTask): { route: string; params: Record<string, number> } {
+  const job = task.mode === "jobs" ? task.jobs?.[0] : undefined;
+  if (job) return { route: "POST /repos/{owner}/{repo}/actions/jobs/{job_id}/rerun", params: { job_id: job.id } };
+  if (task.mode === "workflow") return { route: "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", params: { run_id: task.run.id } };
+  return { route: "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", params: { run_id: task.run.id } };
 }
 
 /** Ask the API to re-run; an outcome when the run is not to be re-run after all. */
@@ -143,25 +164,30 @@ async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; rep
     const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
     if (stale) return { status: "skipped", reason: stale };
   }
-  const route =
-    task.mode === "workflow"
-      ? ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun" as const)
-      : ("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs" as const);
+  const slot = `${task.run.id}:${task.run.runAttempt}`;
+  if (!(await takeSlot(ops.store, task.repoId, slot, task.dailyBudget))) {
+    const stop = budgetStop({ daily_budget: task.dailyBudget }, await usedToday(ops.store, task.repoId)) ?? "budget spent";
+    await ops.store.audit({ kind: "rerun_budget", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, budget: task.dailyBudget } });
+    await explainAndReport(ops, { ...task, reasons: [...task.reasons, stop] }, "budget", stop);
+    return { status: "skipped", reason: `run ${task.run.id} attempt ${task.run.runAttempt}: ${stop}` };
+  }
+  const { route, params } = rerunRequest(task);
   await ops.store.set(requestedKey, "intent", { ttlMs: DECIDED_TTL_MS });
   try {
     // No retries by the client: a retry of a request whose answer was lost is refused ("already
     // running") and would look like someone else's re-run. The handler's retry reads the attempt.
-    await ops.octokit.request(route, { ...ref, run_id: task.run.id, request: { retries: 0 } });
+    await ops.octokit.request(route, { ...ref, ...params, request: { retries: 0 } });
   } catch (err) {
     // A network error may hide an accepted request: the intent stays, and the retry reads the
     // run's attempt to tell. A refusal is certain: nothing was re-run.
     const refusal = refusalOf(err);
     if (!refusal) throw err;
     await ops.store.release(requestedKey);
+    await returnSlot(ops.store, task.repoId, slot);
     return handleRefusal(ops, task, refusal);
   }
   await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
-  await ops.store.audit({ kind: "rerun_requested", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode } });
+  await ops.store.audit({ kind: "rerun_requested", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode, ...(task.jobs?.[0] && task.mode === "jobs" ? { job: task.jobs[0].name } : {}) } });
   ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode }, "re-run requested");
   return undefined;
 }
@@ -171,12 +197,10 @@ async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promi
   if (refusal.kind === "busy" && task.tries < MAX_BUSY_RETRIES) {
     const waitMs = task.delayMs > 0 ? task.delayMs : BUSY_RETRY_MS;
     const tries = task.tries + 1;
-    await ops.scheduler.schedule({
-      key: `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`,
-      runAt: new Date(Date.now() + waitMs),
-      data: { ...task, tries, scheduled: true },
-      installationId: ops.installationId,
-    });
+    const key = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`;
+    const later = { ...task, tries, scheduled: true };
+    await ops.scheduler.schedule({ key, runAt: new Date(Date.now() + waitMs), data: later, installationId: ops.installationId });
+    await rememberPlan(ops, later, key);
     ops.log.info({ runId: task.run.id, tries }, "run still running; re-run retried later");
     return { status: "done", summary: `${runLabel}: the API said "${refusal.message}"; retrying in ${waitMs / 1000}s` };
   }

@@ -2,7 +2,7 @@
 // taken on that commit (several workflows, several attempts), newest first. Pure rendering.
 import type { JobVerdict } from "./decide.js";
 
-export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "gave_up" | "refused";
+export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "rerun_job" | "gave_up" | "refused" | "budget" | "cancelled";
 
 export interface Explanation {
   runId: number;
@@ -12,7 +12,7 @@ export interface Explanation {
   maxAttempts: number;
   htmlUrl?: string;
   action: ActionTaken;
-  /** Extra words on the action (e.g. the API's refusal message). */
+  /** Extra words on the action (e.g. the API's refusal message, the job re-run alone). */
   detail?: string;
   reasons: string[];
   verdicts: JobVerdict[];
@@ -30,6 +30,12 @@ export function actionText(e: Pick<Explanation, "action" | "attempt" | "maxAttem
       return `re-ran the failed jobs and their dependents (${next})`;
     case "rerun_workflow":
       return `re-ran the whole workflow (${next})`;
+    case "rerun_job":
+      return `re-ran job ${e.detail ?? ""} and its dependents alone; the other failed jobs stay failed (${next})`;
+    case "budget":
+      return `not re-run: a budget stopped it${e.detail ? ` (${e.detail})` : ""}`;
+    case "cancelled":
+      return `not re-run: the planned re-run was cancelled${e.detail ? ` (${e.detail})` : ""}`;
     case "gave_up":
       return "not re-run";
     case "refused":
@@ -42,7 +48,12 @@ export function titleOf(e: Explanation): string {
   switch (e.action) {
     case "rerun_failed_jobs":
     case "rerun_workflow":
+    case "rerun_job":
       return `Re-ran ${run}: transient failure`;
+    case "budget":
+      return `Did not re-run ${run}: budget spent`;
+    case "cancelled":
+      return `Did not re-run ${run}: cancelled`;
     case "refused":
       return `Could not re-run ${run}`;
     case "gave_up":

@@ -10,8 +10,9 @@ export const MAX_LOG_CHARS = 8 * 1024 * 1024;
 /** Larger logs are not downloaded at all (a runaway job printing gigabytes). */
 export const MAX_LOG_BYTES = 64 * 1024 * 1024;
 
-interface ApiRun {
+export interface ApiRun {
   id: number;
+  workflow_id?: number;
   name?: string | null;
   path?: string | null;
   event: string;
@@ -34,6 +35,7 @@ interface ApiRun {
 export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: string } | null, repository?: RepoIdentity): RunFacts {
   return {
     id: run.id,
+    ...(run.workflow_id === undefined ? {} : { workflowId: run.workflow_id }),
     name: run.name ?? workflow?.name ?? "",
     path: run.path ?? workflow?.path ?? null,
     event: run.event,
@@ -136,7 +138,8 @@ export async function currentHead(octokit: InstallationOctokit, ref: RepoRef, ru
   }
   if (run.event.startsWith("pull_request")) return forkPullHead(octokit, ref, run);
   if (!run.headBranch) return { source: "no branch", sha: undefined };
-  const source = `branch ${run.headBranch}`;
+  // A merge group's run tests the group's temporary branch, deleted when the group is destroyed.
+  const source = run.event === "merge_group" ? `merge group ${run.headBranch}` : `branch ${run.headBranch}`;
   try {
     const { data } = await octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", { ...ref, branch: run.headBranch });
     return { source, sha: data.commit.sha };

@@ -6,11 +6,15 @@ import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
 import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } from "./execute.js";
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
+import { usedToday } from "./budget.js";
+import { recordRerunFacts } from "./record.js";
+import { flakePass } from "./flake-execute.js";
+import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
   workflow?: { name?: string; path?: string } | null;
-  repository: { id: number; name: string; owner: { login: string } };
+  repository: { id: number; name: string; full_name?: string; owner: { login: string } };
 }
 
 type Context = HandlerContext<any, RerunPolicy>;
@@ -21,19 +25,24 @@ function opsOf(ctx: Ops): Ops {
 
 export default defineHandler<RerunPolicy>({
   name: "rerun",
-  events: ["workflow_run.completed"],
+  events: ["workflow_run.completed", "merge_group.destroyed"],
   policy: rerunPolicy,
 
   async handle(ctx): Promise<Outcome> {
+    if (ctx.name === MERGE_GROUP_EVENT) return onGroupDestroyed(ctx);
     if (ctx.action !== "completed") return { status: "skipped", reason: `action "${ctx.action}" is not completed` };
     const policy = ctx.policy;
     if (!policy) return { status: "skipped", reason: "delivery has no repository" };
     const payload = ctx.payload as unknown as WorkflowRunPayload;
     const run = toRunFacts(payload.workflow_run, payload.workflow, payload.repository);
 
-    // Out of scope: decided from the payload alone, nothing read or written.
+    const flakes = await flakesAround(ctx, policy, payload, run);
+    // Out of scope: decided from the payload alone, nothing read or written (but the flake pattern).
     const scope = outOfScope(policy, run);
-    if (scope) return { status: "skipped", reason: scope };
+    if (scope) {
+      if (run.conclusion && FAILED_RUN.has(run.conclusion)) await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, decision: "skip" });
+      return withFlakes({ status: "skipped", reason: scope }, flakes);
+    }
 
     const key = idempotencyKey(payload.repository.id, run.id, run.runAttempt);
     if (!(await claimDecision(ctx.store, key, ctx.deliveryId))) {
@@ -48,7 +57,7 @@ export default defineHandler<RerunPolicy>({
       throw err;
     }
     await recordDecision(ctx.store, key, ctx.deliveryId, outcome.status);
-    return outcome;
+    return withFlakes(outcome, flakes);
   },
 
   async onTask(ctx): Promise<Outcome> {
@@ -57,13 +66,51 @@ export default defineHandler<RerunPolicy>({
   },
 });
 
+interface MergeGroupPayload {
+  reason?: string;
+  merge_group: { head_sha: string; head_ref: string };
+  repository: { id: number };
+}
+
+async function onGroupDestroyed(ctx: Context): Promise<Outcome> {
+  if (ctx.action !== "destroyed") return { status: "skipped", reason: `merge_group action "${ctx.action}" is not destroyed` };
+  const payload = ctx.payload as unknown as MergeGroupPayload;
+  const group = payload.merge_group;
+  return cancelPlans(opsOf(ctx), { repoId: payload.repository.id, headSha: group.head_sha, headRef: group.head_ref, reason: payload.reason ?? "no reason given" });
+}
+
+/** The flake pattern's pass over the runs around this one, when the policy asks for it. */
+async function flakesAround(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts): Promise<string[]> {
+  if (!policy.flake_pattern || !FLAKE_SCAN_CONCLUSIONS.has(run.conclusion ?? "")) return [];
+  if (outOfScope(policy, run, { anyConclusion: true })) return [];
+  const scope = { owner: payload.repository.owner.login, repo: payload.repository.name, repoId: payload.repository.id, repository: payload.repository };
+  return flakePass(opsOf(ctx), policy, scope, run);
+}
+
+/** Failed runs out of scope are recorded too: a policy change may bring them into it. */
+const FAILED_RUN = new Set(["failure", "timed_out", "cancelled"]);
+
+function fullNameOf(payload: WorkflowRunPayload): string {
+  return payload.repository.full_name ?? `${payload.repository.owner.login}/${payload.repository.name}`;
+}
+
+/** A green run can be the C of a flake, a red one its B: both are looked at. */
+const FLAKE_SCAN_CONCLUSIONS = new Set(["success", "failure", "timed_out"]);
+
+function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
+  if (flakes.length === 0) return outcome;
+  const own = outcome.status === "done" ? outcome.summary : outcome.status === "skipped" ? outcome.reason : outcome.error;
+  return { status: "done", summary: [...flakes, ...(own ? [own] : [])].join("; ") };
+}
+
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   const current = await currentHead(ctx.octokit, ref, run);
   const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs));
-  const decision = decide({ policy, run, jobs, logs, current });
+  const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id) });
+  await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({
     kind: "rerun_decision",
@@ -77,7 +124,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     run,
     htmlUrl: payload.workflow_run.html_url,
     maxAttempts: policy.max_attempts,
-    mode: policy.mode,
+    mode: decision.decision === "rerun" ? decision.mode : policy.mode,
+    jobs: decision.decision === "rerun" ? decision.jobs : undefined,
+    dailyBudget: policy.daily_budget,
     delayMs: decision.decision === "rerun" ? decision.delayMs : 0,
     reasons: decision.reasons,
     verdicts: decision.verdicts,
@@ -94,12 +143,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     case "rerun":
       if (decision.delayMs > 0) {
         // Waiting must not hold a worker: the durable queue brings the task back to onTask.
-        await ctx.scheduler.schedule({
-          key,
-          runAt: new Date(Date.now() + decision.delayMs),
-          data: { ...task, scheduled: true },
-          installationId: ctx.installationId,
-        });
+        const later = { ...task, scheduled: true };
+        await ctx.scheduler.schedule({ key, runAt: new Date(Date.now() + decision.delayMs), data: later, installationId: ctx.installationId });
+        await rememberPlan(opsOf(ctx), later, key);
         return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
       }
       return carryOut(opsOf(ctx), task);

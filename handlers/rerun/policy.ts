@@ -5,7 +5,8 @@ import { globError, parseDuration, textMatcherError } from "../../src/policy/pat
 import { didYouMean, suggestionNote } from "../../src/policy/suggest.js";
 
 export type RuleConclusion = "failure" | "timed_out" | "cancelled";
-export type RerunMode = "failed_jobs" | "workflow";
+/** `jobs`: re-run only the transient failed jobs, one request each; the others stay failed. */
+export type RerunMode = "failed_jobs" | "workflow" | "jobs";
 
 export interface RerunRule {
   /** Job name globs. */
@@ -41,6 +42,13 @@ export interface RerunPolicy {
   max_failed_jobs: number;
   /** Wait before re-running: `30s`, `5m`, `1h`, or seconds. */
   delay: string | number;
+  /** Re-runs Steward may request in one repository per UTC day; absent: no daily limit. */
+  daily_budget?: number;
+  /**
+   * A job that failed on a commit but passed on the commits before and after it on the same branch
+   * (green, red, green) is a flake even without a matching rule: re-run it and record it.
+   */
+  flake_pattern: boolean;
   /** First match wins; `[]` treats every failure in scope as transient. */
   rules: RerunRule[];
 }
@@ -90,7 +98,9 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
       events: stringList,
       forks: { type: "boolean" },
       max_attempts: { type: "integer", minimum: 1, maximum: GITHUB_MAX_ATTEMPTS },
-      mode: { type: "string", enum: ["failed_jobs", "workflow"] },
+      mode: { type: "string", enum: ["failed_jobs", "workflow", "jobs"] },
+      daily_budget: { type: "integer", minimum: 0 },
+      flake_pattern: { type: "boolean" },
       max_failed_jobs: { type: "integer", minimum: 1 },
       delay: { type: ["string", "number"] },
       rules: { type: "array", items: ruleSchema },
@@ -99,6 +109,7 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
   defaults: {
     enabled: false,
     forks: false,
+    flake_pattern: false,
     max_attempts: 2,
     mode: "failed_jobs",
     max_failed_jobs: 5,

@@ -72,7 +72,8 @@ export interface PullRequestFacts {
   fork?: string;
 }
 
-const PLAN_ACTIONS = new Set(["opened", "synchronize", "reopened", "edited"]);
+/** Pull request actions that change the plan, and a merge group's `checks_requested` (its head is planned too). */
+const PLAN_ACTIONS = new Set(["opened", "synchronize", "reopened", "edited", "checks_requested"]);
 
 /** First call without `files` to learn whether they are worth reading; then with them. */
 export function decidePullRequest(facts: PullRequestFacts, adminRepo: string): Decision | { decision: "need_files" } {

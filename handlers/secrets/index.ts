@@ -3,9 +3,10 @@
 // module reads the few facts they need and carries them out.
 import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext } from "../../src/handler.js";
 import type { CheckReport } from "../../src/checks/types.js";
-import { forkOf } from "../shared/fork.js";
+import { forkOf, type RepoIdentity } from "../shared/fork.js";
+import { groupPull, mergeGroupOf } from "../shared/merge-group.js";
 import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
-import { decideNewRepositories, decidePullRequest, decidePush, periodicTask, type Decision } from "./decide.js";
+import { decideNewRepositories, decidePullRequest, decidePush, isAdminRepo, periodicTask, type Decision } from "./decide.js";
 import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
 import { secretsDocument } from "./policy.js";
@@ -141,6 +142,18 @@ async function pullRequestFiles(ctx: Delivery, owner: string, repo: string, pull
   return files;
 }
 
+/** `steward/plan` on a merge group's head: the plan of the pull request it names, at the group's head. */
+async function decideMergeGroup(ctx: Delivery, adminRepo: string): Promise<Decision> {
+  const group = mergeGroupOf(ctx.payload as never);
+  if ("skip" in group) return { decision: "skip", reasons: [group.skip] };
+  if (!isAdminRepo(adminRepo, group.owner, group.repo)) return { decision: "skip", reasons: [`${group.owner}/${group.repo} is not the admin repository`] };
+  const pull = await groupPull(ctx.octokit, group);
+  const fork = forkOf(pull.head.repo, (ctx.payload as { repository?: RepoIdentity }).repository);
+  const facts = { action: "checks_requested", owner: group.owner, repo: group.repo, number: group.number, headSha: group.headSha, headRef: pull.head.ref, baseRef: group.baseRef, defaultBranch: (ctx.payload as any).repository.default_branch, ...(fork === null ? {} : { fork: fork ?? "(unknown head repository)" }) };
+  const decision = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, group.owner, group.repo, group.number) }, adminRepo);
+  return decision.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : decision;
+}
+
 async function decideDelivery(ctx: Delivery): Promise<Decision> {
   const p = ctx.payload as any;
   const adminRepo = ctx.config.adminRepo;
@@ -172,6 +185,8 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
       const second = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, facts.owner, facts.repo, facts.number) }, adminRepo);
       return second.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : second;
     }
+    case "merge_group.checks_requested":
+      return decideMergeGroup(ctx, adminRepo);
     case "repository.created":
       return decideNewRepositories(p.repository.owner.login, [p.repository.name], "repository.created");
     case "installation_repositories.added":
@@ -185,7 +200,7 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
 
 export default defineHandler<unknown>({
   name: "secrets",
-  events: ["push", "pull_request", "repository.created", "installation.created", "installation_repositories.added"],
+  events: ["push", "pull_request", "merge_group.checks_requested", "repository.created", "installation.created", "installation_repositories.added"],
   documents: [secretsDocument],
 
   async handle(ctx) {

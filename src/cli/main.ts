@@ -9,6 +9,8 @@ const commands: Record<string, Command> = {
   sandbox: { summary: "run the sandbox hub alone: steward sandbox [--port P] [--webhook-url URL]", load: () => import("./commands/sandbox.js") },
   demo: { summary: "play the demo scenarios against the sandbox and print what Steward did", load: () => import("./commands/demo.js") },
   sync: { summary: "sync Actions secrets and variables: steward sync --org ORG [--dry-run]", load: () => import("./commands/sync.js") },
+  flakes: { summary: "flakiest jobs the rerun handler recorded: steward flakes --repo OWNER/NAME [--since 30d]", load: () => import("./commands/flakes.js") },
+  simulate: { summary: "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]", load: () => import("./commands/simulate.js") },
   deliveries: { summary: "inspect stored deliveries: list | show ID | replay ID", load: () => import("./commands/deliveries.js") },
 };
 

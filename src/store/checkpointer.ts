@@ -96,8 +96,11 @@ export interface CommitGate {
 }
 
 export interface Checkpointer extends CommitGate {
-  /** The thread closes its connection and ends on its next turn; nothing to wait for. */
-  stop(): void;
+  /**
+   * The thread closes its connection and ends. Resolves once it has (bounded): until then it may
+   * still touch the database's files, so a caller removing the data directory must wait.
+   */
+  stop(): Promise<void>;
 }
 
 /** /proc shows descriptors by their resolved path (a relative or symlinked data dir is not). */
@@ -148,6 +151,7 @@ export function startCheckpointer(opts: CheckpointerOptions): Checkpointer {
     opts.onFailure(error);
   };
   worker.on("error", fail);
+  const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   worker.on("exit", (code) => fail(new Error(`checkpoint thread exited with code ${code}`)));
   return {
     holding: () => Atomics.load(flags, 0) === 1,
@@ -155,11 +159,17 @@ export function startCheckpointer(opts: CheckpointerOptions): Checkpointer {
       if (Atomics.load(flags, 0) === 1) released.push(listener);
       else listener();
     },
-    stop() {
-      if (done) return;
-      done = true;
-      worker.postMessage("stop");
-      release();
+    async stop() {
+      if (!done) {
+        done = true;
+        worker.postMessage("stop");
+        release();
+      }
+      // A thread wedged in a checkpoint is terminated rather than waited for without end.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), 5_000)));
+      if ((await Promise.race([exited, late])) === "late") await worker.terminate();
+      clearTimeout(timer);
     },
   };
 }

@@ -148,12 +148,14 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
   async purgeExpired(): Promise<number> { return this.#kv.purgeExpired(); }
   async purgeFinished(before: Date): Promise<number> { return this.#deliveries.purgeFinished(before.getTime()); }
 
-  close(): void {
+  /** Resolves once no thread of this store can touch its files any more. */
+  async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#deliveries.markClosed();
-    this.#checkpointer?.stop();
+    const stopping = this.#checkpointer?.stop();
     this.#db.close();
+    await stopping;
   }
 }
 

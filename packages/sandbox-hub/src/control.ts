@@ -6,6 +6,7 @@ import type { DeliveryRecord, Installation, Org, Repo, User } from "./core/types
 import { pushFiles, type PushOptions } from "./git/push.js";
 import { closePullRequest, openPullRequest, pushToPullRequest, type OpenPullRequestOptions } from "./pulls/ops.js";
 import type { Effect, RequestRecord, SandboxHub } from "./sandbox-hub.js";
+import { destroyMergeGroup, enqueuePullRequest, type DestroyReason, type MergeGroup } from "./pulls/merge-queue.js";
 import type { StoredDelivery } from "./webhooks/deliverer.js";
 
 export interface InstallOptions {
@@ -117,6 +118,16 @@ export class Control {
 
   closePullRequest(opts: { owner: string; repo: string; number: number; merge?: boolean }): void {
     closePullRequest(this.hub, opts);
+  }
+
+  /** Add a pull request to its base branch's merge queue (`merge_group` `checks_requested`). */
+  enqueuePullRequest(opts: { owner: string; repo: string; number: number }): MergeGroup {
+    return enqueuePullRequest(this.hub, opts);
+  }
+
+  /** End a merge group (`merge_group` `destroyed`); `merged` moves the base branch to its head. */
+  destroyMergeGroup(group: MergeGroup, reason: DestroyReason): void {
+    destroyMergeGroup(this.hub, group, reason);
   }
 
   // ---- time, limits, faults ----

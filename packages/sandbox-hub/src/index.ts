@@ -8,3 +8,4 @@ export type { Fault } from "./core/faults.js";
 export type { Run, JobSpec, Job, Attempt, Workflow, StartRunOptions, FinishJobOptions } from "./domains/actions/domain.js";
 export type { Domains } from "./domains/index.js";
 export { seededRandom, type Random } from "./core/random.js";
+export type { MergeGroup } from "./pulls/merge-queue.js";

@@ -63,7 +63,7 @@ const posts = () => api.requests.filter((r) => r.method === "POST").map((r) => r
 
 describe("rerun handler", () => {
   it("subscribes to completed workflow runs and owns the rerun section", () => {
-    expect(rerun.events).toEqual(["workflow_run.completed"]);
+    expect(rerun.events).toEqual(["workflow_run.completed", "merge_group.destroyed"]);
     expect(rerun.policy?.key).toBe("rerun");
   });
 

@@ -6,6 +6,8 @@ import type { Steward } from "../../../src/app.js";
 import rerun from "../../../handlers/rerun/index.js";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import type { Run } from "@steward/sandbox-hub";
+import { vi } from "vitest";
+import { main } from "../../../src/cli/main.js";
 
 export const ORG = "acme";
 
@@ -59,6 +61,22 @@ export function rerunPosts(stack: SandboxStack, repo: string): string[] {
   return requestsFor(stack, repo)
     .filter((r) => r.method === "POST" && /\/actions\/runs\/\d+\/rerun/.test(r.path))
     .map((r) => `${r.path.split("/").pop()} ${r.status}`);
+}
+
+/**
+ * Every re-run request Steward made on the repository, with its status: `rerun-failed-jobs 201`,
+ * or for a per-job re-run `job NAME 201` (`run ID job NAME 201` with `withRun`).
+ */
+export function rerunRequestLog(stack: SandboxStack, repo: string, withRun = false): string[] {
+  const { actions } = stack.hub.domains;
+  return requestsFor(stack, repo)
+    .filter((r) => r.method === "POST" && /\/rerun(-failed-jobs)?$/.test(r.path))
+    .map((r) => {
+      const m = /\/actions\/jobs\/(\d+)\/rerun$/.exec(r.path);
+      const job = m ? actions.jobs.get(Number(m[1])) : undefined;
+      if (!job) return `${r.path.split("/").pop()} ${r.status}`;
+      return `${withRun ? `run ${job.runId} ` : ""}job ${job.name} ${r.status}`;
+    });
 }
 
 export function rerunChecks(stack: SandboxStack, headSha: string) {
@@ -142,4 +160,20 @@ export async function beforeRerunLands(stack: SandboxStack, repo: string, runId:
   for (let i = 0; i < 2000 && !readRun(); i++) await new Promise((r) => setTimeout(r, 5));
   if (!readRun()) throw new Error(`Steward never read run ${runId}`);
   await act();
+}
+
+/** Run a `steward` command on the stack's data directory; stdout and stderr together. */
+export async function stewardCli(stack: SandboxStack, ...argv: string[]): Promise<{ code: number; out: string }> {
+  let out = "";
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
+  const saved = process.env.STEWARD_DATA_DIR;
+  process.env.STEWARD_DATA_DIR = stack.config.dataDir;
+  try {
+    return { code: await main(argv), out };
+  } finally {
+    if (saved === undefined) delete process.env.STEWARD_DATA_DIR;
+    else process.env.STEWARD_DATA_DIR = saved;
+    vi.restoreAllMocks();
+  }
 }

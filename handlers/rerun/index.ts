@@ -6,6 +6,8 @@ import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
 import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } from "./execute.js";
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
+import { scanLog } from "./scan.js";
+import { MatchBudget } from "../../src/policy/match-budget.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -62,7 +64,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   const current = await currentHead(ctx.octokit, ref, run);
-  const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs));
+  const budget = new MatchBudget();
+  const specs = policy.rules.flatMap((r) => r.log ?? []);
+  const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs), (log) => scanLog(log, specs, budget));
   const decision = decide({ policy, run, jobs, logs, current });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({

@@ -24,6 +24,8 @@ export interface ValidateOptions {
    * `secrets.yml` exists). Default true, as `steward validate` and the service load policies.
    */
   resolveSources?: boolean;
+  /** With `resolveSources`: the organisation whose exposed sources may be resolved (see CheckOptions). */
+  account?: string;
 }
 
 /** A part of a file validated on its own: a steward.yml section, or a whole admin document. */
@@ -184,8 +186,8 @@ function compile(schema: JsonSchema): ValidateFunction | Error {
 }
 
 /** What semantic checks may consult: the host only for trusted text. */
-export function checkOptions(opts: { resolveSources?: boolean } = {}): CheckOptions {
-  return { resolveSources: opts.resolveSources !== false };
+export function checkOptions(opts: { resolveSources?: boolean; account?: string } = {}): CheckOptions {
+  return { resolveSources: opts.resolveSources !== false, ...(opts.account ? { account: opts.account } : {}) };
 }
 
 /** Schema, then (only when the schema passed) the semantic check. Returns the number of errors. */

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { DeliveryIntake } from "../queue/types.js";
 import { safeErrorMessage } from "../log/redact.js";
 import { declaredTooLarge, readBody } from "./body.js";
-import { eventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
+import { eventLabel, metricEventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
 import { sendJson, sendJsonAndClose } from "./respond.js";
 import { verifySignature } from "./signature.js";
 
@@ -34,8 +34,9 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
   return async function receive(req, res) {
     const event = eventLabel(req.headers);
     const deliveryId = req.headers["x-github-delivery"];
+    let verified = false;
     const answer = (status: number, message: string, close = false) => {
-      opts.metrics?.deliveryReceived(event, status);
+      opts.metrics?.deliveryReceived(metricEventLabel(req.headers, verified), status);
       if (close) sendJsonAndClose(req, res, status, message);
       else sendJson(res, status, { message });
     };
@@ -53,7 +54,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       const read = await readBody(req, limit);
       if (!read.ok) {
         if (read.reason === "aborted") {
-          opts.metrics?.deliveryReceived(event, 0);
+          opts.metrics?.deliveryReceived(metricEventLabel(req.headers, false), 0);
           return;
         }
         log.warn({ deliveryId, event }, "delivery refused: body over the size limit");
@@ -63,6 +64,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         log.warn({ deliveryId, event }, "delivery refused: signature does not match");
         return answer(401, "signature does not match");
       }
+      verified = true;
       const parsed = parseDelivery(req.headers, read.body, now());
       if (!parsed.ok) {
         log.warn({ deliveryId, event }, `delivery refused: ${parsed.refusal.message}`);

@@ -276,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     redeliverIntervalMs: duration(env, "STEWARD_REDELIVER_INTERVAL", "10m"),
     statusUrl: statusUrl === undefined ? undefined : httpUrl("STEWARD_STATUS_URL", statusUrl),
     durability: oneOf(env, "STEWARD_DURABILITY", ["process", "power"] as const, "process"),
+    bodyTimeoutMs: duration(env, "STEWARD_BODY_TIMEOUT", "15s"),
     ...(redis === undefined ? {} : { redisUrl: redis }),
   };
 }

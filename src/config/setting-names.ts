@@ -29,6 +29,7 @@ const KNOWN = [
   "STEWARD_REDELIVER_INTERVAL",
   "STEWARD_DURABILITY",
   "STEWARD_SECRET_SOURCES",
+  "STEWARD_BODY_TIMEOUT",
 ];
 
 const names = new Set<string>(KNOWN);

@@ -152,7 +152,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       intake: engine.intake,
       logger,
       metrics,
-      timeouts: opts.timeouts,
+      timeouts: { ...(config.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: config.bodyTimeoutMs }), ...opts.timeouts },
     });
     // Recover work a previous process left behind before taking new deliveries.
     await engine.start();

@@ -12,6 +12,7 @@ import { renderCheck } from "./render.js";
 import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
 import { groupTargets } from "./merge-group.js";
 import { impactSection } from "./impact.js";
+import { repoVisibility, withheldBecause } from "../shared/visibility.js";
 
 const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
 const pullKey = (owner: string, repo: string, sha: string) => `checks:pull:${owner.toLowerCase()}/${repo.toLowerCase()}@${sha}`;
@@ -68,7 +69,15 @@ async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTar
 
   // A fork's files are untrusted: validated for structure only, nothing on this host looked up.
   const evaluation = evaluate({ files, ...(org ? { org } : {}), handlers, resolveSources: !target.fork });
-  const rendered = renderCheck(evaluation, { baseRef: target.baseRef, orgSource: org?.text !== undefined ? orgSource : undefined, fork: target.fork });
+  // The verdict is always the merged one; what is shown of the org file depends on who reads this check.
+  const withheld = org?.text !== undefined ? await orgWithheld(ctx.octokit, target, adminRepo) : undefined;
+  const shown = withheld ? evaluate({ files, handlers, resolveSources: !target.fork }) : evaluation;
+  const rendered = renderCheck(evaluation, {
+    baseRef: target.baseRef,
+    orgSource: org?.text !== undefined ? orgSource : undefined,
+    fork: target.fork,
+    ...(withheld ? { withheld: { reason: withheld, shown } } : {}),
+  });
   await ctx.store.set(pullKey(owner, repo, target.headSha), target, { ttlMs: PULL_KEY_TTL_MS });
   await ctx.checks.report({
     owner,
@@ -84,6 +93,13 @@ async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTar
   });
   ctx.log.info({ pull: target.number, files: changes.map((c) => c.path), errors: evaluation.errors, warnings: evaluation.warnings }, "steward/config reported");
   return `#${target.number}: ${rendered.conclusion} (${rendered.title})`;
+}
+
+/** Why the admin repository's policy must not appear in this pull request's check, if it must not. */
+async function orgWithheld(octokit: InstallationOctokit, target: PullTarget, adminRepo: string): Promise<string | undefined> {
+  const admin = await repoVisibility(octokit, target.owner, adminRepo);
+  const here = await repoVisibility(octokit, target.owner, target.repo);
+  return withheldBecause(admin, here, target.fork);
 }
 
 /**

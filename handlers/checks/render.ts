@@ -11,6 +11,11 @@ export interface RenderContext {
   /** `owner/repo` of the org file when this repository merges over one. */
   orgSource: string | undefined;
   fork: boolean;
+  /**
+   * Set when readers of this check may not read the org file: `shown` is the evaluation without
+   * it (this repository's file with defaults), which is all the report shows of policies.
+   */
+  withheld?: { reason: string; shown: Evaluation };
 }
 
 export interface RenderedCheck {
@@ -29,18 +34,24 @@ export function renderCheck(evaluation: Evaluation, ctx: RenderContext): Rendere
       ? `${count(evaluation.errors, "problem")} in ${count(new Set(problems.filter((p) => p.severity === "error").map((p) => p.file)).size, "policy file")}`
       : `Policy valid: ${count(files.length, "file")} checked${evaluation.warnings > 0 ? `, ${count(evaluation.warnings, "warning")}` : ""}`;
   const out: string[] = [];
+  if (ctx.withheld && ctx.orgSource) {
+    const hidden = evaluation.elsewhere.length;
+    out.push(
+      `> The organisation's policy in \`${ctx.orgSource}\` is withheld from this check (${ctx.withheld.reason}): the effective policy and the changes below are this repository's file with defaults, not merged over it${hidden > 0 ? `, and ${count(hidden, "problem")} in that file ${hidden === 1 ? "is" : "are"} not shown` : ""}. The verdict still takes it into account.\n`,
+    );
+  }
   if (ctx.fork) out.push("> This pull request comes from a fork: its files were read for this report only, and validated for structure only (nothing on Steward's host, such as a secret's `env:` or `file:` source, was looked up).\n");
   if (problems.length > 0) {
     out.push("## Problems\n", "| File | Line | Column | Severity | Problem |", "|---|---|---|---|---|");
     for (const p of problems) out.push(`| \`${cell(p.file)}\` | ${p.line} | ${p.column} | ${p.severity} | ${cell(p.message)} |`);
     out.push("");
   }
-  if (evaluation.elsewhere.length > 0) {
+  if (evaluation.elsewhere.length > 0 && !ctx.withheld) {
     out.push("## Problems in files this pull request does not change\n", "These do not fail this check, but the sections they are in are not applied.\n");
     for (const p of evaluation.elsewhere) out.push(`- \`${p.file}:${p.line}:${p.column}\`: ${p.message}`);
     out.push("");
   }
-  for (const f of files) out.push(...renderFile(f, ctx));
+  for (const f of ctx.withheld?.shown.files ?? files) out.push(...renderFile(f, ctx));
   return { conclusion, title, summary: out.join("\n"), annotations: problems.map(annotation) };
 }
 
@@ -56,7 +67,7 @@ function renderFile(f: FileReport, ctx: RenderContext): string[] {
     out.push("");
   }
   if (f.effective === undefined) return out;
-  const merged = f.kind === "policy" && ctx.orgSource ? ` (merged over \`${ctx.orgSource}\`, with defaults)` : " (with defaults)";
+  const merged = f.kind === "policy" && ctx.orgSource && !ctx.withheld ? ` (merged over \`${ctx.orgSource}\`, with defaults)` : " (with defaults)";
   out.push(`### Effective policy${merged}\n`);
   if (f.kind === "document") out.push("```yaml", stringify(f.effective).trimEnd(), "```", "");
   else {

@@ -1,6 +1,6 @@
 // The re-run decision: given a completed run, its jobs, the logs asked for, and whether the run
 // is still current, decide to skip, give up, or re-run, and say why. Pure: no I/O.
-import { matchesAny, textMatcher } from "../../src/policy/patterns.js";
+import { matchesAny } from "../../src/policy/patterns.js";
 import {
   DEFAULT_RULE_CONCLUSIONS,
   GITHUB_MAX_ATTEMPTS,
@@ -9,6 +9,7 @@ import {
   type RerunPolicy,
   type RerunRule,
 } from "./policy.js";
+import { scanLogSync, type ScannedLog } from "./scan.js";
 
 export interface RunFacts {
   id: number;
@@ -80,8 +81,11 @@ export interface DecideInput {
   policy: RerunPolicy;
   run: RunFacts;
   jobs: JobFacts[];
-  /** Logs of the jobs in `logsToFetch`; a missing or null entry means the log was unavailable. */
-  logs: ReadonlyMap<number, string | null>;
+  /**
+   * Logs of the jobs in `logsToFetch`, as text or already scanned (see scan.ts); a missing or null
+   * entry means the log was unavailable.
+   */
+  logs: ReadonlyMap<number, string | ScannedLog | null>;
   current: CurrentHead;
   /** Re-runs Steward already requested in this repository today (for `rerun.daily_budget`). */
   usedToday?: number;
@@ -171,7 +175,7 @@ export function logsToFetch(policy: RerunPolicy, run: RunFacts, jobs: readonly J
 }
 
 /** Classify one failed job against the rules: the first rule whose every condition holds. */
-export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: string | null | undefined): JobVerdict {
+export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: string | ScannedLog | null | undefined): JobVerdict {
   const base = { id: job.id, name: job.name, conclusion: job.conclusion };
   if (rules.length === 0) return { ...base, transient: true, reason: "rules is empty: every failure in scope is re-run" };
   const misses: string[] = [];
@@ -186,12 +190,13 @@ export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: str
         misses.push(`rule ${i + 1}: log unavailable`);
         continue;
       }
-      const hit = rule.log.map(textMatcher).find((m) => m.test(log));
+      const matched = typeof log === "string" ? scanLogSync(log, rule.log) : log.matched;
+      const hit = rule.log.find((spec) => matched.has(spec));
       if (!hit) {
         misses.push(`rule ${i + 1}: log matches none of [${rule.log.join(", ")}]`);
         continue;
       }
-      return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit.source})` };
+      return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit})` };
     }
     return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)})` };
   }

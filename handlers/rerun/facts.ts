@@ -162,9 +162,16 @@ async function forkPullHead(octokit: InstallationOctokit, ref: RepoRef, run: Run
   return { source: `pull request #${data[0]!.number}`, sha: data[0]!.head.sha };
 }
 
-/** Fetch the logs the decision needs, one at a time (few jobs; keeps the rate limit calm). */
-export async function fetchLogs(octokit: InstallationOctokit, ref: RepoRef, jobIds: readonly number[]): Promise<Map<number, string | null>> {
-  const logs = new Map<number, string | null>();
-  for (const id of jobIds) logs.set(id, await fetchJobLog(octokit, ref, id));
+/**
+ * Fetch the logs the decision needs, one at a time (few jobs; keeps the rate limit calm), each turned
+ * by `digest` (e.g. scanned for the policy's patterns) before the next is read, so at most one log's
+ * text is held at once.
+ */
+export async function fetchLogs<T>(octokit: InstallationOctokit, ref: RepoRef, jobIds: readonly number[], digest: (log: string) => Promise<T>): Promise<Map<number, T | null>> {
+  const logs = new Map<number, T | null>();
+  for (const id of jobIds) {
+    const log = await fetchJobLog(octokit, ref, id);
+    logs.set(id, log === null ? null : await digest(log));
+  }
   return logs;
 }

@@ -7,9 +7,11 @@ import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } fro
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 import { usedToday } from "./budget.js";
-import { recordRerunFacts } from "./record.js";
+import { LOG_TAIL_CHARS, recordRerunFacts } from "./record.js";
 import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
+import { scanLog } from "./scan.js";
+import { MatchBudget } from "../../src/policy/match-budget.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -108,9 +110,18 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   const current = await currentHead(ctx.octokit, ref, run);
-  const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs));
+  const budget = new MatchBudget();
+  const specs = policy.rules.flatMap((r) => r.log ?? []);
+  // The decision needs only which patterns matched; the facts kept for simulating another policy
+  // need the text, of which the tail is enough (errors print last).
+  const read = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs), async (log) => ({
+    scanned: await scanLog(log, specs, budget),
+    tail: log.slice(-LOG_TAIL_CHARS),
+  }));
+  const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
+  const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
   const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id) });
-  await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs, current, decision: decision.decision });
+  await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({
     kind: "rerun_decision",

@@ -1,9 +1,10 @@
 // The admin-repository document `.github/steward/secrets.yml`: which Actions secret and
 // variable goes where. Values of secrets are never literal: they name a source the service
 // resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
-import { existsSync, statSync } from "node:fs";
+import { isSettingName } from "../../src/config/setting-names.js";
 import type { JsonSchema, PolicyDocumentSpec, SemanticCheck } from "../../src/policy/types.js";
 import { globError } from "../../src/policy/patterns.js";
+import { resolveSource } from "./sources.js";
 
 export const SECRETS_DOCUMENT_PATH = ".github/steward/secrets.yml";
 
@@ -117,20 +118,19 @@ export function sourceFormError(from: string): string | undefined {
 }
 
 /**
- * Why a source cannot be resolved right now (the message never contains the value). With
- * `resolve: false` (untrusted text: a fork's pull request) only its form is checked: the answer
- * must not depend on whether the host has that environment variable or file.
+ * What validation says about a `from`. Without `resolve` (the service, CI, any pull request) only
+ * what holds whatever the host has: its form, and that Steward's own settings are never a source.
+ * `resolve` (`steward validate --resolve`) also resolves it for that organisation, answering with
+ * the same "not available" the sync gives. Messages never contain a value.
  */
-export function sourceError(from: string, env: NodeJS.ProcessEnv = process.env, opts: { resolve?: boolean } = {}): string | undefined {
+export function sourceError(from: string, opts: { resolve?: { org: string; env?: NodeJS.ProcessEnv } } = {}): string | undefined {
   const formError = sourceFormError(from);
-  if (formError || opts.resolve === false) return formError;
+  if (formError) return formError;
   const source = parseSource(from)!;
-  if (source.kind === "env") {
-    return env[source.name] === undefined ? `environment variable ${source.name} is not set` : undefined;
-  }
-  if (!existsSync(source.path)) return `file ${source.path} does not exist`;
-  if (!statSync(source.path).isFile()) return `${source.path} is not a file`;
-  return undefined;
+  if (source.kind === "env" && isSettingName(source.name)) return `source ${from} is one of Steward's own settings, which are never available to a policy`;
+  if (!opts.resolve) return undefined;
+  const result = resolveSource(from, { org: opts.resolve.org, ...(opts.resolve.env ? { env: opts.resolve.env } : {}) });
+  return result.ok ? undefined : result.error;
 }
 
 type Report = Parameters<SemanticCheck<SecretsPolicy>>[1];
@@ -173,9 +173,9 @@ function checkNames(kind: "secrets" | "variables", names: string[], report: Repo
   }
 }
 
-/** Sources are looked up on the host only for trusted text (`options.resolveSources`, default true). */
+/** Sources are resolved on the host only when asked for one organisation (`steward validate --resolve`). */
 export const check: SemanticCheck<SecretsPolicy> = (policy, report, options) => {
-  const resolve = options?.resolveSources !== false;
+  const resolve = options?.resolveSources && options.account ? { org: options.account } : undefined;
   const secrets = policy.secrets ?? {};
   const variables = policy.variables ?? {};
   checkNames("secrets", Object.keys(secrets), report);
@@ -186,7 +186,7 @@ export const check: SemanticCheck<SecretsPolicy> = (policy, report, options) => 
     } else if (entry.from === undefined) {
       report(["secrets", name], `secret ${name} needs "from: env:NAME" or "from: file:/path"`);
     } else {
-      const err = sourceError(entry.from, process.env, { resolve });
+      const err = sourceError(entry.from, resolve ? { resolve } : {});
       if (err) report(["secrets", name, "from"], err);
     }
     checkPlacement("secrets", name, entry, report);

@@ -11,6 +11,7 @@ import type { SecretsPolicy } from "./policy.js";
 import { forgetRecord, loadRecords, saveRecord } from "./records.js";
 import { resolveDesired } from "./resolve.js";
 import type { PublicKeyCache } from "./seal.js";
+import { parseExposures, SOURCES_VARIABLE } from "./exposure.js";
 import { readSources } from "./sources.js";
 import { scopeLabel, type ActualTarget, type Kind, type Scope, type TargetRecord } from "./targets.js";
 import { deleteRow, readUpdatedAt, writeRow, type WriteContext } from "./write.js";
@@ -74,7 +75,10 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const inReach = (scope: Scope) => scope.level === "org" || !only || only.has(scope.repo.toLowerCase());
 
   const desired = resolveDesired(req.policy, repos).filter((d) => inReach(d.scope));
-  const sources = await readSources(desired.flatMap((d) => (d.from ? [d.from] : [])), req.env);
+  const sources = await readSources(desired.flatMap((d) => (d.from ? [d.from] : [])), { org, dataDir: req.dataDir, ...(req.env ? { env: req.env } : {}) });
+  const exposures = parseExposures((req.env ?? process.env)[SOURCES_VARIABLE]);
+  // The operator's mistake, said once; the sources themselves read "not available".
+  if (!exposures.ok) failures.push({ scope: { level: "org" }, action: "resolve", error: exposures.error });
   const key = await fingerprintKey(req.dataDir);
   const values = new Map<string, string>();
   const fingerprints = new Map<string, string>();

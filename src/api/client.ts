@@ -184,7 +184,20 @@ export async function downloadWithoutAuth(url: string, opts: { fetch?: Fetch; ma
     await response.body?.cancel();
     throw new Error(`download of ${where} is larger than ${maxBytes} bytes`);
   }
-  const text = await response.text();
-  if (Buffer.byteLength(text) > maxBytes) throw new Error(`download of ${where} is larger than ${maxBytes} bytes`);
-  return text;
+  // Read chunk by chunk: a body without Content-Length (chunked) is cut off at the bound, never
+  // buffered whole first.
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = response.body?.getReader();
+  for (;;) {
+    const next = await reader?.read();
+    if (!next || next.done) break;
+    total += next.value.byteLength;
+    if (total > maxBytes) {
+      await reader!.cancel();
+      throw new Error(`download of ${where} is larger than ${maxBytes} bytes`);
+    }
+    chunks.push(next.value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
 }

@@ -4,6 +4,7 @@ import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { StewardConfig } from "./types.js";
+import { noteSettingName, noteSettingPath } from "./setting-names.js";
 import { parseDuration } from "../policy/patterns.js";
 import { registerSecret } from "../log/redact.js";
 
@@ -23,8 +24,15 @@ const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"
 
 /** The value of a variable, trimmed; undefined when unset or blank. */
 function read(env: Env, name: string): string | undefined {
+  noteSettingName(name);
   const value = env[name]?.trim();
   return value ? value : undefined;
+}
+
+/** A path holding Steward's credentials or state: never readable as a secrets source. */
+function notedPath(path: string): string {
+  noteSettingPath(path);
+  return path;
 }
 
 /** Quote a non-secret value for an error line, shortened so a pasted blob stays one line. */
@@ -117,6 +125,7 @@ function privateKey(env: Env): string {
     raw = inline;
   } else if (path !== undefined) {
     name = "PRIVATE_KEY_PATH";
+    noteSettingPath(resolve(path));
     try {
       raw = readFileSync(path, "utf8");
     } catch (error) {
@@ -256,7 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     host: host(env),
     apiUrl: apiUrl(env),
     ...loadLogSettings(env),
-    dataDir: resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward"),
+    dataDir: notedPath(resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward")),
     adminRepo: adminRepo(env),
     handlerPaths: list(env, "STEWARD_HANDLERS"),
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
@@ -267,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     redeliverIntervalMs: duration(env, "STEWARD_REDELIVER_INTERVAL", "10m"),
     statusUrl: statusUrl === undefined ? undefined : httpUrl("STEWARD_STATUS_URL", statusUrl),
     durability: oneOf(env, "STEWARD_DURABILITY", ["process", "power"] as const, "process"),
+    bodyTimeoutMs: duration(env, "STEWARD_BODY_TIMEOUT", "15s"),
     ...(redis === undefined ? {} : { redisUrl: redis }),
   };
 }

@@ -23,6 +23,8 @@ export interface StewardConfig {
   maxAttempts: number;
   /** Graceful shutdown bound, ms. */
   shutdownTimeoutMs: number;
+  /** A webhook body must arrive whole within this (STEWARD_BODY_TIMEOUT, default 15 s). */
+  bodyTimeoutMs?: number;
   /** Token of a required reviewer for pending-deployment reviews (secret). */
   reviewerToken: string | undefined;
   /** Interval of the scheduled secrets sync, ms. */

@@ -5,15 +5,24 @@ import type { IncomingMessage } from "node:http";
 
 export type BodyResult =
   | { ok: true; body: Buffer }
-  | { ok: false; reason: "too-large" | "aborted" };
+  | { ok: false; reason: "too-large" | "aborted" | "timeout" };
+
+/** The declared Content-Length, or undefined when the body is chunked (or the header is not a number). */
+export function declaredLength(req: IncomingMessage): number | undefined {
+  const declared = req.headers["content-length"];
+  return declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : undefined;
+}
 
 /** Whether the declared length alone already exceeds the limit. */
 export function declaredTooLarge(req: IncomingMessage, limit: number): boolean {
-  const declared = req.headers["content-length"];
-  return declared !== undefined && /^\d+$/.test(declared) && Number(declared) > limit;
+  return (declaredLength(req) ?? 0) > limit;
 }
 
-export function readBody(req: IncomingMessage, limit: number): Promise<BodyResult> {
+/**
+ * Reads the whole body, at most `limit` bytes, within `timeoutMs` (a sender that stalls or
+ * trickles is cut off long before the server's request timeout).
+ */
+export function readBody(req: IncomingMessage, limit: number, timeoutMs = Number.POSITIVE_INFINITY): Promise<BodyResult> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -21,6 +30,9 @@ export function readBody(req: IncomingMessage, limit: number): Promise<BodyResul
     const finish = (result: BodyResult) => {
       if (settled) return;
       settled = true;
+      if (timer) clearTimeout(timer);
+      // What was held is let go at once, whatever the outcome.
+      if (!result.ok) chunks.length = 0;
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onAbort);
@@ -39,6 +51,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<BodyResul
     };
     const onEnd = () => finish({ ok: true, body: Buffer.concat(chunks, size) });
     const onAbort = () => finish({ ok: false, reason: "aborted" });
+    const timer = Number.isFinite(timeoutMs)
+      ? setTimeout(() => {
+          req.pause();
+          finish({ ok: false, reason: "timeout" });
+        }, timeoutMs)
+      : undefined;
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onAbort);

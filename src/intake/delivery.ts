@@ -1,6 +1,7 @@
 // Pure decisions of the webhook intake: which requests are acceptable and how a raw
 // delivery becomes an IncomingDelivery. No I/O here; the receiver carries out the result.
 import type { IncomingHttpHeaders } from "node:http";
+import { emitterEventNames } from "@octokit/webhooks";
 import type { IncomingDelivery } from "../queue/types.js";
 
 export type Refusal = { status: 400 | 401 | 413 | 415; message: string };
@@ -52,6 +53,20 @@ export function refuseByHeaders(headers: IncomingHttpHeaders): Refusal | undefin
 export function eventLabel(headers: IncomingHttpHeaders): string {
   const event = single(headers["x-github-event"]);
   return event && EVENT_NAME.test(event) ? event : "unknown";
+}
+
+/** Webhook event names GitHub sends (from @octokit/webhooks); `ping` included. */
+const KNOWN_EVENTS: ReadonlySet<string> = new Set(emitterEventNames.filter((name) => !name.includes(".")));
+
+/**
+ * The event as a metric label. Labels create state, so an unauthenticated request must not pick
+ * one: before the signature verifies the label is `unverified`; after, a known event name, or
+ * `other` for a name GitHub may add later. At most |known events| + 3 values, whatever is sent.
+ */
+export function metricEventLabel(headers: IncomingHttpHeaders, verified: boolean): string {
+  if (!verified) return "unverified";
+  const event = single(headers["x-github-event"]);
+  return event && KNOWN_EVENTS.has(event) ? event : "other";
 }
 
 function payloadText(body: Buffer, encoding: Encoding): string | undefined {

@@ -5,8 +5,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { DeliveryIntake } from "../queue/types.js";
 import { safeErrorMessage } from "../log/redact.js";
-import { declaredTooLarge, readBody } from "./body.js";
-import { eventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
+import { declaredLength, declaredTooLarge, readBody } from "./body.js";
+import { BodyBudget, type Reservation } from "./budget.js";
+import { eventLabel, metricEventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
 import { sendJson, sendJsonAndClose } from "./respond.js";
 import { verifySignature } from "./signature.js";
 
@@ -21,24 +22,37 @@ export interface ReceiverOptions {
   /** True once shutdown began: new deliveries are refused with 503 so the sender retries elsewhere/later. */
   isDraining: () => boolean;
   maxBodyBytes?: number;
+  /** Bytes and bodies held at once before new deliveries are answered 503 (shared by the server). */
+  budget?: BodyBudget;
+  /** A body must arrive whole within this (default DEFAULT_BODY_TIMEOUT_MS). */
+  bodyTimeoutMs?: number;
   now?: () => Date;
 }
+
+/** Well before the server's 60 s request timeout: GitHub sends a 25 MB body in far less. */
+export const DEFAULT_BODY_TIMEOUT_MS = 15_000;
+/** What a sender refused for lack of room is told to wait. */
+const RETRY_AFTER_SECONDS = 5;
 
 export type WebhookReceiver = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
 export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
   const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
+  const budget = opts.budget ?? new BodyBudget();
+  const bodyTimeoutMs = opts.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const now = opts.now ?? (() => new Date());
   const log = opts.logger.child({ component: "intake" });
 
   return async function receive(req, res) {
     const event = eventLabel(req.headers);
     const deliveryId = req.headers["x-github-delivery"];
-    const answer = (status: number, message: string, close = false) => {
-      opts.metrics?.deliveryReceived(event, status);
-      if (close) sendJsonAndClose(req, res, status, message);
-      else sendJson(res, status, { message });
+    let verified = false;
+    const answer = (status: number, message: string, close = false, headers: Record<string, string> = {}) => {
+      opts.metrics?.deliveryReceived(metricEventLabel(req.headers, verified), status);
+      if (close) sendJsonAndClose(req, res, status, message, headers);
+      else sendJson(res, status, { message }, headers);
     };
+    let reservation: Reservation | undefined;
     try {
       if (opts.isDraining()) return answer(503, "shutting down; deliver again later", true);
       const refusal = refuseByHeaders(req.headers);
@@ -50,19 +64,31 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         log.warn({ deliveryId, event }, "delivery refused: declared body over the size limit");
         return answer(413, `body larger than ${limit} bytes`, true);
       }
-      const read = await readBody(req, limit);
+      reservation = budget.tryReserve(declaredLength(req) ?? limit);
+      if (!reservation) {
+        log.warn({ deliveryId, event }, "delivery refused: request bodies in flight are at the intake budget");
+        return answer(503, "too many request bodies in flight; deliver again later", true, { "retry-after": String(RETRY_AFTER_SECONDS) });
+      }
+      const read = await readBody(req, limit, bodyTimeoutMs);
+      if (!read.ok) reservation.release();
       if (!read.ok) {
         if (read.reason === "aborted") {
-          opts.metrics?.deliveryReceived(event, 0);
+          opts.metrics?.deliveryReceived(metricEventLabel(req.headers, false), 0);
           return;
+        }
+        if (read.reason === "timeout") {
+          log.warn({ deliveryId, event }, "delivery refused: body did not arrive in time");
+          return answer(408, `body did not arrive within ${bodyTimeoutMs} ms`, true);
         }
         log.warn({ deliveryId, event }, "delivery refused: body over the size limit");
         return answer(413, `body larger than ${limit} bytes`, true);
       }
+      // Held until recorded (or refused): the budget counts what is in memory.
       if (!verifySignature(opts.secrets, read.body, req.headers["x-hub-signature-256"] as string)) {
         log.warn({ deliveryId, event }, "delivery refused: signature does not match");
         return answer(401, "signature does not match");
       }
+      verified = true;
       const parsed = parseDelivery(req.headers, read.body, now());
       if (!parsed.ok) {
         log.warn({ deliveryId, event }, `delivery refused: ${parsed.refusal.message}`);
@@ -90,6 +116,8 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       log.error({ deliveryId, event, error: safeErrorMessage(error) }, "intake failed unexpectedly");
       if (!res.headersSent) answer(503, "temporarily unable to accept deliveries", true);
       else res.destroy();
+    } finally {
+      reservation?.release();
     }
   };
 }

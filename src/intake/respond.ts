@@ -18,19 +18,37 @@ export function sendJson(
   res.end(text);
 }
 
+/** How long, and how many bytes, a refused request is still read (and dropped) after its answer. */
+export const LINGER_MS = 5_000;
+export const LINGER_BYTES = 4 * 1024 * 1024;
+
 /**
- * Answer and then close the connection without reading the rest of the request body:
- * used when the body must not be read (too large) or the server is going away. The write
- * side is ended gracefully so the client receives the answer; the socket is destroyed
- * shortly after in case the client keeps sending.
+ * Answer, then close the connection without keeping the rest of the request body: used when the
+ * body must not be read (too large, over the intake budget) or the server is going away.
+ *
+ * Closing a socket that still has unread request bytes sends a reset, and a reset makes the
+ * client's system drop the answer it has not read yet: with `connection: close` Node closes as soon
+ * as the answer is flushed, so a client still sending often never saw its 413. So our side is
+ * ended (FIN) and what the client still sends is read and dropped, nothing kept, until it stops or
+ * LINGER_BYTES were dropped; past that, reading stops (the client's sending blocks, it can still
+ * read its answer) and the socket is destroyed LINGER_MS after the answer.
  */
-export function sendJsonAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string): void {
-  req.pause();
+export function sendJsonAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   const socket = req.socket;
-  res.on("finish", () => {
-    socket.pause();
-    socket.end();
-    setTimeout(() => socket.destroy(), 2_000).unref();
-  });
-  sendJson(res, status, { message }, { connection: "close" });
+  if (!socket.destroyed) {
+    const cutOff = () => socket.destroy();
+    const timer = setTimeout(cutOff, LINGER_MS);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+    // Node calls destroySoon() once a `connection: close` answer is flushed: end our side only.
+    (socket as { destroySoon?: () => void }).destroySoon = () => socket.end();
+    let dropped = 0;
+    req.on("data", (chunk: Buffer) => {
+      dropped += chunk.length;
+      if (dropped > LINGER_BYTES) req.pause();
+    });
+    req.on("end", () => socket.end());
+    req.resume();
+  }
+  sendJson(res, status, { message }, { connection: "close", ...headers });
 }

@@ -4,7 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import type { DeliveryIntake } from "../queue/types.js";
 import type { Metrics } from "../ops/metrics.js";
-import { createWebhookReceiver, type WebhookReceiver } from "./receiver.js";
+import { createWebhookReceiver, DEFAULT_BODY_TIMEOUT_MS, type WebhookReceiver } from "./receiver.js";
+import { BodyBudget } from "./budget.js";
 import { createOpsRoutes, type OpsRoute } from "../ops/endpoints.js";
 import { sendJson, sendJsonAndClose } from "./respond.js";
 import { safeErrorMessage } from "../log/redact.js";
@@ -15,12 +16,15 @@ export interface ServerTimeouts {
   /** The whole request, body included, must arrive within this. */
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** A webhook body must arrive whole within this (a stalled sender is cut off, answered 408). */
+  bodyTimeoutMs: number;
 }
 
 export const DEFAULT_TIMEOUTS: ServerTimeouts = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
   keepAliveTimeoutMs: 5_000,
+  bodyTimeoutMs: DEFAULT_BODY_TIMEOUT_MS,
 };
 
 export interface ServiceServerOptions {
@@ -128,6 +132,8 @@ export function createStewardHttp(opts: {
   logger: Logger;
   metrics: Metrics;
   maxBodyBytes?: number;
+  /** Request body bytes held at once, all deliveries together (default DEFAULT_MAX_BYTES_IN_FLIGHT). */
+  maxBytesInFlight?: number;
   timeouts?: Partial<ServerTimeouts>;
 }): ServiceServer {
   const drainState = new DrainState();
@@ -140,6 +146,8 @@ export function createStewardHttp(opts: {
     metrics: opts.metrics,
     isDraining,
     maxBodyBytes: opts.maxBodyBytes,
+    budget: new BodyBudget(opts.maxBytesInFlight),
+    bodyTimeoutMs: opts.timeouts?.bodyTimeoutMs ?? DEFAULT_TIMEOUTS.bodyTimeoutMs,
   });
   const ops = createOpsRoutes({ intake: opts.intake, metrics: opts.metrics, logger: opts.logger, isDraining });
   return createServiceServer({

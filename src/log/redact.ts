@@ -66,6 +66,15 @@ export function scrub(text: string): string {
   return out;
 }
 
+/** Whether `text` contains a registered secret (Steward's own credentials and the tokens it holds). */
+export function containsRegisteredSecret(text: string): boolean {
+  if (!matcher) return false;
+  matcher.lastIndex = 0;
+  const found = matcher.test(text);
+  matcher.lastIndex = 0;
+  return found;
+}
+
 /** An Error's message, scrubbed: for answers and records that leave the process. */
 export function safeErrorMessage(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);

@@ -1,42 +1,48 @@
 // Pattern vocabulary shared by every policy section: globs (branches, jobs, repositories),
 // text matchers (substring or /regex/flags), and durations (30s, 5m, 1h, 2d).
-import picomatch from "picomatch";
+import { compileGlob, GlobSyntaxError } from "./glob.js";
+import { compileRegex } from "./regex.js";
 
 /** Returns an error message when `glob` is not a usable glob, else undefined. */
 export function globError(glob: string): string | undefined {
-  if (glob.length === 0) return "empty glob";
-  let depth = 0;
-  for (const ch of glob) {
-    if (ch === "[") depth++;
-    else if (ch === "]") depth = Math.max(0, depth - 1);
-  }
-  if (depth !== 0) return `unclosed "[" in glob "${glob}"`;
-  let braces = 0;
-  for (const ch of glob) {
-    if (ch === "{") braces++;
-    else if (ch === "}") braces--;
-    if (braces < 0) break;
-  }
-  if (braces !== 0) return `unbalanced "{" "}" in glob "${glob}"`;
   try {
-    picomatch.makeRe(glob, { strictBrackets: true });
+    compileGlob(glob);
+    return undefined;
   } catch (e) {
+    if (e instanceof GlobSyntaxError) return e.message;
     return `invalid glob "${glob}": ${(e as Error).message}`;
   }
-  return undefined;
 }
 
+/** Compiled patterns, keyed by the policy text; bounded so many distinct policies cannot grow it. */
+const MAX_CACHED = 5000;
 const matcherCache = new Map<string, (value: string) => boolean>();
+const textCache = new Map<string, TextMatcher>();
 
-/** True when `value` matches any of `globs`. `*` does not cross `/` in paths but does in names without slashes. */
+function cached<T>(cache: Map<string, T>, key: string, make: () => T): T {
+  let v = cache.get(key);
+  if (v === undefined) {
+    v = make();
+    if (cache.size >= MAX_CACHED) cache.clear();
+    cache.set(key, v);
+  }
+  return v;
+}
+
+/**
+ * True when `value` matches any of `globs` (see glob.ts for the syntax), in time linear in `value`.
+ * `*` does not cross `/`; `**` as a whole segment does. A malformed glob matches nothing (validation
+ * reports it before a policy is used).
+ */
 export function matchesAny(globs: readonly string[], value: string): boolean {
   for (const glob of globs) {
-    let m = matcherCache.get(glob);
-    if (!m) {
-      m = picomatch(glob, { dot: true });
-      if (matcherCache.size > 5000) matcherCache.clear();
-      matcherCache.set(glob, m);
-    }
+    const m = cached(matcherCache, glob, () => {
+      try {
+        return compileGlob(glob);
+      } catch {
+        return () => false;
+      }
+    });
     if (m(value)) return true;
   }
   return false;
@@ -44,25 +50,20 @@ export function matchesAny(globs: readonly string[], value: string): boolean {
 
 export interface TextMatcher {
   source: string;
+  /** Whether the matcher matches somewhere in `text`, in time linear in `text`. */
   test(text: string): boolean;
 }
 
 const REGEX_LITERAL = /^\/(.+)\/([a-z]*)$/s;
 
-/** `/re/flags` is a regular expression, anything else a plain substring. Throws a readable Error on a bad regex. */
+/** `/re/flags` is a regular expression (RE2 syntax), anything else a plain substring. Throws a readable Error on a bad regex. */
 export function textMatcher(spec: string): TextMatcher {
-  const m = REGEX_LITERAL.exec(spec);
-  if (!m) return { source: spec, test: (text) => text.includes(spec) };
-  const [, body, flags] = m;
-  const bad = flags!.replace(/[dgimsuy]/g, "");
-  if (bad) throw new Error(`invalid regular expression flags "${bad}" in ${spec}`);
-  let re: RegExp;
-  try {
-    re = new RegExp(body!, flags!.replace(/g|y/g, ""));
-  } catch (e) {
-    throw new Error(`invalid regular expression ${spec}: ${(e as Error).message.replace(/^Invalid regular expression: /, "")}`);
-  }
-  return { source: spec, test: (text) => re.test(text) };
+  return cached(textCache, spec, () => {
+    const m = REGEX_LITERAL.exec(spec);
+    if (!m) return { source: spec, test: (text: string) => text.includes(spec) };
+    const re = compileRegex(spec, m[1]!, m[2]!);
+    return { source: spec, test: (text: string) => re.test(text) };
+  });
 }
 
 /** Error message for a bad text matcher, else undefined. */

@@ -29,6 +29,11 @@ export interface CheckOptions {
    * variables, files), so its findings cannot tell an outsider anything about the host.
    */
   resolveSources: boolean;
+  /**
+   * The organisation whose exposed sources (STEWARD_SECRET_SOURCES) a check may resolve; only
+   * `steward validate --resolve` sets it. Without it nothing on the host is consulted.
+   */
+  account?: string;
 }
 
 /**

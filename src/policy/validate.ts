@@ -6,6 +6,7 @@ import { Ajv, type ValidateFunction } from "ajv";
 import { isMap, isPair, isScalar, LineCounter, parseDocument, type Document } from "yaml";
 import type { HandlerModule } from "../handler.js";
 import { isPlainObject, mergePolicy, policyDocuments, policySections } from "./merge.js";
+import { checkExpandedSize } from "./expanded-size.js";
 import { locatePath, offsetRange, type PathSegment } from "./positions.js";
 import { describeSchemaErrors } from "./schema-errors.js";
 import { didYouMean, suggestionNote } from "./suggest.js";
@@ -23,6 +24,8 @@ export interface ValidateOptions {
    * `secrets.yml` exists). Default true, as `steward validate` and the service load policies.
    */
   resolveSources?: boolean;
+  /** With `resolveSources`: the organisation whose exposed sources may be resolved (see CheckOptions). */
+  account?: string;
 }
 
 /** A part of a file validated on its own: a steward.yml section, or a whole admin document. */
@@ -70,7 +73,15 @@ export function analysePolicyText(text: string, opts: ValidateOptions): PolicyAn
       invalid.add(opts.document === undefined ? "*" : "");
       return { value: undefined, problems, invalid, locate };
     }
-    value = doc.toJS({ maxAliasCount: 50 });
+    const expansion = checkExpandedSize(doc);
+    if (expansion) {
+      const pos = offsetRange(lineCounter, expansion.offset, expansion.offset);
+      push({ line: pos.line, column: pos.column, message: expansion.message, path: [], severity: "error" });
+      invalid.add(opts.document === undefined ? "*" : "");
+      return { value: undefined, problems, invalid, locate };
+    }
+    // The expanded size is bounded above, so plain values may be aliased any number of times.
+    value = doc.toJS({ maxAliasCount: -1 });
     reportNonScalarKeys(doc, lineCounter, push);
     const parts = partsFor(value, opts, locate, push);
     if (parts === "invalid") invalid.add("*");
@@ -175,8 +186,8 @@ function compile(schema: JsonSchema): ValidateFunction | Error {
 }
 
 /** What semantic checks may consult: the host only for trusted text. */
-export function checkOptions(opts: { resolveSources?: boolean } = {}): CheckOptions {
-  return { resolveSources: opts.resolveSources !== false };
+export function checkOptions(opts: { resolveSources?: boolean; account?: string } = {}): CheckOptions {
+  return { resolveSources: opts.resolveSources !== false, ...(opts.account ? { account: opts.account } : {}) };
 }
 
 /** Schema, then (only when the schema passed) the semantic check. Returns the number of errors. */

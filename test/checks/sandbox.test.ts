@@ -67,4 +67,36 @@ describe("steward/config through the sandbox hub", () => {
     expect(run!.output.summary).toContain("comes from a fork");
     expect(run!.annotations.map((a) => `${a.start_line}:${a.start_column}`)).toEqual(["2:11"]);
   });
+
+  it("never shows the private admin repository's policy in a public repository's check or a fork's, and says what is withheld", async () => {
+    const SECRET_BITS = ["PRIVATE-WORKFLOW-7f3a", "private-branch-7f3a"];
+    stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ".github",
+      files: { [FILE]: `rerun:\n  enabled: true\n  workflows: ["${SECRET_BITS[0]}"]\n  branches: ["${SECRET_BITS[1]}/*"]\n  max_attempts: 3\n` },
+      message: "org policy",
+    });
+    const change = { [FILE]: "rerun:\n  max_attempts: 4\n" };
+    const publicPr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "org-merge-public", title: "Public", files: change });
+    const forkPr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "org-merge-fork", title: "Fork", fromFork: true, files: change });
+    const privatePr = stack.hub.control.openPullRequest({ owner: ORG, repo: "api", head: "org-merge-private", title: "Private", files: change });
+    await settle();
+
+    for (const [repo, pr] of [["web", publicPr], ["web", forkPr]] as const) {
+      const [run] = configRuns(repo, pr.head_sha);
+      expect(run?.conclusion).toBe("success");
+      const shown = JSON.stringify(run);
+      for (const bit of SECRET_BITS) expect(shown).not.toContain(bit);
+      expect(run!.output.summary).toContain("The organisation's policy in `acme/.github` is withheld from this check");
+      expect(run!.output.summary).toContain("`rerun.max_attempts`: `2` → `4`");
+    }
+    expect(configRuns("web", publicPr.head_sha)[0]!.output.summary).toContain("this repository is public and that one is private");
+    expect(configRuns("web", forkPr.head_sha)[0]!.output.summary).toContain("this pull request comes from a fork");
+
+    // A private repository's readers are the organisation's: the merged policy is shown there.
+    const [merged] = configRuns("api", privatePr.head_sha);
+    expect(merged!.output.summary).toContain(SECRET_BITS[0]);
+    expect(merged!.output.summary).toContain("merged over `acme/.github`");
+    expect(merged!.output.summary).not.toContain("withheld");
+  });
 });

@@ -238,6 +238,39 @@ describe("body size limit", () => {
     expect(running.intake.deliveries.size).toBe(0);
   });
 
+  it("lets every oversized sender read its 413, even one that keeps sending and reads its answer late", async () => {
+    running = await startHttp();
+    // A loaded client: it writes as fast as it can but does not read for a while. Closing a socket
+    // with unread request bytes resets it, and a reset loses the answer the client has not read.
+    const lateReader = (i: number) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(running!.port, "127.0.0.1");
+        let answer = "";
+        let sent = 0;
+        const chunk = Buffer.alloc(64 * 1024, 0x20);
+        const pump = () => {
+          while (!socket.destroyed && sent < 30 * MiB) {
+            sent += chunk.length;
+            if (!socket.write(chunk)) return void socket.once("drain", pump);
+          }
+        };
+        socket.pause();
+        setTimeout(() => socket.resume(), 1_000);
+        socket.on("data", (d) => (answer += d.toString()));
+        socket.on("error", () => undefined);
+        socket.on("close", () => resolve(answer));
+        socket.on("connect", () => {
+          socket.write(
+            `POST /api/github/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: late-${i}\r\n` +
+              `X-Hub-Signature-256: sha256=${"0".repeat(64)}\r\nContent-Length: ${30 * MiB}\r\n\r\n`,
+          );
+          pump();
+        });
+      });
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => lateReader(i)));
+    expect(answers.map((a) => /^HTTP\/1\.1 (\d{3})/.exec(a)?.[1] ?? `no answer (${a.length} bytes)`)).toEqual(answers.map(() => "413"));
+  });
+
   it("cuts a chunked 30 MiB body off at the limit and answers 413", async () => {
     running = await startHttp();
     const { status, sent } = await streamLargeBody(running.port, 30 * MiB, true);

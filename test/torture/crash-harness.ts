@@ -71,24 +71,31 @@ interface Child {
   exited: Promise<void>;
 }
 
+/** The environment of a Steward child process (fixtures/steward-child.ts) wired to `hub`. */
+export function stewardChildEnv(hub: HubHandle, dataDir: string, extra: Record<string, string>): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? "",
+    HOME: process.env.HOME ?? "",
+    APP_ID: hub.env.APP_ID,
+    PRIVATE_KEY_PATH: hub.env.PRIVATE_KEY_PATH,
+    WEBHOOK_SECRET: hub.env.WEBHOOK_SECRET,
+    GITHUB_API_URL: hub.env.GITHUB_API_URL,
+    STEWARD_DATA_DIR: dataDir,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "warn",
+    ...extra,
+  };
+}
+
 function startChild(hub: HubHandle, dataDir: string, onOutput: (label: string, text: string) => void, n: number): Child {
   const proc = spawn(process.execPath, ["--import", "tsx", CHILD], {
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
-      APP_ID: hub.env.APP_ID,
-      PRIVATE_KEY_PATH: hub.env.PRIVATE_KEY_PATH,
-      WEBHOOK_SECRET: hub.env.WEBHOOK_SECRET,
-      GITHUB_API_URL: hub.env.GITHUB_API_URL,
-      STEWARD_DATA_DIR: dataDir,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn",
+    env: stewardChildEnv(hub, dataDir, {
       STEWARD_REDELIVER_INTERVAL: "1s",
       STEWARD_CONCURRENCY: "8",
       STEWARD_SHUTDOWN_TIMEOUT: "5s",
       STEWARD_TORTURE_WRITE_INTERVAL_MS: "0",
-    },
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

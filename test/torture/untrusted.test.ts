@@ -224,6 +224,8 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "steward-untrusted-"));
     file = join(dir, "deploy_key");
+    // The operator exposes the probe's variable prefix and directory to the organisation.
+    process.env.STEWARD_SECRET_SOURCES = `${ORG}=env:STEWARD_UNTRUSTED_,file:${dir}`;
     // The admin repository applies TAKEN from the variable: Steward writes STORED and keeps its fingerprint.
     await setHost(STORED, false);
     stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { [SECRETS]: `secrets:\n  TAKEN:\n    from: env:${PROBE}\n    org: { visibility: all }\n` }, message: "secrets policy" });
@@ -231,6 +233,7 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
     expect(stack.hub.domains.secrets.openedValue({ org: ORG }, "TAKEN")).toBe(STORED);
   });
   afterAll(async () => {
+    delete process.env.STEWARD_SECRET_SOURCES;
     if (saved === undefined) delete process.env[PROBE];
     else process.env[PROBE] = saved;
     await rm(dir, { recursive: true, force: true });
@@ -307,20 +310,30 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
     expect(plan2!.summary).not.toMatch(/is not set|does not exist|hunter2/);
   });
 
-  it("a pull request from a branch of the admin repository itself is still told a source is missing", async () => {
+  it("a pull request from a branch of the admin repository is told only 'not available', the same for a missing source as for Steward's own settings and key", async () => {
     await setHost(undefined, false);
     const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-probe", title: "Trusted", files: { [SECRETS]: probePolicy() } });
     await settle(stack);
     const [config, plan] = shown(pr.head_sha);
-    expect(config!.conclusion).toBe("failure");
-    expect(config!.annotations.map((a) => String(a.message))).toEqual([
-      `environment variable ${PROBE} is not set`,
-      `file ${file} does not exist`,
-      "secret NOWHERE goes nowhere: give org, repositories or environments",
-      `environment variable ${PROBE} is not set`,
-    ]);
-    expect(plan!.conclusion).toBe("failure");
-    expect(plan!.summary).toContain(`environment variable ${PROBE} is not set`);
+    // Validation never looks at the host: only the structural warning.
+    expect(config!.annotations.map((a) => String(a.message))).toEqual(["secret NOWHERE goes nowhere: give org, repositories or environments"]);
+    expect(plan!.summary).toContain(`source env:${PROBE} is not available`);
+    expect(plan!.summary).toContain(`source file:${file} is not available`);
+    expect(plan!.summary).not.toMatch(/environment variable|does not exist|ENOENT/);
+
+    // Steward's own settings and files, present on the host, answer exactly as a missing source.
+    const keyPath = stack.hub.env.PRIVATE_KEY_PATH!;
+    const own = [
+      "secrets:",
+      "  STOLEN_KEY: { from: file:" + keyPath + ", repositories: [web] }",
+      `  MISSING: { from: env:${PROBE}, repositories: [web] }`,
+      "",
+    ].join("\n");
+    const pr2 = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-own", title: "Own settings", files: { [SECRETS]: own } });
+    await settle(stack);
+    const [, plan2] = shown(pr2.head_sha);
+    expect(plan2!.summary).toContain(`source file:${keyPath} is not available`);
+    expect(plan2!.summary).toContain(`source env:${PROBE} is not available`);
   });
 
   it("and, with its sources present, gets a plan compared against what was last written", async () => {

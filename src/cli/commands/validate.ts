@@ -1,5 +1,7 @@
-// `steward validate [--org FILE] [--document PATH] FILE...`: the same validation the service
-// and the steward/config check use, for editors, pre-commit hooks and CI.
+// `steward validate [--org FILE] [--document PATH] [--resolve --account ORG] FILE...`: the same
+// validation the service and the steward/config check use, for editors, pre-commit hooks and CI.
+// Secret sources are checked for form only, so CI needs no production secrets; `--resolve` also
+// resolves them as the sync would for organisation ORG (STEWARD_SECRET_SOURCES).
 // Prints `FILE:LINE:COL: message` per problem and exits 1, or exits 0 printing the effective
 // policy (with defaults; merged over --org when given).
 import { readFile } from "node:fs/promises";
@@ -12,12 +14,15 @@ import { resolvePolicy } from "../../policy/resolve.js";
 import type { Problem } from "../../policy/types.js";
 import { validatePolicyText } from "../../policy/validate.js";
 
-const USAGE = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] FILE...";
+const USAGE = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] [--resolve --account ORG] FILE...";
 
 interface Args {
   files: string[];
   org?: string;
   document?: string;
+  /** Resolve secret sources for this organisation (`--resolve --account ORG`). */
+  resolve?: boolean;
+  account?: string;
 }
 
 function parseArgs(args: string[]): Args | string {
@@ -29,11 +34,15 @@ function parseArgs(args: string[]): Args | string {
     else if (a.startsWith("--org=")) out.org = a.slice(6);
     else if (a === "--document") out.document = value();
     else if (a.startsWith("--document=")) out.document = a.slice(11);
+    else if (a === "--resolve") out.resolve = true;
+    else if (a === "--account") out.account = value();
+    else if (a.startsWith("--account=")) out.account = a.slice(10);
     else if (a === "-h" || a === "--help") return USAGE;
     else if (a.startsWith("--")) return `steward validate: unknown option ${a}\n${USAGE}`;
     else out.files.push(a);
   }
-  if (out.files.length === 0 || out.org === "" || out.document === "") return USAGE;
+  if (out.files.length === 0 || out.org === "" || out.document === "" || out.account === "") return USAGE;
+  if (out.resolve && !out.account) return `steward validate: --resolve needs --account ORG (whose exposed sources to resolve)\n${USAGE}`;
   return out;
 }
 
@@ -69,7 +78,7 @@ export async function validateFiles(args: Args, handlers: readonly HandlerModule
     }
     const document = args.document ?? documentFor(file);
     if (document !== undefined) {
-      const r = validatePolicyText(text, { file, handlers, document });
+      const r = validatePolicyText(text, { file, handlers, document, ...(args.resolve ? { resolveSources: true, account: args.account! } : {}) });
       report(r.problems);
       const spec = policyDocuments(handlers).get(document);
       if (spec) effective.push({ file, value: mergePolicy(spec.defaults, r.value ?? {}) });

@@ -20,6 +20,7 @@ function io(): Io & { stdout: string; stderr: string } {
     STEWARD_DATA_DIR: dataDir,
     STEWARD_ADMIN_REPO: ".github",
     STEWARD_CLI_TOKEN: VALUE,
+    STEWARD_SECRET_SOURCES: "acme=env:STEWARD_CLI_",
     LOG_LEVEL: "warn",
   };
   return Object.assign(out, {

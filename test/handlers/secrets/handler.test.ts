@@ -37,6 +37,7 @@ prune: true
 
 beforeAll(async () => {
   process.env.STEWARD_E2E_NPM_TOKEN = VALUE;
+  process.env.STEWARD_SECRET_SOURCES = "acme=env:STEWARD_E2E_";
   stack = await startSandboxStack({ handlers: [secrets] });
 });
 afterAll(async () => {

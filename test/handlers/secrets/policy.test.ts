@@ -26,48 +26,44 @@ describe("secrets policy checks", () => {
     else expect(err).toBeUndefined();
   });
 
-  it("sources: env and file must exist; literals and unknown schemes are refused without echoing them", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
-    const file = join(dir, "key");
-    await writeFile(file, "value");
-    expect(sourceError("env:PRESENT", { PRESENT: "x" })).toBeUndefined();
-    expect(sourceError("env:ABSENT", {})).toMatch(/ABSENT is not set/);
-    expect(sourceError(`file:${file}`)).toBeUndefined();
-    expect(sourceError(`file:${dir}/nope`)).toMatch(/does not exist/);
-    expect(sourceError(`file:${dir}`)).toMatch(/not a file/);
+  it("sources: only the form and Steward's own settings are judged without --resolve; literals are refused without echoing them", () => {
+    for (const from of ["env:PRESENT", "env:ABSENT", "file:/etc/passwd", "file:/surely/not/here"]) expect(sourceError(from)).toBeUndefined();
+    expect(sourceError("env:WEBHOOK_SECRET")).toMatch(/one of Steward's own settings/);
+    expect(sourceError("env:STEWARD_REVIEWER_TOKEN")).toMatch(/one of Steward's own settings/);
     const literal = sourceError("hunter2-very-secret");
     expect(literal).toMatch(/literal/);
     expect(literal).not.toContain("hunter2");
     const scheme = sourceError("vault:kv/secret-path-xyz");
     expect(scheme).toMatch(/unknown source/);
     expect(scheme).not.toContain("secret-path-xyz");
+    expect(sourceError("env:1BAD")).toMatch(/must be env:NAME or file:\/path/);
+    expect(sourceError("file:relative/path")).toMatch(/must be env:NAME or file:\/path/);
   });
 
-  it("sources of untrusted text (resolve: false) are checked for form only, never looked up", async () => {
+  it("with --resolve, an exposed source resolves and every other one gets the same answer", async () => {
     const dir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
-    const file = join(dir, "key");
-    await writeFile(file, "value");
-    const untrusted = (from: string, env: NodeJS.ProcessEnv) => sourceError(from, env, { resolve: false });
-    // Present or absent, file or directory: the same answer, so it tells nothing about the host.
-    for (const from of ["env:PRESENT", "env:ABSENT", `file:${file}`, `file:${dir}/nope`, `file:${dir}`]) expect(untrusted(from, { PRESENT: "x" })).toBeUndefined();
-    expect(untrusted("hunter2-very-secret", {})).toMatch(/literal/);
-    expect(untrusted("vault:kv/secret-path-xyz", {})).toMatch(/unknown source/);
-    expect(untrusted("env:1BAD", {})).toMatch(/must be env:NAME or file:\/path/);
-    expect(untrusted("file:relative/path", {})).toMatch(/must be env:NAME or file:\/path/);
+    await writeFile(join(dir, "key"), "value");
+    const env = { STEWARD_SECRET_SOURCES: `acme=env:ACME_,file:${dir}`, ACME_TOKEN: "x", OTHER: "y" };
+    const resolve = (from: string) => sourceError(from, { resolve: { org: "acme", env } });
+    expect(resolve("env:ACME_TOKEN")).toBeUndefined();
+    expect(resolve(`file:${dir}/key`)).toBeUndefined();
+    const answers = ["env:ACME_ABSENT", "env:OTHER", `file:${dir}/nope`, `file:${dir}`, "file:/etc/passwd"].map((from) => resolve(from)!.replace(from, "FROM"));
+    expect(new Set(answers)).toEqual(new Set(["source FROM is not available (it is not set, or not exposed to this organisation by STEWARD_SECRET_SOURCES)"]));
   });
 
-  it("the check validates structure only when told the text is untrusted", () => {
+  it("the check never looks at the host unless asked to resolve for one organisation", () => {
     const policy: SecretsPolicy = {
       secrets: {
         ABSENT: { from: "env:STEWARD_TEST_SURELY_NOT_SET_1234", repositories: ["a"] },
         MISSING: { from: "file:/surely/not/here/steward-1234", repositories: ["a"] },
         LITERAL: { value: "s3cr3t", repositories: ["a"] },
+        OWN: { from: "env:PRIVATE_KEY", repositories: ["a"] },
         "1BAD": { from: "env:X", repositories: ["[x"] },
       },
       variables: {},
       prune: false,
     };
-    const run = (options?: { resolveSources: boolean }) => {
+    const run = (options?: { resolveSources: boolean; account?: string }) => {
       const out: string[] = [];
       check(policy, (path, message) => out.push(`${path.join(".")}: ${message}`), options);
       return out;
@@ -75,19 +71,14 @@ describe("secrets policy checks", () => {
     const structural = [
       'secrets.1BAD: name "1BAD" must not start with a digit',
       "secrets.LITERAL.value: secret LITERAL has a literal value: secrets must come from env:NAME or file:/path",
+      "secrets.OWN.from: source env:PRIVATE_KEY is one of Steward's own settings, which are never available to a policy",
       'secrets.1BAD.repositories.0: unclosed "[" in glob "[x"',
     ];
     expect(run({ resolveSources: false }).sort()).toEqual([...structural].sort());
-    // Trusted (the default, as `steward validate` and same-repository pull requests): sources are looked up.
-    expect(run().sort()).toEqual(
-      [
-        ...structural,
-        "secrets.ABSENT.from: environment variable STEWARD_TEST_SURELY_NOT_SET_1234 is not set",
-        "secrets.MISSING.from: file /surely/not/here/steward-1234 does not exist",
-        "secrets.1BAD.from: environment variable X is not set",
-      ].sort(),
-    );
-    expect(run({ resolveSources: true })).toEqual(run());
+    expect(run().sort()).toEqual([...structural].sort());
+    expect(run({ resolveSources: true }).sort()).toEqual([...structural].sort());
+    // `steward validate --resolve --account acme`: nothing is exposed to acme here, so every source is "not available".
+    expect(run({ resolveSources: true, account: "acme" }).filter((l) => l.includes("not available"))).toHaveLength(3);
   });
 
   it("reports literal values, missing from, bad names, visibility misuse and bad globs by path", () => {

@@ -11,6 +11,7 @@ let stack: SandboxStack;
 
 beforeAll(async () => {
   process.env.STEWARD_SCHEDULE_TOKEN = VALUE;
+  process.env.STEWARD_SECRET_SOURCES = "acme=env:STEWARD_SCHEDULE_";
   stack = await startSandboxStack({ handlers: [secrets], env: { STEWARD_SYNC_INTERVAL: "2s" } });
 });
 afterAll(async () => {

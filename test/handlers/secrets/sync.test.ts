@@ -1,4 +1,5 @@
-import { writeFile } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FINGERPRINT_KEY_FILE } from "../../../handlers/secrets/fingerprint.js";
@@ -19,7 +20,8 @@ async function fullWorld(): Promise<World> {
     environments: { "service-a": ["production"], "service-b": ["production", "staging"] },
     env: { ...SECRET_ENV },
   });
-  const keyFile = join(w.dataDir, "deploy_key");
+  // Beside, not inside, Steward's data directory: that one is never readable as a source.
+  const keyFile = join(await mkdtemp(join(tmpdir(), "steward-keys-")), "deploy_key");
   await writeFile(keyFile, "-----BEGIN KEY-----\nabc\n-----END KEY-----\n");
   w.env.DEPLOY_KEY_FILE = keyFile;
   w.pushPolicy(`

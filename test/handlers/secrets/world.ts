@@ -62,6 +62,8 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
   const dataDir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
   const store = openSqliteStore(dataDir);
   // Policy validation reads the service's own environment, as in production.
+  // What the operator exposes to the organisation: the tests' variables and temporary files.
+  process.env.STEWARD_SECRET_SOURCES = `${ORG}=env:STEWARD_SECRET_,file:${tmpdir()}`;
   Object.assign(process.env, opts.env ?? {});
   const env = process.env;
   const laneId = `${h.url}#${inst.id}#${lane++}`;

@@ -54,11 +54,19 @@ const scenario: Scenario = {
     const admin = adminRepo(stack);
     const rows: Row[] = [];
     const dir = await mkdtemp(join(tmpdir(), "steward-demo-secrets-"));
+    let restoreExposure = () => {};
     try {
       // Fresh random values: the demo proves they arrive without ever printing them.
       const npmToken = `npm_${randomBytes(12).toString("hex")}`;
       const deployKey = `deploy-key-${randomBytes(12).toString("hex")}`;
       process.env.STEWARD_DEMO_NPM_TOKEN = npmToken;
+      // The operator exposes the demo's variable prefix and key directory to the demo organisation only.
+      const exposedBefore = process.env.STEWARD_SECRET_SOURCES;
+      process.env.STEWARD_SECRET_SOURCES = `${ORG}=env:STEWARD_DEMO_,file:${dir}`;
+      restoreExposure = () => {
+        if (exposedBefore === undefined) delete process.env.STEWARD_SECRET_SOURCES;
+        else process.env.STEWARD_SECRET_SOURCES = exposedBefore;
+      };
       const keyFile = join(dir, "deploy_key");
       await writeFile(keyFile, deployKey + "\n", { mode: 0o600 });
       const billing = control.repo(ORG, "service-billing");
@@ -117,6 +125,7 @@ const scenario: Scenario = {
       return rows;
     } finally {
       delete process.env.STEWARD_DEMO_NPM_TOKEN;
+      restoreExposure();
       await rm(dir, { recursive: true, force: true });
     }
   },

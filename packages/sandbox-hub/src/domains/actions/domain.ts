@@ -122,6 +122,9 @@ export interface FinishJobOptions {
   runnerLost?: boolean;
 }
 
+/** A job's check run shows the tail of its log, as GitHub's annotations do: a log of MiB does not fit a summary. */
+const SUMMARY_LOG_TAIL = 4000;
+
 const DEFAULT_JOBS: JobSpec[] = [{ name: "build", steps: ["Set up job", "Run tests", "Complete job"] }];
 
 export class ActionsDomain {
@@ -568,7 +571,7 @@ export class ActionsDomain {
     job.started_at ??= now;
     if (o.log !== undefined) job.log = o.log;
     job.runnerLost = o.runnerLost ?? false;
-    this.updateCheck(repo, job, { conclusion, output: conclusion === "success" || conclusion === "skipped" ? undefined : { title: `${job.name} ${conclusion}`, summary: o.log ?? `Job ${job.name} concluded ${conclusion}.` } });
+    this.updateCheck(repo, job, { conclusion, output: conclusion === "success" || conclusion === "skipped" ? undefined : { title: `${job.name} ${conclusion}`, summary: o.log?.slice(-SUMMARY_LOG_TAIL) ?? `Job ${job.name} concluded ${conclusion}.` } });
     this.sendJob(repo, job, "completed");
     if (job.environment) this.deployments.jobFinished(repo, job.id, conclusion);
     this.effects.record({ domain: "actions", kind: "job.completed", by: "control", detail: { run_id: run.id, job: job.name, attempt: job.attempt, conclusion } });

@@ -1,0 +1,153 @@
+// Policy patterns are untrusted: globs and regexes run on a linear-time engine, what needs
+// backtracking is rejected at validation with its file position, and YAML aliases are bounded by
+// what they expand to, not by how often a plain value is reused.
+import fc from "fast-check";
+import picomatch from "picomatch";
+import { describe, expect, it } from "vitest";
+import rerun from "../../handlers/rerun/index.js";
+import deployments from "../../handlers/deployments/index.js";
+import { scanLog, scanLogSync } from "../../handlers/rerun/scan.js";
+import { compileGlob } from "../../src/policy/glob.js";
+import { MatchBudget, MatchBudgetExceeded } from "../../src/policy/match-budget.js";
+import { globError, matchesAny, textMatcher, textMatcherError } from "../../src/policy/patterns.js";
+import { validatePolicyText } from "../../src/policy/validate.js";
+
+const handlers = [rerun, deployments];
+const brief = (text: string) => validatePolicyText(text, { file: ".github/steward.yml", handlers }).problems.map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`);
+
+/** Nested quantifiers: the shapes that make a backtracking engine exponential. */
+const nestedQuantifier: fc.Arbitrary<string> = fc.letrec<{ re: string }>((tie) => ({
+  re: fc.oneof(
+    { depthSize: "small", withCrossShrink: true },
+    fc.constantFrom("a", "aa", "a?", "\\w", "[ab]", "."),
+    fc.tuple(tie("re"), fc.constantFrom("+", "*", "{1,5}", "?")).map(([r, q]) => `(?:${r})${q}`),
+    fc.tuple(tie("re"), tie("re")).map(([a, b]) => `(?:${a}|${b})`),
+    fc.tuple(tie("re"), tie("re")).map(([a, b]) => `${a}${b}`),
+  ),
+})).re;
+
+describe("policy regexes", () => {
+  it("match the catastrophic examples (and a property-based family of nested quantifiers) linearly", () => {
+    expect(textMatcher("/(a+)+$/").test("a".repeat(40) + "!")).toBe(false);
+    expect(textMatcher("/(a+)+$/").test("a".repeat(40))).toBe(true);
+    expect(textMatcher("/(x+x+)+y/").test("x".repeat(5000))).toBe(false);
+    fc.assert(
+      fc.property(nestedQuantifier, fc.constantFrom("!", "b", ""), (re, tail) => {
+        const m = textMatcher(`/(${re})+$/`);
+        // Would take longer than the universe with JavaScript's engine on the worst of these.
+        expect(typeof m.test("a".repeat(5000) + tail)).toBe("boolean");
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("agree with JavaScript's engine on short inputs, flags included", () => {
+    fc.assert(
+      fc.property(nestedQuantifier, fc.constantFrom("", "i", "s", "m"), fc.string({ unit: fc.constantFrom("a", "A", "b", "\n", "!"), maxLength: 10 }), (re, flags, text) => {
+        expect(textMatcher(`/${re}$/${flags}`).test(text)).toBe(new RegExp(`${re}$`, flags).test(text));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("reject backreferences and lookaround with a reason, and accept an escaped backslash before a digit", () => {
+    for (const spec of ["/(a)\\1/", "/(?<x>a)\\k<x>/"]) expect(textMatcherError(spec)).toMatch(/uses backreferences.*linear time/);
+    for (const spec of ["/a(?=b)/", "/a(?!b)/", "/(?<=a)b/", "/(?<!a)b/"]) expect(textMatcherError(spec)).toMatch(/uses lookaround.*linear time/);
+    expect(textMatcherError("/\\\\1/")).toBeUndefined();
+    expect(textMatcher("/\\\\1/").test("C:\\1")).toBe(true);
+  });
+
+  it("are rejected at validation at FILE:LINE:COL when they need backtracking", () => {
+    const problems = brief('rerun:\n  enabled: true\n  rules:\n    - log: ["ok", "/(\\\\w+)\\\\1/"]\n    - log: ["/x(?!y)/"]\n');
+    expect(problems).toEqual([
+      expect.stringMatching(/^\.github\/steward\.yml:4:19 regular expression \/\(\\w\+\)\\1\/ uses backreferences/),
+      expect.stringMatching(/^\.github\/steward\.yml:5:13 regular expression \/x\(\?!y\)\/ uses lookaround/),
+    ]);
+  });
+});
+
+describe("policy globs", () => {
+  it("match the catastrophic examples linearly", () => {
+    expect(matchesAny(["*a*a*a*a*a*a*a*a*a*a*c"], "a".repeat(40))).toBe(false);
+    expect(matchesAny(["*-*-*-*-*-rc"], "-".repeat(120))).toBe(false);
+    expect(matchesAny(["*-*-*-*-*-rc"], "-".repeat(120) + "rc")).toBe(true);
+    expect(matchesAny(["+(a|aa)+(a|aa)c"], "a".repeat(5000))).toBe(false);
+  });
+
+  it("agree with picomatch on the common syntax", () => {
+    const piece = fc.constantFrom("a", "b", "-", "*", "?", "{a,b}", "[ab]", "[a-b]", "{a,-*}");
+    const segment = fc.oneof(fc.constant("**"), fc.array(piece, { minLength: 1, maxLength: 4 }).map((p) => p.join("")));
+    const name = fc.string({ unit: fc.constantFrom("a", "b", "-", "/"), minLength: 1, maxLength: 8 });
+    fc.assert(
+      fc.property(fc.array(segment, { minLength: 1, maxLength: 3 }), name, (segments, value) => {
+        const glob = segments.join("/");
+        // picomatch lets a trailing `/` through `*`, and its `x/**` matches `x` only for a literal x
+        // (see "keep the documented semantics"); empty path segments are not names Steward matches.
+        fc.pre(!value.endsWith("/") && !value.startsWith("/") && !value.includes("//") && !glob.endsWith("/**"));
+        expect(compileGlob(glob)(value)).toBe(picomatch(glob, { dot: true })(value));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("keep the documented semantics", () => {
+    const cases: [string, string, boolean][] = [
+      ["release/*", "release/1.2", true],
+      ["release/*", "release/1/2", false],
+      ["release/**", "release", true],
+      ["**/ci.yml", "ci.yml", true],
+      ["a/**/b", "a/b", true],
+      ["a/**/b", "a/x/y/b", true],
+      ["!main", "dev", true],
+      ["!main", "main", false],
+      ["[!a]x", "bx", true],
+      ["test (*)", "test (ubuntu-latest, 20)", true],
+      ["@(a|b)c", "bc", true],
+      ["v\\*", "v*", true],
+      ["v\\*", "v1", false],
+    ];
+    for (const [glob, value, expected] of cases) expect([glob, value, compileGlob(glob)(value)]).toEqual([glob, value, expected]);
+  });
+
+  it("reject malformed globs and negated extglobs with a reason", () => {
+    expect(globError("release/[0-9")).toMatch(/unclosed "\["/);
+    expect(globError("{a,b")).toMatch(/unbalanced "\{" "\}"/);
+    expect(globError("!(main)")).toMatch(/negated extglob.*not supported/);
+    expect(globError("x".repeat(2000))).toMatch(/longer than/);
+    expect(globError("release/*")).toBeUndefined();
+  });
+});
+
+describe("log scanning", () => {
+  it("matches line by line, also in logs of several MiB, and yields between slices", async () => {
+    const log = ("a".repeat(40) + "!\n").repeat(100_000) + "npm ERR! network read ECONNRESET\n";
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    const scanned = await scanLog(log, ["/(a+)+$/", "ECONNRESET", "/^npm ERR!/", "/ERR!.*\\n.*a/s"], new MatchBudget());
+    clearInterval(timer);
+    expect([...scanned.matched].sort()).toEqual(["/^npm ERR!/", "ECONNRESET"]);
+    expect(ticks).toBeGreaterThan(0);
+    expect([...scanLogSync("x\n" + "b".repeat(200_000) + "ECONNRESET", ["ECONNRESET"])]).toEqual(["ECONNRESET"]);
+  });
+
+  it("fails with a clear error once a delivery's matching budget is spent", async () => {
+    const log = "a".repeat(100) + "\n";
+    await expect(scanLog(log.repeat(50_000), ["/(a+)+b/"], new MatchBudget(0))).rejects.toThrow(MatchBudgetExceeded);
+    await expect(scanLog(log.repeat(50_000), ["/(a+)+b/"], new MatchBudget(0))).rejects.toThrow(/exceeded its budget of 0 ms of CPU time per delivery/);
+  });
+});
+
+describe("YAML aliases", () => {
+  it("accept a plain value aliased a hundred times", () => {
+    const jobs = Array.from({ length: 100 }, () => "*job").join(", ");
+    const text = `rerun:\n  enabled: true\n  branches: [&job main]\n  rules:\n    - jobs: [${jobs}]\n`;
+    expect(brief(text)).toEqual([]);
+  });
+
+  it("reject a document that expands to too much, at the alias", () => {
+    const lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"];
+    for (let i = 1; i <= 8; i++) lines.push(`a${i}: &a${i} [${Array(10).fill(`*a${i - 1}`).join(", ")}]`);
+    const problems = brief(`${lines.join("\n")}\n`);
+    expect(problems).toEqual([expect.stringMatching(/^\.github\/steward\.yml:\d+:\d+ the document expands to more than 100000 values through aliases$/)]);
+  });
+});

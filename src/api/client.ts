@@ -9,7 +9,7 @@ import type { StewardConfig } from "../config/types.js";
 import type { InstallationOctokit } from "../handler.js";
 import type { OctokitFactory } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
-import { createTokenCache } from "./token-cache.js";
+import { createTokenCache, type TokenCache } from "./token-cache.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import pkg from "../../package.json" with { type: "json" };
@@ -44,6 +44,16 @@ export interface OctokitFactoryOptions {
    * `namespace` prefixes the limiter ids (one per deployment; tests use a unique one).
    */
   sharedThrottle?: { connection: Bottleneck.IORedisConnection; namespace?: string };
+  /** Where installation tokens are kept (default: this process's memory). Replicas share one through Redis. */
+  tokenCache?: TokenCache;
+}
+
+/** The write slots this process holds now, for the operator's view of a cluster. */
+export interface SlotHolds {
+  /** Installations whose write or notification slot this process holds (registered, waiting for its turn or running). */
+  writeSlots: string[];
+  /** Bottleneck's client ids of this process's slot limiters: how Redis names a slot's holder. */
+  slotClients: string[];
 }
 
 type Fetch = typeof globalThis.fetch;
@@ -67,40 +77,101 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
   };
 }
 
+// Liveness of the clustered limiters. Bottleneck counts a job as running in Redis from the
+// moment it is registered until its client frees it; a client that dies in between (kill -9)
+// never frees it. `clientTimeout` does not help: Bottleneck drops an unresponsive client
+// only once it runs nothing, it never takes its running jobs back. What takes them back is
+// the job `expiration` (the throttling plugin sets 60 s on every clustered job, hence a
+// minute-long freeze of the installation's writes). The write and notification slots are
+// no-op jobs that only wait for their turn (at most one spacing interval), and the spacing
+// itself is the `nextRequest` time written atomically at registration, so a short
+// expiration frees a dead holder's slot quickly without ever letting two writes start
+// closer than the interval. A frequent heartbeat (which runs Bottleneck's tick and
+// broadcasts the freed capacity) and a short client timeout (so a dead client is not
+// offered that capacity first) make the survivors notice within about a second.
+/** Slack beyond the spacing wait before a slot of a dead holder is taken back. */
+export const SLOT_EXPIRY_SLACK_MS = 2_000;
+const HEARTBEAT_MS = 1_000;
+const CLIENT_TIMEOUT_MS = 3 * HEARTBEAT_MS;
+
+/** Every job of `group`'s limiters expires `ms` after its registration, whatever the caller asked. */
+function expireSlotsAfter(group: Bottleneck.Group, ms: number, clustered: boolean): Bottleneck.Group {
+  // Local slots die with their process: nothing to take back, and unexpiring jobs keep the fast path (bottleneck-yield.ts).
+  if (!clustered) return group;
+  group.on("created", (limiter: Bottleneck) => {
+    const schedule = limiter.schedule.bind(limiter) as (...args: unknown[]) => Promise<unknown>;
+    (limiter as unknown as { schedule: (...args: unknown[]) => Promise<unknown> }).schedule = (...args: unknown[]) =>
+      typeof args[0] === "function" ? schedule({ expiration: ms }, ...args) : schedule({ ...(args[0] as object), expiration: ms }, ...args.slice(1));
+  });
+  return group;
+}
+
 /** Clustered limiter groups over one Redis connection; nothing (local limiters) without one. */
 function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
-  if (!sharing) return { options: () => ({}), throttle: {} };
+  if (!sharing) return { options: () => ({}), slots: () => ({}), throttle: {} };
   const { connection } = sharing;
   const namespace = sharing.namespace ?? "steward";
   // Limiter state in Redis expires after two minutes unused, as Octokit's own clustered groups.
   const options = (name: string) => ({ id: `${namespace}-${name}`, connection, timeout: 120_000 });
   return {
     options,
+    slots: (name: string) => ({ ...options(name), heartbeatInterval: HEARTBEAT_MS, clientTimeout: CLIENT_TIMEOUT_MS }),
     // The plugin's own global, auth and search groups are module-wide and bound to whichever
     // client came first; these belong to this factory and its connection.
     throttle: {
       Bottleneck,
       connection,
       global: new Bottleneck.Group({ maxConcurrent: 10, ...options("global") }),
-      auth: new Bottleneck.Group({ maxConcurrent: 1, ...options("auth") }),
+      // Token mints stay per process: replicas share minted tokens (shared-token-cache.ts,
+      // one minter at a time through a lease), and a clustered slot held by a dead minter
+      // stalled every request of the installation for a minute.
+      auth: new Bottleneck.Group({ maxConcurrent: 1 }),
       search: new Bottleneck.Group({ maxConcurrent: 1, minTime: 2_000, ...options("search") }),
     },
   };
 }
 
-export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory {
+/** Bottleneck keeps a clustered limiter's client id on its store; no public accessor. */
+function clientIdOf(limiter: Bottleneck): string | undefined {
+  const id = (limiter as unknown as { _store?: { clientId?: unknown } })._store?.clientId;
+  return typeof id === "string" ? id : undefined;
+}
+
+function holdsOf(groups: Bottleneck.Group[]): SlotHolds {
+  const writeSlots = new Set<string>();
+  const slotClients: string[] = [];
+  for (const group of groups) {
+    for (const { key, limiter } of group.limiters()) {
+      const counts = limiter.counts();
+      if (counts.RUNNING + counts.EXECUTING > 0) writeSlots.add(key.replace(/^steward-/, ""));
+      const id = clientIdOf(limiter);
+      if (id) slotClients.push(id);
+    }
+  }
+  return { writeSlots: [...writeSlots], slotClients };
+}
+
+export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory & { slotHolds(): SlotHolds } {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
   if (!removeBottleneckYieldDelay()) log.debug("bottleneck internals changed; API calls keep its 1 ms yields");
-  const tokens = createTokenCache();
+  const tokens = opts.tokenCache ?? createTokenCache();
   const redirecting = createRedirectingFetch(opts.fetch ?? globalThis.fetch);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   const shared = sharedGroups(opts.sharedThrottle);
-  const write = new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval, ...shared.options("write") });
+  const write = expireSlotsAfter(
+    new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval, ...shared.slots("write") }),
+    writeInterval + SLOT_EXPIRY_SLACK_MS,
+    opts.sharedThrottle !== undefined,
+  );
   // Writes that notify people (issues, comments) get three times the spacing, as Octokit does.
-  const notifications = new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.options("notifications") });
+  const notifications = expireSlotsAfter(
+    new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.slots("notifications") }),
+    writeInterval * 3 + SLOT_EXPIRY_SLACK_MS,
+    opts.sharedThrottle !== undefined,
+  );
 
   const onRateLimit: RetryDecision = (retryAfter, options, _octokit, retryCount) => {
     const retry = retryAfter <= maxWait && retryCount < 3;
@@ -160,6 +231,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       app ??= build("app");
       return app;
     },
+    slotHolds: () => holdsOf([write, notifications]),
   };
 }
 

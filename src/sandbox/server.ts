@@ -62,7 +62,8 @@ function authenticate(hub: SandboxHub, header: string | undefined, source: strin
   };
   if (!m) return fail();
   const credential = m[2]!;
-  if (looksLikeJwt(credential)) {
+  // The new installation tokens (`ghs_<app>_<JWT>`) contain dots too: a prefixed credential is a token.
+  if (!/^gh[a-z]_/.test(credential) && looksLikeJwt(credential)) {
     const result = verifyAppJwt(credential, (id) => (id === hub.appId ? hub.appPublicKey : undefined), hub.now());
     return result.ok ? { kind: "app", appId: result.appId } : fail();
   }

@@ -133,7 +133,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     config,
     logger,
     observe: { request: (who, status, remaining) => metrics.apiRequest(who, status, remaining) },
-    ...(cluster ? { sharedThrottle: cluster.throttle, tokenCache: cluster.tokens } : {}),
+    ...(cluster ? { sharedThrottle: cluster.throttle, tokenCache: cluster.tokens, sharedWriteSlots: cluster.writeSlots } : {}),
     ...opts.api,
   });
   if (cluster) {

@@ -3,6 +3,7 @@
 // cached, so throttling and rate-limit state are kept per installation: one busy or
 // limited installation never stalls the others.
 import Bottleneck from "bottleneck";
+import type { Redis } from "ioredis";
 import { ProbotOctokit } from "probot";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
@@ -10,6 +11,7 @@ import type { InstallationOctokit } from "../handler.js";
 import type { OctokitFactory } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
 import { createTokenCache, type TokenCache } from "./token-cache.js";
+import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import pkg from "../../package.json" with { type: "json" };
@@ -46,14 +48,14 @@ export interface OctokitFactoryOptions {
   sharedThrottle?: { connection: Bottleneck.IORedisConnection; namespace?: string };
   /** Where installation tokens are kept (default: this process's memory). Replicas share one through Redis. */
   tokenCache?: TokenCache;
+  /** Several replicas: the write slot of each installation, shared through Redis (redis-write-slots.ts). */
+  sharedWriteSlots?: { client: Redis; prefix: string };
 }
 
 /** The write slots this process holds now, for the operator's view of a cluster. */
 export interface SlotHolds {
-  /** Installations whose write or notification slot this process holds (registered, waiting for its turn or running). */
+  /** Installations whose write slot this process holds (a write of it in flight). */
   writeSlots: string[];
-  /** Bottleneck's client ids of this process's slot limiters: how Redis names a slot's holder. */
-  slotClients: string[];
 }
 
 type Fetch = typeof globalThis.fetch;
@@ -77,18 +79,49 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
   };
 }
 
+// Token mints and OAuth token exchanges are not content writes (the throttling plugin's auth requests).
+const AUTH_PATHS = [/^\/app\/installations\/[^/]+\/access_tokens$/, /^\/applications\/[^/]+\/token(\/scoped)?$/, /^\/login\/oauth\/access_token$/];
+
+/**
+ * The one-write-at-a-time spacing of an installation, taken immediately before a write is
+ * sent: GitHub measures the spacing between requests it receives, so nothing (a Redis round
+ * trip of another limiter, a token lookup) may come between the turn and the request.
+ */
+function spacedFetch(inner: Fetch, who: string, slots: WriteSlots): Fetch {
+  return async (input, init) => {
+    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+    if (method === "GET" || method === "HEAD") return inner(input, init);
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    if (AUTH_PATHS.some((p) => p.test(url.pathname))) return inner(input, init);
+    return slots.run(who, () => inner(input, init));
+  };
+}
+
+/** One process: Bottleneck's local limiters space the writes of each installation. */
+function localWriteSlots(intervalMs: number): WriteSlots {
+  const group = new Bottleneck.Group({ maxConcurrent: 1, minTime: intervalMs });
+  return {
+    async run(who, send) {
+      await group.key(who).schedule(() => Promise.resolve());
+      return send();
+    },
+    held: () => group.limiters().filter(({ limiter }) => limiter.counts().EXECUTING + limiter.counts().RUNNING > 0).map(({ key }) => key),
+  };
+}
+
 // Liveness of the clustered limiters. Bottleneck counts a job as running in Redis from the
 // moment it is registered until its client frees it; a client that dies in between (kill -9)
 // never frees it. `clientTimeout` does not help: Bottleneck drops an unresponsive client
 // only once it runs nothing, it never takes its running jobs back. What takes them back is
 // the job `expiration` (the throttling plugin sets 60 s on every clustered job, hence a
-// minute-long freeze of the installation's writes). The write and notification slots are
-// no-op jobs that only wait for their turn (at most one spacing interval), and the spacing
-// itself is the `nextRequest` time written atomically at registration, so a short
-// expiration frees a dead holder's slot quickly without ever letting two writes start
-// closer than the interval. A frequent heartbeat (which runs Bottleneck's tick and
-// broadcasts the freed capacity) and a short client timeout (so a dead client is not
-// offered that capacity first) make the survivors notice within about a second.
+// minute-long freeze of the installation's writes). The notification slot is a no-op job
+// that only waits for its turn (at most one spacing interval), and its spacing is the
+// `nextRequest` time written atomically at registration, so a short expiration frees a dead
+// holder's slot quickly without letting two notifying writes start closer than the
+// interval. A frequent heartbeat (which runs Bottleneck's tick and broadcasts the freed
+// capacity) and a short client timeout (so a dead client is not offered that capacity
+// first) make the survivors notice within about a second. The write slot itself is a Redis
+// lease (redis-write-slots.ts), which Bottleneck cannot be.
 /** Slack beyond the spacing wait before a slot of a dead holder is taken back. */
 export const SLOT_EXPIRY_SLACK_MS = 2_000;
 const HEARTBEAT_MS = 1_000;
@@ -131,26 +164,6 @@ function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
   };
 }
 
-/** Bottleneck keeps a clustered limiter's client id on its store; no public accessor. */
-function clientIdOf(limiter: Bottleneck): string | undefined {
-  const id = (limiter as unknown as { _store?: { clientId?: unknown } })._store?.clientId;
-  return typeof id === "string" ? id : undefined;
-}
-
-function holdsOf(groups: Bottleneck.Group[]): SlotHolds {
-  const writeSlots = new Set<string>();
-  const slotClients: string[] = [];
-  for (const group of groups) {
-    for (const { key, limiter } of group.limiters()) {
-      const counts = limiter.counts();
-      if (counts.RUNNING + counts.EXECUTING > 0) writeSlots.add(key.replace(/^steward-/, ""));
-      const id = clientIdOf(limiter);
-      if (id) slotClients.push(id);
-    }
-  }
-  return { writeSlots: [...writeSlots], slotClients };
-}
-
 export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory & { slotHolds(): SlotHolds } {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
@@ -161,11 +174,11 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   const shared = sharedGroups(opts.sharedThrottle);
-  const write = expireSlotsAfter(
-    new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval, ...shared.slots("write") }),
-    writeInterval + SLOT_EXPIRY_SLACK_MS,
-    opts.sharedThrottle !== undefined,
-  );
+  // Every write takes its turn in spacedFetch, right before it is sent; the plugin's own write group only passes through.
+  const writeSlots = opts.sharedWriteSlots
+    ? new RedisWriteSlots(opts.sharedWriteSlots.client, opts.sharedWriteSlots.prefix, writeInterval)
+    : localWriteSlots(writeInterval);
+  const passThrough = new Bottleneck.Group({});
   // Writes that notify people (issues, comments) get three times the spacing, as Octokit does.
   const notifications = expireSlotsAfter(
     new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.slots("notifications") }),
@@ -192,11 +205,11 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
+      request: { fetch: spacedFetch(observedFetch(redirecting.fetch, who, opts.observe), String(who), writeSlots) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
-        write,
+        write: passThrough,
         notifications,
         onRateLimit,
         onSecondaryRateLimit,
@@ -231,7 +244,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       app ??= build("app");
       return app;
     },
-    slotHolds: () => holdsOf([write, notifications]),
+    slotHolds: () => ({ writeSlots: writeSlots.held() }),
   };
 }
 

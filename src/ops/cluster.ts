@@ -1,6 +1,7 @@
 // What replicas on one Redis share beyond the store: API throttling (Bottleneck clustering),
-// installation tokens (sealed, one mint per installation for the whole deployment), and the
+// the write slot of each installation (a Redis lease), installation tokens (sealed, one mint per installation for the whole deployment), and the
 // registry of live replicas and what each holds (the operator's view in /metrics).
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
 import type { SlotHolds } from "../api/client.js";
@@ -25,6 +26,8 @@ export interface ClusterOptions {
 export interface Cluster {
   throttle: SharedThrottle;
   tokens: SharedTokenCache;
+  /** Where the write slots of installations live. */
+  writeSlots: { client: Redis; prefix: string };
   /** Start reporting this replica as alive, with the slots its API client holds. */
   register(slotHolds: () => SlotHolds): void;
   /** Live replicas and what each holds. */
@@ -51,6 +54,7 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   return {
     throttle,
     tokens,
+    writeSlots: { client, prefix },
     register(slotHolds) {
       registry ??= startReplicaRegistry({
         client,

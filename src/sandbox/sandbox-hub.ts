@@ -38,7 +38,10 @@ export interface RequestRecord {
   /** Whether an Authorization header was sent (never its value). */
   authorization: boolean;
   userAgent: string | undefined;
+  /** When the answer was sent (epoch ms). */
   at: number;
+  /** When the request arrived (epoch ms): what request spacing is measured by. */
+  receivedAt: number;
 }
 
 export interface Effect {

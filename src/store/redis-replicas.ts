@@ -11,12 +11,10 @@ export const REPLICA_TIMEOUT_MS = 5 * REPLICA_HEARTBEAT_MS;
 
 /** What a replica holds at the moment it reports (bounded lists: installations with work in flight). */
 export interface ReplicaHolds {
-  /** Installations whose shared write (or notification) slot this replica holds. */
+  /** Installations whose shared write slot this replica holds (a write in flight). */
   writeSlots: string[];
   /** Installations whose token this replica is minting (it holds their mint lease). */
   tokenMints: string[];
-  /** Bottleneck client ids of this replica's slot limiters (how Redis names a slot's holder). */
-  slotClients: string[];
 }
 
 export interface ReplicaEntry extends ReplicaHolds {

@@ -2,9 +2,8 @@
 // balancer, driven by the sandbox hub: workflow runs keep arriving, each owing one re-run
 // and one check run (writes of one installation, so they share one write slot). The harness
 // can kill, on purpose, the replica that holds the installation's write slot: it reads the
-// slot's holder from Bottleneck's keys in Redis, finds the replica whose limiter has that
-// client id in the replica registry, SIGKILLs it, and confirms afterwards that Redis still
-// names the dead client as the holder. The hub's own records judge everything else: when
+// slot's holder from Redis (a write-slot lease names its process), SIGKILLs that replica, and
+// counts the kill only if Redis still names the dead process as the holder afterwards. The hub's own records judge everything else: when
 // writes resumed, how far apart they were, how many tokens were minted, and whether every
 // run got its effects exactly once.
 import type { ChildProcess } from "node:child_process";
@@ -15,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { replicaKeys, type ReplicaEntry } from "../../src/store/redis-replicas.js";
+import { slotKey } from "../../src/store/redis-write-slots.js";
 import { awaitRerunEffects, setUpRetryableRepo, spawnSteward, startRetryableRun, tallyRerunEffects } from "../torture/crash-harness.js";
 import { dropPrefix, redisUrl } from "./support.js";
 
@@ -40,7 +40,7 @@ export interface ReplicaRunOptions {
 
 export interface HolderKill {
   pid: number;
-  /** Redis still named the killed replica's client as the slot's holder after the kill. */
+  /** Redis still named the killed replica as the slot's holder after the kill. */
   confirmed: boolean;
   /** From the kill to the next write of the installation the hub received. */
   resumedAfterMs: number | undefined;
@@ -178,43 +178,41 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     })();
 
     const writesAfter = (t: number) =>
-      hub.control.requests().filter((r) => r.auth === "installation" && r.method !== "GET" && r.method !== "HEAD" && r.at > t);
-    const slotKey = `b_${namespace}-write-steward-${installationId}_job_clients`;
+      hub.control.requests().filter((r) => r.auth === "installation" && r.method !== "GET" && r.method !== "HEAD" && r.receivedAt > t);
+    const slot = slotKey(prefix, String(installationId));
     let registry: ReplicaEntry[] = [];
     const kills: HolderKill[] = [];
+    let attempts = 0;
     while (kills.length < opts.holderKills) {
-      // Find the holder: Redis names its client; the registry names the replica of that client.
+      if (++attempts > opts.holderKills * 10) throw new Error(`could not kill a slot holder in ${attempts - 1} attempts`);
+      // Find the holder: the slot names it (`host/pid/uuid#turn`); the registry names its process.
       let victim: Replica | undefined;
-      let client: string | undefined;
+      let holder: string | undefined;
       const lookUntil = Date.now() + 60_000;
+      const entries = await registryOf(redis, prefix);
+      if (entries.length === replicas.filter((r) => r.alive).length) registry = entries;
       while (!victim && Date.now() < lookUntil) {
-        const holders = await redis.hvals(slotKey);
-        const entries = await registryOf(redis, prefix);
-        if (entries.length === replicas.filter((r) => r.alive).length) registry = entries;
-        for (const holder of holders) {
-          const entry = entries.find((e) => e.slotClients.includes(holder));
-          victim = entry && replicas.find((r) => r.alive && r.proc.pid === entry.pid);
-          if (victim) {
-            client = holder;
-            break;
-          }
-        }
-        if (!victim) await sleep(10);
+        holder = (await redis.hget(slot, "holder")) ?? undefined;
+        const owner = holder?.split("#")[0];
+        const pid = owner === undefined ? undefined : Number(owner.split("/")[1]);
+        victim = pid === undefined ? undefined : replicas.find((r) => r.alive && r.proc.pid === pid);
+        if (!victim) await sleep(5);
       }
       if (!victim) throw new Error("no replica held the write slot for a minute");
       const killedAt = Date.now();
       victim.proc.kill("SIGKILL");
       await victim.exited;
-      const confirmed = (await redis.hvals(slotKey)).includes(client!);
+      // The kill landed while it held the slot if the slot still names it (nobody else can take it before it expires).
+      const confirmed = (await redis.hget(slot, "holder"))?.split("#")[0] === holder!.split("#")[0];
       // Writes resume once the dead holder's slot is taken back.
       let resumedAfterMs: number | undefined;
       const waitUntil = Date.now() + 60_000;
       while (resumedAfterMs === undefined && Date.now() < waitUntil) {
         const next = writesAfter(killedAt)[0];
-        if (next) resumedAfterMs = next.at - killedAt;
+        if (next) resumedAfterMs = next.receivedAt - killedAt;
         else await sleep(20);
       }
-      kills.push({ pid: victim.proc.pid!, confirmed, resumedAfterMs });
+      if (confirmed) kills.push({ pid: victim.proc.pid!, confirmed, resumedAfterMs });
       log(`kill ${kills.length}: replica #${victim.n} (pid ${victim.proc.pid}) held the slot: ${confirmed}; writes resumed after ${resumedAfterMs} ms`);
       // A rolling restart: the victim comes back (and must not mint another token).
       const replacement = startReplica(hub, ++n, env, onOutput);
@@ -240,8 +238,11 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
       if (c === 0) lostEffects.push(`check run on ${r.sha}`);
       if (c > 1) duplicatedEffects.push(`check run on ${r.sha} x${c}`);
     }
-    const writes = writesAfter(0).map((r) => r.at).sort((a, b) => a - b);
+    const writeRecords = writesAfter(0).sort((a, b) => a.receivedAt - b.receivedAt);
+    const writes = writeRecords.map((r) => r.receivedAt);
     const gaps = writes.slice(1).map((t, i) => t - writes[i]!);
+    const closest = gaps.map((g, i) => ({ g, i })).sort((a, b) => a.g - b.g).slice(0, 3);
+    for (const { g, i } of closest) log(`write gap ${g} ms: ${writeRecords[i]!.method} ${writeRecords[i]!.path} -> ${writeRecords[i + 1]!.method} ${writeRecords[i + 1]!.path}`);
     const dump = await dumpKeys(redis, [`${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`, `b_${namespace}*`]);
     const issued = hub.state.tokens.installationTokens();
     return {

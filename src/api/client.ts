@@ -83,18 +83,21 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
 const AUTH_PATHS = [/^\/app\/installations\/[^/]+\/access_tokens$/, /^\/applications\/[^/]+\/token(\/scoped)?$/, /^\/login\/oauth\/access_token$/];
 
 /**
- * The one-write-at-a-time spacing of an installation, taken immediately before a write is
- * sent: GitHub measures the spacing between requests it receives, so nothing (a Redis round
- * trip of another limiter, a token lookup) may come between the turn and the request.
+ * One write of an installation at a time, the next no sooner than the spacing interval after
+ * the previous one was answered (GitHub measures the spacing between the requests it receives,
+ * so the turn must cover the whole exchange: however late a replica sends, the next write
+ * waits for its answer). Wrapped around everything the Octokit plugins do for the request
+ * (throttling's limiters, retries, authentication), so a write waiting for its turn holds none
+ * of their slots; a token mint inside a write passes through.
  */
-function spacedFetch(inner: Fetch, who: string, slots: WriteSlots): Fetch {
-  return async (input, init) => {
-    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
-    if (method === "GET" || method === "HEAD") return inner(input, init);
-    const url = new URL(input instanceof Request ? input.url : String(input));
-    if (AUTH_PATHS.some((p) => p.test(url.pathname))) return inner(input, init);
-    return slots.run(who, () => inner(input, init));
-  };
+function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots): void {
+  octokit.hook.wrap("request", (request, options) => {
+    const method = options.method.toUpperCase();
+    if (method === "GET" || method === "HEAD") return request(options);
+    const { pathname } = new URL(options.url, "http://github.test");
+    if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
+    return slots.run(who, async () => request(options));
+  });
 }
 
 /** One process: Bottleneck's local limiters space the writes of each installation. */
@@ -174,7 +177,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   const shared = sharedGroups(opts.sharedThrottle);
-  // Every write takes its turn in spacedFetch, right before it is sent; the plugin's own write group only passes through.
+  // Every write takes its turn in spaceWrites, around the whole exchange; the plugin's own write group only passes through.
   const writeSlots = opts.sharedWriteSlots
     ? new RedisWriteSlots(opts.sharedWriteSlots.client, opts.sharedWriteSlots.prefix, writeInterval)
     : localWriteSlots(writeInterval);
@@ -205,7 +208,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: spacedFetch(observedFetch(redirecting.fetch, who, opts.observe), String(who), writeSlots) },
+      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
@@ -223,6 +226,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
     });
+    spaceWrites(octokit, String(who), writeSlots);
     return octokit;
   }
 

@@ -12,7 +12,7 @@ import { createOctokitFactory, type OctokitFactoryOptions } from "./api/client.j
 import { createStewardHttp, type ServerTimeouts } from "./intake/server.js";
 import { openSqliteStore, type SqliteStore } from "./store/sqlite.js";
 import { openRedisStore, type RedisStore } from "./store/redis.js";
-import { openSharedThrottle, type SharedThrottle } from "./store/redis-throttle.js";
+import { openCluster, type Cluster } from "./ops/cluster.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./checks/reporter.js";
 import { createEngine, type Engine } from "./engine.js";
@@ -46,6 +46,8 @@ export interface CreateStewardOptions {
   /** API client tuning (e.g. a lower write spacing for the sandbox or benchmarks). */
   api?: Pick<OctokitFactoryOptions, "writeIntervalMs" | "maxRateLimitWaitSeconds" | "retries">;
   timeouts?: Partial<ServerTimeouts>;
+  /** Redis deployments: key prefix (default `{steward}:`) and throttling namespace (default `steward`), e.g. one per test. */
+  redis?: { prefix?: string; namespace?: string };
 }
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
@@ -114,13 +116,14 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     ...(await loadHandlerModules(config.handlerPaths, { config, logger })),
   ];
   const metrics = createMetrics();
-  // Several replicas share one Redis: the queue and state live there, and so does API throttling.
-  let throttle: SharedThrottle | undefined;
+  // Several replicas share one Redis: the queue and state live there, and so do API throttling and tokens.
+  let cluster: Cluster | undefined;
   let store: SqliteStore | RedisStore;
   if (config.redisUrl) {
-    throttle = await openSharedThrottle(config.redisUrl, { logger });
-    store = await openRedisStore(config.redisUrl, { logger }).catch(async (e: unknown) => {
-      await throttle?.close();
+    const prefix = opts.redis?.prefix;
+    cluster = await openCluster({ url: config.redisUrl, config, logger, prefix, namespace: opts.redis?.namespace, onMint: (id) => metrics.tokenMinted(id) });
+    store = await openRedisStore(config.redisUrl, { logger, ...(prefix ? { prefix } : {}) }).catch(async (e: unknown) => {
+      await cluster?.close();
       throw e;
     });
   } else {
@@ -130,9 +133,13 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     config,
     logger,
     observe: { request: (who, status, remaining) => metrics.apiRequest(who, status, remaining) },
-    ...(throttle ? { sharedThrottle: throttle } : {}),
+    ...(cluster ? { sharedThrottle: cluster.throttle, tokenCache: cluster.tokens, sharedWriteSlots: cluster.writeSlots } : {}),
     ...opts.api,
   });
+  if (cluster) {
+    cluster.register(() => octokits.slotHolds());
+    metrics.setReplicaSource(cluster.replicas);
+  }
   let engine: Engine | undefined;
   try {
     const policies = createPolicyLoader({ adminRepo: config.adminRepo, handlers, logger });
@@ -177,7 +184,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           await running.stop(config.shutdownTimeoutMs);
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
           await store.close();
-          await throttle?.close();
+          await cluster?.close();
           logger.info("shut down");
         })();
         return closing;
@@ -186,7 +193,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   } catch (error) {
     await engine?.stop(0).catch(() => undefined);
     await store.close();
-    await throttle?.close();
+    await cluster?.close();
     throw error;
   }
 }

@@ -3,13 +3,15 @@
 // cached, so throttling and rate-limit state are kept per installation: one busy or
 // limited installation never stalls the others.
 import Bottleneck from "bottleneck";
+import type { Redis } from "ioredis";
 import { ProbotOctokit } from "probot";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
 import type { InstallationOctokit } from "../handler.js";
 import type { OctokitFactory } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
-import { createTokenCache } from "./token-cache.js";
+import { createTokenCache, type TokenCache } from "./token-cache.js";
+import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import pkg from "../../package.json" with { type: "json" };
@@ -44,6 +46,16 @@ export interface OctokitFactoryOptions {
    * `namespace` prefixes the limiter ids (one per deployment; tests use a unique one).
    */
   sharedThrottle?: { connection: Bottleneck.IORedisConnection; namespace?: string };
+  /** Where installation tokens are kept (default: this process's memory). Replicas share one through Redis. */
+  tokenCache?: TokenCache;
+  /** Several replicas: the write slot of each installation, shared through Redis (redis-write-slots.ts). */
+  sharedWriteSlots?: { client: Redis; prefix: string };
+}
+
+/** The write slots this process holds now, for the operator's view of a cluster. */
+export interface SlotHolds {
+  /** Installations whose write slot this process holds (a write of it in flight). */
+  writeSlots: string[];
 }
 
 type Fetch = typeof globalThis.fetch;
@@ -67,40 +79,115 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
   };
 }
 
+// Token mints and OAuth token exchanges are not content writes (the throttling plugin's auth requests).
+const AUTH_PATHS = [/^\/app\/installations\/[^/]+\/access_tokens$/, /^\/applications\/[^/]+\/token(\/scoped)?$/, /^\/login\/oauth\/access_token$/];
+
+/**
+ * One write of an installation at a time, the next no sooner than the spacing interval after
+ * the previous one was answered (GitHub measures the spacing between the requests it receives,
+ * so the turn must cover the whole exchange: however late a replica sends, the next write
+ * waits for its answer). Wrapped around everything the Octokit plugins do for the request
+ * (throttling's limiters, retries, authentication), so a write waiting for its turn holds none
+ * of their slots; a token mint inside a write passes through.
+ */
+function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots): void {
+  octokit.hook.wrap("request", (request, options) => {
+    const method = options.method.toUpperCase();
+    if (method === "GET" || method === "HEAD") return request(options);
+    const { pathname } = new URL(options.url, "http://github.test");
+    if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
+    return slots.run(who, async () => request(options));
+  });
+}
+
+/** One process: Bottleneck's local limiters space the writes of each installation. */
+function localWriteSlots(intervalMs: number): WriteSlots {
+  const group = new Bottleneck.Group({ maxConcurrent: 1, minTime: intervalMs });
+  return {
+    async run(who, send) {
+      await group.key(who).schedule(() => Promise.resolve());
+      return send();
+    },
+    held: () => group.limiters().filter(({ limiter }) => limiter.counts().EXECUTING + limiter.counts().RUNNING > 0).map(({ key }) => key),
+  };
+}
+
+// Liveness of the clustered limiters. Bottleneck counts a job as running in Redis from the
+// moment it is registered until its client frees it; a client that dies in between (kill -9)
+// never frees it. `clientTimeout` does not help: Bottleneck drops an unresponsive client
+// only once it runs nothing, it never takes its running jobs back. What takes them back is
+// the job `expiration` (the throttling plugin sets 60 s on every clustered job, hence a
+// minute-long freeze of the installation's writes). The notification slot is a no-op job
+// that only waits for its turn (at most one spacing interval), and its spacing is the
+// `nextRequest` time written atomically at registration, so a short expiration frees a dead
+// holder's slot quickly without letting two notifying writes start closer than the
+// interval. A frequent heartbeat (which runs Bottleneck's tick and broadcasts the freed
+// capacity) and a short client timeout (so a dead client is not offered that capacity
+// first) make the survivors notice within about a second. The write slot itself is a Redis
+// lease (redis-write-slots.ts), which Bottleneck cannot be.
+/** Slack beyond the spacing wait before a slot of a dead holder is taken back. */
+export const SLOT_EXPIRY_SLACK_MS = 2_000;
+const HEARTBEAT_MS = 1_000;
+const CLIENT_TIMEOUT_MS = 3 * HEARTBEAT_MS;
+
+/** Every job of `group`'s limiters expires `ms` after its registration, whatever the caller asked. */
+function expireSlotsAfter(group: Bottleneck.Group, ms: number, clustered: boolean): Bottleneck.Group {
+  // Local slots die with their process: nothing to take back, and unexpiring jobs keep the fast path (bottleneck-yield.ts).
+  if (!clustered) return group;
+  group.on("created", (limiter: Bottleneck) => {
+    const schedule = limiter.schedule.bind(limiter) as (...args: unknown[]) => Promise<unknown>;
+    (limiter as unknown as { schedule: (...args: unknown[]) => Promise<unknown> }).schedule = (...args: unknown[]) =>
+      typeof args[0] === "function" ? schedule({ expiration: ms }, ...args) : schedule({ ...(args[0] as object), expiration: ms }, ...args.slice(1));
+  });
+  return group;
+}
+
 /** Clustered limiter groups over one Redis connection; nothing (local limiters) without one. */
 function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
-  if (!sharing) return { options: () => ({}), throttle: {} };
+  if (!sharing) return { options: () => ({}), slots: () => ({}), throttle: {} };
   const { connection } = sharing;
   const namespace = sharing.namespace ?? "steward";
   // Limiter state in Redis expires after two minutes unused, as Octokit's own clustered groups.
   const options = (name: string) => ({ id: `${namespace}-${name}`, connection, timeout: 120_000 });
   return {
     options,
+    slots: (name: string) => ({ ...options(name), heartbeatInterval: HEARTBEAT_MS, clientTimeout: CLIENT_TIMEOUT_MS }),
     // The plugin's own global, auth and search groups are module-wide and bound to whichever
     // client came first; these belong to this factory and its connection.
     throttle: {
       Bottleneck,
       connection,
       global: new Bottleneck.Group({ maxConcurrent: 10, ...options("global") }),
-      auth: new Bottleneck.Group({ maxConcurrent: 1, ...options("auth") }),
+      // Token mints stay per process: replicas share minted tokens (shared-token-cache.ts,
+      // one minter at a time through a lease), and a clustered slot held by a dead minter
+      // stalled every request of the installation for a minute.
+      auth: new Bottleneck.Group({ maxConcurrent: 1 }),
       search: new Bottleneck.Group({ maxConcurrent: 1, minTime: 2_000, ...options("search") }),
     },
   };
 }
 
-export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory {
+export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory & { slotHolds(): SlotHolds } {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
   if (!removeBottleneckYieldDelay()) log.debug("bottleneck internals changed; API calls keep its 1 ms yields");
-  const tokens = createTokenCache();
+  const tokens = opts.tokenCache ?? createTokenCache();
   const redirecting = createRedirectingFetch(opts.fetch ?? globalThis.fetch);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   const shared = sharedGroups(opts.sharedThrottle);
-  const write = new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval, ...shared.options("write") });
+  // Every write takes its turn in spaceWrites, around the whole exchange; the plugin's own write group only passes through.
+  const writeSlots = opts.sharedWriteSlots
+    ? new RedisWriteSlots(opts.sharedWriteSlots.client, opts.sharedWriteSlots.prefix, writeInterval)
+    : localWriteSlots(writeInterval);
+  const passThrough = new Bottleneck.Group({});
   // Writes that notify people (issues, comments) get three times the spacing, as Octokit does.
-  const notifications = new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.options("notifications") });
+  const notifications = expireSlotsAfter(
+    new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.slots("notifications") }),
+    writeInterval * 3 + SLOT_EXPIRY_SLACK_MS,
+    opts.sharedThrottle !== undefined,
+  );
 
   const onRateLimit: RetryDecision = (retryAfter, options, _octokit, retryCount) => {
     const retry = retryAfter <= maxWait && retryCount < 3;
@@ -125,7 +212,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
-        write,
+        write: passThrough,
         notifications,
         onRateLimit,
         onSecondaryRateLimit,
@@ -139,6 +226,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
     });
+    spaceWrites(octokit, String(who), writeSlots);
     return octokit;
   }
 
@@ -160,6 +248,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       app ??= build("app");
       return app;
     },
+    slotHolds: () => ({ writeSlots: writeSlots.held() }),
   };
 }
 

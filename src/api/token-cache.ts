@@ -1,23 +1,43 @@
 // Installation-token cache handed to @octokit/auth-app. auth-app's own cache keeps a token
 // 59 minutes whatever its real expiry; this one honours `expires_at` (minus a margin), so a
 // server that issues shorter-lived tokens (GHES settings, the sandbox) never gets an expired
-// one. Every token it sees is registered for redaction.
+// one. Every token it sees is registered for redaction. One process keeps tokens in memory;
+// replicas share them through Redis (shared-token-cache.ts).
 import { registerSecret } from "../log/redact.js";
 
 /** Renew this long before expiry so a token never expires mid-request. */
-const MARGIN_MS = 5 * 60_000;
+export const REFRESH_MARGIN_MS = 5 * 60_000;
 const FALLBACK_TTL_MS = 59 * 60_000;
 
+/** What auth-app needs of a cache; get and set may be asynchronous (auth-app awaits both). */
 export interface TokenCache {
-  get(key: string): string | undefined;
-  set(key: string, value: string): void;
+  get(key: string): string | undefined | Promise<string | undefined>;
+  set(key: string, value: string): void | Promise<void>;
+}
+
+/** When a cached token is due for renewal, and when it stops working. */
+export interface TokenTimes {
+  refreshAt: number;
+  expiresAt: number;
 }
 
 /**
- * auth-app stores `token|createdAt|expiresAt|...` strings; only the token (field 0) and
- * expiry (field 2) matter here.
+ * auth-app stores `token|createdAt|expiresAt|...` strings; only the token (field 0), creation
+ * (field 1) and expiry (field 2) matter here. The token itself is registered for redaction.
  */
-export function createTokenCache(now: () => number = Date.now): TokenCache & { size(): number } {
+export function tokenTimes(value: string, now: number): TokenTimes & { token: string } {
+  const [token = "", createdAt, expiresAt] = value.split("|");
+  registerSecret(token);
+  const expiry = Date.parse(expiresAt ?? "");
+  const created = Date.parse(createdAt ?? "");
+  if (!Number.isFinite(expiry)) return { token, refreshAt: now + FALLBACK_TTL_MS, expiresAt: now + FALLBACK_TTL_MS };
+  const lifetime = Number.isFinite(created) ? expiry - created : FALLBACK_TTL_MS;
+  // Short-lived tokens: renew at the half-life rather than never caching them.
+  const margin = Math.min(REFRESH_MARGIN_MS, lifetime / 2);
+  return { token, refreshAt: expiry - margin, expiresAt: expiry };
+}
+
+export function createTokenCache(now: () => number = Date.now): TokenCache & { get(key: string): string | undefined; size(): number } {
   const entries = new Map<string, { value: string; until: number }>();
   return {
     get(key) {
@@ -30,15 +50,7 @@ export function createTokenCache(now: () => number = Date.now): TokenCache & { s
       return entry.value;
     },
     set(key, value) {
-      const [token, createdAt, expiresAt] = value.split("|");
-      registerSecret(token);
-      const expiry = Date.parse(expiresAt ?? "");
-      const created = Date.parse(createdAt ?? "");
-      const lifetime = Number.isFinite(expiry) && Number.isFinite(created) ? expiry - created : FALLBACK_TTL_MS;
-      // Short-lived tokens: renew at the half-life rather than never caching them.
-      const margin = Math.min(MARGIN_MS, lifetime / 2);
-      const until = Number.isFinite(expiry) ? expiry - margin : now() + FALLBACK_TTL_MS;
-      entries.set(key, { value, until });
+      entries.set(key, { value, until: tokenTimes(value, now()).refreshAt });
     },
     size: () => entries.size,
   };

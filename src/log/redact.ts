@@ -11,7 +11,9 @@ const MAX_VALUES = 10_000;
 
 // Credentials recognisable by shape, whether or not they were registered.
 const PATTERNS: readonly RegExp[] = [
-  /\bgh[opsur]_[A-Za-z0-9]{20,}\b/g, // GitHub tokens: installation (ghs_), user, OAuth, refresh
+  // GitHub tokens: installation (ghs_), user, OAuth, refresh. Installation tokens are either
+  // 40 characters or GitHub's newer ~520-character `ghs_<app id>_<JWT>` (underscores, dots, dashes).
+  /\bgh[opsur]_[A-Za-z0-9_.-]{20,}/g,
   /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
   /\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+/g, // JWTs (app authentication)
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,

@@ -1,6 +1,7 @@
 // Steward's Prometheus metrics, in a Registry of their own (never prom-client's global
 // one, so several services in one process, e.g. tests, do not collide).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { ReplicaEntry } from "../store/redis-replicas.js";
 
 export interface Metrics {
   readonly registry: Registry;
@@ -12,6 +13,10 @@ export interface Metrics {
   apiRequest(installationId: number | "app", status: number, remaining?: number): void;
   /** Where the queue depth comes from (read at scrape time). */
   setQueueDepthSource(source: () => Promise<number>): void;
+  /** Where the live replicas and what they hold come from (Redis deployments; read at scrape time). */
+  setReplicaSource(source: () => Promise<ReplicaEntry[]>): void;
+  /** This process minted an installation token. */
+  tokenMinted(installationId: string): void;
   /** Prometheus text exposition. */
   text(): Promise<string>;
   readonly contentType: string;
@@ -68,6 +73,53 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
   });
 
+  let replicaSource: (() => Promise<ReplicaEntry[]>) | undefined;
+  // One scrape reads the registry once for both gauges.
+  let replicasRead: Promise<ReplicaEntry[] | undefined> | undefined;
+  const readReplicas = () =>
+    (replicasRead ??= (async () => {
+      try {
+        return await replicaSource?.();
+      } catch {
+        return undefined;
+      } finally {
+        setImmediate(() => (replicasRead = undefined));
+      }
+    })());
+  new Gauge({
+    name: "steward_replicas_alive",
+    help: "Replicas of this deployment seen alive in the last few seconds (Redis deployments)",
+    registers: [registry],
+    async collect() {
+      const replicas = await readReplicas();
+      if (replicas) this.set(replicas.length);
+      else this.reset();
+    },
+  });
+  new Gauge({
+    name: "steward_replica_holds",
+    help: "What each live replica holds: write_slot and token_mint (installations), delivery_lease and task_lease (leases)",
+    labelNames: ["replica", "what"] as const,
+    registers: [registry],
+    async collect() {
+      // Replicas come and go: only the live ones are shown (the label set stays as small as the deployment).
+      this.reset();
+      for (const r of (await readReplicas()) ?? []) {
+        const replica = r.id.split("/").slice(0, 2).join("/");
+        this.set({ replica, what: "write_slot" }, r.writeSlots.length);
+        this.set({ replica, what: "token_mint" }, r.tokenMints.length);
+        this.set({ replica, what: "delivery_lease" }, r.deliveryLeases);
+        this.set({ replica, what: "task_lease" }, r.taskLeases);
+      }
+    },
+  });
+  const mints = new Counter({
+    name: "steward_token_mints_total",
+    help: "Installation tokens minted by this process, by installation",
+    labelNames: ["installation"] as const,
+    registers: [registry],
+  });
+
   return {
     registry,
     contentType: registry.contentType,
@@ -85,6 +137,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     },
     setQueueDepthSource(source) {
       depthSource = source;
+    },
+    setReplicaSource(source) {
+      replicaSource = source;
+    },
+    tokenMinted(installation) {
+      mints.inc({ installation });
     },
     text: () => registry.metrics(),
   };

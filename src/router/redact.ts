@@ -1,6 +1,7 @@
 // Error text is stored and shown by `steward deliveries show`; tokens must not leak into it.
 const patterns: RegExp[] = [
-  /\bgh[pousr]_[A-Za-z0-9_]{8,}/g,
+  // Classic 40-character tokens and the newer ~520-character `ghs_<app id>_<JWT>` (dots, dashes).
+  /\bgh[pousr]_[A-Za-z0-9_.-]{8,}/g,
   /\bgithub_pat_[A-Za-z0-9_]{8,}/g,
   /\b(bearer|token)\s+[A-Za-z0-9._~+/-]{8,}=*/gi,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g,

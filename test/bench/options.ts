@@ -2,7 +2,7 @@
 
 export interface BenchOptions {
   quick: boolean;
-  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile">;
+  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile" | "tokens">;
   concurrencies: number[];
   seconds: number;
   warmupSeconds: number;
@@ -12,15 +12,17 @@ export interface BenchOptions {
   costConcurrency: number;
   deliveries: number;
   profileSeconds: number;
+  /** Token mints: compressed token lifetime and renewal windows measured. */
+  tokens: { ttlMs: number; windows: number };
   /** Write test/bench/RESULTS.md (default: full runs only). */
   write: boolean;
   /** Measure nothing: render RESULTS.md again from results.json (after editing analysis.md). */
   render: boolean;
 }
 
-const ALL = ["intake", "e2e", "cost", "memory", "profile"] as const;
+const ALL = ["intake", "e2e", "cost", "memory", "profile", "tokens"] as const;
 
-export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile] [--seconds=N]
+export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile,tokens] [--seconds=N]
   [--durability=process|power] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
   npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
 
@@ -60,6 +62,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     costConcurrency: 16,
     deliveries: number("deliveries", quick ? 3_000 : 1_000_000),
     profileSeconds: quick ? 2 : 8,
+    // Windows of 5 s: long enough that the hub's whole-second expiry cannot add a window.
+    tokens: quick ? { ttlMs: 10_000, windows: 2 } : { ttlMs: 10_000, windows: 4 },
     write: flags.has("write") || (!quick && !flags.has("no-write")),
     render: flags.has("render"),
   };

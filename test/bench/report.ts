@@ -3,6 +3,7 @@
 import type { IntakeResult } from "./intake.js";
 import type { E2eResult } from "./e2e.js";
 import type { CostRow } from "./api-cost.js";
+import type { TokenRow } from "./tokens.js";
 import type { MemoryResult } from "./memory.js";
 import type { ProfileSummary } from "./profile.js";
 
@@ -26,6 +27,7 @@ export interface BenchResults {
   cost?: CostRow[];
   memory?: MemoryResult;
   profile?: ProfileSummary;
+  tokens?: TokenRow[];
 }
 
 export interface TargetVerdict {
@@ -217,6 +219,22 @@ export function renderReport(r: BenchResults, notes: string): string {
         `Took ${fmt(x.seconds)} s (${fmt(x.processed / x.seconds)} deliveries/s recorded and processed), ${fmt((x.cpu.user + x.cpu.system) / 1e6, 1)} CPU s; peak RSS ${mb(x.maxRss)}.`,
       "",
       memoryTable(x),
+    );
+  }
+  if (r.tokens) {
+    parts.push(
+      "",
+      "## 5. Installation-token mints with replicas",
+      "",
+      "Every replica calls the API for one installation all along; the sandbox hub counts the installation tokens it issues. Compressed time: " +
+        "tokens live a few seconds instead of an hour and are renewed at their half-life (a real one-hour token is renewed 5 minutes before it " +
+        "expires), so one renewal window here stands for 55 minutes; mints per window times 60/55 is the hourly figure. \"per replica\" is each " +
+        "replica keeping its tokens in memory (and minting again after every restart); \"shared\" is the sealed token in Redis, renewed by one " +
+        "replica under a mint lease.",
+      "",
+      row(["Replicas", "Token cache", "Windows", "Mints", "Mints per window", "Mints per installation per hour"]),
+      row(["---", "---", "---", "---", "---", "---"]),
+      ...r.tokens.map((t) => row([t.replicas, t.cache, t.windows, t.mints, fmt(t.mintsPerWindow, 2), fmt(t.mintsPerHour, 2)])),
     );
   }
   if (r.profile) {

@@ -10,6 +10,7 @@ import { benchEndToEnd } from "./e2e.js";
 import { benchApiCost } from "./api-cost.js";
 import { benchMemory } from "./memory.js";
 import { profileStewardIntake } from "./profile.js";
+import { benchTokenMints } from "./tokens.js";
 import { renderReport, type BenchResults } from "./report.js";
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
@@ -59,6 +60,10 @@ async function main(): Promise<void> {
   if (o.sections.has("memory")) {
     log(`memory (${o.deliveries} deliveries)`);
     results.memory = await benchMemory({ deliveries: o.deliveries, durability: o.durability }, log);
+  }
+  if (o.sections.has("tokens")) {
+    log(`token mints (tokens living ${o.tokens.ttlMs / 1000} s, ${o.tokens.windows} renewal windows; needs Redis)`);
+    results.tokens = await benchTokenMints(o.tokens, log);
   }
   results.machine.loadAfter = loadavg();
   results.machine.seconds = (Date.now() - started) / 1000;

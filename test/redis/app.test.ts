@@ -1,6 +1,8 @@
 // STEWARD_REDIS_URL end to end: createSteward keeps the queue in Redis and shares API
-// throttling between replicas through Bottleneck clustering in the same Redis.
+// throttling between replicas (Bottleneck clustering, and the write slot of each
+// installation) in the same Redis.
 import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { createSteward, type Steward } from "../../src/app.js";
@@ -11,7 +13,7 @@ import { openSharedThrottle, type SharedThrottle } from "../../src/store/redis-t
 import { appKey, json, startFakeApi, type FakeApi } from "../service/fake-api.js";
 import { collectingLogger, postDelivery, testConfig } from "../service/helpers.js";
 import { silent } from "../engine/helpers.js";
-import { dropPrefix, redisUp, redisUrl } from "./support.js";
+import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
 
 const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
 const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
@@ -19,10 +21,12 @@ const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, n
 let steward: Steward | undefined;
 let api: FakeApi | undefined;
 const throttles: SharedThrottle[] = [];
+const clients: Redis[] = [];
 afterEach(async () => {
   await steward?.close();
   await api?.close();
   await Promise.all(throttles.splice(0).map((t) => t.close()));
+  for (const c of clients.splice(0)) c.disconnect();
   steward = api = undefined;
 });
 
@@ -92,13 +96,16 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
       } else return false;
     });
     const namespace = `steward-test-${randomUUID()}`;
+    const prefix = uniquePrefix();
     const config = testConfig({ privateKey: appKey().privateKey, apiUrl: api.url });
     const spacingMs = 250;
     const replicas = await Promise.all(
       [0, 1].map(async () => {
         const throttle = await openSharedThrottle(redisUrl, { namespace });
         throttles.push(throttle);
-        return createOctokitFactory({ config, logger: silent, writeIntervalMs: spacingMs, sharedThrottle: throttle });
+        const client = new Redis(redisUrl);
+        clients.push(client);
+        return createOctokitFactory({ config, logger: silent, writeIntervalMs: spacingMs, sharedThrottle: throttle, sharedWriteSlots: { client, prefix } });
       }),
     );
     const octokits = await Promise.all(replicas.map((r) => r.appOctokit()));
@@ -111,5 +118,6 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     const gaps = sorted.slice(1).map((t, i) => t - sorted[i]!);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs - 30);
     await dropPrefix(`b_${namespace}`);
+    await dropPrefix(prefix);
   });
 });

@@ -15,7 +15,8 @@ import { SqliteStore } from "../../src/store/sqlite.js";
 const MIN_SECRET_LENGTH = 8;
 /** Bound on captured output per test file, so a chatty file cannot exhaust memory. */
 const MAX_CAPTURE_CHARS = 64 * 1024 * 1024;
-const TOKEN_SHAPE = /\bgh[opsur]_[A-Za-z0-9]{20,}\b/g;
+// Classic 40-character tokens and the newer ~520-character `ghs_<app id>_<JWT>`.
+const TOKEN_SHAPE = /\bgh[opsur]_[A-Za-z0-9_.-]{20,}/g;
 
 export interface Leak {
   /** Where it was found (never the value). */
@@ -35,7 +36,7 @@ function addSecret(value: unknown, kind: string): void {
   if (typeof value !== "string") return;
   const trimmed = value.trim();
   if (trimmed.length < MIN_SECRET_LENGTH) return;
-  if (/^gh[opsur]_[A-Za-z0-9]{20,}$/.test(trimmed)) {
+  if (/^gh[opsur]_[A-Za-z0-9_.-]{20,}$/.test(trimmed)) {
     tokens.add(trimmed);
     return;
   }
@@ -59,7 +60,8 @@ function capture(label: string, chunk: unknown): void {
 
 function findIn(where: string, text: string, leaks: Leak[]): void {
   for (const match of text.matchAll(TOKEN_SHAPE)) {
-    if (tokens.has(match[0])) leaks.push({ where, kind: "token" });
+    // A long token's match may run on into a following dot or dash: a prefix that is a token counts.
+    if (tokens.has(match[0]) || tokens.has(match[0].replace(/[.-]+$/, ""))) leaks.push({ where, kind: "token" });
   }
   for (const [form, kind] of others) if (text.includes(form)) leaks.push({ where, kind });
 }
@@ -112,8 +114,8 @@ export const leakGuard = {
 onSecretRegistered((value) => addSecret(value, "registered secret"));
 
 const issueInstallationToken = TokenStore.prototype.issueInstallationToken;
-TokenStore.prototype.issueInstallationToken = function (this: TokenStore, t) {
-  const issued = issueInstallationToken.call(this, t);
+TokenStore.prototype.issueInstallationToken = function (this: TokenStore, ...args: Parameters<TokenStore["issueInstallationToken"]>) {
+  const issued = issueInstallationToken.apply(this, args);
   addSecret(issued.token, "installation token");
   return issued;
 };

@@ -65,13 +65,44 @@ export interface CrashTortureResult {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Child {
+/** The repository the runs happen in, with a re-run policy; the installation hears only what the work needs. */
+export function setUpRetryableRepo(hub: HubHandle, events = ["workflow_run", "check_run", "push"]): void {
+  hub.control.createRepo({ owner: ORG, name: REPO, files: { ".github/steward.yml": POLICY } });
+  hub.control.installation(ORG)!.events = events;
+}
+
+/** A workflow run whose first attempt fails transiently: Steward owes it one re-run and one check run. */
+export function startRetryableRun(hub: HubHandle, i: number): { id: number; sha: string } {
+  const { control, domains } = hub;
+  const branch = `t${i}`;
+  control.pushFiles({ owner: ORG, repo: REPO, branch, files: { "work.txt": `${i}\n` } });
+  const run = domains.actions.startRun({ owner: ORG, repo: REPO, workflow: "CI", jobs: JOBS, branch });
+  domains.actions.scriptAttempt(run.id, 2, "success");
+  domains.actions.completeJob({ runId: run.id, job: "lint" });
+  domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+  return { id: run.id, sha: run.head_sha };
+}
+
+/** Re-runs per run id and steward/rerun check runs per commit, as the hub recorded them. */
+export function tallyRerunEffects(hub: HubHandle): { reruns: Map<number, number>; checks: Map<string, number> } {
+  const reruns = new Map<number, number>();
+  const checks = new Map<string, number>();
+  for (const e of hub.control.effects) {
+    const d = e.details as Record<string, unknown>;
+    if (e.kind === "actions.rerun-failed-jobs" && d.allowed === true) reruns.set(d.run_id as number, (reruns.get(d.run_id as number) ?? 0) + 1);
+    if (e.kind === "checks.check_run.created" && d.name === "steward/rerun") checks.set(d.head_sha as string, (checks.get(d.head_sha as string) ?? 0) + 1);
+  }
+  return { reruns, checks };
+}
+
+export interface Child {
   proc: ChildProcess;
+  /** Where it listens for webhooks (base URL and path). */
   url: Promise<string>;
   exited: Promise<void>;
 }
 
-/** The environment of a Steward child process (fixtures/steward-child.ts) wired to `hub`. */
+/** The environment of a Steward child process wired to `hub`. */
 export function stewardChildEnv(hub: HubHandle, dataDir: string, extra: Record<string, string>): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH ?? "",
@@ -80,7 +111,7 @@ export function stewardChildEnv(hub: HubHandle, dataDir: string, extra: Record<s
     PRIVATE_KEY_PATH: hub.env.PRIVATE_KEY_PATH,
     WEBHOOK_SECRET: hub.env.WEBHOOK_SECRET,
     GITHUB_API_URL: hub.env.GITHUB_API_URL,
-    STEWARD_DATA_DIR: dataDir,
+    ...(dataDir ? { STEWARD_DATA_DIR: dataDir } : {}),
     PORT: "0",
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
@@ -88,18 +119,18 @@ export function stewardChildEnv(hub: HubHandle, dataDir: string, extra: Record<s
   };
 }
 
-function startChild(hub: HubHandle, dataDir: string, onOutput: (label: string, text: string) => void, n: number): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", CHILD], {
-    env: stewardChildEnv(hub, dataDir, {
+/** Steward as a child process (`fixture`), configured for the hub plus `env`; its output goes to `onOutput` when it exits. */
+export function spawnSteward(fixture: string, hub: HubHandle, env: Record<string, string>, label: string, onOutput: (label: string, text: string) => void): Child {
+  const proc = spawn(process.execPath, ["--import", "tsx", fixture], {
+    env: stewardChildEnv(hub, env.STEWARD_DATA_DIR ?? "", {
       STEWARD_REDELIVER_INTERVAL: "1s",
       STEWARD_CONCURRENCY: "8",
       STEWARD_SHUTDOWN_TIMEOUT: "5s",
-      STEWARD_TORTURE_WRITE_INTERVAL_MS: "0",
+      ...env,
     }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  const label = `steward child #${n}`;
   proc.stdout!.on("data", (d: Buffer) => {
     out += d.toString();
   });
@@ -118,10 +149,37 @@ function startChild(hub: HubHandle, dataDir: string, onOutput: (label: string, t
       if (m) resolveUrl(m[1]!);
     };
     proc.stdout!.on("data", look);
-    void exited.then(() => reject(new Error(`steward child exited before listening (code ${proc.exitCode})`)));
+    void exited.then(() => reject(new Error(`${label} exited before listening (code ${proc.exitCode})`)));
   });
   url.catch(() => undefined);
   return { proc, url, exited };
+}
+
+function startChild(hub: HubHandle, dataDir: string, onOutput: (label: string, text: string) => void, n: number): Child {
+  return spawnSteward(CHILD, hub, { STEWARD_DATA_DIR: dataDir, STEWARD_TORTURE_WRITE_INTERVAL_MS: "0" }, `steward child #${n}`, onOutput);
+}
+
+/** Wait until every run has its re-run and check run and nothing happened for a few seconds (late duplicates show), or the deadline. */
+export async function awaitRerunEffects(hub: HubHandle, runs: { id: number; sha: string }[], deadlineMs: number, log: (line: string) => void): Promise<void> {
+  const { control } = hub;
+  const deadline = Date.now() + deadlineMs;
+  let last = "";
+  let quietSince = Date.now();
+  for (;;) {
+    const { reruns, checks } = tallyRerunEffects(hub);
+    const complete = runs.every((r) => reruns.has(r.id) && checks.has(r.sha));
+    const signature = `${control.effects.length}/${control.deliveries().length}`;
+    if (signature !== last) {
+      last = signature;
+      quietSince = Date.now();
+    }
+    if (complete && Date.now() - quietSince > 3_000) return;
+    if (Date.now() > deadline) {
+      log(`deadline reached: ${runs.filter((r) => !reruns.has(r.id)).length} runs without a re-run`);
+      return;
+    }
+    await sleep(200);
+  }
 }
 
 export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashTortureResult> {
@@ -130,14 +188,13 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
   const log = opts.log ?? (() => undefined);
   const onOutput = opts.onOutput ?? (() => undefined);
   const hub = await createHub({ randomSeed: opts.seed });
-  const { control, domains } = hub;
+  const { control } = hub;
   let child: Child | undefined;
   let starts = 0;
   let kills = 0;
   try {
-    control.createRepo({ owner: ORG, name: REPO, files: { ".github/steward.yml": POLICY } });
     // Subscribed to the events the work needs (the hub sends ~25 deliveries per run otherwise).
-    control.installation(ORG)!.events = opts.events ?? ["workflow_run", "check_run", "push"];
+    setUpRetryableRepo(hub, opts.events);
 
     const up = async () => {
       child = startChild(hub, opts.dataDir, onOutput, ++starts);
@@ -165,47 +222,14 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
     const batch = Math.max(1, Math.ceil(opts.runs / Math.max(1, opts.spreadMs / 20)));
     const t0 = Date.now();
     for (let i = 0; i < opts.runs; i++) {
-      const branch = `t${i}`;
-      control.pushFiles({ owner: ORG, repo: REPO, branch, files: { "work.txt": `${i}\n` } });
-      const run = domains.actions.startRun({ owner: ORG, repo: REPO, workflow: "CI", jobs: JOBS, branch });
-      domains.actions.scriptAttempt(run.id, 2, "success");
-      domains.actions.completeJob({ runId: run.id, job: "lint" });
-      domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
-      runs.push({ id: run.id, sha: run.head_sha });
+      runs.push(startRetryableRun(hub, i));
       if ((i + 1) % batch === 0) await sleep(Math.max(1, ((i + 1) / opts.runs) * opts.spreadMs - (Date.now() - t0)));
     }
     await killer;
     log(`runs started: ${runs.length}, kills: ${kills}`);
 
     // Wait for every effect, then a quiet period long enough for late duplicates to show.
-    const deadline = Date.now() + (opts.deadlineMs ?? 180_000);
-    const tally = () => {
-      const reruns = new Map<number, number>();
-      const checks = new Map<string, number>();
-      for (const e of control.effects) {
-        const d = e.details as Record<string, unknown>;
-        if (e.kind === "actions.rerun-failed-jobs" && d.allowed === true) reruns.set(d.run_id as number, (reruns.get(d.run_id as number) ?? 0) + 1);
-        if (e.kind === "checks.check_run.created" && d.name === "steward/rerun") checks.set(d.head_sha as string, (checks.get(d.head_sha as string) ?? 0) + 1);
-      }
-      return { reruns, checks };
-    };
-    let last = "";
-    let quietSince = Date.now();
-    for (;;) {
-      const { reruns, checks } = tally();
-      const complete = runs.every((r) => reruns.has(r.id) && checks.has(r.sha));
-      const signature = `${control.effects.length}/${control.deliveries().length}`;
-      if (signature !== last) {
-        last = signature;
-        quietSince = Date.now();
-      }
-      if (complete && Date.now() - quietSince > 3_000) break;
-      if (Date.now() > deadline) {
-        log(`deadline reached: ${runs.filter((r) => !reruns.has(r.id)).length} runs without a re-run`);
-        break;
-      }
-      await sleep(200);
-    }
+    await awaitRerunEffects(hub, runs, opts.deadlineMs ?? 180_000, log);
     await control.settled();
 
     // Graceful stop, then read what Steward recorded.
@@ -239,7 +263,7 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
       store.close();
     }
 
-    const { reruns, checks } = tally();
+    const { reruns, checks } = tallyRerunEffects(hub);
     const lostEffects: string[] = [];
     const duplicatedEffects: string[] = [];
     for (const r of runs) {

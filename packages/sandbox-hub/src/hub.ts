@@ -33,6 +33,12 @@ export interface CreateHubOptions {
   randomSeed?: number;
   /** Bad credentials tolerated from one source within the window before lock-out (default 20 in 60 s). */
   loginAttempts?: { max: number; windowMs: number };
+  /**
+   * Installation tokens: `format: "stateless"` issues GitHub's ~520-character `ghs_<app>_<JWT>`
+   * tokens (also per request with `X-GitHub-Stateless-S2S-Token: enabled`); `ttlMs` shortens
+   * their one-hour lifetime (compressed-time runs).
+   */
+  tokens?: { format?: "classic" | "stateless"; ttlMs?: number };
 }
 
 export interface HubEnv {
@@ -75,6 +81,7 @@ export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle>
     rateLimit: opts.rateLimit ?? 5000,
     randomSeed: opts.randomSeed ?? 1,
     loginAttempts: opts.loginAttempts ?? { max: 20, windowMs: 60_000 },
+    ...(opts.tokens ? { tokens: opts.tokens } : {}),
     ...(opts.now ? { now: opts.now } : {}),
   });
   const routes = new RouteTable();

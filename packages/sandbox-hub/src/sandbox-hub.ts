@@ -9,7 +9,7 @@ import { FaultRules } from "./core/faults.js";
 import { paginate } from "./core/pagination.js";
 import { seededRandom } from "./core/random.js";
 import { RateLimiter } from "./core/ratelimit.js";
-import { LoginAttempts, TokenStore } from "./core/tokens.js";
+import { LoginAttempts, TokenStore, type TokenFormat } from "./core/tokens.js";
 import {
   HubError,
   type AuthInfo,
@@ -38,7 +38,10 @@ export interface RequestRecord {
   /** Whether an Authorization header was sent (never its value). */
   authorization: boolean;
   userAgent: string | undefined;
+  /** When the answer was sent (epoch ms). */
   at: number;
+  /** When the request arrived (epoch ms): what request spacing is measured by. */
+  receivedAt: number;
 }
 
 export interface Effect {
@@ -57,6 +60,8 @@ export interface HubSettings {
   randomSeed: number;
   loginAttempts: { max: number; windowMs: number };
   now?: Date;
+  /** Installation tokens: format (default classic, 40 characters) and lifetime (default one hour). */
+  tokens?: { format?: TokenFormat; ttlMs?: number };
 }
 
 export class SandboxHub implements Hub {
@@ -72,6 +77,8 @@ export class SandboxHub implements Hub {
   readonly requests: RequestRecord[] = [];
   readonly effects: Effect[] = [];
   readonly hook: HookConfig;
+  readonly tokenFormat: TokenFormat;
+  readonly tokenTtlMs: number;
   readonly appId: number;
   readonly appSlug: string;
   readonly appName: string;
@@ -86,6 +93,8 @@ export class SandboxHub implements Hub {
   constructor(settings: HubSettings) {
     this.clock = new SandboxClock(settings.now);
     this.appId = settings.appId;
+    this.tokenFormat = settings.tokens?.format ?? "classic";
+    this.tokenTtlMs = settings.tokens?.ttlMs ?? 60 * 60 * 1000;
     this.appSlug = settings.appSlug;
     this.appName = settings.appName;
     this.appPublicKey = settings.publicKey;

@@ -62,7 +62,8 @@ function authenticate(hub: SandboxHub, header: string | undefined, source: strin
   };
   if (!m) return fail();
   const credential = m[2]!;
-  if (looksLikeJwt(credential)) {
+  // The new installation tokens (`ghs_<app>_<JWT>`) contain dots too: a prefixed credential is a token.
+  if (!/^gh[a-z]_/.test(credential) && looksLikeJwt(credential)) {
     const result = verifyAppJwt(credential, (id) => (id === hub.appId ? hub.appPublicKey : undefined), hub.now());
     return result.ok ? { kind: "app", appId: result.appId } : fail();
   }
@@ -156,6 +157,7 @@ function errorResponse(err: HubError): HubResponse {
 }
 
 async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const receivedAt = Date.now();
   const raw = await readBody(req);
   const url = new URL(req.url ?? "/", "http://sandbox");
   const method = (req.method ?? "GET").toUpperCase();
@@ -195,7 +197,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault!.latencyMs));
       // A fault `after` the route is decided now and applied once the route has run (below).
       if (fault?.drop && !fault.after) {
-        record(hub, hubReq, match, 0, req);
+        record(hub, hubReq, match, 0, req, receivedAt);
         req.socket.destroy();
         return;
       }
@@ -235,7 +237,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   // A fault `after` the route: the change stands, but the client never sees the real answer.
   if (fault?.after && fault.drop) {
     if (counted && bucket) bucket.used += 1;
-    record(hub, hubReq, match, 0, req);
+    record(hub, hubReq, match, 0, req, receivedAt);
     req.socket.destroy();
     return;
   }
@@ -272,12 +274,12 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   headers.Status = statusLine(status);
   const body = payload === undefined || method === "HEAD" ? undefined : typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
   headers["Content-Length"] = String(body?.length ?? 0);
-  if (logged) record(hub, hubReq, match, status, req);
+  if (logged) record(hub, hubReq, match, status, req, receivedAt);
   res.writeHead(status, headers);
   res.end(body);
 }
 
-function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined, status: number, raw: IncomingMessage): void {
+function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined, status: number, raw: IncomingMessage, receivedAt: number): void {
   hub.requests.push({
     method: req.method,
     path: req.path,
@@ -288,5 +290,6 @@ function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined,
     authorization: raw.headers.authorization !== undefined,
     userAgent: raw.headers["user-agent"],
     at: Date.now(),
+    receivedAt,
   });
 }

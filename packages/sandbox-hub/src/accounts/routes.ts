@@ -5,7 +5,6 @@ import type { RouteTable } from "../core/router.js";
 import { HubError, type HubRequest, type Installation } from "../core/types.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 
-const TOKEN_TTL_MS = 60 * 60 * 1000;
 
 function requireInstallation(hub: SandboxHub, id: string): Installation {
   const inst = hub.accounts.installations.get(Number(id));
@@ -122,12 +121,13 @@ export function installAccountRoutes(hub: SandboxHub, router: RouteTable): void 
         repositoryIds.push(repo.id);
       }
     }
-    const token = hub.tokens.issueInstallationToken({
-      installationId: inst.id,
-      expiresAt: new Date(hub.now().getTime() + TOKEN_TTL_MS),
-      permissions,
-      repositoryIds,
-    });
+    // GitHub's opt-in header for the new format during its roll-out; the hub option makes it the default.
+    const stateless = hub.tokenFormat === "stateless" || req.headers["x-github-stateless-s2s-token"] === "enabled";
+    const token = hub.tokens.issueInstallationToken(
+      { installationId: inst.id, expiresAt: new Date(hub.now().getTime() + hub.tokenTtlMs), permissions, repositoryIds },
+      stateless ? "stateless" : "classic",
+      hub.appId,
+    );
     const out: Record<string, unknown> = {
       token: token.token,
       expires_at: hub.timestamp(token.expiresAt),

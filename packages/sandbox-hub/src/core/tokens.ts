@@ -26,13 +26,44 @@ function randomToken(prefix: string): string {
   return out;
 }
 
+/**
+ * Installation token formats: `classic` is the 40-character `ghs_` + 36 characters; `stateless`
+ * is GitHub's newer `ghs_<app id>_<JWT>`, about 520 characters and of varying length.
+ */
+export type TokenFormat = "classic" | "stateless";
+
+const b64url = (data: string | Buffer) => Buffer.from(data).toString("base64url");
+
+/** Opaque to clients, as GitHub asks; shaped like the real thing (two dots, base64url parts). */
+function statelessToken(appId: number, installationId: number, expiresAt: Date): string {
+  const header = b64url(JSON.stringify({ alg: "RS256", typ: "JWT" }));
+  const payload = b64url(
+    JSON.stringify({ iss: appId, ins: installationId, exp: Math.floor(expiresAt.getTime() / 1000), jti: randomBytes(24).toString("base64url"), v: 1 }),
+  );
+  return `ghs_${appId}_${header}.${payload}.${b64url(randomBytes(256))}`;
+}
+
 export class TokenStore {
   private readonly tokens = new Map<string, InstallationToken | UserToken>();
+  /** Installation tokens issued so far, per installation (what a test counts as mints). */
+  readonly minted = new Map<number, number>();
 
-  issueInstallationToken(t: Omit<InstallationToken, "kind" | "token">): InstallationToken {
-    const token: InstallationToken = { kind: "installation", token: randomToken("ghs_"), ...t };
+  issueInstallationToken(t: Omit<InstallationToken, "kind" | "token">, format: TokenFormat = "classic", appId = 0): InstallationToken {
+    const value = format === "stateless" ? statelessToken(appId, t.installationId, t.expiresAt) : randomToken("ghs_");
+    const token: InstallationToken = { kind: "installation", token: value, ...t };
     this.tokens.set(token.token, token);
+    this.minted.set(t.installationId, (this.minted.get(t.installationId) ?? 0) + 1);
     return token;
+  }
+
+  /** Whether `value` is a token this hub issued and still honours. */
+  isIssued(value: string): boolean {
+    return this.tokens.has(value);
+  }
+
+  /** Every installation token issued and not revoked (tests look for them where they must not be). */
+  installationTokens(): string[] {
+    return [...this.tokens.values()].filter((t) => t.kind === "installation").map((t) => t.token);
   }
 
   /** One stable token per user (like a personal access token). */

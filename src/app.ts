@@ -20,6 +20,7 @@ import { loadHandlerModules } from "./router/load-handlers.js";
 import { sweepRedeliveries } from "./recovery/redeliver.js";
 import { startPeriodic, type Periodic } from "./ops/periodic.js";
 import { builtinHandlers } from "../handlers/index.js";
+import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -114,6 +115,9 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     ...(await loadHandlerModules(config.handlerPaths, { config, logger })),
   ];
   const metrics = createMetrics();
+  const budget = new ApiBudget();
+  let listening: string | undefined;
+  const publicBase = () => consoleBase(config, listening);
   // Several replicas share one Redis: the queue and state live there, and so does API throttling.
   let throttle: SharedThrottle | undefined;
   let store: SqliteStore | RedisStore;
@@ -129,7 +133,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const octokits = createOctokitFactory({
     config,
     logger,
-    observe: { request: (who, status, remaining) => metrics.apiRequest(who, status, remaining) },
+    observe: {
+      request: (who, status, remaining) => {
+        metrics.apiRequest(who, status, remaining);
+        budget.note(who, remaining);
+      },
+    },
     ...(throttle ? { sharedThrottle: throttle } : {}),
     ...opts.api,
   });
@@ -143,10 +152,22 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       octokits,
       policies,
       logger,
-      checkReporterFor: (octokit) => createCheckReporter(octokit, { detailsUrl: config.statusUrl, appId: config.appId }),
+      checkReporterFor: (octokit, deliveryId) => createCheckReporter(octokit, { detailsUrl: detailsUrlFor(publicBase(), deliveryId), appId: config.appId }),
       observe: { outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds) },
     });
+    const running0 = engine;
+    const consoleRoutes = mountConsole({
+      config,
+      store,
+      depth: () => running0.intake.depth(),
+      replay: (id) => running0.replay(id),
+      handlers,
+      budget,
+      baseUrl: publicBase,
+      logger,
+    });
     const http = createStewardHttp({
+      pages: consoleRoutes,
       webhookPath: config.webhookPath,
       secrets: config.webhookSecrets,
       intake: engine.intake,
@@ -158,6 +179,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     await engine.start();
     const address = await listen(http.server, config.port, config.host);
     const url = urlOf(address, config.host);
+    listening = url;
     const sweeper = startRedeliverySweeper(config, store, octokits, logger);
     const running = engine;
     let closing: Promise<void> | undefined;
@@ -175,6 +197,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
           await sweeper.stop(HTTP_CLOSE_GRACE_MS);
           await running.stop(config.shutdownTimeoutMs);
+          consoleRoutes.close();
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
           await store.close();
           await throttle?.close();

@@ -23,10 +23,17 @@ export const DEFAULT_TIMEOUTS: ServerTimeouts = {
   keepAliveTimeoutMs: 5_000,
 };
 
+/** Pages mounted beside the webhook path (the console), which own their paths and methods. */
+export interface MountedPages {
+  owns(path: string): boolean;
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
 export interface ServiceServerOptions {
   webhookPath: string;
   receiver: WebhookReceiver;
   ops: Record<string, OpsRoute>;
+  pages?: MountedPages;
   logger: Logger;
   timeouts?: Partial<ServerTimeouts>;
 }
@@ -69,7 +76,8 @@ export function createServiceServer(opts: ServiceServerOptions & { drainState: D
     const path = pathOf(req);
     const decision = route(method, path, opts.webhookPath, opsPaths);
     let work: Promise<void>;
-    if (decision.kind === "webhook") work = opts.receiver(req, res);
+    if (decision.kind === "refuse" && decision.status === 404 && opts.pages?.owns(path)) work = opts.pages.handle(req, res);
+    else if (decision.kind === "webhook") work = opts.receiver(req, res);
     else if (decision.kind === "ops") work = opts.ops[path]!(req, res);
     else {
       const message = decision.status === 404 ? "not found" : `method ${method} not allowed`;
@@ -129,6 +137,7 @@ export function createStewardHttp(opts: {
   metrics: Metrics;
   maxBodyBytes?: number;
   timeouts?: Partial<ServerTimeouts>;
+  pages?: MountedPages;
 }): ServiceServer {
   const drainState = new DrainState();
   const isDraining = () => drainState.draining;
@@ -149,5 +158,6 @@ export function createStewardHttp(opts: {
     logger: opts.logger,
     timeouts: opts.timeouts,
     drainState,
+    ...(opts.pages ? { pages: opts.pages } : {}),
   });
 }

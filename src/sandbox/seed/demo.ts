@@ -45,7 +45,7 @@ jobs:
 `;
 
 export function seedDemo(control: Control): Installation {
-  control.createOrg(DEMO_ORG, { members: ["octo-admin", "release-manager", "dev-dana"] });
+  control.createOrg(DEMO_ORG, { members: ["octo-admin", "release-manager", "dev-dana"], owners: ["octo-admin"] });
   control.createUser("contributor");
   control.createRepo({ owner: DEMO_ORG, name: ".github", private: true, files: { "profile/README.md": "# Acme\n" } });
   control.createRepo({
@@ -70,5 +70,7 @@ export function seedDemo(control: Control): Installation {
     private: true,
     files: { "pyproject.toml": "[project]\nname = \"billing\"\n", ".github/workflows/ci.yml": CI_WORKFLOW, ".github/workflows/deploy.yml": DEPLOY_WORKFLOW },
   });
+  // Billing is private to its team: dev-dana, a member, does not reach it.
+  control.restrictRepo(DEMO_ORG, "service-billing", ["release-manager"]);
   return control.install(DEMO_ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all", events: STEWARD_EVENTS });
 }

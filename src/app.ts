@@ -21,6 +21,7 @@ import { sweepRedeliveries } from "./recovery/redeliver.js";
 import { startPeriodic, type Periodic } from "./ops/periodic.js";
 import { builtinHandlers } from "../handlers/index.js";
 import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
+import { policyView } from "./console/policy-view.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -164,6 +165,11 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       handlers,
       budget,
       baseUrl: publicBase,
+      policyOf: async (owner, repo) => {
+        const app = await octokits.appOctokit();
+        const { data } = await app.request("GET /repos/{owner}/{repo}/installation", { owner, repo });
+        return policyView(await octokits.octokitFor(data.id), policies, owner, repo);
+      },
       logger,
     });
     const http = createStewardHttp({

@@ -3,31 +3,14 @@
 // sealed cookies, the off state, the schema, and check runs' details links.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
-import { defineHandler } from "../../src/handler.js";
-import { builtinHandlers } from "../../handlers/index.js";
+import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 import { signIn, Visitor } from "./session.js";
 
 const ORG = "acme";
+let world: ConsoleWorld;
 let stack: SandboxStack;
 let base: string;
-let pushRuns = 0;
-
-/** Fails for good on a push whose commit message says "break": the delivery becomes a dead letter. */
-const picky = defineHandler<unknown>({
-  name: "picky",
-  events: ["push"],
-  async handle(ctx) {
-    pushRuns++;
-    const message = String((ctx.payload as { head_commit?: { message?: string } }).head_commit?.message ?? "");
-    if (message.includes("break")) return { status: "failed", error: `refused commit "${message}"`, retryable: false };
-    return { status: "done", summary: `accepted commit "${message}" because it does not say break` };
-  },
-});
-
-async function settle(): Promise<void> {
-  await stack.hub.control.settled();
-  await stack.steward.engine.idle();
-}
+const settle = () => world.settle();
 
 async function deliveryIdOf(repo: string, status?: "dead"): Promise<string> {
   const page = await stack.steward.store.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push", ...(status ? { status } : {}) });
@@ -36,8 +19,9 @@ async function deliveryIdOf(repo: string, status?: "dead"): Promise<string> {
 }
 
 beforeAll(async () => {
-  stack = await startSandboxStack({ handlers: [...builtinHandlers, picky], env: { STEWARD_MAX_ATTEMPTS: "1" } });
-  base = stack.steward.url;
+  world = await consoleWorld();
+  stack = world.stack;
+  base = world.base;
   stack.hub.control.pushFiles({ owner: ORG, repo: "web", files: { "README.md": "# web\n" }, message: "docs" });
   stack.hub.control.pushFiles({ owner: ORG, repo: "service-billing", files: { "rates.txt": "1\n" }, message: "break the rates" });
   await settle();
@@ -151,11 +135,11 @@ describe("what an owner and a member see and may do", () => {
 
     // Her own CSRF token does not make her an owner.
     const csrf = dana.csrfFrom(overview.text);
-    const runs = pushRuns;
+    const runs = world.pushRuns();
     const refused = await dana.request(`/console/deliveries/${deadId}/replay`, { form: { csrf } });
     expect(refused.status).toBe(403);
     await settle();
-    expect(pushRuns).toBe(runs);
+    expect(world.pushRuns()).toBe(runs);
   });
 
   it("the owner replays the dead letter with a POST carrying the CSRF token; without it nothing happens", async () => {
@@ -163,21 +147,21 @@ describe("what an owner and a member see and may do", () => {
     const deadId = await deliveryIdOf("service-billing", "dead");
     const page = await owner.visit("/console/dead");
     const csrf = owner.csrfFrom(page.text);
-    const runs = pushRuns;
+    const runs = world.pushRuns();
     expect((await owner.request(`/console/deliveries/${deadId}/replay`, { form: { csrf: "wrong" } })).status).toBe(403);
     expect((await owner.request(`/console/deliveries/${deadId}/replay`, { form: { csrf }, headers: { origin: "https://evil.example" } })).status).toBe(403);
     expect((await owner.request(`/console/deliveries/${deadId}/replay`, { method: "GET" })).status).toBe(404);
     await settle();
-    expect(pushRuns).toBe(runs);
+    expect(world.pushRuns()).toBe(runs);
     const done = await owner.visit(`/console/deliveries/${deadId}/replay`, { form: { csrf, back: "/console/dead" } });
     expect(done.url).toMatch(/\/console\/dead\?replayed=1$/);
     await settle();
-    expect(pushRuns).toBe(runs + 1);
+    expect(world.pushRuns()).toBe(runs + 1);
     // Still refused by the handler: dead again, and "replay all matching" finds it once more.
     const all = await owner.visit("/console/dead/replay", { form: { csrf, repository: "acme/service-billing" } });
     expect(all.text).toContain("Queued again: 1 delivery.");
     await settle();
-    expect(pushRuns).toBe(runs + 2);
+    expect(world.pushRuns()).toBe(runs + 2);
   });
 });
 
@@ -200,6 +184,19 @@ describe("console surface", () => {
     const page = await owner.visit(run!.details_url);
     expect(page.status).toBe(200);
     expect(page.text).toContain("pull_request");
+  });
+
+  it("shows a repository's effective policy with the file and line each value came from", async () => {
+    stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { ".github/steward.yml": "rerun:\n  enabled: true\n  max_attempts: 4\n" }, message: "org policy" });
+    stack.hub.control.pushFiles({ owner: ORG, repo: "web", files: { ".github/steward.yml": "# web's own\nrerun:\n  max_attempts: 3\n" }, message: "web policy" });
+    await settle();
+    const dana = await signIn(base, "dev-dana");
+    const page = await dana.visit("/console/policies/acme/web");
+    expect(page.status).toBe(200);
+    const row = (path: string) => new RegExp(`<code>${path.replace(/\./g, "\\.")}</code></th><td><code>([^<]*)</code></td><td>([^<]*)</td>`).exec(page.text)?.slice(1);
+    expect(row("rerun.max_attempts")).toEqual(["3", "acme/web:.github/steward.yml:3"]);
+    expect(row("rerun.enabled")).toEqual(["true", "acme/.github:.github/steward.yml:2"]);
+    expect(row("rerun.mode")).toEqual(["&#34;failed_jobs&#34;", "default"]);
   });
 
   it("without OAuth credentials the console is off and says so at its path", async () => {

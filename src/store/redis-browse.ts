@@ -9,7 +9,9 @@ import { pageLimit, type ActivityRow, type DeliveryBrowser, type DeliveryPage, t
 
 const BATCH = 200;
 /** Deliveries read for one page at most: a rare filter answers a short page with a cursor, not a scan of everything. */
-const MAX_SCAN = 5_000;
+const MAX_SCAN = 20_000;
+/** Time spent scanning for one page at most (after the first batch), for the same reason. */
+const SCAN_BUDGET_MS = 100;
 /** Above this many readable repositories, read every delivery and filter rather than merging one zset per repository. */
 const MAX_MERGED = 64;
 /** The overview counts at most this many recent deliveries. */
@@ -89,7 +91,8 @@ export class RedisBrowse implements DeliveryBrowser {
     let scanned = 0;
     let last: Position | undefined;
     let exhausted = keys.length === 0;
-    while (!exhausted && found.length < limit && scanned < MAX_SCAN) {
+    const deadline = Date.now() + SCAN_BUDGET_MS;
+    while (!exhausted && found.length < limit && scanned < MAX_SCAN && (scanned === 0 || Date.now() < deadline)) {
       const batches = await Promise.all(keys.map((key) => this.#below(key, upper)));
       // Merged entries are complete down to the oldest entry the truncated sources returned.
       let floor: Position | undefined;
@@ -104,13 +107,15 @@ export class RedisBrowse implements DeliveryBrowser {
       exhausted = floor === undefined;
       const inRange = q.since === undefined ? merged : merged.filter((e) => e.score >= q.since!);
       if (inRange.length < merged.length) exhausted = true;
-      const states = await this.#states(inRange.map((e) => e.id), q.handler !== undefined || q.outcome !== undefined);
-      for (let i = 0; i < inRange.length; i++) {
-        const e = inRange[i]!;
+      // Outcome filters are checked first, on the outcomes alone: most candidates end there.
+      const outcomeOk = q.handler !== undefined || q.outcome !== undefined ? await this.#outcomeMatches(inRange.map((e) => e.id), q) : undefined;
+      const wanted = outcomeOk ? inRange.filter((_, i) => outcomeOk[i]) : inRange;
+      const states = new Map((await this.#states(wanted.map((e) => e.id))).map((s, i) => [wanted[i]!.id, s]));
+      for (const e of inRange) {
         last = e;
         scanned++;
-        const s = states[i]!;
-        if (s.state.id !== undefined && this.#matches(q, allowed, s.state, s.outcomes)) found.push(summaryOf(s.state));
+        const s = states.get(e.id);
+        if (s?.id !== undefined && this.#matches(q, allowed, s)) found.push(summaryOf(s));
         if (found.length === limit || scanned >= MAX_SCAN) break;
       }
       if (inRange.length === 0) break;
@@ -120,31 +125,37 @@ export class RedisBrowse implements DeliveryBrowser {
     return { items: found, next: more && last ? `${last.score}:${last.id}` : undefined };
   }
 
-  async #states(ids: string[], withOutcomes: boolean): Promise<{ state: Record<string, string>; outcomes: Record<string, string> }[]> {
-    if (ids.length === 0) return [];
+  async #exec<T>(fill: (p: ReturnType<Redis["pipeline"]>) => void): Promise<T[]> {
     const p = this.client.pipeline();
-    for (const id of ids) {
-      p.hgetall(this.keys.delivery(id));
-      if (withOutcomes) p.hgetall(this.keys.outcomes(id));
-    }
-    const results = ((await p.exec()) ?? []).map(([error, value]) => {
+    fill(p);
+    return ((await p.exec()) ?? []).map(([error, value]) => {
       if (error) throw error;
-      return value as Record<string, string>;
+      return value as T;
     });
-    const step = withOutcomes ? 2 : 1;
-    return ids.map((_, i) => ({ state: results[i * step]!, outcomes: withOutcomes ? results[i * step + 1]! : {} }));
   }
 
-  #matches(q: DeliveryQuery, allowed: Set<string> | undefined, s: Record<string, string>, outcomes: Record<string, string>): boolean {
+  #states(ids: string[]): Promise<Record<string, string>[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.#exec((p) => ids.forEach((id) => p.hgetall(this.keys.delivery(id))));
+  }
+
+  /** Per id: whether the handler (or any handler) has the wanted outcome. One field read per id when the handler is named. */
+  async #outcomeMatches(ids: string[], q: DeliveryQuery): Promise<boolean[]> {
+    if (ids.length === 0) return [];
+    const has = (json: string | null | undefined) => json != null && (q.outcome === undefined || (JSON.parse(json) as { status: string }).status === q.outcome);
+    if (q.handler !== undefined) {
+      const values = await this.#exec<string | null>((p) => ids.forEach((id) => p.hget(this.keys.outcomes(id), q.handler!)));
+      return values.map(has);
+    }
+    const all = await this.#exec<string[]>((p) => ids.forEach((id) => p.hvals(this.keys.outcomes(id))));
+    return all.map((vals) => vals.some(has));
+  }
+
+  #matches(q: DeliveryQuery, allowed: Set<string> | undefined, s: Record<string, string>): boolean {
     if (allowed && !allowed.has(s.repo ?? "")) return false;
     if (q.event !== undefined && s.event !== q.event) return false;
     if (q.repository !== undefined && s.repo !== q.repository) return false;
-    if (q.status !== undefined && s.status !== q.status) return false;
-    if (q.handler !== undefined || q.outcome !== undefined) {
-      const candidates = q.handler !== undefined ? [outcomes[q.handler]] : Object.values(outcomes);
-      return candidates.some((json) => json !== undefined && (q.outcome === undefined || (JSON.parse(json) as { status: string }).status === q.outcome));
-    }
-    return true;
+    return q.status === undefined || s.status === q.status;
   }
 
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
@@ -152,11 +163,8 @@ export class RedisBrowse implements DeliveryBrowser {
     const allowed = repositories ? new Set(repositories) : undefined;
     const counts = new Map<string, ActivityRow>();
     for (let i = 0; i < ids.length; i += BATCH) {
-      const p = this.client.pipeline();
-      for (const id of ids.slice(i, i + BATCH)) p.hmget(this.keys.delivery(id), "receivedAt", "status", "repo");
-      for (const [error, value] of (await p.exec()) ?? []) {
-        if (error) throw error;
-        const [at, status, repo] = value as (string | null)[];
+      const rows = await this.#exec<(string | null)[]>((p) => ids.slice(i, i + BATCH).forEach((id) => p.hmget(this.keys.delivery(id), "receivedAt", "status", "repo")));
+      for (const [at, status, repo] of rows) {
         if (at === null || status === null || (allowed && !allowed.has(repo ?? ""))) continue;
         const minute = Math.floor(Number(at) / 60_000) * 60_000;
         const key = `${minute}:${status}`;

@@ -11,11 +11,20 @@ function parseCursor(cursor: string | undefined): { at: number; rid: number } | 
   return m ? { at: Number(m[1]), rid: Number(m[2]) } : undefined;
 }
 
-/** WHERE clauses shared by the page and the counts; `params` gets the values. */
-function scope(repositories: readonly string[] | undefined, params: Record<string, unknown>): string[] {
+/** Candidates read per step when an outcome filter is checked row by row. */
+const OUTCOME_CHUNK = 1_000;
+/** Time spent scanning for one page at most (after the first step). */
+const SCAN_BUDGET_MS = 100;
+
+/**
+ * WHERE clause of the reader's repositories; `params` gets the values. For dead letters the
+ * repository term is kept off its index (unary +), so the planner reads the small dead-letter
+ * index instead of every delivery of those repositories.
+ */
+function scope(repositories: readonly string[] | undefined, params: Record<string, unknown>, deadOnly = false): string[] {
   if (repositories === undefined) return [];
   params.repos = JSON.stringify(repositories);
-  return ["d.repository IN (SELECT value FROM json_each(@repos))"];
+  return [`${deadOnly ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
 }
 
 export class SqliteBrowse implements DeliveryBrowser {
@@ -23,8 +32,8 @@ export class SqliteBrowse implements DeliveryBrowser {
 
   async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {
     const limit = pageLimit(q.limit);
-    const params: Record<string, unknown> = { limit: limit + 1 };
-    const where = scope(q.repositories, params);
+    const params: Record<string, unknown> = {};
+    const where = scope(q.repositories, params, q.status === "dead");
     const add = (clause: string, name: string, value: unknown) => {
       if (value === undefined || value === "") return;
       where.push(clause);
@@ -35,30 +44,38 @@ export class SqliteBrowse implements DeliveryBrowser {
     add("d.status = @status", "status", q.status);
     add("d.received_at >= @since", "since", q.since);
     add("d.received_at < @until", "until", q.until);
-    if (q.handler !== undefined || q.outcome !== undefined) {
-      // One primary-key probe per candidate row, not a scan of the outcomes.
-      const parts = ["o.delivery_id = d.id"];
-      if (q.handler !== undefined) parts.push("o.handler = @handler");
-      if (q.outcome !== undefined) parts.push("o.status = @outcome");
-      where.push(`EXISTS (SELECT 1 FROM outcomes o WHERE ${parts.join(" AND ")})`);
-      if (q.handler !== undefined) params.handler = q.handler;
-      if (q.outcome !== undefined) params.outcome = q.outcome;
+    const byOutcome = q.handler !== undefined || q.outcome !== undefined;
+    const probe = byOutcome ? this.#outcomeProbe(q) : undefined;
+    // With a position, a keyset condition the index can seek to (a page deep down costs what the first does).
+    const statement = (after: boolean) => {
+      const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))"] : where;
+      return this.db.prepare(`SELECT d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
+          d.attempts, d.last_error, d.updated_at FROM deliveries d ${all.length ? `WHERE ${all.join(" AND ")}` : ""}
+        ORDER BY d.received_at DESC, d.rowid DESC LIMIT @chunk`);
+    };
+    // An outcome filter is checked per candidate (a primary-key probe of outcomes), a chunk at a
+    // time and within a time budget: a rare outcome answers a short page with a cursor, not a scan of everything.
+    const chunk = byOutcome ? OUTCOME_CHUNK : limit + 1;
+    const deadline = Date.now() + SCAN_BUDGET_MS;
+    const found: SummaryRow[] = [];
+    let position = parseCursor(q.cursor);
+    let more = false;
+    for (let first = true; found.length < limit && (first || Date.now() < deadline); first = false) {
+      const rows = (position ? statement(true).all({ ...params, ...position, chunk }) : statement(false).all({ ...params, chunk })) as SummaryRow[];
+      more = rows.length === chunk;
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i]!;
+        if (found.length === limit) {
+          more = true;
+          break;
+        }
+        position = { at: r.received_at, rid: r.rid };
+        if (!probe || probe(r.id)) found.push(r);
+      }
+      if (!more) break;
     }
-    const after = parseCursor(q.cursor);
-    if (after) {
-      where.push("(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))");
-      Object.assign(params, after);
-    }
-    const sql = `SELECT d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
-        d.attempts, d.last_error, d.updated_at FROM deliveries d
-      ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY d.received_at DESC, d.rowid DESC LIMIT @limit`;
-    const rows = this.db.prepare(sql).all(params) as SummaryRow[];
-    const more = rows.length > limit;
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
     return {
-      items: page.map((r) => ({
+      items: found.map((r) => ({
         id: r.id,
         event: r.event,
         action: r.action ?? undefined,
@@ -70,8 +87,16 @@ export class SqliteBrowse implements DeliveryBrowser {
         updatedAt: new Date(r.updated_at),
         lastError: r.last_error ?? undefined,
       })),
-      next: more && last ? `${last.received_at}.${last.rid}` : undefined,
+      next: more && position ? `${position.at}.${position.rid}` : undefined,
     };
+  }
+
+  #outcomeProbe(q: DeliveryQuery): (id: string) => boolean {
+    const parts = ["delivery_id = @id"];
+    if (q.handler !== undefined) parts.push("handler = @handler");
+    if (q.outcome !== undefined) parts.push("status = @outcome");
+    const stmt = this.db.prepare(`SELECT 1 FROM outcomes WHERE ${parts.join(" AND ")} LIMIT 1`).pluck();
+    return (id) => stmt.get({ id, handler: q.handler ?? null, outcome: q.outcome ?? null }) !== undefined;
   }
 
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
@@ -87,7 +112,7 @@ export class SqliteBrowse implements DeliveryBrowser {
 
   async countDead(repositories?: readonly string[]): Promise<number> {
     const params: Record<string, unknown> = {};
-    const where = ["d.status = 'dead'", ...scope(repositories, params)];
+    const where = ["d.status = 'dead'", ...scope(repositories, params, true)];
     return this.db.prepare(`SELECT count(*) FROM deliveries d WHERE ${where.join(" AND ")}`).pluck().get(params) as number;
   }
 }

@@ -2,7 +2,7 @@
 
 export interface BenchOptions {
   quick: boolean;
-  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile">;
+  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile" | "console">;
   concurrencies: number[];
   seconds: number;
   warmupSeconds: number;
@@ -11,6 +11,8 @@ export interface BenchOptions {
   costSizes: number[];
   costConcurrency: number;
   deliveries: number;
+  /** Deliveries stored for the console pages section. */
+  consoleDeliveries: number;
   profileSeconds: number;
   /** Write test/bench/RESULTS.md (default: full runs only). */
   write: boolean;
@@ -18,9 +20,9 @@ export interface BenchOptions {
   render: boolean;
 }
 
-const ALL = ["intake", "e2e", "cost", "memory", "profile"] as const;
+const ALL = ["intake", "e2e", "cost", "memory", "profile", "console"] as const;
 
-export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile] [--seconds=N]
+export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile,console] [--seconds=N]
   [--durability=process|power] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
   npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
 
@@ -58,6 +60,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     e2e: quick ? { rate: 10, count: 10 } : { rate: 10, count: 200 },
     costSizes: sizes,
     costConcurrency: 16,
+    consoleDeliveries: quick ? 10_000 : 100_000,
     deliveries: number("deliveries", quick ? 3_000 : 1_000_000),
     profileSeconds: quick ? 2 : 8,
     write: flags.has("write") || (!quick && !flags.has("no-write")),

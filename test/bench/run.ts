@@ -11,6 +11,7 @@ import { benchApiCost } from "./api-cost.js";
 import { benchMemory } from "./memory.js";
 import { profileStewardIntake } from "./profile.js";
 import { renderReport, type BenchResults } from "./report.js";
+import { benchConsole } from "./console.js";
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 const log = (s: string) => process.stderr.write(`${s}\n`);
@@ -59,6 +60,10 @@ async function main(): Promise<void> {
   if (o.sections.has("memory")) {
     log(`memory (${o.deliveries} deliveries)`);
     results.memory = await benchMemory({ deliveries: o.deliveries, durability: o.durability }, log);
+  }
+  if (o.sections.has("console")) {
+    log(`console pages (${o.consoleDeliveries} deliveries stored, SQLite and Redis)`);
+    results.console = await benchConsole({ deliveries: o.consoleDeliveries, times: o.quick ? 5 : 20 }, log);
   }
   results.machine.loadAfter = loadavg();
   results.machine.seconds = (Date.now() - started) / 1000;

@@ -5,7 +5,10 @@ import { DELIVERY_STATUSES, filterQuery, filtersOf, OUTCOMES } from "./filters.j
 import type { DeliveryPage } from "../../store/browse.js";
 
 export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string } } = {}): Html {
-  if (page.items.length === 0) return html`<p class="note">No deliveries match.</p>`;
+  if (page.items.length === 0) {
+    // A rare filter stops searching after a bounded stretch: say so rather than "none".
+    return page.next ? html`<p class="note">None among the deliveries searched so far; older ones may match.</p>` : html`<p class="note">No deliveries match.</p>`;
+  }
   return html`<table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Repository</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Delivery</th>${opts.replay ? html`<th scope="col">Last error</th><th scope="col">Action</th>` : ""}</tr></thead>
   <tbody>${page.items.map((d) => html`<tr>
     <td>${time(d.receivedAt)}</td><td>${d.event}${d.action ? `.${d.action}` : ""}</td><td>${d.repository ?? "—"}</td>

@@ -153,7 +153,10 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       octokits,
       policies,
       logger,
-      checkReporterFor: (octokit, deliveryId) => createCheckReporter(octokit, { detailsUrl: detailsUrlFor(publicBase(), deliveryId), appId: config.appId }),
+      checkReporterFor: (octokit, deliveryId) => {
+        const detailsUrl = detailsUrlFor(config, publicBase(), deliveryId);
+        return createCheckReporter(octokit, { ...(detailsUrl ? { detailsUrl } : {}), appId: config.appId });
+      },
       observe: { outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds) },
     });
     const running0 = engine;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 import { signIn, Visitor } from "./session.js";
+import { leakGuard } from "../support/leak-guard.js";
 
 const ORG = "acme";
 let world: ConsoleWorld;
@@ -166,6 +167,18 @@ describe("what an owner and a member see and may do", () => {
 });
 
 describe("console surface", () => {
+  it("every rendered page and response header block reaches the suite's leak guard", async () => {
+    const owner = await signIn(base, "octo-admin");
+    const before = leakGuard.stats().outputs;
+    await owner.visit("/console/deliveries");
+    await owner.request("/console/login");
+    // The page body and its headers, and the sign-in redirect's headers (cookies, Location).
+    expect(leakGuard.stats().outputs).toBeGreaterThanOrEqual(before + 3);
+    const payload = (await stack.steward.store.browseDeliveries({ limit: 1 })).items[0]!.id;
+    const page = await owner.visit(`/console/deliveries/${payload}?payload=1`);
+    expect(leakGuard.scan("delivery page", page.text)).toEqual([]);
+  });
+
   it("serves /steward.schema.json and sends / to the console", async () => {
     const schema = await fetch(`${base}/steward.schema.json`);
     expect(schema.status).toBe(200);

@@ -20,6 +20,8 @@ import { loadHandlerModules } from "./router/load-handlers.js";
 import { sweepRedeliveries } from "./recovery/redeliver.js";
 import { startPeriodic, type Periodic } from "./ops/periodic.js";
 import { builtinHandlers } from "../handlers/index.js";
+import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
+import { policyView } from "./console/policy-view.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -116,6 +118,9 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     ...(await loadHandlerModules(config.handlerPaths, { config, logger })),
   ];
   const metrics = createMetrics();
+  const budget = new ApiBudget();
+  let listening: string | undefined;
+  const publicBase = () => consoleBase(config, listening);
   // Several replicas share one Redis: the queue and state live there, and so do API throttling and tokens.
   let cluster: Cluster | undefined;
   let store: SqliteStore | RedisStore;
@@ -132,7 +137,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const octokits = createOctokitFactory({
     config,
     logger,
-    observe: { request: (who, status, remaining) => metrics.apiRequest(who, status, remaining) },
+    observe: {
+      request: (who, status, remaining) => {
+        metrics.apiRequest(who, status, remaining);
+        budget.note(who, remaining);
+      },
+    },
     ...(cluster ? { sharedThrottle: cluster.throttle, tokenCache: cluster.tokens, sharedWriteSlots: cluster.writeSlots } : {}),
     ...opts.api,
   });
@@ -150,10 +160,30 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       octokits,
       policies,
       logger,
-      checkReporterFor: (octokit) => createCheckReporter(octokit, { detailsUrl: config.statusUrl, appId: config.appId }),
+      checkReporterFor: (octokit, deliveryId) => {
+        const detailsUrl = detailsUrlFor(config, publicBase(), deliveryId);
+        return createCheckReporter(octokit, { ...(detailsUrl ? { detailsUrl } : {}), appId: config.appId });
+      },
       observe: { outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds) },
     });
+    const running0 = engine;
+    const consoleRoutes = mountConsole({
+      config,
+      store,
+      depth: () => running0.intake.depth(),
+      replay: (id) => running0.replay(id),
+      handlers,
+      budget,
+      baseUrl: publicBase,
+      policyOf: async (owner, repo) => {
+        const app = await octokits.appOctokit();
+        const { data } = await app.request("GET /repos/{owner}/{repo}/installation", { owner, repo });
+        return policyView(await octokits.octokitFor(data.id), policies, owner, repo);
+      },
+      logger,
+    });
     const http = createStewardHttp({
+      pages: consoleRoutes,
       webhookPath: config.webhookPath,
       secrets: config.webhookSecrets,
       intake: engine.intake,
@@ -165,6 +195,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     await engine.start();
     const address = await listen(http.server, config.port, config.host);
     const url = urlOf(address, config.host);
+    listening = url;
     const sweeper = startRedeliverySweeper(config, store, octokits, logger);
     const running = engine;
     let closing: Promise<void> | undefined;
@@ -182,6 +213,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
           await sweeper.stop(HTTP_CLOSE_GRACE_MS);
           await running.stop(config.shutdownTimeoutMs);
+          consoleRoutes.close();
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
           await store.close();
           await cluster?.close();

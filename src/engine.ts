@@ -38,7 +38,7 @@ export interface EngineOptions {
   octokits: OctokitFactory;
   policies: PolicyLoader;
   logger: Logger;
-  checkReporterFor: (octokit: InstallationOctokit) => CheckReporter;
+  checkReporterFor: (octokit: InstallationOctokit, deliveryId?: string) => CheckReporter;
   observe?: { outcome(handler: string, status: Outcome["status"], seconds: number): void };
   /** Backoff between attempts (attempt count comes from config.maxAttempts). */
   retry?: { baseMs: number; maxMs: number };

@@ -239,6 +239,25 @@ function redisUrl(env: Env): string | undefined {
   return raw;
 }
 
+/** GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET (Probot's names): both or neither; the console is off without them. */
+function oauthClient(env: Env): Pick<StewardConfig, "oauth" | "sessionSecret"> {
+  const id = read(env, "GITHUB_CLIENT_ID");
+  const secret = read(env, "GITHUB_CLIENT_SECRET");
+  const session = read(env, "STEWARD_SESSION_SECRET");
+  registerSecret(secret);
+  registerSecret(session);
+  if ((id === undefined) !== (secret === undefined)) {
+    throw new ConfigError(id === undefined ? "GITHUB_CLIENT_ID" : "GITHUB_CLIENT_SECRET", "is not set, and the other half of the app's OAuth client is (set both or neither)");
+  }
+  if (session !== undefined && session.length < 32) {
+    throw new ConfigError("STEWARD_SESSION_SECRET", "must be at least 32 characters");
+  }
+  return {
+    ...(id !== undefined && secret !== undefined ? { oauth: { clientId: id, clientSecret: secret } } : {}),
+    ...(session !== undefined ? { sessionSecret: session } : {}),
+  };
+}
+
 /** Just the logging settings: sandbox mode needs them without the rest of the configuration. */
 export function loadLogSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "logLevel" | "logFormat"> {
   return {
@@ -278,5 +297,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     durability: oneOf(env, "STEWARD_DURABILITY", ["process", "power"] as const, "process"),
     bodyTimeoutMs: duration(env, "STEWARD_BODY_TIMEOUT", "15s"),
     ...(redis === undefined ? {} : { redisUrl: redis }),
+    ...oauthClient(env),
   };
 }

@@ -45,4 +45,8 @@ export interface StewardConfig {
    * password: a secret, never logged.
    */
   redisUrl?: string;
+  /** The app's OAuth client (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET): the console's sign-in. Absent: console off. */
+  oauth?: { clientId: string; clientSecret: string };
+  /** STEWARD_SESSION_SECRET: keys the console's session cookies; derived from the app's secrets when absent. */
+  sessionSecret?: string;
 }

@@ -27,10 +27,17 @@ export const DEFAULT_TIMEOUTS: ServerTimeouts = {
   bodyTimeoutMs: DEFAULT_BODY_TIMEOUT_MS,
 };
 
+/** Pages mounted beside the webhook path (the console), which own their paths and methods. */
+export interface MountedPages {
+  owns(path: string): boolean;
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
 export interface ServiceServerOptions {
   webhookPath: string;
   receiver: WebhookReceiver;
   ops: Record<string, OpsRoute>;
+  pages?: MountedPages;
   logger: Logger;
   timeouts?: Partial<ServerTimeouts>;
 }
@@ -73,7 +80,8 @@ export function createServiceServer(opts: ServiceServerOptions & { drainState: D
     const path = pathOf(req);
     const decision = route(method, path, opts.webhookPath, opsPaths);
     let work: Promise<void>;
-    if (decision.kind === "webhook") work = opts.receiver(req, res);
+    if (decision.kind === "refuse" && decision.status === 404 && opts.pages?.owns(path)) work = opts.pages.handle(req, res);
+    else if (decision.kind === "webhook") work = opts.receiver(req, res);
     else if (decision.kind === "ops") work = opts.ops[path]!(req, res);
     else {
       const message = decision.status === 404 ? "not found" : `method ${method} not allowed`;
@@ -135,6 +143,7 @@ export function createStewardHttp(opts: {
   /** Request body bytes held at once, all deliveries together (default DEFAULT_MAX_BYTES_IN_FLIGHT). */
   maxBytesInFlight?: number;
   timeouts?: Partial<ServerTimeouts>;
+  pages?: MountedPages;
 }): ServiceServer {
   const drainState = new DrainState();
   const isDraining = () => drainState.draining;
@@ -157,5 +166,6 @@ export function createStewardHttp(opts: {
     logger: opts.logger,
     timeouts: opts.timeouts,
     drainState,
+    ...(opts.pages ? { pages: opts.pages } : {}),
   });
 }

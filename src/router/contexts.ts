@@ -15,7 +15,8 @@ export interface ContextDeps {
   store: Store;
   octokits: OctokitFactory;
   policies: PolicyLoader;
-  checkReporterFor: (octokit: InstallationOctokit) => CheckReporter;
+  /** The delivery's id when there is one: its check runs link to the console's page of it. */
+  checkReporterFor: (octokit: InstallationOctokit, deliveryId?: string) => CheckReporter;
   schedulerFor(handler: string): Scheduler;
 }
 
@@ -39,12 +40,12 @@ export function policyLoaderFor<P>(
   };
 }
 
-function lazyChecks(deps: ContextDeps, octokit: InstallationOctokit | undefined): CheckReporter {
+function lazyChecks(deps: ContextDeps, octokit: InstallationOctokit | undefined, deliveryId: string | undefined): CheckReporter {
   let reporter: CheckReporter | undefined;
   return {
     report: (report) => {
       if (!octokit) return Promise.reject(new Error("check runs need an installation, and this one has none"));
-      reporter ??= deps.checkReporterFor(octokit);
+      reporter ??= deps.checkReporterFor(octokit, deliveryId);
       return reporter.report(report);
     },
   };
@@ -62,7 +63,7 @@ export interface DeliveryFacts {
 function commonParts<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
-  extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number },
+  extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number; deliveryId?: string },
 ) {
   const { octokit } = extra;
   return {
@@ -73,7 +74,7 @@ function commonParts<P>(
     log: extra.log,
     store: deps.store,
     scheduler: deps.schedulerFor(handler.name),
-    checks: lazyChecks(deps, octokit),
+    checks: lazyChecks(deps, octokit, extra.deliveryId),
     attempt: extra.attempt,
     config: deps.config,
   };
@@ -98,7 +99,7 @@ export function handlerContext<P>(
     installationId: facts.installationId,
     policy: extra.policy,
   };
-  return extend(specific, commonParts(deps, handler, extra));
+  return extend(specific, commonParts(deps, handler, { ...extra, deliveryId: facts.deliveryId }));
 }
 
 export function taskContext<P>(

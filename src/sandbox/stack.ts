@@ -43,6 +43,8 @@ export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise
       STEWARD_DATA_DIR: opts.dataDir ?? ownDataDir!,
       STEWARD_ADMIN_REPO: ".github",
       STEWARD_REVIEWER_TOKEN: hub.control.userToken("release-manager"),
+      GITHUB_CLIENT_ID: hub.env.GITHUB_CLIENT_ID,
+      GITHUB_CLIENT_SECRET: hub.env.GITHUB_CLIENT_SECRET,
       LOG_LEVEL: "warn",
       ...(opts.env ?? {}),
     });

@@ -16,13 +16,15 @@ import type { RedisKeys } from "./redis-keys.js";
 import type { RedisLeases } from "./redis-leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";
 
-// KEYS: body, state, due, all. ARGV: body json, id, event, action, installation, repository, receivedAt, now
+// KEYS: body, state, due, all, by repository, by event. ARGV: body json, id, event, action, installation, repository, receivedAt, now
 const recordLua = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
   'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
 redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[2])
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
 return 1`;
 
 // KEYS: state, outcomes. ARGV: token, handler, record json (without attempts)
@@ -35,7 +37,7 @@ if previous then record.attempts = (cjson.decode(previous).attempts or 0) + 1 en
 redis.call('HSET', KEYS[2], ARGV[2], cjson.encode(record))
 return 1`;
 
-// KEYS: state, due, leased, leases, done. ARGV: token, id, status, nextRunAt, hasError, lastError, now
+// KEYS: state, due, leased, leases, done, dead. ARGV: token, id, status, nextRunAt, hasError, lastError, now
 const finishLua = `
 if redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'status', ARGV[3], 'nextRunAt', ARGV[4], 'updatedAt', ARGV[7])
@@ -44,10 +46,11 @@ if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'lastError', ARGV[6]) else re
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('HDEL', KEYS[4], ARGV[1])
 if ARGV[3] == 'failed' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
-elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
+elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2])
+elseif ARGV[3] == 'dead' then redis.call('ZADD', KEYS[6], redis.call('HGET', KEYS[1], 'receivedAt'), ARGV[2]) end
 return 1`;
 
-// KEYS: state, outcomes, due, done. ARGV: id, now
+// KEYS: state, outcomes, due, done, dead. ARGV: id, now
 const replayLua = `
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'running' then return 0 end
@@ -56,12 +59,16 @@ redis.call('HDEL', KEYS[1], 'lastError')
 redis.call('DEL', KEYS[2])
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
 return 1`;
 
 // KEYS: done, all. ARGV: prefix, before (exclusive), batch
 const purgeLua = `
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 for _, id in ipairs(ids) do
+  local where = redis.call('HMGET', ARGV[1] .. 'd:' .. id, 'repo', 'event')
+  if where[1] and where[1] ~= '' then redis.call('ZREM', ARGV[1] .. 'ix:r:' .. where[1], id) end
+  if where[2] then redis.call('ZREM', ARGV[1] .. 'ix:e:' .. where[2], id) end
   redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id)
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
@@ -145,10 +152,10 @@ export class RedisDeliveries {
     private readonly keys: RedisKeys,
     private readonly leases: RedisLeases,
   ) {
-    this.#record = defineScript(client, "stewardRecord", 4, recordLua);
+    this.#record = defineScript(client, "stewardRecord", 6, recordLua);
     this.#outcome = defineScript(client, "stewardRecordOutcome", 2, outcomeLua);
-    this.#finish = defineScript(client, "stewardFinishDelivery", 5, finishLua);
-    this.#replay = defineScript(client, "stewardReplay", 4, replayLua);
+    this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
+    this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
     this.#purge = defineScript(client, "stewardPurgeFinished", 2, purgeLua);
   }
 
@@ -158,7 +165,7 @@ export class RedisDeliveries {
     const body = JSON.stringify({ headers: keptHeaders(d.headers), payload: d.payload });
     const now = Date.now();
     const result = await this.#record(
-      [k.body(d.id), k.delivery(d.id), k.due, k.all],
+      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event)],
       [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now],
     );
     return result === 1 ? "recorded" : "duplicate";
@@ -197,7 +204,7 @@ export class RedisDeliveries {
     const lastError = decision.status === "done" ? undefined : decision.lastError;
     const k = this.keys;
     const result = await this.#finish(
-      [k.delivery(deliveryId), k.due, k.leased, k.leases, k.done],
+      [k.delivery(deliveryId), k.due, k.leased, k.leases, k.done, k.dead],
       [token, deliveryId, decision.status, nextRunAt, lastError === undefined ? "0" : "1", lastError ?? "", now],
     );
     return result === 1;
@@ -236,7 +243,7 @@ export class RedisDeliveries {
 
   async replayDelivery(id: string): Promise<boolean> {
     const k = this.keys;
-    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done], [id, Date.now()])) === 1;
+    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now()])) === 1;
   }
 
   async purgeFinished(before: number): Promise<number> {

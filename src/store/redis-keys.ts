@@ -22,6 +22,11 @@ export class RedisKeys {
   get all(): string { return `${this.prefix}all`; }
   /** Zset of done deliveries by finish time (retention purge). */
   get done(): string { return `${this.prefix}done`; }
+  /** Zset of dead letters by receipt time (the console's dead-letter page). */
+  get dead(): string { return `${this.prefix}dead`; }
+  /** Zsets of deliveries by receipt time per repository and per event (the console's filters). Lua builds the same names. */
+  byRepository(fullName: string): string { return `${this.prefix}ix:r:${fullName}`; }
+  byEvent(event: string): string { return `${this.prefix}ix:e:${event}`; }
 
   // tasks
   /** Member naming a task in the task zsets: unambiguous for any handler name and key. */

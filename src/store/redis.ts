@@ -25,6 +25,8 @@ import type { AuditEntry, KeyValue, Store } from "./types.js";
 import { connectRedis, describeRedisUrl, persistenceOf, warnAboutPersistence } from "./redis-connect.js";
 import { defaultRedisPrefix, RedisKeys } from "./redis-keys.js";
 import { RedisDeliveries } from "./redis-deliveries.js";
+import { RedisBrowse } from "./redis-browse.js";
+import type { ActivityRow, DeliveryBrowser, DeliveryPage, DeliveryQuery } from "./browse.js";
 import { RedisTasks } from "./redis-tasks.js";
 import { RedisLeases } from "./redis-leases.js";
 import { defaultAuditCap, RedisKv } from "./redis-kv.js";
@@ -37,7 +39,7 @@ export interface RedisStoreOptions {
   auditCap?: number;
 }
 
-export class RedisStore implements Store, DeliveryIntake, EngineStore {
+export class RedisStore implements Store, DeliveryIntake, EngineStore, DeliveryBrowser {
   /** The server, without credentials (for logs and status output). */
   readonly where: string;
   readonly keys: RedisKeys;
@@ -45,6 +47,7 @@ export class RedisStore implements Store, DeliveryIntake, EngineStore {
   readonly #kv: RedisKv;
   readonly #deliveries: RedisDeliveries;
   readonly #tasks: RedisTasks;
+  readonly #browse: RedisBrowse;
   readonly #leases: RedisLeases;
   #closed = false;
 
@@ -56,6 +59,7 @@ export class RedisStore implements Store, DeliveryIntake, EngineStore {
     this.#leases = new RedisLeases(client, this.keys);
     this.#deliveries = new RedisDeliveries(client, this.keys, this.#leases);
     this.#tasks = new RedisTasks(client, this.keys, this.#leases);
+    this.#browse = new RedisBrowse(client, this.keys);
   }
 
   // Store (handler-facing)
@@ -96,6 +100,10 @@ export class RedisStore implements Store, DeliveryIntake, EngineStore {
     return this.#deliveries.getDelivery(id);
   }
   replayDelivery(id: string): Promise<boolean> { return this.#deliveries.replayDelivery(id); }
+  // DeliveryBrowser (the console)
+  browseDeliveries(query: DeliveryQuery): Promise<DeliveryPage> { return this.#browse.browseDeliveries(query); }
+  deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> { return this.#browse.deliveryActivity(since, repositories); }
+  countDead(repositories?: readonly string[]): Promise<number> { return this.#browse.countDead(repositories); }
 
   // TaskQueue
   scheduleTask(handler: string, request: ScheduleRequest): Promise<void> { return this.#tasks.scheduleTask(handler, request); }

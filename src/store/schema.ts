@@ -2,7 +2,7 @@
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
 
-const schemaVersion = 2;
+const schemaVersion = 3;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -90,6 +90,13 @@ const upgrades: string[] = [
   DROP INDEX IF EXISTS deliveries_due;
   CREATE INDEX IF NOT EXISTS deliveries_ready ON deliveries (next_run_at, received_at, status, id) WHERE status IN ('queued', 'failed');
   CREATE INDEX IF NOT EXISTS deliveries_leased ON deliveries (lease_until) WHERE status = 'running';
+  `,
+  // 2 -> 3: the console lists deliveries newest first by repository, by event and dead letters,
+  // a page at a time (keyset on received_at, rowid); the dead index holds only dead letters.
+  `
+  CREATE INDEX IF NOT EXISTS deliveries_repository ON deliveries (repository, received_at);
+  CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event, received_at);
+  CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (received_at) WHERE status = 'dead';
   `,
 ];
 

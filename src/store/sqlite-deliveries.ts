@@ -17,7 +17,7 @@ import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 import { GroupCommit } from "./group-commit.js";
 import type { CommitGate } from "./checkpointer.js";
 
-interface QueueRow {
+export interface QueueRow {
   id: string;
   event: string;
   action: string | null;

@@ -21,6 +21,8 @@ import type { AuditEntry, KeyValue, Store } from "./types.js";
 import { migrate } from "./schema.js";
 import { SqliteKv } from "./sqlite-kv.js";
 import { SqliteDeliveries } from "./sqlite-deliveries.js";
+import { SqliteBrowse } from "./sqlite-browse.js";
+import type { ActivityRow, DeliveryBrowser, DeliveryPage, DeliveryQuery } from "./browse.js";
 import { SqliteTasks } from "./sqlite-tasks.js";
 import { startCheckpointer, type Checkpointer } from "./checkpointer.js";
 
@@ -44,12 +46,13 @@ const BOUND_WITH_THREAD_PAGES = 64000;
 /** Above the thread's cycle (checkpointer.ts, ~96 MB), so the file is not cut and regrown each time. */
 const WAL_SIZE_LIMIT_BYTES = 128 * 1024 * 1024;
 
-export class SqliteStore implements Store, DeliveryIntake, EngineStore {
+export class SqliteStore implements Store, DeliveryIntake, EngineStore, DeliveryBrowser {
   readonly path: string;
   readonly #db: Database.Database;
   readonly #kv: SqliteKv;
   readonly #deliveries: SqliteDeliveries;
   readonly #tasks: SqliteTasks;
+  #browse: SqliteBrowse | undefined;
   readonly #checkpointer: Checkpointer | undefined;
   #closed = false;
 
@@ -119,6 +122,10 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
     return this.#deliveries.getDelivery(id);
   }
   replayDelivery(id: string): Promise<boolean> { return this.#deliveries.replayDelivery(id); }
+  // DeliveryBrowser (the console)
+  browseDeliveries(query: DeliveryQuery): Promise<DeliveryPage> { return (this.#browse ??= new SqliteBrowse(this.#db)).browseDeliveries(query); }
+  deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> { return (this.#browse ??= new SqliteBrowse(this.#db)).deliveryActivity(since, repositories); }
+  countDead(repositories?: readonly string[]): Promise<number> { return (this.#browse ??= new SqliteBrowse(this.#db)).countDead(repositories); }
 
   // TaskQueue
   scheduleTask(handler: string, request: ScheduleRequest): Promise<void> { return this.#tasks.scheduleTask(handler, request); }

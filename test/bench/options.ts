@@ -2,7 +2,7 @@
 
 export interface BenchOptions {
   quick: boolean;
-  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile" | "tokens">;
+  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile" | "tokens" | "console">;
   concurrencies: number[];
   seconds: number;
   warmupSeconds: number;
@@ -11,6 +11,8 @@ export interface BenchOptions {
   costSizes: number[];
   costConcurrency: number;
   deliveries: number;
+  /** Deliveries stored for the console pages section. */
+  consoleDeliveries: number;
   profileSeconds: number;
   /** Token mints: compressed token lifetime and renewal windows measured. */
   tokens: { ttlMs: number; windows: number };
@@ -20,9 +22,9 @@ export interface BenchOptions {
   render: boolean;
 }
 
-const ALL = ["intake", "e2e", "cost", "memory", "profile", "tokens"] as const;
+const ALL = ["intake", "e2e", "cost", "memory", "profile", "tokens", "console"] as const;
 
-export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile,tokens] [--seconds=N]
+export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile,tokens,console] [--seconds=N]
   [--durability=process|power] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
   npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
 
@@ -60,6 +62,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     e2e: quick ? { rate: 10, count: 10 } : { rate: 10, count: 200 },
     costSizes: sizes,
     costConcurrency: 16,
+    consoleDeliveries: quick ? 10_000 : 100_000,
     deliveries: number("deliveries", quick ? 3_000 : 1_000_000),
     profileSeconds: quick ? 2 : 8,
     // Windows of 5 s: long enough that the hub's whole-second expiry cannot add a window.

@@ -20,6 +20,8 @@ export interface Machine {
   kept?: { sections: string[]; from: string };
 }
 
+import { consoleTable, type ConsoleBenchResult } from "./console.js";
+
 export interface BenchResults {
   machine: Machine;
   intake?: IntakeResult;
@@ -28,6 +30,7 @@ export interface BenchResults {
   memory?: MemoryResult;
   profile?: ProfileSummary;
   tokens?: TokenRow[];
+  console?: ConsoleBenchResult;
 }
 
 export interface TargetVerdict {
@@ -139,6 +142,10 @@ export function judgeTargets(r: BenchResults): TargetVerdict[] {
     const growth = memoryGrowth(r.memory);
     out.push({ target: `RSS flat over ${r.memory.processed} processed deliveries (under 10% growth over the second half)`, met: growth < 0.1, measured: `${pct(growth)} (${mb(r.memory.samples[Math.floor((r.memory.samples.length - 1) / 2)]!.rss)} -> ${mb(r.memory.samples.at(-1)!.rss)})` });
   }
+  if (r.console && r.console.rows.length) {
+    const worst = r.console.rows.reduce((a, b) => (b.max > a.max ? b : a));
+    out.push({ target: `Every console page under 200 ms with ${r.console.deliveries} deliveries (both stores)`, met: worst.max < 200 && r.console.skipped.length === 0, measured: `slowest: ${worst.page} on ${worst.store}, max ${fmt(worst.max, 1)} ms` });
+  }
   return out;
 }
 
@@ -235,6 +242,20 @@ export function renderReport(r: BenchResults, notes: string): string {
       row(["Replicas", "Token cache", "Windows", "Mints", "Mints per window", "Mints per installation per hour"]),
       row(["---", "---", "---", "---", "---", "---"]),
       ...r.tokens.map((t) => row([t.replicas, t.cache, t.windows, t.mints, fmt(t.mintsPerWindow, 2), fmt(t.mintsPerHour, 2)])),
+    );
+  }
+  if (r.console) {
+    const c = r.console;
+    parts.push(
+      "",
+      "## 6. Console pages",
+      "",
+      `${c.deliveries} deliveries stored (over one day, 4 repositories, 5 events, ~1% dead, two handler outcomes each; filled through the store's own ` +
+        `record/claim/outcome/finish in ${Object.entries(c.fillSeconds).map(([k, v]) => `${fmt(v)} s on ${k}`).join(", ")}). Each page fetched over HTTP by a ` +
+        "signed-in owner (sign-in through the sandbox hub's OAuth), or a member who sees 3 of the 4 repositories; after 3 warm-up requests. Target: every page under 200 ms." +
+        (c.skipped.length ? ` Skipped: ${c.skipped.join("; ")}.` : ""),
+      "",
+      consoleTable(c),
     );
   }
   if (r.profile) {

@@ -12,6 +12,7 @@ import { benchMemory } from "./memory.js";
 import { profileStewardIntake } from "./profile.js";
 import { benchTokenMints } from "./tokens.js";
 import { renderReport, type BenchResults } from "./report.js";
+import { benchConsole } from "./console.js";
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 const log = (s: string) => process.stderr.write(`${s}\n`);
@@ -64,6 +65,10 @@ async function main(): Promise<void> {
   if (o.sections.has("tokens")) {
     log(`token mints (tokens living ${o.tokens.ttlMs / 1000} s, ${o.tokens.windows} renewal windows; needs Redis)`);
     results.tokens = await benchTokenMints(o.tokens, log);
+  }
+  if (o.sections.has("console")) {
+    log(`console pages (${o.consoleDeliveries} deliveries stored, SQLite and Redis)`);
+    results.console = await benchConsole({ deliveries: o.consoleDeliveries, times: o.quick ? 5 : 20 }, log);
   }
   results.machine.loadAfter = loadavg();
   results.machine.seconds = (Date.now() - started) / 1000;

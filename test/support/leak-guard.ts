@@ -4,7 +4,10 @@
 // leaves Steward: process output (console, stdout/stderr, pino's direct fd writes), check-run
 // payloads the hub stores, and SQLite store files. After each test file, any plaintext hit
 // fails that file. Child processes' output is handed in with `leakGuard.output(...)`.
+// Pages any server in the test process renders (HTML, event streams, the schema) and every
+// response's header block (redirects, cookies) are watched too: the console's output.
 import fs from "node:fs";
+import { ServerResponse } from "node:http";
 import { format } from "node:util";
 import { afterAll } from "vitest";
 import { onSecretRegistered } from "../../src/log/redact.js";
@@ -126,6 +129,13 @@ TokenStore.prototype.userToken = function (this: TokenStore, login: string) {
   return token;
 };
 
+const userToServerToken = TokenStore.prototype.issueUserToServerToken;
+TokenStore.prototype.issueUserToServerToken = function (this: TokenStore, login: string) {
+  const token = userToServerToken.call(this, login);
+  addSecret(token, "user-to-server token");
+  return token;
+};
+
 type Patchable = Record<string, (...args: any[]) => any>;
 
 const secretsProto = SecretsDomain.prototype as unknown as Patchable;
@@ -183,6 +193,28 @@ for (const stream of ["stdout", "stderr"] as const) {
     capture(stream, chunk);
     return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
   }) as typeof target.write;
+}
+
+// Rendered pages: bodies of HTML, event-stream and schema responses, and each response's headers.
+const RENDERED = /^content-type:\s*(text\/html|text\/event-stream|application\/schema\+json)/im;
+const responseProto = ServerResponse.prototype as unknown as Patchable & { _header?: string | null };
+const headersSeen = new WeakSet<object>();
+function captureResponse(res: { _header?: string | null }, chunk: unknown): void {
+  const header = typeof res._header === "string" ? res._header : undefined;
+  if (header === undefined) return;
+  if (!headersSeen.has(res)) {
+    headersSeen.add(res);
+    capture("response headers", header);
+  }
+  if (chunk !== undefined && chunk !== null && typeof chunk !== "function" && RENDERED.test(header)) capture("rendered page", chunk);
+}
+for (const method of ["write", "end"] as const) {
+  const original = responseProto[method]!;
+  responseProto[method] = function (this: { _header?: string | null }, ...args: unknown[]) {
+    const result = original.apply(this, args);
+    captureResponse(this, args[0]);
+    return result;
+  };
 }
 
 for (const method of ["log", "info", "warn", "error", "debug", "trace"] as const) {

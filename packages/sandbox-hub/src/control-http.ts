@@ -6,7 +6,7 @@ import { HubError, type HubRequest } from "./core/types.js";
 import type { SandboxHub } from "./sandbox-hub.js";
 
 const CONTROL_FUNCTIONS = new Set([
-  "createOrg", "createUser", "userToken", "createRepo", "renameRepo", "install", "suspend", "unsuspend",
+  "createOrg", "restrictRepo", "createUser", "userToken", "createRepo", "renameRepo", "install", "suspend", "unsuspend",
   "installation", "repo", "setWebhookUrl", "pushFiles", "readFile", "openPullRequest", "pushToPullRequest",
   "closePullRequest", "setClock", "advanceClock", "now", "setRateLimit", "setSecondaryLimit", "setFault",
   "clearFaults", "setLoginAttempts", "deliveries", "requests", "effect", "settled",

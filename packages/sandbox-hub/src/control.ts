@@ -21,10 +21,21 @@ export class Control {
   constructor(private readonly hub: SandboxHub) {}
 
   // ---- accounts ----
-  createOrg(login: string, opts: { members?: string[] } = {}): Org {
+  createOrg(login: string, opts: { members?: string[]; owners?: string[] } = {}): Org {
     const org = this.hub.accounts.createOrg(login);
     for (const m of opts.members ?? []) this.hub.accounts.createUser(m, { orgs: [org.login] });
+    for (const o of opts.owners ?? []) {
+      this.hub.accounts.createUser(o);
+      this.hub.accounts.addOwner(org.login, o);
+    }
     return org;
+  }
+
+  /** From now on only `logins` (and the organisation's owners) among its members reach the repository. */
+  restrictRepo(owner: string, name: string, logins: string[]): void {
+    const repo = this.hub.accounts.repoByName(owner, name);
+    if (!repo) throw new Error(`no repository ${owner}/${name}`);
+    this.hub.accounts.restrictRepo(repo, logins);
   }
 
   createUser(login: string, opts: { orgs?: string[] } = {}): User {

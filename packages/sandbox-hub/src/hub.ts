@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { installAccountRoutes } from "./accounts/routes.js";
+import { installOAuthRoutes } from "./accounts/oauth.js";
 import { Control } from "./control.js";
 import { installControlRoutes } from "./control-http.js";
 import { RouteTable } from "./core/router.js";
@@ -50,6 +51,9 @@ export interface HubEnv {
   WEBHOOK_SECRET: string;
   SANDBOX_ORG: string;
   SANDBOX_REPO: string;
+  /** The app's OAuth client, for the console's sign-in. The secret is a secret: never log it. */
+  GITHUB_CLIENT_ID: string;
+  GITHUB_CLIENT_SECRET: string;
 }
 
 export interface HubHandle {
@@ -86,6 +90,7 @@ export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle>
   });
   const routes = new RouteTable();
   installAccountRoutes(state, routes);
+  const oauth = installOAuthRoutes(state, routes);
   installContentRoutes(state, routes);
   installPullRoutes(state, routes);
   installWebhookRoutes(state, routes);
@@ -117,6 +122,8 @@ export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle>
       WEBHOOK_SECRET: secret,
       SANDBOX_ORG: DEMO_ORG,
       SANDBOX_REPO: `${DEMO_ORG}/${DEMO_REPO}`,
+      GITHUB_CLIENT_ID: oauth.clientId,
+      GITHUB_CLIENT_SECRET: oauth.clientSecret,
     },
     async close() {
       await Promise.race([state.deliverer.settled(), new Promise((r) => setTimeout(r, 2_000))]);

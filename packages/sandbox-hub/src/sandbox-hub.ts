@@ -161,7 +161,7 @@ export class SandboxHub implements Hub {
         return !!inst && this.accounts.reaches(inst, repo) && (!narrowed || narrowed.includes(repo.id));
       }
       case "user":
-        return !repo.private || repo.owner.toLowerCase() === auth.login.toLowerCase() || this.accounts.isMember(repo.owner, auth.login);
+        return this.accounts.userReaches(repo, auth.login);
       case "app":
         return !!this.installationFor(repo);
       case "none":

@@ -204,7 +204,8 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       if (fault?.status && !fault.after) throw new HubError(fault.status, "Server Error");
     }
     if (!control || req.headers.authorization) hubReq.auth = authenticate(hub, req.headers.authorization, source);
-    if (!control && path !== "/rate_limit") {
+    // The OAuth web flow is the site's, not the REST API's: no API rate limit.
+    if (!control && path !== "/rate_limit" && !path.startsWith("/login/oauth/")) {
       bucket = hub.rateLimiter.bucket(bucketKey(hub, hubReq.auth, source), hub.now());
       Object.assign(headers, hub.rateLimiter.headers(bucket));
       if (bucket.used >= bucket.limit) throw new HubError(403, rateLimitMessage(hubReq.auth, source, hub));

@@ -33,7 +33,7 @@ export async function run(args: string[]): Promise<number> {
   }
   const hub = await createHub({ ...(parsed.port !== undefined ? { port: parsed.port } : {}), ...(parsed.webhookUrl ? { webhookUrl: parsed.webhookUrl } : {}) });
   const { env } = hub;
-  for (const key of ["GITHUB_API_URL", "APP_ID", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "SANDBOX_ORG", "SANDBOX_REPO"] as const) {
+  for (const key of ["GITHUB_API_URL", "APP_ID", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "SANDBOX_ORG", "SANDBOX_REPO", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"] as const) {
     process.stdout.write(`${key}=${env[key]}\n`);
   }
   process.stderr.write(

@@ -18,6 +18,7 @@ function sandboxBanner(webhookUrl: string, hubUrl: string): string {
     "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
     `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (packages/sandbox-hub/README.md)`,
     `    webhooks to:     ${webhookUrl}`,
+    `    console:         ${new URL(webhookUrl).origin}/console (sign in as octo-admin, an owner, or dev-dana, a member)`,
     "    demo world:      organisation acme, repositories .github, web, api, service-billing",
     `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
     `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,

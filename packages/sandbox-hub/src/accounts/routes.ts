@@ -1,5 +1,5 @@
 // App, installation, organisation and repository routes (document 001 section B, document 000 repository lists).
-import { createHash } from "node:crypto";
+import { clientIdOf } from "./oauth.js";
 import { notFound, validationFailed } from "../core/errors.js";
 import type { RouteTable } from "../core/router.js";
 import { HubError, type HubRequest, type Installation } from "../core/types.js";
@@ -18,7 +18,7 @@ export function appJson(hub: SandboxHub): Record<string, unknown> {
     id: hub.appId,
     slug: hub.appSlug,
     node_id: hub.nodeId("A_", hub.appId),
-    client_id: `Iv1.${createHash("sha1").update(String(hub.appId)).digest("hex").slice(0, 16)}`,
+    client_id: clientIdOf(hub.appId),
     owner: owner ? hub.userJson(owner.login) : null,
     name: hub.appName,
     description: "Steward running against the sandbox hub",

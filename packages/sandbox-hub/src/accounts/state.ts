@@ -14,6 +14,10 @@ export class Accounts {
   readonly installations = new Map<number, Installation>();
   /** org login (lower case) -> member logins (lower case). */
   readonly members = new Map<string, Set<string>>();
+  /** org login (lower case) -> owner logins (lower case): membership role `admin`. */
+  readonly owners = new Map<string, Set<string>>();
+  /** repo id -> the only member logins (lower case) with access besides owners; absent = every member. */
+  readonly restricted = new Map<number, Set<string>>();
 
   constructor(private readonly ids: AccountIds) {}
 
@@ -45,6 +49,30 @@ export class Accounts {
 
   isMember(org: string, login: string): boolean {
     return this.members.get(org.toLowerCase())?.has(login.toLowerCase()) ?? false;
+  }
+
+  addOwner(org: string, login: string): void {
+    this.addMember(org, login);
+    const set = this.owners.get(org.toLowerCase()) ?? new Set<string>();
+    set.add(login.toLowerCase());
+    this.owners.set(org.toLowerCase(), set);
+  }
+
+  isOwner(org: string, login: string): boolean {
+    return this.owners.get(org.toLowerCase())?.has(login.toLowerCase()) ?? false;
+  }
+
+  /** Only these members (and the organisation's owners) reach the repository from now on. */
+  restrictRepo(repo: Repo, logins: string[]): void {
+    this.restricted.set(repo.id, new Set(logins.map((l) => l.toLowerCase())));
+  }
+
+  /** A user's access: public repositories, their own, and their organisations' unless restricted. */
+  userReaches(repo: Repo, login: string): boolean {
+    if (repo.owner.toLowerCase() === login.toLowerCase()) return true;
+    const only = this.restricted.get(repo.id);
+    if (only && this.isMember(repo.owner, login)) return only.has(login.toLowerCase()) || this.isOwner(repo.owner, login);
+    return !repo.private || this.isMember(repo.owner, login);
   }
 
   org(login: string): Org | undefined {

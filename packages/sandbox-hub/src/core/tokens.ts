@@ -74,6 +74,13 @@ export class TokenStore {
     return token.token;
   }
 
+  /** A user-to-server token (OAuth sign-in of a GitHub App): a new one per sign-in. */
+  issueUserToServerToken(login: string): string {
+    const token: UserToken = { kind: "user", token: randomToken("ghu_"), login };
+    this.tokens.set(token.token, token);
+    return token.token;
+  }
+
   lookup(token: string): InstallationToken | UserToken | undefined {
     return this.tokens.get(token);
   }

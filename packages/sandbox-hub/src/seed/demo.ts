@@ -54,7 +54,7 @@ jobs:
 `;
 
 export function seedDemo(control: Control, app: AppGrant = BROAD_GRANT): Installation {
-  control.createOrg(DEMO_ORG, { members: ["octo-admin", "release-manager", "dev-dana"] });
+  control.createOrg(DEMO_ORG, { members: ["octo-admin", "release-manager", "dev-dana"], owners: ["octo-admin"] });
   control.createUser("contributor");
   control.createRepo({ owner: DEMO_ORG, name: ".github", private: true, files: { "profile/README.md": "# Acme\n" } });
   control.createRepo({
@@ -79,5 +79,7 @@ export function seedDemo(control: Control, app: AppGrant = BROAD_GRANT): Install
     private: true,
     files: { "pyproject.toml": "[project]\nname = \"billing\"\n", ".github/workflows/ci.yml": CI_WORKFLOW, ".github/workflows/deploy.yml": DEPLOY_WORKFLOW },
   });
+  // Billing is private to its team: dev-dana, a member, does not reach it.
+  control.restrictRepo(DEMO_ORG, "service-billing", ["release-manager"]);
   return control.install(DEMO_ORG, { permissions: { ...app.permissions }, repositories: "all", events: [...app.events] });
 }

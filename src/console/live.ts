@@ -1,0 +1,64 @@
+// Live updates by server-sent events: each stream re-renders its view's fragment every few
+// seconds, scoped to its reader, and sends it only when it changed. Streams are bounded in
+// number and end at shutdown.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Html } from "./html.js";
+import type { ConsoleDeps, PageContext } from "./types.js";
+import { overviewFragment } from "./pages/overview.js";
+import { deliveriesFragment } from "./pages/deliveries.js";
+
+const INTERVAL_MS = 2_000;
+const MAX_STREAMS = 100;
+
+const views: Record<string, (ctx: PageContext) => Promise<Html>> = {
+  overview: overviewFragment,
+  deliveries: deliveriesFragment,
+};
+
+export function liveStream(deps: ConsoleDeps) {
+  const open = new Set<() => void>();
+  return {
+    async serve(req: IncomingMessage, res: ServerResponse, ctx: PageContext): Promise<void> {
+      const render = views[ctx.url.searchParams.get("view") ?? ""];
+      if (!render) {
+        res.writeHead(404, { "content-type": "text/plain" }).end("unknown view");
+        return;
+      }
+      if (open.size >= MAX_STREAMS) {
+        res.writeHead(503, { "content-type": "text/plain", "retry-after": "30" }).end("too many live views");
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" });
+      res.write("retry: 5000\n\n");
+      let last = "";
+      let busy = false;
+      const tick = async () => {
+        if (busy) return;
+        busy = true;
+        try {
+          const text = (await render(ctx)).text;
+          if (text !== last) {
+            last = text;
+            res.write(`event: fragment\n${text.split("\n").map((l) => `data: ${l}`).join("\n")}\n\n`);
+          } else res.write(": idle\n\n");
+        } catch (error) {
+          deps.logger.debug({ error: String(error) }, "live view render failed");
+        } finally {
+          busy = false;
+        }
+      };
+      const timer = setInterval(() => void tick(), INTERVAL_MS);
+      const stop = () => {
+        clearInterval(timer);
+        open.delete(stop);
+        res.end();
+      };
+      open.add(stop);
+      req.on("close", stop);
+      await tick();
+    },
+    close(): void {
+      for (const stop of [...open]) stop();
+    },
+  };
+}

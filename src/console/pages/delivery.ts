@@ -1,0 +1,63 @@
+// /console/deliveries/{id}: one delivery: headers (never a signature), each handler's outcome
+// with its decision and reasons, attempts and the last error, the payload on request.
+import { html, statusBadge, time, type PageOut } from "../html.js";
+import type { PageContext } from "../types.js";
+import { maySee, ownsRepository } from "./scope.js";
+
+// Signatures are dropped when stored; anything credential-like is also never shown.
+const hiddenHeaders = /signature|authorization|cookie|token|secret/i;
+/** A payload larger than this is shown cut (the page must stay readable and bounded). */
+const MAX_PAYLOAD_SHOWN = 512 * 1024;
+
+function prettyPayload(payload: string): string {
+  let text = payload;
+  try {
+    text = JSON.stringify(JSON.parse(payload), null, 2);
+  } catch {
+    // a form-encoded or damaged payload is shown as it came
+  }
+  return text.length > MAX_PAYLOAD_SHOWN ? `${text.slice(0, MAX_PAYLOAD_SHOWN)}\n… (cut at ${MAX_PAYLOAD_SHOWN} characters)` : text;
+}
+
+export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
+  const id = decodeURIComponent(ctx.url.pathname.slice("/console/deliveries/".length));
+  const found = await ctx.deps.store.getDelivery(id);
+  // Unknown and not-yours look the same: the page does not tell whether a delivery exists.
+  if (!found || !maySee(ctx, found.delivery)) {
+    return { status: 404, title: "Delivery not found", body: html`<p>No delivery <code>${id}</code> that you can see.</p>` };
+  }
+  const d = found.delivery;
+  const headers = Object.entries(d.headers).filter(([k]) => !hiddenHeaders.test(k)).sort(([a], [b]) => a.localeCompare(b));
+  const showPayload = ctx.url.searchParams.get("payload") === "1";
+  const canReplay = ownsRepository(ctx, d.repository) || (d.repository === undefined && ctx.viewer.owner);
+  const [owner, repo] = (d.repository ?? "").split("/");
+  return {
+    title: `Delivery ${d.id}`,
+    body: html`
+    <dl>
+      <dt>Event</dt><dd>${d.event}${d.action ? `.${d.action}` : ""}</dd>
+      <dt>Repository</dt><dd>${d.repository ? html`${d.repository} (<a href="/console/policies/${owner}/${repo}">effective policy</a>)` : "—"}</dd>
+      <dt>Installation</dt><dd>${d.installationId ?? "—"}</dd>
+      <dt>Status</dt><dd>${statusBadge(d.status)}</dd>
+      <dt>Attempts</dt><dd>${d.attempts}</dd>
+      <dt>Received</dt><dd>${time(d.receivedAt)}</dd>
+      <dt>Updated</dt><dd>${time(d.updatedAt)}</dd>
+      ${d.status === "failed" ? html`<dt>Next attempt</dt><dd>${time(d.nextRunAt)}</dd>` : ""}
+      ${d.lastError ? html`<dt>Last error</dt><dd><code>${d.lastError}</code></dd>` : ""}
+    </dl>
+    ${canReplay && d.status !== "running" ? html`<form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
+      <input type="hidden" name="csrf" value="${ctx.viewer.csrf}"><input type="hidden" name="back" value="/console/deliveries/${encodeURIComponent(d.id)}">
+      <button type="submit">Replay this delivery</button></form>` : ""}
+    <section aria-labelledby="handlers"><h2 id="handlers">Handlers: outcome, decision and reasons</h2>
+    ${found.outcomes.length === 0 ? html`<p class="note">No handler has run on it yet.</p>` : html`
+    <table><thead><tr><th scope="col">Handler</th><th scope="col">Outcome</th><th scope="col">Decision and reasons</th><th scope="col">Attempts</th><th scope="col">Seconds</th><th scope="col">At</th></tr></thead>
+    <tbody>${found.outcomes.map((o) => html`<tr><th scope="row">${o.handler}</th><td>${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">${o.retryable ? "(will be retried)" : "(not retryable)"}</span>` : ""}</td>
+      <td>${o.detail ?? ""}</td><td>${o.attempts}</td><td>${o.seconds.toFixed(3)}</td><td>${time(o.updatedAt)}</td></tr>`)}</tbody></table>`}
+    </section>
+    <section aria-labelledby="headers"><h2 id="headers">Headers</h2>
+    <table><tbody>${headers.map(([k, v]) => html`<tr><th scope="row">${k}</th><td>${v}</td></tr>`)}</tbody></table></section>
+    <section aria-labelledby="payload"><h2 id="payload">Payload</h2>
+    ${showPayload ? html`<pre>${prettyPayload(d.payload)}</pre>` : html`<p><a href="/console/deliveries/${encodeURIComponent(d.id)}?payload=1#payload">Show the payload</a> (${d.payload.length} characters)</p>`}
+    </section>`,
+  };
+}

@@ -1,0 +1,48 @@
+// What the console reads and does, as narrow views of Steward's parts.
+import type { Logger } from "pino";
+import type { DeliveryQueue, TaskQueue } from "../queue/engine-types.js";
+import type { DeliveryBrowser } from "../store/browse.js";
+import type { Store } from "../store/types.js";
+import type { Access } from "./github.js";
+import type { Viewer } from "./html.js";
+import type { ApiBudget } from "./budget.js";
+
+export type ConsoleStore = DeliveryBrowser & Pick<DeliveryQueue, "getDelivery"> & Pick<Store, "list" | "auditLog"> & Pick<TaskQueue, "listTasks">;
+
+export interface ConsoleDeps {
+  store: ConsoleStore;
+  /** Queue depth (the intake's). */
+  depth(): Promise<number>;
+  replay(deliveryId: string): Promise<void>;
+  handlers: readonly string[];
+  appId: number;
+  apiUrl: string;
+  oauth: { clientId: string; clientSecret: string } | undefined;
+  sessionSecret: string;
+  /** The console's public base URL (STEWARD_STATUS_URL, else where Steward listens). */
+  baseUrl(): string;
+  /** The policy schema served at /steward.schema.json. */
+  schemaJson: string;
+  budget: ApiBudget;
+  /** The effective policy of a repository, with where each value came from (undefined: not available). */
+  policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
+  logger: Logger;
+}
+
+export interface PolicyView {
+  /** Files read, in order of precedence (lowest first). */
+  sources: string[];
+  /** Dotted path -> value and the file:line it came from ("default" when from the handler's defaults). */
+  values: { path: string; value: unknown; from: string }[];
+  errors: string[];
+}
+
+/** What a page handler gets. */
+export interface PageContext {
+  viewer: Viewer;
+  access: Access;
+  /** Repositories the viewer may see: every query is limited to these. */
+  scope: readonly string[];
+  url: URL;
+  deps: ConsoleDeps;
+}

@@ -1,0 +1,118 @@
+// The console's reads of the SQLite store: keyset pages (received_at, rowid) over the
+// indexes of schema version 3, newest first, summaries only.
+import type { Database } from "better-sqlite3";
+import type { QueueRow } from "./sqlite-deliveries.js";
+import { pageLimit, type ActivityRow, type DeliveryBrowser, type DeliveryPage, type DeliveryQuery } from "./browse.js";
+
+type SummaryRow = Omit<QueueRow, "next_run_at" | "lease_token"> & { rid: number };
+
+function parseCursor(cursor: string | undefined): { at: number; rid: number } | undefined {
+  const m = cursor ? /^(\d+)\.(\d+)$/.exec(cursor) : null;
+  return m ? { at: Number(m[1]), rid: Number(m[2]) } : undefined;
+}
+
+/** Candidates read per step when an outcome filter is checked row by row. */
+const OUTCOME_CHUNK = 1_000;
+/** Time spent scanning for one page at most (after the first step). */
+const SCAN_BUDGET_MS = 100;
+
+/**
+ * WHERE clause of the reader's repositories; `params` gets the values. For dead letters the
+ * repository term is kept off its index (unary +), so the planner reads the small dead-letter
+ * index instead of every delivery of those repositories.
+ */
+function scope(repositories: readonly string[] | undefined, params: Record<string, unknown>, deadOnly = false): string[] {
+  if (repositories === undefined) return [];
+  params.repos = JSON.stringify(repositories);
+  return [`${deadOnly ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
+}
+
+export class SqliteBrowse implements DeliveryBrowser {
+  constructor(private readonly db: Database) {}
+
+  async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {
+    const limit = pageLimit(q.limit);
+    const params: Record<string, unknown> = {};
+    const where = scope(q.repositories, params, q.status === "dead");
+    const add = (clause: string, name: string, value: unknown) => {
+      if (value === undefined || value === "") return;
+      where.push(clause);
+      params[name] = value;
+    };
+    add("d.event = @event", "event", q.event);
+    add("d.repository = @repository", "repository", q.repository);
+    add("d.status = @status", "status", q.status);
+    add("d.received_at >= @since", "since", q.since);
+    add("d.received_at < @until", "until", q.until);
+    const byOutcome = q.handler !== undefined || q.outcome !== undefined;
+    const probe = byOutcome ? this.#outcomeProbe(q) : undefined;
+    // With a position, a keyset condition the index can seek to (a page deep down costs what the first does).
+    const statement = (after: boolean) => {
+      const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))"] : where;
+      return this.db.prepare(`SELECT d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
+          d.attempts, d.last_error, d.updated_at FROM deliveries d ${all.length ? `WHERE ${all.join(" AND ")}` : ""}
+        ORDER BY d.received_at DESC, d.rowid DESC LIMIT @chunk`);
+    };
+    // An outcome filter is checked per candidate (a primary-key probe of outcomes), a chunk at a
+    // time and within a time budget: a rare outcome answers a short page with a cursor, not a scan of everything.
+    const chunk = byOutcome ? OUTCOME_CHUNK : limit + 1;
+    const deadline = Date.now() + SCAN_BUDGET_MS;
+    const found: SummaryRow[] = [];
+    let position = parseCursor(q.cursor);
+    let more = false;
+    for (let first = true; found.length < limit && (first || Date.now() < deadline); first = false) {
+      const rows = (position ? statement(true).all({ ...params, ...position, chunk }) : statement(false).all({ ...params, chunk })) as SummaryRow[];
+      more = rows.length === chunk;
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i]!;
+        if (found.length === limit) {
+          more = true;
+          break;
+        }
+        position = { at: r.received_at, rid: r.rid };
+        if (!probe || probe(r.id)) found.push(r);
+      }
+      if (!more) break;
+    }
+    return {
+      items: found.map((r) => ({
+        id: r.id,
+        event: r.event,
+        action: r.action ?? undefined,
+        installationId: r.installation_id ?? undefined,
+        repository: r.repository ?? undefined,
+        status: r.status,
+        attempts: r.attempts,
+        receivedAt: new Date(r.received_at),
+        updatedAt: new Date(r.updated_at),
+        lastError: r.last_error ?? undefined,
+      })),
+      next: more && position ? `${position.at}.${position.rid}` : undefined,
+    };
+  }
+
+  #outcomeProbe(q: DeliveryQuery): (id: string) => boolean {
+    const parts = ["delivery_id = @id"];
+    if (q.handler !== undefined) parts.push("handler = @handler");
+    if (q.outcome !== undefined) parts.push("status = @outcome");
+    const stmt = this.db.prepare(`SELECT 1 FROM outcomes WHERE ${parts.join(" AND ")} LIMIT 1`).pluck();
+    return (id) => stmt.get({ id, handler: q.handler ?? null, outcome: q.outcome ?? null }) !== undefined;
+  }
+
+  async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
+    const params: Record<string, unknown> = { since };
+    const where = ["d.received_at >= @since", ...scope(repositories, params)];
+    return this.db
+      .prepare(
+        `SELECT (d.received_at / 60000) * 60000 AS minute, d.status AS status, count(*) AS count FROM deliveries d
+         WHERE ${where.join(" AND ")} GROUP BY minute, d.status ORDER BY minute`,
+      )
+      .all(params) as ActivityRow[];
+  }
+
+  async countDead(repositories?: readonly string[]): Promise<number> {
+    const params: Record<string, unknown> = {};
+    const where = ["d.status = 'dead'", ...scope(repositories, params, true)];
+    return this.db.prepare(`SELECT count(*) FROM deliveries d WHERE ${where.join(" AND ")}`).pluck().get(params) as number;
+  }
+}

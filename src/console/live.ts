@@ -9,6 +9,8 @@ import { deliveriesFragment } from "./pages/deliveries.js";
 
 const INTERVAL_MS = 2_000;
 const MAX_STREAMS = 100;
+/** A stream ends after this long: the browser reconnects, and the session and access are checked again. */
+const MAX_STREAM_MS = 5 * 60_000;
 
 const views: Record<string, (ctx: PageContext) => Promise<Html>> = {
   overview: overviewFragment,
@@ -48,8 +50,10 @@ export function liveStream(deps: ConsoleDeps) {
         }
       };
       const timer = setInterval(() => void tick(), INTERVAL_MS);
+      const expiry = setTimeout(() => stop(), MAX_STREAM_MS);
       const stop = () => {
         clearInterval(timer);
+        clearTimeout(expiry);
         open.delete(stop);
         res.end();
       };

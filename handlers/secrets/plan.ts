@@ -19,6 +19,8 @@ export interface PlanRow {
   desired?: DesiredTarget;
   /** Whether the target counts as created by Steward after this row is applied. */
   created: boolean;
+  /** Org targets shared with selected repositories: the repository ids to add and to remove, one at a time. */
+  repositoryChanges?: { add: number[]; remove: number[] };
 }
 
 export interface PlanInput {
@@ -70,6 +72,7 @@ function valueReason(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefi
 }
 
 function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined, fp: string): PlanRow {
+  let repositoryChanges: PlanRow["repositoryChanges"];
   const changes: Change[] = [];
   const reasons: string[] = [];
   const why = valueReason(d, a, r, fp);
@@ -85,15 +88,16 @@ function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined,
     if (d.visibility === "selected" && !sameIds(d.selectedRepositoryIds, a.selectedRepositoryIds)) {
       const want = new Set(d.selectedRepositoryIds ?? []);
       const have = new Set(a.selectedRepositoryIds ?? []);
-      const added = [...want].filter((id) => !have.has(id)).length;
-      const removed = [...have].filter((id) => !want.has(id)).length;
+      const add = [...want].filter((id) => !have.has(id));
+      const remove = [...have].filter((id) => !want.has(id));
       changes.push("repositories");
-      reasons.push(`selected repositories +${added} -${removed}`);
+      reasons.push(`selected repositories +${add.length} -${remove.length}`);
+      repositoryChanges = { add, remove };
     }
   }
   const base = { key: d.key, kind: d.kind, scope: d.scope, name: d.name, created: r?.created ?? false };
   if (changes.length === 0) return { ...base, action: "unchanged", changes, reason: r ? "in sync" : "matches policy" };
-  return { ...base, action: "update", changes, reason: reasons.join("; "), desired: d };
+  return { ...base, action: "update", changes, reason: reasons.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
 }
 
 export function computePlan(input: PlanInput): Plan {

@@ -7,6 +7,7 @@ import { readInstallationRepositories, readScope, readSelectedRepositories } fro
 import { fingerprint, fingerprintKey } from "./fingerprint.js";
 import { FanOut, RateLimitPause, type FanOutOptions } from "./limits.js";
 import { computePlan, scopeReadKey, type Action, type PlanRow } from "./plan.js";
+import { quotaWarnings } from "./quotas.js";
 import type { SecretsPolicy } from "./policy.js";
 import { forgetRecord, loadRecords, saveRecord } from "./records.js";
 import { resolveDesired } from "./resolve.js";
@@ -50,6 +51,8 @@ export interface SyncResult {
   failures: Failure[];
   /** Set when a rate limit ended the run early: sync again at this time to finish. */
   pausedUntil?: Date;
+  /** GitHub's limits the plan goes past or near (quotas.ts), with the counts. */
+  warnings?: string[];
 }
 
 interface ScopeToRead {
@@ -131,7 +134,8 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
       failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "resolve", error: why });
     } else rows.push(row);
   }
-  if (req.dryRun) return result({ repositories: repos.length, rows });
+  const warnings = quotaWarnings(actual, rows, new Map([...values].map(([k, v]) => [k, Buffer.byteLength(v)])));
+  if (req.dryRun) return result({ repositories: repos.length, rows, warnings });
 
   const ctx: WriteContext = { api, org, keys: req.keys };
   const applied: PlanRow[] = [];
@@ -153,7 +157,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     if (record) await saveRecord(store, org, b.key, { ...record, remoteUpdatedAt: b.updatedAt });
   }
   applied.sort((a, b) => (a.key < b.key ? -1 : 1));
-  return result({ repositories: repos.length, rows, applied, ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}) });
+  return result({ repositories: repos.length, rows, applied, warnings, ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}) });
 }
 
 /** Each request in its own fan-out job: a rate-limit retry never repeats a write that succeeded. */

@@ -1,6 +1,6 @@
 // One plan row carried out against the API: create/update (sealed for secrets), the org
 // repository list on its own, delete, and the read-back of `updated_at` after a secret write.
-import { statusOf, type ApiResponse, type Requester } from "./api.js";
+import { describeError, statusOf, type ApiResponse, type Requester } from "./api.js";
 import { collectionPath } from "./facts.js";
 import type { PlanRow } from "./plan.js";
 import type { PublicKeyCache } from "./seal.js";
@@ -59,7 +59,9 @@ async function writeVariable(ctx: WriteContext, d: DesiredTarget, create: boolea
     await (create ? post() : patch());
   } catch (e) {
     const status = statusOf(e);
-    if (create && (status === 409 || status === 422)) await patch();
+    // Someone created it meanwhile (409, or a 422 saying so); a 422 about the value itself (over
+    // GitHub's 48 KB) must surface as it is, not as the PATCH's 404.
+    if (create && (status === 409 || (status === 422 && /already exists/i.test(describeError(e))))) await patch();
     else if (!create && status === 404) await post();
     else throw e;
   }

@@ -8,6 +8,7 @@ import { fingerprint, fingerprintKey } from "./fingerprint.js";
 import { FanOut, RateLimitPause, type FanOutOptions } from "./limits.js";
 import { computePlan, scopeReadKey, type Action, type PlanRow } from "./plan.js";
 import { quotaWarnings } from "./quotas.js";
+import { adoptedKeys } from "./adopt.js";
 import type { SecretsPolicy } from "./policy.js";
 import { forgetRecord, loadRecords, saveRecord } from "./records.js";
 import { resolveDesired } from "./resolve.js";
@@ -37,7 +38,7 @@ export interface Failure {
   scope: Scope;
   kind?: Kind;
   name?: string;
-  action: Action | "read" | "resolve";
+  action: Action | "read" | "resolve" | "adopt";
   error: string;
 }
 
@@ -126,9 +127,10 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const pausedEarly = fan.pausedUntil();
   if (pausedEarly) return result({ repositories: repos.length, pausedUntil: pausedEarly });
 
-  const plan = computePlan({ desired, fingerprints, actual, records, readScopes, prune: req.policy.prune === true });
+  const plan = computePlan({ desired, fingerprints, actual, records, readScopes, prune: req.policy.prune === true, adopt: adoptedKeys(req.policy, desired) });
   const rows: PlanRow[] = [];
   for (const row of plan.rows) {
+    if (row.conflict) failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "adopt", error: row.reason });
     const why = unresolved.get(row.key);
     if (why && row.action !== "unchanged" && row.action !== "delete") {
       failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "resolve", error: why });

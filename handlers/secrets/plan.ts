@@ -19,6 +19,10 @@ export interface PlanRow {
   desired?: DesiredTarget;
   /** Whether the target counts as created by Steward after this row is applied. */
   created: boolean;
+  /** It exists, Steward never wrote it, and the policy does not say `adopt: true`: left alone, reported. */
+  conflict?: boolean;
+  /** Org targets shared with selected repositories: the repository ids to add and to remove, one at a time. */
+  repositoryChanges?: { add: number[]; remove: number[] };
 }
 
 export interface PlanInput {
@@ -30,6 +34,12 @@ export interface PlanInput {
   /** `${kind}/${scopeKey}` of every scope whose list was read; other scopes are not judged. */
   readScopes: ReadonlySet<string>;
   prune: boolean;
+  /**
+   * Desired key -> the policy's `adopt` for it: true adopts an existing target Steward did not create
+   * (overwritten, recorded as Steward's), false leaves it alone and reports it. Absent: overwritten
+   * but never counted as Steward's (never pruned).
+   */
+  adopt?: ReadonlyMap<string, boolean>;
 }
 
 export interface Plan {
@@ -69,7 +79,8 @@ function valueReason(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefi
   return undefined;
 }
 
-function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined, fp: string): PlanRow {
+function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined, fp: string, adopt: boolean | undefined): PlanRow {
+  let repositoryChanges: PlanRow["repositoryChanges"];
   const changes: Change[] = [];
   const reasons: string[] = [];
   const why = valueReason(d, a, r, fp);
@@ -85,15 +96,25 @@ function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined,
     if (d.visibility === "selected" && !sameIds(d.selectedRepositoryIds, a.selectedRepositoryIds)) {
       const want = new Set(d.selectedRepositoryIds ?? []);
       const have = new Set(a.selectedRepositoryIds ?? []);
-      const added = [...want].filter((id) => !have.has(id)).length;
-      const removed = [...have].filter((id) => !want.has(id)).length;
+      const add = [...want].filter((id) => !have.has(id));
+      const remove = [...have].filter((id) => !want.has(id));
       changes.push("repositories");
-      reasons.push(`selected repositories +${added} -${removed}`);
+      reasons.push(`selected repositories +${add.length} -${remove.length}`);
+      repositoryChanges = { add, remove };
     }
   }
   const base = { key: d.key, kind: d.kind, scope: d.scope, name: d.name, created: r?.created ?? false };
+  if (!r && adopt === true) {
+    // Adopted: written once so Steward knows its value, and Steward's from now on (prune may delete it).
+    const why = ["adopted (adopt: true): it exists and Steward did not create it", ...reasons.filter((x) => x !== "exists but Steward never wrote it (value unknown)")];
+    return { ...base, created: true, action: "update", changes: changes.includes("value") ? changes : ["value", ...changes], reason: why.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
+  }
   if (changes.length === 0) return { ...base, action: "unchanged", changes, reason: r ? "in sync" : "matches policy" };
-  return { ...base, action: "update", changes, reason: reasons.join("; "), desired: d };
+  if (!r && adopt === false) {
+    // Someone else's, and the operator said not to take it over: reported, never overwritten.
+    return { ...base, action: "unchanged", changes: [], conflict: true, reason: `exists and Steward did not create it: left as it is (${reasons.join("; ")}); adopt: true adopts it` };
+  }
+  return { ...base, action: "update", changes, reason: reasons.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
 }
 
 export function computePlan(input: PlanInput): Plan {
@@ -121,7 +142,7 @@ export function computePlan(input: PlanInput): Plan {
       });
       continue;
     }
-    const row = compare(d, a, r, fp);
+    const row = compare(d, a, r, fp, input.adopt?.get(d.key));
     if (row.action === "unchanged" && d.kind === "secret" && r?.remoteUpdatedAt === "") baselines.push({ key: d.key, updatedAt: a.updatedAt });
     rows.push(row);
   }

@@ -17,6 +17,8 @@ export interface OrgPlacement {
 }
 
 interface Placement {
+  /** Adopt this entry's targets that exist but Steward did not create (default: the document's `adopt`). */
+  adopt?: boolean;
   org?: OrgPlacement;
   /** Repository-level targets: names or globs. */
   repositories?: string[];
@@ -40,6 +42,12 @@ export interface SecretsPolicy {
   variables: Record<string, VariableEntry>;
   /** Delete targets Steward created that the policy no longer lists. */
   prune: boolean;
+  /**
+   * Targets that exist but Steward did not create: `true` adopts them (overwritten and recorded as
+   * Steward's, so prune may delete them), `false` leaves them alone and reports them; unsaid, they
+   * are overwritten but never counted as Steward's. Entries may say their own `adopt`.
+   */
+  adopt?: boolean;
 }
 
 export const defaults: SecretsPolicy = { secrets: {}, variables: {}, prune: false };
@@ -47,6 +55,7 @@ export const defaults: SecretsPolicy = { secrets: {}, variables: {}, prune: fals
 const stringList: JsonSchema = { type: "array", items: { type: "string" } };
 
 const placementProperties: Record<string, JsonSchema> = {
+  adopt: { type: "boolean" },
   org: {
     type: "object",
     additionalProperties: false,
@@ -83,6 +92,7 @@ export const schema: JsonSchema = {
       },
     },
     prune: { type: "boolean" },
+    adopt: { type: "boolean" },
   },
 };
 

@@ -38,10 +38,17 @@ export function failureTable(failures: readonly Failure[]): string {
   return lines.join("\n");
 }
 
+/** GitHub's limits the plan goes past or near, with the counts (empty when none). */
+function limitsSection(result: SyncResult): string[] {
+  const warnings = result.warnings ?? [];
+  return warnings.length ? ["", "### GitHub's limits", "", ...warnings.map((w) => `- :warning: ${cell(w)}`)] : [];
+}
+
 /** `steward/plan`: what a merge of this pull request would do. */
 export function planSummary(result: SyncResult): { title: string; summary: string } {
   const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied.`, "", planTable(result.rows)];
   if (result.failures.length) parts.push("", "### Could not plan", "", failureTable(result.failures));
+  parts.push(...limitsSection(result));
   return { title: counts(result.rows), summary: parts.join("\n") };
 }
 
@@ -53,6 +60,7 @@ export function syncSummary(result: SyncResult): { title: string; summary: strin
   parts.push(result.applied.length ? planTable(result.applied) : "_Nothing to change: everything matches the policy._");
   if (result.failures.length) parts.push("", "### Failed", "", failureTable(result.failures));
   if (result.pausedUntil) parts.push("", `Paused by the API rate limit; the rest continues at ${result.pausedUntil.toISOString()}.`);
+  parts.push(...limitsSection(result));
   return { title, summary: parts.join("\n") };
 }
 
@@ -95,5 +103,6 @@ export function textReport(result: SyncResult): string {
   } else lines.push("dry run: nothing applied.");
   for (const f of result.failures) lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);
   if (result.pausedUntil) lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
+  for (const w of result.warnings ?? []) lines.push(`warning: ${w}`);
   return lines.join("\n");
 }

@@ -7,6 +7,8 @@ import { readInstallationRepositories, readScope, readSelectedRepositories } fro
 import { fingerprint, fingerprintKey } from "./fingerprint.js";
 import { FanOut, RateLimitPause, type FanOutOptions } from "./limits.js";
 import { computePlan, scopeReadKey, type Action, type PlanRow } from "./plan.js";
+import { quotaWarnings } from "./quotas.js";
+import { adoptedKeys } from "./adopt.js";
 import type { SecretsPolicy } from "./policy.js";
 import { forgetRecord, loadRecords, saveRecord } from "./records.js";
 import { resolveDesired } from "./resolve.js";
@@ -37,7 +39,7 @@ export interface Failure {
   scope: Scope;
   kind?: Kind;
   name?: string;
-  action: Action | "read" | "resolve";
+  action: Action | "read" | "resolve" | "adopt";
   error: string;
 }
 
@@ -51,6 +53,8 @@ export interface SyncResult {
   failures: Failure[];
   /** Set when a rate limit ended the run early: sync again at this time to finish. */
   pausedUntil?: Date;
+  /** GitHub's limits the plan goes past or near (quotas.ts), with the counts. */
+  warnings?: string[];
 }
 
 interface ScopeToRead {
@@ -127,15 +131,17 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const pausedEarly = fan.pausedUntil();
   if (pausedEarly) return result({ repositories: repos.length, pausedUntil: pausedEarly });
 
-  const plan = computePlan({ desired, fingerprints, actual, records, readScopes, prune: req.policy.prune === true });
+  const plan = computePlan({ desired, fingerprints, actual, records, readScopes, prune: req.policy.prune === true, adopt: adoptedKeys(req.policy, desired) });
   const rows: PlanRow[] = [];
   for (const row of plan.rows) {
+    if (row.conflict) failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "adopt", error: row.reason });
     const why = unresolved.get(row.key);
     if (why && row.action !== "unchanged" && row.action !== "delete") {
       failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "resolve", error: why });
     } else rows.push(row);
   }
-  if (req.dryRun) return result({ repositories: repos.length, rows });
+  const warnings = quotaWarnings(actual, rows, new Map([...values].map(([k, v]) => [k, Buffer.byteLength(v)])));
+  if (req.dryRun) return result({ repositories: repos.length, rows, warnings });
 
   const ctx: WriteContext = { api, org, keys: req.keys };
   const applied: PlanRow[] = [];
@@ -157,7 +163,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     if (record) await saveRecord(store, org, b.key, { ...record, remoteUpdatedAt: b.updatedAt });
   }
   applied.sort((a, b) => (a.key < b.key ? -1 : 1));
-  return result({ repositories: repos.length, rows, applied, ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}) });
+  return result({ repositories: repos.length, rows, applied, warnings, ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}) });
 }
 
 /** Each request in its own fan-out job: a rate-limit retry never repeats a write that succeeded. */

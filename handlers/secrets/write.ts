@@ -1,6 +1,6 @@
 // One plan row carried out against the API: create/update (sealed for secrets), the org
 // repository list on its own, delete, and the read-back of `updated_at` after a secret write.
-import { statusOf, type ApiResponse, type Requester } from "./api.js";
+import { describeError, statusOf, type ApiResponse, type Requester } from "./api.js";
 import { collectionPath } from "./facts.js";
 import type { PlanRow } from "./plan.js";
 import type { PublicKeyCache } from "./seal.js";
@@ -59,15 +59,31 @@ async function writeVariable(ctx: WriteContext, d: DesiredTarget, create: boolea
     await (create ? post() : patch());
   } catch (e) {
     const status = statusOf(e);
-    if (create && (status === 409 || status === 422)) await patch();
+    // Someone created it meanwhile (409, or a 422 saying so); a 422 about the value itself (over
+    // GitHub's 48 KB) must surface as it is, not as the PATCH's 404.
+    if (create && (status === 409 || (status === 422 && /already exists/i.test(describeError(e))))) await patch();
     else if (!create && status === 404) await post();
     else throw e;
   }
 }
 
-async function setSelectedRepositories(ctx: WriteContext, d: DesiredTarget): Promise<string | undefined> {
+/**
+ * Change which repositories an org target is shared with, one repository at a time: replacing the
+ * whole list would undo a repository someone added between Steward's read and its write.
+ */
+async function setSelectedRepositories(ctx: WriteContext, d: DesiredTarget, delta: PlanRow["repositoryChanges"]): Promise<string | undefined> {
   const path = d.kind === "secret" ? "/orgs/{org}/actions/secrets/{name}/repositories" : "/orgs/{org}/actions/variables/{name}/repositories";
-  return serverDate(await ctx.api.request(`PUT ${path}`, { org: ctx.org, name: d.name, selected_repository_ids: d.selectedRepositoryIds ?? [] }));
+  if (!delta) return serverDate(await ctx.api.request(`PUT ${path}`, { org: ctx.org, name: d.name, selected_repository_ids: d.selectedRepositoryIds ?? [] }));
+  let last: string | undefined;
+  for (const id of delta.add) last = serverDate(await ctx.api.request(`PUT ${path}/{repository_id}`, { org: ctx.org, name: d.name, repository_id: id }));
+  for (const id of delta.remove) {
+    try {
+      last = serverDate(await ctx.api.request(`DELETE ${path}/{repository_id}`, { org: ctx.org, name: d.name, repository_id: id }));
+    } catch (e) {
+      if (statusOf(e) !== 404) throw e; // the repository is gone: no longer shared, as wanted
+    }
+  }
+  return last;
 }
 
 /** Remote `updated_at` after a write: the baseline drift is judged against. */
@@ -84,7 +100,7 @@ export async function readUpdatedAt(ctx: WriteContext, d: Pick<DesiredTarget, "k
 export async function writeRow(ctx: WriteContext, row: PlanRow, value: string): Promise<string | undefined> {
   const d = row.desired!;
   const onlyRepositories = row.action === "update" && row.changes.length === 1 && row.changes[0] === "repositories";
-  if (onlyRepositories) return setSelectedRepositories(ctx, d);
+  if (onlyRepositories) return setSelectedRepositories(ctx, d, row.repositoryChanges);
   if (d.kind === "secret") return putSecret(ctx, d, value);
   await writeVariable(ctx, d, row.action === "create");
   return undefined;

@@ -145,13 +145,14 @@ describe("secrets sync against the sandbox hub", () => {
     expect(puts.map((r) => r.status)).toEqual([422, 204]);
     expect(requests().filter((r) => r.path.endsWith("/public-key"))).toHaveLength(1);
 
-    // Someone adds a repository to the selection by hand: only the list is reconciled.
+    // Someone adds a repository to the selection by hand: only that repository's access is taken
+    // back, one repository at a time (replacing the list would race with other people's changes).
     const tools = h.control.repo(ORG, "private-tools")!.id;
     await world.api.request("PUT /orgs/{org}/actions/secrets/{name}/repositories/{repository_id}", { org: ORG, name: "NPM_TOKEN", repository_id: tools });
     const requests2 = world.mark();
     const reconcile = await world.sync();
     expect(reconcile.applied.map((r) => [r.name, r.changes, r.reason])).toEqual([["NPM_TOKEN", ["repositories"], "selected repositories +0 -1"]]);
-    expect(requests2().filter((r) => r.method !== "GET").map((r) => `${r.method} ${r.path}`)).toEqual([`PUT /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories`]);
+    expect(requests2().filter((r) => r.method !== "GET").map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories/${tools}`]);
     expect(s.get({ kind: "org", org: ORG }, "NPM_TOKEN")!.selected).not.toContain(tools);
 
     // Entries removed from the policy: Steward's targets go, the person's secret stays.
@@ -220,9 +221,12 @@ prune: true
     const { h } = world;
     const repo = h.control.createRepo({ owner: ORG, name: "web-shop" });
     h.control.createRepo({ owner: ORG, name: "service-c" });
+    const requests = world.mark();
     const result = await world.sync({ onlyRepos: ["web-shop"] });
     expect(result.failures).toEqual([]);
     expect(result.applied.map((r) => [r.key, r.changes])).toEqual([["secret/org/NPM_TOKEN", ["repositories"]]]);
+    // Access is granted to the one repository; the list is not replaced.
+    expect(requests().filter((r) => r.method !== "GET").map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([`PUT /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories/${repo.id} 204`]);
     expect(h.domains.secrets.get({ kind: "org", org: ORG }, "NPM_TOKEN")!.selected).toContain(repo.id);
     // service-c was out of reach of that run; a full sync picks it up.
     const full = await world.sync();

@@ -5,6 +5,7 @@ import { randomInt } from "node:crypto";
 import sodium from "libsodium-wrappers";
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
+import { assertWithinLimits } from "./quotas.js";
 import type { EffectsLog } from "./effects.js";
 import { applySelection, assertNoProblems, nameProblems, selectionKind, type SelectionChange, reaches, resolveScope, ScopedItems, scopeKey, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
 
@@ -85,6 +86,7 @@ export class SecretsDomain extends ScopedItems<Secret> {
     }
     let value = existing?.value;
     if (body.encrypted_value !== undefined || existing === undefined) value = this.open(scope, body);
+    assertWithinLimits("Secret", scope, { creating: existing === undefined, count: this.storeOf(scope).size, ...(value === undefined ? {} : { value }) });
 
     const now = this.hub.timestamp();
     const store = this.storeOf(scope);

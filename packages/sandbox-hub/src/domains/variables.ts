@@ -2,6 +2,7 @@
 // values are plain and returned by the API.
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
+import { assertWithinLimits } from "./quotas.js";
 import type { EffectsLog } from "./effects.js";
 import { applySelection, assertNoProblems, nameProblems, selectionKind, type SelectionChange, reaches, resolveScope, ScopedItems, scopeKey, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
 
@@ -39,6 +40,7 @@ export class VariablesDomain extends ScopedItems<Variable> {
     assertNoProblems(problems);
     const name = (body.name as string).toUpperCase();
     if (this.get(scope, name)) throw new HubError(409, "Already exists - Variable already exists");
+    assertWithinLimits("Variable", scope, { creating: true, count: this.storeOf(scope).size, value: body.value as string });
     const now = this.hub.timestamp();
     const variable: Variable = {
       name,
@@ -62,6 +64,7 @@ export class VariablesDomain extends ScopedItems<Variable> {
       else problems.push(...nameProblems(body.name, "Variable"));
     }
     if (body.value !== undefined && typeof body.value !== "string") problems.push({ resource: "Variable", field: "value", code: "invalid" });
+    else if (typeof body.value === "string") assertWithinLimits("Variable", scope, { creating: false, count: 0, value: body.value });
     if (scope.kind === "org") {
       problems.push(...visibilityProblems(this.hub, scope.org, body.visibility ?? (body.selected_repository_ids !== undefined ? variable.visibility : undefined), body.selected_repository_ids, "Variable", false));
     } else if (body.visibility !== undefined || body.selected_repository_ids !== undefined) {

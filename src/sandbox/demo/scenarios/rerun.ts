@@ -1,8 +1,11 @@
 // Re-runs of transient failures: acme/api's CI fails with a network reset while installing
 // dependencies, and Steward re-runs the failed job; on the second attempt a test really fails,
-// and Steward leaves it alone. The `steward/rerun` check run explains both decisions.
+// and Steward leaves it alone. The `steward/rerun` check run explains both decisions. Then three
+// commits on main go green, red, green: the red one's job is a flake (rerun.flake_pattern), re-run
+// alone and recorded for `steward flakes`.
 import type { SandboxStack } from "../../stack.js";
 import type { Row, Scenario } from "../types.js";
+import { flakyJobs } from "../../../cli/commands/flakes.js";
 
 const OWNER = "acme";
 const REPO = "api";
@@ -12,6 +15,7 @@ const RERUN_SECTION = `rerun:
   enabled: true
   max_attempts: 3
   delay: 0s
+  flake_pattern: true
   rules:
     - jobs: ["integration-*"]
       log: ["ECONNRESET", "/lost communication with the server/i"]
@@ -48,6 +52,31 @@ async function outcomeOf(stack: SandboxStack, runId: number, attempt: number): P
   const stored = await stack.steward.store.getDelivery(delivery.guid);
   const outcome = stored?.outcomes.find((o) => o.handler === "rerun");
   return outcome ? `${outcome.status}: ${outcome.detail ?? ""}` : "no outcome";
+}
+
+/** Green, red, green on main: the red commit's failing job is a flake. */
+async function flakeSteps(stack: SandboxStack, print: (line: string) => void): Promise<Row[]> {
+  const { actions } = stack.hub.domains;
+  const rows: Row[] = [];
+  const jobs = [{ name: "unit" }, { name: "e2e" }];
+  const runs = [];
+  for (const [i, failing] of [false, true, false].entries()) {
+    const sha = stack.hub.control.pushFiles({ owner: OWNER, repo: REPO, files: { "src/app.txt": `change ${i}\n` } }).sha;
+    const run = actions.startRun({ owner: OWNER, repo: REPO, workflow: "E2E", sha, jobs });
+    if (failing) actions.scriptAttempt(run.id, 2, "success");
+    actions.completeJob({ runId: run.id, job: "unit" });
+    if (failing) actions.failJob({ runId: run.id, job: "e2e", log: "Error: element #checkout not visible after 5000ms" });
+    else actions.completeJob({ runId: run.id, job: "e2e" });
+    await settle(stack);
+    runs.push(run);
+    rows.push({ step: `E2E on commit ${String.fromCharCode(65 + i)} (${sha.slice(0, 7)}): e2e ${failing ? "fails (no rule matches)" : "passes"}`, event: "workflow_run.completed", result: await outcomeOf(stack, run.id, 1) });
+  }
+  const red = runs[1]!;
+  rows.push({ step: `E2E on commit B re-run`, event: "workflow_run.completed", result: red.attempts[1] ? `attempt 2: ${red.attempts[1].conclusion} (mode ${red.attempts[1].mode})` : "not re-run" });
+  const [top] = await flakyJobs(stack.steward.store, { repo: `${OWNER}/${REPO}`, sinceMs: 30 * 86_400_000, limit: 5 });
+  rows.push({ step: `steward flakes --repo ${OWNER}/${REPO}`, event: "cli", result: top ? `${top.workflow} / ${top.job}: ${top.count} flake, ${top.rerun} re-run` : "none" });
+  print(`flake pattern: ${rows[rows.length - 1]!.result}`);
+  return rows;
 }
 
 const scenario: Scenario = {
@@ -90,6 +119,7 @@ const scenario: Scenario = {
       for (const line of check.output.summary.split("\n")) if (line.trim()) print(`  ${line}`);
     }
     if (!second || !check) throw new Error("Steward did not re-run the transient failure and explain it");
+    rows.push(...(await flakeSteps(stack, print)));
     return rows;
   },
 };

@@ -20,6 +20,8 @@ import { loadHandlerModules } from "./router/load-handlers.js";
 import { sweepRedeliveries } from "./recovery/redeliver.js";
 import { startPeriodic, type Periodic } from "./ops/periodic.js";
 import { builtinHandlers } from "../handlers/index.js";
+import { checkAppCredential } from "./lifecycle/credential-check.js";
+import type { Backoff } from "./lifecycle/backoff.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -46,6 +48,8 @@ export interface CreateStewardOptions {
   /** API client tuning (e.g. a lower write spacing for the sandbox or benchmarks). */
   api?: Pick<OctokitFactoryOptions, "writeIntervalMs" | "maxRateLimitWaitSeconds" | "retries">;
   timeouts?: Partial<ServerTimeouts>;
+  /** Backoff of start-up work that needs the API (credential check, handler starts). */
+  startBackoff?: Backoff;
 }
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
@@ -64,7 +68,7 @@ function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | Redi
     intervalMs: config.redeliverIntervalMs,
     firstDelayMs: Math.min(config.redeliverIntervalMs, 60_000),
     logger,
-    run: async () => {
+    run: async (signal) => {
       const lookbackMs = first ? FIRST_SWEEP_LOOKBACK_MS : Math.max(3 * config.redeliverIntervalMs, 3_600_000);
       first = false;
       await sweepRedeliveries({
@@ -73,6 +77,7 @@ function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | Redi
         isKnown: async (guid) => (await store.getDelivery(guid)) !== undefined,
         logger: logger.child({ component: "redelivery" }),
         lookbackMs,
+        signal,
       });
     },
   });
@@ -126,11 +131,17 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   } else {
     store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger, backgroundCheckpoints: true });
   }
+  // Aborted at the shutdown bound: from then on no API request leaves this process.
+  const hardStop = new AbortController();
+  // Fires when shutdown begins: start-up work still retrying gives up.
+  const stopping = new AbortController();
   const octokits = createOctokitFactory({
     config,
     logger,
+    signal: hardStop.signal,
     observe: { request: (who, status, remaining) => metrics.apiRequest(who, status, remaining) },
     ...(throttle ? { sharedThrottle: throttle } : {}),
+    ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}),
     ...opts.api,
   });
   let engine: Engine | undefined;
@@ -144,7 +155,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       policies,
       logger,
       checkReporterFor: (octokit) => createCheckReporter(octokit, { detailsUrl: config.statusUrl, appId: config.appId }),
-      observe: { outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds) },
+      observe: {
+        outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds),
+        handlerStart: (handler, state) => metrics.handlerStart(handler, state),
+      },
+      hardStop,
+      ...(opts.startBackoff ? { startBackoff: opts.startBackoff } : {}),
     });
     const http = createStewardHttp({
       webhookPath: config.webhookPath,
@@ -159,6 +175,15 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     const address = await listen(http.server, config.port, config.host);
     const url = urlOf(address, config.host);
     const sweeper = startRedeliverySweeper(config, store, octokits, logger);
+    void checkAppCredential({
+      octokits,
+      appId: config.appId,
+      apiUrl: config.apiUrl,
+      logger,
+      signal: stopping.signal,
+      ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
+      observe: (state) => metrics.appCredential(state),
+    });
     const running = engine;
     let closing: Promise<void> | undefined;
     return {
@@ -172,10 +197,13 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       close() {
         closing ??= (async () => {
           http.beginDrain();
+          stopping.abort(new Error("shutting down"));
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
           await sweeper.stop(HTTP_CLOSE_GRACE_MS);
           await running.stop(config.shutdownTimeoutMs);
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
+          // Nothing of this process talks to the API after this line.
+          hardStop.abort(new Error("shut down"));
           await store.close();
           await throttle?.close();
           logger.info("shut down");

@@ -12,6 +12,7 @@ import { createRedirectingFetch } from "./redirects.js";
 import { createTokenCache } from "./token-cache.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
+import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
 import pkg from "../../package.json" with { type: "json" };
 
 export const USER_AGENT = `steward/${pkg.version}`;
@@ -44,14 +45,21 @@ export interface OctokitFactoryOptions {
    * `namespace` prefixes the limiter ids (one per deployment; tests use a unique one).
    */
   sharedThrottle?: { connection: Bottleneck.IORedisConnection; namespace?: string };
+  /**
+   * The process's hard stop: once it fired no request leaves (queued ones included) and those
+   * in flight are aborted. The softer stop of one piece of work is its own signal (see below).
+   */
+  signal?: AbortSignal;
 }
 
 type Fetch = typeof globalThis.fetch;
 type RetryDecision = (retryAfter: number, options: { method: string; url: string }, octokit: unknown, retryCount: number) => boolean;
 
 /** A fetch that reports every exchange of one installation and registers the tokens it sends. */
-function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined): Fetch {
+function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined, hardStop: AbortSignal | undefined): Fetch {
   return async (input, init) => {
+    if (hardStop?.aborted) throw stoppedError(hardStop);
+    if (hardStop) init = { ...init, signal: init?.signal ? AbortSignal.any([init.signal, hardStop]) : hardStop };
     const auth = new Headers(init?.headers).get("authorization");
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
     if (token) registerSecret(token);
@@ -88,6 +96,26 @@ function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
   };
 }
 
+interface RequestOptions {
+  signal?: AbortSignal;
+  fetch?: Fetch;
+}
+
+/**
+ * A request made by work that was told to stop (its signal given as `request.signal`, or the
+ * signal of the work running in this async context) is refused: now, and again at the moment
+ * it would leave (it may wait in the write queue meanwhile). One already sent is not cut off
+ * by this signal: its answer is what lets the work record what it did.
+ */
+function refuseOnceStopped(request: RequestOptions): void {
+  const stop = request.signal ?? currentSignal();
+  delete request.signal;
+  if (!stop) return;
+  if (stop.aborted) throw stoppedError(stop);
+  const send = request.fetch ?? globalThis.fetch;
+  request.fetch = (input, init) => (stop.aborted ? Promise.reject(stoppedError(stop)) : send(input, init));
+}
+
 export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
@@ -121,7 +149,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
+      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe, opts.signal) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
@@ -138,6 +166,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
         options.headers.accept = ACCEPT;
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
+      refuseOnceStopped((options.request ??= {}) as RequestOptions);
     });
     return octokit;
   }

@@ -262,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
     maxAttempts: integer(env, "STEWARD_MAX_ATTEMPTS", 5, 1, 100),
     shutdownTimeoutMs: duration(env, "STEWARD_SHUTDOWN_TIMEOUT", "25s"),
+    writeIntervalMs: duration(env, "STEWARD_WRITE_INTERVAL", "1s"),
     reviewerToken: token,
     syncIntervalMs: duration(env, "STEWARD_SYNC_INTERVAL", "6h"),
     redeliverIntervalMs: duration(env, "STEWARD_REDELIVER_INTERVAL", "10m"),

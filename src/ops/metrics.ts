@@ -10,6 +10,10 @@ export interface Metrics {
   handlerOutcome(handler: string, outcome: string, seconds: number): void;
   /** One API response (or failure) for an installation, with X-RateLimit-Remaining when sent. */
   apiRequest(installationId: number | "app", status: number, remaining?: number): void;
+  /** A handler's start(): 1 once it succeeded, 0 while it is still starting or retrying. */
+  handlerStart(handler: string, state: string): void;
+  /** Whether GitHub accepts the app credential (1), rejects it (0), or was not reached yet (-1). */
+  appCredential(state: string): void;
   /** Where the queue depth comes from (read at scrape time). */
   setQueueDepthSource(source: () => Promise<number>): void;
   /** Prometheus text exposition. */
@@ -68,8 +72,27 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
   });
 
+  const startStatus = new Gauge({
+    name: "steward_handler_start_status",
+    help: "1 when the handler's start succeeded; 0 while it is starting or retrying with backoff",
+    labelNames: ["handler"] as const,
+    registers: [registry],
+  });
+  const credential = new Gauge({
+    name: "steward_app_credential_status",
+    help: "1 when GitHub accepts the app credential (GET /app), 0 when it rejects it, -1 while unknown or unreachable",
+    registers: [registry],
+  });
+  credential.set(-1);
+
   return {
     registry,
+    handlerStart(handler, state) {
+      startStatus.set({ handler }, state === "started" ? 1 : 0);
+    },
+    appCredential(state) {
+      credential.set(state === "accepted" ? 1 : state === "rejected" ? 0 : -1);
+    },
     contentType: registry.contentType,
     deliveryReceived(event, status) {
       received.inc({ event, status: String(status) });

@@ -48,10 +48,22 @@ function untilSignal(log: Logger): Promise<NodeJS.Signals> {
   });
 }
 
-async function serveUntilSignal(service: Closable, log: Logger): Promise<number> {
+/** Past the shutdown bound, how long close() may still take (HTTP and store close) before the process exits regardless. */
+const EXIT_MARGIN_MS = 5_000;
+
+async function serveUntilSignal(service: Closable, log: Logger, shutdownTimeoutMs: number): Promise<number> {
   const signal = await untilSignal(log);
   log.info({ signal }, "signal received");
+  const watchdog = setTimeout(() => {
+    log.error({ boundMs: shutdownTimeoutMs + EXIT_MARGIN_MS }, "shutdown overran its bound; exiting now");
+    process.exit(1);
+  }, shutdownTimeoutMs + EXIT_MARGIN_MS);
+  watchdog.unref();
   await service.close();
+  clearTimeout(watchdog);
+  // Shut down means gone: a timer, socket or retry still holding the event loop does not keep
+  // the process alive (this fires only if something does).
+  setTimeout(() => process.exit(0), 100).unref();
   return 0;
 }
 
@@ -92,7 +104,7 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   );
   // For the person at the terminal; the JSON line above is for log pipelines.
   process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl));
-  return serveUntilSignal(running, log);
+  return serveUntilSignal(running, log, running.config.shutdownTimeoutMs);
 }
 
 export async function run(_args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -107,7 +119,7 @@ export async function run(_args: string[], env: NodeJS.ProcessEnv = process.env)
       { url: steward.url, webhookPath: config.webhookPath, apiUrl: config.apiUrl, dataDir: config.dataDir },
       `listening on ${steward.url}${config.webhookPath}`,
     );
-    return await serveUntilSignal(steward, log);
+    return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
     log.fatal({ err: error }, "steward could not start");
     return 1;

@@ -135,6 +135,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const hardStop = new AbortController();
   // Fires when shutdown begins: start-up work still retrying gives up.
   const stopping = new AbortController();
+  metrics.setDeadSource(() => store.countDead());
   const octokits = createOctokitFactory({
     config,
     logger,

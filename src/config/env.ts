@@ -238,6 +238,12 @@ export function loadLogSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "lo
   };
 }
 
+/** Where the service keeps its state, for operator commands that need nothing else (no app credentials). */
+export function loadStoreSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "dataDir" | "redisUrl"> {
+  const redis = redisUrl(env);
+  return { dataDir: resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward"), ...(redis === undefined ? {} : { redisUrl: redis }) };
+}
+
 /** Parse and validate the configuration; throws ConfigError (one line) on the first problem. */
 export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const id = appId(env);

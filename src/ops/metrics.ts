@@ -16,6 +16,8 @@ export interface Metrics {
   appCredential(state: string): void;
   /** Where the queue depth comes from (read at scrape time). */
   setQueueDepthSource(source: () => Promise<number>): void;
+  /** Where the number of dead deliveries comes from (read at scrape time). */
+  setDeadSource(source: () => Promise<number>): void;
   /** Prometheus text exposition. */
   text(): Promise<string>;
   readonly contentType: string;
@@ -31,21 +33,25 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     labelNames: ["event", "status"] as const,
     registers: [registry],
   });
-  let depthSource: (() => Promise<number>) | undefined;
-  new Gauge({
-    name: "steward_queue_depth",
-    help: "Deliveries waiting or running",
-    registers: [registry],
-    async collect() {
-      if (!depthSource) return;
-      try {
-        this.set(await depthSource());
-      } catch {
-        // An unusable store shows as a missing sample; /readyz reports it.
-        this.reset();
-      }
-    },
-  });
+  const sources: { depth?: () => Promise<number>; dead?: () => Promise<number> } = {};
+  const storeGauge = (name: string, help: string, source: keyof typeof sources) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const read = sources[source];
+        if (!read) return;
+        try {
+          this.set(await read());
+        } catch {
+          // An unusable store shows as a missing sample; /readyz reports it.
+          this.reset();
+        }
+      },
+    });
+  storeGauge("steward_queue_depth", "Deliveries waiting or running", "depth");
+  storeGauge("steward_deliveries_dead", "Deliveries parked as dead (steward deliveries list --status dead; replay --status dead)", "dead");
   const outcomes = new Counter({
     name: "steward_handler_outcomes_total",
     help: "Handler runs, by handler and outcome (done, skipped, failed)",
@@ -107,7 +113,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       if (left !== undefined && Number.isFinite(left)) remaining.set({ installation }, left);
     },
     setQueueDepthSource(source) {
-      depthSource = source;
+      sources.depth = source;
+    },
+    setDeadSource(source) {
+      sources.dead = source;
     },
     text: () => registry.metrics(),
   };

@@ -14,6 +14,10 @@ export class RedisKeys {
   delivery(id: string): string { return `${this.prefix}d:${id}`; }
   /** Hash: handler -> JSON outcome record. */
   outcomes(id: string): string { return `${this.prefix}o:${id}`; }
+  /** List: JSON of every handler run (capped), for `deliveries show`. */
+  attempts(id: string): string { return `${this.prefix}a:${id}`; }
+  /** Zset of dead deliveries by the time they were parked (the dead gauge). */
+  get dead(): string { return `${this.prefix}dead`; }
   /** Zset of queued and failed-awaiting-retry deliveries by next run time. */
   get due(): string { return `${this.prefix}due`; }
   /** Zset of running deliveries by lease expiry. */

@@ -2,7 +2,7 @@
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
 
-const schemaVersion = 2;
+const schemaVersion = 3;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -90,6 +90,20 @@ const upgrades: string[] = [
   DROP INDEX IF EXISTS deliveries_due;
   CREATE INDEX IF NOT EXISTS deliveries_ready ON deliveries (next_run_at, received_at, status, id) WHERE status IN ('queued', 'failed');
   CREATE INDEX IF NOT EXISTS deliveries_leased ON deliveries (lease_until) WHERE status = 'running';
+  `,
+  // 2 -> 3: every handler run kept (outcomes holds the last one only), for `deliveries show`.
+  `
+  CREATE TABLE IF NOT EXISTS attempts (
+    seq INTEGER PRIMARY KEY,
+    delivery_id TEXT NOT NULL,
+    handler TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    detail TEXT,
+    at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id, seq);
+  CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (status) WHERE status = 'dead';
   `,
 ];
 

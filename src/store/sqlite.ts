@@ -11,6 +11,7 @@ import type {
   ClaimedTask,
   DeliveryDecision,
   DeliveryFilter,
+  DeliveryRecord,
   EngineStore,
   HandlerOutcomeRecord,
   StoredDelivery,
@@ -115,7 +116,8 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore {
     return this.#deliveries.finishDelivery(token, deliveryId, decision);
   }
   listDeliveries(filter?: DeliveryFilter): Promise<StoredDelivery[]> { return this.#deliveries.listDeliveries(filter); }
-  getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined> {
+  countDead(): Promise<number> { return this.#deliveries.countDead(); }
+  getDelivery(id: string): Promise<DeliveryRecord | undefined> {
     return this.#deliveries.getDelivery(id);
   }
   replayDelivery(id: string): Promise<boolean> { return this.#deliveries.replayDelivery(id); }

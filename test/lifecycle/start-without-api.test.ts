@@ -69,6 +69,7 @@ describe("start without the API", () => {
     const metrics = await (await fetch(`${steward.url}/metrics`)).text();
     expect(metrics).toMatch(/steward_handler_start_status\{handler="secrets"\} 0/);
     expect(metrics).toMatch(/steward_app_credential_status -1/);
+    expect(metrics).toMatch(/steward_deliveries_dead 0/);
   });
 
   it("with a key GitHub does not accept: one clear message naming APP_ID and PRIVATE_KEY and GET /app's answer, never blaming a handler", async () => {

@@ -27,6 +27,14 @@ function sandboxBanner(webhookUrl: string, hubUrl: string): string {
   ].join("\n") + "\n";
 }
 
+export const usage = `usage: steward start
+  runs the service, configured from the environment (README.md "Configuration"):
+    APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY), WEBHOOK_SECRET   the GitHub App
+    PORT, HOST, GITHUB_API_URL, STEWARD_*                       where it listens, what it talks to
+  with no APP_ID it runs against the sandbox hub (a local simulation of GitHub; no credentials)
+  SIGTERM or SIGINT stop it: new deliveries are refused, running work stops between steps,
+  and it exits within STEWARD_SHUTDOWN_TIMEOUT (default 25s)`;
+
 interface Closable {
   close(): Promise<void>;
 }
@@ -107,7 +115,11 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   return serveUntilSignal(running, log, running.config.shutdownTimeoutMs);
 }
 
-export async function run(_args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (args.length > 0) {
+    process.stderr.write(`steward start: unexpected argument "${args[0]}" (configuration comes from the environment)\n${usage}\n`);
+    return 2;
+  }
   if (env.APP_ID === undefined || env.APP_ID.trim() === "") return runSandbox(env);
   const config = configOrExit(() => loadConfig(env));
   if (!config) return 1;

@@ -10,7 +10,7 @@ import { asRequester, describeError, statusOf } from "../../../handlers/secrets/
 import { syncOrganisation } from "../../../handlers/secrets/organisation.js";
 import { problemsSummary, textReport } from "../../../handlers/secrets/report.js";
 
-const usage = `usage: steward sync --org ORG [--dry-run] [--concurrency N]
+export const usage = `usage: steward sync --org ORG [--dry-run] [--concurrency N]
   plans the secrets and variables of .github/steward/secrets.yml in ORG's admin repository
   (STEWARD_ADMIN_REPO) and applies it unless --dry-run; uses the service's configuration`;
 

@@ -12,7 +12,7 @@ import { resolvePolicy } from "../../policy/resolve.js";
 import type { Problem } from "../../policy/types.js";
 import { validatePolicyText } from "../../policy/validate.js";
 
-const USAGE = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] FILE...";
+export const usage = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] FILE...";
 
 interface Args {
   files: string[];
@@ -29,11 +29,11 @@ function parseArgs(args: string[]): Args | string {
     else if (a.startsWith("--org=")) out.org = a.slice(6);
     else if (a === "--document") out.document = value();
     else if (a.startsWith("--document=")) out.document = a.slice(11);
-    else if (a === "-h" || a === "--help") return USAGE;
-    else if (a.startsWith("--")) return `steward validate: unknown option ${a}\n${USAGE}`;
+    else if (a === "-h" || a === "--help") return usage;
+    else if (a.startsWith("--")) return `steward validate: unknown option ${a}\n${usage}`;
     else out.files.push(a);
   }
-  if (out.files.length === 0 || out.org === "" || out.document === "") return USAGE;
+  if (out.files.length === 0 || out.org === "" || out.document === "") return usage;
   return out;
 }
 

@@ -17,17 +17,18 @@ let store: SqliteStore;
 
 function io(): Io & { stdout: string; stderr: string } {
   const out = { stdout: "", stderr: "" };
+  const env: NodeJS.ProcessEnv = {
+    APP_ID: h.env.APP_ID,
+    PRIVATE_KEY_PATH: h.env.PRIVATE_KEY_PATH,
+    WEBHOOK_SECRET: h.env.WEBHOOK_SECRET,
+    GITHUB_API_URL: h.url,
+    STEWARD_DATA_DIR: dataDir,
+    STEWARD_WRITE_INTERVAL: "0ms",
+    STEWARD_SF_TOKEN: "single-flight-value",
+    LOG_LEVEL: "warn",
+  };
   return Object.assign(out, {
-    env: {
-      APP_ID: h.env.APP_ID,
-      PRIVATE_KEY_PATH: h.env.PRIVATE_KEY_PATH,
-      WEBHOOK_SECRET: h.env.WEBHOOK_SECRET,
-      GITHUB_API_URL: h.url,
-      STEWARD_DATA_DIR: dataDir,
-      STEWARD_WRITE_INTERVAL: "0ms",
-      STEWARD_SF_TOKEN: "single-flight-value",
-      LOG_LEVEL: "warn",
-    },
+    env,
     out: (t: string) => void (out.stdout += t),
     err: (t: string) => void (out.stderr += t),
   });

@@ -1,5 +1,7 @@
 // `steward start`: run the service. With APP_ID set it is the real app, configured from the
 // environment; with no APP_ID at all it runs against the sandbox hub (no credentials needed).
+import { writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
@@ -12,7 +14,27 @@ To run as a real GitHub App, set at least:
 See README.md "Configuration" for every variable.
 `;
 
-function sandboxBanner(webhookUrl: string, hubUrl: string): string {
+/** The environment settings that apply in sandbox mode as in real mode (the app's identity comes from the hub). */
+function sandboxSettings(env: NodeJS.ProcessEnv): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && (/^STEWARD_/.test(name) || ["PORT", "HOST", "LOG_LEVEL", "LOG_FORMAT", "WEBHOOK_PATH"].includes(name))) kept[name] = value;
+  }
+  return kept;
+}
+
+/** What a person types to send a signed delivery by hand (the secret is read from a file, never printed). */
+function byHand(webhookUrl: string, secretFile: string): string[] {
+  return [
+    "    signed webhook:  body='{\"zen\":\"Hello from curl\",\"hook_id\":1}'",
+    `                     sig="sha256=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$(cat ${secretFile})" | sed 's/^.* //')"`,
+    `                     curl -X POST ${webhookUrl} -H 'Content-Type: application/json' -H 'X-GitHub-Event: ping' \\`,
+    `                       -H "X-GitHub-Delivery: by-hand-$RANDOM$RANDOM" -H "X-Hub-Signature-256: $sig" -d "$body"`,
+    `                     (202: recorded; the webhook secret is in ${secretFile})`,
+  ];
+}
+
+function sandboxBanner(webhookUrl: string, hubUrl: string, secretFile: string): string {
   return [
     "",
     "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
@@ -21,6 +43,7 @@ function sandboxBanner(webhookUrl: string, hubUrl: string): string {
     "    demo world:      organisation acme, repositories .github, web, api, service-billing",
     `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
     `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,
+    ...byHand(webhookUrl, secretFile),
     "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
     "  and WEBHOOK_SECRET; README.md \"Configuration\" lists every variable.",
     "",
@@ -100,18 +123,30 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   const settings = configOrExit(() => loadLogSettings(env));
   if (!settings) return 1;
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
-  const port = env.PORT !== undefined && /^\d+$/.test(env.PORT) ? Number(env.PORT) : undefined;
-  const running = await stack.startSandboxStack({
-    ...(port !== undefined ? { port } : {}),
-    ...(env.STEWARD_DATA_DIR ? { dataDir: env.STEWARD_DATA_DIR } : {}),
-    logger: log,
-  });
+  // PORT, HOST, STEWARD_HANDLERS and every other STEWARD_* setting apply as in real mode.
+  const settingsEnv = sandboxSettings(env);
+  let running;
+  try {
+    running = await stack.startSandboxStack({
+      ...(env.STEWARD_DATA_DIR ? { dataDir: env.STEWARD_DATA_DIR } : {}),
+      logger: log,
+      env: { PORT: "0", LOG_LEVEL: settings.logLevel, ...settingsEnv },
+    });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`steward: ${scrub(error.message)}\n`);
+      return 1;
+    }
+    throw error;
+  }
+  const secretFile = join(dirname(running.hub.env.PRIVATE_KEY_PATH), "webhook-secret");
+  await writeFile(secretFile, running.hub.env.WEBHOOK_SECRET, { mode: 0o600 });
   log.info(
     { webhookUrl: running.webhookUrl, hubUrl: running.config.apiUrl, realApp: "set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY) and WEBHOOK_SECRET" },
     "sandbox mode (no APP_ID): Steward is running against the local sandbox hub",
   );
   // For the person at the terminal; the JSON line above is for log pipelines.
-  process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl));
+  process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl, secretFile));
   return serveUntilSignal(running, log, running.config.shutdownTimeoutMs);
 }
 

@@ -3,12 +3,12 @@
 // prints for a signed webhook by hand, run as printed, get a delivery recorded and handled.
 import { afterEach, describe, expect, it } from "vitest";
 import { execFile } from "node:child_process";
-import { createServer } from "node:net";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { startChild } from "../service/child.js";
+import { freePort, until } from "./support.js";
 
 let dir: string | undefined;
 let stop: (() => void) | undefined;
@@ -17,22 +17,6 @@ afterEach(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
   dir = stop = undefined;
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-async function until(check: () => boolean, what: string, out: () => string): Promise<void> {
-  for (let i = 0; i < 1_200; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}\n${out().slice(-3000)}`);
-}
 
 describe("sandbox mode (no APP_ID)", () => {
   it("applies PORT and STEWARD_HANDLERS, links a control surface that answers, and prints a signed webhook that works", async () => {

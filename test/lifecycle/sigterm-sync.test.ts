@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { STEWARD_PERMISSIONS } from "../../src/sandbox/seed/demo.js";
 import { startChild } from "../service/child.js";
+import { until } from "./support.js";
 
 const ORG = "acme";
 const ADMIN = "admin";
@@ -36,14 +37,6 @@ function secretWrites(h: HubHandle): { repo: string; at: number }[] {
     .requests()
     .filter((r) => r.method === "PUT" && r.status < 300 && secretPut.test(r.path))
     .map((r) => ({ repo: secretPut.exec(r.path)![1]!, at: r.at }));
-}
-
-async function until(what: string, check: () => boolean, out: () => string): Promise<void> {
-  for (let i = 0; i < 1_200; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}\n${out().slice(-4000)}`);
 }
 
 /** The time of the JSON log line with message `msg`. */
@@ -86,7 +79,7 @@ describe("stop means stop (secrets sync, SIGTERM, resume)", () => {
     const url = await first.listening;
     h.control.setWebhookUrl(`${url}/api/github/webhooks`);
     h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { ".github/steward/secrets.yml": "secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: ['repo-*'] }\n" }, message: "policy" });
-    await until("the sync to be under way", () => secretWrites(h).length >= 20, first.out);
+    await until(() => secretWrites(h).length >= 20, "the sync to be under way", first.out, 100);
 
     const signalledAt = Date.now();
     first.proc.kill("SIGTERM");
@@ -107,8 +100,8 @@ describe("stop means stop (secrets sync, SIGTERM, resume)", () => {
     const second = startChild({ ...env, STEWARD_WRITE_INTERVAL: "0ms" });
     children.push(second.proc);
     await second.listening;
-    await until("every repository to have its secret", () => new Set(secretWrites(h).map((w) => w.repo)).size === REPOS.length, second.out);
-    await until("the resumed sync to finish", () => /secrets sync progress: .*\(|"msg":"secrets sync"/.test(second.out()), second.out);
+    await until(() => new Set(secretWrites(h).map((w) => w.repo)).size === REPOS.length, "every repository to have its secret", second.out, 100);
+    await until(() => /secrets sync progress: .*\(|"msg":"secrets sync"/.test(second.out()), "the resumed sync to finish", second.out, 100);
     const perRepo = new Map<string, number>();
     for (const w of secretWrites(h)) perRepo.set(w.repo, (perRepo.get(w.repo) ?? 0) + 1);
     expect([...perRepo.entries()].filter(([, n]) => n !== 1)).toEqual([]);

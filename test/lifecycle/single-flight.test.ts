@@ -10,6 +10,7 @@ import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { withJobLease } from "../../src/store/job-lease.js";
 import { syncLeaseKey } from "../../handlers/secrets/organisation.js";
+import { until } from "./support.js";
 
 let h: HubHandle;
 let dataDir: string;
@@ -57,10 +58,6 @@ async function whileServiceSyncs(during: (lost: AbortSignal) => Promise<void>): 
   return seen;
 }
 
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await new Promise((r) => setTimeout(r, 20));
-}
-
 describe("single-flight sync", () => {
   it("the plan prints how long applying it takes at GitHub's write pace", async () => {
     const dry = io();
@@ -81,7 +78,7 @@ describe("single-flight sync", () => {
       expect(forced.stdout).toContain("applied: 2 created");
       // Progress on stderr, plain lines when not a terminal.
       expect(forced.stderr).toMatch(/^acme: \d+\/\d+ repositories, 2\/2 writes, 0 errors/m);
-      await until(() => signal.aborted);
+      await until(() => signal.aborted, "the holder to be told", () => "", 20);
     });
     expect(lost.aborted).toBe(true);
     expect(String((lost.reason as Error).message)).toMatch(/lease (taken by steward sync \(CLI\)|expired)/);
@@ -92,7 +89,7 @@ describe("single-flight sync", () => {
     let result: Promise<number> | undefined;
     await whileServiceSyncs(async () => {
       result = run(["--org", "acme", "--wait"], waiting);
-      await until(() => waiting.stderr.includes("waiting for the sync of acme already running (the Steward service"));
+      await until(() => waiting.stderr.includes("waiting for the sync of acme already running (the Steward service"), "the wait message", () => waiting.stderr, 20);
     });
     expect(await result).toBe(0);
     expect(waiting.stdout).toContain("applied: 0 created, 0 updated, 0 deleted");

@@ -2,7 +2,6 @@
 // the intake records deliveries at once; the work that needs the API retries in the
 // background, and a rejected credential is reported once, naming what to fix.
 import { afterEach, describe, expect, it } from "vitest";
-import { createServer } from "node:net";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +10,7 @@ import { createSteward, type Steward } from "../../src/app.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { appKey } from "../service/fake-api.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
+import { freePort, until } from "./support.js";
 
 const push = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "push")!.examples[0]);
 const fastBackoff = { minMs: 20, maxMs: 100 };
@@ -25,23 +25,6 @@ afterEach(async () => {
   steward = hub = dir = undefined;
 });
 
-/** A port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function until(check: () => boolean, what: string, output: () => string): Promise<void> {
-  for (let i = 0; i < 600; i++) {
-    if (check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}\n${output().slice(-3000)}`);
-}
-
 function lines(output: string): { level: number; msg: string; [k: string]: unknown }[] {
   return output
     .split("\n")
@@ -54,7 +37,7 @@ describe("start without the API", () => {
     dir = await mkdtemp(join(tmpdir(), "steward-noapi-"));
     const { logger, output } = collectingLogger("info");
     steward = await createSteward({
-      config: testConfig({ privateKey: appKey().privateKey, apiUrl: `http://127.0.0.1:${await closedPort()}`, dataDir: dir }),
+      config: testConfig({ privateKey: appKey().privateKey, apiUrl: `http://127.0.0.1:${await freePort()}`, dataDir: dir }),
       logger,
       api: { retries: 0 },
       startBackoff: fastBackoff,

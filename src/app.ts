@@ -200,8 +200,8 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           http.beginDrain();
           stopping.abort(new Error("shutting down"));
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
-          await sweeper.stop(HTTP_CLOSE_GRACE_MS);
-          await running.stop(config.shutdownTimeoutMs);
+          // Both told to stop at once: the bound is the shutdown timeout, not the sum of the two.
+          await Promise.all([sweeper.stop(HTTP_CLOSE_GRACE_MS), running.stop(config.shutdownTimeoutMs)]);
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
           // Nothing of this process talks to the API after this line.
           hardStop.abort(new Error("shut down"));

@@ -22,6 +22,8 @@ import { startPeriodic, type Periodic } from "./ops/periodic.js";
 import { builtinHandlers } from "../handlers/index.js";
 import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
 import { policyView } from "./console/policy-view.js";
+import { checkAppCredential } from "./lifecycle/credential-check.js";
+import type { Backoff } from "./lifecycle/backoff.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -50,6 +52,8 @@ export interface CreateStewardOptions {
   timeouts?: Partial<ServerTimeouts>;
   /** Redis deployments: key prefix (default `{steward}:`) and throttling namespace (default `steward`), e.g. one per test. */
   redis?: { prefix?: string; namespace?: string };
+  /** Backoff of start-up work that needs the API (credential check, handler starts). */
+  startBackoff?: Backoff;
 }
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
@@ -68,7 +72,7 @@ function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | Redi
     intervalMs: config.redeliverIntervalMs,
     firstDelayMs: Math.min(config.redeliverIntervalMs, 60_000),
     logger,
-    run: async () => {
+    run: async (signal) => {
       const lookbackMs = first ? FIRST_SWEEP_LOOKBACK_MS : Math.max(3 * config.redeliverIntervalMs, 3_600_000);
       first = false;
       await sweepRedeliveries({
@@ -77,6 +81,7 @@ function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | Redi
         isKnown: async (guid) => (await store.getDelivery(guid)) !== undefined,
         logger: logger.child({ component: "redelivery" }),
         lookbackMs,
+        signal,
       });
     },
   });
@@ -134,9 +139,15 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   } else {
     store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger, backgroundCheckpoints: true });
   }
+  // Aborted at the shutdown bound: from then on no API request leaves this process.
+  const hardStop = new AbortController();
+  // Fires when shutdown begins: start-up work still retrying gives up.
+  const stopping = new AbortController();
+  metrics.setDeadSource(() => store.countDead());
   const octokits = createOctokitFactory({
     config,
     logger,
+    signal: hardStop.signal,
     observe: {
       request: (who, status, remaining) => {
         metrics.apiRequest(who, status, remaining);
@@ -144,6 +155,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       },
     },
     ...(cluster ? { sharedThrottle: cluster.throttle, tokenCache: cluster.tokens, sharedWriteSlots: cluster.writeSlots } : {}),
+    ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}),
     ...opts.api,
   });
   if (cluster) {
@@ -164,7 +176,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
         const detailsUrl = detailsUrlFor(config, publicBase(), deliveryId);
         return createCheckReporter(octokit, { ...(detailsUrl ? { detailsUrl } : {}), appId: config.appId });
       },
-      observe: { outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds) },
+      observe: {
+        outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds),
+        handlerStart: (handler, state) => metrics.handlerStart(handler, state),
+      },
+      hardStop,
+      ...(opts.startBackoff ? { startBackoff: opts.startBackoff } : {}),
     });
     const running0 = engine;
     const consoleRoutes = mountConsole({
@@ -197,6 +214,15 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     const url = urlOf(address, config.host);
     listening = url;
     const sweeper = startRedeliverySweeper(config, store, octokits, logger);
+    void checkAppCredential({
+      octokits,
+      appId: config.appId,
+      apiUrl: config.apiUrl,
+      logger,
+      signal: stopping.signal,
+      ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
+      observe: (state) => metrics.appCredential(state),
+    });
     const running = engine;
     let closing: Promise<void> | undefined;
     return {
@@ -210,11 +236,14 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       close() {
         closing ??= (async () => {
           http.beginDrain();
+          stopping.abort(new Error("shutting down"));
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
-          await sweeper.stop(HTTP_CLOSE_GRACE_MS);
-          await running.stop(config.shutdownTimeoutMs);
+          // Both told to stop at once: the bound is the shutdown timeout, not the sum of the two.
+          await Promise.all([sweeper.stop(HTTP_CLOSE_GRACE_MS), running.stop(config.shutdownTimeoutMs)]);
           consoleRoutes.close();
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
+          // Nothing of this process talks to the API after this line.
+          hardStop.abort(new Error("shut down"));
           await store.close();
           await cluster?.close();
           logger.info("shut down");

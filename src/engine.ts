@@ -14,6 +14,9 @@ import { decideDelivery, decideTask, defaultRetry, type RetryPolicy } from "./qu
 import { serviceContext as buildServiceContext, taskContext, type ContextDeps } from "./router/contexts.js";
 import { runDelivery } from "./router/run-delivery.js";
 import { errorText, redactSecrets } from "./router/redact.js";
+import { runWithSignal } from "./lifecycle/abort-scope.js";
+import type { Backoff } from "./lifecycle/backoff.js";
+import { startHandlers, type HandlerStarts, type StartState } from "./lifecycle/handler-starts.js";
 
 export interface Engine {
   intake: DeliveryIntake;
@@ -29,6 +32,8 @@ export interface Engine {
   serviceContext: ServiceContext;
   /** The scheduler a handler module gets in its contexts. */
   schedulerFor(handler: string): Scheduler;
+  /** Each handler's start (they run in the background after start()). */
+  handlerStarts(): ReturnType<HandlerStarts["status"]>;
 }
 
 export interface EngineOptions {
@@ -39,7 +44,17 @@ export interface EngineOptions {
   policies: PolicyLoader;
   logger: Logger;
   checkReporterFor: (octokit: InstallationOctokit, deliveryId?: string) => CheckReporter;
-  observe?: { outcome(handler: string, status: Outcome["status"], seconds: number): void };
+  observe?: {
+    outcome(handler: string, status: Outcome["status"], seconds: number): void;
+    handlerStart?(handler: string, state: StartState): void;
+  };
+  /**
+   * Aborted when the shutdown bound is reached: the API client given to handlers refuses every
+   * request from then on and cuts off those in flight.
+   */
+  hardStop?: AbortController;
+  /** Backoff of handler starts that failed (default 1 s doubling to 5 min). */
+  startBackoff?: Backoff;
   /** Backoff between attempts (attempt count comes from config.maxAttempts). */
   retry?: { baseMs: number; maxMs: number };
   /** Lease of a running delivery or task; renewed every third of it while it runs. */
@@ -51,6 +66,8 @@ export interface EngineOptions {
 }
 
 const maintenanceIntervalMs = 3_600_000;
+/** After the hard stop, how long runs get to notice their refused requests before the store closes. */
+const HARD_STOP_GRACE_MS = 1_000;
 
 type Work = { kind: "delivery"; claim: ClaimedDelivery } | { kind: "task"; claim: ClaimedTask };
 
@@ -109,7 +126,10 @@ export function createEngine(opts: EngineOptions): Engine {
     checkReporterFor: opts.checkReporterFor,
     schedulerFor,
   };
-  const service = buildServiceContext(deps, logger, scheduler);
+  // Fires when shutdown begins: every running piece of work is told to stop between steps.
+  const shutdown = new AbortController();
+  const service = buildServiceContext(deps, logger, scheduler, shutdown.signal);
+  let starts: HandlerStarts | undefined;
 
   // ---- worker pool ------------------------------------------------------------------------
   let state: "new" | "running" | "stopping" | "stopped" = "new";
@@ -230,13 +250,25 @@ export function createEngine(opts: EngineOptions): Engine {
 
   function launch(work: Work): void {
     const token = work.claim.token;
+    // Lost when another process took the lease (this one stalled past it): stop, it runs there.
+    const lost = new AbortController();
+    const signal = AbortSignal.any([shutdown.signal, lost.signal]);
     const heartbeat = setInterval(() => {
-      store.renewLease(token, leaseMs).catch((e) => log.warn({ err: e }, "lease renewal failed"));
+      store
+        .renewLease(token, leaseMs)
+        .then((held) => {
+          if (!held && state === "running") lost.abort(new Error("lease lost"));
+        })
+        .catch((e) => log.warn({ err: e }, "lease renewal failed"));
     }, Math.max(10, Math.floor(leaseMs / 3)));
     heartbeat.unref();
     heartbeats.set(token, heartbeat);
-    const run = (work.kind === "delivery" ? runClaimedDelivery(work.claim) : runClaimedTask(work.claim))
-      .catch((e) => log.error({ err: e }, `${work.kind} run failed unexpectedly`))
+    const run = runWithSignal(signal, () => (work.kind === "delivery" ? runClaimedDelivery(work.claim, signal) : runClaimedTask(work.claim, signal)))
+      .catch((e) => {
+        // After the shutdown bound the store is closed; what a late run failed to write is moot.
+        if (state === "stopped") log.debug({ err: e }, `${work.kind} run ended after shutdown`);
+        else log.error({ err: e }, `${work.kind} run failed unexpectedly`);
+      })
       .finally(() => {
         clearInterval(heartbeat);
         heartbeats.delete(token);
@@ -251,7 +283,7 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   // ---- one delivery -----------------------------------------------------------------------
-  async function runClaimedDelivery(claim: ClaimedDelivery): Promise<void> {
+  async function runClaimedDelivery(claim: ClaimedDelivery, signal: AbortSignal): Promise<void> {
     const d = claim.delivery;
     const dlog = logger.child({
       delivery: d.id,
@@ -268,6 +300,7 @@ export function createEngine(opts: EngineOptions): Engine {
       {
         ...deps,
         log: dlog,
+        signal,
         observe: opts.observe,
         recordOutcome: (handler, outcome, seconds) => {
           const write = store.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
@@ -281,6 +314,12 @@ export function createEngine(opts: EngineOptions): Engine {
       opts.handlers,
       claim,
     );
+    if (signal.aborted && outcomes.some((o) => o.status === "failed")) {
+      await Promise.allSettled(outcomeWrites);
+      await store.releaseLease(claim.token);
+      dlog.info("delivery stopped before it finished; it is back in the queue");
+      return;
+    }
     const decision = decideDelivery(outcomes, d.attempts, retry, new Date());
     const finished = store.finishDelivery(claim.token, d.id, decision);
     finished.catch(() => undefined);
@@ -297,7 +336,7 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   // ---- one task ---------------------------------------------------------------------------
-  async function runClaimedTask(claim: ClaimedTask): Promise<void> {
+  async function runClaimedTask(claim: ClaimedTask, signal: AbortSignal): Promise<void> {
     const t = claim.task;
     const tlog = logger.child({ task: t.key, handler: t.handler, installation: t.installationId });
     const handler = handlersByName.get(t.handler);
@@ -311,7 +350,7 @@ export function createEngine(opts: EngineOptions): Engine {
       const started = performance.now();
       try {
         const octokit = t.installationId === undefined ? undefined : await opts.octokits.octokitFor(t.installationId);
-        const ctx = taskContext(deps, handler, t, { octokit, log: tlog, attempt });
+        const ctx = taskContext(deps, handler, t, { octokit, log: tlog, attempt, signal });
         const result = await handler.onTask(ctx);
         if (result?.status === "failed") {
           error = result.error;
@@ -322,6 +361,12 @@ export function createEngine(opts: EngineOptions): Engine {
       }
       const seconds = (performance.now() - started) / 1000;
       opts.observe?.outcome(t.handler, error === undefined ? "done" : "failed", seconds);
+    }
+    if (error !== undefined && signal.aborted) {
+      // Stopped, not failed: the task goes back as it was and resumes where it left off.
+      await store.releaseLease(claim.token);
+      tlog.info("task stopped before it finished; it is back in the queue");
+      return;
     }
     if (error !== undefined) error = redactSecrets(error, secrets);
     const decision = decideTask(error, retryable, attempt, retry, new Date());
@@ -377,29 +422,31 @@ export function createEngine(opts: EngineOptions): Engine {
     scheduler,
     serviceContext: service,
     schedulerFor,
+    handlerStarts: () => starts?.status() ?? [],
     async start() {
       if (state !== "new") throw new Error(`engine cannot start: it is ${state}`);
       const recovered = await store.recoverOrphans();
       if (recovered > 0) log.warn({ recovered }, "took back work leased by a process that died");
-      for (const h of opts.handlers) {
-        if (!h.start) continue;
-        const hlog = logger.child({ handler: h.name });
-        try {
-          await h.start(buildServiceContext(deps, hlog, schedulerFor(h.name)));
-        } catch (e) {
-          throw new Error(`handler module "${h.name}" failed to start: ${redactSecrets(errorText(e), secrets)}`);
-        }
-      }
       await housekeeping();
       maintenance = setInterval(() => void housekeeping(), maintenanceIntervalMs);
       maintenance.unref();
       state = "running";
       log.info({ concurrency, handlers: opts.handlers.map((h) => h.name) }, "engine started");
+      starts = startHandlers({
+        handlers: opts.handlers,
+        contextFor: (h, hlog) => buildServiceContext(deps, hlog, schedulerFor(h.name), shutdown.signal),
+        signal: shutdown.signal,
+        logger,
+        describe: (e) => redactSecrets(errorText(e), secrets),
+        ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
+        ...(opts.observe?.handlerStart ? { observe: opts.observe.handlerStart } : {}),
+      });
       void pump();
     },
     async stop(timeoutMs) {
       if (state === "stopped") return;
       state = "stopping";
+      shutdown.abort(new Error("shutting down"));
       if (timer) clearTimeout(timer);
       timer = undefined;
       clearInterval(maintenance);
@@ -417,7 +464,15 @@ export function createEngine(opts: EngineOptions): Engine {
             clearInterval(heartbeats.get(token));
             await store.releaseLease(token);
           }
+          // No request leaves from here on; runs see their requests refused and end.
+          opts.hardStop?.abort(new Error("shutdown bound reached"));
           log.warn({ released: tokens.length }, "shutdown bound reached; unfinished work returned to the queue");
+          const ended = new Promise<void>((resolve) => {
+            bound = setTimeout(resolve, HARD_STOP_GRACE_MS);
+            bound.unref();
+          });
+          await Promise.race([Promise.allSettled([...inflight.values()]), ended]);
+          clearTimeout(bound);
         }
       }
       state = "stopped";

@@ -69,6 +69,12 @@ export interface HandlerContext<E extends EmitterWebhookEventName = EmitterWebho
   attempt: number;
   /** Service configuration (read-only). */
   config: Readonly<import("./config/types.js").StewardConfig>;
+  /**
+   * Fires when this work must stop: at shutdown, and when its lease was lost (another process
+   * took it). Long work stops between steps, records how far it got and returns; the API
+   * client refuses the work's new requests once it fired.
+   */
+  signal: AbortSignal;
 }
 
 /** What a scheduled task receives. */
@@ -85,6 +91,7 @@ export interface TaskContext<P = unknown> {
   checks: CheckReporter;
   attempt: number;
   config: Readonly<import("./config/types.js").StewardConfig>;
+  signal: AbortSignal;
 }
 
 /** Framework-level services a handler may start at boot (e.g. a periodic sync). */
@@ -97,6 +104,8 @@ export interface ServiceContext {
   octokitFor(installationId: number): Promise<InstallationOctokit>;
   /** Octokit authenticated as the app (JWT). */
   appOctokit(): Promise<InstallationOctokit>;
+  /** Fires at shutdown: background work the handler started stops. */
+  signal: AbortSignal;
 }
 
 export interface HandlerModule<P = unknown> {
@@ -112,7 +121,10 @@ export interface HandlerModule<P = unknown> {
   handle(ctx: HandlerContext<any, P>): Promise<Outcome | void>;
   /** Run a task this handler scheduled. Throwing retries it with backoff. */
   onTask?(ctx: TaskContext<P>): Promise<Outcome | void>;
-  /** Called once at service start (e.g. to schedule periodic work). */
+  /**
+   * Called at service start (e.g. to schedule periodic work). It runs in the background: the
+   * service takes deliveries meanwhile, and a failure is logged and retried with backoff.
+   */
   start?(ctx: ServiceContext): Promise<void>;
 }
 

@@ -11,6 +11,9 @@ import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
 import { secretsDocument } from "./policy.js";
 import { forkPlanNote, forkPlanSummary, planSummary, problemsSummary, syncSummary } from "./report.js";
+import { loggedProgress, progressKey } from "./progress.js";
+import { describeHolder, LeaseHeld } from "../../src/store/job-lease.js";
+import { stoppedError } from "../../src/lifecycle/abort-scope.js";
 
 type Delivery = HandlerContext<any, unknown>;
 type Ctx = Delivery | TaskContext;
@@ -52,9 +55,15 @@ async function carryOut(ctx: Ctx, org: string, opts: { dryRun?: boolean; ref?: s
     adminRepo: ctx.config.adminRepo,
     dataDir: ctx.config.dataDir,
     laneId: laneId(ctx),
+    signal: ctx.signal,
+    onProgress: loggedProgress(ctx.log, (p) => ctx.store.set(progressKey(org), p)),
+    lease: { who: "the Steward service" },
     ...opts,
   });
 }
+
+/** How long a sync waits for the one running elsewhere before it tries again. */
+const LEASE_RETRY_MS = 60_000;
 
 /** A rate limit ended the run early: come back when it lifts (records skip what is done). */
 async function scheduleResume(ctx: Ctx, org: string, resumeAt: Date, onlyRepos?: string[]): Promise<void> {
@@ -69,7 +78,16 @@ async function schedulePeriodic(ctx: { scheduler: ServiceContext["scheduler"]; c
 }
 
 async function sync(ctx: Ctx, decision: Extract<Decision, { decision: "sync" }>): Promise<Outcome> {
-  const outcome = await carryOut(ctx, decision.org, { ref: decision.report?.headSha, onlyRepos: decision.onlyRepos });
+  let outcome: OrganisationOutcome;
+  try {
+    outcome = await carryOut(ctx, decision.org, { ref: decision.report?.headSha, onlyRepos: decision.onlyRepos });
+  } catch (e) {
+    if (!(e instanceof LeaseHeld)) throw e;
+    // Single flight: the sync running elsewhere does this work; this one comes back after it.
+    await scheduleResume(ctx, decision.org, new Date(Date.now() + LEASE_RETRY_MS), decision.onlyRepos);
+    ctx.log.info({ org: decision.org, holder: e.holder }, "secrets sync already running elsewhere; trying again later");
+    return { status: "skipped", reason: `a sync of ${decision.org} is already running (${describeHolder(e.holder)}); trying again in ${LEASE_RETRY_MS / 1000}s` };
+  }
   const report = decision.report;
   if (outcome.status === "no_policy" && report) {
     await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: "neutral", title: "No secrets policy: nothing synced", summary: `${outcome.reason}.` });
@@ -82,6 +100,10 @@ async function sync(ctx: Ctx, decision: Extract<Decision, { decision: "sync" }>)
     return { status: "skipped", reason: `${outcome.file} has ${outcome.problems.filter((p) => p.severity === "error").length} error(s)` };
   }
   const { result } = outcome;
+  // Stopped between steps: what was written is recorded; the work goes back to the queue and
+  // the next run resumes from there.
+  if (result.stopped && ctx.signal.aborted) throw stoppedError(ctx.signal);
+  if (result.stopped) return { status: "skipped", reason: `the sync of ${decision.org} was taken over by another run (steward sync --force)` };
   if (result.pausedUntil) await scheduleResume(ctx, decision.org, result.pausedUntil, decision.onlyRepos);
   const { title, summary } = syncSummary(result);
   if (report) {

@@ -4,6 +4,7 @@
 // caller can schedule the rest (records make a later run skip what is done).
 import Bottleneck from "bottleneck";
 import { rateLimitResumeAt, rateLimitWaitMs } from "./api.js";
+import { throwIfStopped } from "../../src/lifecycle/abort-scope.js";
 
 export class RateLimitPause extends Error {
   constructor(readonly resumeAt: Date) {
@@ -18,6 +19,8 @@ export interface FanOutOptions {
   maxPauseMs?: number;
   /** Retries of one job after rate-limit pauses (default 5). */
   maxRateLimitRetries?: number;
+  /** Once fired, jobs not started yet are not started (they throw the stop error). */
+  signal?: AbortSignal;
 }
 
 interface Lane {
@@ -42,6 +45,7 @@ export class FanOut {
   private readonly lane: Lane;
   private readonly maxPauseMs: number;
   private readonly maxRetries: number;
+  private readonly signal: AbortSignal | undefined;
   /** Set once a pause exceeds the budget: jobs not started yet are not started. */
   stopped: RateLimitPause | undefined;
   /** Rate-limit pauses waited out in place. */
@@ -51,6 +55,7 @@ export class FanOut {
     this.lane = lane(laneId, opts.concurrency ?? 8);
     this.maxPauseMs = opts.maxPauseMs ?? 60_000;
     this.maxRetries = opts.maxRateLimitRetries ?? 5;
+    this.signal = opts.signal;
   }
 
   /** When the run was stopped by a long rate limit: the moment to resume. */
@@ -63,8 +68,10 @@ export class FanOut {
     return this.lane.limiter.schedule(async () => {
       for (let attempt = 0; ; attempt++) {
         if (this.stopped) throw this.stopped;
+        throwIfStopped(this.signal);
         const wait = this.lane.pausedUntil - Date.now();
         if (wait > 0) await sleep(wait);
+        throwIfStopped(this.signal);
         try {
           return await job();
         } catch (e) {

@@ -9,6 +9,8 @@ import { loadSecretsDocument } from "./document.js";
 import type { FanOutOptions } from "./limits.js";
 import { PublicKeyCache } from "./seal.js";
 import { runSync, type SyncResult } from "./sync.js";
+import type { SyncProgress } from "./progress.js";
+import { withJobLease, type JobLeaseOptions } from "../../src/store/job-lease.js";
 
 export type OrganisationOutcome =
   | { status: "no_admin_repo"; reason: string }
@@ -36,6 +38,19 @@ export interface OrganisationSync {
    * `syncReads`, keyed by `laneId`); `false` sends every read unconditionally.
    */
   reads?: ResponseCache | false;
+  /** Stops the sync between steps (see SyncRequest.signal). */
+  signal?: AbortSignal;
+  onProgress?(progress: SyncProgress): void;
+  /**
+   * Who runs this sync, for the single-flight lease (a sync that writes holds it; a dry run
+   * does not): a second one throws LeaseHeld naming the holder, waits, or forces.
+   */
+  lease?: Omit<JobLeaseOptions, "signal"> & { who: string };
+}
+
+/** The store key of an organisation's sync lease. */
+export function syncLeaseKey(org: string): string {
+  return `secrets/sync-lease/${org.toLowerCase()}`;
 }
 
 const keyCaches = new Map<string, PublicKeyCache>();
@@ -72,18 +87,28 @@ export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOut
     const doc = await loadSecretsDocument(api, req.org, admin, req.ref);
     if (!doc.found) return { status: "no_policy", reason: `${req.org}/${admin} has no .github/steward/secrets.yml` };
     if (!doc.policy) return { status: "invalid", file: doc.file, problems: doc.problems };
-    const result = await runSync({
-      api,
-      store: req.store,
-      org: req.org,
-      policy: doc.policy,
-      dataDir: req.dataDir,
-      keys: publicKeysFor(req.laneId),
-      laneId: req.laneId,
-      dryRun: req.dryRun,
-      onlyRepos: req.onlyRepos,
-      fanOut: req.fanOut,
-      env: req.env,
+    const policy = doc.policy;
+    const run = (signal: AbortSignal | undefined) =>
+      runSync({
+        api,
+        store: req.store,
+        org: req.org,
+        policy,
+        dataDir: req.dataDir,
+        keys: publicKeysFor(req.laneId),
+        laneId: req.laneId,
+        dryRun: req.dryRun,
+        onlyRepos: req.onlyRepos,
+        fanOut: req.fanOut,
+        env: req.env,
+        ...(signal ? { signal } : {}),
+        ...(req.onProgress ? { onProgress: req.onProgress } : {}),
+      });
+    if (req.dryRun) return { status: "synced", result: await run(req.signal) };
+    const { who, ...lease } = req.lease ?? { who: "steward" };
+    const result = await withJobLease(req.store, syncLeaseKey(req.org), `the sync of ${req.org}`, who, (signal) => run(signal), {
+      ...lease,
+      ...(req.signal ? { signal: req.signal } : {}),
     });
     return { status: "synced", result };
   });

@@ -4,6 +4,7 @@ import type { Problem } from "../../src/policy/types.js";
 import { countPlan, type PlanRow } from "./plan.js";
 import type { Failure, SyncResult } from "./sync.js";
 import { scopeLabel } from "./targets.js";
+import { estimateSeconds, formatDuration } from "./progress.js";
 
 /** Check-run summaries are capped; unchanged rows are the first to go. */
 const MAX_TABLE_ROWS = 300;
@@ -44,9 +45,19 @@ function limitsSection(result: SyncResult): string[] {
   return warnings.length ? ["", "### GitHub's limits", "", ...warnings.map((w) => `- :warning: ${cell(w)}`)] : [];
 }
 
+/**
+ * How long applying the plan takes: GitHub paces writes at about one a second, so a first sync
+ * of N repositories with one secret each takes about N seconds.
+ */
+export function planEstimate(rows: readonly PlanRow[]): string {
+  const writes = rows.filter((r) => r.action !== "unchanged").length;
+  if (writes === 0) return "Applying it makes no writes.";
+  return `Applying it makes ${writes} write${writes === 1 ? "" : "s"}: about ${formatDuration(estimateSeconds(writes))} at GitHub's pace of about one write per second.`;
+}
+
 /** `steward/plan`: what a merge of this pull request would do. */
 export function planSummary(result: SyncResult): { title: string; summary: string } {
-  const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied.`, "", planTable(result.rows)];
+  const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied. ${planEstimate(result.rows)}`, "", planTable(result.rows)];
   if (result.failures.length) parts.push("", "### Could not plan", "", failureTable(result.failures));
   parts.push(...limitsSection(result));
   return { title: counts(result.rows), summary: parts.join("\n") };
@@ -100,9 +111,10 @@ export function textReport(result: SyncResult): string {
   if (!result.dryRun) {
     const a = countPlan(result.applied);
     lines.push(`applied: ${a.create} created, ${a.update} updated, ${a.delete} deleted.`);
-  } else lines.push("dry run: nothing applied.");
+  } else lines.push(`dry run: nothing applied. ${planEstimate(result.rows)}`);
   for (const f of result.failures) lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);
   if (result.pausedUntil) lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
   for (const w of result.warnings ?? []) lines.push(`warning: ${w}`);
+  if (result.stopped) lines.push("stopped before the end: what was written is recorded; run again to finish (nothing is written twice).");
   return lines.join("\n");
 }

@@ -17,6 +17,8 @@ import { parseExposures, SOURCES_VARIABLE } from "./exposure.js";
 import { readSources } from "./sources.js";
 import { scopeLabel, type ActualTarget, type Kind, type Scope, type TargetRecord } from "./targets.js";
 import { deleteRow, readUpdatedAt, writeRow, type WriteContext } from "./write.js";
+import { isStopped } from "../../src/lifecycle/abort-scope.js";
+import { ProgressTracker, type SyncProgress } from "./progress.js";
 
 export interface SyncRequest {
   api: Requester;
@@ -33,6 +35,13 @@ export interface SyncRequest {
   onlyRepos?: readonly string[];
   fanOut?: FanOutOptions;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Stop (shutdown, lease lost, Ctrl-C): no request starts after it fired; what was written is
+   * recorded, so the next run resumes from there and writes nothing twice.
+   */
+  signal?: AbortSignal;
+  /** Called as the sync moves on: repositories and writes done, errors, time left. */
+  onProgress?(progress: SyncProgress): void;
 }
 
 export interface Failure {
@@ -55,6 +64,8 @@ export interface SyncResult {
   pausedUntil?: Date;
   /** GitHub's limits the plan goes past or near (quotas.ts), with the counts. */
   warnings?: string[];
+  /** Set when the signal stopped the run: what was written is recorded; run again to finish. */
+  stopped?: boolean;
 }
 
 interface ScopeToRead {
@@ -63,8 +74,15 @@ interface ScopeToRead {
 }
 
 export async function runSync(req: SyncRequest): Promise<SyncResult> {
-  const { api, store, org } = req;
-  const fan = new FanOut(req.laneId, req.fanOut);
+  const { store, org, signal } = req;
+  // Every request of the run carries its stop signal: the API client refuses it once fired.
+  const api: Requester = signal ? { request: (route, params = {}) => req.api.request(route, { ...params, request: { ...(params.request as object | undefined), signal } }) } : req.api;
+  const fan = new FanOut(req.laneId, { ...req.fanOut, ...(signal ? { signal } : {}) });
+  const progress = new ProgressTracker(org, req.onProgress);
+  const stopped = (rest: Partial<SyncResult>): SyncResult => {
+    progress.finish("stopped");
+    return result({ ...rest, stopped: true });
+  };
   const failures: Failure[] = [];
   const result = (rest: Partial<SyncResult>): SyncResult => ({ org, dryRun: req.dryRun === true, repositories: 0, rows: [], applied: [], failures, ...rest });
 
@@ -73,6 +91,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     repos = await fan.run(() => readInstallationRepositories(api, org));
   } catch (e) {
     if (e instanceof RateLimitPause) return result({ pausedUntil: e.resumeAt });
+    if (isStopped(e)) return stopped({});
     throw e;
   }
   const only = req.onlyRepos ? new Set(req.onlyRepos.map((r) => r.toLowerCase())) : undefined;
@@ -110,7 +129,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
       for (const t of await fan.run(() => readScope(api, org, kind, scope))) actual.set(t.key, t);
       readScopes.add(id);
     } catch (e) {
-      if (!(e instanceof RateLimitPause)) failures.push({ scope, kind, action: "read", error: describeError(e) });
+      if (!(e instanceof RateLimitPause) && !isStopped(e)) failures.push({ scope, kind, action: "read", error: describeError(e) });
     }
   });
   await Promise.all(reads);
@@ -124,10 +143,11 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
         a.selectedRepositoryIds = await fan.run(() => readSelectedRepositories(api, org, a.kind, a.name));
       } catch (e) {
         readScopes.delete(scopeReadKey(a.kind, a.scope));
-        if (!(e instanceof RateLimitPause)) failures.push({ scope: a.scope, kind: a.kind, name: a.name, action: "read", error: describeError(e) });
+        if (!(e instanceof RateLimitPause) && !isStopped(e)) failures.push({ scope: a.scope, kind: a.kind, name: a.name, action: "read", error: describeError(e) });
       }
     }),
   );
+  if (signal?.aborted) return stopped({ repositories: repos.length });
   const pausedEarly = fan.pausedUntil();
   if (pausedEarly) return result({ repositories: repos.length, pausedUntil: pausedEarly });
 
@@ -145,24 +165,31 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
 
   const ctx: WriteContext = { api, org, keys: req.keys };
   const applied: PlanRow[] = [];
+  const writes = rows.filter((row) => row.action !== "unchanged");
+  progress.planned(repos.map((r) => r.name), writes);
   await Promise.all(
-    rows
-      .filter((row) => row.action !== "unchanged")
-      .map(async (row) => {
-        try {
-          await applyRow(fan, ctx, req, row, values.get(row.key) ?? "", fingerprints.get(row.key) ?? "");
-          applied.push(row);
-        } catch (e) {
-          if (!(e instanceof RateLimitPause)) failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: row.action, error: describeError(e) });
-        }
-      }),
+    writes.map(async (row) => {
+      try {
+        await applyRow(fan, ctx, { ...req, api }, row, values.get(row.key) ?? "", fingerprints.get(row.key) ?? "");
+        applied.push(row);
+        progress.rowFinished(row, true);
+      } catch (e) {
+        if (isStopped(e)) return;
+        if (!(e instanceof RateLimitPause)) failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: row.action, error: describeError(e) });
+        progress.rowFinished(row, false);
+      }
+    }),
   );
+  applied.sort((a, b) => (a.key < b.key ? -1 : 1));
+  // Stopped: every write made is recorded; forgetting and baselines wait for the run that finishes.
+  if (signal?.aborted) return stopped({ repositories: repos.length, rows, applied });
   for (const k of plan.forget) await forgetRecord(store, org, k);
   for (const b of plan.baselines) {
     const record = records.get(b.key);
     if (record) await saveRecord(store, org, b.key, { ...record, remoteUpdatedAt: b.updatedAt });
   }
   applied.sort((a, b) => (a.key < b.key ? -1 : 1));
+  progress.finish("done");
   return result({ repositories: repos.length, rows, applied, warnings, ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}) });
 }
 

@@ -14,6 +14,7 @@ import { createTokenCache, type TokenCache } from "./token-cache.js";
 import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
+import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
 import pkg from "../../package.json" with { type: "json" };
 
 export const USER_AGENT = `steward/${pkg.version}`;
@@ -50,6 +51,11 @@ export interface OctokitFactoryOptions {
   tokenCache?: TokenCache;
   /** Several replicas: the write slot of each installation, shared through Redis (redis-write-slots.ts). */
   sharedWriteSlots?: { client: Redis; prefix: string };
+  /**
+   * The process's hard stop: once it fired no request leaves (queued ones included) and those
+   * in flight are aborted. The softer stop of one piece of work is its own signal (see below).
+   */
+  signal?: AbortSignal;
 }
 
 /** The write slots this process holds now, for the operator's view of a cluster. */
@@ -62,8 +68,10 @@ type Fetch = typeof globalThis.fetch;
 type RetryDecision = (retryAfter: number, options: { method: string; url: string }, octokit: unknown, retryCount: number) => boolean;
 
 /** A fetch that reports every exchange of one installation and registers the tokens it sends. */
-function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined): Fetch {
+function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined, hardStop: AbortSignal | undefined): Fetch {
   return async (input, init) => {
+    if (hardStop?.aborted) throw stoppedError(hardStop);
+    if (hardStop) init = { ...init, signal: init?.signal ? AbortSignal.any([init.signal, hardStop]) : hardStop };
     const auth = new Headers(init?.headers).get("authorization");
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
     if (token) registerSecret(token);
@@ -167,6 +175,26 @@ function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
   };
 }
 
+interface RequestOptions {
+  signal?: AbortSignal;
+  fetch?: Fetch;
+}
+
+/**
+ * A request made by work that was told to stop (its signal given as `request.signal`, or the
+ * signal of the work running in this async context) is refused: now, and again at the moment
+ * it would leave (it may wait in the write queue meanwhile). One already sent is not cut off
+ * by this signal: its answer is what lets the work record what it did.
+ */
+function refuseOnceStopped(request: RequestOptions): void {
+  const stop = request.signal ?? currentSignal();
+  delete request.signal;
+  if (!stop) return;
+  if (stop.aborted) throw stoppedError(stop);
+  const send = request.fetch ?? globalThis.fetch;
+  request.fetch = (input, init) => (stop.aborted ? Promise.reject(stoppedError(stop)) : send(input, init));
+}
+
 export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory & { slotHolds(): SlotHolds } {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
@@ -208,7 +236,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
+      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe, opts.signal) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
@@ -225,6 +253,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
         options.headers.accept = ACCEPT;
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
+      refuseOnceStopped((options.request ??= {}) as RequestOptions);
     });
     spaceWrites(octokit, String(who), writeSlots);
     return octokit;

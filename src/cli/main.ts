@@ -1,9 +1,13 @@
 // `steward` command line. Each command lives in its own module under ./commands and
 // is imported lazily so `steward validate` does not pay for the server's start-up.
 
-type Command = { summary: string; load: () => Promise<{ run(args: string[]): Promise<number> }> };
+import pkg from "../../package.json" with { type: "json" };
 
-const commands: Record<string, Command> = {
+/** A command module: `usage` is printed for --help without running anything. */
+type CommandModule = { usage: string; run(args: string[]): Promise<number> };
+type Command = { summary: string; load: () => Promise<CommandModule> };
+
+export const commands: Record<string, Command> = {
   start: { summary: "run the service (with no APP_ID: against the sandbox hub)", load: () => import("./commands/start.js") },
   validate: { summary: "check policy files: steward validate FILE...", load: () => import("./commands/validate.js") },
   sandbox: { summary: "run the sandbox hub alone: steward sandbox [--port P] [--webhook-url URL]", load: () => import("./commands/sandbox.js") },
@@ -11,13 +15,19 @@ const commands: Record<string, Command> = {
   sync: { summary: "sync Actions secrets and variables: steward sync --org ORG [--dry-run]", load: () => import("./commands/sync.js") },
   flakes: { summary: "flakiest jobs the rerun handler recorded: steward flakes --repo OWNER/NAME [--since 30d]", load: () => import("./commands/flakes.js") },
   simulate: { summary: "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]", load: () => import("./commands/simulate.js") },
-  deliveries: { summary: "inspect stored deliveries: list | show ID | replay ID", load: () => import("./commands/deliveries.js") },
+  deliveries: { summary: "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead", load: () => import("./commands/deliveries.js") },
 };
 
 function usage(): string {
-  const lines = ["usage: steward <command> [options]", "", "commands:"];
+  const lines = ["usage: steward <command> [options]", "       steward <command> --help", "       steward --version", "", "commands:"];
   for (const [name, c] of Object.entries(commands)) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
   return lines.join("\n");
+}
+
+/** --help anywhere among a command's arguments (before a `--`). */
+function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf("--");
+  return (end < 0 ? args : args.slice(0, end)).some((a) => a === "--help" || a === "-h");
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -26,11 +36,19 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage() + "\n");
     return name ? 0 : 2;
   }
-  const command = commands[name];
+  if (name === "--version" || name === "-V" || name === "version") {
+    process.stdout.write(`steward ${pkg.version}\n`);
+    return 0;
+  }
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) {
     process.stderr.write(`steward: unknown command "${name}"\n\n${usage()}\n`);
     return 2;
   }
   const mod = await command.load();
+  if (asksForHelp(rest)) {
+    process.stdout.write(`${mod.usage.trimEnd()}\n`);
+    return 0;
+  }
   return mod.run(rest);
 }

@@ -266,6 +266,12 @@ export function loadLogSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "lo
   };
 }
 
+/** Where the service keeps its state, for operator commands that need nothing else (no app credentials). */
+export function loadStoreSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "dataDir" | "redisUrl"> {
+  const redis = redisUrl(env);
+  return { dataDir: resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward"), ...(redis === undefined ? {} : { redisUrl: redis }) };
+}
+
 /** Parse and validate the configuration; throws ConfigError (one line) on the first problem. */
 export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const id = appId(env);
@@ -290,6 +296,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
     maxAttempts: integer(env, "STEWARD_MAX_ATTEMPTS", 5, 1, 100),
     shutdownTimeoutMs: duration(env, "STEWARD_SHUTDOWN_TIMEOUT", "25s"),
+    writeIntervalMs: duration(env, "STEWARD_WRITE_INTERVAL", "1s"),
     reviewerToken: token,
     syncIntervalMs: duration(env, "STEWARD_SYNC_INTERVAL", "6h"),
     redeliverIntervalMs: duration(env, "STEWARD_REDELIVER_INTERVAL", "10m"),

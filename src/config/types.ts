@@ -25,6 +25,11 @@ export interface StewardConfig {
   shutdownTimeoutMs: number;
   /** A webhook body must arrive whole within this (STEWARD_BODY_TIMEOUT, default 15 s). */
   bodyTimeoutMs?: number;
+  /**
+   * Spacing of writes per installation, ms (STEWARD_WRITE_INTERVAL; GitHub asks for about one
+   * second). Optional so hand-built configs may omit it; absent means 1 s.
+   */
+  writeIntervalMs?: number;
   /** Token of a required reviewer for pending-deployment reviews (secret). */
   reviewerToken: string | undefined;
   /** Interval of the scheduled secrets sync, ms. */

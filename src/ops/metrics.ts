@@ -11,12 +11,18 @@ export interface Metrics {
   handlerOutcome(handler: string, outcome: string, seconds: number): void;
   /** One API response (or failure) for an installation, with X-RateLimit-Remaining when sent. */
   apiRequest(installationId: number | "app", status: number, remaining?: number): void;
+  /** A handler's start(): 1 once it succeeded, 0 while it is still starting or retrying. */
+  handlerStart(handler: string, state: string): void;
+  /** Whether GitHub accepts the app credential (1), rejects it (0), or was not reached yet (-1). */
+  appCredential(state: string): void;
   /** Where the queue depth comes from (read at scrape time). */
   setQueueDepthSource(source: () => Promise<number>): void;
   /** Where the live replicas and what they hold come from (Redis deployments; read at scrape time). */
   setReplicaSource(source: () => Promise<ReplicaEntry[]>): void;
   /** This process minted an installation token. */
   tokenMinted(installationId: string): void;
+  /** Where the number of dead deliveries comes from (read at scrape time). */
+  setDeadSource(source: () => Promise<number>): void;
   /** Prometheus text exposition. */
   text(): Promise<string>;
   readonly contentType: string;
@@ -32,21 +38,25 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     labelNames: ["event", "status"] as const,
     registers: [registry],
   });
-  let depthSource: (() => Promise<number>) | undefined;
-  new Gauge({
-    name: "steward_queue_depth",
-    help: "Deliveries waiting or running",
-    registers: [registry],
-    async collect() {
-      if (!depthSource) return;
-      try {
-        this.set(await depthSource());
-      } catch {
-        // An unusable store shows as a missing sample; /readyz reports it.
-        this.reset();
-      }
-    },
-  });
+  const sources: { depth?: () => Promise<number>; dead?: () => Promise<number> } = {};
+  const storeGauge = (name: string, help: string, source: keyof typeof sources) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const read = sources[source];
+        if (!read) return;
+        try {
+          this.set(await read());
+        } catch {
+          // An unusable store shows as a missing sample; /readyz reports it.
+          this.reset();
+        }
+      },
+    });
+  storeGauge("steward_queue_depth", "Deliveries waiting or running", "depth");
+  storeGauge("steward_deliveries_dead", "Deliveries parked as dead (steward deliveries list --status dead; replay --status dead)", "dead");
   const outcomes = new Counter({
     name: "steward_handler_outcomes_total",
     help: "Handler runs, by handler and outcome (done, skipped, failed)",
@@ -119,9 +129,27 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     labelNames: ["installation"] as const,
     registers: [registry],
   });
+  const startStatus = new Gauge({
+    name: "steward_handler_start_status",
+    help: "1 when the handler's start succeeded; 0 while it is starting or retrying with backoff",
+    labelNames: ["handler"] as const,
+    registers: [registry],
+  });
+  const credential = new Gauge({
+    name: "steward_app_credential_status",
+    help: "1 when GitHub accepts the app credential (GET /app), 0 when it rejects it, -1 while unknown or unreachable",
+    registers: [registry],
+  });
+  credential.set(-1);
 
   return {
     registry,
+    handlerStart(handler, state) {
+      startStatus.set({ handler }, state === "started" ? 1 : 0);
+    },
+    appCredential(state) {
+      credential.set(state === "accepted" ? 1 : state === "rejected" ? 0 : -1);
+    },
     contentType: registry.contentType,
     deliveryReceived(event, status) {
       received.inc({ event, status: String(status) });
@@ -136,7 +164,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       if (left !== undefined && Number.isFinite(left)) remaining.set({ installation }, left);
     },
     setQueueDepthSource(source) {
-      depthSource = source;
+      sources.depth = source;
+    },
+    setDeadSource(source) {
+      sources.dead = source;
     },
     setReplicaSource(source) {
       replicaSource = source;

@@ -2,9 +2,10 @@
 // alive, and never letting a failure escape (it is logged and the next run happens).
 import type { Logger } from "pino";
 import { safeErrorMessage } from "../log/redact.js";
+import { runWithSignal } from "../lifecycle/abort-scope.js";
 
 export interface Periodic {
-  /** Stop scheduling and wait (at most `graceMs`) for a run in progress. */
+  /** Stop scheduling, tell a run in progress to stop (its signal) and wait for it at most `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -13,8 +14,10 @@ export function startPeriodic(opts: {
   intervalMs: number;
   firstDelayMs: number;
   logger: Logger;
-  run: () => Promise<unknown>;
+  /** Gets a signal that fires at stop(): stop between steps (the API client refuses requests after it). */
+  run: (signal: AbortSignal) => Promise<unknown>;
 }): Periodic {
+  const stopping = new AbortController();
   let stopped = opts.intervalMs <= 0;
   let timer: NodeJS.Timeout | undefined;
   let current: Promise<void> | undefined;
@@ -24,11 +27,12 @@ export function startPeriodic(opts: {
     timer.unref();
   };
   const tick = () => {
-    current = opts
-      .run()
+    current = runWithSignal(stopping.signal, () => opts.run(stopping.signal))
       .then(
         () => undefined,
-        (error: unknown) => opts.logger.warn({ job: opts.name, error: safeErrorMessage(error) }, "background job failed"),
+        (error: unknown) => {
+          if (!stopping.signal.aborted) opts.logger.warn({ job: opts.name, error: safeErrorMessage(error) }, "background job failed");
+        },
       )
       .finally(() => {
         current = undefined;
@@ -39,6 +43,7 @@ export function startPeriodic(opts: {
   return {
     async stop(graceMs = Number.POSITIVE_INFINITY) {
       stopped = true;
+      stopping.abort(new Error("shutting down"));
       if (timer) clearTimeout(timer);
       if (!current) return;
       let bound: NodeJS.Timeout | undefined;

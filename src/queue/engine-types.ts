@@ -52,7 +52,27 @@ export type DeliveryDecision =
 export interface DeliveryFilter {
   status?: DeliveryStatus;
   event?: string;
+  /** Received at or after this moment. */
+  since?: Date;
   limit?: number;
+}
+
+/** One run of one handler on a delivery, as it ended: the history `steward deliveries show` prints. */
+export interface AttemptRecord {
+  handler: string;
+  /** The handler's attempt number on this delivery (counting restarts after a replay from 1). */
+  attempt: number;
+  status: Outcome["status"];
+  detail: string | undefined;
+  at: Date;
+}
+
+/** A stored delivery as an operator inspects it. */
+export interface DeliveryRecord {
+  delivery: StoredDelivery;
+  outcomes: HandlerOutcomeRecord[];
+  /** Every handler run, oldest first (the last ones, when there were very many). */
+  attempts: AttemptRecord[];
 }
 
 export interface DeliveryQueue {
@@ -69,7 +89,7 @@ export interface DeliveryQueue {
   recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean>;
   finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean>;
   listDeliveries(filter?: DeliveryFilter): Promise<StoredDelivery[]>;
-  getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined>;
+  getDelivery(id: string): Promise<DeliveryRecord | undefined>;
   /** Queue a stored delivery again for every handler (outcomes cleared). False when unknown or running. */
   replayDelivery(id: string): Promise<boolean>;
 }

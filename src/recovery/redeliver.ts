@@ -106,6 +106,8 @@ export async function sweepRedeliveries(opts: {
   now?: Date;
   /** Upper bound of redelivery requests per sweep (the rest waits for the next sweep). */
   maxRequests?: number;
+  /** Shutdown: the sweep stops between requests; the next one (after restart) reads on from the mark. */
+  signal?: AbortSignal;
 }): Promise<SweepResult> {
   const now = opts.now ?? new Date();
   const since = now.getTime() - opts.lookbackMs;
@@ -116,6 +118,7 @@ export async function sweepRedeliveries(opts: {
   for await (const page of opts.app.paginate.iterator("GET /app/hook/deliveries", { per_page: 100 })) {
     const items = page.data as unknown as HookDeliveryAttempt[];
     attempts.push(...items);
+    if (opts.signal?.aborted) break;
     // Newest first: once a whole page is older than the window (or the mark), older pages cannot matter.
     if (items.length === 0 || items.every((a) => Date.parse(a.delivered_at) < since || (mark !== undefined && a.id <= mark))) break;
   }
@@ -124,7 +127,12 @@ export async function sweepRedeliveries(opts: {
   const candidates = findRedeliveries(attempts, { now, lookbackMs: opts.lookbackMs, known: (g) => known.has(g) });
   const result: SweepResult = { scanned: attempts.length, requested: [], alreadyAsked: 0, failed: [] };
   const limit = opts.maxRequests ?? 500;
+  let stopped = false;
   for (const c of candidates.slice(0, limit)) {
+    if (opts.signal?.aborted) {
+      stopped = true;
+      break;
+    }
     // Keyed by the attempt: one request per failed attempt, so a redelivery that failed in
     // turn (Steward still down) is asked for again once its own failed attempt is listed.
     const key = `redeliver:${c.guid}:${c.id}`;
@@ -143,7 +151,7 @@ export async function sweepRedeliveries(opts: {
     }
   }
   // Move the mark only when every candidate was asked for; otherwise the next sweep reads them again.
-  if (result.failed.length === 0 && candidates.length <= limit && attempts.length > 0) {
+  if (!stopped && !opts.signal?.aborted && result.failed.length === 0 && candidates.length <= limit && attempts.length > 0) {
     const newest = Math.max(...attempts.map((a) => a.id));
     if (mark === undefined || newest > mark) await opts.store.set(MARK_KEY, newest, { ttlMs: 7 * 86_400_000 });
   }

@@ -59,11 +59,18 @@ export interface DeliveryFacts {
   installationId: number | undefined;
 }
 
+export interface WorkExtra {
+  octokit: InstallationOctokit | undefined;
+  log: Logger;
+  attempt: number;
+  signal: AbortSignal;
+}
+
 /** What a handler sees in both kinds of context; `octokit` is a getter that throws without an installation. */
 function commonParts<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
-  extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number; deliveryId?: string },
+  extra: WorkExtra & { deliveryId?: string },
 ) {
   const { octokit } = extra;
   return {
@@ -77,6 +84,7 @@ function commonParts<P>(
     checks: lazyChecks(deps, octokit, extra.deliveryId),
     attempt: extra.attempt,
     config: deps.config,
+    signal: extra.signal,
   };
 }
 
@@ -89,7 +97,7 @@ export function handlerContext<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
   facts: DeliveryFacts,
-  extra: { octokit: InstallationOctokit | undefined; policy: P | undefined; log: Logger; attempt: number },
+  extra: WorkExtra & { policy: P | undefined },
 ): HandlerContext<any, P> {
   const specific = {
     deliveryId: facts.deliveryId,
@@ -106,14 +114,15 @@ export function taskContext<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
   task: { key: string; data: unknown; installationId: number | undefined },
-  extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number },
+  extra: WorkExtra,
 ): TaskContext<P> {
   const specific = { key: task.key, data: task.data, installationId: task.installationId };
   return extend(specific, commonParts(deps, handler, extra));
 }
 
-export function serviceContext(deps: ContextDeps, log: Logger, scheduler: Scheduler): ServiceContext {
+export function serviceContext(deps: ContextDeps, log: Logger, scheduler: Scheduler, signal: AbortSignal): ServiceContext {
   return {
+    signal,
     log,
     store: deps.store,
     scheduler,

@@ -14,6 +14,8 @@ export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "
 
 export interface RunDeliveryDeps extends ContextDeps {
   log: Logger;
+  /** The run's stop signal (shutdown, lease lost), handed to every handler's context. */
+  signal: AbortSignal;
   /** Persist one handler's outcome (guarded by the run's lease). */
   recordOutcome(handler: string, outcome: Outcome, seconds: number): Promise<void>;
   observe?: { outcome(handler: string, status: Outcome["status"], seconds: number): void };
@@ -99,7 +101,7 @@ async function runOne(
     policy = gate.policy;
   }
   const log = deps.log.child({ handler: handler.name });
-  const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log, attempt });
+  const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log, attempt, signal: deps.signal });
   try {
     const result = await handler.handle(ctx);
     if (result === undefined) return { status: "done" };
@@ -146,6 +148,11 @@ export async function runDelivery(
       const started = performance.now();
       let outcome = await runOne(deps, handler, facts, prep, (prior.get(handler.name)?.attempts ?? 0) + 1);
       if (outcome.status === "failed") outcome = { ...outcome, error: redactSecrets(outcome.error, secrets) };
+      if (outcome.status === "failed" && deps.signal.aborted) {
+        // Told to stop, not a failure of its own: the run goes back to the queue whole.
+        deps.log.info({ handler: handler.name }, `handler ${handler.name} stopped; it runs again from the queue`);
+        return summarize(handler.name, outcome);
+      }
       const seconds = (performance.now() - started) / 1000;
       deps.observe?.outcome(handler.name, outcome.status, seconds);
       const level = outcome.status === "failed" ? "warn" : "info";

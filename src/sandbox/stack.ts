@@ -50,8 +50,8 @@ export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise
     });
     const steward = await createSteward({
       config,
-      // The hub has no abuse detection to respect: no 1 s spacing between writes.
-      api: { writeIntervalMs: 0 },
+      // The hub has no abuse detection to respect: no 1 s spacing between writes (unless asked for).
+      ...(opts.env?.STEWARD_WRITE_INTERVAL === undefined ? { api: { writeIntervalMs: 0 } } : {}),
       ...(opts.handlers ? { handlers: opts.handlers } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
     });

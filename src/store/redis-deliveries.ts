@@ -7,7 +7,9 @@ import type { IncomingDelivery } from "../queue/types.js";
 import type {
   ClaimedDelivery,
   DeliveryDecision,
+  AttemptRecord,
   DeliveryFilter,
+  DeliveryRecord,
   DeliveryStatus,
   HandlerOutcomeRecord,
   StoredDelivery,
@@ -27,7 +29,7 @@ if ARGV[6] ~= '' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
 return 1`;
 
-// KEYS: state, outcomes. ARGV: token, handler, record json (without attempts)
+// KEYS: state, outcomes, attempts. ARGV: token, handler, record json (without attempts), attempts kept
 const outcomeLua = `
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' or redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
 local record = cjson.decode(ARGV[3])
@@ -35,6 +37,9 @@ local previous = redis.call('HGET', KEYS[2], ARGV[2])
 record.attempts = 1
 if previous then record.attempts = (cjson.decode(previous).attempts or 0) + 1 end
 redis.call('HSET', KEYS[2], ARGV[2], cjson.encode(record))
+local run = { handler = ARGV[2], attempt = record.attempts, status = record.status, detail = record.detail, at = record.updatedAt }
+redis.call('RPUSH', KEYS[3], cjson.encode(run))
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
 return 1`;
 
 // KEYS: state, due, leased, leases, done, dead. ARGV: token, id, status, nextRunAt, hasError, lastError, now
@@ -46,8 +51,8 @@ if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'lastError', ARGV[6]) else re
 redis.call('ZREM', KEYS[3], ARGV[2])
 redis.call('HDEL', KEYS[4], ARGV[1])
 if ARGV[3] == 'failed' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
-elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2])
-elseif ARGV[3] == 'dead' then redis.call('ZADD', KEYS[6], redis.call('HGET', KEYS[1], 'receivedAt'), ARGV[2]) end
+elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
+if ARGV[3] == 'dead' then redis.call('ZADD', KEYS[6], redis.call('HGET', KEYS[1], 'receivedAt'), ARGV[2]) else redis.call('ZREM', KEYS[6], ARGV[2]) end
 return 1`;
 
 // KEYS: state, outcomes, due, done, dead. ARGV: id, now
@@ -69,11 +74,14 @@ for _, id in ipairs(ids) do
   local where = redis.call('HMGET', ARGV[1] .. 'd:' .. id, 'repo', 'event')
   if where[1] and where[1] ~= '' then redis.call('ZREM', ARGV[1] .. 'ix:r:' .. where[1], id) end
   if where[2] then redis.call('ZREM', ARGV[1] .. 'ix:e:' .. where[2], id) end
-  redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id)
+  redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id, ARGV[1] .. 'a:' .. id)
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
 end
 return #ids`;
+
+/** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
+const MAX_ATTEMPTS_KEPT = 200;
 
 // Signatures prove a request to the intake; stored they would only help someone forge one.
 const droppedHeaders = /^x-hub-signature/i;
@@ -153,7 +161,7 @@ export class RedisDeliveries {
     private readonly leases: RedisLeases,
   ) {
     this.#record = defineScript(client, "stewardRecord", 6, recordLua);
-    this.#outcome = defineScript(client, "stewardRecordOutcome", 2, outcomeLua);
+    this.#outcome = defineScript(client, "stewardRecordOutcome", 3, outcomeLua);
     this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
     this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
     this.#purge = defineScript(client, "stewardPurgeFinished", 2, purgeLua);
@@ -195,7 +203,7 @@ export class RedisDeliveries {
     const detail = outcomeDetail(outcome);
     if (detail !== undefined) record.detail = detail;
     const k = this.keys;
-    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId)], [token, handler, JSON.stringify(record)])) === 1;
+    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId), k.attempts(deliveryId)], [token, handler, JSON.stringify(record), MAX_ATTEMPTS_KEPT])) === 1;
   }
 
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
@@ -210,15 +218,21 @@ export class RedisDeliveries {
     return result === 1;
   }
 
-  async getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined> {
-    const [state, body, outcomes] = await Promise.all([
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
+    const [state, body, outcomes, runs] = await Promise.all([
       this.client.hgetall(this.keys.delivery(id)),
       this.client.get(this.keys.body(id)),
       this.client.hgetall(this.keys.outcomes(id)),
+      this.client.lrange(this.keys.attempts(id), 0, -1),
     ]);
     if (state.id === undefined) return undefined;
-    return { delivery: toDelivery(state, body), outcomes: toOutcomes(outcomes) };
+    const attempts = runs.map((json) => {
+      const r = JSON.parse(json) as { handler: string; attempt: number; status: AttemptRecord["status"]; detail?: string; at: number };
+      return { handler: r.handler, attempt: r.attempt, status: r.status, detail: r.detail, at: new Date(r.at) };
+    });
+    return { delivery: toDelivery(state, body), outcomes: toOutcomes(outcomes), attempts };
   }
+
 
   /** Newest first, filtered, reading the receipt index a page at a time. */
   async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
@@ -230,7 +244,12 @@ export class RedisDeliveries {
       const states = await Promise.all(ids.map((id) => this.client.hgetall(this.keys.delivery(id))));
       const wanted = ids.filter((_, i) => {
         const s = states[i]!;
-        return s.id !== undefined && (!filter.status || s.status === filter.status) && (!filter.event || s.event === filter.event);
+        return (
+          s.id !== undefined &&
+          (!filter.status || s.status === filter.status) &&
+          (!filter.event || s.event === filter.event) &&
+          (!filter.since || Number(s.receivedAt) >= filter.since.getTime())
+        );
       });
       const bodies = wanted.length ? await this.client.mget(wanted.map((id) => this.keys.body(id))) : [];
       wanted.forEach((id, i) => {

@@ -14,6 +14,8 @@ export class RedisKeys {
   delivery(id: string): string { return `${this.prefix}d:${id}`; }
   /** Hash: handler -> JSON outcome record. */
   outcomes(id: string): string { return `${this.prefix}o:${id}`; }
+  /** List: JSON of every handler run (capped), for `deliveries show`. */
+  attempts(id: string): string { return `${this.prefix}a:${id}`; }
   /** Zset of queued and failed-awaiting-retry deliveries by next run time. */
   get due(): string { return `${this.prefix}due`; }
   /** Zset of running deliveries by lease expiry. */
@@ -22,7 +24,7 @@ export class RedisKeys {
   get all(): string { return `${this.prefix}all`; }
   /** Zset of done deliveries by finish time (retention purge). */
   get done(): string { return `${this.prefix}done`; }
-  /** Zset of dead letters by receipt time (the console's dead-letter page). */
+  /** Zset of dead letters by receipt time (the console's dead-letter page, the dead gauge). */
   get dead(): string { return `${this.prefix}dead`; }
   /** Zsets of deliveries by receipt time per repository and per event (the console's filters). Lua builds the same names. */
   byRepository(fullName: string): string { return `${this.prefix}ix:r:${fullName}`; }

@@ -2,7 +2,7 @@
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
 
-const schemaVersion = 3;
+const schemaVersion = 4;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -97,6 +97,19 @@ const upgrades: string[] = [
   CREATE INDEX IF NOT EXISTS deliveries_repository ON deliveries (repository, received_at);
   CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event, received_at);
   CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (received_at) WHERE status = 'dead';
+  `,
+  // 3 -> 4: every handler run kept (outcomes holds the last one only), for `deliveries show`.
+  `
+  CREATE TABLE IF NOT EXISTS attempts (
+    seq INTEGER PRIMARY KEY,
+    delivery_id TEXT NOT NULL,
+    handler TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    detail TEXT,
+    at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id, seq);
   `,
 ];
 

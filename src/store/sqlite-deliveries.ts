@@ -9,6 +9,7 @@ import type {
   DeliveryDecision,
   DeliveryFilter,
   DeliveryQueue,
+  DeliveryRecord,
   DeliveryStatus,
   HandlerOutcomeRecord,
   StoredDelivery,
@@ -76,6 +77,17 @@ function toDelivery(r: DeliveryRow): StoredDelivery {
   };
 }
 
+/** Handler runs `deliveries show` keeps per delivery (a delivery retried forever stays bounded). */
+const MAX_ATTEMPTS_SHOWN = 200;
+
+interface AttemptRow {
+  handler: string;
+  attempt: number;
+  status: Outcome["status"];
+  detail: string | null;
+  at: number;
+}
+
 function toOutcome(r: OutcomeRow): HandlerOutcomeRecord {
   return {
     handler: r.handler,
@@ -113,6 +125,8 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
   readonly #body: Statement;
   readonly #byId: Statement;
   readonly #outcomesOf: Statement;
+  readonly #logAttempt: Statement;
+  readonly #attemptsOf: Statement;
   readonly #holds: Statement;
   readonly #upsertOutcome: Statement;
   readonly #finish: Statement;
@@ -149,6 +163,13 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
     this.#body = db.prepare("SELECT headers, payload FROM delivery_bodies WHERE id = ?");
     this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
+    this.#logAttempt = db.prepare(
+      `INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at)
+       SELECT delivery_id, handler, attempts, status, detail, updated_at FROM outcomes WHERE delivery_id = ? AND handler = ?`,
+    );
+    this.#attemptsOf = db.prepare(
+      `SELECT * FROM (SELECT * FROM attempts WHERE delivery_id = ? ORDER BY seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN}) ORDER BY seq`,
+    );
     this.#holds = db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND lease_token = ? AND status = 'running'");
     this.#upsertOutcome = db.prepare(
       `INSERT INTO outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
@@ -276,6 +297,7 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
     return this.#writes.run(() => {
       if (!this.#holds.get(deliveryId, token)) return false;
       this.#upsertOutcome.run(deliveryId, handler, outcome.status, detail, retryable, seconds, Date.now());
+      this.#logAttempt.run(deliveryId, handler);
       return true;
     });
   }
@@ -300,6 +322,10 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
       clauses.push("d.event = @event");
       params.event = filter.event;
     }
+    if (filter.since) {
+      clauses.push("d.received_at >= @since");
+      params.since = filter.since.getTime();
+    }
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
     const rows = this.db
       .prepare(`${withBody} ${where} ORDER BY d.received_at DESC, d.id LIMIT @limit`)
@@ -307,11 +333,19 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
     return rows.map(toDelivery);
   }
 
-  async getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined> {
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
     const row = this.#byId.get(id) as DeliveryRow | undefined;
     if (!row) return undefined;
-    return { delivery: toDelivery(row), outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome) };
+    const attempts = (this.#attemptsOf.all(id) as AttemptRow[]).map((a) => ({
+      handler: a.handler,
+      attempt: a.attempt,
+      status: a.status,
+      detail: a.detail ?? undefined,
+      at: new Date(a.at),
+    }));
+    return { delivery: toDelivery(row), outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome), attempts };
   }
+
 
   async replayDelivery(id: string): Promise<boolean> {
     return this.db.transaction(() => {
@@ -332,6 +366,7 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
     return this.db.transaction(() => {
       const ids = "SELECT id FROM deliveries WHERE status = 'done' AND updated_at < ?";
       this.db.prepare(`DELETE FROM outcomes WHERE delivery_id IN (${ids})`).run(before);
+      this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN (${ids})`).run(before);
       this.db.prepare(`DELETE FROM delivery_bodies WHERE id IN (${ids})`).run(before);
       return this.db.prepare("DELETE FROM deliveries WHERE status = 'done' AND updated_at < ?").run(before).changes;
     })();

@@ -11,6 +11,7 @@ import type {
   ClaimedTask,
   DeliveryDecision,
   DeliveryFilter,
+  DeliveryRecord,
   EngineStore,
   HandlerOutcomeRecord,
   StoredDelivery,
@@ -118,7 +119,7 @@ export class SqliteStore implements Store, DeliveryIntake, EngineStore, Delivery
     return this.#deliveries.finishDelivery(token, deliveryId, decision);
   }
   listDeliveries(filter?: DeliveryFilter): Promise<StoredDelivery[]> { return this.#deliveries.listDeliveries(filter); }
-  getDelivery(id: string): Promise<{ delivery: StoredDelivery; outcomes: HandlerOutcomeRecord[] } | undefined> {
+  getDelivery(id: string): Promise<DeliveryRecord | undefined> {
     return this.#deliveries.getDelivery(id);
   }
   replayDelivery(id: string): Promise<boolean> { return this.#deliveries.replayDelivery(id); }

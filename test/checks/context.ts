@@ -53,6 +53,7 @@ export function handlerContext<P>(
     action: event.payload.action,
     payload: event.payload as never,
     installationId: 1,
+    signal: new AbortController().signal,
     octokit,
     policy: opts.policy ?? (handler.policy?.defaults as P),
     loadPolicy: async () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { main } from "../../src/cli/main.js";
+import { runCli } from "../cli/capture.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { defineHandler, type HandlerModule } from "../../src/handler.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "./helpers.js";
@@ -19,17 +19,8 @@ afterEach(async () => {
   await cleanup();
 });
 
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = "";
-  let err = "";
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk) => ((err += String(chunk)), true));
-  try {
-    const code = await main(["deliveries", ...args]);
-    return { code, out, err };
-  } finally {
-    vi.restoreAllMocks();
-  }
+function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return runCli(["deliveries", ...args]);
 }
 
 /** Stores one done push, one dead workflow_run, and processes them with real handlers. */

@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { appKey, json, startFakeApi, type FakeApi } from "./fake-api.js";
 import { deliveryId, postDelivery } from "./helpers.js";
+import { startChild } from "./child.js";
 
-const BIN = resolve(__dirname, "../../bin/steward.js");
 const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
 
 let api: FakeApi | undefined;
@@ -19,27 +19,6 @@ afterEach(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
   api = dir = child = undefined;
 });
-
-function startChild(env: Record<string, string>) {
-  const proc = spawn(process.execPath, [BIN, "start"], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  proc.stdout!.on("data", (d) => (stdout += d.toString()));
-  proc.stderr!.on("data", (d) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    proc.stdout!.on("data", () => {
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
-      if (m) resolve(m[1]!);
-    });
-    void exited.then((code) => reject(new Error(`exited ${code} before listening: ${stderr}${stdout}`)));
-  });
-  listening.catch(() => undefined);
-  return { proc, exited, listening, out: () => stdout + stderr };
-}
 
 describe("steward start (child process)", () => {
   it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {

@@ -51,6 +51,18 @@ export function installControlRoutes(hub: SandboxHub, router: RouteTable, contro
     if (!target || typeof target !== "object") throw new HubError(404, "Not Found");
     return call(target as Record<string, unknown>, req.params.fn!, argsOf(req, req.params.fn!));
   }, open);
+  // The link the start banner prints: what this surface offers, so a person can find their way.
+  const index = () => ({
+    status: 200,
+    body: {
+      about: "Sandbox hub control surface: a local simulation of the GitHub API (docs/sandbox.md)",
+      control: [...CONTROL_FUNCTIONS].map((fn) => `POST /_sandbox/control/${fn}`),
+      domains: Object.keys(domains).map((d) => `POST /_sandbox/domains/${d}/{fn}`),
+      inspect: ["/_sandbox/deliveries", "/_sandbox/requests", "/_sandbox/effects", "/_sandbox/clock", "/_sandbox/rate-limits", "/_sandbox/domains"].map((p) => `GET ${p}`),
+    },
+  });
+  router.add("GET", "/_sandbox", index, open);
+  router.add("GET", "/_sandbox/", index, open);
   router.add("GET", "/_sandbox/domains", () => ({ status: 200, body: Object.keys(domains) }), open);
   router.add("GET", "/_sandbox/deliveries", () => ({ status: 200, body: control.deliveries() }), open);
   router.add("GET", "/_sandbox/requests", () => ({ status: 200, body: control.requests() }), open);

@@ -4,7 +4,15 @@ import { pino } from "pino";
 import { runDemo } from "../../sandbox/demo/index.js";
 import { startSandboxStack } from "../../sandbox/stack.js";
 
-export async function run(_args: string[]): Promise<number> {
+export const usage = `usage: steward demo
+  starts the sandbox hub and Steward in this process (no credentials needed), plays the demo
+  scenarios, prints what Steward did, and exits`;
+
+export async function run(args: string[]): Promise<number> {
+  if (args.length > 0) {
+    process.stderr.write(`steward demo: unexpected argument "${args[0]}"\n${usage}\n`);
+    return 2;
+  }
   const print = (line: string) => process.stdout.write(`${line}\n`);
   print("Steward demo: playing scenarios against the sandbox hub (no GitHub credentials needed)");
   const stack = await startSandboxStack({ logger: pino({ level: "warn" }), env: { LOG_LEVEL: "warn" } });

@@ -8,7 +8,7 @@ import { parseDuration } from "../../policy/patterns.js";
 import { openSqliteStore, storeFileName } from "../../store/sqlite.js";
 import type { Store } from "../../store/types.js";
 
-const usage = `usage: steward flakes --repo OWNER/NAME [--since 30d] [--limit N]
+export const usage = `usage: steward flakes --repo OWNER/NAME [--since 30d] [--limit N]
 lists the jobs the flake pattern (rerun.flake_pattern) found failing between two passing commits,
 flakiest first; reads STEWARD_DATA_DIR (default ./.steward)`;
 

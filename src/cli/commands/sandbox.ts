@@ -2,6 +2,10 @@
 // what a GitHub App needs to connect to it, as KEY=value lines on stdout.
 import { createHub } from "../../sandbox/hub.js";
 
+export const usage = `usage: steward sandbox [--port P] [--webhook-url URL]
+  runs the sandbox hub (a local simulation of the GitHub API) alone and prints, as KEY=value
+  lines, what a GitHub App needs to connect to it; with --webhook-url it sends deliveries there`;
+
 export function parseSandboxArgs(args: string[]): { port?: number; webhookUrl?: string } | string {
   const out: { port?: number; webhookUrl?: string } = {};
   for (let i = 0; i < args.length; i++) {
@@ -28,7 +32,7 @@ export function parseSandboxArgs(args: string[]): { port?: number; webhookUrl?: 
 export async function run(args: string[]): Promise<number> {
   const parsed = parseSandboxArgs(args);
   if (typeof parsed === "string") {
-    process.stderr.write(`steward sandbox: ${parsed}\nusage: steward sandbox [--port P] [--webhook-url URL]\n`);
+    process.stderr.write(`steward sandbox: ${parsed}\n${usage}\n`);
     return 2;
   }
   const hub = await createHub({ ...(parsed.port !== undefined ? { port: parsed.port } : {}), ...(parsed.webhookUrl ? { webhookUrl: parsed.webhookUrl } : {}) });

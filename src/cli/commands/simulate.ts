@@ -13,7 +13,7 @@ import type { DeploymentsPolicy } from "../../../handlers/deployments/policy.js"
 import { describeImpact, deploymentImpact, rerunImpact } from "../../../handlers/shared/impact.js";
 import { readDeploymentFacts, readRerunFacts } from "../../../handlers/shared/impact-facts.js";
 
-const usage = `usage: steward simulate --policy FILE [--repo OWNER/NAME]
+export const usage = `usage: steward simulate --policy FILE [--repo OWNER/NAME]
 what the policy FILE (a .github/steward.yml) would have done with the last 200 failed runs and the
 last 50 deployment requests Steward decided (of one repository, or of all), compared with what it
 did; reads STEWARD_DATA_DIR (default ./.steward)`;

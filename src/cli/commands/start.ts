@@ -1,5 +1,7 @@
 // `steward start`: run the service. With APP_ID set it is the real app, configured from the
 // environment; with no APP_ID at all it runs against the sandbox hub (no credentials needed).
+import { writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
@@ -12,7 +14,27 @@ To run as a real GitHub App, set at least:
 See README.md "Configuration" for every variable.
 `;
 
-function sandboxBanner(webhookUrl: string, hubUrl: string): string {
+/** The environment settings that apply in sandbox mode as in real mode (the app's identity comes from the hub). */
+function sandboxSettings(env: NodeJS.ProcessEnv): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (value !== undefined && (/^STEWARD_/.test(name) || ["PORT", "HOST", "LOG_LEVEL", "LOG_FORMAT", "WEBHOOK_PATH"].includes(name))) kept[name] = value;
+  }
+  return kept;
+}
+
+/** What a person types to send a signed delivery by hand (the secret is read from a file, never printed). */
+function byHand(webhookUrl: string, secretFile: string): string[] {
+  return [
+    "    signed webhook:  body='{\"zen\":\"Hello from curl\",\"hook_id\":1}'",
+    `                     sig="sha256=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$(cat ${secretFile})" | sed 's/^.* //')"`,
+    `                     curl -X POST ${webhookUrl} -H 'Content-Type: application/json' -H 'X-GitHub-Event: ping' \\`,
+    `                       -H "X-GitHub-Delivery: by-hand-$RANDOM$RANDOM" -H "X-Hub-Signature-256: $sig" -d "$body"`,
+    `                     (202: recorded; the webhook secret is in ${secretFile})`,
+  ];
+}
+
+function sandboxBanner(webhookUrl: string, hubUrl: string, secretFile: string): string {
   return [
     "",
     "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
@@ -22,11 +44,20 @@ function sandboxBanner(webhookUrl: string, hubUrl: string): string {
     "    demo world:      organisation acme, repositories .github, web, api, service-billing",
     `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
     `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,
+    ...byHand(webhookUrl, secretFile),
     "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
     "  and WEBHOOK_SECRET; README.md \"Configuration\" lists every variable.",
     "",
   ].join("\n") + "\n";
 }
+
+export const usage = `usage: steward start
+  runs the service, configured from the environment (README.md "Configuration"):
+    APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY), WEBHOOK_SECRET   the GitHub App
+    PORT, HOST, GITHUB_API_URL, STEWARD_*                       where it listens, what it talks to
+  with no APP_ID it runs against the sandbox hub (a local simulation of GitHub; no credentials)
+  SIGTERM or SIGINT stop it: new deliveries are refused, running work stops between steps,
+  and it exits within STEWARD_SHUTDOWN_TIMEOUT (default 25s)`;
 
 interface Closable {
   close(): Promise<void>;
@@ -49,10 +80,22 @@ function untilSignal(log: Logger): Promise<NodeJS.Signals> {
   });
 }
 
-async function serveUntilSignal(service: Closable, log: Logger): Promise<number> {
+/** Past the shutdown bound, how long close() may still take (HTTP and store close) before the process exits regardless. */
+const EXIT_MARGIN_MS = 5_000;
+
+async function serveUntilSignal(service: Closable, log: Logger, shutdownTimeoutMs: number): Promise<number> {
   const signal = await untilSignal(log);
   log.info({ signal }, "signal received");
+  const watchdog = setTimeout(() => {
+    log.error({ boundMs: shutdownTimeoutMs + EXIT_MARGIN_MS }, "shutdown overran its bound; exiting now");
+    process.exit(1);
+  }, shutdownTimeoutMs + EXIT_MARGIN_MS);
+  watchdog.unref();
   await service.close();
+  clearTimeout(watchdog);
+  // Shut down means gone: a timer, socket or retry still holding the event loop does not keep
+  // the process alive (this fires only if something does).
+  setTimeout(() => process.exit(0), 100).unref();
   return 0;
 }
 
@@ -81,22 +124,38 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   const settings = configOrExit(() => loadLogSettings(env));
   if (!settings) return 1;
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
-  const port = env.PORT !== undefined && /^\d+$/.test(env.PORT) ? Number(env.PORT) : undefined;
-  const running = await stack.startSandboxStack({
-    ...(port !== undefined ? { port } : {}),
-    ...(env.STEWARD_DATA_DIR ? { dataDir: env.STEWARD_DATA_DIR } : {}),
-    logger: log,
-  });
+  // PORT, HOST, STEWARD_HANDLERS and every other STEWARD_* setting apply as in real mode.
+  const settingsEnv = sandboxSettings(env);
+  let running;
+  try {
+    running = await stack.startSandboxStack({
+      ...(env.STEWARD_DATA_DIR ? { dataDir: env.STEWARD_DATA_DIR } : {}),
+      logger: log,
+      env: { PORT: "0", LOG_LEVEL: settings.logLevel, ...settingsEnv },
+    });
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`steward: ${scrub(error.message)}\n`);
+      return 1;
+    }
+    throw error;
+  }
+  const secretFile = join(dirname(running.hub.env.PRIVATE_KEY_PATH), "webhook-secret");
+  await writeFile(secretFile, running.hub.env.WEBHOOK_SECRET, { mode: 0o600 });
   log.info(
     { webhookUrl: running.webhookUrl, hubUrl: running.config.apiUrl, realApp: "set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY) and WEBHOOK_SECRET" },
     "sandbox mode (no APP_ID): Steward is running against the local sandbox hub",
   );
   // For the person at the terminal; the JSON line above is for log pipelines.
-  process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl));
-  return serveUntilSignal(running, log);
+  process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl, secretFile));
+  return serveUntilSignal(running, log, running.config.shutdownTimeoutMs);
 }
 
-export async function run(_args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  if (args.length > 0) {
+    process.stderr.write(`steward start: unexpected argument "${args[0]}" (configuration comes from the environment)\n${usage}\n`);
+    return 2;
+  }
   if (env.APP_ID === undefined || env.APP_ID.trim() === "") return runSandbox(env);
   const config = configOrExit(() => loadConfig(env));
   if (!config) return 1;
@@ -108,7 +167,7 @@ export async function run(_args: string[], env: NodeJS.ProcessEnv = process.env)
       { url: steward.url, webhookPath: config.webhookPath, apiUrl: config.apiUrl, dataDir: config.dataDir },
       `listening on ${steward.url}${config.webhookPath}`,
     );
-    return await serveUntilSignal(steward, log);
+    return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
     log.fatal({ err: error }, "steward could not start");
     return 1;

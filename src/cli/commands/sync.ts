@@ -1,23 +1,32 @@
-// `steward sync --org ORG [--dry-run] [--concurrency N]`: plan (and unless --dry-run apply)
-// the organisation's secrets policy from the command line, with the service's own
-// configuration, store and fingerprint key, so the CLI and the service never disagree.
+// `steward sync --org ORG [--dry-run] [--concurrency N] [--wait | --force]`: plan (and unless
+// --dry-run apply) the organisation's secrets policy from the command line, with the service's
+// own configuration, store (SQLite or Redis) and fingerprint key, so the CLI and the service
+// never disagree, and never sync one organisation at the same time (a lease in the store).
 import pino from "pino";
 import { createOctokitFactory } from "../../api/client.js";
 import { ConfigError, loadConfig } from "../../config/env.js";
 import { createLogger } from "../../log/logger.js";
-import { openSqliteStore } from "../../store/sqlite.js";
+import { openOperatorStore } from "../operator-store.js";
+import { describeHolder, LeaseHeld } from "../../store/job-lease.js";
 import { asRequester, describeError, statusOf } from "../../../handlers/secrets/api.js";
 import { syncOrganisation } from "../../../handlers/secrets/organisation.js";
 import { problemsSummary, textReport } from "../../../handlers/secrets/report.js";
+import { progressPrinter } from "../progress.js";
 
-const usage = `usage: steward sync --org ORG [--dry-run] [--concurrency N]
+export const usage = `usage: steward sync --org ORG [--dry-run] [--concurrency N] [--wait | --force]
   plans the secrets and variables of .github/steward/secrets.yml in ORG's admin repository
-  (STEWARD_ADMIN_REPO) and applies it unless --dry-run; uses the service's configuration`;
+  (STEWARD_ADMIN_REPO) and applies it unless --dry-run; uses the service's configuration and store.
+  One sync of an organisation runs at a time (service, CLI and replicas): when another holds it,
+  this one says who and exits 1; --wait waits for it to finish; --force takes it over (the other
+  stops between steps). Progress goes to stderr: one updating line on a terminal, plain lines
+  otherwise. Ctrl-C stops between steps; what was written is recorded and the next run resumes.`;
 
 export interface SyncArgs {
   org: string;
   dryRun: boolean;
   concurrency: number | undefined;
+  wait: boolean;
+  force: boolean;
 }
 
 /** Returns the parsed arguments or a usage error message. */
@@ -25,11 +34,15 @@ export function parseSyncArgs(args: readonly string[]): SyncArgs | string {
   let org: string | undefined;
   let dryRun = false;
   let concurrency: number | undefined;
+  let wait = false;
+  let force = false;
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     const value = () => inline ?? args[++i];
     if (flag === "--org") org = value();
     else if (flag === "--dry-run") dryRun = true;
+    else if (flag === "--wait") wait = true;
+    else if (flag === "--force") force = true;
     else if (flag === "--concurrency") {
       concurrency = Number(value());
       if (!Number.isInteger(concurrency) || concurrency < 1) return "--concurrency needs a positive whole number";
@@ -37,18 +50,43 @@ export function parseSyncArgs(args: readonly string[]): SyncArgs | string {
     else return `unknown argument ${flag}`;
   }
   if (!org) return "--org is required";
-  return { org, dryRun, concurrency };
+  if (wait && force) return "--wait and --force exclude each other";
+  return { org, dryRun, concurrency, wait, force };
 }
 
 export interface Io {
   env: NodeJS.ProcessEnv;
   out(text: string): void;
   err(text: string): void;
+  /** Whether `err` is a terminal (progress as one updating line). */
+  errIsTty?: boolean;
+  /** Fires on Ctrl-C / SIGTERM: the sync stops between steps. */
+  signal?: AbortSignal;
 }
 
-const processIo: Io = { env: process.env, out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
+/** Ctrl-C or SIGTERM stop the sync between steps; a second one exits at once. */
+function interruptSignal(): AbortSignal {
+  const stop = new AbortController();
+  const onSignal = () => {
+    if (stop.signal.aborted) process.exit(130);
+    process.stderr.write("\nsteward sync: stopping between steps (again to exit at once)\n");
+    stop.abort(new Error("interrupted"));
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  return stop.signal;
+}
 
-export async function run(args: string[], io: Io = processIo): Promise<number> {
+const processIo = (): Io => ({
+  env: process.env,
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+  errIsTty: process.stderr.isTTY === true,
+  signal: interruptSignal(),
+});
+
+export async function run(args: string[], given?: Io): Promise<number> {
+  const io = given ?? processIo();
   const parsed = parseSyncArgs(args);
   if (parsed === "") {
     io.out(`${usage}\n`);
@@ -70,7 +108,7 @@ export async function run(args: string[], io: Io = processIo): Promise<number> {
   }
   // The report goes to stdout; logs (warnings and worse) to stderr.
   const logger = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat, destination: pino.destination({ dest: 2, sync: true }) });
-  const octokits = createOctokitFactory({ config, logger });
+  const octokits = createOctokitFactory({ config, logger, ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}) });
   let installationId: number;
   try {
     const app = await octokits.appOctokit();
@@ -80,7 +118,14 @@ export async function run(args: string[], io: Io = processIo): Promise<number> {
     io.err(`steward sync: ${statusOf(e) === 404 ? `the app is not installed on ${parsed.org}` : `cannot find the installation on ${parsed.org}: ${describeError(e)}`}\n`);
     return 1;
   }
-  const store = openSqliteStore(config.dataDir, { logger });
+  let store;
+  try {
+    store = (await openOperatorStore(config, { logger }))!;
+  } catch (e) {
+    io.err(`steward sync: cannot open the store: ${describeError(e)}\n`);
+    return 1;
+  }
+  const progress = progressPrinter(io.err, io.errIsTty === true);
   try {
     const outcome = await syncOrganisation({
       api: asRequester(await octokits.octokitFor(installationId)),
@@ -92,7 +137,16 @@ export async function run(args: string[], io: Io = processIo): Promise<number> {
       dryRun: parsed.dryRun,
       ...(parsed.concurrency ? { fanOut: { concurrency: parsed.concurrency } } : {}),
       env: io.env,
+      ...(io.signal ? { signal: io.signal } : {}),
+      onProgress: progress.update,
+      lease: {
+        who: "steward sync (CLI)",
+        force: parsed.force,
+        wait: parsed.wait,
+        onWait: (holder) => io.err(`steward sync: waiting for the sync of ${parsed.org} already running (${describeHolder(holder)})\n`),
+      },
     });
+    progress.end();
     switch (outcome.status) {
       case "no_admin_repo":
       case "no_policy":
@@ -103,12 +157,18 @@ export async function run(args: string[], io: Io = processIo): Promise<number> {
         return 1;
       case "synced":
         io.out(textReport(outcome.result) + "\n");
+        if (outcome.result.stopped) return 130;
         return outcome.result.failures.length > 0 || outcome.result.pausedUntil ? 1 : 0;
     }
   } catch (e) {
+    progress.end();
+    if (e instanceof LeaseHeld) {
+      io.err(`steward sync: ${e.message}\n  --wait waits for it to finish; --force takes it over (it stops between steps)\n`);
+      return 1;
+    }
     io.err(`steward sync: ${describeError(e)}\n`);
     return 1;
   } finally {
-    store.close();
+    await store.close();
   }
 }

@@ -14,7 +14,7 @@ import { resolvePolicy } from "../../policy/resolve.js";
 import type { Problem } from "../../policy/types.js";
 import { validatePolicyText } from "../../policy/validate.js";
 
-const USAGE = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] [--resolve --account ORG] FILE...";
+export const usage = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] [--resolve --account ORG] FILE...";
 
 interface Args {
   files: string[];
@@ -37,12 +37,12 @@ function parseArgs(args: string[]): Args | string {
     else if (a === "--resolve") out.resolve = true;
     else if (a === "--account") out.account = value();
     else if (a.startsWith("--account=")) out.account = a.slice(10);
-    else if (a === "-h" || a === "--help") return USAGE;
-    else if (a.startsWith("--")) return `steward validate: unknown option ${a}\n${USAGE}`;
+    else if (a === "-h" || a === "--help") return usage;
+    else if (a.startsWith("--")) return `steward validate: unknown option ${a}\n${usage}`;
     else out.files.push(a);
   }
-  if (out.files.length === 0 || out.org === "" || out.document === "" || out.account === "") return USAGE;
-  if (out.resolve && !out.account) return `steward validate: --resolve needs --account ORG (whose exposed sources to resolve)\n${USAGE}`;
+  if (out.files.length === 0 || out.org === "" || out.document === "" || out.account === "") return usage;
+  if (out.resolve && !out.account) return `steward validate: --resolve needs --account ORG (whose exposed sources to resolve)\n${usage}`;
   return out;
 }
 

@@ -144,7 +144,7 @@ export function makeHarness(baseUrl: string, store = new MemoryStore()): Harness
   };
   const checks = { report: async () => ({ id: 1, html_url: null }) };
   const config = { apiUrl: baseUrl, reviewerToken: REVIEWER_TOKEN } as never;
-  const common = { octokit: octokitFor(baseUrl, INSTALLATION_TOKEN), log, store, scheduler, checks, attempt: 1, config };
+  const common = { octokit: octokitFor(baseUrl, INSTALLATION_TOKEN), log, store, scheduler, checks, attempt: 1, config, signal: new AbortController().signal };
   return {
     store,
     scheduled,

@@ -209,7 +209,7 @@ describe("deployments handler: protection rule", () => {
     const restarted = handler();
     // At start, every wait is re-evaluated at once (the clock may have moved on while down).
     const atStart: ScheduleRequest[] = [];
-    const service = { store: h.store, log: pino({ level: "silent" }), config: {} as never, octokitFor: async () => { throw new Error("unused"); }, appOctokit: async () => { throw new Error("unused"); } };
+    const service = { store: h.store, log: pino({ level: "silent" }), config: {} as never, signal: new AbortController().signal, octokitFor: async () => { throw new Error("unused"); }, appOctokit: async () => { throw new Error("unused"); } };
     await restarted.start!({ ...service, scheduler: { schedule: async (r) => void atStart.push(r), cancel: async () => {} } });
     expect(atStart).toHaveLength(1);
     expect(atStart[0]).toMatchObject({ key: `deployments:${task.key}`, data: task.data, installationId: 7, replace: true });

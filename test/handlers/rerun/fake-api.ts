@@ -165,7 +165,7 @@ export function makeHarness(baseUrl: string): Harness {
     async cancel() {},
   };
   const checks = { async report(r: CheckReport) { reports.push(r); return { id: reports.length, html_url: null }; } };
-  const common = { octokit, log, store, scheduler, checks, attempt: 1, config: {} as never };
+  const common = { octokit, log, store, scheduler, checks, attempt: 1, config: {} as never, signal: new AbortController().signal };
   return {
     store,
     scheduled,

@@ -51,8 +51,8 @@ afterAll(async () => {
 
 describe("steward sync", () => {
   it("parses its arguments", () => {
-    expect(parseSyncArgs(["--org", "acme", "--dry-run"])).toEqual({ org: "acme", dryRun: true, concurrency: undefined });
-    expect(parseSyncArgs(["--org=acme", "--concurrency", "4"])).toEqual({ org: "acme", dryRun: false, concurrency: 4 });
+    expect(parseSyncArgs(["--org", "acme", "--dry-run"])).toEqual({ org: "acme", dryRun: true, concurrency: undefined, wait: false, force: false });
+    expect(parseSyncArgs(["--org=acme", "--concurrency", "4"])).toEqual({ org: "acme", dryRun: false, concurrency: 4, wait: false, force: false });
     expect(parseSyncArgs([])).toBe("--org is required");
     expect(parseSyncArgs(["--org", "a", "--concurrency", "0"])).toMatch(/positive/);
     expect(parseSyncArgs(["--bogus"])).toMatch(/unknown argument/);

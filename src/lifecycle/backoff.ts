@@ -1,0 +1,52 @@
+// Retry a piece of start-up work in the background until it succeeds or the service stops:
+// the API being down at boot delays that work, never the service.
+
+export interface Backoff {
+  /** First wait after a failure. */
+  minMs: number;
+  /** Longest wait between attempts. */
+  maxMs: number;
+}
+
+export const defaultBackoff: Backoff = { minMs: 1_000, maxMs: 5 * 60_000 };
+
+/** Resolves after `ms`, or at once when `signal` fires. */
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    timer.unref();
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/**
+ * Runs `run` until it resolves; after each failure calls `onFailure` with the wait before the
+ * next attempt (doubling from minMs to maxMs). Resolves true when it succeeded, false when
+ * `signal` fired first.
+ */
+export async function retryUntilDone(opts: {
+  run: () => Promise<void>;
+  signal: AbortSignal;
+  backoff?: Backoff;
+  onFailure(error: unknown, attempt: number, retryInMs: number): void;
+}): Promise<boolean> {
+  const { minMs, maxMs } = opts.backoff ?? defaultBackoff;
+  for (let attempt = 1; !opts.signal.aborted; attempt++) {
+    try {
+      await opts.run();
+      return true;
+    } catch (error) {
+      if (opts.signal.aborted) return false;
+      const wait = Math.min(maxMs, minMs * 2 ** Math.min(attempt - 1, 20));
+      opts.onFailure(error, attempt, wait);
+      await pause(wait, opts.signal);
+    }
+  }
+  return false;
+}

@@ -1,0 +1,83 @@
+// Handlers get an AbortSignal on their context that fires at shutdown; from then on the API
+// client refuses the work's requests (none reaches the API), and the interrupted delivery goes
+// back to the queue whole instead of being recorded as a failure.
+import { afterEach, describe, expect, it } from "vitest";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { createSteward, type Steward } from "../../src/app.js";
+import { defineHandler } from "../../src/handler.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { appKey, json, startFakeApi, type FakeApi } from "../service/fake-api.js";
+import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
+
+const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
+const body = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
+
+let steward: Steward | undefined;
+let api: FakeApi | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  await steward?.close();
+  await api?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+  steward = api = dir = undefined;
+});
+
+describe("the stop signal", () => {
+  it("fires at shutdown; the API client then refuses the handler's requests; the delivery returns to the queue", async () => {
+    api = await startFakeApi({ appId: 4242 });
+    api.routes.push((req, res) => {
+      if (req.path === "/repos/Codertocat/Hello-World") json(res, 200, { id: 1 });
+      else return false;
+    });
+    dir = await mkdtemp(join(tmpdir(), "steward-signal-"));
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    let refusal: unknown;
+    let sawAbort = false;
+    const slow = defineHandler<undefined>({
+      name: "slow",
+      events: ["push"],
+      async handle(ctx) {
+        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "Codertocat", repo: "Hello-World" });
+        running();
+        await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
+        sawAbort = ctx.signal.aborted;
+        try {
+          await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "Codertocat", repo: "Hello-World" });
+        } catch (e) {
+          refusal = e;
+          throw e;
+        }
+        return { status: "done" };
+      },
+    });
+    const { logger } = collectingLogger("info");
+    steward = await createSteward({
+      config: testConfig({ privateKey: appKey().privateKey, apiUrl: api.url, dataDir: dir, shutdownTimeoutMs: 10_000 }),
+      logger,
+      handlers: [slow],
+    });
+    const id = deliveryId();
+    expect((await postDelivery(steward.url, { body, id, event: "push" })).status).toBe(202);
+    await started;
+    const before = api.seen.filter((r) => r.path === "/repos/Codertocat/Hello-World").length;
+    await steward.close();
+    steward = undefined;
+    expect(sawAbort).toBe(true);
+    expect((refusal as Error)?.name).toBe("AbortError");
+    expect(api.seen.filter((r) => r.path === "/repos/Codertocat/Hello-World")).toHaveLength(before);
+
+    const store = openSqliteStore(dir);
+    try {
+      const found = await store.getDelivery(id);
+      expect(found?.delivery.status).toBe("queued");
+      expect(found?.delivery.attempts).toBe(0);
+      expect(found?.outcomes).toEqual([]);
+    } finally {
+      store.close();
+    }
+  });
+});

@@ -1,0 +1,28 @@
+// `steward` as a child process, for tests of what an operator sees: its output, its exit, and
+// what it does with signals.
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
+
+export const BIN = resolve(__dirname, "../../bin/steward.js");
+
+export function startChild(env: Record<string, string>, args: string[] = ["start"]) {
+  const proc = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  proc.stdout!.on("data", (d) => (stdout += d.toString()));
+  proc.stderr!.on("data", (d) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    proc.stdout!.on("data", () => {
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`exited ${code} before listening: ${stderr}${stdout}`)));
+  });
+  listening.catch(() => undefined);
+  return { proc, exited, listening, out: () => stdout + stderr };
+}
+

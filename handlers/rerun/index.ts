@@ -7,6 +7,7 @@ import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } fro
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 import { scanLog } from "./scan.js";
+import { policyWithheld } from "../shared/visibility.js";
 import { MatchBudget } from "../../src/policy/match-budget.js";
 
 interface WorkflowRunPayload {
@@ -67,7 +68,8 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
   const logs = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs), (log) => scanLog(log, specs, budget));
-  const decision = decide({ policy, run, jobs, logs, current });
+  const withheld = await policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) });
+  const decision = decide({ policy, run, jobs, logs, current, ...(withheld ? { withheld } : {}) });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({
     kind: "rerun_decision",

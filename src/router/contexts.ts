@@ -88,7 +88,7 @@ export function handlerContext<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
   facts: DeliveryFacts,
-  extra: { octokit: InstallationOctokit | undefined; policy: P | undefined; log: Logger; attempt: number },
+  extra: { octokit: InstallationOctokit | undefined; policy: P | undefined; log: Logger; attempt: number; policySources?: readonly string[] },
 ): HandlerContext<any, P> {
   const specific = {
     deliveryId: facts.deliveryId,
@@ -97,6 +97,7 @@ export function handlerContext<P>(
     payload: facts.payload as HandlerContext["payload"],
     installationId: facts.installationId,
     policy: extra.policy,
+    policySources: extra.policySources ?? [],
   };
   return extend(specific, commonParts(deps, handler, extra));
 }

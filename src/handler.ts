@@ -55,6 +55,12 @@ export interface HandlerContext<E extends EmitterWebhookEventName = EmitterWebho
    * repository file), with the section's defaults applied. `undefined` when the delivery has no repository.
    */
   policy: P | undefined;
+  /**
+   * The files `policy` was merged from, e.g. `["acme/.github:.github/steward.yml",
+   * "acme/web:.github/steward.yml"]`: what a report must withhold where its readers could not
+   * read one of them (see handlers/shared/visibility.ts). Empty when there is no policy.
+   */
+  policySources?: readonly string[];
   /** Load the policy for another ref or repository (same validation and cache). */
   loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
   /** Logger bound to delivery id, event, installation and repository, and this handler's name. */

@@ -142,23 +142,29 @@ function checkAfter(rule: EnvironmentRule, request: DeploymentRequest, facts: Fa
 }
 
 /** Windows and freezes; returns when the deployment may go ahead if it must wait for time. */
-function checkTime(rule: EnvironmentRule, now: number, out: Findings): number | undefined {
+/**
+ * `withheld`: why the policy's words must not be shown here; then a freeze's reason and the
+ * windows' definitions are left out (when the deployment may go ahead still is said).
+ */
+function checkTime(rule: EnvironmentRule, now: number, out: Findings, withheld?: string): number | undefined {
+  const windowsText = (list: NonNullable<EnvironmentRule["windows"]>) => (withheld ? `(its definition is withheld: ${withheld})` : list.map(describeWindow).join(" or "));
   const windows = rule.windows ?? [];
   const freezes = rule.freeze ?? [];
   if (windows.length === 0 && freezes.length === 0) return undefined;
   const freeze = activeFreeze(freezes, now);
   const inWindow = windows.length === 0 || windows.some((w) => windowOpen(w, now));
   if (!freeze && inWindow) {
-    if (windows.length) out.passed.push(`inside deploy window ${windows.filter((w) => windowOpen(w, now)).map(describeWindow).join(" or ")}`);
+    if (windows.length) out.passed.push(`inside deploy window ${windowsText(windows.filter((w) => windowOpen(w, now)))}`);
     return undefined;
   }
   const opening = nextOpening(windows, freezes, now);
   const parts: string[] = [];
   if (freeze) {
     const zone = freeze.freeze.timezone ?? "UTC";
-    parts.push(`deploy freeze until ${formatInstant(freeze.to, zone)}${freeze.freeze.reason ? ` (${freeze.freeze.reason})` : ""}`);
+    const why = freeze.freeze.reason ? (withheld ? ` (its reason is withheld: ${withheld})` : ` (${freeze.freeze.reason})`) : "";
+    parts.push(`deploy freeze until ${formatInstant(freeze.to, zone)}${why}`);
   }
-  if (!inWindow) parts.push(`outside deploy window ${windows.map(describeWindow).join(" or ")}`);
+  if (!inWindow) parts.push(`outside deploy window ${windowsText(windows)}`);
   if (opening === undefined) parts.push("no deploy window opens within a year");
   else if (windows.length) {
     const zone = windows.find((w) => windowOpen(w, opening))?.timezone ?? windows[0]?.timezone ?? "UTC";
@@ -177,7 +183,7 @@ function checkTime(rule: EnvironmentRule, now: number, out: Findings): number | 
  * Decide whether the deployment may proceed. `approve` and `reject` are final; `wait` says until
  * when (`waitUntil`) and on what (`recheckOn`) to evaluate again, and by when to give up.
  */
-export function evaluate(policy: DeploymentsPolicy | undefined, request: DeploymentRequest, facts: Facts, now: Date): Evaluation {
+export function evaluate(policy: DeploymentsPolicy | undefined, request: DeploymentRequest, facts: Facts, now: Date, opts: { withheld?: string } = {}): Evaluation {
   const match = matchEnvironment(policy, request.environment);
   if (!match) return { decision: "none", reasons: [`no deployments policy matches environment ${request.environment}`] };
   const { pattern, rule } = match;
@@ -194,7 +200,7 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
   checkBranch(rule, request, env, out);
   const pendingChecks = checkChecks(rule, request, facts, out);
   const pendingEnvs = checkAfter(rule, request, facts, out);
-  const opening = checkTime(rule, now.getTime(), out);
+  const opening = checkTime(rule, now.getTime(), out, opts.withheld);
 
   if (out.blocking.length) return { decision: "reject", matched: pattern, reasons: [...out.blocking, ...out.waiting] };
   if (out.waiting.length) {

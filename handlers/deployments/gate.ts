@@ -26,6 +26,8 @@ export interface GateServices {
   log: Logger;
   /** The clock decisions are made by (the sandbox hub's in tests and the demo). */
   now: () => Date;
+  /** Why the policy's own words (freeze reasons, windows) must not appear in this gate's answer, if so. */
+  withheld?: (gate: Gate) => Promise<string | undefined>;
 }
 
 export interface GateInput {
@@ -149,7 +151,8 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
   const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork);
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
-  const evaluation = evaluate(policy, request, facts, now);
+  const withheld = await svc.withheld?.(gate);
+  const evaluation = evaluate(policy, request, facts, now, withheld ? { withheld } : {});
   await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);

@@ -8,6 +8,7 @@ import { matchEnvironment } from "./decide.js";
 import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
 import { fetchRun } from "./facts.js";
 import { runGate, type GateServices } from "./gate.js";
+import { policyWithheld } from "../shared/visibility.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
 import { allWaits, taskKey, waitKey, waitsForSha, type Gate, type WaitRecord } from "./waits.js";
 
@@ -48,6 +49,8 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     scheduler: ctx.scheduler,
     log: ctx.log,
     now,
+    withheld: (gate) =>
+      policyWithheld(ctx.octokit, { owner: gate.owner, repo: gate.repo, adminRepo: ctx.config.adminRepo || ".github", sources: "policySources" in ctx ? ctx.policySources : undefined }),
   });
 
   async function onProtectionRule(ctx: HandlerContext<any, DeploymentsPolicy>): Promise<Outcome> {

@@ -89,6 +89,8 @@ export interface DecideInput {
   current: CurrentHead;
   /** Re-runs Steward already requested in this repository today (for `rerun.daily_budget`). */
   usedToday?: number;
+  /** Why the rules' own words (globs, log patterns) must not appear in the explanation, if so. */
+  withheld?: string;
 }
 
 const FAILED_STEP = new Set(["failure", "timed_out"]);
@@ -141,13 +143,14 @@ function failedSteps(job: JobFacts): StepFacts[] {
 }
 
 /** Outcome of testing one rule's conditions except `log`: which condition failed, if any. */
-function ruleMismatchWithoutLog(rule: RerunRule, job: JobFacts): string | undefined {
+function ruleMismatchWithoutLog(rule: RerunRule, job: JobFacts, withheld?: string): string | undefined {
+  const list = (what: string, items: readonly string[]) => (withheld ? `the rule's ${what}` : `[${items.join(", ")}]`);
   const conclusions = rule.conclusions ?? DEFAULT_RULE_CONCLUSIONS;
   if (!job.conclusion || !conclusions.includes(job.conclusion as never)) return `conclusion "${job.conclusion}" not in [${conclusions.join(", ")}]`;
-  if (rule.jobs && !matchesAny(rule.jobs, job.name)) return `job name not in [${rule.jobs.join(", ")}]`;
+  if (rule.jobs && !matchesAny(rule.jobs, job.name)) return `job name not in ${list("jobs", rule.jobs)}`;
   const steps = failedSteps(job);
   if (rule.steps && !steps.some((s) => matchesAny(rule.steps!, s.name))) {
-    return steps.length ? `failed step "${steps[0]!.name}" not in [${rule.steps.join(", ")}]` : "no failed step";
+    return steps.length ? `failed step "${steps[0]!.name}" not in ${list("steps", rule.steps)}` : "no failed step";
   }
   if (rule.runner_lost === true && steps.length > 0) return `step "${steps[0]!.name}" failed, so the runner was not lost`;
   if (rule.runner_lost === false && steps.length === 0) return "no step failed";
@@ -175,12 +178,12 @@ export function logsToFetch(policy: RerunPolicy, run: RunFacts, jobs: readonly J
 }
 
 /** Classify one failed job against the rules: the first rule whose every condition holds. */
-export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: string | ScannedLog | null | undefined): JobVerdict {
+export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: string | ScannedLog | null | undefined, withheld?: string): JobVerdict {
   const base = { id: job.id, name: job.name, conclusion: job.conclusion };
   if (rules.length === 0) return { ...base, transient: true, reason: "rules is empty: every failure in scope is re-run" };
   const misses: string[] = [];
   for (const [i, rule] of rules.entries()) {
-    const miss = ruleMismatchWithoutLog(rule, job);
+    const miss = ruleMismatchWithoutLog(rule, job, withheld);
     if (miss) {
       misses.push(`rule ${i + 1}: ${miss}`);
       continue;
@@ -193,12 +196,12 @@ export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: str
       const matched = typeof log === "string" ? scanLogSync(log, rule.log) : log.matched;
       const hit = rule.log.find((spec) => matched.has(spec));
       if (!hit) {
-        misses.push(`rule ${i + 1}: log matches none of [${rule.log.join(", ")}]`);
+        misses.push(`rule ${i + 1}: log matches none of ${withheld ? "the rule's patterns" : `[${rule.log.join(", ")}]`}`);
         continue;
       }
-      return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit})` };
+      return { ...base, transient: true, rule: i, reason: withheld ? `matched rule ${i + 1}` : `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit})` };
     }
-    return { ...base, transient: true, rule: i, reason: `matched rule ${i + 1} (${describeRule(rule)})` };
+    return { ...base, transient: true, rule: i, reason: withheld ? `matched rule ${i + 1}` : `matched rule ${i + 1} (${describeRule(rule)})` };
   }
   return { ...base, transient: false, reason: `no rule matched (${misses.join("; ")})` };
 }
@@ -243,8 +246,9 @@ export function decide(input: DecideInput): Decision {
     };
   }
 
-  const verdicts = failed.map((j) => classifyJob(policy.rules, j, logs.get(j.id)));
+  const verdicts = failed.map((j) => classifyJob(policy.rules, j, logs.get(j.id), input.withheld));
   const reasons: string[] = [];
+  const note = input.withheld ? [`the rules' globs and patterns are withheld from this report: ${input.withheld}`] : [];
   const real = verdicts.filter((v) => !v.transient);
   const transient = verdicts.filter((v) => v.transient);
   // Mode `jobs` re-runs the transient jobs alone; the other modes need every failure transient.
@@ -253,19 +257,19 @@ export function decide(input: DecideInput): Decision {
 
   const stop = attemptOrBudgetStop(policy, run, input.usedToday ?? 0);
   if (stop) reasons.push(stop);
-  if (reasons.length > 0) return { decision: "give_up", reasons, verdicts };
+  if (reasons.length > 0) return { decision: "give_up", reasons: [...reasons, ...note], verdicts };
 
   const next = `attempt ${run.runAttempt + 1} of ${policy.max_attempts}`;
   if (partial && (real.length > 0 || transient.length === 1)) {
     const [first, ...later] = transient;
-    const why = [`re-running job ${first!.name} alone (rerun.mode: jobs); ${next}`];
+    const why = [`re-running job ${first!.name} alone (rerun.mode: jobs); ${next}`, ...note];
     for (const v of real) why.push(`${v.name} stays failed: not transient (${v.reason})`);
     if (later.length) why.push(`${later.map((v) => v.name).join(", ")}: re-run after this attempt (GitHub re-runs one job per request)`);
     return { decision: "rerun", reasons: why, verdicts, mode: "jobs", delayMs: delayMs(policy), jobs: transient.map((v) => ({ id: v.id, name: v.name })) };
   }
   return {
     decision: "rerun",
-    reasons: [`all ${verdicts.length} failed jobs are transient; ${next}`],
+    reasons: [`all ${verdicts.length} failed jobs are transient; ${next}`, ...note],
     verdicts,
     // Every failure is transient: one request re-runs them all, even in mode `jobs`.
     mode: policy.mode === "jobs" ? "failed_jobs" : policy.mode,

@@ -11,6 +11,7 @@ import { LOG_TAIL_CHARS, recordRerunFacts } from "./record.js";
 import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 import { scanLog } from "./scan.js";
+import { policyWithheld } from "../shared/visibility.js";
 import { MatchBudget } from "../../src/policy/match-budget.js";
 
 interface WorkflowRunPayload {
@@ -120,7 +121,8 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   }));
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
   const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
-  const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id) });
+  const withheld = await policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) });
+  const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id), ...(withheld ? { withheld } : {}) });
   await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({

@@ -3,6 +3,7 @@
 // (the private admin repository's policy) may appear there only when all of them can read that
 // repository too.
 import type { InstallationOctokit } from "../../src/handler.js";
+import { POLICY_FILE } from "../../src/policy/paths.js";
 
 export type Visibility = "public" | "internal" | "private";
 
@@ -30,4 +31,59 @@ export function withheldBecause(source: Visibility, shownOn: Visibility, fork: b
   if (fork && source !== "public") return `this pull request comes from a fork, and the repository is ${source}`;
   if (RANK[shownOn] > RANK[source]) return `this repository is ${shownOn} and that one is ${source}`;
   return undefined;
+}
+
+/** Visibility changes rarely: remembered a few minutes per repository, for a bounded number of them. */
+const VISIBILITY_TTL_MS = 5 * 60_000;
+const MAX_REMEMBERED = 1000;
+const remembered = new Map<string, { at: number; value: Visibility }>();
+
+async function rememberedVisibility(octokit: InstallationOctokit, owner: string, repo: string): Promise<Visibility> {
+  const key = `${owner}/${repo}`.toLowerCase();
+  const hit = remembered.get(key);
+  if (hit && Date.now() - hit.at < VISIBILITY_TTL_MS) return hit.value;
+  const value = await repoVisibility(octokit, owner, repo);
+  remembered.delete(key);
+  remembered.set(key, { at: Date.now(), value });
+  while (remembered.size > MAX_REMEMBERED) remembered.delete(remembered.keys().next().value!);
+  return value;
+}
+
+const policyFiles = new Map<string, { at: number; value: boolean }>();
+
+async function adminHasPolicy(octokit: InstallationOctokit, owner: string, adminRepo: string): Promise<boolean> {
+  const key = `${owner}/${adminRepo}`.toLowerCase();
+  const hit = policyFiles.get(key);
+  if (hit && Date.now() - hit.at < VISIBILITY_TTL_MS) return hit.value;
+  let value = true;
+  try {
+    await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner, repo: adminRepo, path: POLICY_FILE });
+  } catch (e) {
+    if ((e as { status?: number }).status !== 404) throw e;
+    value = false;
+  }
+  policyFiles.delete(key);
+  policyFiles.set(key, { at: Date.now(), value });
+  while (policyFiles.size > MAX_REMEMBERED) policyFiles.delete(policyFiles.keys().next().value!);
+  return value;
+}
+
+/**
+ * Why text from a repository's policy must be withheld from what Steward shows on it (a check run,
+ * a deployment comment), or undefined: the policy merges the admin repository's file, and some
+ * readers of this repository (or the fork's author) could not read that repository.
+ */
+export async function policyWithheld(
+  octokit: InstallationOctokit,
+  o: { owner: string; repo: string; adminRepo: string; sources: readonly string[] | undefined; fork?: boolean },
+): Promise<string | undefined> {
+  if (o.repo.toLowerCase() === o.adminRepo.toLowerCase()) return undefined;
+  const adminFile = `${o.owner}/${o.adminRepo}:`.toLowerCase();
+  // Unknown sources (a policy loaded for a task): merged when the admin repository has a policy file.
+  const merged = o.sources !== undefined ? o.sources.some((s) => s.toLowerCase().startsWith(adminFile)) : await adminHasPolicy(octokit, o.owner, o.adminRepo);
+  if (!merged) return undefined;
+  const admin = await rememberedVisibility(octokit, o.owner, o.adminRepo);
+  const here = await rememberedVisibility(octokit, o.owner, o.repo);
+  const reason = withheldBecause(admin, here, o.fork === true);
+  return reason && `it merges the organisation's policy in ${o.owner}/${o.adminRepo}, and ${reason}`;
 }

@@ -97,7 +97,7 @@ export function handlerContext<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
   facts: DeliveryFacts,
-  extra: WorkExtra & { policy: P | undefined },
+  extra: WorkExtra & { policy: P | undefined; policySources?: readonly string[] },
 ): HandlerContext<any, P> {
   const specific = {
     deliveryId: facts.deliveryId,
@@ -106,6 +106,7 @@ export function handlerContext<P>(
     payload: facts.payload as HandlerContext["payload"],
     installationId: facts.installationId,
     policy: extra.policy,
+    policySources: extra.policySources ?? [],
   };
   return extend(specific, commonParts(deps, handler, { ...extra, deliveryId: facts.deliveryId }));
 }

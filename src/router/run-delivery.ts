@@ -101,7 +101,7 @@ async function runOne(
     policy = gate.policy;
   }
   const log = deps.log.child({ handler: handler.name });
-  const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log, attempt, signal: deps.signal });
+  const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log, attempt, signal: deps.signal, policySources: prep.policy?.sources ?? [] });
   try {
     const result = await handler.handle(ctx);
     if (result === undefined) return { status: "done" };

@@ -82,8 +82,9 @@ describe("policy globs", () => {
       fc.property(fc.array(segment, { minLength: 1, maxLength: 3 }), name, (segments, value) => {
         const glob = segments.join("/");
         // picomatch lets a trailing `/` through `*`, and its `x/**` matches `x` only for a literal x
-        // (see "keep the documented semantics"); empty path segments are not names Steward matches.
-        fc.pre(!value.endsWith("/") && !value.startsWith("/") && !value.includes("//") && !glob.endsWith("/**"));
+        // (see "keep the documented semantics"), and runs of three stars are its own quirk; empty
+        // path segments are not names Steward matches.
+        fc.pre(!value.endsWith("/") && !value.startsWith("/") && !value.includes("//") && !glob.endsWith("/**") && !glob.includes("***"));
         expect(compileGlob(glob)(value)).toBe(picomatch(glob, { dot: true })(value));
       }),
       { numRuns: 2000 },

@@ -245,6 +245,17 @@ const cases: Case[] = [
 ];
 
 describe("evaluate", () => {
+  it("withholds a freeze's reason and the windows' definitions where the policy's readers could not read it", () => {
+    const rule: EnvironmentRule = { windows: [parisWeekdays], freeze: [{ from: "2026-12-20T00:00:00Z", to: "2027-01-05T00:00:00Z", reason: "acquisition-7c1d" }] };
+    const now = new Date("2026-12-24T12:00:00Z");
+    const why = "it merges the organisation's policy in acme/.github, and this repository is public and that one is private";
+    const withheld = evaluate(policyOf({ production: rule }), request({ requestedAt: new Date("2026-12-24T11:00:00Z") }), facts(), now, { withheld: why });
+    expect(withheld.reasons).toEqual([`deploy freeze until 2027-01-05 00:00 UTC (its reason is withheld: ${why}); next window opens 2027-01-05 09:00 CET`]);
+    const outside = evaluate(policyOf({ production: { windows: [parisWeekdays] } }), request(), facts(), SATURDAY, { withheld: why });
+    expect(outside.reasons.join()).not.toContain("09:00-17:00");
+    expect(outside.reasons.join()).toContain(`outside deploy window (its definition is withheld: ${why})`);
+  });
+
   it.each(cases)("$name", (c) => {
     const result = evaluate(policyOf({ production: c.rule }), request(c.request), facts(c.facts), c.now ?? MONDAY_MORNING);
     expect(result.decision).toBe(c.decision);

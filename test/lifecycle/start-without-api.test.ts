@@ -10,10 +10,12 @@ import { createSteward, type Steward } from "../../src/app.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { appKey } from "../service/fake-api.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
-import { freePort, until } from "./support.js";
+import { until } from "./support.js";
 
 const push = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "push")!.examples[0]);
 const fastBackoff = { minMs: 20, maxMs: 100 };
+/** The discard port: nothing listens there, and no other test binds it (a port freed a moment ago might be). */
+const UNREACHABLE_API = "http://127.0.0.1:9";
 
 let steward: Steward | undefined;
 let hub: HubHandle | undefined;
@@ -37,7 +39,7 @@ describe("start without the API", () => {
     dir = await mkdtemp(join(tmpdir(), "steward-noapi-"));
     const { logger, output } = collectingLogger("info");
     steward = await createSteward({
-      config: testConfig({ privateKey: appKey().privateKey, apiUrl: `http://127.0.0.1:${await freePort()}`, dataDir: dir }),
+      config: testConfig({ privateKey: appKey().privateKey, apiUrl: UNREACHABLE_API, dataDir: dir }),
       logger,
       api: { retries: 0 },
       startBackoff: fastBackoff,

@@ -71,6 +71,8 @@ describe("stop means stop (secrets sync, SIGTERM, resume)", () => {
       // Write pacing makes the sync long enough to stop in the middle (GitHub's is 1 s).
       STEWARD_WRITE_INTERVAL: "40ms",
       STEWARD_SECRET_NPM_TOKEN: "npm-token-value-for-sigterm",
+      // What the operator exposes to the organisation's secrets policy.
+      STEWARD_SECRET_SOURCES: `${ORG}=env:STEWARD_SECRET_`,
       LOG_LEVEL: "info",
     };
 

@@ -26,6 +26,7 @@ function io(): Io & { stdout: string; stderr: string } {
     STEWARD_DATA_DIR: dataDir,
     STEWARD_WRITE_INTERVAL: "0ms",
     STEWARD_SF_TOKEN: "single-flight-value",
+    STEWARD_SECRET_SOURCES: "acme=env:STEWARD_SF_",
     LOG_LEVEL: "warn",
   };
   return Object.assign(out, {
@@ -39,6 +40,7 @@ beforeAll(async () => {
   h = await createHub({ seed: "demo" });
   dataDir = await mkdtemp(join(tmpdir(), "steward-single-flight-"));
   process.env.STEWARD_SF_TOKEN = "single-flight-value";
+  process.env.STEWARD_SECRET_SOURCES = "acme=env:STEWARD_SF_";
   h.control.pushFiles({ owner: "acme", repo: ".github", files: { ".github/steward/secrets.yml": "secrets:\n  SF_TOKEN: { from: env:STEWARD_SF_TOKEN, repositories: [api, web] }\n" } });
   store = openSqliteStore(dataDir);
 });

@@ -9,7 +9,7 @@ afterEach(async () => {
   world = undefined;
 });
 
-const ENV = { STEWARD_ADOPT_VALUE: "steward's value" };
+const ENV = { STEWARD_SECRET_ADOPT_VALUE: "steward's value" };
 
 describe("adopting existing secrets and variables", () => {
   it("adopt: true overwrites a person's secret and variable once, records them as Steward's, and prune can then delete them", async () => {
@@ -17,7 +17,7 @@ describe("adopting existing secrets and variables", () => {
     const { secrets, variables } = world.h.domains;
     secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
     variables.setVariableOutOfBand({ owner: ORG, repo: "web" }, "REGION", "us-east-1");
-    world.pushPolicy("adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: us-east-1, repositories: [web] }\n");
+    world.pushPolicy("adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: us-east-1, repositories: [web] }\n");
 
     const first = await world.sync();
     expect(first.failures).toEqual([]);
@@ -38,7 +38,7 @@ describe("adopting existing secrets and variables", () => {
     world = await createWorld({ repos: ["web"], env: ENV });
     const { secrets } = world.h.domains;
     secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
-    world.pushPolicy("adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_ADOPT_VALUE, repositories: [web], adopt: false }\n  NEW_KEY: { from: env:STEWARD_ADOPT_VALUE, repositories: [web] }\n");
+    world.pushPolicy("adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: false }\n  NEW_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\n");
     const mark = world.mark();
     const result = await world.sync();
     expect(result.applied.map((r) => r.name)).toEqual(["NEW_KEY"]);

@@ -16,6 +16,7 @@ const check = (repo: string, sha: string, name: string) => stack.hub.domains.che
 
 beforeAll(async () => {
   process.env.STEWARD_E2E_MQ_TOKEN = "mq-token-value";
+  process.env.STEWARD_SECRET_SOURCES = `${ORG}=env:STEWARD_E2E_`;
   stack = await startSandboxStack({ handlers: [checks, secrets] });
 });
 afterAll(() => stack?.close());

@@ -36,16 +36,24 @@ export interface Scheduler {
   cancel(key: string): Promise<void>;
 }
 
-/** What the framework hands a handler for one delivery. */
-export interface HandlerContext<E extends EmitterWebhookEventName = EmitterWebhookEventName, P = unknown> {
+/** An event a handler subscribes to: `workflow_run` (every action), `workflow_run.completed`, or `*` (every event). */
+export type HandlerEventName = EmitterWebhookEventName | "*";
+
+/** The payload type of the deliveries a handler subscribed to `E` receives (a union for several names). */
+export type PayloadOf<E extends HandlerEventName> = [E] extends [EmitterWebhookEventName]
+  ? EmitterWebhookEvent<E>["payload"]
+  : EmitterWebhookEvent["payload"];
+
+/** What the framework hands a handler for one delivery; `payload` is typed by the events it subscribed to. */
+export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P = unknown> {
   /** `X-GitHub-Delivery` of the delivery being processed. */
   deliveryId: string;
   /** `X-GitHub-Event` name, e.g. `workflow_run`. */
   name: string;
   /** `payload.action` when present. */
   action: string | undefined;
-  /** The parsed delivery payload, typed by event. */
-  payload: EmitterWebhookEvent<E>["payload"];
+  /** The parsed delivery payload, typed by the handler's `events`. */
+  payload: PayloadOf<E>;
   /** Installation id from the payload, when the event has one. */
   installationId: number | undefined;
   /** Octokit authenticated as that installation. Throws when the delivery has no installation. */
@@ -99,24 +107,30 @@ export interface ServiceContext {
   appOctokit(): Promise<InstallationOctokit>;
 }
 
-export interface HandlerModule<P = unknown> {
+export interface HandlerModule<P = unknown, E extends HandlerEventName = HandlerEventName> {
   /** Unique name, e.g. `rerun`. Used in outcomes, metrics, logs and idempotency keys. */
   name: string;
   /** Events it takes: `workflow_run` (every action) or `workflow_run.completed`. */
-  events: readonly string[];
+  events: readonly E[];
   /** Its section of `.github/steward.yml` (schema, defaults, extra checks). Optional. */
   policy?: PolicySection<P>;
   /** Extra admin-repository policy documents it owns, e.g. `.github/steward/secrets.yml`. */
   documents?: readonly PolicyDocumentSpec[];
   /** Process one delivery. Throwing records `failed` and retries the handler with backoff. */
-  handle(ctx: HandlerContext<any, P>): Promise<Outcome | void>;
+  handle(ctx: HandlerContext<E, P>): Promise<Outcome | void>;
   /** Run a task this handler scheduled. Throwing retries it with backoff. */
   onTask?(ctx: TaskContext<P>): Promise<Outcome | void>;
   /** Called once at service start (e.g. to schedule periodic work). */
   start?(ctx: ServiceContext): Promise<void>;
 }
 
-/** Identity helper so handler modules get type inference without importing types by hand. */
-export function defineHandler<P>(module: HandlerModule<P>): HandlerModule<P> {
+/**
+ * Identity helper for type inference: the event names in `events` type `ctx.payload` in `handle`
+ * (`["workflow_run.completed"]` gives the completed workflow_run payload), and the policy section
+ * types `ctx.policy`.
+ */
+export function defineHandler<P = unknown, const E extends HandlerEventName = HandlerEventName>(
+  module: HandlerModule<P, E>,
+): HandlerModule<P, E> {
   return module;
 }

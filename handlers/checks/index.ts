@@ -2,9 +2,8 @@
 // policy files. It reads the changed files at the head commit (never trusting or running
 // anything in them), validates them exactly as the service loads them, and reports.
 // A pull request that touches no policy file costs no API write.
-import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/handler.js";
-import { policyHandlers } from "../../src/policy/handler-set.js";
-import { POLICY_FILE } from "../../src/policy/paths.js";
+import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/index.js";
+import { policyHandlers, POLICY_FILE } from "../../src/policy/index.js";
 import { evaluate, type FileVersions } from "./evaluate.js";
 import { policyChanges, type ChangedFile } from "./files.js";
 import { checksSection, type ChecksPolicy } from "./policy.js";

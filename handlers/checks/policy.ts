@@ -1,5 +1,5 @@
 // Section `checks` of .github/steward.yml.
-import type { PolicySection } from "../../src/policy/types.js";
+import type { PolicySection } from "../../src/index.js";
 
 export interface ChecksPolicy {
   /** Report a `steward/config` check run on pull requests that change policy files. */

@@ -1,25 +1,20 @@
 // Handler `rerun`: re-runs failed workflow runs whose every failure the repository's policy calls
 // transient. The decision is `decide()`'s; this module gathers its facts and carries it out.
-import { defineHandler, type HandlerContext, type Outcome } from "../../src/handler.js";
+import { defineHandler, type HandlerContext, type Outcome, type PayloadOf } from "../../src/index.js";
 import { claimDecision, idempotencyKey, recordDecision } from "./claim.js";
 import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
 import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } from "./execute.js";
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 
-interface WorkflowRunPayload {
-  workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
-  workflow?: { name?: string; path?: string } | null;
-  repository: { id: number; name: string; owner: { login: string } };
-}
-
-type Context = HandlerContext<any, RerunPolicy>;
+type Context = HandlerContext<"workflow_run.completed", RerunPolicy>;
+type WorkflowRunPayload = PayloadOf<"workflow_run.completed">;
 
 function opsOf(ctx: Ops): Ops {
   return { octokit: ctx.octokit, store: ctx.store, checks: ctx.checks, scheduler: ctx.scheduler, log: ctx.log, installationId: ctx.installationId };
 }
 
-export default defineHandler<RerunPolicy>({
+export default defineHandler({
   name: "rerun",
   events: ["workflow_run.completed"],
   policy: rerunPolicy,
@@ -28,7 +23,7 @@ export default defineHandler<RerunPolicy>({
     if (ctx.action !== "completed") return { status: "skipped", reason: `action "${ctx.action}" is not completed` };
     const policy = ctx.policy;
     if (!policy) return { status: "skipped", reason: "delivery has no repository" };
-    const payload = ctx.payload as unknown as WorkflowRunPayload;
+    const payload = ctx.payload;
     const run = toRunFacts(payload.workflow_run, payload.workflow, payload.repository);
 
     // Out of scope: decided from the payload alone, nothing read or written.

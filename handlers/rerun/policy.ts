@@ -1,8 +1,6 @@
 // The `rerun` section of `.github/steward.yml`: which failed workflow runs Steward re-runs,
 // how often, and which failures count as transient.
-import type { PolicySection } from "../../src/policy/types.js";
-import { globError, parseDuration, textMatcherError } from "../../src/policy/patterns.js";
-import { didYouMean, suggestionNote } from "../../src/policy/suggest.js";
+import { type PolicySection, globError, parseDuration, textMatcherError, didYouMean, suggestionNote } from "../../src/index.js";
 
 export type RuleConclusion = "failure" | "timed_out" | "cancelled";
 export type RerunMode = "failed_jobs" | "workflow";

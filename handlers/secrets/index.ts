@@ -1,8 +1,7 @@
 // The `secrets` handler: keeps an organisation's Actions secrets and variables in line with
 // `.github/steward/secrets.yml` in its admin repository. Decisions come from decide.ts; this
 // module reads the few facts they need and carries them out.
-import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext } from "../../src/handler.js";
-import type { CheckReport } from "../../src/checks/types.js";
+import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext, type CheckReport } from "../../src/index.js";
 import { forkOf } from "../shared/fork.js";
 import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
 import { decideNewRepositories, decidePullRequest, decidePush, periodicTask, type Decision } from "./decide.js";
@@ -183,7 +182,7 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
   }
 }
 
-export default defineHandler<unknown>({
+export default defineHandler({
   name: "secrets",
   events: ["push", "pull_request", "repository.created", "installation.created", "installation_repositories.added"],
   documents: [secretsDocument],

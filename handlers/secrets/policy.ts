@@ -2,8 +2,7 @@
 // variable goes where. Values of secrets are never literal: they name a source the service
 // resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
 import { existsSync, statSync } from "node:fs";
-import type { JsonSchema, PolicyDocumentSpec, SemanticCheck } from "../../src/policy/types.js";
-import { globError } from "../../src/policy/patterns.js";
+import { type JsonSchema, type PolicyDocumentSpec, type SemanticCheck, globError } from "../../src/index.js";
 
 export const SECRETS_DOCUMENT_PATH = ".github/steward/secrets.yml";
 

@@ -12,9 +12,9 @@ import { createRedirectingFetch } from "./redirects.js";
 import { createTokenCache } from "./token-cache.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
-import pkg from "../../package.json" with { type: "json" };
+import { packageVersion } from "../package-root.js";
 
-export const USER_AGENT = `steward/${pkg.version}`;
+export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
 export const API_VERSION = "2022-11-28";
 

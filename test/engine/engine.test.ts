@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Engine } from "../../src/engine.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import { defineHandler, type HandlerModule } from "../../src/handler.js";
+import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
 import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, tempDir, testEngine } from "./helpers.js";
 
@@ -41,7 +41,7 @@ function withInstallation(payload: Record<string, any>, id = 42): Record<string,
 describe("routing and outcomes", () => {
   it("routes real payloads by event and action and records each handler's outcome", async () => {
     const seen: string[] = [];
-    const record = (name: string, events: string[]) =>
+    const record = (name: string, events: HandlerEventName[]) =>
       defineHandler<unknown>({
         name,
         events,

@@ -1,7 +1,7 @@
 // The demo world: organisation `acme` with an admin repository and three service
 // repositories, its people, and the app installed with the permissions Steward needs.
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { packageFile } from "../../package-root.js";
 import { parse as parseYaml } from "yaml";
 import type { Control } from "../control.js";
 import type { Installation } from "../core/types.js";
@@ -14,7 +14,7 @@ export const DEMO_REPO = "web";
  * the sandbox then refuses exactly what a real installation of the manifest would, and a handler
  * that needs a permission the manifest lacks fails in the tests, not in production.
  */
-const manifest = parseYaml(readFileSync(fileURLToPath(new URL("../../../app.yml", import.meta.url)), "utf8")) as {
+const manifest = parseYaml(readFileSync(packageFile("app.yml"), "utf8")) as {
   default_permissions: Record<string, "read" | "write">;
   default_events: string[];
 };

@@ -36,6 +36,25 @@ export interface Scheduler {
   cancel(key: string): Promise<void>;
 }
 
+/** A side effect for `ctx.once`: `run` performs it; `check` looks at the world for it. */
+export interface OnceEffect<T> {
+  /** Performs the effect; its JSON-serialisable result is remembered. Throwing retries later. */
+  run(): Promise<T>;
+  /**
+   * Asked only when an earlier attempt started this effect and did not record it (a crash, an
+   * error, an answer lost on the way back): return the effect's result if it is already there
+   * (the label is on the issue, the comment exists), `undefined` if it is not. Without `check`,
+   * such an effect is run again, so `run` must then be safe to repeat.
+   */
+  check?(): Promise<T | undefined>;
+}
+
+/** `ran`: performed now; `found`: an earlier attempt's effect, seen by `check`; `recorded`: done before. */
+export type OnceResult<T> = { state: "ran" | "found" | "recorded"; value: T };
+
+/** Do a side effect once per key (scoped to the handler), recorded only after it succeeded. */
+export type Once = <T>(key: string, effect: OnceEffect<T>) => Promise<OnceResult<T>>;
+
 /** An event a handler subscribes to: `workflow_run` (every action), `workflow_run.completed`, or `*` (every event). */
 export type HandlerEventName = EmitterWebhookEventName | "*";
 
@@ -69,6 +88,8 @@ export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P
   log: Logger;
   /** The durable store (idempotency keys, handler state). */
   store: Store;
+  /** Do a side effect once per key, across retries and redeliveries, without losing it (see `OnceEffect`). */
+  once: Once;
   /** Durable scheduler for work that must happen later (delays, waits, re-evaluation). */
   scheduler: Scheduler;
   /** Check-run reporter: the only way handlers create or update check runs. */
@@ -89,6 +110,7 @@ export interface TaskContext<P = unknown> {
   loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
   log: Logger;
   store: Store;
+  once: Once;
   scheduler: Scheduler;
   checks: CheckReporter;
   attempt: number;

@@ -11,6 +11,9 @@ export {
   type ServiceContext,
   type InstallationOctokit,
   type Outcome,
+  type Once,
+  type OnceEffect,
+  type OnceResult,
   type ScheduleRequest,
   type Scheduler,
 } from "./handler.js";

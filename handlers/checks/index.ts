@@ -13,23 +13,26 @@ import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
 const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
 const pullKey = (owner: string, repo: string, sha: string) => `checks:pull:${owner.toLowerCase()}/${repo.toLowerCase()}@${sha}`;
 
+const CHECKS_EVENTS = ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested"] as const;
+type ChecksContext = HandlerContext<(typeof CHECKS_EVENTS)[number], ChecksPolicy>;
+
 export interface ChecksHandlerOptions {
   /** Every handler module whose sections and documents are validated (default: built-in plus STEWARD_HANDLERS). */
-  handlers?: (ctx: HandlerContext<any, ChecksPolicy>) => Promise<readonly HandlerModule<any>[]>;
+  handlers?: (ctx: ChecksContext) => Promise<readonly HandlerModule<any>[]>;
 }
 
-const serviceHandlers = (ctx: HandlerContext<any, ChecksPolicy>) => policyHandlers(ctx.config.handlerPaths ?? []);
+const serviceHandlers = (ctx: ChecksContext) => policyHandlers(ctx.config.handlerPaths ?? []);
 
-export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerModule<ChecksPolicy> {
+export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerModule<ChecksPolicy, (typeof CHECKS_EVENTS)[number]> {
   const handlersOf = opts.handlers ?? serviceHandlers;
-  return defineHandler<ChecksPolicy>({
+  return defineHandler({
     name: "checks",
-    events: ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested"],
+    events: CHECKS_EVENTS,
     policy: checksSection,
 
     async handle(ctx): Promise<Outcome> {
       if (ctx.policy && ctx.policy.config === false) return { status: "skipped", reason: "checks.config is false" };
-      let decision = targetsOf(ctx.name, ctx.payload as never, ctx.config.appId || undefined);
+      let decision = targetsOf(ctx.name, ctx.payload, ctx.config.appId || undefined);
       if (decision.kind === "lookup") {
         const target = await ctx.store.get<PullTarget>(pullKey(decision.owner, decision.repo, decision.headSha));
         decision = target ? { kind: "pulls", targets: [target] } : { kind: "skip", reason: `no pull request recorded for ${decision.headSha}` };
@@ -42,7 +45,7 @@ export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerMod
   });
 }
 
-async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
+async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
   const { owner, repo } = target;
   const adminRepo = ctx.config.adminRepo || ".github";
   const listed = (await ctx.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner, repo, pull_number: target.number, per_page: 100 })) as ChangedFile[];

@@ -138,6 +138,11 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
         options.headers.accept = ACCEPT;
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
+      // A POST creates: when its answer is lost the creation may have happened, and a blind
+      // retry would make a second one. The engine's retry (with ctx.once's `check`) decides instead.
+      // The installation-token POST is exempt: a second token is harmless.
+      const request = ((options as { request?: { retries?: number } }).request ??= {});
+      if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
     return octokit;
   }

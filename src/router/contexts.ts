@@ -9,6 +9,7 @@ import type { OctokitFactory } from "../api/types.js";
 import type { PolicyLoader } from "../policy/types.js";
 import type { Store } from "../store/types.js";
 import { gatePolicy } from "./policy-gate.js";
+import { onceFor } from "./once.js";
 
 export interface ContextDeps {
   config: StewardConfig;
@@ -62,7 +63,7 @@ export interface DeliveryFacts {
 function commonParts<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
-  extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number },
+  extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number; owner: string },
 ) {
   const { octokit } = extra;
   return {
@@ -72,6 +73,7 @@ function commonParts<P>(
     loadPolicy: policyLoaderFor(deps, handler, octokit),
     log: extra.log,
     store: deps.store,
+    once: onceFor(deps.store, handler.name, extra.owner),
     scheduler: deps.schedulerFor(handler.name),
     checks: lazyChecks(deps, octokit),
     attempt: extra.attempt,
@@ -98,7 +100,7 @@ export function handlerContext<P>(
     installationId: facts.installationId,
     policy: extra.policy,
   };
-  return extend(specific, commonParts(deps, handler, extra));
+  return extend(specific, commonParts(deps, handler, { ...extra, owner: `delivery ${facts.deliveryId}` }));
 }
 
 export function taskContext<P>(
@@ -108,7 +110,7 @@ export function taskContext<P>(
   extra: { octokit: InstallationOctokit | undefined; log: Logger; attempt: number },
 ): TaskContext<P> {
   const specific = { key: task.key, data: task.data, installationId: task.installationId };
-  return extend(specific, commonParts(deps, handler, extra));
+  return extend(specific, commonParts(deps, handler, { ...extra, owner: `task ${task.key}` }));
 }
 
 export function serviceContext(deps: ContextDeps, log: Logger, scheduler: Scheduler): ServiceContext {

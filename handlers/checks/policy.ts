@@ -8,6 +8,8 @@ export interface ChecksPolicy {
 
 export const checksSection: PolicySection<ChecksPolicy> = {
   key: "checks",
+  // On where the section is absent: policy files are checked in every repository unless `checks.config: false`.
+  enabledByDefault: true,
   schema: {
     type: "object",
     additionalProperties: false,

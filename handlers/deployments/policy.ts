@@ -175,6 +175,8 @@ function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report
 
 export const deploymentsSection: PolicySection<DeploymentsPolicy> = {
   key: "deployments",
+  // On where the section is absent: a pending protection rule must get an answer; without a section the defaults decide.
+  enabledByDefault: true,
   schema: deploymentsSchema,
   defaults: deploymentsDefaults,
   check: checkDeployments,

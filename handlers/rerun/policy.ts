@@ -78,6 +78,8 @@ const ruleSchema = {
 
 export const rerunPolicy: PolicySection<RerunPolicy> = {
   key: "rerun",
+  // On where the section is absent: its own default `enabled: false` keeps it off; the section still validates when given.
+  enabledByDefault: true,
   schema: {
     type: "object",
     additionalProperties: false,

@@ -34,7 +34,7 @@ export function policyLoaderFor<P>(
     if (!octokit) missingInstallation("loadPolicy");
     const loaded = await deps.policies.load(octokit, target);
     if (!handler.policy) return undefined as P;
-    const gate = gatePolicy<P>(handler.policy.key, loaded);
+    const gate = gatePolicy<P>(handler.policy, loaded);
     if (!gate.run) throw new Error(`${target.owner}/${target.repo}: ${gate.reason}`);
     return gate.policy as P;
   };

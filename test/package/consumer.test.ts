@@ -3,7 +3,7 @@
 // `exports`, and a plain error from `require("steward")`. Steward is built into a scratch copy
 // (not the checkout's dist/, which other tests' child processes may be running).
 import { execFile } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
@@ -80,6 +80,10 @@ describe("steward as a dependency of another package", () => {
         "});",
       ].join("\n"),
     );
+    // The README's example handler, exactly as printed.
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const example = /## Writing a handler module[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)![1]!;
+    writeFileSync(join(consumer, "readme-example.ts"), example);
     await run(process.execPath, [tsc, "-p", "."], { cwd: consumer });
 
     // The payload is typed from the event name: an issues.opened handler has no workflow_run.

@@ -36,16 +36,43 @@ export interface Scheduler {
   cancel(key: string): Promise<void>;
 }
 
-/** What the framework hands a handler for one delivery. */
-export interface HandlerContext<E extends EmitterWebhookEventName = EmitterWebhookEventName, P = unknown> {
+/** A side effect for `ctx.once`: `run` performs it; `check` looks at the world for it. */
+export interface OnceEffect<T> {
+  /** Performs the effect; its JSON-serialisable result is remembered. Throwing retries later. */
+  run(): Promise<T>;
+  /**
+   * Asked only when an earlier attempt started this effect and did not record it (a crash, an
+   * error, an answer lost on the way back): return the effect's result if it is already there
+   * (the label is on the issue, the comment exists), `undefined` if it is not. Without `check`,
+   * such an effect is run again, so `run` must then be safe to repeat.
+   */
+  check?(): Promise<T | undefined>;
+}
+
+/** `ran`: performed now; `found`: an earlier attempt's effect, seen by `check`; `recorded`: done before. */
+export type OnceResult<T> = { state: "ran" | "found" | "recorded"; value: T };
+
+/** Do a side effect once per key (scoped to the handler), recorded only after it succeeded. */
+export type Once = <T>(key: string, effect: OnceEffect<T>) => Promise<OnceResult<T>>;
+
+/** An event a handler subscribes to: `workflow_run` (every action), `workflow_run.completed`, or `*` (every event). */
+export type HandlerEventName = EmitterWebhookEventName | "*";
+
+/** The payload type of the deliveries a handler subscribed to `E` receives (a union for several names). */
+export type PayloadOf<E extends HandlerEventName> = [E] extends [EmitterWebhookEventName]
+  ? EmitterWebhookEvent<E>["payload"]
+  : EmitterWebhookEvent["payload"];
+
+/** What the framework hands a handler for one delivery; `payload` is typed by the events it subscribed to. */
+export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P = unknown> {
   /** `X-GitHub-Delivery` of the delivery being processed. */
   deliveryId: string;
   /** `X-GitHub-Event` name, e.g. `workflow_run`. */
   name: string;
   /** `payload.action` when present. */
   action: string | undefined;
-  /** The parsed delivery payload, typed by event. */
-  payload: EmitterWebhookEvent<E>["payload"];
+  /** The parsed delivery payload, typed by the handler's `events`. */
+  payload: PayloadOf<E>;
   /** Installation id from the payload, when the event has one. */
   installationId: number | undefined;
   /** Octokit authenticated as that installation. Throws when the delivery has no installation. */
@@ -67,6 +94,8 @@ export interface HandlerContext<E extends EmitterWebhookEventName = EmitterWebho
   log: Logger;
   /** The durable store (idempotency keys, handler state). */
   store: Store;
+  /** Do a side effect once per key, across retries and redeliveries, without losing it (see `OnceEffect`). */
+  once: Once;
   /** Durable scheduler for work that must happen later (delays, waits, re-evaluation). */
   scheduler: Scheduler;
   /** Check-run reporter: the only way handlers create or update check runs. */
@@ -93,6 +122,7 @@ export interface TaskContext<P = unknown> {
   loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
   log: Logger;
   store: Store;
+  once: Once;
   scheduler: Scheduler;
   checks: CheckReporter;
   attempt: number;
@@ -114,17 +144,17 @@ export interface ServiceContext {
   signal: AbortSignal;
 }
 
-export interface HandlerModule<P = unknown> {
+export interface HandlerModule<P = unknown, E extends HandlerEventName = HandlerEventName> {
   /** Unique name, e.g. `rerun`. Used in outcomes, metrics, logs and idempotency keys. */
   name: string;
   /** Events it takes: `workflow_run` (every action) or `workflow_run.completed`. */
-  events: readonly string[];
+  events: readonly E[];
   /** Its section of `.github/steward.yml` (schema, defaults, extra checks). Optional. */
   policy?: PolicySection<P>;
   /** Extra admin-repository policy documents it owns, e.g. `.github/steward/secrets.yml`. */
   documents?: readonly PolicyDocumentSpec[];
   /** Process one delivery. Throwing records `failed` and retries the handler with backoff. */
-  handle(ctx: HandlerContext<any, P>): Promise<Outcome | void>;
+  handle(ctx: HandlerContext<E, P>): Promise<Outcome | void>;
   /** Run a task this handler scheduled. Throwing retries it with backoff. */
   onTask?(ctx: TaskContext<P>): Promise<Outcome | void>;
   /**
@@ -134,7 +164,13 @@ export interface HandlerModule<P = unknown> {
   start?(ctx: ServiceContext): Promise<void>;
 }
 
-/** Identity helper so handler modules get type inference without importing types by hand. */
-export function defineHandler<P>(module: HandlerModule<P>): HandlerModule<P> {
+/**
+ * Identity helper for type inference: the event names in `events` type `ctx.payload` in `handle`
+ * (`["workflow_run.completed"]` gives the completed workflow_run payload), and the policy section
+ * types `ctx.policy`.
+ */
+export function defineHandler<P = unknown, const E extends HandlerEventName = HandlerEventName>(
+  module: HandlerModule<P, E>,
+): HandlerModule<P, E> {
   return module;
 }

@@ -1,5 +1,5 @@
 // What changed between two effective policies, as a list of paths with before and after.
-import { isPlainObject } from "../../src/policy/merge.js";
+import { isPlainObject } from "../../src/policy/index.js";
 
 export interface ValueChange {
   path: string;

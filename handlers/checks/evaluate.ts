@@ -1,12 +1,8 @@
 // The verdict of the steward/config check from file texts alone: each changed policy file
 // validated exactly as the loader would load it (same schemas, same merge over the org file),
 // its effective policy, and what changed compared with the base. Pure: no I/O.
-import type { HandlerModule } from "../../src/handler.js";
-import { mergePolicy, policyDocuments, policySections } from "../../src/policy/merge.js";
-import { isDocumentPath } from "../../src/policy/paths.js";
-import { resolvePolicy, type PolicySource } from "../../src/policy/resolve.js";
-import type { Problem } from "../../src/policy/types.js";
-import { validatePolicyText } from "../../src/policy/validate.js";
+import type { HandlerModule, Problem } from "../../src/index.js";
+import { mergePolicy, policyDocuments, policySections, isDocumentPath, resolvePolicy, type PolicySource, validatePolicyText } from "../../src/policy/index.js";
 import { diffValues, type ValueChange } from "./diff.js";
 import type { PolicyChange } from "./files.js";
 

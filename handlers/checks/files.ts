@@ -1,5 +1,5 @@
 // Which of a pull request's changed files are Steward policy files, and how they changed.
-import { isPolicyPath } from "../../src/policy/paths.js";
+import { isPolicyPath } from "../../src/policy/index.js";
 
 export interface ChangedFile {
   filename: string;

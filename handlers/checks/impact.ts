@@ -1,7 +1,7 @@
 // The impact section of `steward/config`: a pull request that changes a repository's `rerun` or
 // `deployments` policy is told what the new policy would have done with that repository's recent
 // requests, from the facts Steward stored when it decided them.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 import type { RerunPolicy } from "../rerun/policy.js";
 import type { DeploymentsPolicy } from "../deployments/policy.js";
 import { describeImpact, deploymentImpact, rerunImpact } from "../shared/impact.js";

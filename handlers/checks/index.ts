@@ -2,9 +2,8 @@
 // policy files. It reads the changed files at the head commit (never trusting or running
 // anything in them), validates them exactly as the service loads them, and reports.
 // A pull request that touches no policy file costs no API write.
-import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/handler.js";
-import { policyHandlers } from "../../src/policy/handler-set.js";
-import { POLICY_FILE } from "../../src/policy/paths.js";
+import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/index.js";
+import { policyHandlers, POLICY_FILE } from "../../src/policy/index.js";
 import { evaluate, type FileVersions } from "./evaluate.js";
 import { policyChanges, type ChangedFile } from "./files.js";
 import { checksSection, type ChecksPolicy } from "./policy.js";
@@ -17,18 +16,21 @@ import { repoVisibility, withheldBecause } from "../shared/visibility.js";
 const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
 const pullKey = (owner: string, repo: string, sha: string) => `checks:pull:${owner.toLowerCase()}/${repo.toLowerCase()}@${sha}`;
 
+const CHECKS_EVENTS = ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested", "merge_group.checks_requested"] as const;
+type ChecksContext = HandlerContext<(typeof CHECKS_EVENTS)[number], ChecksPolicy>;
+
 export interface ChecksHandlerOptions {
   /** Every handler module whose sections and documents are validated (default: built-in plus STEWARD_HANDLERS). */
-  handlers?: (ctx: HandlerContext<any, ChecksPolicy>) => Promise<readonly HandlerModule<any>[]>;
+  handlers?: (ctx: ChecksContext) => Promise<readonly HandlerModule<any>[]>;
 }
 
-const serviceHandlers = (ctx: HandlerContext<any, ChecksPolicy>) => policyHandlers(ctx.config.handlerPaths ?? []);
+const serviceHandlers = (ctx: ChecksContext) => policyHandlers(ctx.config.handlerPaths ?? []);
 
-export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerModule<ChecksPolicy> {
+export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerModule<ChecksPolicy, (typeof CHECKS_EVENTS)[number]> {
   const handlersOf = opts.handlers ?? serviceHandlers;
-  return defineHandler<ChecksPolicy>({
+  return defineHandler({
     name: "checks",
-    events: ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested", "merge_group.checks_requested"],
+    events: CHECKS_EVENTS,
     policy: checksSection,
 
     async handle(ctx): Promise<Outcome> {
@@ -46,7 +48,7 @@ export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerMod
   });
 }
 
-async function checkPull(ctx: HandlerContext<any, ChecksPolicy>, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
+async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
   const { owner, repo } = target;
   const adminRepo = ctx.config.adminRepo || ".github";
   const listed = (await ctx.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner, repo, pull_number: target.number, per_page: 100 })) as ChangedFile[];

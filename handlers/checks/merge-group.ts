@@ -1,6 +1,6 @@
 // `steward/config` on a merge group's head commit: the pull request the group names is checked again,
 // its files read at the group's head (where its changes sit on the current base).
-import type { InstallationOctokit } from "../../src/handler.js";
+import type { InstallationOctokit } from "../../src/index.js";
 import { groupPull, mergeGroupOf } from "../shared/merge-group.js";
 import { forkOf } from "../shared/fork.js";
 import type { PullTarget, TargetDecision } from "./targets.js";

@@ -1,5 +1,5 @@
 // Section `checks` of .github/steward.yml.
-import type { PolicySection } from "../../src/policy/types.js";
+import type { PolicySection } from "../../src/index.js";
 
 export interface ChecksPolicy {
   /** Report a `steward/config` check run on pull requests that change policy files. */
@@ -8,6 +8,8 @@ export interface ChecksPolicy {
 
 export const checksSection: PolicySection<ChecksPolicy> = {
   key: "checks",
+  // On where the section is absent: policy files are checked in every repository unless `checks.config: false`.
+  enabledByDefault: true,
   schema: {
     type: "object",
     additionalProperties: false,

@@ -2,8 +2,7 @@
 // annotation per problem, and a summary with the problem table, the effective policy per
 // section and the changes against the base branch. Pure.
 import { stringify } from "yaml";
-import type { Annotation, CheckConclusion } from "../../src/checks/types.js";
-import type { Problem } from "../../src/policy/types.js";
+import type { Annotation, CheckConclusion, Problem } from "../../src/index.js";
 import type { Evaluation, FileReport } from "./evaluate.js";
 
 export interface RenderContext {

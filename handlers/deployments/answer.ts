@@ -2,8 +2,7 @@
 // review of pending deployments (a required reviewer's token). Both go to the configured API
 // host only: a callback URL from a payload is never followed with a token.
 import { ProbotOctokit } from "probot";
-import type { InstallationOctokit } from "../../src/handler.js";
-import type { StewardConfig } from "../../src/config/types.js";
+import type { InstallationOctokit, StewardConfig } from "../../src/index.js";
 import type { RepoRef } from "./facts.js";
 
 export type FinalState = "approved" | "rejected";

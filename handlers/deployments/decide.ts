@@ -1,6 +1,6 @@
 // The decision: a pure function of (policy, request, facts, now). No I/O here; the handler
 // fetches the facts, calls `evaluate`, and carries the answer out.
-import { matchesAny } from "../../src/policy/patterns.js";
+import { matchesAny } from "../../src/index.js";
 import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen } from "./calendar.js";
 import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
 

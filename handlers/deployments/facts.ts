@@ -1,6 +1,6 @@
 // API reads for one evaluation: the check runs on the sha, where the sha stands in earlier
 // environments, and the run itself (for the ref and sha when a payload lacks them).
-import type { InstallationOctokit } from "../../src/handler.js";
+import type { InstallationOctokit } from "../../src/index.js";
 import type { CheckRunFact, DeployedState, Facts } from "./decide.js";
 import type { EnvironmentRule } from "./policy.js";
 import { forkOf } from "../shared/fork.js";

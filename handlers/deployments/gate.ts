@@ -1,8 +1,7 @@
 // Evaluates one waiting gate and carries the decision out: a final answer (at most once), or a
 // durable wait with a comment-only status and a scheduled re-evaluation.
 import type { Logger } from "pino";
-import type { InstallationOctokit, Outcome, Scheduler } from "../../src/handler.js";
-import type { Store } from "../../src/store/types.js";
+import type { InstallationOctokit, Outcome, Scheduler, Store } from "../../src/index.js";
 import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";
 import { formatComment } from "./comment.js";
 import { evaluate, matchEnvironment, type Evaluation } from "./decide.js";

@@ -1,8 +1,7 @@
 // The `deployments` handler: a policy decides, per environment, whether a deployment may proceed.
 // It answers as a custom deployment protection rule (installation token) or, when a reviewer
 // token is configured, as a required reviewer of pending deployments.
-import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome, type TaskContext } from "../../src/handler.js";
-import type { StewardConfig } from "../../src/config/types.js";
+import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome, type TaskContext, type StewardConfig } from "../../src/index.js";
 import { listPendingDeployments, reviewerOctokitFrom } from "./answer.js";
 import { matchEnvironment } from "./decide.js";
 import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";

@@ -1,7 +1,6 @@
 // The `deployments` section of `.github/steward.yml`: per environment (name or glob, first match
 // wins), what a deployment needs before Steward approves it.
-import type { PolicySection, SemanticCheck } from "../../src/policy/types.js";
-import { globError } from "../../src/policy/patterns.js";
+import { type PolicySection, type SemanticCheck, globError } from "../../src/index.js";
 import { DAYS, parseHours, parseInstant, zoneError, type Day, type FreezeSpec, type WindowSpec } from "./calendar.js";
 
 /** A weekly wall-clock window (days default every day, hours `HH:MM-HH:MM` default all day, zone default UTC). */
@@ -176,6 +175,8 @@ function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report
 
 export const deploymentsSection: PolicySection<DeploymentsPolicy> = {
   key: "deployments",
+  // On where the section is absent: a pending protection rule must get an answer; without a section the defaults decide.
+  enabledByDefault: true,
   schema: deploymentsSchema,
   defaults: deploymentsDefaults,
   check: checkDeployments,

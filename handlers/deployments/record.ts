@@ -1,7 +1,7 @@
 // Decision facts of deployment requests, kept so a policy change can be simulated against real
 // requests ("the last 50 deployment requests: 3 held that were approved"). One record per gate: the
 // request and facts of its first evaluation, and the first and latest decisions.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 import type { Decision, DeploymentRequest, Facts } from "./decide.js";
 import type { Gate } from "./waits.js";
 

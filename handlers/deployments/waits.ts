@@ -1,6 +1,6 @@
 // Durable state of the handler: which gates were answered (one answer per run, environment
 // and path) and which wait, indexed by sha so a completed check finds the gates it may open.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 
 /**
  * One environment of one run waiting on Steward. `rule`: Steward is a custom protection rule and

@@ -2,8 +2,8 @@
 // one slot of the repository's UTC day; a slot is a store key, so the count survives restarts and is
 // shared by replicas. Taking a slot happens right before the request, under a lock, so two decisions
 // finishing together cannot both take the last slot.
-import type { Store } from "../../src/store/types.js";
-import { withStoreLock } from "../../src/store/lock.js";
+import type { Store } from "../../src/index.js";
+import { withStoreLock } from "../../src/index.js";
 
 /** Slots outlive their day a little so a count near midnight is still right. */
 const SLOT_TTL_MS = 2 * 24 * 3_600_000;

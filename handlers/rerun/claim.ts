@@ -1,7 +1,7 @@
 // "At most one decision per run attempt", across redeliveries, duplicate deliveries and replicas.
 // The claim is short while deciding (a crashed worker must not block the attempt for a month) and
 // long once decided (GitHub redelivers for days).
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 
 /** Held while a delivery decides; a crash leaves it to expire. */
 export const DECIDING_TTL_MS = 15 * 60_000;

@@ -1,6 +1,6 @@
 // The re-run decision: given a completed run, its jobs, the logs asked for, and whether the run
 // is still current, decide to skip, give up, or re-run, and say why. Pure: no I/O.
-import { matchesAny } from "../../src/policy/patterns.js";
+import { matchesAny } from "../../src/index.js";
 import {
   DEFAULT_RULE_CONCLUSIONS,
   GITHUB_MAX_ATTEMPTS,

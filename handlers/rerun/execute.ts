@@ -1,10 +1,7 @@
 // Carrying out a re-run decision: re-check that the run is still current, ask the API to re-run,
 // turn its refusals into outcomes, and explain what happened in the `steward/rerun` check run.
 import type { Logger } from "pino";
-import type { InstallationOctokit, Outcome, Scheduler } from "../../src/handler.js";
-import type { CheckReporter } from "../../src/checks/types.js";
-import type { Store } from "../../src/store/types.js";
-import { withStoreLock } from "../../src/store/lock.js";
+import { type InstallationOctokit, type Outcome, type Scheduler, type CheckReporter, type Store, withStoreLock } from "../../src/index.js";
 import { supersededReason, type JobVerdict, type RunFacts } from "./decide.js";
 import { CHECK_NAME, MAX_EXPLANATIONS, actionText, renderCheck, type ActionTaken, type Explanation } from "./explain.js";
 import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";

@@ -1,7 +1,6 @@
 // API reads the re-run decision needs: the run, its jobs for one attempt, job logs, and where
 // the run's pull request or branch points now.
-import { downloadWithoutAuth } from "../../src/api/client.js";
-import type { InstallationOctokit } from "../../src/handler.js";
+import { downloadWithoutAuth, type InstallationOctokit } from "../../src/index.js";
 import { forkOf, type RepoIdentity } from "../shared/fork.js";
 import type { CurrentHead, JobFacts, RunFacts } from "./decide.js";
 
@@ -22,7 +21,8 @@ export interface ApiRun {
   status?: string | null;
   run_attempt?: number;
   html_url?: string;
-  pull_requests?: { number: number }[] | null;
+  // The webhook schema allows null entries (a pull request in a fork the app cannot see).
+  pull_requests?: ({ number: number } | null)[] | null;
   head_repository?: RepoIdentity | null;
   repository?: RepoIdentity | null;
 }
@@ -43,7 +43,7 @@ export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: strin
     headSha: run.head_sha,
     conclusion: run.conclusion,
     runAttempt: run.run_attempt ?? 1,
-    pullRequests: (run.pull_requests ?? []).map((p) => p.number),
+    pullRequests: (run.pull_requests ?? []).flatMap((p) => (p ? [p.number] : [])),
     headOwner: run.head_repository?.owner?.login ?? null,
     fromFork: forkOf(run.head_repository, run.repository ?? repository) ?? null,
   };

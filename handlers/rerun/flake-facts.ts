@@ -1,6 +1,6 @@
 // API reads of the flake pattern: the branch's recent completed runs of the same workflow, and the
 // jobs of the few runs around the one that just completed.
-import type { InstallationOctokit } from "../../src/handler.js";
+import type { InstallationOctokit } from "../../src/index.js";
 import type { RepoIdentity } from "../shared/fork.js";
 import type { RunFacts } from "./decide.js";
 import { listJobs, toRunFacts, type ApiRun, type RepoRef } from "./facts.js";

@@ -1,6 +1,6 @@
 // Handler `rerun`: re-runs failed workflow runs whose every failure the repository's policy calls
 // transient. The decision is `decide()`'s; this module gathers its facts and carries it out.
-import { defineHandler, type HandlerContext, type Outcome } from "../../src/handler.js";
+import { defineHandler, type HandlerContext, type Outcome } from "../../src/index.js";
 import { claimDecision, idempotencyKey, recordDecision } from "./claim.js";
 import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
 import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } from "./execute.js";
@@ -12,7 +12,7 @@ import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 import { scanLog } from "./scan.js";
 import { policyWithheld } from "../shared/visibility.js";
-import { MatchBudget } from "../../src/policy/match-budget.js";
+import { MatchBudget } from "../../src/index.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -20,13 +20,14 @@ interface WorkflowRunPayload {
   repository: { id: number; name: string; full_name?: string; owner: { login: string } };
 }
 
+// One handler takes two events whose payloads `ctx.name` tells apart at run time.
 type Context = HandlerContext<any, RerunPolicy>;
 
 function opsOf(ctx: Ops): Ops {
   return { octokit: ctx.octokit, store: ctx.store, checks: ctx.checks, scheduler: ctx.scheduler, log: ctx.log, installationId: ctx.installationId };
 }
 
-export default defineHandler<RerunPolicy>({
+export default defineHandler({
   name: "rerun",
   events: ["workflow_run.completed", "merge_group.destroyed"],
   policy: rerunPolicy,
@@ -36,7 +37,7 @@ export default defineHandler<RerunPolicy>({
     if (ctx.action !== "completed") return { status: "skipped", reason: `action "${ctx.action}" is not completed` };
     const policy = ctx.policy;
     if (!policy) return { status: "skipped", reason: "delivery has no repository" };
-    const payload = ctx.payload as unknown as WorkflowRunPayload;
+    const payload = ctx.payload as WorkflowRunPayload;
     const run = toRunFacts(payload.workflow_run, payload.workflow, payload.repository);
 
     const flakes = await flakesAround(ctx, policy, payload, run);

@@ -2,7 +2,7 @@
 // A re-run planned for later (the policy's delay, a busy run) is remembered under the group's head
 // commit; `merge_group.destroyed` cancels those plans and says so in the check run. A plan that
 // slips through (the delivery is late) still finds the group's branch gone and stands down.
-import type { Outcome } from "../../src/handler.js";
+import type { Outcome } from "../../src/index.js";
 import { DECIDED_TTL_MS } from "./claim.js";
 import { explainAndReport, type Ops, type RerunTask } from "./execute.js";
 

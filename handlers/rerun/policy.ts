@@ -1,8 +1,6 @@
 // The `rerun` section of `.github/steward.yml`: which failed workflow runs Steward re-runs,
 // how often, and which failures count as transient.
-import type { PolicySection } from "../../src/policy/types.js";
-import { globError, parseDuration, textMatcherError } from "../../src/policy/patterns.js";
-import { didYouMean, suggestionNote } from "../../src/policy/suggest.js";
+import { type PolicySection, globError, parseDuration, textMatcherError, didYouMean, suggestionNote } from "../../src/index.js";
 
 export type RuleConclusion = "failure" | "timed_out" | "cancelled";
 /** `jobs`: re-run only the transient failed jobs, one request each; the others stay failed. */
@@ -88,6 +86,8 @@ const ruleSchema = {
 
 export const rerunPolicy: PolicySection<RerunPolicy> = {
   key: "rerun",
+  // On where the section is absent: its own default `enabled: false` keeps it off; the section still validates when given.
+  enabledByDefault: true,
   schema: {
     type: "object",
     additionalProperties: false,

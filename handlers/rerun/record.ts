@@ -2,7 +2,7 @@
 // 200 failed runs would have been re-run N times"). One record per judged run attempt: the run, the
 // jobs and log tails the decision read, where the branch stood, and what Steward decided. Log tails
 // are short: rules look for errors, which print last.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 import type { CurrentHead, JobFacts, RunFacts } from "./decide.js";
 
 /** Records live this long; the simulation reads the newest. */

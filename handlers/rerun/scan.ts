@@ -2,8 +2,8 @@
 // end, a pattern never spans lines), with long lines cut into pieces, so no single match sees more
 // than MAX_LINE_CHARS. Scanning yields to the event loop between slices, so a multi-MiB log never
 // keeps `/healthz` or other deliveries waiting, and charges each slice to the delivery's budget.
-import { MatchBudget } from "../../src/policy/match-budget.js";
-import { textMatcher, type TextMatcher } from "../../src/policy/patterns.js";
+import { MatchBudget } from "../../src/index.js";
+import { textMatcher, type TextMatcher } from "../../src/index.js";
 
 /** Longest piece of one line a pattern is matched against. */
 export const MAX_LINE_CHARS = 64 * 1024;

@@ -1,8 +1,7 @@
 // The few REST helpers a sync needs: a narrow request type (so the CLI, the service and tests
 // can hand in any Octokit), conditional reads, page-by-page lists, and error facts safe to show
 // (never bodies).
-import { cachedGet, ResponseCache } from "../../src/api/conditional.js";
-import type { InstallationOctokit } from "../../src/handler.js";
+import { cachedGet, ResponseCache, type InstallationOctokit } from "../../src/index.js";
 
 export interface ApiResponse {
   status: number;

@@ -1,9 +1,7 @@
 // Reading `.github/steward/secrets.yml` from the admin repository and validating it with the
 // same validator as `steward validate` and the `steward/config` check, so all three agree.
-import type { HandlerModule } from "../../src/handler.js";
-import { mergePolicy } from "../../src/policy/merge.js";
-import type { Problem } from "../../src/policy/types.js";
-import { validatePolicyText } from "../../src/policy/validate.js";
+import type { HandlerModule, Problem } from "../../src/index.js";
+import { mergePolicy, validatePolicyText } from "../../src/policy/index.js";
 import { statusOf, type Requester } from "./api.js";
 import { defaults, SECRETS_DOCUMENT_PATH, secretsDocument, type SecretsPolicy } from "./policy.js";
 

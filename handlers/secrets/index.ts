@@ -1,8 +1,7 @@
 // The `secrets` handler: keeps an organisation's Actions secrets and variables in line with
 // `.github/steward/secrets.yml` in its admin repository. Decisions come from decide.ts; this
 // module reads the few facts they need and carries them out.
-import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext } from "../../src/handler.js";
-import type { CheckReport } from "../../src/checks/types.js";
+import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, type TaskContext, type CheckReport } from "../../src/index.js";
 import { forkOf, type RepoIdentity } from "../shared/fork.js";
 import { groupPull, mergeGroupOf } from "../shared/merge-group.js";
 import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
@@ -12,8 +11,8 @@ import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
 import { secretsDocument } from "./policy.js";
 import { forkPlanNote, forkPlanSummary, planSummary, problemsSummary, syncSummary } from "./report.js";
 import { loggedProgress, progressKey } from "./progress.js";
-import { describeHolder, LeaseHeld } from "../../src/store/job-lease.js";
-import { stoppedError } from "../../src/lifecycle/abort-scope.js";
+import { describeHolder, LeaseHeld } from "../../src/index.js";
+import { stoppedError } from "../../src/index.js";
 
 type Delivery = HandlerContext<any, unknown>;
 type Ctx = Delivery | TaskContext;
@@ -220,7 +219,7 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
   }
 }
 
-export default defineHandler<unknown>({
+export default defineHandler({
   name: "secrets",
   events: ["push", "pull_request", "merge_group.checks_requested", "repository.created", "installation.created", "installation_repositories.added"],
   documents: [secretsDocument],

@@ -4,7 +4,7 @@
 // caller can schedule the rest (records make a later run skip what is done).
 import Bottleneck from "bottleneck";
 import { rateLimitResumeAt, rateLimitWaitMs } from "./api.js";
-import { throwIfStopped } from "../../src/lifecycle/abort-scope.js";
+import { throwIfStopped } from "../../src/index.js";
 
 export class RateLimitPause extends Error {
   constructor(readonly resumeAt: Date) {

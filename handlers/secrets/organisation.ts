@@ -1,8 +1,6 @@
 // Sync (or plan) one organisation from its admin repository's policy: what the handler, the
 // scheduled task and `steward sync` all call.
-import type { Store } from "../../src/store/types.js";
-import type { Problem } from "../../src/policy/types.js";
-import type { ResponseCache } from "../../src/api/conditional.js";
+import type { Store, Problem, ResponseCache } from "../../src/index.js";
 import { withConditionalReads, type Requester } from "./api.js";
 import { adminRepoFor } from "./decide.js";
 import { loadSecretsDocument } from "./document.js";
@@ -10,7 +8,7 @@ import type { FanOutOptions } from "./limits.js";
 import { PublicKeyCache } from "./seal.js";
 import { runSync, type SyncResult } from "./sync.js";
 import type { SyncProgress } from "./progress.js";
-import { withJobLease, type JobLeaseOptions } from "../../src/store/job-lease.js";
+import { withJobLease, type JobLeaseOptions } from "../../src/index.js";
 
 export type OrganisationOutcome =
   | { status: "no_admin_repo"; reason: string }

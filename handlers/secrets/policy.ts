@@ -1,9 +1,7 @@
 // The admin-repository document `.github/steward/secrets.yml`: which Actions secret and
 // variable goes where. Values of secrets are never literal: they name a source the service
 // resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
-import { isSettingName } from "../../src/config/setting-names.js";
-import type { JsonSchema, PolicyDocumentSpec, SemanticCheck } from "../../src/policy/types.js";
-import { globError } from "../../src/policy/patterns.js";
+import { isSettingName, type JsonSchema, type PolicyDocumentSpec, type SemanticCheck, globError } from "../../src/index.js";
 import { resolveSource } from "./sources.js";
 
 export const SECRETS_DOCUMENT_PATH = ".github/steward/secrets.yml";

@@ -1,6 +1,6 @@
 // Steward's memory of what it wrote, per target: fingerprint, remote updated_at after the
 // write, and whether its write created the target. Never a value.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 import type { TargetRecord } from "./targets.js";
 
 export function recordPrefix(org: string): string {

@@ -1,6 +1,6 @@
 // What people see of a plan or a sync: Markdown for check runs, plain text for the CLI.
 // Rows carry scope, name, action and reason only; values never reach this module.
-import type { Problem } from "../../src/policy/types.js";
+import type { Problem } from "../../src/index.js";
 import { countPlan, type PlanRow } from "./plan.js";
 import type { Failure, SyncResult } from "./sync.js";
 import { scopeLabel } from "./targets.js";

@@ -1,5 +1,5 @@
 // Policy x the installation's repositories -> the targets that should exist. Pure.
-import { matchesAny } from "../../src/policy/patterns.js";
+import { matchesAny } from "../../src/index.js";
 import type { OrgPlacement, SecretsPolicy } from "./policy.js";
 import { targetKey, type DesiredTarget, type Kind, type RepoRef, type Scope } from "./targets.js";
 

@@ -4,8 +4,8 @@
 // answer is the same sentence, so a policy author learns nothing about the host from it.
 import { closeSync, fstatSync, openSync, readFileSync, realpathSync } from "node:fs";
 import { sep } from "node:path";
-import { isSettingName, settingPaths } from "../../src/config/setting-names.js";
-import { containsRegisteredSecret } from "../../src/log/redact.js";
+import { isSettingName, settingPaths } from "../../src/index.js";
+import { containsRegisteredSecret } from "../../src/index.js";
 import { exposureFor, parseExposures, SOURCES_VARIABLE, type Exposure } from "./exposure.js";
 import { parseSource, sourceFormError } from "./policy.js";
 

@@ -1,7 +1,7 @@
 // One sync of one organisation: resolve the policy against its repositories, read the actual
 // state of every scope involved, plan, and (unless a dry run) apply what differs. Shared by
 // the handler (push, new repositories, schedule), the `steward/plan` check and `steward sync`.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 import { describeError, type Requester } from "./api.js";
 import { readInstallationRepositories, readScope, readSelectedRepositories } from "./facts.js";
 import { fingerprint, fingerprintKey } from "./fingerprint.js";
@@ -17,7 +17,7 @@ import { parseExposures, SOURCES_VARIABLE } from "./exposure.js";
 import { readSources } from "./sources.js";
 import { scopeLabel, type ActualTarget, type Kind, type Scope, type TargetRecord } from "./targets.js";
 import { deleteRow, readUpdatedAt, writeRow, type WriteContext } from "./write.js";
-import { isStopped } from "../../src/lifecycle/abort-scope.js";
+import { isStopped } from "../../src/index.js";
 import { ProgressTracker, type SyncProgress } from "./progress.js";
 
 export interface SyncRequest {

@@ -1,5 +1,5 @@
 // Reading the decision facts the simulation runs on, per repository or for every repository.
-import type { Store } from "../../src/store/types.js";
+import type { Store } from "../../src/index.js";
 import { rerunFactsPrefix, type RerunFactRecord } from "../rerun/record.js";
 import { deploymentFactsPrefix, type DeploymentFactRecord } from "../deployments/record.js";
 

@@ -2,7 +2,7 @@
 // temporary branch `gh-readonly-queue/{base}/pr-{number}-{base sha}`: the pull request whose checks the
 // group's head commit must pass. Handlers that report on a pull request's head report the same check on
 // the group's head, so a required Steward check does not hold the queue up.
-import type { InstallationOctokit } from "../../src/handler.js";
+import type { InstallationOctokit } from "../../src/index.js";
 
 export interface MergeGroupFacts {
   owner: string;

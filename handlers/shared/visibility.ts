@@ -2,8 +2,8 @@
 // it is on (and, on a fork's pull request, the fork's author). Content from another repository
 // (the private admin repository's policy) may appear there only when all of them can read that
 // repository too.
-import type { InstallationOctokit } from "../../src/handler.js";
-import { POLICY_FILE } from "../../src/policy/paths.js";
+import type { InstallationOctokit } from "../../src/index.js";
+import { POLICY_FILE } from "../../src/policy/index.js";
 
 export type Visibility = "public" | "internal" | "private";
 

@@ -15,9 +15,9 @@ import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js"
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
-import pkg from "../../package.json" with { type: "json" };
+import { packageVersion } from "../package-root.js";
 
-export const USER_AGENT = `steward/${pkg.version}`;
+export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
 export const API_VERSION = "2022-11-28";
 
@@ -254,6 +254,11 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
       refuseOnceStopped((options.request ??= {}) as RequestOptions);
+      // A POST creates: when its answer is lost the creation may have happened, and a blind
+      // retry would make a second one. The engine's retry (with ctx.once's `check`) decides instead.
+      // The installation-token POST is exempt: a second token is harmless.
+      const request = ((options as { request?: { retries?: number } }).request ??= {});
+      if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
     spaceWrites(octokit, String(who), writeSlots);
     return octokit;

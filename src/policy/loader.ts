@@ -135,6 +135,7 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
         sections: unusable.length > 0 ? {} : result.sections,
         problems: [...unusable, ...result.problems],
         sources: result.sources,
+        given: unusable.length > 0 ? [] : result.given,
       };
       resolved.delete(key);
       resolved.set(key, { inputs, policy });

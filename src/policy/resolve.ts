@@ -37,6 +37,7 @@ export function resolvePolicy(
   const ordered = present.map((f) => ({ file: f.file, analysis: analyses.get(f.file)! }));
   const seen = new Set(problems.map(problemId));
   const sections: Record<string, unknown> = {};
+  const given: string[] = [];
   for (const section of policySections(handlers)) {
     if (ordered.some((o) => o.analysis.invalid.has(section.key) || o.analysis.invalid.has("*"))) continue;
     let merged: unknown = undefined;
@@ -44,6 +45,7 @@ export function resolvePolicy(
       const v = isPlainObject(o.analysis.value) ? o.analysis.value[section.key] : undefined;
       if (v !== undefined && v !== null) merged = mergePolicy(merged, v);
     }
+    if (merged !== undefined) given.push(section.key);
     const value = mergePolicy(section.defaults, merged);
     let errors = 0;
     if (ordered.length > 1 || merged === undefined) {
@@ -58,7 +60,7 @@ export function resolvePolicy(
     }
     if (errors === 0) sections[section.key] = value;
   }
-  return { sections, problems, sources: present.map((f) => f.file), analyses };
+  return { sections, problems, sources: present.map((f) => f.file), given, analyses };
 }
 
 /** The repository file when it holds the path (it won the merge there), else the org file, else the section key. */

@@ -56,6 +56,11 @@ export interface PolicySection<P = unknown> {
   defaults: P;
   /** Checks a schema cannot express: globs, regexes, time zones, ranges. */
   check?: SemanticCheck<P>;
+  /**
+   * Whether the handler runs on a repository whose policy files do not mention this section
+   * (with `defaults`). Default false: an absent section leaves the repository alone.
+   */
+  enabledByDefault?: boolean;
 }
 
 /** A whole policy document a handler owns, e.g. `.github/steward/secrets.yml`. */
@@ -77,6 +82,8 @@ export interface LoadedPolicy {
   problems: Problem[];
   /** Files that contributed, e.g. ["acme/.github:.github/steward.yml", "acme/web:.github/steward.yml"]. */
   sources: string[];
+  /** Section keys that a file actually sets (the org file or the repository's); others hold defaults only. */
+  given: string[];
 }
 
 export interface PolicyLoader {

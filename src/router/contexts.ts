@@ -9,6 +9,7 @@ import type { OctokitFactory } from "../api/types.js";
 import type { PolicyLoader } from "../policy/types.js";
 import type { Store } from "../store/types.js";
 import { gatePolicy } from "./policy-gate.js";
+import { onceFor } from "./once.js";
 
 export interface ContextDeps {
   config: StewardConfig;
@@ -34,7 +35,7 @@ export function policyLoaderFor<P>(
     if (!octokit) missingInstallation("loadPolicy");
     const loaded = await deps.policies.load(octokit, target);
     if (!handler.policy) return undefined as P;
-    const gate = gatePolicy<P>(handler.policy.key, loaded);
+    const gate = gatePolicy<P>(handler.policy, loaded);
     if (!gate.run) throw new Error(`${target.owner}/${target.repo}: ${gate.reason}`);
     return gate.policy as P;
   };
@@ -70,7 +71,7 @@ export interface WorkExtra {
 function commonParts<P>(
   deps: ContextDeps,
   handler: HandlerModule<P>,
-  extra: WorkExtra & { deliveryId?: string },
+  extra: WorkExtra & { deliveryId?: string; owner: string },
 ) {
   const { octokit } = extra;
   return {
@@ -80,6 +81,7 @@ function commonParts<P>(
     loadPolicy: policyLoaderFor(deps, handler, octokit),
     log: extra.log,
     store: deps.store,
+    once: onceFor(deps.store, handler.name, extra.owner),
     scheduler: deps.schedulerFor(handler.name),
     checks: lazyChecks(deps, octokit, extra.deliveryId),
     attempt: extra.attempt,
@@ -108,7 +110,7 @@ export function handlerContext<P>(
     policy: extra.policy,
     policySources: extra.policySources ?? [],
   };
-  return extend(specific, commonParts(deps, handler, { ...extra, deliveryId: facts.deliveryId }));
+  return extend(specific, commonParts(deps, handler, { ...extra, deliveryId: facts.deliveryId, owner: `delivery ${facts.deliveryId}` }));
 }
 
 export function taskContext<P>(
@@ -118,7 +120,7 @@ export function taskContext<P>(
   extra: WorkExtra,
 ): TaskContext<P> {
   const specific = { key: task.key, data: task.data, installationId: task.installationId };
-  return extend(specific, commonParts(deps, handler, extra));
+  return extend(specific, commonParts(deps, handler, { ...extra, owner: `task ${task.key}` }));
 }
 
 export function serviceContext(deps: ContextDeps, log: Logger, scheduler: Scheduler, signal: AbortSignal): ServiceContext {

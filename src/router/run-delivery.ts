@@ -96,7 +96,7 @@ async function runOne(
   let policy: unknown;
   if (handler.policy && prep.policyError) return { status: "failed", error: prep.policyError };
   if (handler.policy && prep.policy) {
-    const gate = gatePolicy(handler.policy.key, prep.policy);
+    const gate = gatePolicy(handler.policy, prep.policy);
     if (!gate.run) return { status: "skipped", reason: gate.reason };
     policy = gate.policy;
   }

@@ -2,13 +2,13 @@
 // of Steward's manifest (`app.yml`), so the hub refuses what a real installation would refuse
 // and a handler needing a permission the manifest lacks fails in the tests, not in production.
 import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
+import { packageFile } from "../package-root.js";
 import { createHub as createBareHub, type AppGrant, type CreateHubOptions, type HubHandle } from "@steward/sandbox-hub";
 
 export type { CreateHubOptions, HubEnv, HubHandle } from "@steward/sandbox-hub";
 
-const manifest = parseYaml(readFileSync(fileURLToPath(new URL("../../app.yml", import.meta.url)), "utf8")) as {
+const manifest = parseYaml(readFileSync(packageFile("app.yml"), "utf8")) as {
   default_permissions: AppGrant["permissions"];
   default_events: string[];
 };

@@ -4,6 +4,7 @@ import type { HandlerContext, HandlerModule } from "../../src/handler.js";
 import { createCheckReporter } from "../../src/checks/reporter.js";
 import type { StewardConfig } from "../../src/config/types.js";
 import type { AuditEntry, Store } from "../../src/store/types.js";
+import { onceFor } from "../../src/router/once.js";
 import type { FakeGitHub } from "./fake-github.js";
 
 export function memoryStore(): Store {
@@ -47,8 +48,10 @@ export function handlerContext<P>(
 ): HandlerContext<any, P> {
   const octokit = gh.octokit();
   const config = { adminRepo: ".github", appId: 42, statusUrl: undefined, ...opts.config } as StewardConfig;
+  const deliveryId = "d-" + Math.random().toString(16).slice(2);
+  const store = opts.store ?? memoryStore();
   return {
-    deliveryId: "d-" + Math.random().toString(16).slice(2),
+    deliveryId,
     name: event.name,
     action: event.payload.action,
     payload: event.payload as never,
@@ -60,7 +63,8 @@ export function handlerContext<P>(
       throw new Error("not used");
     },
     log: pino({ level: "silent" }),
-    store: opts.store ?? memoryStore(),
+    store,
+    once: onceFor(store, handler.name, `delivery ${deliveryId}`),
     scheduler: { schedule: async () => {}, cancel: async () => {} },
     checks: createCheckReporter(octokit, { appId: config.appId, ...(config.statusUrl ? { detailsUrl: config.statusUrl } : {}) }),
     attempt: 1,

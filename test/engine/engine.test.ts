@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Engine } from "../../src/engine.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import { defineHandler, type HandlerModule } from "../../src/handler.js";
+import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
 import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, tempDir, testEngine } from "./helpers.js";
 
@@ -41,7 +41,7 @@ function withInstallation(payload: Record<string, any>, id = 42): Record<string,
 describe("routing and outcomes", () => {
   it("routes real payloads by event and action and records each handler's outcome", async () => {
     const seen: string[] = [];
-    const record = (name: string, events: string[]) =>
+    const record = (name: string, events: HandlerEventName[]) =>
       defineHandler<unknown>({
         name,
         events,
@@ -89,7 +89,7 @@ describe("routing and outcomes", () => {
   it("gives handlers a context bound to the delivery: payload, installation, octokit, policy, store", async () => {
     let captured: { installationId: number | undefined; attempt: number; payload: unknown; octokit: unknown } | undefined;
     let policySeen: unknown;
-    const answer: LoadedPolicy = { sections: { probe: { enabled: true } }, problems: [], sources: ["x"] };
+    const answer: LoadedPolicy = { sections: { probe: { enabled: true } }, problems: [], sources: ["x"], given: ["probe"] };
     const { engine: e, octokits, policies } = makeEngine(
       [
         defineHandler<{ enabled: boolean }>({
@@ -125,6 +125,7 @@ describe("routing and outcomes", () => {
     let ran = 0;
     const answer: LoadedPolicy = {
       sections: { other: {} },
+      given: ["other"],
       problems: [
         { file: ".github/steward.yml", line: 2, column: 3, message: "warning only", path: ["rerun"], severity: "warning" },
         { file: ".github/steward.yml", line: 4, column: 5, message: 'unknown key "max_atempts"', path: ["rerun", "max_atempts"], severity: "error" },

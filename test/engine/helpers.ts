@@ -99,7 +99,7 @@ export function fakeOctokits(): OctokitFactory & { requested: number[] } {
 }
 
 /** Policy loader fake: answers a fixed LoadedPolicy and records loads and invalidations. */
-export function fakePolicies(answer: LoadedPolicy = { sections: {}, problems: [], sources: [] }): PolicyLoader & {
+export function fakePolicies(answer: LoadedPolicy = { sections: {}, problems: [], sources: [], given: [] }): PolicyLoader & {
   loads: string[];
   invalidated: string[];
   answer: LoadedPolicy;

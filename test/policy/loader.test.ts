@@ -29,7 +29,7 @@ describe("policy loader", () => {
 
   it("answers defaults when neither file exists (404)", async () => {
     const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
-    expect(policy).toEqual({ sections: { rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] }, checks: { config: true } }, problems: [], sources: [] });
+    expect(policy).toEqual({ sections: { rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] }, checks: { config: true } }, problems: [], sources: [], given: [] });
   });
 
   it("reads the repository file at a given ref, the org file at its default branch", async () => {

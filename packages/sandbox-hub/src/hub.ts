@@ -14,6 +14,7 @@ import type { Hub } from "./core/types.js";
 import { installDomains, type Domains } from "./domains/index.js";
 import { installContentRoutes } from "./git/routes.js";
 import { installPullRoutes } from "./pulls/routes.js";
+import { installIssueRoutes } from "./issues/routes.js";
 import { SandboxHub } from "./sandbox-hub.js";
 import { DEMO_ORG, DEMO_REPO, seedDemo, type AppGrant } from "./seed/demo.js";
 import { createHubServer } from "./server.js";
@@ -93,6 +94,7 @@ export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle>
   const oauth = installOAuthRoutes(state, routes);
   installContentRoutes(state, routes);
   installPullRoutes(state, routes);
+  installIssueRoutes(state, routes);
   installWebhookRoutes(state, routes);
   const domains = installDomains(state, routes);
   const control = new Control(state);

@@ -2,6 +2,7 @@
 // (runs, check runs, deployments and statuses, protection-rule callbacks, pending deployments),
 // enforcing who may answer: the installation token for callbacks, a required reviewer for reviews.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { onceFor } from "../../../src/router/once.js";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { ProbotOctokit } from "probot";
@@ -144,7 +145,7 @@ export function makeHarness(baseUrl: string, store = new MemoryStore()): Harness
   };
   const checks = { report: async () => ({ id: 1, html_url: null }) };
   const config = { apiUrl: baseUrl, reviewerToken: REVIEWER_TOKEN } as never;
-  const common = { octokit: octokitFor(baseUrl, INSTALLATION_TOKEN), log, store, scheduler, checks, attempt: 1, config, signal: new AbortController().signal };
+  const common = { octokit: octokitFor(baseUrl, INSTALLATION_TOKEN), log, store, once: onceFor(store, "deployments", "test"), scheduler, checks, attempt: 1, config, signal: new AbortController().signal };
   return {
     store,
     scheduled,

@@ -2,6 +2,7 @@
 // second server playing the log storage host, and a handler context around them. Used until (and
 // beside) the sandbox hub, for the cases the hub cannot stage: a log host that records credentials.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { onceFor } from "../../../src/router/once.js";
 import type { AddressInfo } from "node:net";
 import pino from "pino";
 import { ProbotOctokit } from "probot";
@@ -165,7 +166,7 @@ export function makeHarness(baseUrl: string): Harness {
     async cancel() {},
   };
   const checks = { async report(r: CheckReport) { reports.push(r); return { id: reports.length, html_url: null }; } };
-  const common = { octokit, log, store, scheduler, checks, attempt: 1, config: {} as never, signal: new AbortController().signal };
+  const common = { octokit, log, store, once: onceFor(store, "rerun", "test"), scheduler, checks, attempt: 1, config: {} as never, signal: new AbortController().signal };
   return {
     store,
     scheduled,

@@ -40,5 +40,5 @@ prune: true
     expect(count((r) => r.path === "/orgs/acme/actions/secrets")).toBe(1);
     expect(count((r) => r.path === "/orgs/acme/actions/secrets/ORG_TOKEN/repositories")).toBe(1);
     expect(made).toHaveLength(6 + 1 + 500 + 100 + 1 + 1);
-  });
+  }, 180_000);
 });

@@ -15,7 +15,7 @@ import { openRedisStore, type RedisStore } from "./store/redis.js";
 import { openCluster, type Cluster } from "./ops/cluster.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./checks/reporter.js";
-import { createEngine, type Engine } from "./engine.js";
+import { createEngine, type Engine } from "./engine/index.js";
 import { loadHandlerModules } from "./router/load-handlers.js";
 import { sweepRedeliveries } from "./recovery/redeliver.js";
 import { startPeriodic, type Periodic } from "./ops/periodic.js";

@@ -16,6 +16,7 @@ import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
 import { packageVersion } from "../package-root.js";
+import { currentApiCallSink, routeOf } from "./call-scope.js";
 
 export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
@@ -105,6 +106,29 @@ function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlot
     const { pathname } = new URL(options.url, "http://github.test");
     if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
     return slots.run(who, async () => request(options));
+  });
+}
+
+/**
+ * Reports each request made inside a recording scope (a handler's run) to it: method, route
+ * template, status and how long the handler waited for it (write spacing and retries included).
+ */
+function recordCalls(octokit: InstallationOctokit): void {
+  octokit.hook.wrap("request", async (request, options) => {
+    const sink = currentApiCallSink();
+    if (!sink) return request(options);
+    const started = performance.now();
+    const report = (status: number) =>
+      sink({ method: options.method.toUpperCase(), route: routeOf(options.url), status, ms: Math.round(performance.now() - started) });
+    try {
+      const response = await request(options);
+      report(response.status);
+      return response;
+    } catch (error) {
+      const status = (error as { status?: unknown }).status;
+      report(typeof status === "number" ? status : 0);
+      throw error;
+    }
   });
 }
 
@@ -261,6 +285,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
     spaceWrites(octokit, String(who), writeSlots);
+    recordCalls(octokit);
     return octokit;
   }
 

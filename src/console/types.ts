@@ -7,7 +7,7 @@ import type { Access } from "./github.js";
 import type { Viewer } from "./html.js";
 import type { ApiBudget } from "./budget.js";
 
-export type ConsoleStore = DeliveryBrowser & Pick<DeliveryQueue, "getDelivery"> & Pick<Store, "list" | "auditLog"> & Pick<TaskQueue, "listTasks">;
+export type ConsoleStore = DeliveryBrowser & Pick<DeliveryQueue, "getDelivery"> & Pick<Store, "get" | "list" | "auditLog"> & Pick<TaskQueue, "listTasks">;
 
 export interface ConsoleDeps {
   store: ConsoleStore;

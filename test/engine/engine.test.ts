@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine.js";
+import type { Engine } from "../../src/engine/index.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";

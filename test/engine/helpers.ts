@@ -9,7 +9,7 @@ import pino from "pino";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import type { StewardConfig } from "../../src/config/types.js";
 import type { HandlerModule, InstallationOctokit } from "../../src/handler.js";
-import { createEngine, type EngineOptions } from "../../src/engine.js";
+import { createEngine, type EngineOptions } from "../../src/engine/index.js";
 import type { IncomingDelivery } from "../../src/queue/types.js";
 import type { LoadedPolicy, PolicyLoader } from "../../src/policy/types.js";
 import type { OctokitFactory } from "../../src/api/types.js";

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { relative, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine.js";
+import type { Engine } from "../../src/engine/index.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { loadHandlerModules } from "../../src/router/load-handlers.js";
 import { deliveryOf, examplePayload, privateKey, silent, tempDir, testConfig, testEngine } from "./helpers.js";

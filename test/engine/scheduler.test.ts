@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine.js";
+import type { Engine } from "../../src/engine/index.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { defineHandler, type HandlerModule, type TaskContext } from "../../src/handler.js";
-import { tempDir, testEngine, waitFor } from "./helpers.js";
+import { deliveryOf, examplePayload, tempDir, testEngine, waitFor } from "./helpers.js";
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -115,5 +115,49 @@ describe("scheduled tasks", () => {
     await e.idle();
     expect(periodic.runs.map((r) => r.data)).toEqual([0, 1, 2]);
     expect(await store.listTasks()).toEqual([]);
+  });
+});
+
+describe("one run path for tasks and deliveries", () => {
+  it("a task's failure is redacted and measured exactly like a handler's failure on a delivery", async () => {
+    const token = `ghs_${"a".repeat(36)}`;
+    const leaky = (where: string) => `${where} failed with test-webhook-secret and ${token}`;
+    const observed: [string, string][] = [];
+    const module = defineHandler<unknown>({
+      name: "leaky",
+      events: ["ping"],
+      async handle() {
+        throw new Error(leaky("delivery"));
+      },
+      async onTask() {
+        throw new Error(leaky("task"));
+      },
+    });
+    engine = testEngine(store, [module], { maxAttempts: 1, observe: { outcome: (h, status) => observed.push([h, status]) } });
+    await engine.start();
+    await engine.schedulerFor("leaky").schedule({ key: "k", runAt: new Date(), data: null });
+    await engine.intake.record(deliveryOf("ping", examplePayload("ping")));
+    await waitFor(async () => (await store.listTasks()).some((t) => t.status === "dead") && (await store.listDeliveries({ status: "dead" })).length === 1);
+    const [task] = await store.listTasks();
+    const [delivery] = await store.listDeliveries({ status: "dead" });
+    expect(task!.lastError).toBe("task failed with [redacted] and [redacted]");
+    expect(delivery!.lastError).toBe("leaky: delivery failed with [redacted] and [redacted]");
+    expect(observed).toEqual(expect.arrayContaining([["leaky", "failed"], ["leaky", "failed"]]));
+    expect(observed).toHaveLength(2);
+  });
+
+  it("a task returning something that is not an outcome fails for good, as a delivery's handler would", async () => {
+    const module = defineHandler<unknown>({
+      name: "odd",
+      events: [],
+      async handle() {},
+      async onTask() {
+        return { status: "fine" } as never;
+      },
+    });
+    const e = await start([module]);
+    await e.schedulerFor("odd").schedule({ key: "x", runAt: new Date(), data: null });
+    await waitFor(async () => (await store.listTasks()).some((t) => t.status === "dead"));
+    expect((await store.listTasks())[0]).toMatchObject({ attempts: 1, lastError: "handler returned something that is not an outcome" });
   });
 });

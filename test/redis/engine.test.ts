@@ -2,7 +2,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine.js";
+import type { Engine } from "../../src/engine/index.js";
 import type { RedisStore } from "../../src/store/redis.js";
 import { defineHandler, type HandlerModule } from "../../src/handler.js";
 import { deliveryOf, examplePayload, testEngine, waitFor } from "../engine/helpers.js";

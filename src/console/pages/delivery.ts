@@ -1,6 +1,8 @@
 // /console/deliveries/{id}: one delivery: headers (never a signature), each handler's outcome
-// with its decision and reasons, attempts and the last error, the payload on request.
-import { html, statusBadge, time, type PageOut } from "../html.js";
+// with its decision and reasons, the API calls each handler run made, attempts and the last
+// error, the payload on request.
+import { html, statusBadge, time, type Html, type PageOut } from "../html.js";
+import { storedApiCalls, type HandlerRunCalls } from "../../engine/api-calls.js";
 import type { PageContext } from "../types.js";
 import { maySee, ownsRepository } from "./scope.js";
 
@@ -19,6 +21,16 @@ function prettyPayload(payload: string): string {
   return text.length > MAX_PAYLOAD_SHOWN ? `${text.slice(0, MAX_PAYLOAD_SHOWN)}\n… (cut at ${MAX_PAYLOAD_SHOWN} characters)` : text;
 }
 
+function apiCallsSection(runs: HandlerRunCalls[]): Html {
+  return html`<section aria-labelledby="api-calls"><h2 id="api-calls">API calls per handler run</h2>
+    ${runs.length === 0 ? html`<p class="note">No handler run of it called the API (or the record has expired).</p>` : runs.map(
+      (r) => html`<table><caption>${r.handler}, attempt ${r.attempt}, started ${time(new Date(r.at))}${r.dropped > 0 ? html` <span class="note">(${r.dropped} earlier calls not kept)</span>` : ""}</caption>
+      <thead><tr><th scope="col">Method</th><th scope="col">Route</th><th scope="col">Status</th><th scope="col">Duration (ms)</th></tr></thead>
+      <tbody>${r.calls.map((c) => html`<tr><td>${c.method}</td><td><code>${c.route}</code></td><td>${c.status === 0 ? "no response" : c.status}</td><td>${c.ms}</td></tr>`)}</tbody></table>`,
+    )}
+    </section>`;
+}
+
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const id = decodeURIComponent(ctx.url.pathname.slice("/console/deliveries/".length));
   const found = await ctx.deps.store.getDelivery(id);
@@ -31,6 +43,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const showPayload = ctx.url.searchParams.get("payload") === "1";
   const canReplay = ownsRepository(ctx, d.repository) || (d.repository === undefined && ctx.viewer.owner);
   const [owner, repo] = (d.repository ?? "").split("/");
+  const calls = await storedApiCalls(ctx.deps.store, d.id);
   return {
     title: `Delivery ${d.id}`,
     body: html`
@@ -54,6 +67,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
     <tbody>${found.outcomes.map((o) => html`<tr><th scope="row">${o.handler}</th><td>${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">${o.retryable ? "(will be retried)" : "(not retryable)"}</span>` : ""}</td>
       <td>${o.detail ?? ""}</td><td>${o.attempts}</td><td>${o.seconds.toFixed(3)}</td><td>${time(o.updatedAt)}</td></tr>`)}</tbody></table>`}
     </section>
+    ${apiCallsSection(calls)}
     <section aria-labelledby="headers"><h2 id="headers">Headers</h2>
     <table><tbody>${headers.map(([k, v]) => html`<tr><th scope="row">${k}</th><td>${v}</td></tr>`)}</tbody></table></section>
     <section aria-labelledby="payload"><h2 id="payload">Payload</h2>

@@ -3,8 +3,8 @@
 // neither stops the service nor the other handlers. Its state shows in logs and metrics.
 import type { Logger } from "pino";
 import type { HandlerModule, ServiceContext } from "../handler.js";
-import { retryUntilDone, type Backoff } from "./backoff.js";
-import { runWithSignal } from "./abort-scope.js";
+import { retryUntilDone, type Backoff } from "../lifecycle/backoff.js";
+import { runWithSignal } from "../lifecycle/abort-scope.js";
 
 export type StartState = "starting" | "retrying" | "started" | "stopped";
 

@@ -1,0 +1,179 @@
+// One run of a claimed delivery: route it, prepare the installation's Octokit and the
+// repository's policy once, run every handler that still needs to run (concurrently, each
+// isolated, through the one run path), persist each outcome as soon as it is known, then
+// decide: done, retry later, or dead.
+import type { Logger } from "pino";
+import type { HandlerModule, InstallationOctokit, Outcome } from "../handler.js";
+import type { ClaimedDelivery, EngineStore, HandlerOutcomeRecord } from "../queue/engine-types.js";
+import type { LoadedPolicy } from "../policy/types.js";
+import { decideDelivery, type RetryPolicy } from "../queue/retry.js";
+import { handlerContext, type ContextDeps, type DeliveryFacts } from "../router/contexts.js";
+import { gatePolicy } from "../router/policy-gate.js";
+import { errorText } from "../router/redact.js";
+import { pushTouchesPolicy, routeDelivery } from "../router/route.js";
+import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
+import type { ApiCallLog } from "./api-calls.js";
+
+export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
+
+export interface DeliveryRunDeps extends ContextDeps, RunPathDeps {
+  store: ContextDeps["store"] & Pick<EngineStore, "recordOutcome" | "finishDelivery" | "releaseLease">;
+  handlers: readonly HandlerModule<any>[];
+  retry: RetryPolicy;
+  logger: Logger;
+  apiCalls: ApiCallLog;
+}
+
+function needsRun(prior: HandlerOutcomeRecord | undefined): boolean {
+  return prior === undefined || (prior.status === "failed" && prior.retryable);
+}
+
+function summarize(handler: string, o: Outcome): OutcomeSummary {
+  switch (o.status) {
+    case "done":
+      return { handler, status: "done", detail: o.summary, retryable: false };
+    case "skipped":
+      return { handler, status: "skipped", detail: o.reason, retryable: false };
+    case "failed":
+      return { handler, status: "failed", detail: o.error, retryable: o.retryable !== false };
+  }
+}
+
+function repositoryOf(payload: unknown): { owner: string; repo: string } | undefined {
+  const r = (payload as { repository?: { name?: unknown; owner?: { login?: unknown } } } | null)?.repository;
+  if (typeof r?.name !== "string" || typeof r.owner?.login !== "string") return undefined;
+  return { owner: r.owner.login, repo: r.name };
+}
+
+/** What every handler of this run shares; `failure` makes all of them fail without running. */
+interface Preparation {
+  octokit: InstallationOctokit | undefined;
+  policy: LoadedPolicy | undefined;
+  policyError: string | undefined;
+  failure: Outcome | undefined;
+}
+
+async function prepare(
+  deps: DeliveryRunDeps,
+  facts: DeliveryFacts,
+  repo: { owner: string; repo: string } | undefined,
+  toRun: HandlerModule<any>[],
+): Promise<Preparation> {
+  const { octokit, failure } = await installationOctokit(deps, facts.installationId);
+  const prep: Preparation = { octokit, policy: undefined, policyError: undefined, failure };
+  if (failure) return prep;
+  if (octokit && repo && toRun.some((h) => h.policy)) {
+    try {
+      prep.policy = await deps.policies.load(octokit, repo);
+    } catch (e) {
+      prep.policyError = `policy of ${repo.owner}/${repo.repo} could not be loaded: ${errorText(e)}`;
+    }
+  }
+  return prep;
+}
+
+/** The handler's step: the shared failure, its policy gate, then its `handle`. */
+function handlerStep(deps: DeliveryRunDeps, handler: HandlerModule<any>, facts: DeliveryFacts, prep: Preparation, attempt: number, log: Logger, signal: AbortSignal) {
+  return async (): Promise<Outcome | void> => {
+    if (prep.failure) return prep.failure;
+    let policy: unknown;
+    if (handler.policy && prep.policyError) return { status: "failed", error: prep.policyError };
+    if (handler.policy && prep.policy) {
+      const gate = gatePolicy(handler.policy, prep.policy);
+      if (!gate.run) return { status: "skipped", reason: gate.reason };
+      policy = gate.policy;
+    }
+    const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
+    return handler.handle(ctx);
+  };
+}
+
+/**
+ * Runs the handlers of `claim` that have no final outcome yet. Returns the outcomes of every
+ * handler routed to the delivery (earlier final ones included), for the retry decision.
+ */
+async function runHandlers(
+  deps: DeliveryRunDeps,
+  claim: ClaimedDelivery,
+  log: Logger,
+  signal: AbortSignal,
+  recordOutcome: (handler: string, outcome: Outcome, seconds: number) => void,
+): Promise<OutcomeSummary[]> {
+  const d = claim.delivery;
+  const prior = new Map(claim.outcomes.map((o) => [o.handler, o]));
+  const routed = routeDelivery(deps.handlers, d.event, d.action);
+  const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
+  const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
+  if (toRun.length === 0) return kept;
+
+  let payload: unknown = claim.parsed;
+  try {
+    payload ??= JSON.parse(d.payload);
+  } catch {
+    const bad: Outcome = { status: "failed", error: "stored payload is not valid JSON", retryable: false };
+    for (const h of toRun) recordOutcome(h.name, bad, 0);
+    return [...kept, ...toRun.map((h) => summarize(h.name, bad))];
+  }
+  const repo = repositoryOf(payload);
+  if (repo && pushTouchesPolicy(d.event, payload)) deps.policies.invalidate(repo.owner, repo.repo);
+
+  const facts: DeliveryFacts = { deliveryId: d.id, name: d.event, action: d.action, payload, installationId: d.installationId };
+  const calls = deps.apiCalls.forDelivery(d.id);
+  const prep = await calls.during("(preparation)", d.attempts, () => prepare(deps, facts, repo, toRun));
+  const ran = await Promise.all(
+    toRun.map(async (handler) => {
+      const attempt = (prior.get(handler.name)?.attempts ?? 0) + 1;
+      const result = await runHandler(
+        deps,
+        { handler: handler.name, log, signal, wrap: (fn) => calls.during(handler.name, attempt, fn) },
+        handlerStep(deps, handler, facts, prep, attempt, log, signal),
+      );
+      if (!result.stopped) recordOutcome(handler.name, result.outcome, result.seconds);
+      return summarize(handler.name, result.outcome);
+    }),
+  );
+  await calls.save();
+  return [...kept, ...ran];
+}
+
+export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+  const { store } = deps;
+  const d = claim.delivery;
+  const dlog = deps.logger.child({
+    delivery: d.id,
+    event: d.action ? `${d.event}.${d.action}` : d.event,
+    installation: d.installationId,
+    repository: d.repository,
+  });
+  // Outcome writes are not awaited one by one: each is asked for as soon as it is known, and
+  // the finish below then shares their group commit instead of waiting a commit for them. If
+  // one failed while the finish held, the run of that handler is lost from the record only:
+  // a retry runs it again, as after a crash between its effect and its record.
+  const outcomeWrites: Promise<void>[] = [];
+  const outcomes = await runHandlers(deps, claim, dlog, signal, (handler, outcome, seconds) => {
+    const write = store.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
+      if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
+    });
+    write.catch(() => undefined); // settled below; a failure must not go unhandled meanwhile
+    outcomeWrites.push(write);
+  });
+  if (signal.aborted && outcomes.some((o) => o.status === "failed")) {
+    await Promise.allSettled(outcomeWrites);
+    await store.releaseLease(claim.token);
+    dlog.info("delivery stopped before it finished; it is back in the queue");
+    return;
+  }
+  const decision = decideDelivery(outcomes, d.attempts, deps.retry, new Date());
+  const finished = store.finishDelivery(claim.token, d.id, decision);
+  finished.catch(() => undefined);
+  await Promise.all(outcomeWrites);
+  const held = await finished;
+  if (!held) return;
+  if (decision.status === "failed") {
+    dlog.warn({ attempt: d.attempts, retryAt: decision.retryAt, error: decision.lastError }, "delivery will be retried");
+  } else if (decision.status === "dead") {
+    dlog.error({ attempts: d.attempts, error: decision.lastError }, "delivery parked as dead");
+  } else {
+    dlog.debug({ handlers: outcomes.length }, "delivery done");
+  }
+}

@@ -1,0 +1,130 @@
+// The engine: a bounded worker pool over the durable queue. It leases due deliveries and
+// tasks, runs them through the handler modules, records outcomes and decides retries.
+// Intake only records; everything else happens here, after the 2xx. This file wires the
+// parts together and owns the lifecycle (start, graceful and hard stop, housekeeping).
+import type { HandlerModule } from "../handler.js";
+import { defaultRetry, type RetryPolicy } from "../queue/retry.js";
+import { serviceContext as buildServiceContext, type ContextDeps } from "../router/contexts.js";
+import { errorText, redactSecrets } from "../router/redact.js";
+import { startHandlers, type HandlerStarts } from "./handler-starts.js";
+import { createSchedulers } from "./scheduler.js";
+import { createLeaseKeeper } from "./leases.js";
+import { createWorkerPool } from "./pool.js";
+import { createIntake } from "./intake.js";
+import { runClaimedDelivery } from "./delivery.js";
+import { runClaimedTask } from "./task.js";
+import { configSecrets } from "./run.js";
+import { createApiCallLog } from "./api-calls.js";
+import type { Engine, EngineOptions } from "./types.js";
+
+export type { Engine, EngineOptions, EngineObserver, Work } from "./types.js";
+
+const maintenanceIntervalMs = 3_600_000;
+/** After the hard stop, how long runs get to notice their refused requests before the store closes. */
+const HARD_STOP_GRACE_MS = 1_000;
+
+export function createEngine(opts: EngineOptions): Engine {
+  const { config, store, logger } = opts;
+  const log = logger.child({ component: "engine" });
+  const retry: RetryPolicy = { maxAttempts: Math.max(1, config.maxAttempts), ...(opts.retry ?? defaultRetry) };
+  const leaseMs = opts.leaseMs ?? 60_000;
+  const retentionMs = opts.retentionMs ?? 14 * 86_400_000;
+  const concurrency = Math.max(1, config.concurrency);
+  const handlersByName = new Map<string, HandlerModule<any>>();
+  for (const h of opts.handlers) {
+    if (handlersByName.has(h.name)) throw new Error(`two handler modules are named "${h.name}"`);
+    handlersByName.set(h.name, h);
+  }
+
+  // Fires when shutdown begins: every running piece of work is told to stop between steps.
+  const shutdown = new AbortController();
+  const { scheduler, schedulerFor } = createSchedulers(new Set(handlersByName.keys()), store, () => pool.wake());
+  const deps: ContextDeps = {
+    config,
+    store,
+    octokits: opts.octokits,
+    policies: opts.policies,
+    checkReporterFor: opts.checkReporterFor,
+    schedulerFor,
+  };
+  const runDeps = { ...deps, store, observe: opts.observe, retry, logger };
+  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store, retentionMs, log) };
+  const taskDeps = { ...runDeps, handlersByName };
+  const leases = createLeaseKeeper({ store, leaseMs, log, running: () => pool.state() === "running" });
+  const pool = createWorkerPool({
+    store,
+    leases,
+    concurrency,
+    leaseMs,
+    pollMs: opts.pollMs ?? 1_000,
+    log,
+    shutdown: shutdown.signal,
+    run: (work, signal) =>
+      work.kind === "delivery" ? runClaimedDelivery(deliveryDeps, work.claim, signal) : runClaimedTask(taskDeps, work.claim, signal),
+  });
+  const service = buildServiceContext(deps, logger, scheduler, shutdown.signal);
+  let starts: HandlerStarts | undefined;
+  let maintenance: NodeJS.Timeout | undefined;
+
+  async function housekeeping(): Promise<void> {
+    try {
+      const deliveries = await store.purgeFinished(new Date(Date.now() - retentionMs));
+      const entries = await store.purgeExpired();
+      if (deliveries + entries > 0) log.info({ deliveries, entries }, "purged finished deliveries and expired entries");
+    } catch (e) {
+      log.warn({ err: e }, "housekeeping failed");
+    }
+  }
+
+  return {
+    intake: createIntake(store, pool, leaseMs),
+    scheduler,
+    serviceContext: service,
+    schedulerFor,
+    handlerStarts: () => starts?.status() ?? [],
+    async start() {
+      if (pool.state() !== "new") throw new Error(`engine cannot start: it is ${pool.state()}`);
+      const recovered = await store.recoverOrphans();
+      if (recovered > 0) log.warn({ recovered }, "took back work leased by a process that died");
+      await housekeeping();
+      maintenance = setInterval(() => void housekeeping(), maintenanceIntervalMs);
+      maintenance.unref();
+      log.info({ concurrency, handlers: opts.handlers.map((h) => h.name) }, "engine started");
+      starts = startHandlers({
+        handlers: opts.handlers,
+        contextFor: (h, hlog) => buildServiceContext(deps, hlog, schedulerFor(h.name), shutdown.signal),
+        signal: shutdown.signal,
+        logger,
+        describe: (e) => redactSecrets(errorText(e), configSecrets(config)),
+        ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
+        ...(opts.observe?.handlerStart ? { observe: opts.observe.handlerStart } : {}),
+      });
+      pool.start();
+    },
+    async stop(timeoutMs) {
+      if (pool.state() === "stopped") return;
+      pool.beginStop();
+      shutdown.abort(new Error("shutting down"));
+      clearInterval(maintenance);
+      if ((await pool.drain(timeoutMs)) === "timeout") {
+        const tokens = pool.running();
+        for (const token of tokens) await leases.giveBack(token);
+        // No request leaves from here on; runs see their requests refused and end.
+        opts.hardStop?.abort(new Error("shutdown bound reached"));
+        log.warn({ released: tokens.length }, "shutdown bound reached; unfinished work returned to the queue");
+        await pool.drain(HARD_STOP_GRACE_MS);
+      }
+      pool.finishStop();
+      log.info("engine stopped");
+    },
+    idle: () => pool.idle(),
+    async replay(deliveryId) {
+      const ok = await store.replayDelivery(deliveryId);
+      if (!ok) {
+        const found = await store.getDelivery(deliveryId);
+        throw new Error(found ? `delivery ${deliveryId} is running; replay it when it has finished` : `no stored delivery ${deliveryId}`);
+      }
+      pool.wake();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+// The intake's side of the engine. A delivery arriving while a worker is free and nothing is
+// queued is recorded already leased and handed to the worker with the payload the intake
+// parsed: no claim, no reading it back, no second parse. Otherwise it is queued and the pool
+// claims it in order.
+import type { DeliveryIntake, IncomingDelivery } from "../queue/types.js";
+import type { ClaimedDelivery, EngineStore } from "../queue/engine-types.js";
+import type { WorkerPool } from "./pool.js";
+
+type RecordLeased = NonNullable<EngineStore["recordLeased"]>;
+
+export function createIntake(
+  store: DeliveryIntake & Pick<EngineStore, "recordLeased" | "releaseLease">,
+  pool: WorkerPool,
+  leaseMs: number,
+): DeliveryIntake {
+  async function recordAndRun(delivery: IncomingDelivery, recordLeased: RecordLeased): Promise<"recorded" | "duplicate"> {
+    const claim: ClaimedDelivery | "duplicate" = await pool.reserveWorker(() => recordLeased(delivery, leaseMs));
+    if (claim === "duplicate") return claim;
+    // Shutdown began meanwhile: the run would outlive stop(); the queue keeps it for the next start.
+    if (pool.state() === "running") pool.launch({ kind: "delivery", claim });
+    else await store.releaseLease(claim.token);
+    return "recorded";
+  }
+
+  return {
+    record: async (delivery) => {
+      // Taken off the caller's object: the largest object of a request must not live on with the
+      // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
+      const { parsed } = delivery;
+      delivery.parsed = undefined;
+      const recordLeased = store.recordLeased?.bind(store);
+      if (recordLeased && pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed }, recordLeased);
+      const result = await store.record(delivery);
+      if (result === "recorded") {
+        pool.markBacklogged();
+        pool.wake();
+      }
+      return result;
+    },
+    ready: async () => pool.state() !== "stopping" && pool.state() !== "stopped" && (await store.ready()),
+    depth: () => store.depth(),
+  };
+}

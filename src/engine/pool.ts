@@ -1,0 +1,222 @@
+// The worker pool: up to `concurrency` runs at once. It claims due work from the queue when
+// woken (new work, a finished run) or when its timer fires (the next due time, or the poll
+// that notices work queued by other processes), alternating deliveries and tasks.
+import type { Logger } from "pino";
+import type { ClaimedDelivery, EngineStore } from "../queue/engine-types.js";
+import { runWithSignal } from "../lifecycle/abort-scope.js";
+import type { LeaseKeeper } from "./leases.js";
+import type { Work } from "./types.js";
+
+export type PoolState = "new" | "running" | "stopping" | "stopped";
+
+export interface WorkerPool {
+  state(): PoolState;
+  start(): void;
+  /** Claim soon (in a later turn of the event loop). */
+  wake(): void;
+  /** Run leased work on a worker (the caller made sure one is free). */
+  launch(work: Work): void;
+  /** A new delivery may skip the queue: running, a worker free, and nothing due waiting before it. */
+  mayRunAtOnce(): boolean;
+  /** Holds a worker for `fn` (recording a delivery leased) so the pump does not give it away meanwhile. */
+  reserveWorker<T>(fn: () => Promise<T>): Promise<T>;
+  /** Due deliveries wait in the queue: new ones queue behind them. */
+  markBacklogged(): void;
+  /** Stop claiming and tell running work to stop (the caller aborts the shared signal). */
+  beginStop(): void;
+  /** Waits for running work up to `ms`: "timeout" when some is still running. */
+  drain(ms: number): Promise<"finished" | "timeout">;
+  /** Tokens of the leases of work still running. */
+  running(): string[];
+  finishStop(): void;
+  idle(): Promise<void>;
+}
+
+export function createWorkerPool(opts: {
+  store: Pick<EngineStore, "claimDelivery" | "claimDeliveries" | "claimTask" | "nextDueAt" | "pendingWork">;
+  leases: LeaseKeeper;
+  concurrency: number;
+  leaseMs: number;
+  pollMs: number;
+  log: Logger;
+  /** Fires when shutdown begins: every running piece of work is told to stop between steps. */
+  shutdown: AbortSignal;
+  run(work: Work, signal: AbortSignal): Promise<void>;
+}): WorkerPool {
+  const { store, concurrency, leaseMs, pollMs, log } = opts;
+  let state: PoolState = "new";
+  const inflight = new Map<string, Promise<void>>();
+  /** Workers promised to deliveries being recorded leased (intake fast path), not yet launched. */
+  let reserved = 0;
+  /** Due deliveries may be waiting in the queue: new ones queue behind them rather than jump ahead. */
+  let backlogged = true;
+  let pumping = false;
+  let pumpAgain = false;
+  let preferTask = false;
+  let timer: NodeJS.Timeout | undefined;
+  let wakeQueued = false;
+  let idleWaiters: (() => void)[] = [];
+
+  // A pump in a later turn of the event loop (setImmediate), never inside the caller's chain:
+  // handler runs complete in microtasks, and a pump chained onto them could run the whole
+  // backlog in one turn and hold the HTTP intake off until it is done.
+  function wake(): void {
+    if (state === "new" || state === "stopped" || wakeQueued) return;
+    wakeQueued = true;
+    setImmediate(() => {
+      wakeQueued = false;
+      void pump();
+    });
+  }
+
+  async function claimDeliveries(max: number): Promise<ClaimedDelivery[]> {
+    if (store.claimDeliveries) return store.claimDeliveries(leaseMs, max);
+    const claims: ClaimedDelivery[] = [];
+    while (claims.length < max) {
+      const claim = await store.claimDelivery(leaseMs);
+      if (!claim) break;
+      claims.push(claim);
+    }
+    return claims;
+  }
+
+  /** Work for up to `free` workers. */
+  async function claimRound(free: number): Promise<Work[]> {
+    // Alternate which kind goes first so a flood of deliveries cannot starve due tasks.
+    preferTask = !preferTask;
+    const work: Work[] = [];
+    const claimTask = async () => {
+      const claim = await store.claimTask(leaseMs);
+      if (claim) work.push({ kind: "task", claim });
+    };
+    if (preferTask) await claimTask();
+    if (work.length < free) for (const claim of await claimDeliveries(free - work.length)) work.push({ kind: "delivery", claim });
+    if (!preferTask && work.length < free) await claimTask();
+    return work;
+  }
+
+  async function pump(): Promise<void> {
+    if (state === "stopped") return; // the store may be closed already
+    if (pumping) {
+      pumpAgain = true;
+      return;
+    }
+    pumping = true;
+    try {
+      do {
+        pumpAgain = false;
+        while (state === "running" && inflight.size + reserved < concurrency) {
+          const free = concurrency - inflight.size - reserved;
+          const work = await claimRound(free);
+          for (const w of work) launch(w);
+          if (work.length < free) {
+            backlogged = false;
+            break;
+          }
+        }
+      } while (pumpAgain && state === "running");
+      await armTimer();
+      await settleIdle();
+    } catch (e) {
+      log.error({ err: e }, "queue pump failed; retrying");
+      armTimerIn(pollMs);
+    } finally {
+      pumping = false;
+    }
+  }
+
+  function clearTimer(): void {
+    if (timer) clearTimeout(timer);
+    timer = undefined;
+  }
+
+  function armTimerIn(ms: number): void {
+    clearTimer();
+    if (state !== "running") return;
+    timer = setTimeout(() => void pump(), Math.max(1, ms));
+    timer.unref();
+  }
+
+  async function armTimer(): Promise<void> {
+    if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
+    const next = await store.nextDueAt();
+    const wait = next ? next.getTime() - Date.now() : pollMs;
+    armTimerIn(Math.min(pollMs, Math.max(1, wait)));
+  }
+
+  async function settleIdle(): Promise<void> {
+    if (idleWaiters.length === 0 || inflight.size > 0) return;
+    if ((await store.pendingWork(new Date())) > 0) return;
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  function launch(work: Work): void {
+    const token = work.claim.token;
+    const signal = AbortSignal.any([opts.shutdown, opts.leases.keep(token)]);
+    const run = runWithSignal(signal, () => opts.run(work, signal))
+      .catch((e) => {
+        // After the shutdown bound the store is closed; what a late run failed to write is moot.
+        if (state === "stopped") log.debug({ err: e }, `${work.kind} run ended after shutdown`);
+        else log.error({ err: e }, `${work.kind} run failed unexpectedly`);
+      })
+      .finally(() => {
+        opts.leases.drop(token);
+        inflight.delete(token);
+        // A delivery run always waited for its finish to be written (a group commit in a later
+        // turn, or a network round trip), so claiming the next one right here cannot chain the
+        // backlog into one turn; a task's run may not have, so it waits for the next turn.
+        if (work.kind === "delivery") void pump();
+        else wake();
+      });
+    inflight.set(token, run);
+  }
+
+  return {
+    state: () => state,
+    start() {
+      state = "running";
+      void pump();
+    },
+    wake,
+    launch,
+    mayRunAtOnce: () => state === "running" && !backlogged && inflight.size + reserved < concurrency,
+    async reserveWorker(fn) {
+      reserved++;
+      try {
+        return await fn();
+      } finally {
+        reserved--;
+      }
+    },
+    markBacklogged() {
+      backlogged = true;
+    },
+    beginStop() {
+      state = "stopping";
+      clearTimer();
+    },
+    async drain(ms) {
+      if (inflight.size === 0) return "finished";
+      let bound: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<"timeout">((resolve) => {
+        bound = setTimeout(() => resolve("timeout"), Math.max(0, ms));
+      });
+      const finished = Promise.allSettled([...inflight.values()]).then(() => "finished" as const);
+      const result = await Promise.race([finished, timedOut]);
+      clearTimeout(bound);
+      return result;
+    },
+    running: () => [...inflight.keys()],
+    finishStop() {
+      state = "stopped";
+    },
+    idle() {
+      return new Promise<void>((resolve) => {
+        idleWaiters.push(resolve);
+        if (!pumping) void settleIdle();
+      });
+    },
+  };
+}

@@ -1,0 +1,51 @@
+// One run of a claimed task through the one run path, then the decision: done, retry later,
+// or dead. A task stopped by shutdown or a lost lease goes back to the queue as it was.
+import type { Logger } from "pino";
+import type { HandlerModule } from "../handler.js";
+import type { ClaimedTask, EngineStore } from "../queue/engine-types.js";
+import { decideTask, type RetryPolicy } from "../queue/retry.js";
+import { taskContext, type ContextDeps } from "../router/contexts.js";
+import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
+
+export interface TaskRunDeps extends ContextDeps, RunPathDeps {
+  store: ContextDeps["store"] & Pick<EngineStore, "finishTask" | "releaseLease">;
+  handlersByName: ReadonlyMap<string, HandlerModule<any>>;
+  retry: RetryPolicy;
+  logger: Logger;
+}
+
+export async function runClaimedTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSignal): Promise<void> {
+  const t = claim.task;
+  const tlog = deps.logger.child({ task: t.key, handler: t.handler, installation: t.installationId });
+  const handler = deps.handlersByName.get(t.handler);
+  const attempt = t.attempts + 1;
+  let error: string | undefined;
+  let retryable = true;
+  let stopped = false;
+  if (!handler?.onTask) {
+    error = `no loaded handler module "${t.handler}" runs tasks`;
+    retryable = false;
+    stopped = signal.aborted;
+  } else {
+    const result = await runHandler(deps, { handler: t.handler, log: tlog, signal }, async () => {
+      const { octokit, failure } = await installationOctokit(deps, t.installationId);
+      if (failure) return failure;
+      return handler.onTask!(taskContext(deps, handler, t, { octokit, log: tlog, attempt, signal }));
+    });
+    stopped = result.stopped;
+    if (result.outcome.status === "failed") {
+      error = result.outcome.error;
+      retryable = result.outcome.retryable !== false;
+    }
+  }
+  if (stopped) {
+    // Stopped, not failed: the task goes back as it was and resumes where it left off.
+    await deps.store.releaseLease(claim.token);
+    tlog.info("task stopped before it finished; it is back in the queue");
+    return;
+  }
+  const decision = decideTask(error, retryable, attempt, deps.retry, new Date());
+  await deps.store.finishTask(claim, decision);
+  if (decision.status === "retry") tlog.warn({ attempt, retryAt: decision.retryAt, error }, "task will be retried");
+  else if (decision.status === "dead") tlog.error({ attempt, error }, "task parked as dead");
+}

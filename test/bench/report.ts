@@ -6,6 +6,7 @@ import type { CostRow } from "./api-cost.js";
 import type { TokenRow } from "./tokens.js";
 import type { MemoryResult } from "./memory.js";
 import type { ProfileSummary } from "./profile.js";
+import type { BurstResult } from "./burst.js";
 
 export interface Machine {
   date: string;
@@ -25,6 +26,7 @@ import { consoleTable, type ConsoleBenchResult } from "./console.js";
 export interface BenchResults {
   machine: Machine;
   intake?: IntakeResult;
+  burst?: BurstResult;
   e2e?: E2eResult;
   cost?: CostRow[];
   memory?: MemoryResult;
@@ -126,6 +128,19 @@ export function judgeTargets(r: BenchResults): TargetVerdict[] {
     const probot = r.intake.usage.find((u) => u.server === "probot");
     if (steward && probot) out.push({ target: "Peak RSS during the intake levels: at most Probot's in the same run", met: steward.peakRss <= probot.peakRss, measured: `${mb(steward.peakRss)} vs ${mb(probot.peakRss)}` });
   }
+  if (r.burst) {
+    const s = r.burst.rows.find((x) => x.server === "steward");
+    const p = r.burst.rows.find((x) => x.server === "probot");
+    if (s) {
+      const ok = s.requests - s.non2xx;
+      out.push({
+        target: `Burst of ${r.burst.deliveries} deliveries over ${r.burst.connections} connections: Steward answers every one within ${r.burst.timeoutSeconds} s`,
+        met: ok === s.offered && s.timeouts === 0 && s.errors === 0 && s.max < r.burst.timeoutSeconds * 1000,
+        measured: `${ok}/${s.offered} accepted, ${s.timeouts} timeouts, max ${s.max} ms; backlog drained ${fmt(s.drainSeconds ?? NaN, 1)} s after the last answer` +
+          (p ? ` (Probot with a ${r.burst.apiDelayMs} ms API call inline: ${p.timeouts} timeouts, ${p.requests - p.non2xx} answered 2xx, max ${p.max} ms)` : ""),
+      });
+    }
+  }
   if (r.e2e) {
     for (const x of r.e2e.rows) out.push({ target: `End-to-end p50 under 10 ms: ${x.flow}`, met: x.latency.p50 < 10 && x.answered === x.sent, measured: `${x.latency.p50} ms (${x.answered}/${x.sent} answered)` });
   }
@@ -185,6 +200,25 @@ export function renderReport(r: BenchResults, notes: string): string {
       intakeTable(i),
       "",
       usageTable(i),
+    );
+  }
+  if (r.burst) {
+    const b = r.burst;
+    parts.push(
+      "",
+      "## 1b. Burst: every delivery answered within GitHub's timeout",
+      "",
+      `${b.deliveries} signed deliveries (same payload mix) offered as fast as autocannon sends them over ${b.connections} connections, ` +
+        `client timeout ${b.timeoutSeconds} s (GitHub gives up on a delivery after 10 s). Steward (no-op handler) answers once a delivery is recorded; ` +
+        `its backlog is then worked off, and the drain is timed from the last answer until the worker had processed everything. ` +
+        `Probot runs beside it (same run, one after the other) with a handler that makes one API call inline to a local stub answering after ${b.apiDelayMs} ms, ` +
+        "as a Probot app doing its work in the request does.",
+      "",
+      row(["Server", "Answered 2xx", "Timeouts (> 10 s)", "Other errors", "Burst took s", "p50 ms", "p99 ms", "max ms", "Backlog at last answer", "Backlog drained after s", "Peak RSS"]),
+      row(Array(11).fill("---")),
+      ...b.rows.map((x) =>
+        row([x.server, `${x.requests - x.non2xx}/${x.offered}`, x.timeouts, x.errors - x.timeouts, fmt(x.seconds, 1), x.p50, x.p99, x.max, x.backlogAtEnd ?? "n/a", x.drainSeconds === undefined ? "n/a" : fmt(x.drainSeconds, 1), mb(x.peakRss)]),
+      ),
     );
   }
   if (r.e2e) {

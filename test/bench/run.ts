@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { parseOptions, USAGE } from "./options.js";
 import { benchIntake } from "./intake.js";
 import { benchEndToEnd } from "./e2e.js";
+import { benchBurst } from "./burst.js";
 import { benchApiCost } from "./api-cost.js";
 import { benchMemory } from "./memory.js";
 import { profileStewardIntake } from "./profile.js";
@@ -45,6 +46,10 @@ async function main(): Promise<void> {
   if (o.sections.has("intake")) {
     log(`intake (${o.seconds} s per level, durability ${o.durability})`);
     results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, warmupSeconds: o.warmupSeconds, durability: o.durability }, log);
+  }
+  if (o.sections.has("burst")) {
+    log(`burst (${o.burst.deliveries} deliveries over ${o.burst.connections} connections, 10 s client timeout)`);
+    results.burst = await benchBurst({ ...o.burst, durability: o.durability }, log);
   }
   if (o.sections.has("profile")) {
     log("profile (Steward intake at concurrency 50)");

@@ -1,5 +1,7 @@
 // The comparison point: a minimal Probot app served by Probot's own Node middleware,
-// with a no-op handler for the same events Steward takes. Prints its port on stdout.
+// with a no-op handler for the same events Steward takes. Prints its port on stdout. With
+// API_STUB_URL set (the burst section) the handler makes one API call inline, awaited before
+// Probot answers, as a handler doing its work in the request does.
 import { createServer } from "node:http";
 import { generateKeyPairSync } from "node:crypto";
 import { Probot, createNodeMiddleware } from "probot";
@@ -14,7 +16,10 @@ const probot = new Probot({
 });
 const middleware = await createNodeMiddleware(
   (app) => {
-    app.onAny(async () => {});
+    const api = process.env.API_STUB_URL;
+    app.onAny(async () => {
+      if (api) await (await fetch(api)).arrayBuffer();
+    });
   },
   { probot, webhooksPath: "/api/github/webhooks" },
 );

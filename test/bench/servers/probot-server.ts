@@ -3,6 +3,7 @@
 // API_STUB_URL set (the burst section) the handler makes one API call inline, awaited before
 // Probot answers, as a handler doing its work in the request does.
 import { createServer } from "node:http";
+import { serveAsChild } from "./serve.js";
 import { generateKeyPairSync } from "node:crypto";
 import { Probot, createNodeMiddleware } from "probot";
 
@@ -28,11 +29,4 @@ const server = createServer((req, res) => {
     res.writeHead(404).end();
   });
 });
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  if (address && typeof address === "object") process.stdout.write(`PORT=${address.port}\n`);
-});
-process.on("message", (m) => {
-  if (m === "usage") process.send?.({ rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage() });
-});
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+serveAsChild(server);

@@ -81,13 +81,21 @@ const rateLimitedReads = (x: CostRow) => x.rateLimitedReads ?? x.reads;
 
 function costTable(rows: CostRow[]): string {
   const lines = [
-    row(["Repositories", "Run", "Steward reads: rate-limited", "Steward reads: 304 (free)", "Steward writes", "Naive reads", "Naive writes", "Steward rate-limited reads/repo"]),
-    row(Array(8).fill("---")),
+    row(["Repositories", "Run", "Steward reads: rate-limited", "Steward reads: 304 (free)", "Steward writes", "Writes/repo", "Shared (`share: org`) writes", "Shared writes/repo", "Naive reads", "Naive writes", "Steward rate-limited reads/repo"]),
+    row(Array(11).fill("---")),
   ];
   for (const s of rows.filter((x) => x.approach === "steward")) {
-    const n = rows.find((x) => x.approach === "naive" && x.repositories === s.repositories && x.run === s.run);
+    const same = (approach: CostRow["approach"]) => rows.find((x) => x.approach === approach && x.repositories === s.repositories && x.run === s.run);
+    const n = same("naive");
+    const shared = same("steward shared");
     const r = rateLimitedReads(s);
-    lines.push(row([s.repositories, s.run, r, s.notModified ?? 0, s.fewWrites ? `${s.writes} (${s.fewWrites.join("; ")})` : s.writes, n ? rateLimitedReads(n) : "", n?.writes ?? "", fmt(r / s.repositories, 2)]));
+    lines.push(
+      row([
+        s.repositories, s.run, r, s.notModified ?? 0, s.fewWrites ? `${s.writes} (${s.fewWrites.join("; ")})` : s.writes, fmt(s.writes / s.repositories, 2),
+        shared ? (shared.fewWrites && shared.writes <= 2 ? `${shared.writes} (${shared.fewWrites.join("; ")})` : shared.writes) : "", shared ? fmt(shared.writes / shared.repositories, 2) : "",
+        n ? rateLimitedReads(n) : "", n?.writes ?? "", fmt(r / s.repositories, 2),
+      ]),
+    );
   }
   return lines.join("\n");
 }
@@ -154,6 +162,15 @@ export function judgeTargets(r: BenchResults): TargetVerdict[] {
         target: `No-change sync of ${x.repositories} repositories${judged[x.run]}: at most one rate-limited read per repository, zero writes`,
         met: reads <= x.repositories && x.writes === 0,
         measured: `${reads} rate-limited reads (${fmt(reads / x.repositories, 2)}/repository) and ${x.notModified ?? 0} answered 304, ${x.writes} writes`,
+      });
+    }
+    for (const x of r.cost.filter((c) => c.approach === "steward" && c.run === "first")) {
+      const shared = r.cost.find((c) => c.approach === "steward shared" && c.run === "first" && c.repositories === x.repositories);
+      if (!shared) continue;
+      out.push({
+        target: `First sync of ${x.repositories} repositories: fewer writes when the policy shares values through the organisation (\`share: org\`)`,
+        met: shared.writes < x.writes,
+        measured: `${fmt(x.writes / x.repositories, 2)} writes/repository before, ${fmt(shared.writes / shared.repositories, 2)} after (${x.writes} -> ${shared.writes})`,
       });
     }
   }
@@ -247,7 +264,10 @@ export function renderReport(r: BenchResults, notes: string): string {
         "`updated_at` baselines of what it wrote); \"no change again\" is the steady state, nothing changed since the last sync. " +
         "GitHub's ETags belong to the token that read them, so the run right after an installation-token renewal (hourly; a periodic sync every " +
         "`STEWARD_SYNC_INTERVAL`, 6 h by default, always has a new token) pays for every read again. The naive approach lists the " +
-        "repositories, then per repository GETs the public key, PUTs each secret and PATCHes each variable (POST when it does not exist yet).",
+        "repositories, then per repository GETs the public key, PUTs each secret and PATCHes each variable (POST when it does not exist yet). " +
+        "\"Shared\" is Steward with the same policy and `share: org` on every entry: each becomes one organisation secret or variable shared with " +
+        "the selected repositories, so a first sync writes once per entry rather than once per entry and repository, and a repository added " +
+        "later costs one `PUT /orgs/{org}/actions/secrets/{name}/repositories/{repository_id}` per entry.",
       "",
       costTable(r.cost),
     );

@@ -19,6 +19,8 @@ export interface Machine {
   seconds: number;
   /** Set when this run measured only some sections and kept the others from an earlier run. */
   kept?: { sections: string[]; from: string };
+  /** Kept sections measured at other times: section -> the date of the run that measured it. */
+  keptFrom?: Record<string, string>;
 }
 
 import { consoleTable, type ConsoleBenchResult } from "./console.js";
@@ -185,6 +187,17 @@ export function judgeTargets(r: BenchResults): TargetVerdict[] {
   return out;
 }
 
+/** Which kept sections come from which earlier run, one sentence per run. */
+function keptNote(m: Machine): string {
+  if (!m.kept) return "";
+  const byDate = new Map<string, string[]>();
+  for (const section of m.kept.sections) {
+    const date = m.keptFrom?.[section] ?? m.kept.from;
+    byDate.set(date, [...(byDate.get(date) ?? []), section]);
+  }
+  return [...byDate].map(([date, sections]) => ` Sections ${sections.join(", ")} are from the run of ${date} on the same machine.`).join("");
+}
+
 export function renderReport(r: BenchResults, notes: string): string {
   const m = r.machine;
   const parts: string[] = [
@@ -192,7 +205,7 @@ export function renderReport(r: BenchResults, notes: string): string {
     "",
     `Run: ${m.date}, ${m.mode} mode, ${fmt(m.seconds)} s. Node ${m.node}, ${m.cpu}, ${m.cores} cores. ` +
       `Load average before ${m.loadBefore.map((x) => x.toFixed(2)).join(" / ")}, after ${m.loadAfter.map((x) => x.toFixed(2)).join(" / ")} (1/5/15 min).` +
-      (m.kept ? ` Sections ${m.kept.sections.join(", ")} are from the run of ${m.kept.from} on the same machine.` : ""),
+      keptNote(m),
     "",
     "Regenerate with `npm run bench` (a few minutes; writes this file) or `npm run bench -- --quick` (under a minute, prints only).",
   ];

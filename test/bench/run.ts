@@ -82,12 +82,18 @@ async function main(): Promise<void> {
   if (o.write && existsSync(here("./results.json"))) {
     const saved = JSON.parse(readFileSync(here("./results.json"), "utf8")) as BenchResults;
     const kept: string[] = [];
+    const keptFrom: Record<string, string> = {};
     for (const key of Object.keys(saved) as (keyof BenchResults)[]) {
       if (key === "machine" || results[key] !== undefined) continue;
       (results as unknown as Record<string, unknown>)[key] = saved[key];
       kept.push(key);
+      // A section the saved run kept itself carries that run's date for it, not the saved run's.
+      keptFrom[key] = saved.machine.kept?.sections.includes(key) ? (saved.machine.keptFrom?.[key] ?? saved.machine.kept.from) : saved.machine.date;
     }
-    if (kept.length) results.machine.kept = { sections: kept, from: saved.machine.kept?.from ?? saved.machine.date };
+    if (kept.length) {
+      results.machine.kept = { sections: kept, from: saved.machine.kept?.from ?? saved.machine.date };
+      results.machine.keptFrom = keptFrom;
+    }
   }
   const analysis = existsSync(here("./analysis.md")) ? readFileSync(here("./analysis.md"), "utf8") : "";
   const report = renderReport(results, o.write ? analysis : "");

@@ -20,6 +20,12 @@ interface Placement {
   org?: OrgPlacement;
   /** Repository-level targets: names or globs. */
   repositories?: string[];
+  /**
+   * `org`: the repositories above get one organisation secret/variable shared with exactly them
+   * (visibility `selected`) instead of one copy each: one write on the first sync and one
+   * `PUT .../repositories/{id}` per repository added later, rather than a write per repository.
+   */
+  share?: "org";
   /** Environment name -> repositories (names or globs). */
   environments?: Record<string, string[]>;
 }
@@ -64,6 +70,7 @@ const placementProperties: Record<string, JsonSchema> = {
     },
   },
   repositories: stringList,
+  share: { enum: ["org"] },
   environments: { type: "object", additionalProperties: stringList },
 };
 
@@ -160,6 +167,10 @@ function checkPlacement(kind: "secrets" | "variables", name: string, entry: Plac
     globs(entry.org.repositories, [...at, "org", "repositories"]);
   }
   globs(entry.repositories, [...at, "repositories"]);
+  if (entry.share === "org" && entry.org) {
+    report([...at, "share"], `"share: org" makes "repositories" one organisation ${kind === "secrets" ? "secret" : "variable"}; it cannot be combined with "org" (there is one per name)`);
+  }
+  if (entry.share === "org" && !entry.repositories?.length) report([...at, "share"], `"share: org" without "repositories" shares it with no repository`, "warning");
   for (const [environment, list] of Object.entries(entry.environments ?? {})) {
     if (environment.trim() === "") report([...at, "environments", environment], "empty environment name");
     globs(list, [...at, "environments", environment]);

@@ -11,6 +11,7 @@ export function repoMatches(globs: readonly string[], name: string): boolean {
 interface Entry {
   org?: OrgPlacement;
   repositories?: string[];
+  share?: "org";
   environments?: Record<string, string[]>;
 }
 
@@ -26,20 +27,23 @@ function placements(
   const add = (scope: Scope, extra: Partial<DesiredTarget> = {}) =>
     out.push({ key: targetKey(kind, scope, upper), kind, scope, name: upper, ...payload, ...extra });
 
+  const idsOf = (list: readonly RepoRef[], globs: readonly string[]) =>
+    list
+      .filter((r) => repoMatches(globs, r.name))
+      .map((r) => r.id)
+      .sort((a, b) => a - b);
   if (entry.org) {
     const extra: Partial<DesiredTarget> = { visibility: entry.org.visibility };
-    if (entry.org.visibility === "selected") {
-      const globs = entry.org.repositories ?? [];
-      extra.selectedRepositoryIds = repos
-        .filter((r) => repoMatches(globs, r.name))
-        .map((r) => r.id)
-        .sort((a, b) => a - b);
-    }
+    if (entry.org.visibility === "selected") extra.selectedRepositoryIds = idsOf(repos, entry.org.repositories ?? []);
     add({ level: "org" }, extra);
   }
   // Archived repositories are read-only: writing to them can only fail.
   const writable = repos.filter((r) => !r.archived);
-  if (entry.repositories?.length) {
+  if (entry.repositories?.length && entry.share === "org" && !entry.org) {
+    // The same repositories as the copies would reach, through one organisation target.
+    const ids = idsOf(writable, entry.repositories);
+    if (ids.length) add({ level: "org" }, { visibility: "selected", selectedRepositoryIds: ids });
+  } else if (entry.repositories?.length) {
     for (const repo of writable) if (repoMatches(entry.repositories, repo.name)) add({ level: "repo", repo: repo.name });
   }
   for (const [environment, globs] of Object.entries(entry.environments ?? {})) {

@@ -8,7 +8,7 @@ import { safeErrorMessage } from "../log/redact.js";
 import { declaredLength, declaredTooLarge, readBody } from "./body.js";
 import { BodyBudget, type Reservation } from "./budget.js";
 import { eventLabel, metricEventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
-import { sendJson, sendJsonAndClose } from "./respond.js";
+import { prepareJson, sendJson, sendJsonAndClose, sendPrepared } from "./respond.js";
 import { verifySignature } from "./signature.js";
 
 /** GitHub caps webhook payloads at 25 MB. */
@@ -33,6 +33,10 @@ export interface ReceiverOptions {
 export const DEFAULT_BODY_TIMEOUT_MS = 15_000;
 /** What a sender refused for lack of room is told to wait. */
 const RETRY_AFTER_SECONDS = 5;
+
+/** The answers every accepted delivery gets, encoded once rather than per request. */
+const RECORDED = prepareJson(202, { message: "recorded" });
+const ALREADY_RECORDED = prepareJson(200, { message: "already recorded" });
 
 export type WebhookReceiver = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
@@ -102,15 +106,18 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         return answer(503, "cannot record the delivery now; deliver again later");
       }
       const { delivery } = parsed;
-      if (result === "duplicate") {
-        log.info({ deliveryId, event }, "delivery already recorded");
-        return answer(200, "already recorded");
+      const prepared = result === "duplicate" ? ALREADY_RECORDED : RECORDED;
+      opts.metrics?.deliveryReceived(metricEventLabel(req.headers, true), prepared.status);
+      sendPrepared(res, prepared);
+      // The log line's fields are only gathered when info is on: at warn this path allocates nothing for it.
+      if (!log.isLevelEnabled("info")) return;
+      if (result === "duplicate") log.info({ deliveryId, event }, "delivery already recorded");
+      else {
+        log.info(
+          { deliveryId, event, action: delivery.action, installationId: delivery.installationId, repository: delivery.repository },
+          "delivery recorded",
+        );
       }
-      log.info(
-        { deliveryId, event, action: delivery.action, installationId: delivery.installationId, repository: delivery.repository },
-        "delivery recorded",
-      );
-      return answer(202, "recorded");
     } catch (error) {
       // Never a 500 and never a crash: the sender retries, the redelivery sweeper recovers.
       log.error({ deliveryId, event, error: safeErrorMessage(error) }, "intake failed unexpectedly");

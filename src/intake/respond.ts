@@ -1,6 +1,24 @@
 // Small HTTP answer helpers shared by the intake and the operations endpoints.
 import type { IncomingMessage, ServerResponse } from "node:http";
 
+/** A fixed JSON answer encoded once: the intake's answers repeat on every delivery. */
+export interface PreparedJson {
+  status: number;
+  body: Buffer;
+  headers: Record<string, string | number>;
+}
+
+export function prepareJson(status: number, body: Record<string, unknown>): PreparedJson {
+  const bytes = Buffer.from(JSON.stringify(body));
+  return { status, body: bytes, headers: { "content-type": "application/json; charset=utf-8", "content-length": bytes.length, "cache-control": "no-store" } };
+}
+
+export function sendPrepared(res: ServerResponse, answer: PreparedJson): void {
+  if (res.headersSent) return;
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
+}
+
 export function sendJson(
   res: ServerResponse,
   status: number,

@@ -15,7 +15,8 @@ import { seal } from "../../handlers/secrets/seal.js";
 
 export interface CostRow {
   repositories: number;
-  approach: "steward" | "naive";
+  /** "steward shared": the same policy with `share: org` on every entry (one organisation target each). */
+  approach: "steward" | "steward shared" | "naive";
   /**
    * "no change": right after the first run, whose writes changed every list; "no change again":
    * nothing changed since the last sync (the steady state); "no change, new token": the same
@@ -41,9 +42,10 @@ const SECRETS = ["NPM_TOKEN", "DOCKER_TOKEN", "SENTRY_DSN", "SLACK_WEBHOOK", "SI
 const VARIABLES: Record<string, string> = { REGION: "eu-west-1", TIER: "standard", NODE_VERSION: "20" };
 const envName = (secret: string) => `BENCH_SECRET_${secret}`;
 
-function policyYaml(): string {
-  const secrets = SECRETS.map((s) => `  ${s}: { from: "env:${envName(s)}", repositories: ["repo-*"] }`).join("\n");
-  const variables = Object.entries(VARIABLES).map(([k, v]) => `  ${k}: { value: "${v}", repositories: ["repo-*"] }`).join("\n");
+function policyYaml(shared: boolean): string {
+  const share = shared ? ", share: org" : "";
+  const secrets = SECRETS.map((s) => `  ${s}: { from: "env:${envName(s)}", repositories: ["repo-*"]${share} }`).join("\n");
+  const variables = Object.entries(VARIABLES).map(([k, v]) => `  ${k}: { value: "${v}", repositories: ["repo-*"]${share} }`).join("\n");
   return `secrets:\n${secrets}\nvariables:\n${variables}\n`;
 }
 
@@ -57,7 +59,7 @@ interface World {
   close(): Promise<void>;
 }
 
-async function world(n: number): Promise<World> {
+async function world(n: number, shared: boolean): Promise<World> {
   // No rate limit in the way: the bench counts requests, it does not wait for a reset.
   const h = await createHub({ seed: "empty", rateLimit: 10_000_000 });
   h.control.createOrg(ORG, { members: ["octo-admin"] });
@@ -74,7 +76,7 @@ async function world(n: number): Promise<World> {
         retry: { enabled: false },
       } as ConstructorParameters<typeof ProbotOctokit>[0]),
     );
-  h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { ".github/steward/secrets.yml": policyYaml() }, message: "secrets policy" });
+  h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { ".github/steward/secrets.yml": policyYaml(shared) }, message: "secrets policy" });
   const w: World = {
     h,
     api: client(),
@@ -162,15 +164,15 @@ export async function benchApiCost(o: { sizes: number[]; concurrency: number }, 
   const saved = Object.fromEntries(SECRETS.map((s) => [envName(s), process.env[envName(s)]]));
   try {
     for (const n of o.sizes) {
-      for (const approach of ["steward", "naive"] as const) {
-        const w = await world(n);
+      for (const approach of ["steward", "steward shared", "naive"] as const) {
+        const w = await world(n, approach === "steward shared");
         const dataDir = await mkdtemp(join(tmpdir(), "steward-bench-secrets-"));
         const store = openSqliteStore(dataDir);
         const laneId = `${w.h.url}#${w.installationId}#bench`;
         const once = async () => {
           if (approach === "naive") return naiveSync(w, o.concurrency);
-          const outcome = await syncOrganisation({ api: w.api, store, org: ORG, adminRepo: ADMIN, dataDir, laneId, env: process.env, fanOut: { concurrency: o.concurrency } });
-          if (outcome.status !== "synced" || outcome.result.failures.length > 0) throw new Error(`sync failed: ${JSON.stringify(outcome).slice(0, 500)}`);
+          const outcome = await syncOrganisation({ api: w.api, store, org: ORG, adminRepo: ADMIN, dataDir, laneId, env: { ...process.env, STEWARD_SECRET_SOURCES: `${ORG}=env:BENCH_SECRET_` }, fanOut: { concurrency: o.concurrency } });
+          if (outcome.status !== "synced" || outcome.result.failures.length > 0) throw new Error(`sync failed: ${JSON.stringify(outcome.status === "synced" ? outcome.result.failures.slice(0, 3) : outcome).slice(0, 800)}`);
         };
         try {
           const runs = [

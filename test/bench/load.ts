@@ -13,14 +13,18 @@ export interface LoadResult {
   max: number;
   non2xx: number;
   errors: number;
+  /** Requests not answered within the timeout (counted in `errors` too, as autocannon does). */
+  timeouts: number;
 }
 
-export async function runLoad(opts: { url: string; payloads: SignedPayload[]; connections: number; seconds: number }): Promise<LoadResult> {
+/** `amount`: send exactly this many and stop (instead of for `seconds`); `timeoutSeconds`: a request unanswered this long counts as a timeout. */
+export async function runLoad(opts: { url: string; payloads: SignedPayload[]; connections: number; seconds: number; amount?: number; timeoutSeconds?: number }): Promise<LoadResult> {
   let i = 0;
   const result = await autocannon({
     url: opts.url,
     connections: opts.connections,
-    duration: opts.seconds,
+    ...(opts.amount !== undefined ? { amount: opts.amount } : { duration: opts.seconds }),
+    ...(opts.timeoutSeconds !== undefined ? { timeout: opts.timeoutSeconds } : {}),
     pipelining: 1,
     requests: [
       {
@@ -50,6 +54,8 @@ export async function runLoad(opts: { url: string; payloads: SignedPayload[]; co
     p99: result.latency.p99,
     max: result.latency.max,
     non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
+    // autocannon counts a timeout in `errors` as well.
+    errors: result.errors,
+    timeouts: result.timeouts,
   };
 }

@@ -2,7 +2,9 @@
 
 export interface BenchOptions {
   quick: boolean;
-  sections: Set<"intake" | "e2e" | "cost" | "memory" | "profile" | "tokens" | "console">;
+  sections: Set<"intake" | "burst" | "e2e" | "cost" | "memory" | "profile" | "tokens" | "console">;
+  /** Burst section: deliveries offered at once, over this many connections. */
+  burst: { deliveries: number; connections: number };
   concurrencies: number[];
   seconds: number;
   warmupSeconds: number;
@@ -22,9 +24,9 @@ export interface BenchOptions {
   render: boolean;
 }
 
-const ALL = ["intake", "e2e", "cost", "memory", "profile", "tokens", "console"] as const;
+const ALL = ["intake", "burst", "e2e", "cost", "memory", "profile", "tokens", "console"] as const;
 
-export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,e2e,cost,memory,profile,tokens,console] [--seconds=N]
+export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,burst,e2e,cost,memory,profile,tokens,console] [--seconds=N]
   [--durability=process|power] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
   npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
 
@@ -60,6 +62,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     warmupSeconds: quick ? 1 : 3,
     durability,
     e2e: quick ? { rate: 10, count: 10 } : { rate: 10, count: 200 },
+    burst: { deliveries: quick ? 2_000 : 20_000, connections: 200 },
     costSizes: sizes,
     costConcurrency: 16,
     consoleDeliveries: quick ? 10_000 : 100_000,

@@ -26,6 +26,8 @@ export interface Hotspot {
 }
 
 export interface ProfileSummary {
+  /** Share of the profiled window the main thread was running JavaScript or native code (not idle). */
+  busyShare?: number;
   functions: Hotspot[];
   areas: Hotspot[];
 }
@@ -81,7 +83,7 @@ export function summariseProfile(profile: CpuProfile, top = 12): ProfileSummary 
   }
   const rank = (m: Map<string, number>) =>
     [...m].sort((x, y) => y[1] - x[1]).slice(0, top).map(([name, t]) => ({ name, share: busy > 0 ? t / busy : 0 }));
-  return { functions: rank(fn), areas: rank(area) };
+  return { busyShare: busy + idle > 0 ? busy / (busy + idle) : 0, functions: rank(fn), areas: rank(area) };
 }
 
 export async function profileStewardIntake(o: { connections: number; seconds: number; durability: "process" | "power" }): Promise<ProfileSummary> {

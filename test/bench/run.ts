@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { parseOptions, USAGE } from "./options.js";
 import { benchIntake } from "./intake.js";
 import { benchEndToEnd } from "./e2e.js";
+import { benchBurst } from "./burst.js";
 import { benchApiCost } from "./api-cost.js";
 import { benchMemory } from "./memory.js";
 import { profileStewardIntake } from "./profile.js";
@@ -46,6 +47,10 @@ async function main(): Promise<void> {
     log(`intake (${o.seconds} s per level, durability ${o.durability})`);
     results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, warmupSeconds: o.warmupSeconds, durability: o.durability }, log);
   }
+  if (o.sections.has("burst")) {
+    log(`burst (${o.burst.deliveries} deliveries over ${o.burst.connections} connections, 10 s client timeout)`);
+    results.burst = await benchBurst({ ...o.burst, durability: o.durability }, log);
+  }
   if (o.sections.has("profile")) {
     log("profile (Steward intake at concurrency 50)");
     results.profile = await profileStewardIntake({ connections: 50, seconds: o.profileSeconds, durability: o.durability });
@@ -77,12 +82,18 @@ async function main(): Promise<void> {
   if (o.write && existsSync(here("./results.json"))) {
     const saved = JSON.parse(readFileSync(here("./results.json"), "utf8")) as BenchResults;
     const kept: string[] = [];
+    const keptFrom: Record<string, string> = {};
     for (const key of Object.keys(saved) as (keyof BenchResults)[]) {
       if (key === "machine" || results[key] !== undefined) continue;
       (results as unknown as Record<string, unknown>)[key] = saved[key];
       kept.push(key);
+      // A section the saved run kept itself carries that run's date for it, not the saved run's.
+      keptFrom[key] = saved.machine.kept?.sections.includes(key) ? (saved.machine.keptFrom?.[key] ?? saved.machine.kept.from) : saved.machine.date;
     }
-    if (kept.length) results.machine.kept = { sections: kept, from: saved.machine.kept?.from ?? saved.machine.date };
+    if (kept.length) {
+      results.machine.kept = { sections: kept, from: saved.machine.kept?.from ?? saved.machine.date };
+      results.machine.keptFrom = keptFrom;
+    }
   }
   const analysis = existsSync(here("./analysis.md")) ? readFileSync(here("./analysis.md"), "utf8") : "";
   const report = renderReport(results, o.write ? analysis : "");

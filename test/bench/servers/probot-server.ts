@@ -1,6 +1,9 @@
 // The comparison point: a minimal Probot app served by Probot's own Node middleware,
-// with a no-op handler for the same events Steward takes. Prints its port on stdout.
+// with a no-op handler for the same events Steward takes. Prints its port on stdout. With
+// API_STUB_URL set (the burst section) the handler makes one API call inline, awaited before
+// Probot answers, as a handler doing its work in the request does.
 import { createServer } from "node:http";
+import { serveAsChild } from "./serve.js";
 import { generateKeyPairSync } from "node:crypto";
 import { Probot, createNodeMiddleware } from "probot";
 
@@ -14,7 +17,10 @@ const probot = new Probot({
 });
 const middleware = await createNodeMiddleware(
   (app) => {
-    app.onAny(async () => {});
+    const api = process.env.API_STUB_URL;
+    app.onAny(async () => {
+      if (api) await (await fetch(api)).arrayBuffer();
+    });
   },
   { probot, webhooksPath: "/api/github/webhooks" },
 );
@@ -23,11 +29,4 @@ const server = createServer((req, res) => {
     res.writeHead(404).end();
   });
 });
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  if (address && typeof address === "object") process.stdout.write(`PORT=${address.port}\n`);
-});
-process.on("message", (m) => {
-  if (m === "usage") process.send?.({ rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage() });
-});
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+serveAsChild(server);

@@ -7,9 +7,9 @@ import type { CheckReporter } from "./checks/types.js";
 import type { StewardConfig } from "./config/types.js";
 import type { OctokitFactory } from "./api/types.js";
 import type { PolicyLoader } from "./policy/types.js";
-import type { Store } from "./store/types.js";
+import { handlerStore, type StewardStore } from "./store/contract.js";
 import type { DeliveryIntake, IncomingDelivery } from "./queue/types.js";
-import type { ClaimedDelivery, ClaimedTask, EngineStore } from "./queue/engine-types.js";
+import type { ClaimedDelivery, ClaimedTask } from "./queue/engine-types.js";
 import { decideDelivery, decideTask, defaultRetry, type RetryPolicy } from "./queue/retry.js";
 import { serviceContext as buildServiceContext, taskContext, type ContextDeps } from "./router/contexts.js";
 import { runDelivery } from "./router/run-delivery.js";
@@ -38,7 +38,7 @@ export interface Engine {
 
 export interface EngineOptions {
   config: StewardConfig;
-  store: Store & DeliveryIntake & EngineStore;
+  store: StewardStore;
   handlers: HandlerModule<any>[];
   octokits: OctokitFactory;
   policies: PolicyLoader;
@@ -92,10 +92,10 @@ export function createEngine(opts: EngineOptions): Engine {
     if (!s) {
       s = {
         schedule: async (request) => {
-          await store.scheduleTask(handler, request);
+          await store.tasks.scheduleTask(handler, request);
           wake();
         },
-        cancel: (key) => store.cancelTask(handler, key),
+        cancel: (key) => store.tasks.cancelTask(handler, key),
       };
       schedulers.set(handler, s);
     }
@@ -120,7 +120,8 @@ export function createEngine(opts: EngineOptions): Engine {
 
   const deps: ContextDeps = {
     config,
-    store,
+    // Handlers get the kv part's handler methods only, never the queue behind them.
+    store: handlerStore(store.kv),
     octokits: opts.octokits,
     policies: opts.policies,
     checkReporterFor: opts.checkReporterFor,
@@ -149,8 +150,8 @@ export function createEngine(opts: EngineOptions): Engine {
 
   async function housekeeping(): Promise<void> {
     try {
-      const deliveries = await store.purgeFinished(new Date(Date.now() - retentionMs));
-      const entries = await store.purgeExpired();
+      const deliveries = await store.deliveries.purgeFinished(new Date(Date.now() - retentionMs));
+      const entries = await store.kv.purgeExpired();
       if (deliveries + entries > 0) log.info({ deliveries, entries }, "purged finished deliveries and expired entries");
     } catch (e) {
       log.warn({ err: e }, "housekeeping failed");
@@ -170,14 +171,7 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   async function claimDeliveries(max: number): Promise<ClaimedDelivery[]> {
-    if (store.claimDeliveries) return store.claimDeliveries(leaseMs, max);
-    const claims: ClaimedDelivery[] = [];
-    while (claims.length < max) {
-      const claim = await store.claimDelivery(leaseMs);
-      if (!claim) break;
-      claims.push(claim);
-    }
-    return claims;
+    return store.deliveries.claimDeliveries(leaseMs, max);
   }
 
   /** Work for up to `free` workers. */
@@ -186,7 +180,7 @@ export function createEngine(opts: EngineOptions): Engine {
     preferTask = !preferTask;
     const work: Work[] = [];
     const claimTask = async () => {
-      const claim = await store.claimTask(leaseMs);
+      const claim = await store.tasks.claimTask(leaseMs);
       if (claim) work.push({ kind: "task", claim });
     };
     if (preferTask) await claimTask();
@@ -235,14 +229,14 @@ export function createEngine(opts: EngineOptions): Engine {
 
   async function armTimer(): Promise<void> {
     if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
-    const next = await store.nextDueAt();
+    const next = await store.leases.nextDueAt();
     const wait = next ? next.getTime() - Date.now() : pollMs;
     armTimerIn(Math.min(pollMs, Math.max(1, wait)));
   }
 
   async function settleIdle(): Promise<void> {
     if (idleWaiters.length === 0 || inflight.size > 0) return;
-    if ((await store.pendingWork(new Date())) > 0) return;
+    if ((await store.leases.pendingWork(new Date())) > 0) return;
     const waiters = idleWaiters;
     idleWaiters = [];
     for (const w of waiters) w();
@@ -255,7 +249,7 @@ export function createEngine(opts: EngineOptions): Engine {
     const signal = AbortSignal.any([shutdown.signal, lost.signal]);
     const heartbeat = setInterval(() => {
       store
-        .renewLease(token, leaseMs)
+        .leases.renewLease(token, leaseMs)
         .then((held) => {
           if (!held && state === "running") lost.abort(new Error("lease lost"));
         })
@@ -303,7 +297,7 @@ export function createEngine(opts: EngineOptions): Engine {
         signal,
         observe: opts.observe,
         recordOutcome: (handler, outcome, seconds) => {
-          const write = store.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
+          const write = store.deliveries.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
             if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
           });
           write.catch(() => undefined); // settled below; a failure must not go unhandled meanwhile
@@ -316,12 +310,12 @@ export function createEngine(opts: EngineOptions): Engine {
     );
     if (signal.aborted && outcomes.some((o) => o.status === "failed")) {
       await Promise.allSettled(outcomeWrites);
-      await store.releaseLease(claim.token);
+      await store.leases.releaseLease(claim.token);
       dlog.info("delivery stopped before it finished; it is back in the queue");
       return;
     }
     const decision = decideDelivery(outcomes, d.attempts, retry, new Date());
-    const finished = store.finishDelivery(claim.token, d.id, decision);
+    const finished = store.deliveries.finishDelivery(claim.token, d.id, decision);
     finished.catch(() => undefined);
     await Promise.all(outcomeWrites);
     const held = await finished;
@@ -364,13 +358,13 @@ export function createEngine(opts: EngineOptions): Engine {
     }
     if (error !== undefined && signal.aborted) {
       // Stopped, not failed: the task goes back as it was and resumes where it left off.
-      await store.releaseLease(claim.token);
+      await store.leases.releaseLease(claim.token);
       tlog.info("task stopped before it finished; it is back in the queue");
       return;
     }
     if (error !== undefined) error = redactSecrets(error, secrets);
     const decision = decideTask(error, retryable, attempt, retry, new Date());
-    await store.finishTask(claim, decision);
+    await store.tasks.finishTask(claim, decision);
     if (decision.status === "retry") tlog.warn({ attempt, retryAt: decision.retryAt, error }, "task will be retried");
     else if (decision.status === "dead") tlog.error({ attempt, error }, "task parked as dead");
   }
@@ -381,18 +375,18 @@ export function createEngine(opts: EngineOptions): Engine {
    * and handed to the worker with the payload the intake parsed: no claim, no reading it back,
    * no second parse. Otherwise it is queued and the pump claims it in order.
    */
-  async function recordAndRun(delivery: IncomingDelivery, recordLeased: NonNullable<EngineStore["recordLeased"]>): Promise<"recorded" | "duplicate"> {
+  async function recordAndRun(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     reserved++;
     let claim: ClaimedDelivery | "duplicate";
     try {
-      claim = await recordLeased(delivery, leaseMs);
+      claim = await store.deliveries.recordLeased(delivery, leaseMs);
     } finally {
       reserved--;
     }
     if (claim === "duplicate") return claim;
     // Shutdown began meanwhile: the run would outlive stop(); the queue keeps it for the next start.
     if (state === "running") launch({ kind: "delivery", claim });
-    else await store.releaseLease(claim.token);
+    else await store.leases.releaseLease(claim.token);
     return "recorded";
   }
 
@@ -402,11 +396,10 @@ export function createEngine(opts: EngineOptions): Engine {
       // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
       const { parsed } = delivery;
       delivery.parsed = undefined;
-      const recordLeased = store.recordLeased?.bind(store);
-      if (recordLeased && state === "running" && !backlogged && inflight.size + reserved < concurrency) {
-        return recordAndRun({ ...delivery, parsed }, recordLeased);
+      if (state === "running" && !backlogged && inflight.size + reserved < concurrency) {
+        return recordAndRun({ ...delivery, parsed });
       }
-      const result = await store.record(delivery);
+      const result = await store.deliveries.record(delivery);
       if (result === "recorded") {
         backlogged = true;
         wake();
@@ -414,7 +407,7 @@ export function createEngine(opts: EngineOptions): Engine {
       return result;
     },
     ready: async () => state !== "stopping" && state !== "stopped" && (await store.ready()),
-    depth: () => store.depth(),
+    depth: () => store.deliveries.depth(),
   };
 
   return {
@@ -425,7 +418,7 @@ export function createEngine(opts: EngineOptions): Engine {
     handlerStarts: () => starts?.status() ?? [],
     async start() {
       if (state !== "new") throw new Error(`engine cannot start: it is ${state}`);
-      const recovered = await store.recoverOrphans();
+      const recovered = await store.leases.recoverOrphans();
       if (recovered > 0) log.warn({ recovered }, "took back work leased by a process that died");
       await housekeeping();
       maintenance = setInterval(() => void housekeeping(), maintenanceIntervalMs);
@@ -462,7 +455,7 @@ export function createEngine(opts: EngineOptions): Engine {
           const tokens = [...inflight.keys()];
           for (const token of tokens) {
             clearInterval(heartbeats.get(token));
-            await store.releaseLease(token);
+            await store.leases.releaseLease(token);
           }
           // No request leaves from here on; runs see their requests refused and end.
           opts.hardStop?.abort(new Error("shutdown bound reached"));
@@ -485,9 +478,9 @@ export function createEngine(opts: EngineOptions): Engine {
       });
     },
     async replay(deliveryId) {
-      const ok = await store.replayDelivery(deliveryId);
+      const ok = await store.deliveries.replayDelivery(deliveryId);
       if (!ok) {
-        const found = await store.getDelivery(deliveryId);
+        const found = await store.deliveries.getDelivery(deliveryId);
         throw new Error(found ? `delivery ${deliveryId} is running; replay it when it has finished` : `no stored delivery ${deliveryId}`);
       }
       wake();

@@ -169,7 +169,7 @@ export async function benchApiCost(o: { sizes: number[]; concurrency: number }, 
         const laneId = `${w.h.url}#${w.installationId}#bench`;
         const once = async () => {
           if (approach === "naive") return naiveSync(w, o.concurrency);
-          const outcome = await syncOrganisation({ api: w.api, store, org: ORG, adminRepo: ADMIN, dataDir, laneId, env: process.env, fanOut: { concurrency: o.concurrency } });
+          const outcome = await syncOrganisation({ api: w.api, store: store.kv, org: ORG, adminRepo: ADMIN, dataDir, laneId, env: process.env, fanOut: { concurrency: o.concurrency } });
           if (outcome.status !== "synced" || outcome.result.failures.length > 0) throw new Error(`sync failed: ${JSON.stringify(outcome).slice(0, 500)}`);
         };
         try {

@@ -21,7 +21,7 @@ function prettyPayload(payload: string): string {
 
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const id = decodeURIComponent(ctx.url.pathname.slice("/console/deliveries/".length));
-  const found = await ctx.deps.store.getDelivery(id);
+  const found = await ctx.deps.store.deliveries.getDelivery(id);
   // Unknown and not-yours look the same: the page does not tell whether a delivery exists.
   if (!found || !maySee(ctx, found.delivery)) {
     return { status: 404, title: "Delivery not found", body: html`<p>No delivery <code>${id}</code> that you can see.</p>` };

@@ -17,7 +17,7 @@ import type {
   StoredTask,
   TaskDecision,
 } from "../queue/engine-types.js";
-import type { DeliveryBrowser } from "./browse.js";
+import type { ActivityRow, DeliveryPage, DeliveryQuery } from "./browse.js";
 import type { Store } from "./types.js";
 
 export interface KvPart extends Store {
@@ -53,7 +53,13 @@ export interface DeliveriesPart {
   purgeFinished(before: Date): Promise<number>;
 }
 
-export type BrowsePart = DeliveryBrowser;
+/** Deliveries read for people (the console), newest first, a page at a time over indexes. */
+export interface BrowsePart {
+  browseDeliveries(query: DeliveryQuery): Promise<DeliveryPage>;
+  /** Deliveries received since `since`, counted per minute and current status. */
+  deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]>;
+  countDead(repositories?: readonly string[]): Promise<number>;
+}
 
 export interface TasksPart {
   scheduleTask(handler: string, request: ScheduleRequest): Promise<void>;

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IncomingDelivery } from "../../src/queue/types.js";
-import type { DeliveryBrowser } from "../../src/store/browse.js";
+import type { DeliveryQuery } from "../../src/store/browse.js";
 import type { StewardStore } from "../../src/store/contract.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
@@ -103,7 +103,7 @@ for (const backend of backends) {
     it("filters by event, repository, status, handler outcome and time, within the reader's repositories", async () => {
       const store = await backend.open();
       const all = await fill(store);
-      const ids = async (q: Parameters<DeliveryBrowser["browseDeliveries"]>[0]) => (await store.browse.browseDeliveries(q)).items.map((d) => d.id);
+      const ids = async (q: DeliveryQuery) => (await store.browse.browseDeliveries(q)).items.map((d) => d.id);
       expect(await ids({ limit: 200, event: "push", repository: "acme/web" })).toEqual(newestFirst(all.filter((d) => d.event === "push" && d.repository === "acme/web")));
       expect(await ids({ limit: 200, status: "dead" })).toEqual(newestFirst(all.filter((d) => Number(d.id.slice(2)) % 5 === 0)));
       expect(await ids({ limit: 200, handler: "probe", outcome: "failed" })).toEqual(await ids({ limit: 200, status: "dead" }));

@@ -77,8 +77,8 @@ function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | Redi
       first = false;
       await sweepRedeliveries({
         app: await octokits.appOctokit(),
-        store,
-        isKnown: async (guid) => (await store.getDelivery(guid)) !== undefined,
+        store: store.kv,
+        isKnown: async (guid) => (await store.deliveries.getDelivery(guid)) !== undefined,
         logger: logger.child({ component: "redelivery" }),
         lookbackMs,
         signal,
@@ -143,7 +143,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const hardStop = new AbortController();
   // Fires when shutdown begins: start-up work still retrying gives up.
   const stopping = new AbortController();
-  metrics.setDeadSource(() => store.countDead());
+  metrics.setDeadSource(() => store.browse.countDead());
   const octokits = createOctokitFactory({
     config,
     logger,

@@ -1,13 +1,16 @@
 // What the console reads and does, as narrow views of Steward's parts.
 import type { Logger } from "pino";
-import type { DeliveryQueue, TaskQueue } from "../queue/engine-types.js";
-import type { DeliveryBrowser } from "../store/browse.js";
-import type { Store } from "../store/types.js";
+import type { StewardStore } from "../store/contract.js";
 import type { Access } from "./github.js";
 import type { Viewer } from "./html.js";
 import type { ApiBudget } from "./budget.js";
 
-export type ConsoleStore = DeliveryBrowser & Pick<DeliveryQueue, "getDelivery"> & Pick<Store, "get" | "list" | "auditLog"> & Pick<TaskQueue, "listTasks">;
+export interface ConsoleStore {
+  readonly browse: StewardStore["browse"];
+  readonly deliveries: Pick<StewardStore["deliveries"], "getDelivery">;
+  readonly kv: Pick<StewardStore["kv"], "get" | "list" | "auditLog">;
+  readonly tasks: Pick<StewardStore["tasks"], "listTasks">;
+}
 
 export interface ConsoleDeps {
   store: ConsoleStore;

@@ -4,7 +4,8 @@
 // decide: done, retry later, or dead.
 import type { Logger } from "pino";
 import type { HandlerModule, InstallationOctokit, Outcome } from "../handler.js";
-import type { ClaimedDelivery, EngineStore, HandlerOutcomeRecord } from "../queue/engine-types.js";
+import type { ClaimedDelivery, HandlerOutcomeRecord } from "../queue/engine-types.js";
+import type { StewardStore } from "../store/contract.js";
 import type { LoadedPolicy } from "../policy/types.js";
 import { decideDelivery, type RetryPolicy } from "../queue/retry.js";
 import { handlerContext, type ContextDeps, type DeliveryFacts } from "../router/contexts.js";
@@ -17,7 +18,8 @@ import type { ApiCallLog } from "./api-calls.js";
 export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
 
 export interface DeliveryRunDeps extends ContextDeps, RunPathDeps {
-  store: ContextDeps["store"] & Pick<EngineStore, "recordOutcome" | "finishDelivery" | "releaseLease">;
+  /** The queue behind the run (handlers get only `store`, the kv part's handler methods). */
+  queue: Pick<StewardStore, "deliveries" | "leases">;
   handlers: readonly HandlerModule<any>[];
   retry: RetryPolicy;
   logger: Logger;
@@ -137,7 +139,7 @@ async function runHandlers(
 }
 
 export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal: AbortSignal): Promise<void> {
-  const { store } = deps;
+  const { queue } = deps;
   const d = claim.delivery;
   const dlog = deps.logger.child({
     delivery: d.id,
@@ -151,7 +153,7 @@ export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDe
   // a retry runs it again, as after a crash between its effect and its record.
   const outcomeWrites: Promise<void>[] = [];
   const outcomes = await runHandlers(deps, claim, dlog, signal, (handler, outcome, seconds) => {
-    const write = store.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
+    const write = queue.deliveries.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
       if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
     });
     write.catch(() => undefined); // settled below; a failure must not go unhandled meanwhile
@@ -159,12 +161,12 @@ export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDe
   });
   if (signal.aborted && outcomes.some((o) => o.status === "failed")) {
     await Promise.allSettled(outcomeWrites);
-    await store.releaseLease(claim.token);
+    await queue.leases.releaseLease(claim.token);
     dlog.info("delivery stopped before it finished; it is back in the queue");
     return;
   }
   const decision = decideDelivery(outcomes, d.attempts, deps.retry, new Date());
-  const finished = store.finishDelivery(claim.token, d.id, decision);
+  const finished = queue.deliveries.finishDelivery(claim.token, d.id, decision);
   finished.catch(() => undefined);
   await Promise.all(outcomeWrites);
   const held = await finished;

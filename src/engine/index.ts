@@ -2,6 +2,7 @@
 // tasks, runs them through the handler modules, records outcomes and decides retries.
 // Intake only records; everything else happens here, after the 2xx. This file wires the
 // parts together and owns the lifecycle (start, graceful and hard stop, housekeeping).
+import { handlerStore } from "../store/contract.js";
 import type { HandlerModule } from "../handler.js";
 import { defaultRetry, type RetryPolicy } from "../queue/retry.js";
 import { serviceContext as buildServiceContext, type ContextDeps } from "../router/contexts.js";
@@ -38,19 +39,20 @@ export function createEngine(opts: EngineOptions): Engine {
 
   // Fires when shutdown begins: every running piece of work is told to stop between steps.
   const shutdown = new AbortController();
-  const { scheduler, schedulerFor } = createSchedulers(new Set(handlersByName.keys()), store, () => pool.wake());
+  const { scheduler, schedulerFor } = createSchedulers(new Set(handlersByName.keys()), store.tasks, () => pool.wake());
   const deps: ContextDeps = {
     config,
-    store,
+    // Handlers get the kv part's handler methods only, never the queue behind them.
+    store: handlerStore(store.kv),
     octokits: opts.octokits,
     policies: opts.policies,
     checkReporterFor: opts.checkReporterFor,
     schedulerFor,
   };
-  const runDeps = { ...deps, store, observe: opts.observe, retry, logger };
-  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store, retentionMs, log) };
+  const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
+  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
   const taskDeps = { ...runDeps, handlersByName };
-  const leases = createLeaseKeeper({ store, leaseMs, log, running: () => pool.state() === "running" });
+  const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
   const pool = createWorkerPool({
     store,
     leases,
@@ -68,8 +70,8 @@ export function createEngine(opts: EngineOptions): Engine {
 
   async function housekeeping(): Promise<void> {
     try {
-      const deliveries = await store.purgeFinished(new Date(Date.now() - retentionMs));
-      const entries = await store.purgeExpired();
+      const deliveries = await store.deliveries.purgeFinished(new Date(Date.now() - retentionMs));
+      const entries = await store.kv.purgeExpired();
       if (deliveries + entries > 0) log.info({ deliveries, entries }, "purged finished deliveries and expired entries");
     } catch (e) {
       log.warn({ err: e }, "housekeeping failed");
@@ -84,7 +86,7 @@ export function createEngine(opts: EngineOptions): Engine {
     handlerStarts: () => starts?.status() ?? [],
     async start() {
       if (pool.state() !== "new") throw new Error(`engine cannot start: it is ${pool.state()}`);
-      const recovered = await store.recoverOrphans();
+      const recovered = await store.leases.recoverOrphans();
       if (recovered > 0) log.warn({ recovered }, "took back work leased by a process that died");
       await housekeeping();
       maintenance = setInterval(() => void housekeeping(), maintenanceIntervalMs);
@@ -119,9 +121,9 @@ export function createEngine(opts: EngineOptions): Engine {
     },
     idle: () => pool.idle(),
     async replay(deliveryId) {
-      const ok = await store.replayDelivery(deliveryId);
+      const ok = await store.deliveries.replayDelivery(deliveryId);
       if (!ok) {
-        const found = await store.getDelivery(deliveryId);
+        const found = await store.deliveries.getDelivery(deliveryId);
         throw new Error(found ? `delivery ${deliveryId} is running; replay it when it has finished` : `no stored delivery ${deliveryId}`);
       }
       pool.wake();

@@ -3,22 +3,21 @@
 // parsed: no claim, no reading it back, no second parse. Otherwise it is queued and the pool
 // claims it in order.
 import type { DeliveryIntake, IncomingDelivery } from "../queue/types.js";
-import type { ClaimedDelivery, EngineStore } from "../queue/engine-types.js";
+import type { StewardStore } from "../store/contract.js";
+import type { ClaimedDelivery } from "../queue/engine-types.js";
 import type { WorkerPool } from "./pool.js";
 
-type RecordLeased = NonNullable<EngineStore["recordLeased"]>;
-
 export function createIntake(
-  store: DeliveryIntake & Pick<EngineStore, "recordLeased" | "releaseLease">,
+  store: Pick<StewardStore, "deliveries" | "leases" | "ready">,
   pool: WorkerPool,
   leaseMs: number,
 ): DeliveryIntake {
-  async function recordAndRun(delivery: IncomingDelivery, recordLeased: RecordLeased): Promise<"recorded" | "duplicate"> {
-    const claim: ClaimedDelivery | "duplicate" = await pool.reserveWorker(() => recordLeased(delivery, leaseMs));
+  async function recordAndRun(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    const claim: ClaimedDelivery | "duplicate" = await pool.reserveWorker(() => store.deliveries.recordLeased(delivery, leaseMs));
     if (claim === "duplicate") return claim;
     // Shutdown began meanwhile: the run would outlive stop(); the queue keeps it for the next start.
     if (pool.state() === "running") pool.launch({ kind: "delivery", claim });
-    else await store.releaseLease(claim.token);
+    else await store.leases.releaseLease(claim.token);
     return "recorded";
   }
 
@@ -28,9 +27,8 @@ export function createIntake(
       // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
       const { parsed } = delivery;
       delivery.parsed = undefined;
-      const recordLeased = store.recordLeased?.bind(store);
-      if (recordLeased && pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed }, recordLeased);
-      const result = await store.record(delivery);
+      if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
+      const result = await store.deliveries.record(delivery);
       if (result === "recorded") {
         pool.markBacklogged();
         pool.wake();
@@ -38,6 +36,6 @@ export function createIntake(
       return result;
     },
     ready: async () => pool.state() !== "stopping" && pool.state() !== "stopped" && (await store.ready()),
-    depth: () => store.depth(),
+    depth: () => store.deliveries.depth(),
   };
 }

@@ -2,7 +2,7 @@
 // length. When a renewal finds the lease taken (this process stalled past it and another
 // took the work), the run's signal is aborted: the work runs there, not twice.
 import type { Logger } from "pino";
-import type { LeaseControl } from "../queue/engine-types.js";
+import type { LeasesPart } from "../store/contract.js";
 
 export interface LeaseKeeper {
   /** Start renewing `token`; the signal fires when the lease is lost. */
@@ -14,7 +14,7 @@ export interface LeaseKeeper {
 }
 
 export function createLeaseKeeper(opts: {
-  store: Pick<LeaseControl, "renewLease" | "releaseLease">;
+  store: Pick<LeasesPart, "renewLease" | "releaseLease">;
   leaseMs: number;
   log: Logger;
   /** A lost lease only matters while the engine runs; during shutdown the work is handed back anyway. */

@@ -2,7 +2,8 @@
 // woken (new work, a finished run) or when its timer fires (the next due time, or the poll
 // that notices work queued by other processes), alternating deliveries and tasks.
 import type { Logger } from "pino";
-import type { ClaimedDelivery, EngineStore } from "../queue/engine-types.js";
+import type { ClaimedDelivery } from "../queue/engine-types.js";
+import type { StewardStore } from "../store/contract.js";
 import { runWithSignal } from "../lifecycle/abort-scope.js";
 import type { LeaseKeeper } from "./leases.js";
 import type { Work } from "./types.js";
@@ -33,7 +34,7 @@ export interface WorkerPool {
 }
 
 export function createWorkerPool(opts: {
-  store: Pick<EngineStore, "claimDelivery" | "claimDeliveries" | "claimTask" | "nextDueAt" | "pendingWork">;
+  store: Pick<StewardStore, "deliveries" | "tasks" | "leases">;
   leases: LeaseKeeper;
   concurrency: number;
   leaseMs: number;
@@ -70,14 +71,7 @@ export function createWorkerPool(opts: {
   }
 
   async function claimDeliveries(max: number): Promise<ClaimedDelivery[]> {
-    if (store.claimDeliveries) return store.claimDeliveries(leaseMs, max);
-    const claims: ClaimedDelivery[] = [];
-    while (claims.length < max) {
-      const claim = await store.claimDelivery(leaseMs);
-      if (!claim) break;
-      claims.push(claim);
-    }
-    return claims;
+    return store.deliveries.claimDeliveries(leaseMs, max);
   }
 
   /** Work for up to `free` workers. */
@@ -86,7 +80,7 @@ export function createWorkerPool(opts: {
     preferTask = !preferTask;
     const work: Work[] = [];
     const claimTask = async () => {
-      const claim = await store.claimTask(leaseMs);
+      const claim = await store.tasks.claimTask(leaseMs);
       if (claim) work.push({ kind: "task", claim });
     };
     if (preferTask) await claimTask();
@@ -139,14 +133,14 @@ export function createWorkerPool(opts: {
 
   async function armTimer(): Promise<void> {
     if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
-    const next = await store.nextDueAt();
+    const next = await store.leases.nextDueAt();
     const wait = next ? next.getTime() - Date.now() : pollMs;
     armTimerIn(Math.min(pollMs, Math.max(1, wait)));
   }
 
   async function settleIdle(): Promise<void> {
     if (idleWaiters.length === 0 || inflight.size > 0) return;
-    if ((await store.pendingWork(new Date())) > 0) return;
+    if ((await store.leases.pendingWork(new Date())) > 0) return;
     const waiters = idleWaiters;
     idleWaiters = [];
     for (const w of waiters) w();

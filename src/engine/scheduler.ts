@@ -1,7 +1,7 @@
 // Task scheduling: each handler module schedules under its own name (its contexts get
 // `schedulerFor(name)`); the service-wide scheduler reads the module from the key's prefix.
 import type { Scheduler } from "../handler.js";
-import type { TaskQueue } from "../queue/engine-types.js";
+import type { TasksPart } from "../store/contract.js";
 
 export interface Schedulers {
   /** Keys are the handler's own (`abc`), stored under its name. */
@@ -11,7 +11,7 @@ export interface Schedulers {
 }
 
 /** `wake` is called after each schedule: a task due now should not wait for the next poll. */
-export function createSchedulers(handlers: ReadonlySet<string>, store: Pick<TaskQueue, "scheduleTask" | "cancelTask">, wake: () => void): Schedulers {
+export function createSchedulers(handlers: ReadonlySet<string>, store: Pick<TasksPart, "scheduleTask" | "cancelTask">, wake: () => void): Schedulers {
   const schedulers = new Map<string, Scheduler>();
   function schedulerFor(handler: string): Scheduler {
     let s = schedulers.get(handler);

@@ -2,13 +2,14 @@
 // or dead. A task stopped by shutdown or a lost lease goes back to the queue as it was.
 import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
-import type { ClaimedTask, EngineStore } from "../queue/engine-types.js";
+import type { ClaimedTask } from "../queue/engine-types.js";
+import type { StewardStore } from "../store/contract.js";
 import { decideTask, type RetryPolicy } from "../queue/retry.js";
 import { taskContext, type ContextDeps } from "../router/contexts.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 
 export interface TaskRunDeps extends ContextDeps, RunPathDeps {
-  store: ContextDeps["store"] & Pick<EngineStore, "finishTask" | "releaseLease">;
+  queue: Pick<StewardStore, "tasks" | "leases">;
   handlersByName: ReadonlyMap<string, HandlerModule<any>>;
   retry: RetryPolicy;
   logger: Logger;
@@ -40,12 +41,12 @@ export async function runClaimedTask(deps: TaskRunDeps, claim: ClaimedTask, sign
   }
   if (stopped) {
     // Stopped, not failed: the task goes back as it was and resumes where it left off.
-    await deps.store.releaseLease(claim.token);
+    await deps.queue.leases.releaseLease(claim.token);
     tlog.info("task stopped before it finished; it is back in the queue");
     return;
   }
   const decision = decideTask(error, retryable, attempt, deps.retry, new Date());
-  await deps.store.finishTask(claim, decision);
+  await deps.queue.tasks.finishTask(claim, decision);
   if (decision.status === "retry") tlog.warn({ attempt, retryAt: decision.retryAt, error }, "task will be retried");
   else if (decision.status === "dead") tlog.error({ attempt, error }, "task parked as dead");
 }

@@ -5,10 +5,10 @@ import type { CheckReporter } from "../checks/types.js";
 import type { StewardConfig } from "../config/types.js";
 import type { OctokitFactory } from "../api/types.js";
 import type { PolicyLoader } from "../policy/types.js";
-import type { Store } from "../store/types.js";
-import type { DeliveryIntake } from "../queue/types.js";
-import type { ClaimedDelivery, ClaimedTask, EngineStore } from "../queue/engine-types.js";
+import type { ClaimedDelivery, ClaimedTask } from "../queue/engine-types.js";
+import type { StewardStore } from "../store/contract.js";
 import type { Backoff } from "../lifecycle/backoff.js";
+import type { DeliveryIntake } from "../queue/types.js";
 import type { HandlerStarts, StartState } from "./handler-starts.js";
 
 export interface Engine {
@@ -36,7 +36,7 @@ export interface EngineObserver {
 
 export interface EngineOptions {
   config: StewardConfig;
-  store: Store & DeliveryIntake & EngineStore;
+  store: StewardStore;
   handlers: HandlerModule<any>[];
   octokits: OctokitFactory;
   policies: PolicyLoader;

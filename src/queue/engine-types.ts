@@ -1,8 +1,7 @@
-// The engine's view of the durable queue: leased deliveries with per-handler outcomes,
-// and keyed scheduled tasks. The embedded SQLite store implements it; a Redis store
-// for several replicas implements the same interface.
+// What the durable queue holds: leased deliveries with per-handler outcomes, and keyed
+// scheduled tasks. The operations on them are the store contract (src/store/contract.ts).
 import type { IncomingDelivery } from "./types.js";
-import type { Outcome, ScheduleRequest } from "../handler.js";
+import type { Outcome } from "../handler.js";
 
 /**
  * queued: waiting for its first run (or replayed). running: leased by a worker.
@@ -75,25 +74,6 @@ export interface DeliveryRecord {
   attempts: AttemptRecord[];
 }
 
-export interface DeliveryQueue {
-  /** Lease the next due delivery (queued, retry due, or a lease that expired or whose owner died). */
-  claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined>;
-  /** Lease up to `max` due deliveries at once, where the store can do that cheaper than one by one. */
-  claimDeliveries?(leaseMs: number, max: number): Promise<ClaimedDelivery[]>;
-  /**
-   * Record a new delivery already leased to the caller, who has a free worker: durable once
-   * resolved (as `DeliveryIntake.record`) and never queued, so it is neither claimed nor read
-   * back. "duplicate" as `record`; a duplicate is not leased.
-   */
-  recordLeased?(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate">;
-  recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean>;
-  finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean>;
-  listDeliveries(filter?: DeliveryFilter): Promise<StoredDelivery[]>;
-  getDelivery(id: string): Promise<DeliveryRecord | undefined>;
-  /** Queue a stored delivery again for every handler (outcomes cleared). False when unknown or running. */
-  replayDelivery(id: string): Promise<boolean>;
-}
-
 export type TaskStatus = "pending" | "running" | "dead";
 
 export interface StoredTask {
@@ -116,34 +96,3 @@ export interface ClaimedTask {
 }
 
 export type TaskDecision = { status: "done" } | { status: "retry"; retryAt: Date; lastError: string } | { status: "dead"; lastError: string };
-
-export interface TaskQueue {
-  scheduleTask(handler: string, request: ScheduleRequest): Promise<void>;
-  cancelTask(handler: string, key: string): Promise<void>;
-  claimTask(leaseMs: number): Promise<ClaimedTask | undefined>;
-  finishTask(claim: ClaimedTask, decision: TaskDecision): Promise<void>;
-  listTasks(): Promise<StoredTask[]>;
-}
-
-/** Leases shared by deliveries and tasks. */
-export interface LeaseControl {
-  renewLease(token: string, leaseMs: number): Promise<boolean>;
-  /** Give leased work back to the queue untouched (graceful shutdown ran out of time). */
-  releaseLease(token: string): Promise<void>;
-  /** Deliveries queued, awaiting a retry or running, plus tasks running or due by `now`. Zero = idle. */
-  pendingWork(now: Date): Promise<number>;
-  /** Earliest time any queued delivery, retry or task becomes due. */
-  nextDueAt(): Promise<Date | undefined>;
-  /** Work leased by a process on this host that has died goes back to the queue. Returns how many. */
-  recoverOrphans(): Promise<number>;
-}
-
-/** Housekeeping the engine runs at start and then hourly. */
-export interface Maintenance {
-  /** Delete deliveries finished `done` before `before` (dead letters stay until replayed or removed by hand). */
-  purgeFinished(before: Date): Promise<number>;
-  /** Reclaim space of expired handler key/value entries. */
-  purgeExpired(): Promise<number>;
-}
-
-export interface EngineStore extends DeliveryQueue, TaskQueue, LeaseControl, Maintenance {}

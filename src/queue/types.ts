@@ -1,5 +1,5 @@
-// The intake's view of the durable queue. The embedded (SQLite) engine implements it
-// now; a Redis engine for several replicas implements the same interface.
+// The intake's view of the durable queue: the engine implements it (over the store's
+// `deliveries` part, src/store/contract.ts) whichever backend the store is.
 
 export interface IncomingDelivery {
   /** `X-GitHub-Delivery`. */

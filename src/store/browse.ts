@@ -1,6 +1,7 @@
 // Reading deliveries for people (the console): filtered, newest first, a page at a time
 // through an opaque cursor, over indexes, so a page costs the same with 100 or 100,000
-// deliveries kept. Both stores implement it; bodies are not read (a page shows summaries).
+// deliveries kept. The queries and pages of the store's `browse` part (contract.ts); bodies
+// are not read (a page shows summaries).
 import type { DeliveryStatus, HandlerOutcomeRecord } from "../queue/engine-types.js";
 
 export interface DeliveryQuery {
@@ -50,13 +51,6 @@ export interface ActivityRow {
   minute: number;
   status: DeliveryStatus;
   count: number;
-}
-
-export interface DeliveryBrowser {
-  browseDeliveries(query: DeliveryQuery): Promise<DeliveryPage>;
-  /** Deliveries received since `since`, counted per minute and current status. */
-  deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]>;
-  countDead(repositories?: readonly string[]): Promise<number>;
 }
 
 export const MAX_PAGE = 200;

@@ -5,7 +5,8 @@ import type { Redis } from "ioredis";
 import type { DeliveryStatus } from "../queue/engine-types.js";
 import { optional, optionalNumber } from "./redis-script.js";
 import type { RedisKeys } from "./redis-keys.js";
-import { pageLimit, type ActivityRow, type DeliveryBrowser, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "./browse.js";
+import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "./browse.js";
+import type { BrowsePart } from "./contract.js";
 
 const BATCH = 200;
 /** Deliveries read for one page at most: a rare filter answers a short page with a cursor, not a scan of everything. */
@@ -50,7 +51,7 @@ function summaryOf(s: Record<string, string>): DeliverySummary {
   };
 }
 
-export class RedisBrowse implements DeliveryBrowser {
+export class RedisBrowse implements BrowsePart {
   constructor(
     private readonly client: Redis,
     private readonly keys: RedisKeys,

@@ -17,13 +17,24 @@ import type {
 import type { RedisKeys } from "./redis-keys.js";
 import type { RedisLeases } from "./redis-leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";
+import type { DeliveriesPart } from "./contract.js";
+import { newLeaseToken } from "./lease.js";
+import { keptHeaders, leasedAsRecorded, outcomeDetail } from "./recorded.js";
 
-// KEYS: body, state, due, all, by repository, by event. ARGV: body json, id, event, action, installation, repository, receivedAt, now
+// KEYS: body, state, due, all, by repository, by event, leased, leases.
+// ARGV: body json, id, event, action, installation, repository, receivedAt, now, leaseUntil, token ('' = queue it)
 const recordLua = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
   'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
-redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
+if ARGV[10] == '' then
+  redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
+else
+  -- leased to the recording replica at once: the claim (and attempt) a free worker would make now
+  redis.call('HSET', KEYS[2], 'status', 'running', 'attempts', 1, 'leaseToken', ARGV[10], 'leaseUntil', ARGV[9])
+  redis.call('ZADD', KEYS[7], ARGV[9], ARGV[2])
+  redis.call('HSET', KEYS[8], ARGV[10], 'd:' .. ARGV[2])
+end
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[2])
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
@@ -83,13 +94,6 @@ return #ids`;
 /** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
 const MAX_ATTEMPTS_KEPT = 200;
 
-// Signatures prove a request to the intake; stored they would only help someone forge one.
-const droppedHeaders = /^x-hub-signature/i;
-
-function keptHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).filter(([name]) => !droppedHeaders.test(name)));
-}
-
 function toDelivery(state: Record<string, string>, bodyJson: string | null): StoredDelivery {
   const body = JSON.parse(bodyJson ?? "{}") as { headers?: Record<string, string>; payload?: string };
   return {
@@ -135,20 +139,10 @@ function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[] {
     .sort((a, b) => (a.handler < b.handler ? -1 : a.handler > b.handler ? 1 : 0));
 }
 
-function outcomeDetail(o: Outcome): string | undefined {
-  switch (o.status) {
-    case "done":
-      return o.summary;
-    case "skipped":
-      return o.reason;
-    case "failed":
-      return o.error;
-  }
-}
-
 const listPage = 200;
 
-export class RedisDeliveries {
+export class RedisDeliveries implements DeliveriesPart {
+  #closed = false;
   readonly #record: Script;
   readonly #outcome: Script;
   readonly #finish: Script;
@@ -160,7 +154,7 @@ export class RedisDeliveries {
     private readonly keys: RedisKeys,
     private readonly leases: RedisLeases,
   ) {
-    this.#record = defineScript(client, "stewardRecord", 6, recordLua);
+    this.#record = defineScript(client, "stewardRecord", 8, recordLua);
     this.#outcome = defineScript(client, "stewardRecordOutcome", 3, outcomeLua);
     this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
     this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
@@ -169,14 +163,31 @@ export class RedisDeliveries {
 
   /** Resolves once Redis acknowledged the write (durable as far as Redis' own persistence goes). */
   async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
-    const k = this.keys;
-    const body = JSON.stringify({ headers: keptHeaders(d.headers), payload: d.payload });
+    return (await this.#insert(d, "", 0)) ? "recorded" : "duplicate";
+  }
+
+  /** As `record`, but inserted as running under a new lease, in the same script. */
+  async recordLeased(d: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
+    const token = newLeaseToken();
     const now = Date.now();
+    const headers = keptHeaders(d.headers);
+    return (await this.#insert(d, token, now + leaseMs, now, headers)) ? leasedAsRecorded(d, headers, token, now) : "duplicate";
+  }
+
+  async #insert(d: IncomingDelivery, token: string, leaseUntil: number, now = Date.now(), headers = keptHeaders(d.headers)): Promise<boolean> {
+    if (this.#closed) throw new Error("store is closed");
+    const k = this.keys;
+    const body = JSON.stringify({ headers, payload: d.payload });
     const result = await this.#record(
-      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event)],
-      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now],
+      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.leased, k.leases],
+      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now, leaseUntil, token],
     );
-    return result === 1 ? "recorded" : "duplicate";
+    return result === 1;
+  }
+
+  /** Records refused from here on (the client is closing). */
+  markClosed(): void {
+    this.#closed = true;
   }
 
   async depth(): Promise<number> {
@@ -191,6 +202,17 @@ export class RedisDeliveries {
     const id = leased.fields.id!;
     const [body, outcomes] = await Promise.all([this.client.get(this.keys.body(id)), this.client.hgetall(this.keys.outcomes(id))]);
     return { token: leased.token, delivery: toDelivery(leased.fields, body), outcomes: toOutcomes(outcomes) };
+  }
+
+  /** One lease script per delivery: each takes the earliest due one, as a single claim does. */
+  async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    const claims: ClaimedDelivery[] = [];
+    while (claims.length < max) {
+      const claim = await this.claimDelivery(leaseMs);
+      if (!claim) break;
+      claims.push(claim);
+    }
+    return claims;
   }
 
   async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
@@ -265,7 +287,8 @@ export class RedisDeliveries {
     return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now()])) === 1;
   }
 
-  async purgeFinished(before: number): Promise<number> {
+  async purgeFinished(beforeDate: Date): Promise<number> {
+    const before = beforeDate.getTime();
     let total = 0;
     for (;;) {
       const n = Number(await this.#purge([this.keys.done, this.keys.all], [this.keys.prefix, before, 500]));

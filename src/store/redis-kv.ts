@@ -5,6 +5,7 @@ import type { Redis } from "ioredis";
 import type { AuditEntry, KeyValue } from "./types.js";
 import type { RedisKeys } from "./redis-keys.js";
 import { defineScript, type Script } from "./redis-script.js";
+import type { KvPart } from "./contract.js";
 
 // KEYS: entry, index. ARGV: key, value json, ttlMs ('' = none)
 const claimLua = `
@@ -41,7 +42,7 @@ const page = 500;
 /** Approximate bound of the audit stream; the oldest entries go first. */
 export const defaultAuditCap = 100_000;
 
-export class RedisKv {
+export class RedisKv implements KvPart {
   readonly #claim: Script;
   readonly #set: Script;
 

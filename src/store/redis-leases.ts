@@ -5,6 +5,7 @@ import type { Redis } from "ioredis";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 import type { RedisKeys } from "./redis-keys.js";
 import { defineScript, pairs, type Script } from "./redis-script.js";
+import type { LeasesPart } from "./contract.js";
 
 // KEYS: due, leased, leases. ARGV: prefix, ref prefix ('d:' or 't:'), order field, now, leaseUntil, token.
 // The earliest due item, or a running one whose lease expired (its owner stopped renewing), by the order field.
@@ -71,7 +72,7 @@ export interface Leased {
   fields: Record<string, string>;
 }
 
-export class RedisLeases {
+export class RedisLeases implements LeasesPart {
   readonly #lease: Script;
   readonly #claim: Script;
 

@@ -7,6 +7,7 @@ import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "../queue
 import type { RedisKeys } from "./redis-keys.js";
 import type { RedisLeases } from "./redis-leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";
+import type { TasksPart } from "./contract.js";
 
 // KEYS: task, tdue, tleased, tasks, leases. ARGV: member, handler, key, runAt, data, installation, replace, now
 const scheduleLua = `
@@ -74,7 +75,7 @@ function toTask(h: Record<string, string>): StoredTask {
   };
 }
 
-export class RedisTasks {
+export class RedisTasks implements TasksPart {
   readonly #schedule: Script;
   readonly #cancel: Script;
   readonly #finish: Script;

@@ -2,7 +2,8 @@
 // indexes of schema version 3, newest first, summaries only.
 import type { Database } from "better-sqlite3";
 import type { QueueRow } from "./sqlite-deliveries.js";
-import { pageLimit, type ActivityRow, type DeliveryBrowser, type DeliveryPage, type DeliveryQuery } from "./browse.js";
+import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery } from "./browse.js";
+import type { BrowsePart } from "./contract.js";
 
 type SummaryRow = Omit<QueueRow, "next_run_at" | "lease_token"> & { rid: number };
 
@@ -27,7 +28,7 @@ function scope(repositories: readonly string[] | undefined, params: Record<strin
   return [`${deadOnly ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
 }
 
-export class SqliteBrowse implements DeliveryBrowser {
+export class SqliteBrowse implements BrowsePart {
   constructor(private readonly db: Database) {}
 
   async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {

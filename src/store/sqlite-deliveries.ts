@@ -3,12 +3,11 @@
 // loop): intake inserts, outcomes, finishes, and claims, which lease a batch at a time.
 import type { Database, Statement } from "better-sqlite3";
 import type { Outcome } from "../handler.js";
-import type { DeliveryIntake, IncomingDelivery } from "../queue/types.js";
+import type { IncomingDelivery } from "../queue/types.js";
 import type {
   ClaimedDelivery,
   DeliveryDecision,
   DeliveryFilter,
-  DeliveryQueue,
   DeliveryRecord,
   DeliveryStatus,
   HandlerOutcomeRecord,
@@ -17,6 +16,8 @@ import type {
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 import { GroupCommit } from "./group-commit.js";
 import type { CommitGate } from "./checkpointer.js";
+import type { DeliveriesPart } from "./contract.js";
+import { keptHeaders, leasedAsRecorded, outcomeDetail } from "./recorded.js";
 
 export interface QueueRow {
   id: string;
@@ -50,12 +51,6 @@ interface OutcomeRow {
   updated_at: number;
 }
 
-// Signatures prove a request to the intake; stored they would only help someone forge one.
-const droppedHeaders = /^x-hub-signature/i;
-
-function keptHeaders(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).filter(([name]) => !droppedHeaders.test(name)));
-}
 
 const withBody = "SELECT d.*, b.headers AS headers, b.payload AS payload FROM deliveries d JOIN delivery_bodies b ON b.id = d.id";
 
@@ -100,18 +95,7 @@ function toOutcome(r: OutcomeRow): HandlerOutcomeRecord {
   };
 }
 
-function outcomeDetail(o: Outcome): string | undefined {
-  switch (o.status) {
-    case "done":
-      return o.summary;
-    case "skipped":
-      return o.reason;
-    case "failed":
-      return o.error;
-  }
-}
-
-export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
+export class SqliteDeliveries implements DeliveriesPart {
   readonly #writes: GroupCommit;
   #closed = false;
   readonly #insert: Statement;
@@ -222,9 +206,7 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
       if (this.#insertLeased.run(...row, now, token, now + leaseMs, now).changes === 0) return "duplicate";
       const headers = keptHeaders(d.headers);
       this.#insertBody.run(d.id, JSON.stringify(headers), d.payload);
-      const { parsed, ...incoming } = d;
-      const stored: StoredDelivery = { ...incoming, headers, status: "running", attempts: 1, nextRunAt: new Date(now), lastError: undefined, updatedAt: new Date(now) };
-      return { token, delivery: stored, outcomes: [], parsed };
+      return leasedAsRecorded(d, headers, token, now);
     });
   }
 
@@ -362,7 +344,8 @@ export class SqliteDeliveries implements DeliveryIntake, DeliveryQueue {
     })();
   }
 
-  purgeFinished(before: number): number {
+  async purgeFinished(beforeDate: Date): Promise<number> {
+    const before = beforeDate.getTime();
     return this.db.transaction(() => {
       const ids = "SELECT id FROM deliveries WHERE status = 'done' AND updated_at < ?";
       this.db.prepare(`DELETE FROM outcomes WHERE delivery_id IN (${ids})`).run(before);

@@ -1,6 +1,7 @@
 // The handler-facing Store (claims, key/value state with TTLs, audit trail) over SQLite.
 import type { Database, Statement } from "better-sqlite3";
-import type { AuditEntry, KeyValue, Store } from "./types.js";
+import type { AuditEntry, KeyValue } from "./types.js";
+import type { KvPart } from "./contract.js";
 
 interface KvRow {
   key: string;
@@ -23,7 +24,7 @@ function expiry(now: number, ttlMs: number | undefined): number | null {
   return ttlMs === undefined ? null : now + Math.max(0, ttlMs);
 }
 
-export class SqliteKv implements Store {
+export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
   readonly #insertIfAbsent: Statement;
   readonly #upsert: Statement;
@@ -101,7 +102,7 @@ export class SqliteKv implements Store {
   }
 
   /** Drop expired entries (they are already invisible; this reclaims space). */
-  purgeExpired(now = Date.now()): number {
+  async purgeExpired(now = Date.now()): Promise<number> {
     return this.#purge.run(now).changes;
   }
 }

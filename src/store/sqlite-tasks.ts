@@ -3,7 +3,8 @@
 // does not delete it (periodic work re-schedules itself from onTask).
 import type { Database, Statement, Transaction } from "better-sqlite3";
 import type { ScheduleRequest } from "../handler.js";
-import type { ClaimedTask, StoredTask, TaskDecision, TaskQueue, TaskStatus } from "../queue/engine-types.js";
+import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "../queue/engine-types.js";
+import type { TasksPart } from "./contract.js";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 
 interface TaskRow {
@@ -32,7 +33,7 @@ function toTask(r: TaskRow): StoredTask {
   };
 }
 
-export class SqliteTasks implements TaskQueue {
+export class SqliteTasks implements TasksPart {
   readonly #find: Statement;
   readonly #insert: Statement;
   readonly #reset: Statement;

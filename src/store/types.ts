@@ -1,6 +1,6 @@
-// Handler-facing store: idempotency keys, small JSON state and an audit trail.
-// The framework's own delivery store and queue are in `src/store/` and `src/queue/`
-// behind their own interfaces; this is the part handlers see.
+// Handler-facing store: idempotency keys, small JSON state and an audit trail. This is
+// all a handler's context gets (`handlerStore` in contract.ts, over the store's `kv` part);
+// the rest of the store contract (deliveries, tasks, leases) is the framework's.
 
 export interface KeyValue<T = unknown> {
   key: string;

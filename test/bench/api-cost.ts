@@ -171,7 +171,7 @@ export async function benchApiCost(o: { sizes: number[]; concurrency: number }, 
         const laneId = `${w.h.url}#${w.installationId}#bench`;
         const once = async () => {
           if (approach === "naive") return naiveSync(w, o.concurrency);
-          const outcome = await syncOrganisation({ api: w.api, store, org: ORG, adminRepo: ADMIN, dataDir, laneId, env: { ...process.env, STEWARD_SECRET_SOURCES: `${ORG}=env:BENCH_SECRET_` }, fanOut: { concurrency: o.concurrency } });
+          const outcome = await syncOrganisation({ api: w.api, store: store.kv, org: ORG, adminRepo: ADMIN, dataDir, laneId, env: { ...process.env, STEWARD_SECRET_SOURCES: `${ORG}=env:BENCH_SECRET_` }, fanOut: { concurrency: o.concurrency } });
           if (outcome.status !== "synced" || outcome.result.failures.length > 0) throw new Error(`sync failed: ${JSON.stringify(outcome.status === "synced" ? outcome.result.failures.slice(0, 3) : outcome).slice(0, 800)}`);
         };
         try {

@@ -14,9 +14,7 @@ import { openSqliteStore } from "../../src/store/sqlite.js";
 import { openRedisStore } from "../../src/store/redis.js";
 import { createConsole } from "../../src/console/console.js";
 import { ApiBudget } from "../../src/console/budget.js";
-import type { ConsoleStore } from "../../src/console/types.js";
-import type { EngineStore } from "../../src/queue/engine-types.js";
-import type { DeliveryIntake } from "../../src/queue/types.js";
+import type { StewardStore } from "../../src/store/contract.js";
 import { generatedConfigFiles } from "../../src/policy/schema.js";
 import { builtinHandlers } from "../../handlers/index.js";
 import { signIn, type Visitor } from "../console/session.js";
@@ -37,7 +35,7 @@ export interface ConsoleBenchResult {
   skipped: string[];
 }
 
-type BenchStore = ConsoleStore & EngineStore & DeliveryIntake & { close(): unknown };
+type BenchStore = StewardStore;
 
 const REPOS = ["acme/web", "acme/api", "acme/service-billing", "acme/.github"];
 const EVENTS = ["push", "workflow_run", "pull_request", "check_suite", "deployment_protection_rule"];
@@ -62,7 +60,7 @@ async function fill(store: BenchStore, n: number, log: (s: string) => void): Pro
     const batch = [];
     for (let j = i; j < Math.min(n, i + 1000); j++) {
       const event = EVENTS[Math.floor(random() * EVENTS.length)]!;
-      batch.push(store.record({
+      batch.push(store.deliveries.record({
         id: `bench-${String(j).padStart(6, "0")}`,
         event,
         action: "completed",
@@ -78,14 +76,14 @@ async function fill(store: BenchStore, n: number, log: (s: string) => void): Pro
   log(`    recorded ${n}`);
   let finished = 0;
   for (;;) {
-    const claims = store.claimDeliveries ? await store.claimDeliveries(600_000, 500) : [await store.claimDelivery(600_000)].filter((c) => c !== undefined);
+    const claims = await store.deliveries.claimDeliveries(600_000, 500);
     if (claims.length === 0) break;
     await Promise.all(claims.map(async (c) => {
       const dead = random() < 0.01;
       const handler = HANDLERS[Math.floor(random() * HANDLERS.length)]!;
-      await store.recordOutcome(c.token, c.delivery.id, handler, dead ? { status: "failed", error: "gave up", retryable: false } : { status: "done", summary: "decided: nothing to do (bench)" }, 0.002);
-      await store.recordOutcome(c.token, c.delivery.id, "checks", { status: "skipped", reason: "not a pull request" }, 0.001);
-      await store.finishDelivery(c.token, c.delivery.id, dead ? { status: "dead", lastError: "gave up" } : { status: "done" });
+      await store.deliveries.recordOutcome(c.token, c.delivery.id, handler, dead ? { status: "failed", error: "gave up", retryable: false } : { status: "done", summary: "decided: nothing to do (bench)" }, 0.002);
+      await store.deliveries.recordOutcome(c.token, c.delivery.id, "checks", { status: "skipped", reason: "not a pull request" }, 0.001);
+      await store.deliveries.finishDelivery(c.token, c.delivery.id, dead ? { status: "dead", lastError: "gave up" } : { status: "done" });
     }));
     finished += claims.length;
     if (finished % 20_000 < claims.length) log(`    finished ${finished}`);
@@ -120,8 +118,8 @@ async function benchOne(name: "sqlite" | "redis", open: () => Promise<{ store: B
     let base = "";
     const consoleRoutes = createConsole({
       store,
-      depth: () => store.pendingWork(new Date()),
-      replay: async (id) => void (await store.replayDelivery(id)),
+      depth: () => store.leases.pendingWork(new Date()),
+      replay: async (id) => void (await store.deliveries.replayDelivery(id)),
       handlers: builtinHandlers.map((h) => h.name),
       appId: Number(hub.env.APP_ID),
       apiUrl: hub.url,
@@ -137,7 +135,7 @@ async function benchOne(name: "sqlite" | "redis", open: () => Promise<{ store: B
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const owner = await signIn(base, "octo-admin");
     const member = await signIn(base, "dev-dana");
-    const some = (await store.browseDeliveries({ limit: 1, repository: "acme/web" })).items[0]!.id;
+    const some = (await store.browse.browseDeliveries({ limit: 1, repository: "acme/web" })).items[0]!.id;
     // A cursor 20 pages deep: keyset pages cost the same anywhere.
     let deep = "/console/deliveries";
     for (let i = 0; i < 20; i++) {

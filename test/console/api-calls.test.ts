@@ -30,9 +30,9 @@ const prober = defineHandler<unknown>({
 });
 
 async function deliveryIdOf(repo: string, message: string): Promise<string> {
-  const page = await stack.steward.store.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push" });
+  const page = await stack.steward.store.browse.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push" });
   for (const item of page.items) {
-    const record = await stack.steward.store.getDelivery(item.id);
+    const record = await stack.steward.store.deliveries.getDelivery(item.id);
     if ((JSON.parse(record!.delivery.payload) as { head_commit?: { message?: string } }).head_commit?.message === message) return item.id;
   }
   throw new Error(`no push delivery "${message}" to ${repo}`);
@@ -96,7 +96,7 @@ describe("the API calls of a delivery's handler runs", () => {
 
   it("keeps at most the last MAX_CALLS calls of a delivery and says how many were left out", async () => {
     const id = await push("web", "many calls");
-    const stored = await storedApiCalls(stack.steward.store, id);
+    const stored = await storedApiCalls(stack.steward.store.kv, id);
     expect(stored.reduce((n, r) => n + r.calls.length, 0)).toBe(MAX_CALLS);
     const owner = await signIn(stack.steward.url, "octo-admin");
     const page = await owner.visit(`/console/deliveries/${id}`);
@@ -108,7 +108,7 @@ describe("the API calls of a delivery's handler runs", () => {
     const id = await push("web", "replayed");
     await stack.steward.engine.replay(id);
     await stack.steward.engine.idle();
-    const stored = await storedApiCalls(stack.steward.store, id);
+    const stored = await storedApiCalls(stack.steward.store.kv, id);
     expect(stored.filter((r) => r.handler === "prober")).toHaveLength(2);
   });
 });

@@ -5,14 +5,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { IncomingDelivery } from "../../src/queue/types.js";
-import type { DeliveryBrowser } from "../../src/store/browse.js";
-import type { EngineStore } from "../../src/queue/engine-types.js";
-import type { DeliveryIntake } from "../../src/queue/types.js";
+import type { DeliveryQuery } from "../../src/store/browse.js";
+import type { StewardStore } from "../../src/store/contract.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
 
-type AnyStore = DeliveryBrowser & EngineStore & DeliveryIntake & { close(): unknown };
+type AnyStore = StewardStore;
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -64,14 +63,14 @@ function corpus(): IncomingDelivery[] {
 /** Record every delivery, then finish each: every fifth dead (handler "probe" failed), the rest done. */
 async function fill(store: AnyStore): Promise<IncomingDelivery[]> {
   const all = corpus();
-  for (const d of all) await store.record(d);
+  for (const d of all) await store.deliveries.record(d);
   for (;;) {
-    const claim = await store.claimDelivery(60_000);
+    const claim = await store.deliveries.claimDelivery(60_000);
     if (!claim) break;
     const n = Number(claim.delivery.id.slice(2));
     const dead = n % 5 === 0;
-    await store.recordOutcome(claim.token, claim.delivery.id, "probe", dead ? { status: "failed", error: "boom", retryable: false } : { status: "done", summary: "fine" }, 0.01);
-    await store.finishDelivery(claim.token, claim.delivery.id, dead ? { status: "dead", lastError: "boom" } : { status: "done" });
+    await store.deliveries.recordOutcome(claim.token, claim.delivery.id, "probe", dead ? { status: "failed", error: "boom", retryable: false } : { status: "done", summary: "fine" }, 0.01);
+    await store.deliveries.finishDelivery(claim.token, claim.delivery.id, dead ? { status: "dead", lastError: "boom" } : { status: "done" });
   }
   return all;
 }
@@ -89,7 +88,7 @@ for (const backend of backends) {
       let cursor: string | undefined;
       let pages = 0;
       do {
-        const page = await store.browseDeliveries({ limit: 7, ...(cursor ? { cursor } : {}) });
+        const page = await store.browse.browseDeliveries({ limit: 7, ...(cursor ? { cursor } : {}) });
         seen.push(...page.items.map((d) => d.id));
         cursor = page.next;
         pages++;
@@ -104,7 +103,7 @@ for (const backend of backends) {
     it("filters by event, repository, status, handler outcome and time, within the reader's repositories", async () => {
       const store = await backend.open();
       const all = await fill(store);
-      const ids = async (q: Parameters<DeliveryBrowser["browseDeliveries"]>[0]) => (await store.browseDeliveries(q)).items.map((d) => d.id);
+      const ids = async (q: DeliveryQuery) => (await store.browse.browseDeliveries(q)).items.map((d) => d.id);
       expect(await ids({ limit: 200, event: "push", repository: "acme/web" })).toEqual(newestFirst(all.filter((d) => d.event === "push" && d.repository === "acme/web")));
       expect(await ids({ limit: 200, status: "dead" })).toEqual(newestFirst(all.filter((d) => Number(d.id.slice(2)) % 5 === 0)));
       expect(await ids({ limit: 200, handler: "probe", outcome: "failed" })).toEqual(await ids({ limit: 200, status: "dead" }));
@@ -116,24 +115,24 @@ for (const backend of backends) {
       const since = BASE + 200_000;
       const until = BASE + 400_000;
       expect(await ids({ limit: 200, since, until })).toEqual(newestFirst(all.filter((d) => d.receivedAt.getTime() >= since && d.receivedAt.getTime() < until)));
-      expect((await store.browseDeliveries({ limit: 200, status: "dead" })).items[0]).toMatchObject({ status: "dead", lastError: "boom", attempts: 1 });
+      expect((await store.browse.browseDeliveries({ limit: 200, status: "dead" })).items[0]).toMatchObject({ status: "dead", lastError: "boom", attempts: 1 });
     });
 
     it("counts dead letters and per-minute activity within the scope; a replayed dead letter leaves the dead list", async () => {
       const store = await backend.open();
       const all = await fill(store);
-      expect(await store.countDead()).toBe(12);
-      expect(await store.countDead(["acme/web"])).toBe(all.filter((d) => d.repository === "acme/web" && Number(d.id.slice(2)) % 5 === 0).length);
-      const activity = await store.deliveryActivity(BASE);
+      expect(await store.browse.countDead()).toBe(12);
+      expect(await store.browse.countDead(["acme/web"])).toBe(all.filter((d) => d.repository === "acme/web" && Number(d.id.slice(2)) % 5 === 0).length);
+      const activity = await store.browse.deliveryActivity(BASE);
       expect(activity.reduce((n, r) => n + r.count, 0)).toBe(60);
       expect(activity.filter((r) => r.status === "dead").reduce((n, r) => n + r.count, 0)).toBe(12);
       expect(activity.every((r) => r.minute % 60_000 === 0)).toBe(true);
-      const scoped = await store.deliveryActivity(BASE, ["acme/api"]);
+      const scoped = await store.browse.deliveryActivity(BASE, ["acme/api"]);
       expect(scoped.reduce((n, r) => n + r.count, 0)).toBe(20);
 
-      expect(await store.replayDelivery("d-000")).toBe(true);
-      expect(await store.countDead()).toBe(11);
-      expect((await store.browseDeliveries({ limit: 200, status: "dead" })).items.map((d) => d.id)).not.toContain("d-000");
+      expect(await store.deliveries.replayDelivery("d-000")).toBe(true);
+      expect(await store.browse.countDead()).toBe(11);
+      expect((await store.browse.browseDeliveries({ limit: 200, status: "dead" })).items.map((d) => d.id)).not.toContain("d-000");
     });
   });
 }

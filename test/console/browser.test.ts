@@ -94,12 +94,12 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     expect(await page.locator("main table").innerText()).not.toContain("service-billing");
 
     // The newest push to web: its page shows the decision and its reason.
-    const web = (await stack.steward.store.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!;
+    const web = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!;
     await page.getByRole("link", { name: web.id }).click();
     await expect.poll(() => page.locator("main").innerText()).toContain('accepted commit "docs" because it does not say break');
     await shot(page, "delivery");
 
-    const dead = (await stack.steward.store.browseDeliveries({ limit: 1, status: "dead" })).items[0]!;
+    const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, status: "dead" })).items[0]!;
     await page.getByRole("link", { name: "Dead letters" }).click();
     await expect.poll(() => page.locator("main").innerText()).toContain(dead.id);
     await shot(page, "dead-letters");
@@ -137,7 +137,7 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     await expect.poll(() => page.locator("main table").innerText()).toContain("acme/web");
     expect(await page.content()).not.toContain("service-billing");
     await shot(page, "member-deliveries");
-    const dead = (await stack.steward.store.browseDeliveries({ limit: 1, repository: "acme/service-billing" })).items[0]!;
+    const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/service-billing" })).items[0]!;
     const detail = await page.goto(`${base}/console/deliveries/${dead.id}`);
     expect(detail?.status()).toBe(404);
     expect(await page.content()).not.toContain("break the rates");
@@ -151,7 +151,7 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     await page.goto(`${base}/console/deliveries`);
     stack.hub.control.pushFiles({ owner: "acme", repo: "web", files: { "CHANGELOG.md": "live\n" }, message: "live one" });
     await settle();
-    const id = (await stack.steward.store.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!.id;
+    const id = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!.id;
     // Not reloaded: the server-sent events replace the table.
     await expect.poll(() => page.locator("#live").innerText(), { timeout: 20_000 }).toContain(id);
 

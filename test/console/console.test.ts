@@ -14,7 +14,7 @@ let base: string;
 const settle = () => world.settle();
 
 async function deliveryIdOf(repo: string, status?: "dead"): Promise<string> {
-  const page = await stack.steward.store.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push", ...(status ? { status } : {}) });
+  const page = await stack.steward.store.browse.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push", ...(status ? { status } : {}) });
   expect(page.items.length).toBeGreaterThan(0);
   return page.items[0]!.id;
 }
@@ -174,7 +174,7 @@ describe("console surface", () => {
     await owner.request("/console/login");
     // The page body and its headers, and the sign-in redirect's headers (cookies, Location).
     expect(leakGuard.stats().outputs).toBeGreaterThanOrEqual(before + 3);
-    const payload = (await stack.steward.store.browseDeliveries({ limit: 1 })).items[0]!.id;
+    const payload = (await stack.steward.store.browse.browseDeliveries({ limit: 1 })).items[0]!.id;
     const page = await owner.visit(`/console/deliveries/${payload}?payload=1`);
     expect(leakGuard.scan("delivery page", page.text)).toEqual([]);
   });

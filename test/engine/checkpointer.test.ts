@@ -27,11 +27,11 @@ describe("background checkpoints", () => {
     const file = join(dir, storeFileName);
     const before = statSync(file).size;
     const payload = examplePayload("workflow_run", "completed");
-    await Promise.all(Array.from({ length: 1500 }, () => store!.record(deliveryOf("workflow_run", payload))));
+    await Promise.all(Array.from({ length: 1500 }, () => store!.deliveries.record(deliveryOf("workflow_run", payload))));
     // Only a checkpoint writes pages into the main file; wait for the thread to get to it.
     for (let i = 0; i < 200 && statSync(file).size <= before + 1_000_000; i++) await sleep(50);
     expect(statSync(file).size).toBeGreaterThan(before + 1_000_000);
-    expect(await store.depth()).toBe(1500);
+    expect(await store.deliveries.depth()).toBe(1500);
   });
 
   it("holds the writer off a moment to start a long WAL over, then lets it go", async () => {

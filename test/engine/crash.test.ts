@@ -50,7 +50,7 @@ async function processAll(): Promise<string[]> {
   await engine.start();
   await engine.idle();
   await engine.stop(1000);
-  const statuses = (await store.listDeliveries()).map((d) => d.status);
+  const statuses = (await store.deliveries.listDeliveries()).map((d) => d.status);
   store.close();
   expect(statuses.every((s) => s === "done")).toBe(true);
   const log = join(dir, "effects.log");
@@ -74,7 +74,7 @@ describe("crash recovery", () => {
     const effects = await processAll();
     expect(effects).toEqual(["crash-0"]);
     const store = openSqliteStore(dir);
-    const shown = await store.getDelivery("crash-0");
+    const shown = await store.deliveries.getDelivery("crash-0");
     store.close();
     // The killed run counted as an attempt (a delivery that crashes the process must not loop forever).
     expect(shown?.delivery.attempts).toBe(2);

@@ -87,11 +87,11 @@ describe("loading handler modules", () => {
     expect(commentRequest?.authorization).toBe("token ghs_installationtoken000001");
     expect(commentRequest?.body).toEqual({ body: `Thanks for opening #${issue.issue.number}` });
 
-    expect((await store.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
-    const failedPush = (await store.getDelivery(push.id))!;
+    expect((await store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
+    const failedPush = (await store.deliveries.getDelivery(push.id))!;
     expect(failedPush.delivery.status).toBe("dead");
     expect(failedPush.outcomes).toMatchObject([{ handler: "probot-app", status: "failed", detail: "this app cannot handle pushes" }]);
-    const pinged = (await store.getDelivery(ping.id))!;
+    const pinged = (await store.deliveries.getDelivery(ping.id))!;
     expect(pinged.outcomes.map((o) => [o.handler, o.status])).toEqual([
       ["extra", "done"],
       ["probot-app", "done"],

@@ -51,7 +51,7 @@ describe("scheduled tasks", () => {
     expect(runs[0]!.at).toBeGreaterThanOrEqual(runAt.getTime());
     expect(runs[0]).toMatchObject({ key: "deploy:1", data: { env: "prod" }, attempt: 1, installationId: 9 });
     await e.idle();
-    expect(await store.listTasks()).toEqual([]);
+    expect(await store.tasks.listTasks()).toEqual([]);
   });
 
   it("survives a store reopen: a task scheduled before a restart runs after it", async () => {
@@ -76,14 +76,14 @@ describe("scheduled tasks", () => {
     const later = new Date(Date.now() + 60_000);
     await s.schedule({ key: "k", runAt: later, data: "first" });
     await s.schedule({ key: "k", runAt: new Date(), data: "second" });
-    expect((await store.listTasks()).map((t) => t.data)).toEqual(["first"]);
+    expect((await store.tasks.listTasks()).map((t) => t.data)).toEqual(["first"]);
     await s.schedule({ key: "k", runAt: new Date(), data: "third", replace: true });
     await waitFor(() => runs.length === 1);
     expect(runs.map((r) => r.data)).toEqual(["third"]);
     await s.schedule({ key: "gone", runAt: new Date(Date.now() + 50), data: null });
     await s.cancel("gone");
     await e.idle();
-    expect(await store.listTasks()).toEqual([]);
+    expect(await store.tasks.listTasks()).toEqual([]);
     expect(runs).toHaveLength(1);
   });
 
@@ -97,10 +97,10 @@ describe("scheduled tasks", () => {
     const e = await start([flaky.module, broken.module], 2);
     await e.schedulerFor("flaky").schedule({ key: "a", runAt: new Date(), data: 1 });
     await e.schedulerFor("broken").schedule({ key: "b", runAt: new Date(), data: 1 });
-    await waitFor(async () => (await store.listTasks()).every((t) => t.status === "dead") && flaky.runs.length === 2);
+    await waitFor(async () => (await store.tasks.listTasks()).every((t) => t.status === "dead") && flaky.runs.length === 2);
     expect(flaky.runs.map((r) => r.attempt)).toEqual([1, 2]);
     expect(broken.runs.map((r) => r.attempt)).toEqual([1, 2]);
-    const tasks = await store.listTasks();
+    const tasks = await store.tasks.listTasks();
     expect(tasks).toHaveLength(1);
     expect(tasks[0]).toMatchObject({ handler: "broken", key: "b", status: "dead", attempts: 2, lastError: "still broken (2)" });
   });
@@ -114,7 +114,7 @@ describe("scheduled tasks", () => {
     await waitFor(() => periodic.runs.length === 3);
     await e.idle();
     expect(periodic.runs.map((r) => r.data)).toEqual([0, 1, 2]);
-    expect(await store.listTasks()).toEqual([]);
+    expect(await store.tasks.listTasks()).toEqual([]);
   });
 });
 
@@ -137,9 +137,9 @@ describe("one run path for tasks and deliveries", () => {
     await engine.start();
     await engine.schedulerFor("leaky").schedule({ key: "k", runAt: new Date(), data: null });
     await engine.intake.record(deliveryOf("ping", examplePayload("ping")));
-    await waitFor(async () => (await store.listTasks()).some((t) => t.status === "dead") && (await store.listDeliveries({ status: "dead" })).length === 1);
-    const [task] = await store.listTasks();
-    const [delivery] = await store.listDeliveries({ status: "dead" });
+    await waitFor(async () => (await store.tasks.listTasks()).some((t) => t.status === "dead") && (await store.deliveries.listDeliveries({ status: "dead" })).length === 1);
+    const [task] = await store.tasks.listTasks();
+    const [delivery] = await store.deliveries.listDeliveries({ status: "dead" });
     expect(task!.lastError).toBe("task failed with [redacted] and [redacted]");
     expect(delivery!.lastError).toBe("leaky: delivery failed with [redacted] and [redacted]");
     expect(observed).toEqual(expect.arrayContaining([["leaky", "failed"], ["leaky", "failed"]]));
@@ -157,7 +157,7 @@ describe("one run path for tasks and deliveries", () => {
     });
     const e = await start([module]);
     await e.schedulerFor("odd").schedule({ key: "x", runAt: new Date(), data: null });
-    await waitFor(async () => (await store.listTasks()).some((t) => t.status === "dead"));
-    expect((await store.listTasks())[0]).toMatchObject({ attempts: 1, lastError: "handler returned something that is not an outcome" });
+    await waitFor(async () => (await store.tasks.listTasks()).some((t) => t.status === "dead"));
+    expect((await store.tasks.listTasks())[0]).toMatchObject({ attempts: 1, lastError: "handler returned something that is not an outcome" });
   });
 });

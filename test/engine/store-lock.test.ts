@@ -5,20 +5,22 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { withStoreLock } from "../../src/store/lock.js";
 import { processOwnerGone } from "../../src/store/lease.js";
 import type { Store } from "../../src/store/types.js";
 
 let dir: string;
-let store: Store & { close(): void };
+let opened: SqliteStore;
+let store: Store;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "steward-lock-"));
-  store = openSqliteStore(dir, { logger: pino({ level: "silent" }) });
+  opened = openSqliteStore(dir, { logger: pino({ level: "silent" }) });
+  store = opened.kv;
 });
 afterEach(async () => {
-  store.close();
+  await opened.close();
   await rm(dir, { recursive: true, force: true });
 });
 

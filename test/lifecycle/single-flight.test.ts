@@ -53,7 +53,7 @@ afterAll(async () => {
 /** Holds the organisation's sync lease as the service does while `during` runs; resolves with the lease's signal. */
 async function whileServiceSyncs(during: (lost: AbortSignal) => Promise<void>): Promise<AbortSignal> {
   let seen!: AbortSignal;
-  await withJobLease(store, syncLeaseKey("acme"), "the sync of acme", "the Steward service", async (signal) => {
+  await withJobLease(store.kv, syncLeaseKey("acme"), "the sync of acme", "the Steward service", async (signal) => {
     seen = signal;
     await during(signal);
   }, { ttlMs: 300 });

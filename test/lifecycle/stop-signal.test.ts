@@ -72,7 +72,7 @@ describe("the stop signal", () => {
 
     const store = openSqliteStore(dir);
     try {
-      const found = await store.getDelivery(id);
+      const found = await store.deliveries.getDelivery(id);
       expect(found?.delivery.status).toBe("queued");
       expect(found?.delivery.attempts).toBe(0);
       expect(found?.outcomes).toEqual([]);

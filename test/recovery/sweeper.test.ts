@@ -73,7 +73,7 @@ describe("startRedeliverySweeper", () => {
 
     const sweeper = startRedeliverySweeper({
       octokits,
-      store,
+      store: store.kv,
       isKnown: async (guid) => guid === known,
       logger,
       intervalMs: 3_600_000,
@@ -110,7 +110,7 @@ describe("startRedeliverySweeper", () => {
     expect(fresh.map((d) => d.event)).toContain("push");
     const guid = fresh.find((d) => d.event === "push")!.guid;
     // Only this push is unknown to the store; everything earlier reached Steward.
-    const sweeper = startRedeliverySweeper({ octokits, store, isKnown: async (g) => g !== guid, logger, intervalMs: 3_600_000 });
+    const sweeper = startRedeliverySweeper({ octokits, store: store.kv, isKnown: async (g) => g !== guid, logger, intervalMs: 3_600_000 });
     try {
       const first = await sweeper.runNow();
       expect(first.requested).toEqual([guid]);
@@ -135,7 +135,7 @@ describe("startRedeliverySweeper", () => {
     const capture = pino({ level: "warn" }, { write: (l: string) => void lines.push(l) });
     const sweeper = startRedeliverySweeper({
       octokits: createOctokitFactory({ config: loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir }), logger, retries: 0, writeIntervalMs: 0 }),
-      store,
+      store: store.kv,
       isKnown: async () => false,
       logger: capture,
       intervalMs: 3_600_000,

@@ -65,10 +65,10 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     expect((await postDelivery(steward.url, { body: pushWithInstallation, id, event: "push" })).status).toBe(200);
     await steward.engine.idle();
     expect(handled).toEqual([id]);
-    expect((await steward.store.getDelivery(id))?.delivery.status).toBe("done");
-    expect(await steward.store.get(`probe:${id}`)).toEqual({ seen: true });
-    await steward.store.delete(`probe:${id}`);
-    await steward.store.purgeFinished(new Date(Date.now() + 1));
+    expect((await steward.store.deliveries.getDelivery(id))?.delivery.status).toBe("done");
+    expect(await steward.store.kv.get(`probe:${id}`)).toEqual({ seen: true });
+    await steward.store.kv.delete(`probe:${id}`);
+    await steward.store.deliveries.purgeFinished(new Date(Date.now() + 1));
     await steward.close();
     steward = undefined;
     expect(output()).toContain("redis");

@@ -63,7 +63,7 @@ describe.skipIf(!redisUp)("steward deliveries with STEWARD_REDIS_URL", () => {
     await engine.intake.record(deliveryOf("workflow_run", examplePayload("workflow_run", "completed"), "r-run"));
     await engine.idle();
     await engine.stop(1000);
-    expect(await store.countDead()).toBe(1);
+    expect(await store.browse.countDead()).toBe(1);
     await store.close();
 
     const listed = await cli("list");
@@ -90,8 +90,8 @@ describe.skipIf(!redisUp)("steward deliveries with STEWARD_REDIS_URL", () => {
     expect((await cli("list", "--status", "dead")).out).toMatch(/^no deliveries match/);
     const after = await openRedisStore(cliDbUrl);
     try {
-      expect(await after.countDead()).toBe(0);
-      expect((await after.getDelivery("r-run"))?.delivery.status).toBe("queued");
+      expect(await after.browse.countDead()).toBe(0);
+      expect((await after.deliveries.getDelivery("r-run"))?.delivery.status).toBe("queued");
     } finally {
       await after.close();
     }

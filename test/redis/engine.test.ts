@@ -59,9 +59,9 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     const byReplica = [...runs.values()].flat();
     expect(byReplica.filter((r) => r === "a").length).toBeGreaterThan(0);
     expect(byReplica.filter((r) => r === "b").length).toBeGreaterThan(0);
-    const done = await a.store.listDeliveries({ status: "done", limit: 1000 });
+    const done = await a.store.deliveries.listDeliveries({ status: "done", limit: 1000 });
     expect(done).toHaveLength(500);
-    expect(await b.store.depth()).toBe(0);
+    expect(await b.store.deliveries.depth()).toBe(0);
   });
 
   it("a replica that stops renewing its lease (it died) loses the delivery to another", async () => {
@@ -95,7 +95,7 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     // Handler attempt 1: the dead replica never recorded an outcome; the delivery counts both runs.
     expect(finished).toEqual([`healthy:${d.id}:1`]);
     await other.engine.idle();
-    const shown = await other.store.getDelivery(d.id);
+    const shown = await other.store.deliveries.getDelivery(d.id);
     expect(shown?.delivery).toMatchObject({ status: "done", attempts: 2 });
     release();
   });
@@ -103,7 +103,7 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
   it("work leased by a killed process on this host is taken back at start, before its lease expires", async () => {
     const seed = await stores.open();
     const d = deliveryOf("push", examplePayload("push"));
-    await seed.record(d);
+    await seed.deliveries.record(d);
     const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures", "lease-holder.ts"), redisUrl, stores.prefix], {
       cwd: join(import.meta.dirname, "..", ".."),
       stdio: ["ignore", "pipe", "pipe"],
@@ -124,13 +124,13 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     });
     expect(out.trim()).toBe(`claimed ${d.id}`);
     await exited;
-    expect((await seed.getDelivery(d.id))?.delivery.status).toBe("running");
+    expect((await seed.deliveries.getDelivery(d.id))?.delivery.status).toBe("running");
     const runs = new Map<string, string[]>();
     const b = await replica([counting("b", runs)]);
     await waitFor(() => runs.size === 1);
     await b.engine.idle();
     expect(runs.get(d.id)).toEqual(["b"]);
-    expect((await seed.getDelivery(d.id))?.delivery).toMatchObject({ status: "done", attempts: 2 });
+    expect((await seed.deliveries.getDelivery(d.id))?.delivery).toMatchObject({ status: "done", attempts: 2 });
   });
 
   it("a task scheduled on two replicas under one key runs once, on one of them", async () => {
@@ -151,21 +151,21 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
       a.engine.schedulerFor("tick").schedule({ key: "sync:org", runAt, data: "from-a" }),
       b.engine.schedulerFor("tick").schedule({ key: "sync:org", runAt, data: "from-b" }),
     ]);
-    expect(await a.store.listTasks()).toHaveLength(1);
+    expect(await a.store.tasks.listTasks()).toHaveLength(1);
     await waitFor(() => ran.length === 1);
     await Promise.all([a.engine.idle(), b.engine.idle()]);
     expect(ran).toHaveLength(1);
-    expect(await b.store.listTasks()).toEqual([]);
+    expect(await b.store.tasks.listTasks()).toEqual([]);
   });
 
   it("a kv claim is won by exactly one of many concurrent callers across replicas", async () => {
     const replicas = await Promise.all([stores.open(), stores.open(), stores.open()]);
     for (let round = 0; round < 5; round++) {
       const key = `rerun:run-${round}`;
-      const attempts = Array.from({ length: 60 }, (_, i) => replicas[i % 3]!.claim(key, { ttlMs: 60_000, value: i }));
+      const attempts = Array.from({ length: 60 }, (_, i) => replicas[i % 3]!.kv.claim(key, { ttlMs: 60_000, value: i }));
       const won = (await Promise.all(attempts)).filter(Boolean);
       expect(won).toHaveLength(1);
     }
-    expect((await replicas[0]!.list("rerun:")).map((e) => e.key)).toHaveLength(5);
+    expect((await replicas[0]!.kv.list("rerun:")).map((e) => e.key)).toHaveLength(5);
   });
 });

@@ -46,10 +46,10 @@ describe.skipIf(!redisUp)("Redis outage", () => {
     const link = await relay();
     store = await openRedisStore(link.url, { prefix });
     const before = deliveryOf("push", examplePayload("push"));
-    expect(await store.record(before)).toBe("recorded");
+    expect(await store.deliveries.record(before)).toBe("recorded");
     expect(await store.ready()).toBe(true);
     await link.cut();
-    await expect(store.record(deliveryOf("push", examplePayload("push")))).rejects.toThrow();
+    await expect(store.deliveries.record(deliveryOf("push", examplePayload("push")))).rejects.toThrow();
     expect(await store.ready()).toBe(false);
   });
 });

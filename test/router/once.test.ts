@@ -37,7 +37,7 @@ async function openAndSettle(s: SandboxStack, head: string) {
   // A failed attempt is retried after a backoff: wait until the handler's outcome is final.
   const outcome = await vi.waitFor(
     async () => {
-      const stored = await (s.steward as unknown as Steward).store.getDelivery(delivery.guid);
+      const stored = await (s.steward as unknown as Steward).store.deliveries.getDelivery(delivery.guid);
       const found = stored?.outcomes.find((o) => o.handler === "welcome");
       if (!found || found.status === "failed") throw new Error(`welcome outcome so far: ${JSON.stringify(found)}`);
       return found;

@@ -246,12 +246,12 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
       for (const d of attempts) {
         if (d.event !== "workflow_run" || d.action !== "completed") continue;
         const runId = (d.payload.workflow_run as { id: number }).id;
-        const found = await store.getDelivery(d.guid);
+        const found = await store.deliveries.getDelivery(d.guid);
         const text = (found?.outcomes ?? []).filter((o) => o.handler === "rerun").map((o) => `${o.status}: ${o.detail ?? ""}`);
         outcomesOf.set(runId, [...(outcomesOf.get(runId) ?? []), ...text]);
       }
       for (const guid of guids) {
-        const found = await store.getDelivery(guid);
+        const found = await store.deliveries.getDelivery(guid);
         if (!found) {
           // Say enough to diagnose: the event and how each attempt went.
           const tries = attempts.filter((d) => d.guid === guid);

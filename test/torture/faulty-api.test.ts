@@ -71,7 +71,7 @@ function expectOneApproval(runId: number): void {
 
 /** Every delivery Steward recorded ended done: none failed or parked as dead. */
 async function expectEveryDeliveryDone(): Promise<void> {
-  const stored = await stewardOf(stack).store.listDeliveries();
+  const stored = await stewardOf(stack).store.deliveries.listDeliveries();
   expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
 }
 

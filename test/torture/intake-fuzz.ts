@@ -39,7 +39,7 @@ export async function startIntake(opts: { maxBodyBytes?: number; headersTimeoutM
   const http = createStewardHttp({
     webhookPath: WEBHOOK_PATH,
     secrets: [secret],
-    intake: store,
+    intake: { record: (d) => store.deliveries.record(d), ready: () => store.ready(), depth: () => store.deliveries.depth() },
     logger,
     metrics: createMetrics({ defaultMetrics: false }),
     ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
@@ -164,7 +164,7 @@ export async function fuzzIntake(intake: Intake, opts: { runs: number; warmup?: 
     global.gc?.();
     const rssAfter = process.memoryUsage().rss;
     let storedAccepted = 0;
-    for (const id of accepted) if (await intake.store.getDelivery(id)) storedAccepted++;
+    for (const id of accepted) if (await intake.store.deliveries.getDelivery(id)) storedAccepted++;
     return {
       requests,
       byStatus,

@@ -165,7 +165,7 @@ async function list(args: string[]): Promise<number> {
   const { positional, flags } = parse(args, ["status", "event", "limit", "since"], ["json"]);
   if (positional.length > 0) throw new UsageError(`unexpected argument "${positional[0]}"`);
   const filter = filterOf(flags, 100);
-  const rows = (await withStore((s) => s.listDeliveries(filter))) ?? [];
+  const rows = (await withStore((s) => s.deliveries.listDeliveries(filter))) ?? [];
   if (flags.has("json")) {
     printJson(rows.map((d) => deliveryJson(d)));
     return 0;
@@ -186,7 +186,7 @@ function oneId(positional: string[]): string {
 async function show(args: string[]): Promise<number> {
   const { positional, flags } = parse(args, [], ["payload", "json"]);
   const id = oneId(positional);
-  const found = await withStore((s) => s.getDelivery(id));
+  const found = await withStore((s) => s.deliveries.getDelivery(id));
   if (!found) {
     process.stderr.write(`steward deliveries: no stored delivery ${id} in ${where()}\n`);
     return 1;
@@ -204,8 +204,8 @@ type ReplayResult = { replayed: string[]; running: string[]; missing: string[] }
 async function replayIds(store: OperatorStore, ids: readonly string[]): Promise<ReplayResult> {
   const result: ReplayResult = { replayed: [], running: [], missing: [] };
   for (const id of ids) {
-    if (!(await store.getDelivery(id))) result.missing.push(id);
-    else if (await store.replayDelivery(id)) result.replayed.push(id);
+    if (!(await store.deliveries.getDelivery(id))) result.missing.push(id);
+    else if (await store.deliveries.replayDelivery(id)) result.replayed.push(id);
     else result.running.push(id);
   }
   return result;
@@ -220,7 +220,7 @@ async function replay(args: string[]): Promise<number> {
   const filter = bulk ? filterOf(flags, 10_000) : undefined;
   if (filter?.status === "running" || filter?.status === "queued") throw new UsageError(`deliveries that are ${filter.status} cannot be replayed`);
   const result =
-    (await withStore(async (s) => replayIds(s, filter ? (await s.listDeliveries(filter)).map((d) => d.id) : positional))) ??
+    (await withStore(async (s) => replayIds(s, filter ? (await s.deliveries.listDeliveries(filter)).map((d) => d.id) : positional))) ??
     ({ replayed: [], running: [], missing: bulk ? [] : [...positional] } satisfies ReplayResult);
   if (flags.has("json")) printJson(result);
   else {

@@ -74,7 +74,7 @@ export async function run(args: string[]): Promise<number> {
   }
   const store = openSqliteStore(dir);
   try {
-    process.stdout.write(formatFlakes(parsed.q, parsed.since, await flakyJobs(store, parsed.q)));
+    process.stdout.write(formatFlakes(parsed.q, parsed.since, await flakyJobs(store.kv, parsed.q)));
   } finally {
     store.close();
   }

@@ -64,7 +64,7 @@ export async function run(args: string[]): Promise<number> {
   }
   const store = openSqliteStore(dir);
   try {
-    const lines = await simulate(store, resolved.sections, values.repo);
+    const lines = await simulate(store.kv, resolved.sections, values.repo);
     process.stdout.write(lines.length ? `${scope}: with ${values.policy}, ${lines.join("; ")}.\n` : `${values.policy} has no rerun or deployments section to simulate\n`);
   } finally {
     store.close();

@@ -129,7 +129,7 @@ export async function run(args: string[], given?: Io): Promise<number> {
   try {
     const outcome = await syncOrganisation({
       api: asRequester(await octokits.octokitFor(installationId)),
-      store,
+      store: store.kv,
       org: parsed.org,
       adminRepo: config.adminRepo,
       dataDir: config.dataDir,

@@ -17,7 +17,7 @@ function ownedScope(ctx: PageContext): string[] {
 export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
   const filters = filtersOf(p, ctx.deps.handlers);
-  const page = await ctx.deps.store.browseDeliveries({ ...filters, status: "dead", repositories: ownedScope(ctx) });
+  const page = await ctx.deps.store.browse.browseDeliveries({ ...filters, status: "dead", repositories: ownedScope(ctx) });
   const older = filterQuery(p);
   if (page.next) older.set("cursor", page.next);
   const done = p.get("replayed");
@@ -45,7 +45,7 @@ export async function replayAction(ctx: PageContext, form: URLSearchParams): Pro
   const back = form.get("back");
   if (one) {
     const id = decodeURIComponent(one[1]!);
-    const found = await ctx.deps.store.getDelivery(id);
+    const found = await ctx.deps.store.deliveries.getDelivery(id);
     const allowed = found && (found.delivery.repository !== undefined ? ownsRepository(ctx, found.delivery.repository) : ctx.viewer.owner && found.delivery.installationId !== undefined && ctx.access.installations.includes(found.delivery.installationId));
     let count = 0;
     if (allowed) {
@@ -64,7 +64,7 @@ export async function replayAction(ctx: PageContext, form: URLSearchParams): Pro
   let cursor: string | undefined;
   const seen = new Set<string>();
   do {
-    const page = await ctx.deps.store.browseDeliveries({ ...filters, ...(cursor ? { cursor } : {}), status: "dead", repositories: ownedScope(ctx), limit: 200 });
+    const page = await ctx.deps.store.browse.browseDeliveries({ ...filters, ...(cursor ? { cursor } : {}), status: "dead", repositories: ownedScope(ctx), limit: 200 });
     for (const d of page.items) {
       if (count >= MAX_REPLAY || seen.has(d.id)) continue;
       seen.add(d.id);

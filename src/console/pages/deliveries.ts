@@ -20,7 +20,7 @@ export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string
 }
 
 export async function deliveriesFragment(ctx: PageContext): Promise<Html> {
-  const page = await ctx.deps.store.browseDeliveries({ ...filtersOf(ctx.url.searchParams, ctx.deps.handlers), repositories: ctx.scope });
+  const page = await ctx.deps.store.browse.browseDeliveries({ ...filtersOf(ctx.url.searchParams, ctx.deps.handlers), repositories: ctx.scope });
   const older = new URLSearchParams(filterQuery(ctx.url.searchParams));
   if (page.next) older.set("cursor", page.next);
   return html`${deliveryRows(page)}${page.next ? html`<p><a href="/console/deliveries?${older.toString()}" rel="next">Older deliveries</a></p>` : ""}`;

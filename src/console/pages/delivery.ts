@@ -33,7 +33,7 @@ function apiCallsSection(runs: HandlerRunCalls[]): Html {
 
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const id = decodeURIComponent(ctx.url.pathname.slice("/console/deliveries/".length));
-  const found = await ctx.deps.store.getDelivery(id);
+  const found = await ctx.deps.store.deliveries.getDelivery(id);
   // Unknown and not-yours look the same: the page does not tell whether a delivery exists.
   if (!found || !maySee(ctx, found.delivery)) {
     return { status: 404, title: "Delivery not found", body: html`<p>No delivery <code>${id}</code> that you can see.</p>` };
@@ -43,7 +43,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const showPayload = ctx.url.searchParams.get("payload") === "1";
   const canReplay = ownsRepository(ctx, d.repository) || (d.repository === undefined && ctx.viewer.owner);
   const [owner, repo] = (d.repository ?? "").split("/");
-  const calls = await storedApiCalls(ctx.deps.store, d.id);
+  const calls = await storedApiCalls(ctx.deps.store.kv, d.id);
   return {
     title: `Delivery ${d.id}`,
     body: html`

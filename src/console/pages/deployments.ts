@@ -17,9 +17,9 @@ const DECIDED_SHOWN = 50;
 export async function deploymentsPage(ctx: PageContext): Promise<PageOut> {
   const visible = (repository: string) => ctx.access.repositories.some((r) => r.toLowerCase() === repository.toLowerCase());
   const [waits, tasks, answers] = await Promise.all([
-    ctx.deps.store.list<WaitView>("deployments:wait:"),
-    ctx.deps.store.listTasks(),
-    ctx.deps.store.auditLog({ kind: "deployment_answer", limit: 500 }),
+    ctx.deps.store.kv.list<WaitView>("deployments:wait:"),
+    ctx.deps.store.tasks.listTasks(),
+    ctx.deps.store.kv.auditLog({ kind: "deployment_answer", limit: 500 }),
   ]);
   const waiting = waits.map((w) => w.value).filter((w) => w?.gate && visible(`${w.gate.owner}/${w.gate.repo}`));
   const nextRun = (w: WaitView) => {

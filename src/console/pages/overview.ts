@@ -10,10 +10,10 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const { deps, scope } = ctx;
   const since = Math.floor(Date.now() / 60_000) * 60_000 - (WINDOW_MINUTES - 1) * 60_000;
   const [activity, depth, dead, tasks] = await Promise.all([
-    deps.store.deliveryActivity(since, scope),
+    deps.store.browse.deliveryActivity(since, scope),
     deps.depth(),
-    deps.store.countDead(scope),
-    deps.store.listTasks(),
+    deps.store.browse.countDead(scope),
+    deps.store.tasks.listTasks(),
   ]);
   const minutes = [...new Set(activity.map((a) => a.minute))].sort((a, b) => b - a);
   const count = (m: number, s: DeliveryStatus) => activity.find((a) => a.minute === m && a.status === s)?.count ?? 0;

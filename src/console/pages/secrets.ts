@@ -21,11 +21,11 @@ function where(scope: RecordView["scope"]): string {
 }
 
 export async function secretsPage(ctx: PageContext): Promise<PageOut> {
-  const tasks = await ctx.deps.store.listTasks();
-  const audits = (await Promise.all(AUDIT_KINDS.map((kind) => ctx.deps.store.auditLog({ kind, limit: 200 })))).flat();
+  const tasks = await ctx.deps.store.tasks.listTasks();
+  const audits = (await Promise.all(AUDIT_KINDS.map((kind) => ctx.deps.store.kv.auditLog({ kind, limit: 200 })))).flat();
   const sections = await Promise.all(
     ctx.access.ownerOf.map(async (org) => {
-      const records = (await ctx.deps.store.list<RecordView>(`secrets/target/${org}/`)).map((e) => e.value).filter((r) => r && typeof r.name === "string");
+      const records = (await ctx.deps.store.kv.list<RecordView>(`secrets/target/${org}/`)).map((e) => e.value).filter((r) => r && typeof r.name === "string");
       const next = tasks.filter((t) => t.handler === "secrets" && ((t.data as { org?: string })?.org ?? "").toLowerCase() === org);
       const recent = audits
         .filter((a) => String(a.details.org ?? a.details.organization ?? "").toLowerCase() === org || String(a.details.repository ?? "").toLowerCase().startsWith(`${org}/`))

@@ -73,7 +73,7 @@ for (let next = 0; next < total; ) {
   while ((await steward.engine.intake.depth()) > batch) await sleep(5);
   if (recorded % Math.max(batch, Math.floor(total / checkpoints / batch) * batch) === 0 || recorded === total) {
     if (recorded === total) await steward.engine.idle();
-    await steward.store.purgeFinished(new Date());
+    await steward.store.deliveries.purgeFinished(new Date());
     // A full collection first (the child runs with --expose-gc): what stays is what is retained.
     (globalThis as { gc?: () => void }).gc?.();
     const m = process.memoryUsage();

@@ -35,7 +35,7 @@ describe("required reviewer in the sandbox hub", () => {
 
     await w.until(() => w.stack.hub.control.deliveries().some((d) => d.event === "deployment_review" && d.action === "approved" && d.status_code === 202), "the review delivery");
     await w.settle();
-    const audit = await w.steward.store.auditLog({ kind: "deployment_review" });
+    const audit = await w.steward.store.kv.auditLog({ kind: "deployment_review" });
     expect(audit.map((a) => a.details)).toContainEqual(expect.objectContaining({ action: "approved", by: REVIEWER, runId: run, environments: ["preview-42"], repository: `${ORG}/${REPO}` }));
     expect(audit.map((a) => a.details)).toContainEqual(expect.objectContaining({ action: "requested", runId: run }));
 

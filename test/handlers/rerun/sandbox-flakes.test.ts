@@ -95,7 +95,7 @@ describe("rerun.flake_pattern", () => {
       await settle(stack);
     }
     expect(jobRerunPosts(on.repo)).toEqual([]);
-    expect(await stewardOf(stack).store.list(`rerun:flakes:${ORG}/${on.repo}:`)).toEqual([]);
+    expect(await stewardOf(stack).store.kv.list(`rerun:flakes:${ORG}/${on.repo}:`)).toEqual([]);
   });
 
   it("records a flake the daily budget does not let it re-run, and says so", async () => {

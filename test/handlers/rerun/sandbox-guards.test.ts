@@ -132,7 +132,7 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
 
     expect(rerunPosts(stack, repo)).toEqual(["rerun-failed-jobs 403"]);
     expect(await outcomesOf(stack, run.id)).toEqual([{ attempt: 1, status: "done", detail: expect.stringContaining('the API said "This workflow is already running"; retrying in 30s') }]);
-    const tasks = await stewardOf(stack).store.listTasks();
+    const tasks = await stewardOf(stack).store.tasks.listTasks();
     expect(tasks.filter((t) => JSON.stringify(t).includes(`:${run.id}:1:busy:1`))).toHaveLength(1);
     expect(rerunChecks(stack, run.head_sha)).toEqual([]);
   });
@@ -184,7 +184,7 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     await settle(stack);
     // The decision is made and queued; no worker waits and nothing was written yet.
     expect(rerunPosts(stack, repo)).toEqual([]);
-    expect((await stewardOf(stack).store.listTasks()).some((t) => JSON.stringify(t).includes(`rerun:`) && JSON.stringify(t).includes(`"id":${run.id}`))).toBe(true);
+    expect((await stewardOf(stack).store.tasks.listTasks()).some((t) => JSON.stringify(t).includes(`rerun:`) && JSON.stringify(t).includes(`"id":${run.id}`))).toBe(true);
 
     for (let i = 0; i < 100 && rerunPosts(stack, repo).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     await settle(stack);

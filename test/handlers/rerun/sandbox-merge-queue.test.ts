@@ -21,7 +21,7 @@ async function queuedRun(policy: string): Promise<{ repo: string; group: MergeGr
   return { repo, group, runId: run.id, headSha: run.head_sha };
 }
 
-const plannedTasks = async (runId: number) => (await stewardOf(stack).store.listTasks()).filter((t) => JSON.stringify(t).includes(`"id":${runId}`));
+const plannedTasks = async (runId: number) => (await stewardOf(stack).store.tasks.listTasks()).filter((t) => JSON.stringify(t).includes(`"id":${runId}`));
 
 describe("rerun in merge queues", () => {
   it("sends merge_group checks_requested for the group's head commit on its readonly branch", async () => {

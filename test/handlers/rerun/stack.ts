@@ -136,7 +136,7 @@ export async function outcomesOf(stack: SandboxStack, runId: number): Promise<{ 
   for (const d of completedDeliveries(stack, runId)) {
     if (seen.has(d.guid)) continue; // a redelivery keeps its id: Steward stored it once
     seen.add(d.guid);
-    const stored = await stewardOf(stack).store.getDelivery(d.guid);
+    const stored = await stewardOf(stack).store.deliveries.getDelivery(d.guid);
     for (const o of stored?.outcomes ?? []) {
       if (o.handler === "rerun") out.push({ attempt: (d.payload.workflow_run as { run_attempt: number }).run_attempt, status: o.status, detail: o.detail ?? "" });
     }

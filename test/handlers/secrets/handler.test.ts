@@ -140,7 +140,7 @@ describe("secrets handler through the sandbox stack", () => {
     try {
       stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy("variables:\n  LATER: { value: x, repositories: [api] }") }, message: "more" });
       await settle();
-      const tasks = (await (stack.steward as unknown as Steward).store.listTasks()).filter((t) => t.handler === "secrets" && t.key === `secrets/resume/${inst.id}/${ORG}`);
+      const tasks = (await (stack.steward as unknown as Steward).store.tasks.listTasks()).filter((t) => t.handler === "secrets" && t.key === `secrets/resume/${inst.id}/${ORG}`);
       expect(tasks).toHaveLength(1);
       expect(Math.abs(tasks[0]!.runAt.getTime() - resetAt.getTime())).toBeLessThan(10_000);
       expect(tasks[0]!.data).toEqual({ kind: "resume", org: ORG });

@@ -30,7 +30,7 @@ async function until(what: string, test: () => boolean | Promise<boolean>, timeo
 
 it("schedules a sync per installation at start, and the scheduled sync repairs drift and schedules the next", async () => {
   const inst = stack.hub.control.installation(ORG)!;
-  const periodic = async () => (await steward().store.listTasks()).filter((t) => t.handler === "secrets" && t.key.startsWith(`secrets/sync/${inst.id}/`));
+  const periodic = async () => (await steward().store.tasks.listTasks()).filter((t) => t.handler === "secrets" && t.key.startsWith(`secrets/sync/${inst.id}/`));
   await until("a periodic task is scheduled", async () => (await periodic()).length > 0);
   const firstKey = (await periodic())[0]!.key;
 
@@ -42,7 +42,7 @@ it("schedules a sync per installation at start, and the scheduled sync repairs d
   const s = stack.hub.domains.secrets;
   await until("the scheduled sync wrote the secret", () => s.openedValue({ owner: ORG, repo: "api" }, "SCHEDULED") === VALUE);
   // ...and recorded its write (the drift baseline is bounded by the API's time of that write).
-  const recorded = async () => (await steward().store.get("secrets/target/acme/secret/repo/api/SCHEDULED")) !== undefined;
+  const recorded = async () => (await steward().store.kv.get("secrets/target/acme/secret/repo/api/SCHEDULED")) !== undefined;
   await until("the write is recorded", recorded);
 
   // updated_at has one-second resolution: an edit in the very second of Steward's write is indistinguishable.

@@ -95,8 +95,8 @@ describe("secrets sync against the sandbox hub", () => {
     expect(requests().filter((r) => r.method !== "GET")).toEqual([]);
 
     // Neither the store nor the audit trail holds a value.
-    const records = await world.store.list(recordPrefix(ORG));
-    const audit = await world.store.auditLog();
+    const records = await world.store.kv.list(recordPrefix(ORG));
+    const audit = await world.store.kv.auditLog();
     const stored = JSON.stringify([records, audit]);
     for (const value of [...Object.values(SECRET_ENV), "BEGIN KEY"]) expect(stored).not.toContain(value);
     expect(audit.length).toBeGreaterThan(0);

@@ -82,7 +82,7 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
       h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: yaml }, message: "policy" });
     },
     async sync(o = {}) {
-      const outcome: OrganisationOutcome = await syncOrganisation({ api, store, org: ORG, adminRepo: ADMIN, dataDir, laneId, env, ...o, fanOut: { concurrency: 8, ...o.fanOut } });
+      const outcome: OrganisationOutcome = await syncOrganisation({ api, store: store.kv, org: ORG, adminRepo: ADMIN, dataDir, laneId, env, ...o, fanOut: { concurrency: 8, ...o.fanOut } });
       if (outcome.status !== "synced") throw new Error(`sync did not run: ${JSON.stringify(outcome)}`);
       return outcome.result;
     },

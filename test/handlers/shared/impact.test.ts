@@ -64,7 +64,7 @@ describe("impact simulation", () => {
     await settle(stack);
     const [check] = stack.hub.domains.checks.checkRuns({ owner: ORG, repo, sha: pr.head_sha, name: "steward/config" }) as { output: { summary: string } }[];
     expect(check!.output.summary).not.toContain("### Impact");
-    expect(await stewardOf(stack).store.list(`facts:rerun:${ORG}/${repo}:`)).toEqual([]);
+    expect(await stewardOf(stack).store.kv.list(`facts:rerun:${ORG}/${repo}:`)).toEqual([]);
   });
 
   it("simulates deployment requests from the facts the deployments handler stored", async () => {
@@ -75,7 +75,7 @@ describe("impact simulation", () => {
       w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
       w.startDeploy({ branch: "feature/x", jobs: [{ name: "deploy", environment: "production" }] });
       await w.until(() => w.effects("protection_rule.approved").length + w.effects("protection_rule.rejected").length === 2, "both answers");
-      const records = await readDeploymentFacts(w.steward.store, "acme/web");
+      const records = await readDeploymentFacts(w.steward.store.kv, "acme/web");
       expect(records.map((r) => `${r.request.ref}:${r.last}`).sort()).toEqual(["feature/x:reject", "main:approve"]);
 
       // A freeze over the moment they were decided: the approved one would have been held.

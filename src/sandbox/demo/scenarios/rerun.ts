@@ -49,7 +49,7 @@ async function outcomeOf(stack: SandboxStack, runId: number, attempt: number): P
     .deliveries()
     .find((d) => d.event === "workflow_run" && d.action === "completed" && (d.payload.workflow_run as { id: number; run_attempt: number }).id === runId && (d.payload.workflow_run as { run_attempt: number }).run_attempt === attempt);
   if (!delivery) return "not delivered";
-  const stored = await stack.steward.store.getDelivery(delivery.guid);
+  const stored = await stack.steward.store.deliveries.getDelivery(delivery.guid);
   const outcome = stored?.outcomes.find((o) => o.handler === "rerun");
   return outcome ? `${outcome.status}: ${outcome.detail ?? ""}` : "no outcome";
 }
@@ -73,7 +73,7 @@ async function flakeSteps(stack: SandboxStack, print: (line: string) => void): P
   }
   const red = runs[1]!;
   rows.push({ step: `E2E on commit B re-run`, event: "workflow_run.completed", result: red.attempts[1] ? `attempt 2: ${red.attempts[1].conclusion} (mode ${red.attempts[1].mode})` : "not re-run" });
-  const [top] = await flakyJobs(stack.steward.store, { repo: `${OWNER}/${REPO}`, sinceMs: 30 * 86_400_000, limit: 5 });
+  const [top] = await flakyJobs(stack.steward.store.kv, { repo: `${OWNER}/${REPO}`, sinceMs: 30 * 86_400_000, limit: 5 });
   rows.push({ step: `steward flakes --repo ${OWNER}/${REPO}`, event: "cli", result: top ? `${top.workflow} / ${top.job}: ${top.count} flake, ${top.rerun} re-run` : "none" });
   print(`flake pattern: ${rows[rows.length - 1]!.result}`);
   return rows;

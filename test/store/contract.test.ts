@@ -1,0 +1,357 @@
+// The store contract (src/store/contract.ts), one suite over both backends: every part the
+// engine, the intake, the console and handlers rely on must hold for SQLite and Redis alike.
+// Redis cases skip (with a printed reason) when no Redis answers.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defineHandler } from "../../src/handler.js";
+import type { Store } from "../../src/store/types.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
+import type { RedisStore } from "../../src/store/redis.js";
+import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
+import { redisStores, redisUp } from "../redis/support.js";
+
+type AnyStore = SqliteStore | RedisStore;
+interface Backend {
+  open(): Promise<AnyStore>;
+  dispose(): Promise<void>;
+}
+
+async function sqliteBackend(): Promise<Backend> {
+  const { dir, cleanup } = await tempDir();
+  const opened: SqliteStore[] = [];
+  return {
+    async open() {
+      const s = openSqliteStore(dir);
+      opened.push(s);
+      return s;
+    },
+    async dispose() {
+      for (const s of opened) s.close();
+      await cleanup();
+    },
+  };
+}
+
+async function redisBackend(): Promise<Backend> {
+  return redisStores();
+}
+
+function contract(makeBackend: () => Promise<Backend>) {
+  let backend: Backend;
+  let store: AnyStore;
+  beforeEach(async () => {
+    backend = await makeBackend();
+    store = await backend.open();
+  });
+  afterEach(async () => backend.dispose());
+
+  describe("handler-facing store", () => {
+    it("claims a key once until released or expired", async () => {
+      expect(await store.kv.claim("rerun:run-1")).toBe(true);
+      expect(await store.kv.claim("rerun:run-1")).toBe(false);
+      await store.kv.release("rerun:run-1");
+      expect(await store.kv.claim("rerun:run-1", { ttlMs: 0 })).toBe(true);
+      expect(await store.kv.claim("rerun:run-1")).toBe(true);
+      expect(await store.kv.claim("rerun:run-1")).toBe(false);
+      expect(await store.kv.claim("short", { ttlMs: 40, value: { by: "a" } })).toBe(true);
+      expect(await store.kv.get("short")).toEqual({ by: "a" });
+      await new Promise((r) => setTimeout(r, 80));
+      expect(await store.kv.claim("short", { ttlMs: 40 })).toBe(true);
+    });
+
+    it("sets, gets, lists by prefix in key order and hides expired entries", async () => {
+      await store.kv.set("state:b", { n: 2 });
+      await store.kv.set("state:a", [1, "x"]);
+      await store.kv.set("state:é", "accented sorts after ascii");
+      await store.kv.set("other:a", true);
+      await store.kv.set("state:gone", 1, { ttlMs: 0 });
+      await store.kv.set("state:soon", 1, { ttlMs: 30 });
+      expect(await store.kv.get("state:b")).toEqual({ n: 2 });
+      expect(await store.kv.get("state:gone")).toBeUndefined();
+      await new Promise((r) => setTimeout(r, 60));
+      const listed = await store.kv.list("state:");
+      expect(listed.map((e) => [e.key, e.value])).toEqual([
+        ["state:a", [1, "x"]],
+        ["state:b", { n: 2 }],
+        ["state:é", "accented sorts after ascii"],
+      ]);
+      expect(listed[0]!.updatedAt).toBeInstanceOf(Date);
+      await store.kv.delete("state:a");
+      expect(await store.kv.get("state:a")).toBeUndefined();
+      expect(await store.kv.purgeExpired()).toBeGreaterThanOrEqual(1);
+      expect((await store.kv.list("")).map((e) => e.key)).toEqual(["other:a", "state:b", "state:é"]);
+    });
+
+    it("keeps an audit trail filtered by kind, newest N in order", async () => {
+      for (let i = 0; i < 5; i++) await store.kv.audit({ kind: i % 2 ? "secret_write" : "deployment_review", source: "t", details: { i } });
+      const reviews = await store.kv.auditLog({ kind: "deployment_review" });
+      expect(reviews.map((e) => e.details.i)).toEqual([0, 2, 4]);
+      const lastTwo = await store.kv.auditLog({ limit: 2 });
+      expect(lastTwo.map((e) => e.details.i)).toEqual([3, 4]);
+      expect(lastTwo[0]!.at).toBeInstanceOf(Date);
+    });
+  });
+
+  describe("delivery intake and queue", () => {
+    it("records once, answers duplicate after, and drops the signature header", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      expect(await store.deliveries.record(d)).toBe("recorded");
+      expect(await store.deliveries.record(d)).toBe("duplicate");
+      const stored = await store.deliveries.getDelivery(d.id);
+      expect(stored?.delivery).toMatchObject({ id: d.id, event: "push", status: "queued", attempts: 0, payload: d.payload });
+      expect(stored?.delivery.headers["x-github-event"]).toBe("push");
+      expect(Object.keys(stored!.delivery.headers).some((h) => h.startsWith("x-hub-signature"))).toBe(false);
+      expect(await store.deliveries.depth()).toBe(1);
+      expect(await store.ready()).toBe(true);
+    });
+
+    it("dedups concurrent records of the same ids", async () => {
+      const payload = examplePayload("workflow_run", "completed");
+      const deliveries = Array.from({ length: 50 }, () => deliveryOf("workflow_run", payload));
+      const results = await Promise.all([...deliveries, deliveries[7]!, deliveries[7]!].map((d) => store.deliveries.record(d)));
+      expect(results.filter((r) => r === "recorded")).toHaveLength(50);
+      expect(results.slice(50)).toEqual(["duplicate", "duplicate"]);
+      expect(await store.deliveries.depth()).toBe(50);
+    });
+
+    it("keeps recorded deliveries across a reopen (another replica sees them)", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(d);
+      const other = await backend.open();
+      expect((await other.deliveries.getDelivery(d.id))?.delivery.payload).toBe(d.payload);
+      expect(await other.deliveries.record(d)).toBe("duplicate");
+    });
+
+    it("rejects records once closed and reports not ready", async () => {
+      await store.close();
+      await expect(store.deliveries.record(deliveryOf("push", examplePayload("push")))).rejects.toThrow(/closed/);
+      expect(await store.ready()).toBe(false);
+    });
+
+    it("takes back an expired lease; the old holder can no longer write", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(d);
+      const first = (await store.deliveries.claimDelivery(0))!;
+      expect(first.delivery).toMatchObject({ id: d.id, status: "running", attempts: 1, payload: d.payload });
+      const second = (await store.deliveries.claimDelivery(60_000))!;
+      expect(second.delivery.attempts).toBe(2);
+      expect(await store.deliveries.claimDelivery(60_000)).toBeUndefined();
+      expect(await store.leases.renewLease(first.token, 60_000)).toBe(false);
+      expect(await store.deliveries.recordOutcome(first.token, d.id, "h", { status: "done" }, 0.1)).toBe(false);
+      expect(await store.deliveries.finishDelivery(first.token, d.id, { status: "done" })).toBe(false);
+      expect(await store.leases.renewLease(second.token, 60_000)).toBe(true);
+      expect(await store.deliveries.recordOutcome(second.token, d.id, "h", { status: "done", summary: "ok" }, 0.1)).toBe(true);
+      expect(await store.deliveries.finishDelivery(second.token, d.id, { status: "done" })).toBe(true);
+      const shown = await store.deliveries.getDelivery(d.id);
+      expect(shown?.delivery.status).toBe("done");
+      expect(shown?.outcomes).toMatchObject([{ handler: "h", status: "done", detail: "ok", attempts: 1, retryable: true }]);
+      expect(await store.leases.pendingWork(new Date())).toBe(0);
+    });
+
+    it("retries a failed delivery at its time, counts handler attempts, and replays a dead one", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(d);
+      const c1 = (await store.deliveries.claimDelivery(60_000))!;
+      await store.deliveries.recordOutcome(c1.token, d.id, "a", { status: "failed", error: "boom" }, 0);
+      await store.deliveries.recordOutcome(c1.token, d.id, "b", { status: "skipped", reason: "n/a" }, 0);
+      const retryAt = new Date(Date.now() + 60_000);
+      expect(await store.deliveries.finishDelivery(c1.token, d.id, { status: "failed", retryAt, lastError: "a: boom" })).toBe(true);
+      expect(await store.deliveries.claimDelivery(60_000)).toBeUndefined();
+      expect((await store.leases.nextDueAt())?.getTime()).toBe(retryAt.getTime());
+      expect(await store.deliveries.depth()).toBe(1);
+      expect((await store.deliveries.listDeliveries({ status: "failed" })).map((x) => x.lastError)).toEqual(["a: boom"]);
+
+      // Redelivered while waiting: replay queues it now with outcomes cleared.
+      expect(await store.deliveries.replayDelivery(d.id)).toBe(true);
+      const c2 = (await store.deliveries.claimDelivery(60_000))!;
+      expect(c2.delivery).toMatchObject({ id: d.id, attempts: 1, lastError: undefined });
+      expect(c2.outcomes).toEqual([]);
+      expect(await store.deliveries.replayDelivery(d.id)).toBe(false); // running
+      await store.deliveries.recordOutcome(c2.token, d.id, "a", { status: "failed", error: "still", retryable: false }, 0);
+      await store.deliveries.recordOutcome(c2.token, d.id, "a", { status: "failed", error: "again", retryable: false }, 0);
+      await store.deliveries.finishDelivery(c2.token, d.id, { status: "dead", lastError: "a: again" });
+      const dead = await store.deliveries.getDelivery(d.id);
+      expect(dead?.delivery).toMatchObject({ status: "dead", lastError: "a: again" });
+      expect(dead?.outcomes).toMatchObject([{ handler: "a", status: "failed", detail: "again", retryable: false, attempts: 2 }]);
+      expect(await store.deliveries.replayDelivery("no-such-id")).toBe(false);
+    });
+
+    it("lists newest first with filters and limit", async () => {
+      const base = Date.now();
+      const made = [0, 1, 2, 3].map((i) => ({
+        ...deliveryOf(i % 2 ? "push" : "workflow_run", examplePayload(i % 2 ? "push" : "workflow_run", i % 2 ? undefined : "completed")),
+        receivedAt: new Date(base + i * 1000),
+      }));
+      for (const d of made) await store.deliveries.record(d);
+      expect((await store.deliveries.listDeliveries()).map((d) => d.id)).toEqual([made[3]!.id, made[2]!.id, made[1]!.id, made[0]!.id]);
+      expect((await store.deliveries.listDeliveries({ event: "push" })).map((d) => d.id)).toEqual([made[3]!.id, made[1]!.id]);
+      expect((await store.deliveries.listDeliveries({ limit: 1 })).map((d) => d.id)).toEqual([made[3]!.id]);
+      expect(await store.deliveries.listDeliveries({ status: "done" })).toEqual([]);
+    });
+
+    it("gives released work back without using up an attempt", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(d);
+      const c = (await store.deliveries.claimDelivery(60_000))!;
+      await store.leases.releaseLease(c.token);
+      expect(await store.deliveries.finishDelivery(c.token, d.id, { status: "done" })).toBe(false);
+      const again = (await store.deliveries.claimDelivery(60_000))!;
+      expect(again.delivery.attempts).toBe(1);
+    });
+
+    it("claims a batch in one go: an expired lease first, never more than asked, each once", async () => {
+      const made = [0, 1, 2].map((i) => ({ ...deliveryOf("push", examplePayload("push")), receivedAt: new Date(Date.now() - 3000 + i * 1000) }));
+      for (const d of made) await store.deliveries.record(d);
+      // Records in one millisecond are due at once; which of them goes first is not promised.
+      const stale = (await store.deliveries.claimDelivery(0))!;
+      const batch = await store.deliveries.claimDeliveries(60_000, 2);
+      expect(batch).toHaveLength(2);
+      expect(batch[0]!.delivery).toMatchObject({ id: stale.delivery.id, attempts: 2 });
+      expect(batch[1]!.delivery.attempts).toBe(1);
+      expect(new Set(batch.map((c) => c.token)).size).toBe(2);
+      const rest = await store.deliveries.claimDeliveries(60_000, 5);
+      expect(new Set([...batch, ...rest].map((c) => c.delivery.id))).toEqual(new Set(made.map((d) => d.id)));
+      expect(rest).toHaveLength(1);
+      expect(await store.deliveries.claimDeliveries(60_000, 5)).toEqual([]);
+      expect(await store.deliveries.recordOutcome(stale.token, stale.delivery.id, "h", { status: "done" }, 0)).toBe(false);
+      expect(await store.deliveries.depth()).toBe(3);
+    });
+
+    it("records a delivery leased to the caller: never queued, durable, finished with its token", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      const claim = await store.deliveries.recordLeased({ ...d, parsed: { kept: true } }, 60_000);
+      if (claim === "duplicate") throw new Error("recorded as a duplicate");
+      expect(claim.delivery).toMatchObject({ id: d.id, status: "running", attempts: 1, payload: d.payload });
+      expect(claim.parsed).toEqual({ kept: true });
+      expect(Object.keys(claim.delivery.headers).some((h) => h.startsWith("x-hub-signature"))).toBe(false);
+      expect(claim.outcomes).toEqual([]);
+      expect(await store.deliveries.claimDeliveries(60_000, 5)).toEqual([]);
+      expect(await store.deliveries.recordLeased(d, 60_000)).toBe("duplicate");
+      expect(await store.deliveries.record(d)).toBe("duplicate");
+      expect(await store.deliveries.depth()).toBe(1);
+      const other = await backend.open();
+      expect((await other.deliveries.getDelivery(d.id))?.delivery).toMatchObject({ status: "running", attempts: 1, payload: d.payload });
+      expect(await store.leases.renewLease(claim.token, 60_000)).toBe(true);
+      expect(await store.deliveries.recordOutcome(claim.token, d.id, "h", { status: "done" }, 0)).toBe(true);
+      expect(await store.deliveries.finishDelivery(claim.token, d.id, { status: "done" })).toBe(true);
+      expect((await store.deliveries.getDelivery(d.id))?.delivery.status).toBe("done");
+      expect(await store.leases.pendingWork(new Date())).toBe(0);
+    });
+
+    it("queues a leased record again when its lease is given back, without using up an attempt", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      const claim = await store.deliveries.recordLeased(d, 60_000);
+      if (claim === "duplicate") throw new Error("recorded as a duplicate");
+      await store.leases.releaseLease(claim.token);
+      const again = (await store.deliveries.claimDelivery(60_000))!;
+      expect(again.delivery).toMatchObject({ id: d.id, attempts: 1 });
+    });
+
+    it("takes back a leased record whose lease expired (its replica died)", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      const claim = await store.deliveries.recordLeased(d, 0);
+      if (claim === "duplicate") throw new Error("recorded as a duplicate");
+      const other = await backend.open();
+      const taken = (await other.deliveries.claimDelivery(60_000))!;
+      expect(taken.delivery).toMatchObject({ id: d.id, attempts: 2, payload: d.payload });
+      expect(await store.deliveries.finishDelivery(claim.token, d.id, { status: "done" })).toBe(false);
+    });
+
+    it("purges done deliveries past retention and keeps dead letters", async () => {
+      const done = deliveryOf("push", examplePayload("push"));
+      const dead = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(done);
+      await store.deliveries.record(dead);
+      for (let i = 0; i < 2; i++) {
+        const c = (await store.deliveries.claimDelivery(60_000))!;
+        await store.deliveries.recordOutcome(c.token, c.delivery.id, "h", { status: "failed", error: "x" }, 0);
+        const decision = c.delivery.id === done.id ? { status: "done" as const } : { status: "dead" as const, lastError: "h: x" };
+        await store.deliveries.finishDelivery(c.token, c.delivery.id, decision);
+      }
+      expect(await store.deliveries.purgeFinished(new Date(Date.now() - 60_000))).toBe(0);
+      expect(await store.deliveries.purgeFinished(new Date(Date.now() + 1))).toBe(1);
+      expect(await store.deliveries.getDelivery(done.id)).toBeUndefined();
+      expect((await store.deliveries.getDelivery(dead.id))?.outcomes).toHaveLength(1);
+      expect(await store.deliveries.record(done)).toBe("recorded"); // its id is forgotten with it
+    });
+  });
+
+  describe("scheduled tasks", () => {
+    it("dedups by key unless replace, and a re-schedule during a run is a new generation", async () => {
+      const later = new Date(Date.now() + 60_000);
+      await store.tasks.scheduleTask("h", { key: "k", runAt: later, data: "first", installationId: 7 });
+      await store.tasks.scheduleTask("h", { key: "k", runAt: new Date(), data: "second" });
+      expect((await store.tasks.listTasks()).map((t) => [t.data, t.installationId])).toEqual([["first", 7]]);
+      expect(await store.tasks.claimTask(60_000)).toBeUndefined();
+      await store.tasks.scheduleTask("h", { key: "k", runAt: new Date(), data: "third", replace: true });
+      const run = (await store.tasks.claimTask(60_000))!;
+      expect(run.task).toMatchObject({ handler: "h", key: "k", data: "third", status: "running", attempts: 0 });
+      // The task schedules its next run while running: finishing this run must not delete it.
+      await store.tasks.scheduleTask("h", { key: "k", runAt: later, data: "next" });
+      await store.tasks.finishTask(run, { status: "done" });
+      expect((await store.tasks.listTasks()).map((t) => [t.key, t.data, t.status])).toEqual([["k", "next", "pending"]]);
+      await store.tasks.cancelTask("h", "k");
+      expect(await store.tasks.listTasks()).toEqual([]);
+    });
+
+    it("retries, parks dead with the last error, and takes back an expired task lease", async () => {
+      await store.tasks.scheduleTask("h", { key: "a:b", runAt: new Date(), data: { n: 1 } });
+      await store.tasks.scheduleTask("h:a", { key: "b", runAt: new Date(Date.now() + 60_000), data: null });
+      const first = (await store.tasks.claimTask(0))!;
+      const taken = (await store.tasks.claimTask(60_000))!;
+      expect(taken.task.key).toBe("a:b");
+      await store.tasks.finishTask(first, { status: "done" }); // lost its lease: no effect
+      expect(await store.tasks.listTasks()).toHaveLength(2);
+      await store.tasks.finishTask(taken, { status: "retry", retryAt: new Date(), lastError: "once" });
+      const again = (await store.tasks.claimTask(60_000))!;
+      expect(again.task).toMatchObject({ key: "a:b", attempts: 1, lastError: "once" });
+      await store.tasks.finishTask(again, { status: "dead", lastError: "twice" });
+      const tasks = await store.tasks.listTasks();
+      expect(tasks.map((t) => [t.handler, t.key, t.status, t.attempts, t.lastError])).toEqual([
+        ["h", "a:b", "dead", 2, "twice"],
+        ["h:a", "b", "pending", 0, undefined],
+      ]);
+      expect(await store.leases.pendingWork(new Date())).toBe(0);
+      expect(await store.leases.pendingWork(new Date(Date.now() + 120_000))).toBe(1);
+    });
+  });
+
+  describe("what handlers get", () => {
+    it("a handler's context store is the kv part's handler methods only, in deliveries, tasks and starts alike", async () => {
+      const seen: { delivery?: Store; task?: Store } = {};
+      const probe = defineHandler<unknown>({
+        name: "probe",
+        events: ["push"],
+        async handle(ctx) {
+          seen.delivery = ctx.store;
+          await ctx.store.set("probe:seen", ctx.deliveryId);
+          await ctx.scheduler.schedule({ key: "later", runAt: new Date(), data: null });
+          return { status: "done", summary: "probed" };
+        },
+        async onTask(ctx) {
+          seen.task = ctx.store;
+        },
+      });
+      const engine = testEngine(store, [probe]);
+      await engine.start();
+      try {
+        const d = deliveryOf("push", examplePayload("push"));
+        expect(await engine.intake.record(d)).toBe("recorded");
+        await engine.idle();
+        for (const view of [seen.delivery, seen.task, engine.serviceContext.store]) {
+          expect(view).toBeDefined();
+          expect(Object.keys(view!).sort()).toEqual(["audit", "auditLog", "claim", "delete", "get", "list", "release", "set"]);
+          for (const wider of ["finishDelivery", "recordOutcome", "deliveries", "tasks", "leases", "purgeExpired", "close"]) expect(wider in view!).toBe(false);
+          expect(view).not.toBe(store.kv);
+        }
+        // The narrow view writes through to the store's kv part.
+        expect(await store.kv.get("probe:seen")).toBe(d.id);
+        expect((await store.deliveries.getDelivery(d.id))?.delivery.status).toBe("done");
+      } finally {
+        await engine.stop(1000);
+      }
+    });
+  });
+}
+
+describe("sqlite store", () => contract(sqliteBackend));
+describe.skipIf(!redisUp)("redis store", () => contract(redisBackend));

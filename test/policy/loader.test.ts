@@ -6,7 +6,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory } from "../../src/api/client.js";
-import type { InstallationOctokit } from "../../src/api/types.js";
+import type { InstallationOctokit } from "../../src/handler.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createPolicyLoader } from "../../src/policy/loader.js";
 import { pushTouchesPolicy } from "../../src/policy/paths.js";

@@ -8,6 +8,7 @@ import { formatComment } from "./comment.js";
 import { evaluate, matchEnvironment, type Evaluation } from "./decide.js";
 import { fetchFacts } from "./facts.js";
 import { recordDeploymentFacts } from "./record.js";
+import { reportEveryMs } from "./timetable.js";
 import type { DeploymentsPolicy } from "./policy.js";
 import { answeredKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
 
@@ -26,6 +27,8 @@ export interface GateServices {
   log: Logger;
   /** The clock decisions are made by (the sandbox hub's in tests and the demo). */
   now: () => Date;
+  /** The organisation's admin repository (calendar files live there). */
+  adminRepo?: string;
 }
 
 export interface GateInput {
@@ -100,18 +103,31 @@ export function alreadyDecidedAs(error: { status: number; message: string }, sta
   return texts.some((t) => new RegExp(`already decided \\(${state}\\)`, "i").test(t));
 }
 
-/** When to look again: the window opening, a poll for checks, and never later than the give-up time. */
-function nextLook(evaluation: Evaluation, now: Date): number {
+/** When to look again: the window opening, a poll for checks, the next status report, never later than the give-up time. */
+function nextLook(evaluation: Evaluation, now: Date, nextReport: number | undefined): number {
   const times = [evaluation.giveUpAt!.getTime()];
+  if (nextReport !== undefined) times.push(nextReport);
   if (evaluation.waitUntil) times.push(evaluation.waitUntil.getTime());
   if (evaluation.recheckOn) times.push(now.getTime() + RECHECK_POLL_MS);
   return Math.min(...times);
 }
 
-async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation, requestedAt: Date, previous: WaitRecord | undefined): Promise<Outcome> {
+/**
+ * Whether a held deployment's status is sent now. Without `report_every`: whenever it changed.
+ * With it: the first time, then at most (and, while held, at least) once per period.
+ */
+export function reportDue(comment: string, previous: WaitRecord | undefined, everyMs: number | undefined, now: number): boolean {
+  if (everyMs === undefined) return comment !== previous?.lastComment;
+  const last = previous?.lastReportAt ? Date.parse(previous.lastReportAt) : NaN;
+  return !Number.isFinite(last) || now - last >= everyMs;
+}
+
+async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation, requestedAt: Date, previous: WaitRecord | undefined, reportEvery: number | undefined): Promise<Outcome> {
   const { gate } = input;
   const comment = formatComment(evaluation, gate.environment);
-  if (gate.path === "rule" && comment !== previous?.lastComment) {
+  const now = svc.now();
+  const send = gate.path === "rule" && reportDue(comment, previous, reportEvery, now.getTime());
+  if (send) {
     try {
       await answerProtectionRule(svc.octokit, gate, { environment: gate.environment, comment });
     } catch (error) {
@@ -120,11 +136,13 @@ async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation,
       return refusal(error, `the status of ${gate.environment}`);
     }
   }
-  const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), lastComment: comment };
+  const lastComment = send ? comment : previous?.lastComment;
+  const lastReportAt = send ? now.toISOString() : previous?.lastReportAt;
+  const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), ...(lastComment !== undefined ? { lastComment } : {}), ...(lastReportAt ? { lastReportAt } : {}) };
   await svc.store.set(waitKey(gate, input.sha), record);
+  const nextReport = gate.path === "rule" && reportEvery !== undefined && lastReportAt ? Date.parse(lastReportAt) + reportEvery : undefined;
   // The queue runs tasks by the service's real clock; `now` may be a sandbox clock, so schedule by delay.
-  const now = svc.now();
-  const delay = Math.max(0, nextLook(evaluation, now) - now.getTime());
+  const delay = Math.max(0, nextLook(evaluation, now, nextReport) - now.getTime());
   await svc.scheduler.schedule({
     key: taskKey(gate),
     runAt: new Date(Date.now() + delay),
@@ -147,12 +165,12 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
   const now = svc.now();
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
-  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork);
+  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork, svc.adminRepo);
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
   const evaluation = evaluate(policy, request, facts, now);
   await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
-  if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous);
+  if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous, reportEveryMs(match.rule));
   return { status: "skipped", reason: evaluation.reasons.join("; ") };
 }

@@ -48,6 +48,7 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     scheduler: ctx.scheduler,
     log: ctx.log,
     now,
+    adminRepo: ctx.config.adminRepo,
   });
 
   async function onProtectionRule(ctx: HandlerContext<any, DeploymentsPolicy>): Promise<Outcome> {

@@ -112,3 +112,22 @@ async function fetchCalendars(octokit: InstallationOctokit, owner: string, admin
   }
   return out;
 }
+
+/**
+ * Custom property values of one repository (`GET /orgs/{org}/properties/values`, narrowed by
+ * `repository_query`). A personal account has no custom properties: 404 means none.
+ */
+export async function fetchPropertyValues(octokit: InstallationOctokit, target: RepoRef): Promise<Record<string, string | string[]>> {
+  let items: { repository_full_name: string; properties: { property_name: string; value: string | string[] | null }[] }[];
+  try {
+    items = await octokit.paginate("GET /orgs/{org}/properties/values", { org: target.owner, repository_query: `repo:${target.owner}/${target.repo}`, per_page: 100 });
+  } catch (error) {
+    if ((error as { status?: unknown }).status === 404) return {};
+    throw error;
+  }
+  const full = `${target.owner}/${target.repo}`.toLowerCase();
+  const mine = items.find((i) => i.repository_full_name.toLowerCase() === full);
+  const out: Record<string, string | string[]> = {};
+  for (const p of mine?.properties ?? []) if (p.value !== null) out[p.property_name] = p.value;
+  return out;
+}

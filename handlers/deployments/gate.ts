@@ -5,7 +5,8 @@ import type { InstallationOctokit, Outcome, Scheduler } from "../../src/handler.
 import type { Store } from "../../src/store/types.js";
 import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";
 import { formatComment } from "./comment.js";
-import { evaluate, matchEnvironment, type Evaluation } from "./decide.js";
+import { matchEnvironment, type Evaluation } from "./decide.js";
+import { evaluateGated, factsRule, type OrgGate } from "./org-gates.js";
 import { fetchFacts } from "./facts.js";
 import { recordDeploymentFacts } from "./record.js";
 import { reportEveryMs } from "./timetable.js";
@@ -29,6 +30,8 @@ export interface GateServices {
   now: () => Date;
   /** The organisation's admin repository (calendar files live there). */
   adminRepo?: string;
+  /** Organisation gates by custom property that apply to a repository's environment (none when absent). */
+  orgGates?: (owner: string, repo: string, environment: string) => Promise<OrgGate[]>;
 }
 
 export interface GateInput {
@@ -158,19 +161,25 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const { gate } = input;
   if (await svc.store.get(answeredKey(gate))) return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
   const match = matchEnvironment(policy, gate.environment);
-  if (!match) {
+  const gates = (await svc.orgGates?.(gate.owner, gate.repo, gate.environment)) ?? [];
+  if (!match && gates.length === 0) {
     await dropWait(svc, gate, input.sha);
     return { status: "skipped", reason: `no deployments policy matches environment ${gate.environment}` };
   }
+  const rules = [...(match ? [match.rule] : []), ...gates.map((g) => g.rule)];
   const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
   const now = svc.now();
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
-  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork, svc.adminRepo);
+  const facts = await fetchFacts(svc.octokit, gate, input.sha, rules.length === 1 ? rules[0]! : factsRule(rules), input.fork, svc.adminRepo);
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
-  const evaluation = evaluate(policy, request, facts, now);
+  const evaluation = evaluateGated(policy, gates, request, facts, now);
   await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
-  if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous, reportEveryMs(match.rule));
+  if (evaluation.decision === "wait") {
+    // The most frequent report any applying rule asks for.
+    const every = rules.map(reportEveryMs).filter((ms): ms is number => ms !== undefined);
+    return hold(svc, input, evaluation, requestedAt, previous, every.length ? Math.min(...every) : undefined);
+  }
   return { status: "skipped", reason: evaluation.reasons.join("; ") };
 }

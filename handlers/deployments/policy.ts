@@ -53,9 +53,22 @@ export interface EnvironmentRule {
   report_every?: string;
 }
 
+/**
+ * An organisation gate: every repository whose custom property `property` has one of `values`
+ * gates the listed environments by these rules as well as by its own. Read from the organisation
+ * policy (admin repository) only; a repository's own file may tighten but never loosen it.
+ */
+export interface PropertyGate {
+  property: string;
+  values: string[];
+  environments: Record<string, EnvironmentRule>;
+}
+
 export interface DeploymentsPolicy {
   /** Environment name or glob -> rule; the first matching entry (in file order) applies. */
   environments: Record<string, EnvironmentRule>;
+  /** Organisation gates by repository custom property (organisation policy only). */
+  by_property?: PropertyGate[];
 }
 
 const stringList = { type: "array", items: { type: "string", minLength: 1 } } as const;
@@ -110,6 +123,19 @@ export const deploymentsSchema = {
   additionalProperties: false,
   properties: {
     environments: { type: "object", additionalProperties: ruleSchema },
+    by_property: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["property", "values", "environments"],
+        properties: {
+          property: { type: "string", minLength: 1 },
+          values: { type: "array", items: { type: "string", minLength: 1 }, minItems: 1 },
+          environments: { type: "object", additionalProperties: ruleSchema },
+        },
+      },
+    },
   },
 } as const;
 
@@ -119,8 +145,15 @@ const RULE_KEYS = ["branches", "checks", "after", "windows", "freeze", "outside_
 
 /** Checks a schema cannot express: globs, time zones, hour ranges, freeze ranges and their overlaps. */
 export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report) => {
-  for (const [name, rule] of Object.entries(value.environments ?? {})) {
-    const at = ["environments", name];
+  checkEnvironments(value.environments ?? {}, ["environments"], report);
+  (value.by_property ?? []).forEach((gate, i) => {
+    if (gate.environments) checkEnvironments(gate.environments, ["by_property", i, "environments"], report);
+  });
+};
+
+function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix: (string | number)[], report: Report): void {
+  for (const [name, rule] of Object.entries(environments)) {
+    const at = [...prefix, name];
     const nameProblem = globError(name);
     if (nameProblem) report(at, nameProblem);
     if (!rule) continue;
@@ -144,7 +177,7 @@ export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report
       else if (every.ms < 60_000) report([...at, "report_every"], `report_every "${rule.report_every}" is shorter than a minute`);
     }
   }
-};
+}
 
 type Report = Parameters<SemanticCheck<unknown>>[1];
 

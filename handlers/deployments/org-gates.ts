@@ -41,18 +41,23 @@ const RANK = { wait: 0, reject: 1 } as const;
  * rejects. Missing checks, freezes or windows loosen nothing: the gate's own still apply.
  */
 export function loosenings(gate: OrgGate, environment: string, repo: EnvironmentRule | undefined): string[] {
+  return looseningsByKey(gate, environment, repo).map((l) => l.message);
+}
+
+/** `loosenings`, each with the rule key it is about (for FILE:LINE:COL in `steward/config`). */
+export function looseningsByKey(gate: OrgGate, environment: string, repo: EnvironmentRule | undefined): { key: keyof EnvironmentRule; message: string }[] {
   if (!repo) return [];
   const org = gate.rule;
   const why = `the organisation gates ${environment} for repositories with ${gate.label}`;
-  const out: string[] = [];
-  if (repo.approve === "always" && org.approve !== "always") out.push(`\`approve: always\` for ${environment} has no effect: ${why}`);
+  const out: { key: keyof EnvironmentRule; message: string }[] = [];
+  if (repo.approve === "always" && org.approve !== "always") out.push({ key: "approve", message: `\`approve: always\` for ${environment} has no effect: ${why}` });
   if (org.branches && repo.branches) {
     // A repository glob is within the gate when the gate lists it or one of the gate's globs matches it as a name.
     const outside = repo.branches.filter((b) => !org.branches!.includes(b) && !matchesAny(org.branches!, b));
-    if (outside.length) out.push(`branches ${outside.map((b) => `\`${b}\``).join(", ")} may not deploy to ${environment} all the same: ${why} (allowed: ${org.branches.map((b) => `\`${b}\``).join(", ")})`);
+    if (outside.length) out.push({ key: "branches", message: `branches ${outside.map((b) => `\`${b}\``).join(", ")} may not deploy to ${environment} all the same: ${why} (allowed: ${org.branches.map((b) => `\`${b}\``).join(", ")})` });
   }
   for (const key of ["outside_window", "pending_checks"] as const) {
-    if (org[key] && repo[key] && RANK[repo[key]] < RANK[org[key]]) out.push(`\`${key}: ${repo[key]}\` for ${environment} has no effect (the gate says ${org[key]}): ${why}`);
+    if (org[key] && repo[key] && RANK[repo[key]] < RANK[org[key]]) out.push({ key, message: `\`${key}: ${repo[key]}\` for ${environment} has no effect (the gate says ${org[key]}): ${why}` });
   }
   return out;
 }
@@ -102,4 +107,26 @@ export function evaluateGated(policy: DeploymentsPolicy | undefined, gates: read
     };
   }
   return { decision: "approve", matched, reasons: [...parts.flatMap((p) => p.reasons), ...notes] };
+}
+
+/**
+ * What `steward/config` says about a repository's deployments policy under the organisation's
+ * gates for its property values: every attempt to loosen a gate, and a `by_property` of its own
+ * (read from the organisation policy only), each at the key's path.
+ */
+export function gateFindings(orgPolicy: DeploymentsPolicy | undefined, repoPolicy: DeploymentsPolicy | undefined, values: PropertyValues): { path: (string | number)[]; message: string }[] {
+  const out: { path: (string | number)[]; message: string }[] = [];
+  if (repoPolicy?.by_property?.length) {
+    out.push({ path: ["deployments", "by_property"], message: "by_property is read from the organisation policy (admin repository) only: here it has no effect" });
+  }
+  for (const entry of orgPolicy?.by_property ?? []) {
+    for (const environment of Object.keys(entry.environments ?? {})) {
+      for (const gate of gatesFor({ environments: {}, by_property: [entry] }, values, environment)) {
+        const own = matchEnvironment(repoPolicy, environment);
+        if (!own) continue;
+        for (const l of looseningsByKey(gate, environment, own.rule)) out.push({ path: ["deployments", "environments", own.pattern, l.key], message: l.message });
+      }
+    }
+  }
+  return out;
 }

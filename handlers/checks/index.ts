@@ -11,6 +11,7 @@ import { renderCheck } from "./render.js";
 import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
 import { groupTargets } from "./merge-group.js";
 import { impactSection } from "./impact.js";
+import { addGateFindings } from "./org-gates.js";
 import { repoVisibility, withheldBecause } from "../shared/visibility.js";
 
 const PULL_KEY_TTL_MS = 30 * 24 * 3_600_000;
@@ -71,6 +72,7 @@ async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: reado
 
   // A fork's files are untrusted: validated for structure only, nothing on this host looked up.
   const evaluation = evaluate({ files, ...(org ? { org } : {}), handlers, resolveSources: !target.fork });
+  await addGateFindings(ctx.octokit, target, evaluation, org?.text, handlers);
   // The verdict is always the merged one; what is shown of the org file depends on who reads this check.
   const withheld = org?.text !== undefined ? await orgWithheld(ctx.octokit, target, adminRepo) : undefined;
   const shown = withheld ? evaluate({ files, handlers, resolveSources: !target.fork }) : evaluation;

@@ -13,6 +13,13 @@ export interface WindowSpec {
   days?: readonly Day[];
   hours?: string;
   timezone?: string;
+  /**
+   * Set for windows from a recurrence rule or a calendar, expanded around the decision time:
+   * the window is open exactly inside these periods (days and hours are then not used).
+   */
+  periods?: readonly Period[];
+  /** How such a window reads in reasons, e.g. `rrule FREQ=WEEKLY;BYDAY=TU from 10:00 for 2h Europe/Paris`. */
+  label?: string;
 }
 
 export interface FreezeSpec {
@@ -20,6 +27,13 @@ export interface FreezeSpec {
   to: string;
   reason?: string;
   timezone?: string;
+}
+
+/** A concrete open or frozen period [start, end). */
+export interface Period {
+  start: number;
+  end: number;
+  label?: string;
 }
 
 export function zoneError(zone: string): string | undefined {
@@ -78,12 +92,12 @@ function segmentsAround(window: WindowSpec, at: number): Segment[] {
 
 /** True when `at` falls inside the window. */
 export function windowOpen(window: WindowSpec, at: number): boolean {
-  return segmentsAround(window, at).some((s) => s.start <= at && at < s.end);
+  return (window.periods ?? segmentsAround(window, at)).some((s) => s.start <= at && at < s.end);
 }
 
 /** The next instant after `at` at which the window opens, or undefined if it never does. */
 export function nextWindowStart(window: WindowSpec, at: number): number | undefined {
-  const starts = segmentsAround(window, at)
+  const starts = (window.periods ?? segmentsAround(window, at))
     .map((s) => s.start)
     .filter((s) => s > at);
   return starts.length ? Math.min(...starts) : undefined;
@@ -149,6 +163,7 @@ function describeDays(days: readonly Day[] | undefined): string {
 
 /** `Mon-Fri 09:00-17:00 Europe/Paris`. */
 export function describeWindow(window: WindowSpec): string {
+  if (window.label) return window.label;
   return `${describeDays(window.days)} ${window.hours ?? "all day"} ${window.timezone ?? "UTC"}`;
 }
 

@@ -1,8 +1,9 @@
 // The decision: a pure function of (policy, request, facts, now). No I/O here; the handler
 // fetches the facts, calls `evaluate`, and carries the answer out.
 import { matchesAny } from "../../src/index.js";
-import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen } from "./calendar.js";
+import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen, type FreezeSpec, type WindowSpec } from "./calendar.js";
 import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
+import { buildTimetable, type CalendarTexts } from "./timetable.js";
 
 /** GitHub abandons a waiting protection rule after 30 days; Steward answers a day before that. */
 export const GIVE_UP_AFTER_MS = 29 * 86_400_000;
@@ -35,6 +36,8 @@ export interface Facts {
   checkRuns: CheckRunFact[];
   /** State of the sha in each environment of `after`. */
   deployedTo: Record<string, DeployedState>;
+  /** iCalendar files the rule's windows and freezes name, read from the admin repository. */
+  calendars?: CalendarTexts;
 }
 
 export type Decision = "approve" | "reject" | "wait" | "none";
@@ -141,21 +144,31 @@ function checkAfter(rule: EnvironmentRule, request: DeploymentRequest, facts: Fa
   return pendingEnvs;
 }
 
-/** Windows and freezes; returns when the deployment may go ahead if it must wait for time. */
 /**
+ * Windows and freezes (weekly, dated, recurring, from calendars); returns when the deployment may
+ * go ahead if it must wait for time. `unreadable` is set when a calendar could not be used.
  * `withheld`: why the policy's words must not be shown here; then a freeze's reason and the
  * windows' definitions are left out (when the deployment may go ahead still is said).
  */
-function checkTime(rule: EnvironmentRule, now: number, out: Findings, withheld?: string): number | undefined {
-  const windowsText = (list: NonNullable<EnvironmentRule["windows"]>) => (withheld ? `(its definition is withheld: ${withheld})` : list.map(describeWindow).join(" or "));
-  const windows = rule.windows ?? [];
-  const freezes = rule.freeze ?? [];
-  if (windows.length === 0 && freezes.length === 0) return undefined;
+function checkTime(rule: EnvironmentRule, facts: Facts, now: number, out: Findings, withheld?: string): { opening?: number; unreadable: boolean } {
+  if (!rule.windows?.length && !rule.freeze?.length) return { unreadable: false };
+  const { windows, freezes, problems } = buildTimetable(rule, facts.calendars ?? {}, now);
+  if (problems.length) {
+    // Without the calendar Steward cannot tell whether this is a holiday: it waits and looks again.
+    out.waiting.push(...problems);
+    return { unreadable: true };
+  }
+  return { ...checkTimetable(rule, windows, freezes, now, out, withheld), unreadable: false };
+}
+
+function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], now: number, out: Findings, withheld?: string): { opening?: number } {
+  const windowsText = (list: readonly WindowSpec[]) => (withheld ? `(its definition is withheld: ${withheld})` : list.map(describeWindow).join(" or "));
+  if (windows.length === 0 && freezes.length === 0) return {};
   const freeze = activeFreeze(freezes, now);
   const inWindow = windows.length === 0 || windows.some((w) => windowOpen(w, now));
   if (!freeze && inWindow) {
     if (windows.length) out.passed.push(`inside deploy window ${windowsText(windows.filter((w) => windowOpen(w, now)))}`);
-    return undefined;
+    return {};
   }
   const opening = nextOpening(windows, freezes, now);
   const parts: string[] = [];
@@ -173,10 +186,10 @@ function checkTime(rule: EnvironmentRule, now: number, out: Findings, withheld?:
   const reason = parts.join("; ");
   if (rule.outside_window === "reject" || opening === undefined) {
     out.blocking.push(reason);
-    return undefined;
+    return {};
   }
   out.waiting.push(reason);
-  return opening;
+  return { opening };
 }
 
 /**
@@ -200,7 +213,8 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
   checkBranch(rule, request, env, out);
   const pendingChecks = checkChecks(rule, request, facts, out);
   const pendingEnvs = checkAfter(rule, request, facts, out);
-  const opening = checkTime(rule, now.getTime(), out, opts.withheld);
+  const time = checkTime(rule, facts, now.getTime(), out, opts.withheld);
+  const opening = time.opening;
 
   if (out.blocking.length) return { decision: "reject", matched: pattern, reasons: [...out.blocking, ...out.waiting] };
   if (out.waiting.length) {
@@ -215,7 +229,7 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
     }
     const evaluation: Evaluation = { decision: "wait", matched: pattern, reasons: out.waiting, giveUpAt: new Date(giveUpAt) };
     if (opening !== undefined) evaluation.waitUntil = new Date(opening);
-    if (pendingChecks.length || pendingEnvs.length) evaluation.recheckOn = { checks: pendingChecks, environments: pendingEnvs };
+    if (pendingChecks.length || pendingEnvs.length || time.unreadable) evaluation.recheckOn = { checks: pendingChecks, environments: pendingEnvs };
     return evaluation;
   }
   return { decision: "approve", matched: pattern, reasons: out.passed.length ? out.passed : [`the policy for ${env} sets no conditions`] };

@@ -4,9 +4,11 @@ import type { Logger } from "pino";
 import type { InstallationOctokit, Outcome, Scheduler, Store } from "../../src/index.js";
 import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";
 import { formatComment } from "./comment.js";
-import { evaluate, matchEnvironment, type Evaluation } from "./decide.js";
+import { matchEnvironment, type Evaluation } from "./decide.js";
+import { evaluateGated, factsRule, type OrgGate } from "./org-gates.js";
 import { fetchFacts } from "./facts.js";
 import { recordDeploymentFacts } from "./record.js";
+import { reportEveryMs } from "./timetable.js";
 import type { DeploymentsPolicy } from "./policy.js";
 import { answeredKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
 
@@ -27,6 +29,10 @@ export interface GateServices {
   now: () => Date;
   /** Why the policy's own words (freeze reasons, windows) must not appear in this gate's answer, if so. */
   withheld?: (gate: Gate) => Promise<string | undefined>;
+  /** The organisation's admin repository (calendar files live there). */
+  adminRepo?: string;
+  /** Organisation gates by custom property that apply to a repository's environment (none when absent). */
+  orgGates?: (owner: string, repo: string, environment: string) => Promise<OrgGate[]>;
 }
 
 export interface GateInput {
@@ -101,18 +107,31 @@ export function alreadyDecidedAs(error: { status: number; message: string }, sta
   return texts.some((t) => new RegExp(`already decided \\(${state}\\)`, "i").test(t));
 }
 
-/** When to look again: the window opening, a poll for checks, and never later than the give-up time. */
-function nextLook(evaluation: Evaluation, now: Date): number {
+/** When to look again: the window opening, a poll for checks, the next status report, never later than the give-up time. */
+function nextLook(evaluation: Evaluation, now: Date, nextReport: number | undefined): number {
   const times = [evaluation.giveUpAt!.getTime()];
+  if (nextReport !== undefined) times.push(nextReport);
   if (evaluation.waitUntil) times.push(evaluation.waitUntil.getTime());
   if (evaluation.recheckOn) times.push(now.getTime() + RECHECK_POLL_MS);
   return Math.min(...times);
 }
 
-async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation, requestedAt: Date, previous: WaitRecord | undefined): Promise<Outcome> {
+/**
+ * Whether a held deployment's status is sent now. Without `report_every`: whenever it changed.
+ * With it: the first time, then at most (and, while held, at least) once per period.
+ */
+export function reportDue(comment: string, previous: WaitRecord | undefined, everyMs: number | undefined, now: number): boolean {
+  if (everyMs === undefined) return comment !== previous?.lastComment;
+  const last = previous?.lastReportAt ? Date.parse(previous.lastReportAt) : NaN;
+  return !Number.isFinite(last) || now - last >= everyMs;
+}
+
+async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation, requestedAt: Date, previous: WaitRecord | undefined, reportEvery: number | undefined): Promise<Outcome> {
   const { gate } = input;
   const comment = formatComment(evaluation, gate.environment);
-  if (gate.path === "rule" && comment !== previous?.lastComment) {
+  const now = svc.now();
+  const send = gate.path === "rule" && reportDue(comment, previous, reportEvery, now.getTime());
+  if (send) {
     try {
       await answerProtectionRule(svc.octokit, gate, { environment: gate.environment, comment });
     } catch (error) {
@@ -121,11 +140,13 @@ async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation,
       return refusal(error, `the status of ${gate.environment}`);
     }
   }
-  const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), lastComment: comment };
+  const lastComment = send ? comment : previous?.lastComment;
+  const lastReportAt = send ? now.toISOString() : previous?.lastReportAt;
+  const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), ...(lastComment !== undefined ? { lastComment } : {}), ...(lastReportAt ? { lastReportAt } : {}) };
   await svc.store.set(waitKey(gate, input.sha), record);
+  const nextReport = gate.path === "rule" && reportEvery !== undefined && lastReportAt ? Date.parse(lastReportAt) + reportEvery : undefined;
   // The queue runs tasks by the service's real clock; `now` may be a sandbox clock, so schedule by delay.
-  const now = svc.now();
-  const delay = Math.max(0, nextLook(evaluation, now) - now.getTime());
+  const delay = Math.max(0, nextLook(evaluation, now, nextReport) - now.getTime());
   await svc.scheduler.schedule({
     key: taskKey(gate),
     runAt: new Date(Date.now() + delay),
@@ -141,20 +162,26 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const { gate } = input;
   if (await svc.store.get(answeredKey(gate))) return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
   const match = matchEnvironment(policy, gate.environment);
-  if (!match) {
+  const gates = (await svc.orgGates?.(gate.owner, gate.repo, gate.environment)) ?? [];
+  if (!match && gates.length === 0) {
     await dropWait(svc, gate, input.sha);
     return { status: "skipped", reason: `no deployments policy matches environment ${gate.environment}` };
   }
+  const rules = [...(match ? [match.rule] : []), ...gates.map((g) => g.rule)];
   const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
   const now = svc.now();
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
-  const facts = await fetchFacts(svc.octokit, gate, input.sha, match.rule, input.fork);
+  const facts = await fetchFacts(svc.octokit, gate, input.sha, rules.length === 1 ? rules[0]! : factsRule(rules), input.fork, svc.adminRepo);
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
   const withheld = await svc.withheld?.(gate);
-  const evaluation = evaluate(policy, request, facts, now, withheld ? { withheld } : {});
+  const evaluation = evaluateGated(policy, gates, request, facts, now, withheld ? { withheld } : {});
   await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
-  if (evaluation.decision === "wait") return hold(svc, input, evaluation, requestedAt, previous);
+  if (evaluation.decision === "wait") {
+    // The most frequent report any applying rule asks for.
+    const every = rules.map(reportEveryMs).filter((ms): ms is number => ms !== undefined);
+    return hold(svc, input, evaluation, requestedAt, previous, every.length ? Math.min(...every) : undefined);
+  }
   return { status: "skipped", reason: evaluation.reasons.join("; ") };
 }

@@ -5,7 +5,8 @@ import { defineHandler, type HandlerContext, type HandlerModule, type Installati
 import { listPendingDeployments, reviewerOctokitFrom } from "./answer.js";
 import { matchEnvironment } from "./decide.js";
 import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
-import { fetchRun } from "./facts.js";
+import { fetchPropertyValues, fetchRun } from "./facts.js";
+import { gatesFor, type OrgGate } from "./org-gates.js";
 import { runGate, type GateServices } from "./gate.js";
 import { policyWithheld } from "../shared/visibility.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
@@ -39,6 +40,17 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     if (reviewer?.config !== config) reviewer = { config, octokit: reviewerFor(config) };
     return reviewer.octokit;
   };
+  /** The organisation policy's gates for this repository's environment, from its custom properties. */
+  async function orgGates(ctx: Ctx, owner: string, repo: string, environment: string): Promise<OrgGate[]> {
+    // The admin repository's own policy is the organisation policy: a repository file cannot replace its gates.
+    const orgPolicy = await ctx.loadPolicy({ owner, repo: ctx.config.adminRepo });
+    if (!orgPolicy?.by_property?.length) return [];
+    return gatesFor(orgPolicy, await fetchPropertyValues(ctx.octokit, { owner, repo }), environment);
+  }
+  /** Whether Steward answers for this environment: the repository's policy or an organisation gate names it. */
+  async function governs(ctx: Ctx, policy: DeploymentsPolicy | undefined, owner: string, repo: string, environment: string): Promise<boolean> {
+    return !!matchEnvironment(policy, environment) || (await orgGates(ctx, owner, repo, environment)).length > 0;
+  }
   const services = (ctx: Ctx): GateServices => ({
     get octokit() {
       return ctx.octokit;
@@ -50,12 +62,14 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     now,
     withheld: (gate) =>
       policyWithheld(ctx.octokit, { owner: gate.owner, repo: gate.repo, adminRepo: ctx.config.adminRepo || ".github", sources: "policySources" in ctx ? ctx.policySources : undefined }),
+    adminRepo: ctx.config.adminRepo,
+    orgGates: (owner, repo, environment) => orgGates(ctx, owner, repo, environment),
   });
 
   async function onProtectionRule(ctx: HandlerContext<any, DeploymentsPolicy>): Promise<Outcome> {
     const request = protectionRequest(ctx.payload);
     if (!request) return { status: "skipped", reason: "deployment_protection_rule delivery without environment or run id" };
-    if (!matchEnvironment(ctx.policy, request.environment)) {
+    if (!(await governs(ctx, ctx.policy, request.owner, request.repo, request.environment))) {
       return { status: "skipped", reason: `no deployments policy matches environment ${request.environment}` };
     }
     let { sha, ref } = request;
@@ -87,7 +101,7 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     const outcomes: Outcome[] = [];
     for (const p of pending) {
       if (only !== undefined && p.environment.toLowerCase() !== only.toLowerCase()) continue;
-      if (!matchEnvironment(policy, p.environment)) {
+      if (!(await governs(ctx, policy, run.owner, run.repo, p.environment))) {
         outcomes.push({ status: "skipped", reason: `no deployments policy matches environment ${p.environment}` });
         continue;
       }

@@ -1,12 +1,37 @@
 // The `deployments` section of `.github/steward.yml`: per environment (name or glob, first match
 // wins), what a deployment needs before Steward approves it.
 import { type PolicySection, type SemanticCheck, globError } from "../../src/index.js";
-import { DAYS, parseHours, parseInstant, zoneError, type Day, type FreezeSpec, type WindowSpec } from "./calendar.js";
+import { DAYS, parseHours, parseInstant, zoneError, type Day } from "./calendar.js";
+import { parseDuration, recurrenceError } from "./recurrence.js";
 
-/** A weekly wall-clock window (days default every day, hours `HH:MM-HH:MM` default all day, zone default UTC). */
-export type DeployWindow = WindowSpec;
-/** A period with no deployments; `from`/`to` without an offset are read in `timezone` (default UTC). */
-export type Freeze = FreezeSpec;
+/** Recurring periods (RFC 5545): `rrule` from `start` (wall clock in `timezone`), each lasting `duration`. */
+interface Recurring {
+  rrule?: string;
+  start?: string;
+  duration?: string;
+  /** An iCalendar file in the admin repository (e.g. `.github/steward/holidays.ics`): its events are the periods. */
+  calendar?: string;
+}
+
+/**
+ * A window: weekly wall-clock (days default every day, hours `HH:MM-HH:MM` default all day), or
+ * recurring (`rrule` + `start` + `duration`), or a calendar's events; zone default UTC.
+ */
+export interface DeployWindow extends Recurring {
+  days?: readonly Day[];
+  hours?: string;
+  timezone?: string;
+}
+/**
+ * A period with no deployments: dated (`from`/`to`, read in `timezone` without an offset), or
+ * recurring (`rrule` + `start` + `duration`), or every event of a calendar (holidays).
+ */
+export interface Freeze extends Recurring {
+  from?: string;
+  to?: string;
+  reason?: string;
+  timezone?: string;
+}
 
 export interface EnvironmentRule {
   /** `always` approves every deployment, `never` rejects every one; other keys are then not allowed. */
@@ -23,11 +48,26 @@ export interface EnvironmentRule {
   freeze?: Freeze[];
   outside_window?: "wait" | "reject";
   pending_checks?: "wait" | "reject";
+  /** A held deployment's status report is sent at most this often (`30m`, `1h`), and again after it while held. */
+  report_every?: string;
+}
+
+/**
+ * An organisation gate: every repository whose custom property `property` has one of `values`
+ * gates the listed environments by these rules as well as by its own. Read from the organisation
+ * policy (admin repository) only; a repository's own file may tighten but never loosen it.
+ */
+export interface PropertyGate {
+  property: string;
+  values: string[];
+  environments: Record<string, EnvironmentRule>;
 }
 
 export interface DeploymentsPolicy {
   /** Environment name or glob -> rule; the first matching entry (in file order) applies. */
   environments: Record<string, EnvironmentRule>;
+  /** Organisation gates by repository custom property (organisation policy only). */
+  by_property?: PropertyGate[];
 }
 
 const stringList = { type: "array", items: { type: "string", minLength: 1 } } as const;
@@ -39,18 +79,25 @@ const windowSchema = {
     days: { type: "array", items: { enum: [...DAYS] }, minItems: 1 },
     hours: { type: "string" },
     timezone: { type: "string", minLength: 1 },
+    rrule: { type: "string", minLength: 1 },
+    start: { type: "string", minLength: 1 },
+    duration: { type: "string", minLength: 1 },
+    calendar: { type: "string", minLength: 1 },
   },
 } as const;
 
 const freezeSchema = {
   type: "object",
   additionalProperties: false,
-  required: ["from", "to"],
   properties: {
     from: { type: "string" },
     to: { type: "string" },
     reason: { type: "string" },
     timezone: { type: "string", minLength: 1 },
+    rrule: { type: "string", minLength: 1 },
+    start: { type: "string", minLength: 1 },
+    duration: { type: "string", minLength: 1 },
+    calendar: { type: "string", minLength: 1 },
   },
 } as const;
 
@@ -66,6 +113,7 @@ const ruleSchema = {
     freeze: { type: "array", items: freezeSchema },
     outside_window: { enum: ["wait", "reject"] },
     pending_checks: { enum: ["wait", "reject"] },
+    report_every: { type: "string", minLength: 1 },
   },
 } as const;
 
@@ -74,17 +122,37 @@ export const deploymentsSchema = {
   additionalProperties: false,
   properties: {
     environments: { type: "object", additionalProperties: ruleSchema },
+    by_property: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["property", "values", "environments"],
+        properties: {
+          property: { type: "string", minLength: 1 },
+          values: { type: "array", items: { type: "string", minLength: 1 }, minItems: 1 },
+          environments: { type: "object", additionalProperties: ruleSchema },
+        },
+      },
+    },
   },
 } as const;
 
 export const deploymentsDefaults: DeploymentsPolicy = { environments: {} };
 
-const RULE_KEYS = ["branches", "checks", "after", "windows", "freeze", "outside_window", "pending_checks"] as const;
+const RULE_KEYS = ["branches", "checks", "after", "windows", "freeze", "outside_window", "pending_checks", "report_every"] as const;
 
 /** Checks a schema cannot express: globs, time zones, hour ranges, freeze ranges and their overlaps. */
 export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report) => {
-  for (const [name, rule] of Object.entries(value.environments ?? {})) {
-    const at = ["environments", name];
+  checkEnvironments(value.environments ?? {}, ["environments"], report);
+  (value.by_property ?? []).forEach((gate, i) => {
+    if (gate.environments) checkEnvironments(gate.environments, ["by_property", i, "environments"], report);
+  });
+};
+
+function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix: (string | number)[], report: Report): void {
+  for (const [name, rule] of Object.entries(environments)) {
+    const at = [...prefix, name];
     const nameProblem = globError(name);
     if (nameProblem) report(at, nameProblem);
     if (!rule) continue;
@@ -102,10 +170,52 @@ export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report
     if (rule.after?.includes(name)) report([...at, "after"], `environment "${name}" cannot come after itself`);
     checkWindows(rule.windows ?? [], [...at, "windows"], report);
     checkFreezes(rule.freeze ?? [], [...at, "freeze"], report);
+    if (rule.report_every !== undefined) {
+      const every = parseDuration(rule.report_every);
+      if ("error" in every) report([...at, "report_every"], every.error);
+      else if (every.ms < 60_000) report([...at, "report_every"], `report_every "${rule.report_every}" is shorter than a minute`);
+    }
   }
-};
+}
 
 type Report = Parameters<SemanticCheck<unknown>>[1];
+
+const RECURRING_KEYS = ["rrule", "start", "duration"] as const;
+const CALENDAR_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*\.ics$/;
+
+/**
+ * An entry is one kind: recurring (`rrule` + `start` + `duration`), a `calendar`, or the plain kind
+ * (`plainKeys`). Reports mixed or incomplete entries; returns the kind, or undefined when invalid.
+ */
+function entryKind(e: Recurring & Record<string, unknown>, plainKeys: readonly string[], at: (string | number)[], report: Report): "recurring" | "calendar" | "plain" | undefined {
+  const recurring = RECURRING_KEYS.filter((k) => e[k] !== undefined);
+  const plain = plainKeys.filter((k) => e[k] !== undefined);
+  const kinds = [recurring.length > 0, e.calendar !== undefined, plain.length > 0].filter(Boolean).length;
+  if (kinds > 1) {
+    const first = recurring[0] ?? (e.calendar !== undefined ? "calendar" : plain[0]!);
+    report([...at, first], `use one of ${RECURRING_KEYS.join("/")}, calendar or ${plainKeys.join("/")} in one entry, not several`);
+    return undefined;
+  }
+  if (e.calendar !== undefined) {
+    if (!CALENDAR_PATH.test(e.calendar) || e.calendar.split("/").some((part) => part === ".." || part === ".")) {
+      report([...at, "calendar"], `calendar "${e.calendar}" is not a relative path to an .ics file in the admin repository`);
+      return undefined;
+    }
+    return "calendar";
+  }
+  if (recurring.length === 0) return "plain";
+  const missing = RECURRING_KEYS.filter((k) => e[k] === undefined);
+  if (missing.length) {
+    report([...at, recurring[0]!], `a recurring entry needs ${missing.map((k) => `"${k}"`).join(" and ")} too`);
+    return undefined;
+  }
+  const problem = recurrenceError({ rrule: e.rrule!, start: e.start!, duration: e.duration!, ...(typeof e.timezone === "string" ? { timezone: e.timezone } : {}) });
+  if (problem) {
+    report([...at, problem.key], problem.message);
+    return undefined;
+  }
+  return "recurring";
+}
 
 function checkWindows(windows: DeployWindow[], at: (string | number)[], report: Report): void {
   const parsed: { i: number; days: Set<Day>; zone: string; start: number; end: number }[] = [];
@@ -118,6 +228,8 @@ function checkWindows(windows: DeployWindow[], at: (string | number)[], report: 
         ok = false;
       }
     }
+    if (!ok) return;
+    if (entryKind(w as DeployWindow & Record<string, unknown>, ["days", "hours"], [...at, i], report) !== "plain") return;
     const days = w.days ?? [...DAYS];
     if (new Set(days).size !== days.length) report([...at, i, "days"], "a day is listed twice");
     let range = { start: 0, end: 24 * 60 };
@@ -152,6 +264,11 @@ function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report
         report([...at, i, "timezone"], problem);
         return;
       }
+    }
+    if (entryKind(f as Freeze & Record<string, unknown>, ["from", "to"], [...at, i], report) !== "plain") return;
+    if (f.from === undefined || f.to === undefined) {
+      report([...at, i], `a freeze needs "from" and "to", or "rrule" + "start" + "duration", or "calendar"`);
+      return;
     }
     const from = parseInstant(f.from, f.timezone);
     const to = parseInstant(f.to, f.timezone);

@@ -18,6 +18,8 @@ export interface WaitRecord {
   requestedAt: string;
   /** The last comment-only status sent, so an unchanged wait is not announced again. */
   lastComment?: string;
+  /** When (decision clock, ISO) that status was sent: with `report_every`, the next is due that long after. */
+  lastReportAt?: string;
 }
 
 const PREFIX = "deployments:";

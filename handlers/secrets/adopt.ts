@@ -1,5 +1,5 @@
 // What the policy says about existing targets Steward did not create (`adopt` on the document or on
-// an entry; an entry's own wins): true adopts, false leaves alone, unsaid keeps the default. Pure.
+// an entry; an entry's own wins): true adopts; false or unsaid leaves it alone as a conflict. Pure.
 import type { SecretsPolicy } from "./policy.js";
 import type { DesiredTarget } from "./targets.js";
 

@@ -19,7 +19,7 @@ export interface PlanRow {
   desired?: DesiredTarget;
   /** Whether the target counts as created by Steward after this row is applied. */
   created: boolean;
-  /** It exists, Steward never wrote it, and the policy does not say `adopt: true`: left alone, reported. */
+  /** It exists, Steward never wrote it, and the policy does not say `adopt: true`: left alone, reported as a conflict. */
   conflict?: boolean;
   /** Org targets shared with selected repositories: the repository ids to add and to remove, one at a time. */
   repositoryChanges?: { add: number[]; remove: number[] };
@@ -36,8 +36,8 @@ export interface PlanInput {
   prune: boolean;
   /**
    * Desired key -> the policy's `adopt` for it: true adopts an existing target Steward did not create
-   * (overwritten, recorded as Steward's), false leaves it alone and reports it. Absent: overwritten
-   * but never counted as Steward's (never pruned).
+   * (overwritten, recorded as Steward's); false or absent leaves it alone and reports a conflict:
+   * someone else's secret is never overwritten unless the operator says so.
    */
   adopt?: ReadonlyMap<string, boolean>;
 }
@@ -79,6 +79,15 @@ function valueReason(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefi
   return undefined;
 }
 
+/** Why a foreign target is left alone, and the exact key that would adopt it. */
+function conflictReason(d: DesiredTarget, reasons: readonly string[]): string {
+  const section = d.kind === "secret" ? "secrets" : "variables";
+  return (
+    `exists and Steward did not create it, so it is left as it is (${reasons.join("; ")}); ` +
+    `to let Steward overwrite it and manage it from now on, set \`adopt: true\` on ${section}.${d.name} (or on the whole document)`
+  );
+}
+
 function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined, fp: string, adopt: boolean | undefined): PlanRow {
   let repositoryChanges: PlanRow["repositoryChanges"];
   const changes: Change[] = [];
@@ -110,9 +119,9 @@ function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined,
     return { ...base, created: true, action: "update", changes: changes.includes("value") ? changes : ["value", ...changes], reason: why.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
   }
   if (changes.length === 0) return { ...base, action: "unchanged", changes, reason: r ? "in sync" : "matches policy" };
-  if (!r && adopt === false) {
-    // Someone else's, and the operator said not to take it over: reported, never overwritten.
-    return { ...base, action: "unchanged", changes: [], conflict: true, reason: `exists and Steward did not create it: left as it is (${reasons.join("; ")}); adopt: true adopts it` };
+  if (!r && adopt !== true) {
+    // Someone else's, and the operator did not say to take it over: reported, never overwritten.
+    return { ...base, action: "unchanged", changes: [], conflict: true, reason: conflictReason(d, reasons) };
   }
   return { ...base, action: "update", changes, reason: reasons.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
 }

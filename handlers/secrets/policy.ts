@@ -48,8 +48,8 @@ export interface SecretsPolicy {
   prune: boolean;
   /**
    * Targets that exist but Steward did not create: `true` adopts them (overwritten and recorded as
-   * Steward's, so prune may delete them), `false` leaves them alone and reports them; unsaid, they
-   * are overwritten but never counted as Steward's. Entries may say their own `adopt`.
+   * Steward's, so prune may delete them); `false` or unsaid leaves them alone and reports each as a
+   * conflict saying how to adopt it. Entries may say their own `adopt`.
    */
   adopt?: boolean;
 }

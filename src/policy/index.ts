@@ -4,5 +4,5 @@
 export { POLICY_FILE, isPolicyPath, isDocumentPath } from "./paths.js";
 export { mergePolicy, policyDocuments, policySections, isPlainObject } from "./merge.js";
 export { resolvePolicy, type PolicySource } from "./resolve.js";
-export { validatePolicyText } from "./validate.js";
+export { analysePolicyText, validatePolicyText } from "./validate.js";
 export { policyHandlers } from "./handler-set.js";

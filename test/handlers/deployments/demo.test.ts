@@ -5,17 +5,20 @@ import scenario from "../../../src/sandbox/demo/scenarios/deployments.js";
 import { startSandboxStack } from "../../../src/sandbox/stack.js";
 
 describe("deployments demo scenario", () => {
-  it("approves main, rejects a feature branch, holds a deployment through a freeze and then approves it", async () => {
+  it("approves main, rejects a feature branch, holds through a freeze, then gates a critical repository on a holiday from the org calendar", async () => {
     const stack = await startSandboxStack({ logger: pino({ level: "silent" }) });
     try {
       const printed: string[] = [];
       const rows = await scenario.run(stack, (line) => printed.push(line));
-      expect(rows.map((r) => r.result.split(":")[0])).toEqual(["Steward is the protection rule", "approved", "rejected", "policy reloaded", "waiting", "approved"]);
+      expect(rows.map((r) => r.result.split(":")[0])).toEqual(["Steward is the protection rule", "approved", "rejected", "policy reloaded", "waiting", "approved", "policy reloaded", "waiting", "approved"]);
       expect(rows[1]!.result).toMatch(/checks `build`, `test` succeeded on [0-9a-f]{7}/);
       expect(rows[2]!.result).toContain("`feature/login` may not deploy to production (allowed: `main`)");
       expect(rows[4]!.result).toContain("deploy freeze until");
       expect(rows[4]!.result).toContain("(release candidate soak)");
       expect(printed.some((l) => l.startsWith("waiting for the freeze to end"))).toBe(true);
+      expect(rows[7]!.result).toContain("organisation gate (tier: critical): deploy freeze until");
+      expect(rows[7]!.result).toContain("(holiday: Company offsite)");
+      expect(rows[8]!.result).toContain("organisation gate (tier: critical): `main` may deploy to production");
     } finally {
       await stack.close();
     }

@@ -3,6 +3,8 @@ import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
 import { deploymentsSection, type DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
+import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
+import { analysePolicyText } from "../../../src/policy/validate.js";
 
 const DOCUMENTED = `deployments:
   environments:
@@ -125,5 +127,48 @@ describe("deployments section through the policy validator", () => {
     expect((documented.value as { deployments: DeploymentsPolicy }).deployments.environments.production!.freeze![0]!.from).toBe("2026-12-20T00:00:00Z");
     const valid = validatePolicyText(text.replace("pending_check:", "pending_checks:"), { file: ".github/steward.yml", handlers: [deployments] });
     expect(valid.problems.map((p) => `${p.line}:${p.message}`)).toEqual(['6:unknown time zone "Europe/Pariss"']);
+  });
+});
+
+describe("calendar keys", () => {
+  it("accepts recurring windows and freezes, calendars and report_every", () => {
+    expect(
+      problems(`deployments:
+  environments:
+    production:
+      report_every: 30m
+      windows:
+        - { rrule: "FREQ=WEEKLY;BYDAY=TU,TH", start: "2026-01-06T10:00", duration: 4h, timezone: Europe/Paris }
+      freeze:
+        - { rrule: "RRULE:FREQ=WEEKLY;BYDAY=FR", start: "2026-01-02T15:00", duration: PT65H, timezone: Europe/Paris, reason: weekend }
+        - { calendar: .github/steward/holidays.ics, reason: holiday }
+`),
+    ).toEqual([]);
+  });
+
+  it("reports bad rules, durations, mixed kinds and paths at the key, with FILE:LINE:COL", () => {
+    const text = `deployments:
+  environments:
+    production:
+      report_every: soon
+      windows:
+        - { rrule: "FREQ=SECONDLY", start: "2026-01-06T10:00", duration: 4h }
+        - { rrule: "FREQ=DAILY", start: "2026-01-06T10:00" }
+        - { rrule: "FREQ=DAILY", start: "2026-01-06T10:00", duration: 1h, days: [mon] }
+      freeze:
+        - { rrule: "FREQ=DAILY", start: "yesterday", duration: 1h }
+        - { calendar: ../secrets/holidays.ics }
+        - { reason: nothing }
+`;
+    const analysis = analysePolicyText(text, { file: "acme/web:.github/steward.yml", handlers: [createDeploymentsHandler()] });
+    expect(analysis.problems.map((p) => `${p.file}:${p.line}:${p.column}: ${p.message}`)).toEqual([
+      'acme/web:.github/steward.yml:4:21: duration "soon" is not like "30m", "8h", "1d" or ISO 8601 "PT8H"',
+      "acme/web:.github/steward.yml:6:20: rrule FREQ=SECONDLY is finer than hourly; use HOURLY or coarser",
+      'acme/web:.github/steward.yml:7:20: a recurring entry needs "duration" too',
+      "acme/web:.github/steward.yml:8:20: use one of rrule/start/duration, calendar or days/hours in one entry, not several",
+      'acme/web:.github/steward.yml:10:41: start "yesterday" is not an ISO 8601 date or time',
+      'acme/web:.github/steward.yml:11:23: calendar "../secrets/holidays.ics" is not a relative path to an .ics file in the admin repository',
+      'acme/web:.github/steward.yml:12:11: a freeze needs "from" and "to", or "rrule" + "start" + "duration", or "calendar"',
+    ]);
   });
 });

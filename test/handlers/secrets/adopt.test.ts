@@ -1,5 +1,6 @@
 // `adopt`: a secret or variable that exists but Steward did not create. adopt: true takes it over and
-// records it as Steward's (so prune may delete it later); adopt: false leaves it and reports it.
+// records it as Steward's (so prune may delete it later); adopt: false, or no adopt at all, leaves it
+// exactly as it is and reports a conflict saying how to adopt it.
 import { afterEach, describe, expect, it } from "vitest";
 import { createWorld, ORG, type World } from "./world.js";
 
@@ -10,6 +11,8 @@ afterEach(async () => {
 });
 
 const ENV = { STEWARD_SECRET_ADOPT_VALUE: "steward's value" };
+const CONFLICT = (key: string, why: string) =>
+  `exists and Steward did not create it, so it is left as it is (${why}); to let Steward overwrite it and manage it from now on, set \`adopt: true\` on ${key} (or on the whole document)`;
 
 describe("adopting existing secrets and variables", () => {
   it("adopt: true overwrites a person's secret and variable once, records them as Steward's, and prune can then delete them", async () => {
@@ -43,9 +46,40 @@ describe("adopting existing secrets and variables", () => {
     const result = await world.sync();
     expect(result.applied.map((r) => r.name)).toEqual(["NEW_KEY"]);
     expect(result.failures).toEqual([
-      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", action: "adopt", error: "exists and Steward did not create it: left as it is (exists but Steward never wrote it (value unknown)); adopt: true adopts it" },
+      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", action: "adopt", error: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
     ]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("person's");
     expect(mark().filter((r) => r.method === "PUT").map((r) => r.path)).toEqual([`/repos/${ORG}/web/actions/secrets/NEW_KEY`]);
+  });
+
+  it("without adopt, a person's secret and variable are not overwritten: the plan and the sync report a conflict", async () => {
+    world = await createWorld({ repos: ["web"], env: ENV });
+    const { secrets, variables } = world.h.domains;
+    secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
+    variables.setVariableOutOfBand({ owner: ORG, repo: "web" }, "REGION", "us-east-1");
+    world.pushPolicy("secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web] }\n");
+    const expected = [
+      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", action: "adopt", error: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
+      { scope: { level: "repo", repo: "web" }, kind: "variable", name: "REGION", action: "adopt", error: CONFLICT("variables.REGION", "value differs from policy") },
+    ];
+
+    const plan = await world.sync({ dryRun: true });
+    expect(plan.rows.map((r) => [r.name, r.action, r.conflict])).toEqual([["API_KEY", "unchanged", true], ["REGION", "unchanged", true]]);
+    expect(plan.failures).toEqual(expected);
+
+    const mark = world.mark();
+    const result = await world.sync();
+    expect(result.applied).toEqual([]);
+    expect(result.failures).toEqual(expected);
+    expect(mark().filter((r) => r.method === "PUT" || r.method === "PATCH" || r.method === "POST")).toEqual([]);
+    expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("person's");
+    expect(variables.valueIn({ owner: ORG, repo: "web" }, "REGION")).toBe("us-east-1");
+
+    // The reason names the key that adopts it; saying so takes it over on the next sync.
+    world.pushPolicy("secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: true }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web], adopt: true }\n");
+    const adopted = await world.sync();
+    expect(adopted.failures).toEqual([]);
+    expect(adopted.applied.map((r) => [r.name, r.action, r.created])).toEqual([["API_KEY", "update", true], ["REGION", "update", true]]);
+    expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("steward's value");
   });
 });

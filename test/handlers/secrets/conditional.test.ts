@@ -141,7 +141,9 @@ describe("conditional reads of a secrets sync", () => {
     const plan = await measured(w, () => w.sync({ dryRun: true }));
     const sentry = plan.result.rows.filter((r) => r.name === "SENTRY_DSN");
     expect(sentry).toHaveLength(N);
-    expect(sentry.filter((r) => r.action === "update").map((r) => [r.scope, r.reason])).toEqual([[{ level: "repo", repo: "svc-05" }, "exists but Steward never wrote it (value unknown)"]]);
+    // The person's secret is a conflict (no adopt): seen through the fresh list, never overwritten.
+    expect(sentry.filter((r) => r.conflict).map((r) => [r.scope, r.action])).toEqual([[{ level: "repo", repo: "svc-05" }, "unchanged"]]);
+    expect(sentry.find((r) => r.conflict)?.reason).toMatch(/^exists and Steward did not create it, so it is left as it is \(exists but Steward never wrote it/);
     expect(sentry.filter((r) => r.action === "create")).toHaveLength(N - 1);
     const fresh = plan.gets.filter((r) => r.status === 200).map((r) => r.path).sort();
     // The push also changed the admin repository's entry in the installation's repository list.

@@ -15,7 +15,7 @@ function record(d: { kind: "secret" | "variable"; scope: Scope; name: string }, 
   return { kind: d.kind, scope: d.scope, name: d.name, fingerprint: "fp1", remoteUpdatedAt: "2024-01-01T00:00:00Z", created: true, writtenAt: "2024-01-01T00:00:00Z", ...extra };
 }
 
-function input(parts: { d?: DesiredTarget[]; a?: ActualTarget[]; r?: [string, TargetRecord][]; fp?: string; prune?: boolean; unread?: string[] }): PlanInput {
+function input(parts: { d?: DesiredTarget[]; a?: ActualTarget[]; r?: [string, TargetRecord][]; fp?: string; prune?: boolean; unread?: string[]; adopt?: boolean }): PlanInput {
   const d = parts.d ?? [];
   const scopes = new Set<string>();
   for (const t of [...d, ...(parts.a ?? []), ...(parts.r ?? []).map(([, r]) => r)]) scopes.add(scopeReadKey(t.kind, t.scope));
@@ -27,6 +27,7 @@ function input(parts: { d?: DesiredTarget[]; a?: ActualTarget[]; r?: [string, Ta
     records: new Map(parts.r ?? []),
     readScopes: scopes,
     prune: parts.prune ?? true,
+    ...(parts.adopt === undefined ? {} : { adopt: new Map(d.map((t) => [t.key, parts.adopt!])) }),
   };
 }
 
@@ -58,7 +59,10 @@ describe("computePlan", () => {
       action: "update",
       reason: /out of band after Steward's write/,
     },
-    { title: "secret present without a record is adopted (written once)", in: input({ d: [s], a: [actual(s)] }), action: "update", reason: /never wrote/ },
+    { title: "secret present without a record is a conflict without adopt (never overwritten)", in: input({ d: [s], a: [actual(s)] }), action: "unchanged", reason: /did not create it, so it is left as it is .*set `adopt: true` on secrets\.NPM_TOKEN/ },
+    { title: "secret present without a record is a conflict with adopt: false", in: input({ d: [s], a: [actual(s)], adopt: false }), action: "unchanged", reason: /left as it is/ },
+    { title: "secret present without a record is adopted with adopt: true (written once)", in: input({ d: [s], a: [actual(s)], adopt: true }), action: "update", reason: /adopted \(adopt: true\)/ },
+    { title: "variable with another value and no record is a conflict without adopt", in: input({ d: [v], a: [actual(v, { value: "us-east-1" })] }), action: "unchanged", reason: /value differs from policy.*variables\.REGION/ },
     { title: "variable with the same value is unchanged even without a record", in: input({ d: [v], a: [actual(v, { value: "eu-west-1" })] }), action: "unchanged", reason: /matches/ },
     { title: "variable edited out of band is repaired", in: input({ d: [v], a: [actual(v, { value: "us-east-1" })], r: [[v.key, record(v)]] }), action: "update", reason: /out of band/ },
     { title: "variable changed in policy is updated", in: input({ d: [v], a: [actual(v, { value: "us-east-1" })], r: [[v.key, record(v)]], fp: "fp9" }), action: "update", reason: /changed in policy/ },

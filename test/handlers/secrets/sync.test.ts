@@ -183,21 +183,23 @@ prune: true
     expect((await world.sync()).applied).toEqual([]);
   });
 
-  it("does not prune without prune: true, and never deletes a secret a person created even if Steward took it over", async () => {
+  it("does not prune without prune: true, and never overwrites or deletes a secret a person created without adopt", async () => {
     world = await createWorld({ repos: ["web"], env: { ...SECRET_ENV } });
     const s = world.h.domains.secrets;
     s.setSecretOutOfBand({ owner: ORG, repo: "web" }, "NPM_TOKEN", "person's");
     world.pushPolicy(`secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: [web] }\n  MINE: { from: env:STEWARD_SECRET_SHARED, repositories: [web] }\n`);
-    const adopt = await world.sync();
-    expect(adopt.applied.map((r) => [r.name, r.action])).toEqual([["MINE", "create"], ["NPM_TOKEN", "update"]]);
+    const first = await world.sync();
+    expect(first.applied.map((r) => [r.name, r.action])).toEqual([["MINE", "create"]]);
+    expect(first.failures.map((f) => [f.name, f.action])).toEqual([["NPM_TOKEN", "adopt"]]);
+    expect(s.openedValue({ owner: ORG, repo: "web" }, "NPM_TOKEN")).toBe("person's");
     world.pushPolicy("secrets: {}\n");
     const kept = await world.sync();
     expect(kept.applied).toEqual([]);
-    expect(kept.rows.map((r) => r.reason)).toEqual(["no longer in policy; prune is off", "no longer in policy; prune is off"]);
+    expect(kept.rows.map((r) => [r.name, r.reason])).toEqual([["MINE", "no longer in policy; prune is off"]]);
     world.pushPolicy("secrets: {}\nprune: true\n");
     const pruned = await world.sync();
     expect(pruned.applied.map((r) => r.name)).toEqual(["MINE"]);
-    expect(s.openedValue({ owner: ORG, repo: "web" }, "NPM_TOKEN")).toBe("npm-token-value-1");
+    expect(s.openedValue({ owner: ORG, repo: "web" }, "NPM_TOKEN")).toBe("person's");
   });
 
   it("reads variables 30 a page", async () => {
@@ -208,7 +210,8 @@ prune: true
     world.pushPolicy("variables:\n  ZZ_TIER: { value: gold, repositories: [api] }\n  ZZ_NEW: { value: n, repositories: [api] }\n");
     const requests = world.mark();
     const result = await world.sync({ dryRun: true });
-    expect(result.rows.map((r) => [r.name, r.action])).toEqual([["ZZ_NEW", "create"], ["ZZ_TIER", "update"]]);
+    // ZZ_TIER is a person's variable: without adopt it is a conflict, not an update.
+    expect(result.rows.map((r) => [r.name, r.action, r.conflict ?? false])).toEqual([["ZZ_NEW", "create", false], ["ZZ_TIER", "unchanged", true]]);
     const pages = requests().filter((r) => r.path === `/repos/${ORG}/api/actions/variables`);
     expect(pages.map((r) => new URLSearchParams(r.query).get("per_page"))).toEqual(["30", "30", "30"]);
     expect(pages.map((r) => new URLSearchParams(r.query).get("page"))).toEqual(["1", "2", "3"]);

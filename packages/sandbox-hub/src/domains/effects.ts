@@ -3,7 +3,7 @@
 
 export interface Effect {
   at: string;
-  domain: "actions" | "deployments" | "checks" | "secrets" | "variables";
+  domain: "actions" | "deployments" | "checks" | "secrets" | "variables" | "properties";
   kind: string;
   /** Who asked: `installation:ID`, `user:LOGIN`, `control`. */
   by: string;

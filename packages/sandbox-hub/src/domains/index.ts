@@ -7,6 +7,8 @@ import { installChecksRoutes } from "../routes/checks.js";
 import { installDeploymentsRoutes } from "../routes/deployments.js";
 import { installSecretsRoutes } from "../routes/secrets.js";
 import { installVariablesRoutes } from "../routes/variables.js";
+import { installPropertiesRoutes } from "../routes/properties.js";
+import { PropertiesDomain } from "./properties.js";
 import { ActionsDomain } from "./actions/domain.js";
 import { ChecksDomain } from "./checks.js";
 import { DeploymentsDomain } from "./deployments.js";
@@ -24,12 +26,14 @@ export function installDomains(hub: Hub, router: Router) {
   const actions = new ActionsDomain(hub, checks, deployments, effects, deliveries);
   const secrets = new SecretsDomain(hub, effects);
   const variables = new VariablesDomain(hub, effects);
+  const properties = new PropertiesDomain(hub, effects);
 
   installActionsRoutes(hub, router, actions);
   installDeploymentsRoutes(hub, router, deployments, actions);
   installChecksRoutes(hub, router, checks);
   installSecretsRoutes(hub, router, secrets, deployments);
   installVariablesRoutes(hub, router, variables, deployments);
+  installPropertiesRoutes(hub, router, properties);
 
   // Pushes and new pull request heads ask the app for checks (check_suite.requested).
   hub.subscribe?.((event) => {
@@ -47,6 +51,7 @@ export function installDomains(hub: Hub, router: Router) {
     checks,
     secrets,
     variables,
+    properties,
     effects,
     /** Resolves when every scheduled attempt and every delivery the domains queued so far is done. */
     idle: () => actions.idle(),

@@ -22,6 +22,7 @@ export const BROAD_GRANT: AppGrant = {
     actions: "write", checks: "write", contents: "write", pull_requests: "write", issues: "write",
     deployments: "write", environments: "write", secrets: "write", actions_variables: "write",
     organization_secrets: "write", organization_actions_variables: "write", statuses: "write", metadata: "read",
+    organization_custom_properties: "read",
   },
   events: [
     "check_run", "check_suite", "pull_request", "push", "workflow_run", "workflow_job", "deployment_protection_rule",

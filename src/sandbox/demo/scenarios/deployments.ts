@@ -1,6 +1,8 @@
 // Deployments gated by policy: Steward is a custom protection rule on acme/web's production
 // environment. A deployment from main with green checks is approved, one from a feature branch
-// rejected, and one during a freeze held until the freeze ends, then approved.
+// rejected, and one during a freeze held until the freeze ends, then approved. Then the
+// organisation gates production of every `tier: critical` repository (custom property) with a
+// holiday calendar from the admin repository: a deployment on a holiday is held until it ends.
 import type { SandboxStack } from "../../stack.js";
 import type { Row, Scenario } from "../types.js";
 
@@ -19,6 +21,24 @@ const policy = (freeze?: { from: Date; to: Date }) =>
     ...(freeze ? ["      freeze:", `        - from: ${freeze.from.toISOString()}`, `          to: ${freeze.to.toISOString()}`, "          reason: release candidate soak"] : []),
     "",
   ].join("\n");
+
+const ORG_POLICY = [
+  "deployments:",
+  "  environments: {}",
+  "  by_property:",
+  "    - property: tier",
+  "      values: [critical]",
+  "      environments:",
+  `        ${ENVIRONMENT}:`,
+  "          branches: [main]",
+  "          freeze:",
+  "            - { calendar: .github/steward/holidays.ics, reason: holiday }",
+  "",
+].join("\n");
+
+const icsTime = (d: Date) => d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+const holidays = (from: Date, to: Date) =>
+  ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//acme//holidays//EN", "BEGIN:VEVENT", "UID:offsite@acme", `DTSTART:${icsTime(from)}`, `DTEND:${icsTime(to)}`, "SUMMARY:Company offsite", "END:VEVENT", "END:VCALENDAR", ""].join("\r\n");
 
 type DeploymentEffect = { kind: string; detail: Record<string, unknown> };
 
@@ -98,6 +118,20 @@ const scenario: Scenario = {
     print(`waiting for the freeze to end (sandbox clock ${control.now().toISOString()})`);
     const released = await effectFor(stack, frozen, ["protection_rule.approved", "protection_rule.rejected"], (FREEZE_SECONDS + 15) * 1000);
     rows.push({ step: `freeze over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${released.kind.split(".")[1]}: ${reasonsOf(released)}` });
+
+    // The organisation gates critical repositories; today is a holiday in its calendar.
+    const start = control.now();
+    const holidayEnd = new Date(Math.ceil((start.getTime() + FREEZE_SECONDS * 1000) / 1000) * 1000);
+    control.pushFiles({ owner: OWNER, repo: REPO, files: { ".github/steward.yml": policy() }, message: "Lift the freeze" });
+    control.pushFiles({ owner: OWNER, repo: ".github", files: { ".github/steward.yml": ORG_POLICY, ".github/steward/holidays.ics": holidays(new Date(start.getTime() - 3_600_000), holidayEnd) }, message: "Gate critical repositories" });
+    domains.properties.setValues(OWNER, REPO, { tier: "critical" });
+    await settle(stack);
+    rows.push({ step: `org policy: tier critical gates ${ENVIRONMENT} (holidays.ics); ${OWNER}/${REPO} is tier: critical`, event: "push", result: "policy reloaded" });
+    const holiday = deploy(stack, repo.default_branch, print);
+    const gated = await effectFor(stack, holiday, ["protection_rule.status_report", "protection_rule.approved", "protection_rule.rejected"]);
+    rows.push({ step: `deploy ${repo.default_branch} on a holiday`, event: "deployment_protection_rule.requested", result: `${gated.kind === "protection_rule.status_report" ? "waiting" : gated.kind.split(".")[1]}: ${reasonsOf(gated)}` });
+    const after = await effectFor(stack, holiday, ["protection_rule.approved", "protection_rule.rejected"], (FREEZE_SECONDS + 15) * 1000);
+    rows.push({ step: `holiday over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${after.kind.split(".")[1]}: ${reasonsOf(after)}` });
     return rows;
   },
 };

@@ -35,7 +35,19 @@ function tsxAvailable() {
 function useSources() {
   if (!tsxAvailable()) return false;
   if (process.env.STEWARD_FROM_SOURCE === "1" || !existsSync(compiled)) return true;
+  if (startsSandbox(process.argv.slice(2))) return true;
   return newestSource([new URL("src/", root), new URL("handlers/", root)]) > statSync(compiled).mtimeMs;
+}
+
+/**
+ * The sandbox hub (packages/sandbox-hub) is a development tool shipped as TypeScript and not part of
+ * the compiled service: the commands that start it run from the sources (tsx is a dev dependency,
+ * present wherever the hub is). A production install has neither and says so.
+ */
+function startsSandbox(args) {
+  const [command] = args;
+  if (args.includes("--help") || args.includes("-h")) return false;
+  return command === "sandbox" || command === "demo" || (command === "start" && !process.env.APP_ID);
 }
 
 let main;

@@ -46,7 +46,6 @@ function useSources() {
  */
 function startsSandbox(args) {
   const [command] = args;
-  if (args.includes("--help") || args.includes("-h")) return false;
   return command === "sandbox" || command === "demo" || (command === "start" && !process.env.APP_ID);
 }
 

@@ -83,11 +83,15 @@ describe("policy globs", () => {
         const glob = segments.join("/");
         // picomatch lets a trailing `/` through `*`, and its `x/**` matches `x` only for a literal x
         // (see "keep the documented semantics"), and runs of three stars are its own quirk; empty
-        // path segments are not names Steward matches.
-        fc.pre(!value.endsWith("/") && !value.startsWith("/") && !value.includes("//") && !glob.endsWith("/**") && !glob.includes("***"));
+        // path segments are not names Steward matches. A `**` inside a segment is `*` for Steward
+        // (documented) but a globstar for picomatch when a brace group follows it (`**{a,b}`), so
+        // only whole-segment `**` is compared.
+        const starsInSegment = segments.some((seg) => seg !== "**" && seg.includes("**"));
+        fc.pre(!value.endsWith("/") && !value.startsWith("/") && !value.includes("//") && !glob.endsWith("/**") && !glob.includes("***") && !starsInSegment);
         expect(compileGlob(glob)(value)).toBe(picomatch(glob, { dot: true })(value));
       }),
-      { numRuns: 2000 },
+      // A fixed seed: CI runs the same 2,000 cases every time (a new disagreement is found by changing it).
+      { numRuns: 2000, seed: 20261124 },
     );
   });
 

@@ -2,6 +2,7 @@
 // is imported lazily so `steward validate` does not pay for the server's start-up.
 
 import pkg from "../../package.json" with { type: "json" };
+import { DotEnvError, loadDotEnv } from "./dotenv.js";
 
 /** A command module: `usage` is printed for --help without running anything. */
 type CommandModule = { usage: string; run(args: string[]): Promise<number> };
@@ -50,6 +51,13 @@ export async function main(argv: string[]): Promise<number> {
   if (asksForHelp(rest)) {
     process.stdout.write(`${mod.usage.trimEnd()}\n`);
     return 0;
+  }
+  try {
+    loadDotEnv(process.env, process.cwd());
+  } catch (error) {
+    if (!(error instanceof DotEnvError)) throw error;
+    process.stderr.write(`steward: ${error.message}\n`);
+    return 1;
   }
   return mod.run(rest);
 }

@@ -60,6 +60,7 @@ describe("a Probot 12-style app behind Steward", () => {
     expect(await outcomeOf(s, opened.guid, name)).toMatchObject({ status: "done" });
     const comments = s.hub.control.effects.filter((e) => e.kind === "issues.commented" && e.details.number === pr.number);
     expect(comments).toHaveLength(1);
+    expect(s.hub.control.requests().some((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`)).toBe(true);
     const labels = s.hub.control.effects.filter((e) => e.kind === "issues.labeled" && e.details.number === pr.number);
     expect(labels.map((e) => e.details.label)).toEqual(["needs-review"]);
     // context.config read the file through the contents API (the label above came from it).
@@ -67,6 +68,16 @@ describe("a Probot 12-style app behind Steward", () => {
 
     // Not subscribed: the push is the app's `skipped`, with the reason naming the event.
     expect(await outcomeOf(s, push.guid, name)).toMatchObject({ status: "skipped", detail: "the app does not listen to push" });
+  });
+
+  it("an app listening through app.onAny is done for every event", async () => {
+    const { s, name } = await stackWithApp("any-probot-app.cjs");
+    stack = s;
+    s.hub.control.pushFiles({ owner: "acme", repo: "web", files: { "any.txt": "x\n" } });
+    await s.hub.control.settled();
+    const push = s.hub.control.deliveries().find((d) => d.event === "push")!;
+    expect(await outcomeOf(s, push.guid, name)).toMatchObject({ status: "done" });
+    expect(s.hub.control.requests().some((r) => r.method === "GET" && r.path === "/repos/acme/web")).toBe(true);
   });
 
   it("refuses apps that mount HTTP routes at load time, naming the call", async () => {

@@ -2,6 +2,7 @@
 // is imported lazily so `steward validate` does not pay for the server's start-up.
 
 import pkg from "../../package.json" with { type: "json" };
+import { DotEnvError, loadDotEnv } from "./dotenv.js";
 
 /** A command module: `usage` is printed for --help without running anything. */
 type CommandModule = { usage: string; run(args: string[]): Promise<number> };
@@ -15,6 +16,7 @@ export const commands: Record<string, Command> = {
   sync: { summary: "sync Actions secrets and variables: steward sync --org ORG [--dry-run]", load: () => import("./commands/sync.js") },
   flakes: { summary: "flakiest jobs the rerun handler recorded: steward flakes --repo OWNER/NAME [--since 30d]", load: () => import("./commands/flakes.js") },
   simulate: { summary: "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]", load: () => import("./commands/simulate.js") },
+  receive: { summary: "run one payload through the handlers and print their outcomes: steward receive --event E --payload FILE", load: () => import("./commands/receive.js") },
   deliveries: { summary: "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead", load: () => import("./commands/deliveries.js") },
 };
 
@@ -49,6 +51,13 @@ export async function main(argv: string[]): Promise<number> {
   if (asksForHelp(rest)) {
     process.stdout.write(`${mod.usage.trimEnd()}\n`);
     return 0;
+  }
+  try {
+    loadDotEnv(process.env, process.cwd());
+  } catch (error) {
+    if (!(error instanceof DotEnvError)) throw error;
+    process.stderr.write(`steward: ${error.message}\n`);
+    return 1;
   }
   return mod.run(rest);
 }

@@ -52,7 +52,7 @@ export async function loadHandlerModules(
       modules.push(exported);
     } else if (typeof exported === "function") {
       const name = nameFromPath(path);
-      modules.push(probotAppAsHandler(exported as ApplicationFunction, { name, config: opts.config, logger: opts.logger }));
+      modules.push(await probotAppAsHandler(exported as ApplicationFunction, { name, config: opts.config, logger: opts.logger }));
     } else {
       throw new Error(
         `handler module ${raw}: its default export is neither a handler module ({ name, events, handle }) nor a Probot app function`,

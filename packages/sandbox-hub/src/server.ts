@@ -2,7 +2,7 @@
 // ETags and the response headers the seeds list. Routes only return data or throw HubError.
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { badCredentials, errorBody, notFound } from "./core/errors.js";
+import { badCredentials, errorBody, noRoute } from "./core/errors.js";
 import { looksLikeJwt, verifyAppJwt } from "./core/jwt.js";
 import type { RouteMatch, RouteTable } from "./core/router.js";
 import { HubError, type AuthInfo, type HubRequest, type HubResponse, type RouteOptions } from "./core/types.js";
@@ -220,7 +220,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       }
       counted = true;
     }
-    if (!match) throw notFound();
+    if (!match) throw noRoute(method, path);
     authorize(hub, hubReq, match.route.options);
     if (match.route.options.permission) {
       headers["X-Accepted-GitHub-Permissions"] = Object.entries(match.route.options.permission).map(([k, v]) => `${k}=${v}`).join(", ");

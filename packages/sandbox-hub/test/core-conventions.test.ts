@@ -70,6 +70,14 @@ describe("hub conventions", () => {
     const missing = await failure(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "nope" }));
     expect(missing.status).toBe(404);
     expect(missing.response.data).toEqual({ message: "Not Found", documentation_url: "https://docs.github.com/rest", status: "404" });
+    // A route the sandbox does not serve: the same body, with the method and path named.
+    const unknown = await failure(octokit.request("DELETE /repos/{owner}/{repo}/no-such-thing/{id}", { owner: "acme", repo: "web", id: 7 }));
+    expect(unknown.status).toBe(404);
+    expect(unknown.response.data).toEqual({
+      message: "Not Found: the sandbox hub has no route for DELETE /repos/acme/web/no-such-thing/7",
+      documentation_url: "https://docs.github.com/rest",
+      status: "404",
+    });
     const app = await probotFor(hub).auth();
     const invalid = await failure(app.request("PATCH /app/hook/config", { content_type: "xml" }));
     expect(invalid.status).toBe(422);

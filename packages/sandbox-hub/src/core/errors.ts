@@ -12,6 +12,15 @@ export function errorBody(err: HubError): Record<string, unknown> {
 }
 
 export const notFound = () => new HubError(404, "Not Found");
+
+/**
+ * A route the sandbox does not serve: GitHub's 404 body, with the method and path named so an
+ * app author sees what the sandbox is missing (the path is cut short: it comes from outside).
+ */
+export function noRoute(method: string, path: string): HubError {
+  const shown = path.length > 200 ? `${path.slice(0, 200)}…` : path;
+  return new HubError(404, `Not Found: the sandbox hub has no route for ${method} ${shown}`);
+}
 export const badCredentials = () => new HubError(401, "Bad credentials");
 
 /** 422 `Validation Failed` with one `errors[]` entry. */

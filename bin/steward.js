@@ -46,7 +46,7 @@ function useSources() {
  */
 function startsSandbox(args) {
   const [command] = args;
-  return command === "sandbox" || command === "demo" || (command === "start" && !process.env.APP_ID);
+  return command === "sandbox" || command === "demo" || ((command === "start" || command === "receive") && !process.env.APP_ID);
 }
 
 let main;

@@ -22,7 +22,7 @@ afterEach(async () => {
 async function outcomeOf(s: SandboxStack, guid: string, handler: string) {
   return vi.waitFor(
     async () => {
-      const stored = await (s.steward as unknown as Steward).store.getDelivery(guid);
+      const stored = await (s.steward as unknown as Steward).store.deliveries.getDelivery(guid);
       const found = stored?.outcomes.find((o) => o.handler === handler);
       if (!found) throw new Error(`no ${handler} outcome yet`);
       return found;

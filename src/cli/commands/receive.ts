@@ -100,7 +100,7 @@ export async function run(args: string[]): Promise<number> {
       const delivery = deliveryOf(parsed.event, payload);
       await local.steward.engine.intake.record(delivery);
       await local.steward.engine.idle();
-      const outcomes = (await local.steward.store.getDelivery(delivery.id))?.outcomes ?? [];
+      const outcomes = (await local.steward.store.deliveries.getDelivery(delivery.id))?.outcomes ?? [];
       const label = delivery.action ? `${delivery.event}.${delivery.action}` : delivery.event;
       if (outcomes.length === 0) process.stdout.write(`${label}: no handler listens to this event\n`);
       for (const o of outcomes) process.stdout.write(`${o.handler}: ${o.status}${o.detail ? ` (${o.detail})` : ""}\n`);

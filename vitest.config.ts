@@ -1,6 +1,11 @@
 import { defineConfig } from "vitest/config";
+import { defaultServerConditions } from "vite";
 
 export default defineConfig({
+  // Workspace packages (the sandbox hub) are imported from their TypeScript sources (their "steward-source"
+  // export, as tsconfig.json's customConditions), so a test sees the last edit without a rebuild.
+  resolve: { conditions: ["steward-source", ...defaultServerConditions] },
+  ssr: { resolve: { conditions: ["steward-source", ...defaultServerConditions] } },
   test: {
     include: ["test/**/*.test.ts", "handlers/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     exclude: ["test/bench/**", "node_modules/**"],

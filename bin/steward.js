@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-// Runs the compiled output (dist/, built by `npm run build` and by `npm ci` through `prepare`).
-// In a development checkout where dist/ is missing or older than a source file, it runs the
-// sources through tsx instead (a dev dependency), so what runs is always what was last edited;
+// Runs the compiled output (dist/ and the sandbox hub's packages/sandbox-hub/dist/, built by
+// `npm run build` and by `npm ci` through `prepare`). In a development checkout where either is
+// missing or older than a source file, it runs the sources through tsx instead (a dev dependency),
+// the hub's too (the "steward-source" export condition), so what runs is always what was last edited;
 // STEWARD_FROM_SOURCE=1 forces that. Without dist/ and without tsx it says how to build.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 
 const root = new URL("../", import.meta.url);
 const compiled = new URL("dist/src/cli/main.js", root);
+const hub = new URL("packages/sandbox-hub/", root);
 
 /** Newest modification time of a .ts file under these folders (0 when none). */
 function newestSource(dirs) {
@@ -35,24 +37,25 @@ function tsxAvailable() {
 function useSources() {
   if (!tsxAvailable()) return false;
   if (process.env.STEWARD_FROM_SOURCE === "1" || !existsSync(compiled)) return true;
-  if (startsSandbox(process.argv.slice(2))) return true;
-  return newestSource([new URL("src/", root), new URL("handlers/", root)]) > statSync(compiled).mtimeMs;
+  const built = statSync(compiled).mtimeMs;
+  if (newestSource([new URL("src/", root), new URL("handlers/", root)]) > built) return true;
+  const hubSources = new URL("src/", hub);
+  if (!existsSync(hubSources)) return false;
+  const hubBuilt = new URL("dist/index.js", hub);
+  return !existsSync(hubBuilt) || newestSource([hubSources]) > statSync(hubBuilt).mtimeMs;
 }
 
-/**
- * The sandbox hub (packages/sandbox-hub) is a development tool shipped as TypeScript and not part of
- * the compiled service: the commands that start it run from the sources (tsx is a dev dependency,
- * present wherever the hub is). A production install has neither and says so.
- */
-function startsSandbox(args) {
-  const [command] = args;
-  return command === "sandbox" || command === "demo" || ((command === "start" || command === "receive") && !process.env.APP_ID);
-}
+const SOURCE_CONDITION = `export function resolve(specifier, context, next) {
+  return next(specifier, { ...context, conditions: [...context.conditions, "steward-source"] });
+}`;
 
 let main;
 if (useSources()) {
   const { register } = await import("tsx/esm/api");
   register();
+  // Resolve workspace packages to their TypeScript sources (their "steward-source" export), as tests do.
+  const { register: registerLoader } = await import("node:module");
+  registerLoader(`data:text/javascript,${encodeURIComponent(SOURCE_CONDITION)}`);
   ({ main } = await import("../src/cli/main.ts"));
 } else if (existsSync(compiled)) {
   ({ main } = await import(compiled.href));

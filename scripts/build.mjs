@@ -1,12 +1,13 @@
-// `npm run build`: compiles src/ and handlers/ to dist/ (tsconfig.build.json), from a clean dist/.
+// `npm run build`: compiles the sandbox hub (packages/sandbox-hub, to its own dist/) and then
+// Steward's src/ and handlers/ (to dist/, tsconfig.build.json), each from a clean dist/. The hub
+// comes first because Steward's sandbox stack and demo compile against its declarations.
 // `--if-available` (the `prepare` script, run by `npm ci` / `npm install`) skips quietly when the
 // TypeScript compiler is not installed (`npm ci --omit=dev`), so a production install never fails here.
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const root = fileURLToPath(new URL("..", import.meta.url));
 let tsc;
 try {
   tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
@@ -18,6 +19,13 @@ try {
   console.error("steward: cannot build: the typescript package is not installed (npm install --include=dev)");
   process.exit(1);
 }
-rmSync(new URL("../dist", import.meta.url), { recursive: true, force: true });
-const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: root, stdio: "inherit" });
-process.exit(result.status ?? 1);
+
+/** Projects in build order; a checkout without the hub's folder (a packed install) builds Steward alone. */
+const projects = [new URL("../packages/sandbox-hub/", import.meta.url), new URL("../", import.meta.url)].filter((dir) =>
+  existsSync(new URL("tsconfig.build.json", dir)),
+);
+for (const dir of projects) {
+  rmSync(new URL("dist", dir), { recursive: true, force: true });
+  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: fileURLToPath(dir), stdio: "inherit" });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}

@@ -9,16 +9,18 @@ import type { OctokitFactory } from "./api/types.js";
 import { createLogger } from "./log/logger.js";
 import { createMetrics, type Metrics } from "./ops/metrics.js";
 import { createOctokitFactory, type OctokitFactoryOptions } from "./api/client.js";
-import { createStewardHttp, type ServerTimeouts } from "./intake/server.js";
+import type { Clock } from "./lifecycle/clock.js";
+import { createStewardHttp, withPages, type ServerTimeouts } from "./intake/server.js";
 import { openSqliteStore, type SqliteStore } from "./store/sqlite.js";
 import { openRedisStore, type RedisStore } from "./store/redis.js";
 import { openCluster, type Cluster } from "./ops/cluster.js";
 import { createPolicyLoader } from "./policy/loader.js";
-import { createCheckReporter } from "./checks/reporter.js";
+import { createCheckReporter } from "./check-runs/reporter.js";
 import { createEngine, type Engine } from "./engine/index.js";
-import { loadHandlerModules } from "./router/load-handlers.js";
-import { sweepRedeliveries } from "./recovery/redeliver.js";
-import { startPeriodic, type Periodic } from "./ops/periodic.js";
+import { loadHandlerModules } from "./dispatch/load-handlers.js";
+import { probotRoutePages } from "./dispatch/probot-routes.js";
+import { startWebhookProxy } from "./intake/webhook-proxy.js";
+import { startRedeliverySweeper } from "./recovery/sweeper.js";
 import { builtinHandlers } from "../handlers/index.js";
 import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
 import { policyView } from "./console/policy-view.js";
@@ -54,38 +56,14 @@ export interface CreateStewardOptions {
   redis?: { prefix?: string; namespace?: string };
   /** Backoff of start-up work that needs the API (credential check, handler starts). */
   startBackoff?: Backoff;
+  /** Steward's clock (default the host's; the sandbox stack passes the hub's, see src/lifecycle/clock.ts). */
+  clock?: Clock;
+  /** Reconnection backoff of the WEBHOOK_PROXY_URL channel (default 1 s doubling to 1 min). */
+  proxyBackoff?: Backoff;
 }
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
 const HTTP_CLOSE_GRACE_MS = 2_000;
-/** The first sweep after start looks back this far: it covers deliveries sent while Steward was down. */
-const FIRST_SWEEP_LOOKBACK_MS = 24 * 3_600_000;
-
-/**
- * GitHub does not retry failed deliveries; the sweeper asks again for those that never got
- * a 2xx from Steward. The first run waits a little so start-up stays quick.
- */
-function startRedeliverySweeper(config: StewardConfig, store: SqliteStore | RedisStore, octokits: OctokitFactory, logger: Logger): Periodic {
-  let first = true;
-  return startPeriodic({
-    name: "redelivery",
-    intervalMs: config.redeliverIntervalMs,
-    firstDelayMs: Math.min(config.redeliverIntervalMs, 60_000),
-    logger,
-    run: async (signal) => {
-      const lookbackMs = first ? FIRST_SWEEP_LOOKBACK_MS : Math.max(3 * config.redeliverIntervalMs, 3_600_000);
-      first = false;
-      await sweepRedeliveries({
-        app: await octokits.appOctokit(),
-        store: store.kv,
-        isKnown: async (guid) => (await store.deliveries.getDelivery(guid)) !== undefined,
-        logger: logger.child({ component: "redelivery" }),
-        lookbackMs,
-        signal,
-      });
-    },
-  });
-}
 
 function listen(server: Server, port: number, host: string | undefined): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
@@ -182,6 +160,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       },
       hardStop,
       ...(opts.startBackoff ? { startBackoff: opts.startBackoff } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
     });
     const running0 = engine;
     const consoleRoutes = mountConsole({
@@ -197,10 +176,11 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
         const { data } = await app.request("GET /repos/{owner}/{repo}/installation", { owner, repo });
         return policyView(await octokits.octokitFor(data.id), policies, owner, repo);
       },
+      ...(cluster ? { replicas: cluster.replicas } : {}),
       logger,
     });
     const http = createStewardHttp({
-      pages: consoleRoutes,
+      pages: withPages(consoleRoutes, probotRoutePages(handlers, logger)),
       webhookPath: config.webhookPath,
       secrets: config.webhookSecrets,
       intake: engine.intake,
@@ -213,7 +193,17 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     const address = await listen(http.server, config.port, config.host);
     const url = urlOf(address, config.host);
     listening = url;
-    const sweeper = startRedeliverySweeper(config, store, octokits, logger);
+    const sweeper = startRedeliverySweeper({
+      octokits,
+      store: store.kv,
+      isKnown: async (guid) => (await store.deliveries.getDelivery(guid)) !== undefined,
+      logger,
+      intervalMs: config.redeliverIntervalMs,
+    });
+    // Deliveries relayed through a smee-style channel enter by the webhook path, as GitHub's do.
+    const proxy = config.webhookProxyUrl
+      ? startWebhookProxy({ source: config.webhookProxyUrl, target: `${url}${config.webhookPath}`, logger, ...(opts.proxyBackoff ? { backoff: opts.proxyBackoff } : {}) })
+      : undefined;
     void checkAppCredential({
       octokits,
       appId: config.appId,
@@ -235,6 +225,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       logger,
       close() {
         closing ??= (async () => {
+          await proxy?.close();
           http.beginDrain();
           stopping.abort(new Error("shutting down"));
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");

@@ -3,13 +3,13 @@
 // third-party modules loaded through STEWARD_HANDLERS use exactly this API.
 import type { EmitterWebhookEvent, EmitterWebhookEventName } from "@octokit/webhooks";
 import type { Logger } from "pino";
-import type { ProbotOctokit } from "probot";
 import type { Store } from "./store/types.js";
 import type { PolicySection, PolicyDocumentSpec } from "./policy/types.js";
-import type { CheckReporter } from "./checks/types.js";
+import type { CheckReporter } from "./check-runs/types.js";
+import type { InstallationOctokit } from "./api/types.js";
 
-/** An Octokit authenticated as one installation (throttled, retried, paginating). */
-export type InstallationOctokit = InstanceType<typeof ProbotOctokit>;
+/** An Octokit authenticated as one installation; the API client declares it (`src/api/types.ts`). */
+export type { InstallationOctokit };
 
 /** Outcome of one handler run on one delivery (or one scheduled task). */
 export type Outcome =
@@ -105,6 +105,12 @@ export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P
   /** Service configuration (read-only). */
   config: Readonly<import("./config/types.js").StewardConfig>;
   /**
+   * The time by Steward's clock: the host's, or in the sandbox the hub's, which can be moved.
+   * Decide by it (windows, freezes, "due" checks); a task scheduled `runAt: now() + d` runs when
+   * this clock has moved on by `d`, however it got there.
+   */
+  now(): Date;
+  /**
    * Fires when this work must stop: at shutdown, and when its lease was lost (another process
    * took it). Long work stops between steps, records how far it got and returns; the API
    * client refuses the work's new requests once it fired.
@@ -127,6 +133,8 @@ export interface TaskContext<P = unknown> {
   checks: CheckReporter;
   attempt: number;
   config: Readonly<import("./config/types.js").StewardConfig>;
+  /** The time by Steward's clock (see HandlerContext.now). */
+  now(): Date;
   signal: AbortSignal;
 }
 
@@ -140,6 +148,8 @@ export interface ServiceContext {
   octokitFor(installationId: number): Promise<InstallationOctokit>;
   /** Octokit authenticated as the app (JWT). */
   appOctokit(): Promise<InstallationOctokit>;
+  /** The time by Steward's clock (see HandlerContext.now). */
+  now(): Date;
   /** Fires at shutdown: background work the handler started stops. */
   signal: AbortSignal;
 }

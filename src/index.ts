@@ -18,7 +18,7 @@ export {
   type Scheduler,
 } from "./handler.js";
 export type { PolicySection, PolicyDocumentSpec, SemanticCheck, CheckOptions, JsonSchema, Problem } from "./policy/types.js";
-export type { CheckReporter, CheckReport, CheckRunRef, CheckConclusion, CheckAction, Annotation, AnnotationLevel } from "./checks/types.js";
+export type { CheckReporter, CheckReport, CheckRunRef, CheckConclusion, CheckAction, Annotation, AnnotationLevel } from "./check-runs/types.js";
 export type { Store, KeyValue, AuditEntry } from "./store/types.js";
 export type { StewardConfig } from "./config/types.js";
 // Helpers for policy sections: the same glob, matcher and duration rules the built-in handlers use.

@@ -3,7 +3,7 @@
 // anything in them), validates them exactly as the service loads them, and reports.
 // A pull request that touches no policy file costs no API write.
 import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/index.js";
-import { policyHandlers, POLICY_FILE } from "../../src/policy/index.js";
+import { POLICY_FILE } from "../../src/policy/index.js";
 import { evaluate, type FileVersions } from "./evaluate.js";
 import { policyChanges, type ChangedFile } from "./files.js";
 import { checksSection, type ChecksPolicy } from "./policy.js";
@@ -21,14 +21,16 @@ const CHECKS_EVENTS = ["pull_request.opened", "pull_request.synchronize", "pull_
 type ChecksContext = HandlerContext<(typeof CHECKS_EVENTS)[number], ChecksPolicy>;
 
 export interface ChecksHandlerOptions {
-  /** Every handler module whose sections and documents are validated (default: built-in plus STEWARD_HANDLERS). */
-  handlers?: (ctx: ChecksContext) => Promise<readonly HandlerModule<any>[]>;
+  /**
+   * Every handler module whose sections and documents are validated. The built-in check
+   * (`handlers/index.ts`) passes the built-in modules plus STEWARD_HANDLERS': the list holds
+   * this handler, so it is handed in rather than imported.
+   */
+  handlers: (ctx: ChecksContext) => Promise<readonly HandlerModule<any>[]>;
 }
 
-const serviceHandlers = (ctx: ChecksContext) => policyHandlers(ctx.config.handlerPaths ?? []);
-
-export function createChecksHandler(opts: ChecksHandlerOptions = {}): HandlerModule<ChecksPolicy, (typeof CHECKS_EVENTS)[number]> {
-  const handlersOf = opts.handlers ?? serviceHandlers;
+export function createChecksHandler(opts: ChecksHandlerOptions): HandlerModule<ChecksPolicy, (typeof CHECKS_EVENTS)[number]> {
+  const handlersOf = opts.handlers;
   return defineHandler({
     name: "checks",
     events: CHECKS_EVENTS,
@@ -134,5 +136,3 @@ async function readText(octokit: InstallationOctokit, owner: string, repo: strin
     throw e;
   }
 }
-
-export default createChecksHandler();

@@ -13,7 +13,7 @@ import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
 import { allWaits, taskKey, waitKey, waitsForSha, type Gate, type WaitRecord } from "./waits.js";
 
 export interface DeploymentsOptions {
-  /** The clock decisions are made by (default real time; the sandbox passes the hub's clock). */
+  /** The clock decisions are made by (default: Steward's, `ctx.now()`, which in the sandbox is the hub's). */
   now?: () => Date;
   /** The required reviewer's Octokit (default: built from STEWARD_REVIEWER_TOKEN against the API URL). */
   reviewerOctokit?: (config: Readonly<StewardConfig>) => InstallationOctokit | undefined;
@@ -32,7 +32,6 @@ function combine(outcomes: Outcome[], nothing: string): Outcome {
 }
 
 export function createDeploymentsHandler(options: DeploymentsOptions = {}): HandlerModule<DeploymentsPolicy> {
-  const now = options.now ?? (() => new Date());
   const reviewerFor = options.reviewerOctokit ?? reviewerOctokitFrom;
   // One reviewer client for the process: its throttling state must be shared across deliveries.
   let reviewer: { config: Readonly<StewardConfig>; octokit: InstallationOctokit | undefined } | undefined;
@@ -59,7 +58,7 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     store: ctx.store,
     scheduler: ctx.scheduler,
     log: ctx.log,
-    now,
+    now: options.now ?? (() => ctx.now()),
     withheld: (gate) =>
       policyWithheld(ctx.octokit, { owner: gate.owner, repo: gate.repo, adminRepo: ctx.config.adminRepo || ".github", sources: "policySources" in ctx ? ctx.policySources : undefined }),
     adminRepo: ctx.config.adminRepo,

@@ -72,17 +72,22 @@ export interface DeploymentsPolicy {
 
 const stringList = { type: "array", items: { type: "string", minLength: 1 } } as const;
 
+/** When a window or freeze recurs: an RFC 5545 rule from a start for a duration, or an iCalendar file, in a time zone. */
+const calendarTimeSchema = {
+  timezone: { type: "string", minLength: 1 },
+  rrule: { type: "string", minLength: 1 },
+  start: { type: "string", minLength: 1 },
+  duration: { type: "string", minLength: 1 },
+  calendar: { type: "string", minLength: 1 },
+} as const;
+
 const windowSchema = {
   type: "object",
   additionalProperties: false,
   properties: {
     days: { type: "array", items: { enum: [...DAYS] }, minItems: 1 },
     hours: { type: "string" },
-    timezone: { type: "string", minLength: 1 },
-    rrule: { type: "string", minLength: 1 },
-    start: { type: "string", minLength: 1 },
-    duration: { type: "string", minLength: 1 },
-    calendar: { type: "string", minLength: 1 },
+    ...calendarTimeSchema,
   },
 } as const;
 
@@ -93,11 +98,7 @@ const freezeSchema = {
     from: { type: "string" },
     to: { type: "string" },
     reason: { type: "string" },
-    timezone: { type: "string", minLength: 1 },
-    rrule: { type: "string", minLength: 1 },
-    start: { type: "string", minLength: 1 },
-    duration: { type: "string", minLength: 1 },
-    calendar: { type: "string", minLength: 1 },
+    ...calendarTimeSchema,
   },
 } as const;
 

@@ -1,60 +1,19 @@
 // Carrying out a re-run decision: re-check that the run is still current, ask the API to re-run,
 // turn its refusals into outcomes, and explain what happened in the `steward/rerun` check run.
-import type { Logger } from "pino";
-import { type InstallationOctokit, type Outcome, type Scheduler, type CheckReporter, type Store, withStoreLock } from "../../src/index.js";
-import { supersededReason, type JobVerdict, type RunFacts } from "./decide.js";
-import { CHECK_NAME, MAX_EXPLANATIONS, actionText, renderCheck, type ActionTaken, type Explanation } from "./explain.js";
+import type { Outcome } from "../../src/index.js";
+import { budgetStop, supersededReason } from "./decide.js";
+import { actionText, type ActionTaken } from "./explain.js";
+import { explainAndReport } from "./history.js";
+import type { Ops, RerunTask } from "./task.js";
 import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";
 import { currentHead, getRun } from "./facts.js";
-import type { RerunMode } from "./policy.js";
 import { returnSlot, takeSlot, usedToday } from "./budget.js";
-import { budgetStop } from "./decide.js";
 import { rememberPlan } from "./merge-queue.js";
 
 /** How many times a re-run refused with "already running" is tried again before giving up. */
 export const MAX_BUSY_RETRIES = 5;
 /** Wait before retrying a busy run when the policy has no delay. */
 export const BUSY_RETRY_MS = 30_000;
-
-export interface Ops {
-  octokit: InstallationOctokit;
-  store: Store;
-  checks: CheckReporter;
-  scheduler: Scheduler;
-  log: Logger;
-  installationId: number | undefined;
-}
-
-/** Everything needed to carry out a decision later, without the delivery (JSON-serialisable). */
-export interface RerunTask {
-  owner: string;
-  repo: string;
-  repoId: number;
-  run: RunFacts;
-  htmlUrl?: string | undefined;
-  maxAttempts: number;
-  mode: RerunMode;
-  delayMs: number;
-  reasons: string[];
-  verdicts: JobVerdict[];
-  /** Mode `jobs`: the transient jobs; the first is re-run alone. */
-  jobs?: { id: number; name: string }[] | undefined;
-  /** `rerun.daily_budget` when the decision was made. */
-  dailyBudget?: number | undefined;
-  /** Times the API answered "already running". */
-  tries: number;
-  /** True when the task was delayed: whether the run is superseded is checked again before acting. */
-  scheduled: boolean;
-}
-
-export function isRerunTask(data: unknown): data is RerunTask {
-  const d = data as Partial<RerunTask> | null;
-  return !!d && typeof d.owner === "string" && typeof d.repo === "string" && typeof d.run?.id === "number" && Array.isArray(d.verdicts);
-}
-
-function historyKey(repoId: number, headSha: string): string {
-  return `rerun:history:${repoId}:${headSha}`;
-}
 
 type Refusal = { kind: "busy" | "refused"; message: string };
 
@@ -67,48 +26,6 @@ function refusalOf(err: unknown): Refusal | undefined {
   // A rate-limit 403 is a retryable error, not a refusal.
   if (/rate limit/i.test(message)) return undefined;
   return { kind: /already running|in progress/i.test(message) ? "busy" : "refused", message };
-}
-
-/** Append the explanation to the commit's history and show the history in the check run. */
-export async function explainAndReport(ops: Ops, task: RerunTask, action: ActionTaken, detail?: string): Promise<void> {
-  const explanation: Explanation = {
-    runId: task.run.id,
-    workflow: task.run.name,
-    attempt: task.run.runAttempt,
-    maxAttempts: task.maxAttempts,
-    htmlUrl: task.htmlUrl,
-    action,
-    detail,
-    reasons: task.reasons,
-    verdicts: task.verdicts,
-    at: new Date().toISOString(),
-  };
-  const key = historyKey(task.repoId, task.run.headSha);
-  // Decisions on one commit (another workflow, the next attempt) may finish at the same time;
-  // one at a time keeps every explanation and one check run.
-  await withStoreLock(ops.store, `${key}:lock`, () => appendAndReport(ops, task, key, explanation));
-}
-
-async function appendAndReport(ops: Ops, task: RerunTask, key: string, explanation: Explanation): Promise<void> {
-  const previous = (await ops.store.get<Explanation[]>(key)) ?? [];
-  // A retried task must not list the same decision twice.
-  const history = previous
-    .filter((e) => !(e.runId === explanation.runId && e.attempt === explanation.attempt))
-    .concat(explanation)
-    .slice(-MAX_EXPLANATIONS * 2);
-  await ops.store.set(key, history, { ttlMs: DECIDED_TTL_MS });
-  const { title, summary } = renderCheck(history);
-  await ops.checks.report({
-    owner: task.owner,
-    repo: task.repo,
-    headSha: task.run.headSha,
-    name: CHECK_NAME,
-    status: "completed",
-    conclusion: "neutral",
-    title,
-    summary,
-    externalId: `rerun:${task.run.id}:${task.run.runAttempt}`,
-  });
 }
 
 /** Re-run now (the decision said so): re-check, request, explain. */

@@ -88,6 +88,8 @@ export interface FlakyJob {
   rerun: number;
   lastSeen: string;
   lastSha: string;
+  /** The run of the last flake (on the red commit). */
+  lastRunId: number;
 }
 
 /** Recorded flakes since `since`, counted per workflow and job, flakiest first. */
@@ -96,16 +98,23 @@ export function rankFlakes(records: readonly FlakeRecord[], since: Date): FlakyJ
   for (const r of records) {
     if (Date.parse(r.at) < since.getTime()) continue;
     const key = `${r.workflow}\u0000${r.job}`;
-    const entry = byJob.get(key) ?? { workflow: r.workflow, job: r.job, count: 0, rerun: 0, lastSeen: r.at, lastSha: r.sha };
+    const entry = byJob.get(key) ?? { workflow: r.workflow, job: r.job, count: 0, rerun: 0, lastSeen: r.at, lastSha: r.sha, lastRunId: r.runId };
     entry.count++;
     if (r.rerun) entry.rerun++;
-    if (r.at >= entry.lastSeen) Object.assign(entry, { lastSeen: r.at, lastSha: r.sha });
+    if (r.at >= entry.lastSeen) Object.assign(entry, { lastSeen: r.at, lastSha: r.sha, lastRunId: r.runId });
     byJob.set(key, entry);
   }
   return [...byJob.values()].sort((a, b) => b.count - a.count || b.lastSeen.localeCompare(a.lastSeen) || a.job.localeCompare(b.job));
 }
 
+const FLAKES_PREFIX = "rerun:flakes:";
+
 /** Store keys of one repository's flake records. */
 export function flakePrefix(repository: string): string {
-  return `rerun:flakes:${repository.toLowerCase()}:`;
+  return `${FLAKES_PREFIX}${repository.toLowerCase()}:`;
+}
+
+/** Store keys of every repository's flake records. */
+export function allFlakesPrefix(): string {
+  return FLAKES_PREFIX;
 }

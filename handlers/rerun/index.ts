@@ -3,7 +3,9 @@
 import { defineHandler, type HandlerContext, type Outcome } from "../../src/index.js";
 import { claimDecision, idempotencyKey, recordDecision } from "./claim.js";
 import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
-import { carryOut, explainAndReport, isRerunTask, type Ops, type RerunTask } from "./execute.js";
+import { carryOut } from "./execute.js";
+import { explainAndReport } from "./history.js";
+import { isRerunTask, type Ops, type RerunTask } from "./task.js";
 import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
 import { rerunPolicy, type RerunPolicy } from "./policy.js";
 import { usedToday } from "./budget.js";

@@ -4,7 +4,8 @@
 // slips through (the delivery is late) still finds the group's branch gone and stands down.
 import type { Outcome } from "../../src/index.js";
 import { DECIDED_TTL_MS } from "./claim.js";
-import { explainAndReport, type Ops, type RerunTask } from "./execute.js";
+import { explainAndReport } from "./history.js";
+import type { Ops, RerunTask } from "./task.js";
 
 export const MERGE_GROUP_EVENT = "merge_group";
 

@@ -2,7 +2,7 @@
 // variable goes where. Values of secrets are never literal: they name a source the service
 // resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
 import { isSettingName, type JsonSchema, type PolicyDocumentSpec, type SemanticCheck, globError } from "../../src/index.js";
-import { resolveSource } from "./sources.js";
+import { parseSource, resolveSource, sourceFormError } from "./sources.js";
 
 export const SECRETS_DOCUMENT_PATH = ".github/steward/secrets.yml";
 
@@ -107,29 +107,6 @@ export function nameError(name: string): string | undefined {
   if (/^[0-9]/.test(name)) return `name "${name}" must not start with a digit`;
   if (/^GITHUB_/i.test(name)) return `name "${name}" must not start with GITHUB_`;
   return undefined;
-}
-
-export type ParsedSource = { kind: "env"; name: string } | { kind: "file"; path: string };
-
-/** Parse `env:NAME` / `file:/path`; undefined for anything else. */
-export function parseSource(from: string): ParsedSource | undefined {
-  const env = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(from);
-  if (env) return { kind: "env", name: env[1]! };
-  const file = /^file:(\/.+)$/.exec(from);
-  if (file) return { kind: "file", path: file[1]! };
-  return undefined;
-}
-
-/**
- * What is wrong with a `from` as written, whatever the host holds: not env:NAME or file:/path
- * (the message never contains the value, nor `from` itself).
- */
-export function sourceFormError(from: string): string | undefined {
-  if (parseSource(from)) return undefined;
-  // Never echo `from` itself: a refused "source" may well be the secret pasted in.
-  return /^[a-z]+:/i.test(from)
-    ? `unknown source: "from" must be env:NAME or file:/path`
-    : `"from" must be env:NAME or file:/path; literal secret values are not allowed`;
 }
 
 /**

@@ -7,7 +7,29 @@ import { sep } from "node:path";
 import { isSettingName, settingPaths } from "../../src/index.js";
 import { containsRegisteredSecret } from "../../src/index.js";
 import { exposureFor, parseExposures, SOURCES_VARIABLE, type Exposure } from "./exposure.js";
-import { parseSource, sourceFormError } from "./policy.js";
+
+export type ParsedSource = { kind: "env"; name: string } | { kind: "file"; path: string };
+
+/** Parse `env:NAME` / `file:/path`; undefined for anything else. */
+export function parseSource(from: string): ParsedSource | undefined {
+  const env = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(from);
+  if (env) return { kind: "env", name: env[1]! };
+  const file = /^file:(\/.+)$/.exec(from);
+  if (file) return { kind: "file", path: file[1]! };
+  return undefined;
+}
+
+/**
+ * What is wrong with a `from` as written, whatever the host holds: not env:NAME or file:/path
+ * (the message never contains the value, nor `from` itself).
+ */
+export function sourceFormError(from: string): string | undefined {
+  if (parseSource(from)) return undefined;
+  // Never echo `from` itself: a refused "source" may well be the secret pasted in.
+  return /^[a-z]+:/i.test(from)
+    ? `unknown source: "from" must be env:NAME or file:/path`
+    : `"from" must be env:NAME or file:/path; literal secret values are not allowed`;
+}
 
 export type SourceResult = { ok: true; value: string } | { ok: false; error: string };
 

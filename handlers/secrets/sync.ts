@@ -160,7 +160,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
       failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "resolve", error: why });
     } else rows.push(row);
   }
-  const warnings = quotaWarnings(actual, rows, new Map([...values].map(([k, v]) => [k, Buffer.byteLength(v)])));
+  const warnings = quotaWarnings(actual, rows, new Map([...values].map(([k, v]) => [k, Buffer.byteLength(v)])), new Map(repos.map((r) => [r.name.toLowerCase(), r.id])));
   if (req.dryRun) return result({ repositories: repos.length, rows, warnings });
 
   const ctx: WriteContext = { api, org, keys: req.keys };

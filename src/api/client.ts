@@ -7,20 +7,21 @@ import type { Redis } from "ioredis";
 import { ProbotOctokit } from "probot";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
-import type { InstallationOctokit } from "../handler.js";
-import type { OctokitFactory } from "./types.js";
+import type { InstallationOctokit, OctokitFactory } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
 import { createTokenCache, type TokenCache } from "./token-cache.js";
 import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
+import { abortableFetch } from "./request-abort.js";
 import { packageVersion } from "../package-root.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
 
 export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
 export const API_VERSION = "2022-11-28";
+export const DEFAULT_API_TIMEOUT_MS = 30_000;
 
 export interface ApiObserver {
   /** One HTTP exchange with the API (status 0: no response), with X-RateLimit-Remaining when sent. */
@@ -57,6 +58,11 @@ export interface OctokitFactoryOptions {
    * in flight are aborted. The softer stop of one piece of work is its own signal (see below).
    */
   signal?: AbortSignal;
+  /**
+   * Longest wait for the answer to one request (its headers), ms; 0: none. Default 30 s
+   * (STEWARD_API_TIMEOUT). A request past it fails like a network error (request-abort.ts).
+   */
+  timeoutMs?: number;
 }
 
 /** The write slots this process holds now, for the operator's view of a cluster. */
@@ -69,10 +75,8 @@ type Fetch = typeof globalThis.fetch;
 type RetryDecision = (retryAfter: number, options: { method: string; url: string }, octokit: unknown, retryCount: number) => boolean;
 
 /** A fetch that reports every exchange of one installation and registers the tokens it sends. */
-function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined, hardStop: AbortSignal | undefined): Fetch {
+function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined): Fetch {
   return async (input, init) => {
-    if (hardStop?.aborted) throw stoppedError(hardStop);
-    if (hardStop) init = { ...init, signal: init?.signal ? AbortSignal.any([init.signal, hardStop]) : hardStop };
     const auth = new Headers(init?.headers).get("authorization");
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
     if (token) registerSecret(token);
@@ -224,7 +228,9 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   const log = opts.logger.child({ component: "api" });
   if (!removeBottleneckYieldDelay()) log.debug("bottleneck internals changed; API calls keep its 1 ms yields");
   const tokens = opts.tokenCache ?? createTokenCache();
-  const redirecting = createRedirectingFetch(opts.fetch ?? globalThis.fetch);
+  // One abortable fetch for the whole factory: the hard stop has one listener, however many requests are in flight.
+  const abortable = abortableFetch(opts.fetch ?? globalThis.fetch, { hardStop: opts.signal, timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS });
+  const redirecting = createRedirectingFetch(abortable);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).
   const writeInterval = opts.writeIntervalMs ?? 1_000;
@@ -260,7 +266,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe, opts.signal) },
+      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
@@ -277,11 +283,14 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
         options.headers.accept = ACCEPT;
       }
       (options.headers as Record<string, string>)["x-github-api-version"] ??= API_VERSION;
-      refuseOnceStopped((options.request ??= {}) as RequestOptions);
+      // Without the caller's own, `options.request` is this Octokit's defaults object: what one
+      // request sets here (its stop check, no retries) goes on a copy, or every later request
+      // would inherit it (and the stop checks would pile up).
+      const request = (options.request = { ...options.request }) as RequestOptions & { retries?: number };
+      refuseOnceStopped(request);
       // A POST creates: when its answer is lost the creation may have happened, and a blind
       // retry would make a second one. The engine's retry (with ctx.once's `check`) decides instead.
       // The installation-token POST is exempt: a second token is harmless.
-      const request = ((options as { request?: { retries?: number } }).request ??= {});
       if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
     spaceWrites(octokit, String(who), writeSlots);

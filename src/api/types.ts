@@ -1,6 +1,9 @@
 // How the framework obtains authenticated Octokit instances. Implemented by
 // `src/api/client.ts` (Probot's Octokit: app auth, token cache, throttling, retry).
-import type { InstallationOctokit } from "../handler.js";
+import type { ProbotOctokit } from "probot";
+
+/** An Octokit authenticated as one installation (throttled, retried, paginating). */
+export type InstallationOctokit = InstanceType<typeof ProbotOctokit>;
 
 export interface OctokitFactory {
   /** Octokit for one installation; instances (and their rate-limit state) are kept per installation. */

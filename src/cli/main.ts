@@ -1,7 +1,9 @@
 // `steward` command line. Each command lives in its own module under ./commands and
 // is imported lazily so `steward validate` does not pay for the server's start-up.
 
-import pkg from "../../package.json" with { type: "json" };
+// Not `import pkg from "../../package.json"`: tsc would copy it into dist/, where package-root.ts
+// would take that copy for the package root and miss app.yml.
+import { packageVersion } from "../package-root.js";
 import { DotEnvError, loadDotEnv } from "./dotenv.js";
 
 /** A command module: `usage` is printed for --help without running anything. */
@@ -17,6 +19,7 @@ export const commands: Record<string, Command> = {
   flakes: { summary: "flakiest jobs the rerun handler recorded: steward flakes --repo OWNER/NAME [--since 30d]", load: () => import("./commands/flakes.js") },
   simulate: { summary: "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]", load: () => import("./commands/simulate.js") },
   receive: { summary: "run one payload through the handlers and print their outcomes: steward receive --event E --payload FILE", load: () => import("./commands/receive.js") },
+  register: { summary: "register Steward as a GitHub App from app.yml (manifest flow) and write .env: steward register [--port P] [--org ORG]", load: () => import("./commands/register.js") },
   deliveries: { summary: "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead", load: () => import("./commands/deliveries.js") },
 };
 
@@ -39,7 +42,7 @@ export async function main(argv: string[]): Promise<number> {
     return name ? 0 : 2;
   }
   if (name === "--version" || name === "-V" || name === "version") {
-    process.stdout.write(`steward ${pkg.version}\n`);
+    process.stdout.write(`steward ${packageVersion()}\n`);
     return 0;
   }
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;

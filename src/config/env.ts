@@ -258,6 +258,14 @@ function oauthClient(env: Env): Pick<StewardConfig, "oauth" | "sessionSecret"> {
   };
 }
 
+/** WEBHOOK_PROXY_URL: the channel's path is its key, so the value is a secret from the start. */
+function webhookProxyUrl(env: Env): string | undefined {
+  const raw = read(env, "WEBHOOK_PROXY_URL");
+  if (raw === undefined) return undefined;
+  registerSecret(raw);
+  return httpUrl("WEBHOOK_PROXY_URL", raw);
+}
+
 /** Just the logging settings: sandbox mode needs them without the rest of the configuration. */
 export function loadLogSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "logLevel" | "logFormat"> {
   return {
@@ -272,6 +280,11 @@ export function loadStoreSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "
   return { dataDir: resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward"), ...(redis === undefined ? {} : { redisUrl: redis }) };
 }
 
+/** STEWARD_HANDLERS as a list of paths, for commands that load handler modules and need nothing else (`steward validate`). */
+export function loadHandlerPaths(env: NodeJS.ProcessEnv): string[] {
+  return list(env, "STEWARD_HANDLERS");
+}
+
 /** Parse and validate the configuration; throws ConfigError (one line) on the first problem. */
 export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const id = appId(env);
@@ -281,6 +294,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const key = privateKey(env);
   const statusUrl = read(env, "STEWARD_STATUS_URL");
   const redis = redisUrl(env);
+  const proxy = webhookProxyUrl(env);
   return {
     appId: id,
     privateKey: key,
@@ -292,11 +306,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     ...loadLogSettings(env),
     dataDir: notedPath(resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward")),
     adminRepo: adminRepo(env),
-    handlerPaths: list(env, "STEWARD_HANDLERS"),
+    handlerPaths: loadHandlerPaths(env),
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
     maxAttempts: integer(env, "STEWARD_MAX_ATTEMPTS", 5, 1, 100),
     shutdownTimeoutMs: duration(env, "STEWARD_SHUTDOWN_TIMEOUT", "25s"),
     writeIntervalMs: duration(env, "STEWARD_WRITE_INTERVAL", "1s"),
+    apiTimeoutMs: duration(env, "STEWARD_API_TIMEOUT", "30s"),
     reviewerToken: token,
     syncIntervalMs: duration(env, "STEWARD_SYNC_INTERVAL", "6h"),
     redeliverIntervalMs: duration(env, "STEWARD_REDELIVER_INTERVAL", "10m"),
@@ -304,6 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     durability: oneOf(env, "STEWARD_DURABILITY", ["process", "power"] as const, "process"),
     bodyTimeoutMs: duration(env, "STEWARD_BODY_TIMEOUT", "15s"),
     ...(redis === undefined ? {} : { redisUrl: redis }),
+    ...(proxy === undefined ? {} : { webhookProxyUrl: proxy }),
     ...oauthClient(env),
   };
 }

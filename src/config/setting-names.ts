@@ -30,6 +30,8 @@ const KNOWN = [
   "STEWARD_DURABILITY",
   "STEWARD_SECRET_SOURCES",
   "STEWARD_BODY_TIMEOUT",
+  "STEWARD_API_TIMEOUT",
+  "WEBHOOK_PROXY_URL",
 ];
 
 const names = new Set<string>(KNOWN);

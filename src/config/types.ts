@@ -30,6 +30,11 @@ export interface StewardConfig {
    * second). Optional so hand-built configs may omit it; absent means 1 s.
    */
   writeIntervalMs?: number;
+  /**
+   * Longest wait for the answer to one API request, ms (STEWARD_API_TIMEOUT, default 30 s; 0:
+   * none). Optional so hand-built configs may omit it; absent means 30 s.
+   */
+  apiTimeoutMs?: number;
   /** Token of a required reviewer for pending-deployment reviews (secret). */
   reviewerToken: string | undefined;
   /** Interval of the scheduled secrets sync, ms. */
@@ -52,6 +57,8 @@ export interface StewardConfig {
   redisUrl?: string;
   /** The app's OAuth client (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET): the console's sign-in. Absent: console off. */
   oauth?: { clientId: string; clientSecret: string };
+  /** WEBHOOK_PROXY_URL: a smee-style Server-Sent Events channel whose deliveries are forwarded to the webhook path. A secret (its path is the channel's key). */
+  webhookProxyUrl?: string;
   /** STEWARD_SESSION_SECRET: keys the console's session cookies; derived from the app's secrets when absent. */
   sessionSecret?: string;
 }

@@ -15,6 +15,7 @@ import { deadPage, replayAction } from "./pages/dead.js";
 import { deploymentsPage } from "./pages/deployments.js";
 import { secretsPage } from "./pages/secrets.js";
 import { policyPage } from "./pages/policy.js";
+import { flakesPage } from "./pages/flakes.js";
 import { liveStream } from "./live.js";
 
 const SESSION_COOKIE = "steward_session";
@@ -50,6 +51,7 @@ const pages: { pattern: RegExp; page: Page; ownersOnly?: boolean }[] = [
   { pattern: /^\/console\/deliveries\/[^/]+$/, page: deliveryPage },
   { pattern: /^\/console\/dead\/?$/, page: deadPage, ownersOnly: true },
   { pattern: /^\/console\/deployments\/?$/, page: deploymentsPage },
+  { pattern: /^\/console\/flakes\/?$/, page: flakesPage },
   { pattern: /^\/console\/secrets\/?$/, page: secretsPage, ownersOnly: true },
   { pattern: /^\/console\/policies\/[^/]+\/[^/]+$/, page: policyPage },
 ];

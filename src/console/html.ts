@@ -74,6 +74,7 @@ export function frame(page: PageOut, viewer: Viewer | undefined, nonce: string):
         <li><a href="/console/deliveries">Deliveries</a></li>
         ${viewer.owner ? html`<li><a href="/console/dead">Dead letters</a></li>` : ""}
         <li><a href="/console/deployments">Deployments</a></li>
+        <li><a href="/console/flakes">Flaky jobs</a></li>
         ${viewer.owner ? html`<li><a href="/console/secrets">Secrets</a></li>` : ""}
       </ul></nav>
       <form method="post" action="/console/logout"><input type="hidden" name="csrf" value="${viewer.csrf}">

@@ -36,6 +36,7 @@ export function mountConsole(opts: {
   budget: ApiBudget;
   baseUrl(): string;
   policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
+  replicas?: ConsoleDeps["replicas"];
   logger: Logger;
 }): ConsoleRoutes {
   const { config } = opts;
@@ -53,6 +54,7 @@ export function mountConsole(opts: {
     schemaJson: generatedConfigFiles(opts.handlers, (v) => stringify(v)).get("steward.schema.json")!,
     budget: opts.budget,
     ...(opts.policyOf ? { policyOf: opts.policyOf } : {}),
+    ...(opts.replicas ? { replicas: opts.replicas } : {}),
     logger: opts.logger,
   };
   return createConsole(deps);

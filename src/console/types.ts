@@ -4,6 +4,7 @@ import type { StewardStore } from "../store/contract.js";
 import type { Access } from "./github.js";
 import type { Viewer } from "./html.js";
 import type { ApiBudget } from "./budget.js";
+import type { ReplicaEntry } from "../store/redis-replicas.js";
 
 export interface ConsoleStore {
   readonly browse: StewardStore["browse"];
@@ -29,6 +30,8 @@ export interface ConsoleDeps {
   budget: ApiBudget;
   /** The effective policy of a repository, with where each value came from (undefined: not available). */
   policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
+  /** Redis deployments: the replicas alive and what each holds (absent with SQLite). */
+  replicas?(): Promise<ReplicaEntry[]>;
   logger: Logger;
 }
 

@@ -4,16 +4,17 @@
 // decide: done, retry later, or dead.
 import type { Logger } from "pino";
 import type { HandlerModule, InstallationOctokit, Outcome } from "../handler.js";
-import type { ClaimedDelivery, HandlerOutcomeRecord } from "../queue/engine-types.js";
+import type { ClaimedDelivery, HandlerOutcomeRecord } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
 import type { LoadedPolicy } from "../policy/types.js";
-import { decideDelivery, type RetryPolicy } from "../queue/retry.js";
-import { handlerContext, type ContextDeps, type DeliveryFacts } from "../router/contexts.js";
-import { gatePolicy } from "../router/policy-gate.js";
-import { errorText } from "../router/redact.js";
-import { pushTouchesPolicy, routeDelivery } from "../router/route.js";
+import { decideDelivery, type RetryPolicy } from "./retry.js";
+import { handlerContext, type ContextDeps, type DeliveryFacts } from "../dispatch/contexts.js";
+import { gatePolicy } from "../dispatch/policy-gate.js";
+import { errorText } from "../log/redact.js";
+import { pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import type { ApiCallLog } from "./api-calls.js";
+import { outcomeRecord } from "../store/recorded.js";
 
 export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
 
@@ -31,14 +32,7 @@ function needsRun(prior: HandlerOutcomeRecord | undefined): boolean {
 }
 
 function summarize(handler: string, o: Outcome): OutcomeSummary {
-  switch (o.status) {
-    case "done":
-      return { handler, status: "done", detail: o.summary, retryable: false };
-    case "skipped":
-      return { handler, status: "skipped", detail: o.reason, retryable: false };
-    case "failed":
-      return { handler, status: "failed", detail: o.error, retryable: o.retryable !== false };
-  }
+  return { handler, ...outcomeRecord(o) };
 }
 
 function repositoryOf(payload: unknown): { owner: string; repo: string } | undefined {

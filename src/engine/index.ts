@@ -4,11 +4,12 @@
 // parts together and owns the lifecycle (start, graceful and hard stop, housekeeping).
 import { handlerStore } from "../store/contract.js";
 import type { HandlerModule } from "../handler.js";
-import { defaultRetry, type RetryPolicy } from "../queue/retry.js";
-import { serviceContext as buildServiceContext, type ContextDeps } from "../router/contexts.js";
-import { errorText, redactSecrets } from "../router/redact.js";
+import { defaultRetry, type RetryPolicy } from "./retry.js";
+import { serviceContext as buildServiceContext, type ContextDeps } from "../dispatch/contexts.js";
+import { safeErrorMessage } from "../log/redact.js";
 import { startHandlers, type HandlerStarts } from "./handler-starts.js";
-import { createSchedulers } from "./scheduler.js";
+import { createSchedulers, followClockMoves } from "./scheduler.js";
+import { systemClock } from "../lifecycle/clock.js";
 import { createLeaseKeeper } from "./leases.js";
 import { createWorkerPool } from "./pool.js";
 import { createIntake } from "./intake.js";
@@ -39,7 +40,9 @@ export function createEngine(opts: EngineOptions): Engine {
 
   // Fires when shutdown begins: every running piece of work is told to stop between steps.
   const shutdown = new AbortController();
-  const { scheduler, schedulerFor } = createSchedulers(new Set(handlersByName.keys()), store.tasks, () => pool.wake());
+  const clock = opts.clock ?? systemClock;
+  let unfollowClock: (() => void) | undefined;
+  const { schedulerFor } = createSchedulers(store.tasks, () => pool.wake());
   const deps: ContextDeps = {
     config,
     // Handlers get the kv part's handler methods only, never the queue behind them.
@@ -48,6 +51,7 @@ export function createEngine(opts: EngineOptions): Engine {
     policies: opts.policies,
     checkReporterFor: opts.checkReporterFor,
     schedulerFor,
+    clock,
   };
   const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
   const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
@@ -64,7 +68,6 @@ export function createEngine(opts: EngineOptions): Engine {
     run: (work, signal) =>
       work.kind === "delivery" ? runClaimedDelivery(deliveryDeps, work.claim, signal) : runClaimedTask(taskDeps, work.claim, signal),
   });
-  const service = buildServiceContext(deps, logger, scheduler, shutdown.signal);
   let starts: HandlerStarts | undefined;
   let maintenance: NodeJS.Timeout | undefined;
 
@@ -80,8 +83,6 @@ export function createEngine(opts: EngineOptions): Engine {
 
   return {
     intake: createIntake(store, pool, leaseMs),
-    scheduler,
-    serviceContext: service,
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {
@@ -92,12 +93,13 @@ export function createEngine(opts: EngineOptions): Engine {
       maintenance = setInterval(() => void housekeeping(), maintenanceIntervalMs);
       maintenance.unref();
       log.info({ concurrency, handlers: opts.handlers.map((h) => h.name) }, "engine started");
+      unfollowClock = followClockMoves(clock, store.tasks, () => pool.wake(), log);
       starts = startHandlers({
         handlers: opts.handlers,
         contextFor: (h, hlog) => buildServiceContext(deps, hlog, schedulerFor(h.name), shutdown.signal),
         signal: shutdown.signal,
         logger,
-        describe: (e) => redactSecrets(errorText(e), configSecrets(config)),
+        describe: (e) => safeErrorMessage(e, configSecrets(config)),
         ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
         ...(opts.observe?.handlerStart ? { observe: opts.observe.handlerStart } : {}),
       });
@@ -105,6 +107,7 @@ export function createEngine(opts: EngineOptions): Engine {
     },
     async stop(timeoutMs) {
       if (pool.state() === "stopped") return;
+      unfollowClock?.();
       pool.beginStop();
       shutdown.abort(new Error("shutting down"));
       clearInterval(maintenance);

@@ -2,9 +2,9 @@
 // queued is recorded already leased and handed to the worker with the payload the intake
 // parsed: no claim, no reading it back, no second parse. Otherwise it is queued and the pool
 // claims it in order.
-import type { DeliveryIntake, IncomingDelivery } from "../queue/types.js";
+import type { DeliveryIntake, IncomingDelivery } from "../intake/delivery-intake.js";
 import type { StewardStore } from "../store/contract.js";
-import type { ClaimedDelivery } from "../queue/engine-types.js";
+import type { ClaimedDelivery } from "../store/records.js";
 import type { WorkerPool } from "./pool.js";
 
 export function createIntake(

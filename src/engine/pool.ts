@@ -2,7 +2,7 @@
 // woken (new work, a finished run) or when its timer fires (the next due time, or the poll
 // that notices work queued by other processes), alternating deliveries and tasks.
 import type { Logger } from "pino";
-import type { ClaimedDelivery } from "../queue/engine-types.js";
+import type { ClaimedDelivery } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
 import { runWithSignal } from "../lifecycle/abort-scope.js";
 import type { LeaseKeeper } from "./leases.js";

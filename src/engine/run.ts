@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { InstallationOctokit, Outcome } from "../handler.js";
 import type { StewardConfig } from "../config/types.js";
 import type { OctokitFactory } from "../api/types.js";
-import { errorText, redactSecrets } from "../router/redact.js";
+import { errorText, scrub } from "../log/redact.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
@@ -74,7 +74,7 @@ export async function runHandler(
     }
   };
   let outcome = await (run.wrap ? run.wrap(call) : call());
-  if (outcome.status === "failed") outcome = { ...outcome, error: redactSecrets(outcome.error, configSecrets(deps.config)) };
+  if (outcome.status === "failed") outcome = { ...outcome, error: scrub(outcome.error, configSecrets(deps.config)) };
   if (outcome.status === "failed" && run.signal.aborted) {
     run.log.info({ handler: run.handler }, `handler ${run.handler} stopped; it runs again from the queue`);
     return { stopped: true, outcome };

@@ -2,11 +2,12 @@
 // or dead. A task stopped by shutdown or a lost lease goes back to the queue as it was.
 import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
-import type { ClaimedTask } from "../queue/engine-types.js";
+import type { ClaimedTask } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
-import { decideTask, type RetryPolicy } from "../queue/retry.js";
-import { taskContext, type ContextDeps } from "../router/contexts.js";
+import { decideTask, type RetryPolicy } from "./retry.js";
+import { taskContext, type ContextDeps } from "../dispatch/contexts.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
+import { outcomeRecord } from "../store/recorded.js";
 
 export interface TaskRunDeps extends ContextDeps, RunPathDeps {
   queue: Pick<StewardStore, "tasks" | "leases">;
@@ -34,10 +35,7 @@ export async function runClaimedTask(deps: TaskRunDeps, claim: ClaimedTask, sign
       return handler.onTask!(taskContext(deps, handler, t, { octokit, log: tlog, attempt, signal }));
     });
     stopped = result.stopped;
-    if (result.outcome.status === "failed") {
-      error = result.outcome.error;
-      retryable = result.outcome.retryable !== false;
-    }
+    if (result.outcome.status === "failed") ({ detail: error, retryable } = outcomeRecord(result.outcome));
   }
   if (stopped) {
     // Stopped, not failed: the task goes back as it was and resumes where it left off.

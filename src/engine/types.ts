@@ -1,14 +1,15 @@
 // What the engine offers the service and what it is built from.
+import type { Clock } from "../lifecycle/clock.js";
 import type { Logger } from "pino";
 import type { HandlerModule, InstallationOctokit, Outcome, Scheduler, ServiceContext } from "../handler.js";
-import type { CheckReporter } from "../checks/types.js";
+import type { CheckReporter } from "../check-runs/types.js";
 import type { StewardConfig } from "../config/types.js";
 import type { OctokitFactory } from "../api/types.js";
 import type { PolicyLoader } from "../policy/types.js";
-import type { ClaimedDelivery, ClaimedTask } from "../queue/engine-types.js";
+import type { ClaimedDelivery, ClaimedTask } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
 import type { Backoff } from "../lifecycle/backoff.js";
-import type { DeliveryIntake } from "../queue/types.js";
+import type { DeliveryIntake } from "../intake/delivery-intake.js";
 import type { HandlerStarts, StartState } from "./handler-starts.js";
 
 export interface Engine {
@@ -20,9 +21,6 @@ export interface Engine {
   idle(): Promise<void>;
   /** Run a stored delivery again through every handler. */
   replay(deliveryId: string): Promise<void>;
-  /** Schedules for the handler named by the key's prefix: `rerun:abc` is the `rerun` module's task `abc`. */
-  scheduler: Scheduler;
-  serviceContext: ServiceContext;
   /** The scheduler a handler module gets in its contexts. */
   schedulerFor(handler: string): Scheduler;
   /** Each handler's start (they run in the background after start()). */
@@ -58,6 +56,8 @@ export interface EngineOptions {
   pollMs?: number;
   /** How long `done` deliveries are kept (default 14 days); dead ones are kept until replayed. */
   retentionMs?: number;
+  /** Steward's clock (default the host's): handlers read it, and tasks follow its jumps (the sandbox hub's clock). */
+  clock?: Clock;
 }
 
 /** One leased piece of work a worker runs. */

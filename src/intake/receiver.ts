@@ -3,7 +3,7 @@
 // a crash, and a duplicate id is acknowledged without being queued twice.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { DeliveryIntake } from "../queue/types.js";
+import type { DeliveryIntake } from "./delivery-intake.js";
 import { safeErrorMessage } from "../log/redact.js";
 import { declaredLength, declaredTooLarge, readBody } from "./body.js";
 import { BodyBudget, type Reservation } from "./budget.js";

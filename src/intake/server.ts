@@ -2,7 +2,7 @@
 // endpoints. Knows routing, timeouts and draining; the work is in the receiver and routes.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { DeliveryIntake } from "../queue/types.js";
+import type { DeliveryIntake } from "./delivery-intake.js";
 import type { Metrics } from "../ops/metrics.js";
 import { createWebhookReceiver, DEFAULT_BODY_TIMEOUT_MS, type WebhookReceiver } from "./receiver.js";
 import { BodyBudget } from "./budget.js";
@@ -31,6 +31,15 @@ export const DEFAULT_TIMEOUTS: ServerTimeouts = {
 export interface MountedPages {
   owns(path: string): boolean;
   handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+}
+
+/** Two sets of pages on one server; their paths never overlap (a Probot app's routes are refused where they would). */
+export function withPages(first: MountedPages, second: MountedPages | undefined): MountedPages {
+  if (!second) return first;
+  return {
+    owns: (path) => first.owns(path) || second.owns(path),
+    handle: (req, res) => (first.owns(pathOf(req)) ? first : second).handle(req, res),
+  };
 }
 
 export interface ServiceServerOptions {

@@ -4,7 +4,7 @@
 // per-delivery cost in the worker even with nothing logged. Here a walk finds the keys in
 // one pass, and objects without one are returned as they are (no copy).
 
-export const MASK = "[REDACTED]";
+import { MASK } from "./redact.js";
 
 // Keys whose values are credentials wherever they appear (compared case-insensitively).
 const SECRET_KEYS = new Set(

@@ -1,23 +1,30 @@
-// Process-wide registry of secret values and the scrubber every log line and outward
-// error message passes through. Values are registered where they enter the process
-// (config load, installation tokens seen by the API client), so a secret that leaks into
-// an unexpected place (an error message, a thrown object) is still masked.
+// Process-wide registry of secret values and the one scrubber every log line, stored failure
+// and outward error message passes through. Values are registered where they enter the process
+// (config load, installation tokens seen by the API client), so a secret that leaks into an
+// unexpected place (an error message, a thrown object) is still masked.
 
-const MASK = "[REDACTED]";
+/** What every masked value becomes, in log lines, stored errors and answers alike. */
+export const MASK = "[REDACTED]";
 /** Shorter values would mask ordinary words; such secrets are too weak to matter anyway. */
 const MIN_LENGTH = 4;
 /** Installation tokens rotate hourly; keep the newest ones only, the token patterns catch the rest. */
 const MAX_VALUES = 10_000;
 
-// Credentials recognisable by shape, whether or not they were registered.
+// Credentials recognisable by shape, whether or not they were registered. A pattern whose first
+// group is a label (a header name, "bearer") keeps the label and masks what follows it.
 const PATTERNS: readonly RegExp[] = [
-  // GitHub tokens: installation (ghs_), user, OAuth, refresh. Installation tokens are either
-  // 40 characters or GitHub's newer ~520-character `ghs_<app id>_<JWT>` (underscores, dots, dashes).
-  /\bgh[opsur]_[A-Za-z0-9_.-]{20,}/g,
-  /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
+  // GitHub tokens: personal (ghp_), installation (ghs_), OAuth (gho_), user-to-server (ghu_),
+  // refresh (ghr_). Installation tokens are either 40 characters or GitHub's newer
+  // ~520-character `ghs_<app id>_<JWT>` (underscores, dots, dashes).
+  /\bgh[opsur]_[A-Za-z0-9_.-]{8,}/g,
+  /\bgithub_pat_[A-Za-z0-9_]{8,}/g,
   /\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+/g, // JWTs (app authentication)
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
+  // A private key, also when cut short (an error message that quotes the start of a file).
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)/g,
   /\b((?:authorization|x-hub-signature(?:-256)?)"?\s*[:=]\s*"?)(?:(?:bearer|token|basic)\s+)?[^\s",}]+/gi,
+  // A credential after "bearer" or "token" in prose ("401 for token 1a2b3c4d..."): it has a digit,
+  // so "token refreshed" stays readable.
+  /\b((?:bearer|token)\s+)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*/gi,
 ];
 
 const values = new Set<string>();
@@ -26,6 +33,12 @@ let matcher: RegExp | undefined;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** One alternation of `forms`, longest first so a value containing another is masked whole. */
+function matcherOf(forms: Iterable<string>): RegExp | undefined {
+  const sorted = [...forms].sort((a, b) => b.length - a.length);
+  return sorted.length === 0 ? undefined : new RegExp(sorted.map(escapeRegExp).join("|"), "g");
 }
 
 /** The forms a value takes inside text: as is, JSON-escaped (log lines), and a PEM's body lines. */
@@ -52,14 +65,17 @@ export function registerSecret(value: string | undefined | null): void {
   }
   if (!added) return;
   while (values.size > MAX_VALUES) values.delete(values.values().next().value as string);
-  // Longest first so a value containing another is masked whole.
-  const sorted = [...values].sort((a, b) => b.length - a.length);
-  matcher = new RegExp(sorted.map(escapeRegExp).join("|"), "g");
+  matcher = matcherOf(values);
 }
 
-/** Replace every registered secret and every credential-shaped string in `text`. */
-export function scrub(text: string): string {
-  let out = matcher ? text.replace(matcher, MASK) : text;
+/**
+ * Replace every registered secret, every value of `secrets` (e.g. a configuration's own, where
+ * it was not loaded from the environment) and every credential-shaped string in `text`.
+ */
+export function scrub(text: string, secrets: readonly string[] = []): string {
+  const given = secrets.length === 0 ? undefined : matcherOf(secrets.flatMap(formsOf));
+  let out = given ? text.replace(given, MASK) : text;
+  if (matcher) out = out.replace(matcher, MASK);
   for (const pattern of PATTERNS) {
     out = out.replace(pattern, (match: string, prefix?: unknown) =>
       typeof prefix === "string" ? prefix + MASK : MASK,
@@ -77,10 +93,16 @@ export function containsRegisteredSecret(text: string): boolean {
   return found;
 }
 
-/** An Error's message, scrubbed: for answers and records that leave the process. */
-export function safeErrorMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return scrub(message);
+/** What went wrong, unscrubbed: an Error's message (or name), each of an AggregateError's errors. */
+export function errorText(error: unknown): string {
+  if (error instanceof AggregateError && error.errors.length > 0) return error.errors.map(errorText).join("; ");
+  if (error instanceof Error) return error.message || error.name;
+  return String(error);
+}
+
+/** An error's text, scrubbed: for answers and records that leave the process. */
+export function safeErrorMessage(error: unknown, secrets: readonly string[] = []): string {
+  return scrub(errorText(error), secrets);
 }
 
 /** Test hook: forget registered values. */

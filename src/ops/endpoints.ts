@@ -1,7 +1,7 @@
 // Operations endpoints: liveness, readiness and Prometheus metrics.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
-import type { DeliveryIntake } from "../queue/types.js";
+import type { DeliveryIntake } from "../intake/delivery-intake.js";
 import type { Metrics } from "./metrics.js";
 import { sendJson } from "../intake/respond.js";
 import { safeErrorMessage } from "../log/redact.js";

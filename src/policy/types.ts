@@ -1,5 +1,6 @@
 // Types shared by policy loading, validation, the `steward validate` CLI and the
 // `steward/config` check. A Problem always carries a file position.
+import type { InstallationOctokit } from "../api/types.js";
 
 export interface Problem {
   file: string;
@@ -89,12 +90,12 @@ export interface LoadedPolicy {
 export interface PolicyLoader {
   /** Effective `.github/steward.yml` for a repository (default branch unless `ref`), cached, ETag-revalidated. */
   load(
-    octokit: import("../handler.js").InstallationOctokit,
+    octokit: InstallationOctokit,
     target: { owner: string; repo: string; ref?: string },
   ): Promise<LoadedPolicy>;
   /** An admin-repository document such as `.github/steward/secrets.yml`. */
   loadDocument<P = unknown>(
-    octokit: import("../handler.js").InstallationOctokit,
+    octokit: InstallationOctokit,
     target: { owner: string; path: string; ref?: string },
   ): Promise<{ value: P | undefined; problems: Problem[]; found: boolean }>;
   /** Drop cached entries of a repository (a push touched a policy file). */

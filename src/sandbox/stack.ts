@@ -9,6 +9,7 @@ import { loadConfig } from "../config/env.js";
 import type { StewardConfig } from "../config/types.js";
 import { createSteward } from "../app.js";
 import { createHub, type HubHandle } from "./hub.js";
+import type { Clock } from "../lifecycle/clock.js";
 
 export interface SandboxStack {
   hub: HubHandle;
@@ -27,6 +28,12 @@ export interface SandboxStackOptions {
   port?: number;
   /** Extra environment for Steward's configuration (e.g. LOG_LEVEL). */
   env?: Record<string, string>;
+}
+
+/** Steward runs by the hub's clock: moving it (control API) moves Steward's time and its waiting tasks. */
+export function hubClock(hub: HubHandle): Clock {
+  const clock = hub.state.clock;
+  return { now: () => clock.now(), onMove: (listener) => clock.onMove(listener) };
 }
 
 export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise<SandboxStack> {
@@ -54,6 +61,7 @@ export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise
       ...(opts.env?.STEWARD_WRITE_INTERVAL === undefined ? { api: { writeIntervalMs: 0 } } : {}),
       ...(opts.handlers ? { handlers: opts.handlers } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
+      clock: hubClock(hub),
     });
     const webhookUrl = `${steward.url.replace(/\/$/, "")}${config.webhookPath}`;
     hub.control.setWebhookUrl(webhookUrl);

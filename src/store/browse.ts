@@ -2,7 +2,7 @@
 // through an opaque cursor, over indexes, so a page costs the same with 100 or 100,000
 // deliveries kept. The queries and pages of the store's `browse` part (contract.ts); bodies
 // are not read (a page shows summaries).
-import type { DeliveryStatus, HandlerOutcomeRecord } from "../queue/engine-types.js";
+import type { DeliveryStatus, HandlerOutcomeRecord } from "./records.js";
 
 export interface DeliveryQuery {
   event?: string;

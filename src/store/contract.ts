@@ -6,7 +6,7 @@
 //   tasks      keyed scheduled tasks
 //   leases     leases shared by deliveries and tasks, idleness and orphan recovery
 import type { Outcome, ScheduleRequest } from "../handler.js";
-import type { IncomingDelivery } from "../queue/types.js";
+import type { IncomingDelivery } from "../intake/delivery-intake.js";
 import type {
   ClaimedDelivery,
   ClaimedTask,
@@ -16,7 +16,7 @@ import type {
   StoredDelivery,
   StoredTask,
   TaskDecision,
-} from "../queue/engine-types.js";
+} from "./records.js";
 import type { ActivityRow, DeliveryPage, DeliveryQuery } from "./browse.js";
 import type { Store } from "./types.js";
 
@@ -94,7 +94,7 @@ export interface StewardStore {
   close(): Promise<void>;
 }
 
-const handlerMethods = ["claim", "release", "get", "set", "delete", "list", "audit", "auditLog"] as const;
+const handlerMethods = ["claim", "release", "replaceIf", "get", "set", "delete", "list", "audit", "auditLog"] as const;
 // Fails to compile when `Store` gains a method the list above does not hand on.
 const everyMethod: Record<Exclude<keyof Store, (typeof handlerMethods)[number]>, never> = {};
 void everyMethod;

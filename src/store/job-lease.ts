@@ -57,7 +57,8 @@ async function acquire(store: Store, key: string, job: string, mine: LeaseHolder
     const held = await store.get<LeaseHolder>(key);
     if (!held) continue; // expired or released meanwhile
     if (processOwnerGone(held.owner)) {
-      await store.release(key);
+      // Only that holder's lease: a live process may have taken the key since it was read.
+      await store.replaceIf(key, { field: "token", equals: held.token });
       continue;
     }
     if (opts.force) {
@@ -87,15 +88,14 @@ export async function withJobLease<T>(
   const mine: LeaseHolder = { owner: PROCESS_OWNER, token: randomUUID(), who, host: hostname(), pid: process.pid, since: new Date().toISOString() };
   const takenFrom = await acquire(store, key, job, mine, opts, ttlMs);
   const lost = new AbortController();
+  // Renewal is compare-and-set on this acquisition's token: a lease that expired (this process
+  // stalled) and was taken by another holder is never written over, the job learns it lost it.
   const renew = setInterval(() => {
     void (async () => {
+      if (await store.replaceIf(key, { field: "token", equals: mine.token }, { value: mine, ttlMs })) return;
       const held = await store.get<LeaseHolder>(key);
-      if (held?.token !== mine.token) {
-        lost.abort(new Error(held ? `lease taken by ${describeHolder(held)}` : "lease expired"));
-        clearInterval(renew);
-        return;
-      }
-      await store.set(key, mine, { ttlMs });
+      lost.abort(new Error(held ? `lease taken by ${describeHolder(held)}` : "lease expired"));
+      clearInterval(renew);
     })().catch(() => undefined);
   }, Math.max(10, Math.floor(ttlMs / 3)));
   renew.unref();
@@ -104,7 +104,6 @@ export async function withJobLease<T>(
     return await fn(signal, takenFrom);
   } finally {
     clearInterval(renew);
-    const held = await store.get<LeaseHolder>(key).catch(() => undefined);
-    if (held?.token === mine.token) await store.release(key).catch(() => undefined);
+    await store.replaceIf(key, { field: "token", equals: mine.token }).catch(() => undefined);
   }
 }

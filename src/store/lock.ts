@@ -3,6 +3,7 @@
 // only the head of the queue contends in the store. A lock left by a process that was killed
 // on this host is taken over at once rather than after its TTL: a crash loop (several kills
 // inside one TTL) would otherwise keep the lock's work failing until the delivery is parked.
+import { randomUUID } from "node:crypto";
 import type { Store } from "./types.js";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
 
@@ -15,6 +16,8 @@ export interface StoreLockOptions {
 
 interface LockValue {
   owner: string;
+  /** This acquisition: release takes back only its own lock, never one taken after it expired. */
+  token: string;
 }
 
 const queues = new Map<string, Promise<void>>();
@@ -26,11 +29,11 @@ export async function withStoreLock<T>(store: Store, key: string, fn: () => Prom
   queues.set(key, mine);
   await previous;
   try {
-    await acquire(store, key, opts.ttlMs ?? 60_000, opts.waitMs ?? 30_000);
+    const token = await acquire(store, key, opts.ttlMs ?? 60_000, opts.waitMs ?? 30_000);
     try {
       return await fn();
     } finally {
-      await store.release(key);
+      await store.replaceIf(key, { field: "token", equals: token });
     }
   } finally {
     done();
@@ -38,17 +41,18 @@ export async function withStoreLock<T>(store: Store, key: string, fn: () => Prom
   }
 }
 
-async function acquire(store: Store, key: string, ttlMs: number, waitMs: number): Promise<void> {
+async function acquire(store: Store, key: string, ttlMs: number, waitMs: number): Promise<string> {
   const deadline = Date.now() + waitMs;
-  const value: LockValue = { owner: PROCESS_OWNER };
+  const value: LockValue = { owner: PROCESS_OWNER, token: randomUUID() };
   while (!(await store.claim(key, { ttlMs, value }))) {
-    const held = await store.get<LockValue>(key);
+    const held = await store.get<Partial<LockValue>>(key);
     if (held?.owner && processOwnerGone(held.owner)) {
-      // Its holder was killed: nothing is in progress under it.
-      await store.release(key);
+      // Its holder was killed: nothing is in progress under it. Only that lock: another may have taken the key since.
+      await store.replaceIf(key, held.token ? { field: "token", equals: held.token } : { field: "owner", equals: held.owner });
       continue;
     }
     if (Date.now() > deadline) throw new Error(`${key} stayed locked for ${waitMs / 1000}s`);
     await new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
   }
+  return value.token;
 }

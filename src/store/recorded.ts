@@ -1,8 +1,8 @@
 // What both backends keep of an incoming delivery and of a handler's outcome, and the claim a
 // delivery recorded already leased stands for (the same on either backend).
 import type { Outcome } from "../handler.js";
-import type { IncomingDelivery } from "../queue/types.js";
-import type { ClaimedDelivery } from "../queue/engine-types.js";
+import type { IncomingDelivery } from "../intake/delivery-intake.js";
+import type { ClaimedDelivery, HandlerOutcomeRecord } from "./records.js";
 
 // Signatures prove a request to the intake; stored they would only help someone forge one.
 const droppedHeaders = /^x-hub-signature/i;
@@ -23,14 +23,13 @@ export function leasedAsRecorded(d: IncomingDelivery, headers: Record<string, st
   };
 }
 
-/** The text kept beside an outcome: summary (done), reason (skipped) or error (failed). */
-export function outcomeDetail(o: Outcome): string | undefined {
-  switch (o.status) {
-    case "done":
-      return o.summary;
-    case "skipped":
-      return o.reason;
-    case "failed":
-      return o.error;
-  }
+/** Which field of an outcome is kept as its detail; also what the detail is called where it is shown. */
+export const DETAIL_FIELD = { done: "summary", skipped: "reason", failed: "error" } as const satisfies {
+  [S in Outcome["status"]]: keyof Extract<Outcome, { status: S }>;
+};
+
+/** What is kept of an outcome: its status, its detail and whether a failure may be retried. */
+export function outcomeRecord(o: Outcome): Pick<HandlerOutcomeRecord, "status" | "detail" | "retryable"> {
+  const detail = (o as Partial<Record<(typeof DETAIL_FIELD)[Outcome["status"]], string>>)[DETAIL_FIELD[o.status]];
+  return { status: o.status, detail, retryable: !(o.status === "failed" && o.retryable === false) };
 }

@@ -3,7 +3,7 @@
 // lease the same delivery and a run whose lease was taken back writes nothing.
 import type { Redis } from "ioredis";
 import type { Outcome } from "../handler.js";
-import type { IncomingDelivery } from "../queue/types.js";
+import type { IncomingDelivery } from "../intake/delivery-intake.js";
 import type {
   ClaimedDelivery,
   DeliveryDecision,
@@ -13,13 +13,13 @@ import type {
   DeliveryStatus,
   HandlerOutcomeRecord,
   StoredDelivery,
-} from "../queue/engine-types.js";
+} from "./records.js";
 import type { RedisKeys } from "./redis-keys.js";
 import type { RedisLeases } from "./redis-leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";
 import type { DeliveriesPart } from "./contract.js";
 import { newLeaseToken } from "./lease.js";
-import { keptHeaders, leasedAsRecorded, outcomeDetail } from "./recorded.js";
+import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 
 // KEYS: body, state, due, all, by repository, by event, leased, leases.
 // ARGV: body json, id, event, action, installation, repository, receivedAt, now, leaseUntil, token ('' = queue it)
@@ -40,7 +40,7 @@ if ARGV[6] ~= '' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
 return 1`;
 
-// KEYS: state, outcomes, attempts. ARGV: token, handler, record json (without attempts), attempts kept
+// KEYS: state, outcomes, attempts, failed (any handler), failed of this handler. ARGV: token, handler, record json (without attempts), attempts kept, id
 const outcomeLua = `
 if redis.call('HGET', KEYS[1], 'status') ~= 'running' or redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
 local record = cjson.decode(ARGV[3])
@@ -51,6 +51,19 @@ redis.call('HSET', KEYS[2], ARGV[2], cjson.encode(record))
 local run = { handler = ARGV[2], attempt = record.attempts, status = record.status, detail = record.detail, at = record.updatedAt }
 redis.call('RPUSH', KEYS[3], cjson.encode(run))
 redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
+-- the console's failed-outcome index: only failures (few) are added; a handler that failed and now did not leaves it
+if record.status == 'failed' then
+  local at = redis.call('HGET', KEYS[1], 'receivedAt')
+  redis.call('ZADD', KEYS[5], at, ARGV[5])
+  redis.call('ZADD', KEYS[4], at, ARGV[5])
+elseif previous and string.find(previous, '"status":"failed"', 1, true) then
+  redis.call('ZREM', KEYS[5], ARGV[5])
+  local still = false
+  for _, o in ipairs(redis.call('HVALS', KEYS[2])) do
+    if string.find(o, '"status":"failed"', 1, true) then still = true break end
+  end
+  if not still then redis.call('ZREM', KEYS[4], ARGV[5]) end
+end
 return 1`;
 
 // KEYS: state, due, leased, leases, done, dead. ARGV: token, id, status, nextRunAt, hasError, lastError, now
@@ -66,10 +79,12 @@ elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
 if ARGV[3] == 'dead' then redis.call('ZADD', KEYS[6], redis.call('HGET', KEYS[1], 'receivedAt'), ARGV[2]) else redis.call('ZREM', KEYS[6], ARGV[2]) end
 return 1`;
 
-// KEYS: state, outcomes, due, done, dead. ARGV: id, now
+// KEYS: state, outcomes, due, done, dead. ARGV: id, now, prefix
 const replayLua = `
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'running' then return 0 end
+for _, h in ipairs(redis.call('HKEYS', KEYS[2])) do redis.call('ZREM', ARGV[3] .. 'ix:f:' .. h, ARGV[1]) end
+redis.call('ZREM', ARGV[3] .. 'ix:f', ARGV[1])
 redis.call('HSET', KEYS[1], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[2], 'updatedAt', ARGV[2])
 redis.call('HDEL', KEYS[1], 'lastError')
 redis.call('DEL', KEYS[2])
@@ -85,6 +100,8 @@ for _, id in ipairs(ids) do
   local where = redis.call('HMGET', ARGV[1] .. 'd:' .. id, 'repo', 'event')
   if where[1] and where[1] ~= '' then redis.call('ZREM', ARGV[1] .. 'ix:r:' .. where[1], id) end
   if where[2] then redis.call('ZREM', ARGV[1] .. 'ix:e:' .. where[2], id) end
+  for _, h in ipairs(redis.call('HKEYS', ARGV[1] .. 'o:' .. id)) do redis.call('ZREM', ARGV[1] .. 'ix:f:' .. h, id) end
+  redis.call('ZREM', ARGV[1] .. 'ix:f', id)
   redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id, ARGV[1] .. 'a:' .. id)
   redis.call('ZREM', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
@@ -155,7 +172,7 @@ export class RedisDeliveries implements DeliveriesPart {
     private readonly leases: RedisLeases,
   ) {
     this.#record = defineScript(client, "stewardRecord", 8, recordLua);
-    this.#outcome = defineScript(client, "stewardRecordOutcome", 3, outcomeLua);
+    this.#outcome = defineScript(client, "stewardRecordOutcome", 5, outcomeLua);
     this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
     this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
     this.#purge = defineScript(client, "stewardPurgeFinished", 2, purgeLua);
@@ -216,16 +233,11 @@ export class RedisDeliveries implements DeliveriesPart {
   }
 
   async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
-    const record: Omit<OutcomeJson, "attempts"> = {
-      status: outcome.status,
-      retryable: !(outcome.status === "failed" && outcome.retryable === false),
-      seconds,
-      updatedAt: Date.now(),
-    };
-    const detail = outcomeDetail(outcome);
+    const { status, detail, retryable } = outcomeRecord(outcome);
+    const record: Omit<OutcomeJson, "attempts"> = { status, retryable, seconds, updatedAt: Date.now() };
     if (detail !== undefined) record.detail = detail;
     const k = this.keys;
-    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId), k.attempts(deliveryId)], [token, handler, JSON.stringify(record), MAX_ATTEMPTS_KEPT])) === 1;
+    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId), k.attempts(deliveryId), k.failed, k.failedBy(handler)], [token, handler, JSON.stringify(record), MAX_ATTEMPTS_KEPT, deliveryId])) === 1;
   }
 
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
@@ -284,7 +296,7 @@ export class RedisDeliveries implements DeliveriesPart {
 
   async replayDelivery(id: string): Promise<boolean> {
     const k = this.keys;
-    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now()])) === 1;
+    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now(), k.prefix])) === 1;
   }
 
   async purgeFinished(beforeDate: Date): Promise<number> {

@@ -29,6 +29,11 @@ export class RedisKeys {
   /** Zsets of deliveries by receipt time per repository and per event (the console's filters). Lua builds the same names. */
   byRepository(fullName: string): string { return `${this.prefix}ix:r:${fullName}`; }
   byEvent(event: string): string { return `${this.prefix}ix:e:${event}`; }
+  /** Zsets of deliveries by receipt time with a failed outcome: of any handler, of one handler (the console's outcome filter). Lua builds the same names. */
+  get failed(): string { return `${this.prefix}ix:f`; }
+  failedBy(handler: string): string { return `${this.prefix}ix:f:${handler}`; }
+  /** Receipt time from which every failed outcome is in the failed zsets (older ones may predate them); absent: not known yet. */
+  get failedSince(): string { return `${this.prefix}ix:fsince`; }
 
   // tasks
   /** Member naming a task in the task zsets: unambiguous for any handler name and key. */

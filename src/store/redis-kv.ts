@@ -23,6 +23,19 @@ else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
 return 1`;
 
+// KEYS: entry, index. ARGV: key, field, expected, next value json ('' = delete), ttlMs ('' = none)
+const replaceIfLua = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local entry = cjson.decode(raw)
+if type(entry.v) ~= 'table' or entry.v[ARGV[2]] ~= ARGV[3] then return 0 end
+if ARGV[4] == '' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+elseif ARGV[5] == '' then redis.call('SET', KEYS[1], ARGV[4])
+else redis.call('SET', KEYS[1], ARGV[4], 'PX', ARGV[5]) end
+return 1`;
+
 interface Entry {
   v: unknown;
   /** updatedAt, epoch ms */
@@ -45,6 +58,7 @@ export const defaultAuditCap = 100_000;
 export class RedisKv implements KvPart {
   readonly #claim: Script;
   readonly #set: Script;
+  readonly #replaceIf: Script;
 
   constructor(
     private readonly client: Redis,
@@ -53,6 +67,7 @@ export class RedisKv implements KvPart {
   ) {
     this.#claim = defineScript(client, "stewardClaimKey", 2, claimLua);
     this.#set = defineScript(client, "stewardSet", 2, setLua);
+    this.#replaceIf = defineScript(client, "stewardReplaceIf", 2, replaceIfLua);
   }
 
   async claim(key: string, opts: { ttlMs?: number; value?: unknown } = {}): Promise<boolean> {
@@ -64,6 +79,12 @@ export class RedisKv implements KvPart {
 
   async release(key: string): Promise<void> {
     await this.delete(key);
+  }
+
+  async replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean> {
+    const value = next === undefined ? "" : encode(next.value);
+    const ttl = next?.ttlMs === undefined ? "" : Math.max(1, Math.ceil(next.ttlMs));
+    return (await this.#replaceIf([this.keys.kv(key), this.keys.kvIndex], [key, expect.field, expect.equals, value, ttl])) === 1;
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {

@@ -3,7 +3,7 @@
 // generation, so finishing the old run leaves it alone (periodic work re-schedules itself).
 import type { Redis } from "ioredis";
 import type { ScheduleRequest } from "../handler.js";
-import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "../queue/engine-types.js";
+import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "./records.js";
 import type { RedisKeys } from "./redis-keys.js";
 import type { RedisLeases } from "./redis-leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";

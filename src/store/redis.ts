@@ -31,7 +31,7 @@ export class RedisStore implements StewardStore {
   readonly keys: RedisKeys;
   readonly kv: KvPart;
   readonly deliveries: DeliveriesPart;
-  readonly browse: BrowsePart;
+  readonly browse: RedisBrowse;
   readonly tasks: TasksPart;
   readonly leases: LeasesPart;
   readonly #client: Redis;
@@ -79,5 +79,7 @@ export async function openRedisStore(url: string, opts: RedisStoreOptions = {}):
   const client = await connectRedis(url, opts.logger, "steward-store");
   warnAboutPersistence(await persistenceOf(client), where, opts.logger);
   opts.logger?.debug({ redis: where, prefix: opts.prefix ?? defaultRedisPrefix }, "store opened");
-  return new RedisStore(client, where, opts);
+  const store = new RedisStore(client, where, opts);
+  await store.browse.prepare();
+  return store;
 }

@@ -2,7 +2,7 @@
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
 
-const schemaVersion = 4;
+const schemaVersion = 5;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -110,6 +110,12 @@ const upgrades: string[] = [
     at INTEGER NOT NULL
   );
   CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id, seq);
+  `,
+  // 4 -> 5: the console's "handler outcome: failed" filter reads the failed outcomes directly
+  // instead of probing every recent delivery; partial, so the outcomes written on the hot path
+  // (done, skipped: nearly all) are in no index but the primary key.
+  `
+  CREATE INDEX IF NOT EXISTS outcomes_failed ON outcomes (handler, delivery_id) WHERE status = 'failed';
   `,
 ];
 

@@ -12,6 +12,11 @@ function parseCursor(cursor: string | undefined): { at: number; rid: number } | 
   return m ? { at: Number(m[1]), rid: Number(m[2]) } : undefined;
 }
 
+/**
+ * Failed outcomes read through their index at most (outcomes_failed, schema 5) before a page
+ * sorts them by receipt; more than this and the row-by-row scan below is the cheaper way.
+ */
+const MAX_INDEXED_FAILED = 20_000;
 /** Candidates read per step when an outcome filter is checked row by row. */
 const OUTCOME_CHUNK = 1_000;
 /** Time spent scanning for one page at most (after the first step). */
@@ -46,7 +51,13 @@ export class SqliteBrowse implements BrowsePart {
     add("d.received_at >= @since", "since", q.since);
     add("d.received_at < @until", "until", q.until);
     const byOutcome = q.handler !== undefined || q.outcome !== undefined;
-    const probe = byOutcome ? this.#outcomeProbe(q) : undefined;
+    // Failed outcomes are few: read them from their index, then sort them, rather than probing recent deliveries one by one.
+    const indexed = q.outcome === "failed" && this.#fewFailed(q.handler);
+    if (indexed) {
+      where.push(`d.id IN (SELECT delivery_id FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${q.handler !== undefined ? " AND handler = @handler" : ""})`);
+      if (q.handler !== undefined) params.handler = q.handler;
+    }
+    const probe = byOutcome && !indexed ? this.#outcomeProbe(q) : undefined;
     // With a position, a keyset condition the index can seek to (a page deep down costs what the first does).
     const statement = (after: boolean) => {
       const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))"] : where;
@@ -56,7 +67,7 @@ export class SqliteBrowse implements BrowsePart {
     };
     // An outcome filter is checked per candidate (a primary-key probe of outcomes), a chunk at a
     // time and within a time budget: a rare outcome answers a short page with a cursor, not a scan of everything.
-    const chunk = byOutcome ? OUTCOME_CHUNK : limit + 1;
+    const chunk = probe ? OUTCOME_CHUNK : limit + 1;
     const deadline = Date.now() + SCAN_BUDGET_MS;
     const found: SummaryRow[] = [];
     let position = parseCursor(q.cursor);
@@ -90,6 +101,15 @@ export class SqliteBrowse implements BrowsePart {
       })),
       next: more && position ? `${position.at}.${position.rid}` : undefined,
     };
+  }
+
+  /** Whether the failed outcomes (of `handler`, or of any) are few enough to read whole through their index. */
+  #fewFailed(handler: string | undefined): boolean {
+    const n = this.db
+      .prepare(`SELECT count(*) FROM (SELECT 1 FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${handler !== undefined ? " AND handler = ?" : ""} LIMIT ${MAX_INDEXED_FAILED + 1})`)
+      .pluck()
+      .get(...(handler !== undefined ? [handler] : [])) as number;
+    return n <= MAX_INDEXED_FAILED;
   }
 
   #outcomeProbe(q: DeliveryQuery): (id: string) => boolean {

@@ -3,7 +3,7 @@
 // loop): intake inserts, outcomes, finishes, and claims, which lease a batch at a time.
 import type { Database, Statement } from "better-sqlite3";
 import type { Outcome } from "../handler.js";
-import type { IncomingDelivery } from "../queue/types.js";
+import type { IncomingDelivery } from "../intake/delivery-intake.js";
 import type {
   ClaimedDelivery,
   DeliveryDecision,
@@ -12,12 +12,12 @@ import type {
   DeliveryStatus,
   HandlerOutcomeRecord,
   StoredDelivery,
-} from "../queue/engine-types.js";
+} from "./records.js";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 import { GroupCommit } from "./group-commit.js";
 import type { CommitGate } from "./checkpointer.js";
 import type { DeliveriesPart } from "./contract.js";
-import { keptHeaders, leasedAsRecorded, outcomeDetail } from "./recorded.js";
+import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 
 export interface QueueRow {
   id: string;
@@ -274,11 +274,10 @@ export class SqliteDeliveries implements DeliveriesPart {
   }
 
   async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
-    const retryable = outcome.status === "failed" && outcome.retryable === false ? 0 : 1;
-    const detail = outcomeDetail(outcome) ?? null;
+    const { status, detail, retryable } = outcomeRecord(outcome);
     return this.#writes.run(() => {
       if (!this.#holds.get(deliveryId, token)) return false;
-      this.#upsertOutcome.run(deliveryId, handler, outcome.status, detail, retryable, seconds, Date.now());
+      this.#upsertOutcome.run(deliveryId, handler, status, detail ?? null, retryable ? 1 : 0, seconds, Date.now());
       this.#logAttempt.run(deliveryId, handler);
       return true;
     });

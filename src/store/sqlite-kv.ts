@@ -24,6 +24,10 @@ function expiry(now: number, ttlMs: number | undefined): number | null {
   return ttlMs === undefined ? null : now + Math.max(0, ttlMs);
 }
 
+function holds(value: unknown, field: string, equals: string): boolean {
+  return typeof value === "object" && value !== null && (value as Record<string, unknown>)[field] === equals;
+}
+
 export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
   readonly #insertIfAbsent: Statement;
@@ -34,6 +38,7 @@ export class SqliteKv implements KvPart {
   readonly #purge: Statement;
   readonly #audit: Statement;
   readonly #claim: (key: string, value: string, expiresAt: number | null, now: number) => boolean;
+  readonly #replaceIf: (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => boolean;
 
   constructor(private readonly db: Database) {
     this.#dropExpired = db.prepare("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?");
@@ -54,6 +59,14 @@ export class SqliteKv implements KvPart {
       this.#dropExpired.run(key, now);
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
     });
+    // One transaction: nobody writes between the read and the write (better-sqlite3 is synchronous, SQLite serialises writers across processes).
+    this.#replaceIf = db.transaction((key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
+      const row = this.#get.get(key, now) as KvRow | undefined;
+      if (!row || !holds(JSON.parse(row.value), field, equals)) return false;
+      if (next === undefined) this.#delete.run(key);
+      else this.#upsert.run(key, next, expiresAt, now);
+      return true;
+    });
   }
 
   async claim(key: string, opts: { ttlMs?: number; value?: unknown } = {}): Promise<boolean> {
@@ -63,6 +76,11 @@ export class SqliteKv implements KvPart {
 
   async release(key: string): Promise<void> {
     this.#delete.run(key);
+  }
+
+  async replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean> {
+    const now = Date.now();
+    return this.#replaceIf(key, expect.field, expect.equals, next === undefined ? undefined : encode(next.value), next === undefined ? null : expiry(now, next.ttlMs), now);
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {

@@ -3,7 +3,7 @@
 // does not delete it (periodic work re-schedules itself from onTask).
 import type { Database, Statement, Transaction } from "better-sqlite3";
 import type { ScheduleRequest } from "../handler.js";
-import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "../queue/engine-types.js";
+import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "./records.js";
 import type { TasksPart } from "./contract.js";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 

@@ -26,6 +26,13 @@ export interface Store {
   claim(key: string, opts?: { ttlMs?: number; value?: unknown }): Promise<boolean>;
   /** Forget a claim (e.g. the side effect failed and may be tried again). */
   release(key: string): Promise<void>;
+  /**
+   * Compare-and-set, atomically: when `key` holds a live object whose `expect.field` equals
+   * `expect.equals`, write `next.value` (expiring after `next.ttlMs`), or delete the key when
+   * `next` is undefined; returns whether it did. A lease's renewal and release: never
+   * overwrites what another holder wrote after its own lease expired.
+   */
+  replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean>;
   get<T = unknown>(key: string): Promise<T | undefined>;
   set(key: string, value: unknown, opts?: { ttlMs?: number }): Promise<void>;
   delete(key: string): Promise<void>;

@@ -42,7 +42,7 @@ export async function benchBurst(o: { deliveries: number; connections: number; d
     for (const server of ["probot", "steward"] as const) {
       const env: Record<string, string> =
         server === "steward" ? { WEBHOOK_SECRET: SECRET, STEWARD_DURABILITY: o.durability } : { WEBHOOK_SECRET: SECRET, API_STUB_URL: stub.url };
-      const child = await startChild(file(`${server}-server.ts`), env, WEBHOOK_PATH);
+      const child = await startChild(file(server === "steward" ? "steward-server.mjs" : `${server}-server.ts`), env, WEBHOOK_PATH);
       try {
         // A short warm-up so the burst does not also pay for start-up and JIT.
         await runLoad({ url: child.url, payloads, connections: 10, seconds: 1 });

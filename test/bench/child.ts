@@ -26,7 +26,8 @@ export interface ServerChild {
 
 export async function startChild(file: string, env: Record<string, string>, webhookPath: string): Promise<ServerChild> {
   const child: ChildProcess = fork(file, [], {
-    execArgv: ["--import", "tsx", ...(process.env.BENCH_CHILD_ARGS ? process.env.BENCH_CHILD_ARGS.split(" ") : [])],
+    // Compiled servers (.mjs over dist/) run on plain node, as production does; TypeScript ones through tsx.
+    execArgv: [...(file.endsWith(".ts") ? ["--import", "tsx"] : []), ...(process.env.BENCH_CHILD_ARGS ? process.env.BENCH_CHILD_ARGS.split(" ") : [])],
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });

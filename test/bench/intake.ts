@@ -8,6 +8,11 @@ import { startChild, type ServerChild, type Usage } from "./child.js";
 
 export interface IntakeRow extends LoadResult {
   server: "steward" | "probot";
+  /**
+   * The server's CPU (user + system, all its threads) per delivery answered 2xx at this level,
+   * Steward's catch-up included: ms. Less sensitive to other load on the machine than the rate.
+   */
+  cpuMsPerDelivery?: number;
 }
 
 export interface ServerUsage {
@@ -54,14 +59,19 @@ async function measure(server: "steward" | "probot", child: ServerChild, o: { co
     const loadEnded = Date.now();
     // Steward answers 202 before processing: count the work it still owes as part of this level.
     const after = server === "steward" ? await child.ask("drain") : await child.ask("usage");
-    accepted += r.requests - r.non2xx - r.errors;
+    const answered = r.requests - r.non2xx - r.errors;
+    accepted += answered;
     if (connections === Math.max(...o.concurrencies)) {
       cpuAtTop = cpuSeconds(after) - cpuSeconds(before);
       topSeconds = (Date.now() - started) / 1000;
       if (server === "steward") drainSeconds = (Date.now() - loadEnded) / 1000;
     }
-    rows.push({ server, ...r });
-    log(`  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}`);
+    const cpuMsPerDelivery = answered > 0 ? ((cpuSeconds(after) - cpuSeconds(before)) * 1000) / answered : undefined;
+    rows.push({ server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) });
+    log(
+      `  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}` +
+        (cpuMsPerDelivery !== undefined ? `, ${cpuMsPerDelivery.toFixed(2)} CPU ms/delivery` : ""),
+    );
   }
   const end = await child.ask("usage");
   const usage: ServerUsage = { server, peakRss: end.maxRss, cpuAtTop, topSeconds, accepted, ...(end.processed !== undefined ? { processed: end.processed } : {}), ...(drainSeconds !== undefined ? { drainSeconds } : {}) };
@@ -74,7 +84,7 @@ export async function benchIntake(o: { concurrencies: number[]; seconds: number;
   const usage: ServerUsage[] = [];
   for (const server of ["probot", "steward"] as const) {
     const env: Record<string, string> = server === "steward" ? { WEBHOOK_SECRET: SECRET, STEWARD_DURABILITY: o.durability } : { WEBHOOK_SECRET: SECRET };
-    const child = await startChild(file(`${server}-server.ts`), env, WEBHOOK_PATH);
+    const child = await startChild(file(server === "steward" ? "steward-server.mjs" : `${server}-server.ts`), env, WEBHOOK_PATH);
     try {
       const m = await measure(server, child, o, log);
       rows.push(...m.rows);

@@ -45,7 +45,7 @@ function areaOf(url: string, name: string): string {
   return src >= 0 ? url.slice(src + 1) : url;
 }
 
-export function summariseProfile(profile: CpuProfile, top = 12): ProfileSummary {
+export function summariseProfile(profile: CpuProfile, top = Number(process.env.BENCH_PROFILE_TOP ?? 12)): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -90,7 +90,7 @@ export async function profileStewardIntake(o: { connections: number; seconds: nu
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-prof-"));
   const file = join(dir, "steward-intake.cpuprofile");
   try {
-    const child = await startChild(fileURLToPath(new URL("./servers/steward-server.ts", import.meta.url)), { WEBHOOK_SECRET: "bench-secret", STEWARD_DURABILITY: o.durability }, "/api/github/webhooks");
+    const child = await startChild(fileURLToPath(new URL("./servers/steward-server.mjs", import.meta.url)), { WEBHOOK_SECRET: "bench-secret", STEWARD_DURABILITY: o.durability }, "/api/github/webhooks");
     const payloads = benchPayloads("bench-secret");
     try {
       // Warm up first so start-up, module loading and JIT warm-up stay out of the profile.

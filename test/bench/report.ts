@@ -51,14 +51,15 @@ const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
 function intakeTable(r: IntakeResult): string {
   const levels = [...new Set(r.rows.map((x) => x.connections))];
   const lines = [
-    row(["Concurrency", "Steward deliveries/s", "p50 ms", "p99 ms", "max ms", "Probot deliveries/s", "p50 ms", "p99 ms", "max ms", "Steward/Probot"]),
-    row(Array(10).fill("---")),
+    row(["Concurrency", "Steward deliveries/s", "p50 ms", "p99 ms", "max ms", "Probot deliveries/s", "p50 ms", "p99 ms", "max ms", "Steward/Probot", "CPU ms/delivery, Steward vs Probot"]),
+    row(Array(11).fill("---")),
   ];
   for (const c of levels) {
     const s = r.rows.find((x) => x.server === "steward" && x.connections === c);
     const p = r.rows.find((x) => x.server === "probot" && x.connections === c);
     if (!s || !p) continue;
-    lines.push(row([c, fmt(s.rps), s.p50, s.p99, s.max, fmt(p.rps), p.p50, p.p99, p.max, `${fmt(s.rps / p.rps, 2)}x`]));
+    const cpu = s.cpuMsPerDelivery !== undefined && p.cpuMsPerDelivery !== undefined ? `${fmt(s.cpuMsPerDelivery, 2)} vs ${fmt(p.cpuMsPerDelivery, 2)}` : "n/a";
+    lines.push(row([c, fmt(s.rps), s.p50, s.p99, s.max, fmt(p.rps), p.p50, p.p99, p.max, `${fmt(s.rps / p.rps, 2)}x`, cpu]));
   }
   const failures = r.rows.filter((x) => x.non2xx + x.errors > 0).map((x) => `${x.server} c=${x.connections}: ${x.non2xx} non-2xx, ${x.errors} errors`);
   return lines.join("\n") + (failures.length ? `\n\nFailed requests: ${failures.join("; ")}.` : "\n\nEvery request was answered 2xx.");
@@ -225,7 +226,9 @@ export function renderReport(r: BenchResults, notes: string): string {
         `X-GitHub-Delivery on every request. Each server runs in its own process. Steward records every delivery durably in SQLite ` +
         `(durability \`${i.durability}\`: ${i.durability === "power" ? "synchronous=FULL, survives power loss" : "WAL with synchronous=NORMAL, survives a crash of the process"}) and then answers 202; ` +
         "a no-op handler runs on the worker pool. Probot (14, `createNodeMiddleware`) verifies and runs a no-op `onAny` handler before answering. " +
-        "After each level the bench waits for Steward's worker to finish the backlog, so work accepted in one level is not billed to the next.",
+        "Steward runs compiled (`dist/`, plain node, as `steward start` does; the bench rebuilds it when older than `src/`). " +
+        "After each level the bench waits for Steward's worker to finish the backlog, so work accepted in one level is not billed to the next; " +
+        "CPU ms/delivery is the server's CPU time (all threads) over that level and its catch-up, per delivery answered 2xx: on a shared machine it moves less than the rates.",
       "",
       intakeTable(i),
       "",

@@ -14,6 +14,7 @@ import { profileStewardIntake } from "./profile.js";
 import { benchTokenMints } from "./tokens.js";
 import { renderReport, type BenchResults } from "./report.js";
 import { benchConsole } from "./console.js";
+import { ensureCompiled } from "./build.js";
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 const log = (s: string) => process.stderr.write(`${s}\n`);
@@ -30,6 +31,7 @@ async function main(): Promise<void> {
     log("rendered test/bench/RESULTS.md from test/bench/results.json");
     return;
   }
+  if (o.sections.has("intake") || o.sections.has("burst") || o.sections.has("profile")) ensureCompiled(log);
   const started = Date.now();
   const results: BenchResults = {
     machine: {
@@ -73,7 +75,7 @@ async function main(): Promise<void> {
   }
   if (o.sections.has("console")) {
     log(`console pages (${o.consoleDeliveries} deliveries stored, SQLite and Redis)`);
-    results.console = await benchConsole({ deliveries: o.consoleDeliveries, times: o.quick ? 5 : 20 }, log);
+    results.console = await benchConsole({ deliveries: o.consoleDeliveries, times: o.quick ? 5 : 100 }, log);
   }
   results.machine.loadAfter = loadavg();
   results.machine.seconds = (Date.now() - started) / 1000;

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";
-import { appKey } from "../service/fake-api.js";
+import { appKey } from "../support/app-key.js";
 
 const base = { APP_ID: "123", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: "whsec-value-1" };
 

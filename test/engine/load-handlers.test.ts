@@ -4,7 +4,8 @@ import { relative, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Engine } from "../../src/engine/index.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import { loadHandlerModules } from "../../src/router/load-handlers.js";
+import { loadHandlerModules, policyModules } from "../../src/dispatch/load-handlers.js";
+import { builtinHandlers, policyHandlers } from "../../handlers/index.js";
 import { deliveryOf, examplePayload, privateKey, silent, tempDir, testConfig, testEngine } from "./helpers.js";
 
 const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));
@@ -105,5 +106,37 @@ describe("loading handler modules", () => {
       new RegExp(`handler module ${fixture("not-a-handler.ts")}: its default export is neither`),
     );
     expect(await loadHandlerModules([" ", ""], opts)).toEqual([]);
+  });
+});
+
+describe("the policy modules of STEWARD_HANDLERS (steward validate, the steward/config check)", () => {
+  const counter = globalThis as { stewardAppStarts?: number };
+
+  it("are the modules that declare policy, the very objects the service loads, and no Probot app is started", async () => {
+    const paths = [fixture("counting-probot-app.ts"), fixture("policy-module.ts"), fixture("handler-module.ts")];
+    const before = counter.stewardAppStarts ?? 0;
+    const modules = await policyModules(paths);
+    expect(modules.map((m) => m.policy?.key)).toEqual(["extra"]);
+    expect(counter.stewardAppStarts ?? 0).toBe(before);
+
+    const service = await loadHandlerModules(paths, { config: testConfig(), logger: silent });
+    expect(service.map((h) => h.name)).toEqual(["counting-probot-app", "extra-policy", "extra"]);
+    expect(counter.stewardAppStarts).toBe(before + 1);
+    expect(service[1]).toBe(modules[0]);
+    // Loaded once per list: the check asks on every pull request.
+    expect(await policyModules([` ${paths[0]}`, paths[1]!, paths[2]!])).toBe(modules);
+  });
+
+  it("come after the built-in modules in Steward's policy set", async () => {
+    const set = await policyHandlers([fixture("policy-module.ts")]);
+    expect(set.slice(0, builtinHandlers.length)).toEqual(builtinHandlers);
+    expect(set.slice(builtinHandlers.length).map((m) => m.name)).toEqual(["extra-policy"]);
+    expect(await policyHandlers()).toEqual(builtinHandlers);
+  });
+
+  it("name the path of a missing module, as the service does, and are tried again next time", async () => {
+    await expect(policyModules(["./no/such/policy-module.ts"])).rejects.toThrow(/handler module \.\/no\/such\/policy-module\.ts: no such file/);
+    await expect(policyModules(["./no/such/policy-module.ts"])).rejects.toThrow(/no such file/);
+    expect(await policyModules([" ", ""])).toEqual([]);
   });
 });

@@ -140,8 +140,8 @@ describe("one run path for tasks and deliveries", () => {
     await waitFor(async () => (await store.tasks.listTasks()).some((t) => t.status === "dead") && (await store.deliveries.listDeliveries({ status: "dead" })).length === 1);
     const [task] = await store.tasks.listTasks();
     const [delivery] = await store.deliveries.listDeliveries({ status: "dead" });
-    expect(task!.lastError).toBe("task failed with [redacted] and [redacted]");
-    expect(delivery!.lastError).toBe("leaky: delivery failed with [redacted] and [redacted]");
+    expect(task!.lastError).toBe("task failed with [REDACTED] and [REDACTED]");
+    expect(delivery!.lastError).toBe("leaky: delivery failed with [REDACTED] and [REDACTED]");
     expect(observed).toEqual(expect.arrayContaining([["leaky", "failed"], ["leaky", "failed"]]));
     expect(observed).toHaveLength(2);
   });

@@ -49,7 +49,7 @@ describe("schema upgrade", () => {
     const indexes = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as { name: string }[]).map((r) => r.name);
     const version = check.pragma("user_version", { simple: true });
     check.close();
-    expect(version).toBe(4);
+    expect(version).toBe(5);
     expect(indexes).toEqual(expect.arrayContaining(["deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });

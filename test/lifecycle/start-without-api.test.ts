@@ -8,7 +8,7 @@ import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { createSteward, type Steward } from "../../src/app.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
-import { appKey } from "../service/fake-api.js";
+import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { until } from "./support.js";
 

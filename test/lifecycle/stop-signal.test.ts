@@ -9,14 +9,13 @@ import examples from "@octokit/webhooks-examples/api.github.com/index.json" with
 import { createSteward, type Steward } from "../../src/app.js";
 import { defineHandler } from "../../src/handler.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { appKey, json, startFakeApi, type FakeApi } from "../service/fake-api.js";
+import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 
 const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
-const body = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
 
 let steward: Steward | undefined;
-let api: FakeApi | undefined;
+let api: HubHandle | undefined;
 let dir: string | undefined;
 afterEach(async () => {
   await steward?.close();
@@ -27,11 +26,9 @@ afterEach(async () => {
 
 describe("the stop signal", () => {
   it("fires at shutdown; the API client then refuses the handler's requests; the delivery returns to the queue", async () => {
-    api = await startFakeApi({ appId: 4242 });
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/Codertocat/Hello-World") json(res, 200, { id: 1 });
-      else return false;
-    });
+    const hub = (api = await createHub());
+    const body = JSON.stringify({ ...push, installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" } });
+    const repoReads = () => hub.control.requests().filter((r) => r.path === "/repos/acme/web");
     dir = await mkdtemp(join(tmpdir(), "steward-signal-"));
     let running!: () => void;
     const started = new Promise<void>((resolve) => (running = resolve));
@@ -41,12 +38,12 @@ describe("the stop signal", () => {
       name: "slow",
       events: ["push"],
       async handle(ctx) {
-        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "Codertocat", repo: "Hello-World" });
+        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
         running();
         await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve(), { once: true }));
         sawAbort = ctx.signal.aborted;
         try {
-          await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "Codertocat", repo: "Hello-World" });
+          await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
         } catch (e) {
           refusal = e;
           throw e;
@@ -56,19 +53,20 @@ describe("the stop signal", () => {
     });
     const { logger } = collectingLogger("info");
     steward = await createSteward({
-      config: testConfig({ privateKey: appKey().privateKey, apiUrl: api.url, dataDir: dir, shutdownTimeoutMs: 10_000 }),
+      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir, shutdownTimeoutMs: 10_000 }),
       logger,
       handlers: [slow],
     });
     const id = deliveryId();
     expect((await postDelivery(steward.url, { body, id, event: "push" })).status).toBe(202);
     await started;
-    const before = api.seen.filter((r) => r.path === "/repos/Codertocat/Hello-World").length;
+    const before = repoReads().length;
+    expect(before).toBe(1);
     await steward.close();
     steward = undefined;
     expect(sawAbort).toBe(true);
     expect((refusal as Error)?.name).toBe("AbortError");
-    expect(api.seen.filter((r) => r.path === "/repos/Codertocat/Hello-World")).toHaveLength(before);
+    expect(repoReads()).toHaveLength(before);
 
     const store = openSqliteStore(dir);
     try {

@@ -96,3 +96,61 @@ describe("steward as a dependency of another package", () => {
     rmSync(join(consumer, "wrong.ts"));
   }, 180_000);
 });
+
+describe("a handler author's own package, tested against the sandbox", () => {
+  it("writes a typed handler and a test against the sandbox hub, and runs both", async () => {
+    // The hub is its own package in the Steward checkout; an author installs it beside Steward.
+    await run("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", "--save-dev", join(root, "packages", "sandbox-hub")], { cwd: consumer });
+    writeFileSync(
+      join(consumer, "tsconfig.json"),
+      JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, outDir: "build", skipLibCheck: true, types: [] }, include: ["label-bugs.ts"] }),
+    );
+    writeFileSync(
+      join(consumer, "label-bugs.ts"),
+      [
+        'import { defineHandler } from "steward";',
+        "export default defineHandler({",
+        '  name: "label-bugs",',
+        '  events: ["pull_request.opened"],',
+        "  async handle(ctx) {",
+        "    const { repository, pull_request: pr } = ctx.payload;",
+        '    if (!pr.title.toLowerCase().includes("bug")) return { status: "skipped", reason: "not a bug" };',
+        "    const where = { owner: repository.owner.login, repo: repository.name, issue_number: pr.number };",
+        "    const labelled = await ctx.once(`bug-label:${repository.id}:${pr.number}`, {",
+        '      run: async () => (await ctx.octokit.rest.issues.addLabels({ ...where, labels: ["bug"] })).data.length,',
+        "      check: async () => ((await ctx.octokit.rest.issues.listLabelsOnIssue(where)).data.some((l) => l.name === \"bug\") ? 1 : undefined),",
+        "    });",
+        '    return { status: "done", summary: `labelled (${labelled.state})` };',
+        "  },",
+        "});",
+      ].join("\n"),
+    );
+    await run(process.execPath, [tsc, "-p", "."], { cwd: consumer });
+    writeFileSync(
+      join(consumer, "label-bugs.test.mjs"),
+      [
+        'import { test } from "node:test";',
+        'import assert from "node:assert/strict";',
+        'import { startSandboxStack, outcomeOf } from "steward/testing";',
+        'import labelBugs from "./build/label-bugs.js";',
+        'test("labels a bug fix pull request", async () => {',
+        "  const stack = await startSandboxStack({ handlers: [labelBugs] });",
+        "  try {",
+        '    const pr = stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "fix-crash", title: "Fix bug: crash on start", files: { "a.txt": "x\\n" } });',
+        "    await stack.hub.control.settled();",
+        '    const delivery = stack.hub.control.deliveries().find((d) => d.event === "pull_request" && d.payload.number === pr.number);',
+        '    const outcome = await outcomeOf(stack, delivery.guid, "label-bugs");',
+        '    assert.equal(outcome.status, "done");',
+        '    const labels = stack.hub.control.effects.filter((e) => e.kind === "issues.labeled" && e.detail.number === pr.number);',
+        '    assert.deepEqual(labels.map((e) => e.detail.label), ["bug"]);',
+        "  } finally {",
+        "    await stack.close();",
+        "  }",
+        "});",
+      ].join("\n"),
+    );
+    const { stdout } = await run(process.execPath, ["--test", "label-bugs.test.mjs"], { cwd: consumer });
+    expect(stdout).toMatch(/# pass 1\b/);
+    expect(stdout).toMatch(/# fail 0\b/);
+  }, 240_000);
+});

@@ -1,5 +1,6 @@
-// The redelivery sweeper against the sandbox hub: deliveries that a receiver refused are
-// asked for again exactly once per failed attempt, sweeps never overlap, errors never escape.
+// The redelivery sweeper the service runs, against the sandbox hub: deliveries that a receiver
+// refused are asked for again exactly once per failed attempt, sweeps never overlap, errors
+// never escape, and the first sweep looks back further than the later ones.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -11,7 +12,7 @@ import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createOctokitFactory } from "../../src/api/client.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import { startRedeliverySweeper } from "../../src/recovery/sweeper.js";
+import { FIRST_SWEEP_LOOKBACK_MS, startRedeliverySweeper, sweepLookbackMs } from "../../src/recovery/sweeper.js";
 import type { OctokitFactory } from "../../src/api/types.js";
 
 const logger = pino({ level: "silent" });
@@ -82,7 +83,7 @@ describe("startRedeliverySweeper", () => {
       // The sweep on start and an explicit one run as one: sweeps never overlap.
       const [first, joined] = [sweeper.runNow(), sweeper.runNow()];
       expect(joined).toBe(first);
-      const result = await first;
+      const result = (await first)!;
       await hub.control.settled();
       const expected = failed.filter((d) => d.guid !== known).map((d) => d.guid).sort();
       expect([...result.requested].sort()).toEqual(expected);
@@ -93,11 +94,11 @@ describe("startRedeliverySweeper", () => {
 
       // Now every one got its 2xx: a second sweep asks for nothing.
       const again = await sweeper.runNow();
-      expect(again.requested).toEqual([]);
+      expect(again?.requested).toEqual([]);
       const attempts = hub.control.deliveries().filter((d) => d.redelivery);
       expect(attempts.map((d) => d.guid).sort()).toEqual(expected);
     } finally {
-      sweeper.stop();
+      await sweeper.stop();
     }
   });
 
@@ -113,19 +114,19 @@ describe("startRedeliverySweeper", () => {
     const sweeper = startRedeliverySweeper({ octokits, store: store.kv, isKnown: async (g) => g !== guid, logger, intervalMs: 3_600_000 });
     try {
       const first = await sweeper.runNow();
-      expect(first.requested).toEqual([guid]);
+      expect(first?.requested).toEqual([guid]);
       await hub.control.settled();
       // The redelivery failed too (still 503): its own attempt is new, so one more request.
       answer = 202;
       const second = await sweeper.runNow();
-      expect(second.requested).toEqual([guid]);
+      expect(second?.requested).toEqual([guid]);
       await hub.control.settled();
       const third = await sweeper.runNow();
-      expect(third.requested).toEqual([]);
+      expect(third?.requested).toEqual([]);
       const tries = hub.control.deliveries().filter((d) => d.guid === guid);
       expect(tries.map((d) => d.status_code)).toEqual([503, 503, 202]);
     } finally {
-      sweeper.stop();
+      await sweeper.stop();
     }
   });
 
@@ -142,11 +143,51 @@ describe("startRedeliverySweeper", () => {
     });
     try {
       const result = await sweeper.runNow();
-      expect(result.requested).toEqual([]);
+      expect(result?.requested).toEqual([]);
       expect(lines.join("")).toContain("redelivery sweep failed");
     } finally {
-      sweeper.stop();
+      await sweeper.stop();
       hub.control.clearFaults();
+    }
+  });
+
+  it("looks back a day on its first sweep (deliveries sent while Steward was down), three intervals on later ones", async () => {
+    expect(sweepLookbackMs(3_600_000, true)).toBe(FIRST_SWEEP_LOOKBACK_MS);
+    expect(sweepLookbackMs(3_600_000, false)).toBe(3 * 3_600_000);
+    expect(sweepLookbackMs(60_000, false)).toBe(3_600_000);
+    const hour = 3_600_000;
+    /** A push whose failed delivery is dated `hoursAgo` on the hub's clock; its guid. */
+    const failedAgo = async (hoursAgo: number, repo: string): Promise<string> => {
+      answer = 500;
+      const before = hub.control.deliveries().length;
+      hub.control.setClock(new Date(Date.now() - hoursAgo * hour));
+      try {
+        hub.control.pushFiles({ owner: "acme", repo, files: { [`lookback-${hoursAgo}.txt`]: `${Date.now()}\n` } });
+        await hub.control.settled();
+      } finally {
+        hub.control.setClock(new Date());
+      }
+      return hub.control.deliveries().slice(before).find((d) => d.event === "push")!.guid;
+    };
+    const within = await failedAgo(5, "web");
+    const tooOld = await failedAgo(30, "web");
+    const ours = new Set([within, tooOld]);
+    const sweeper = startRedeliverySweeper({ octokits, store: store.kv, isKnown: async (g) => !ours.has(g), logger, intervalMs: hour });
+    try {
+      answer = 202;
+      const first = await sweeper.runNow();
+      expect(first?.requested).toEqual([within]);
+      await hub.control.settled();
+      // After the first sweep three hours is the window: a failure of five hours ago is past it.
+      const late = await failedAgo(6, "web");
+      ours.add(late);
+      answer = 202;
+      const second = await sweeper.runNow();
+      expect(second?.requested).toEqual([]);
+      expect(second?.scanned).toBeGreaterThan(0);
+      expect(hub.control.deliveries().filter((d) => d.redelivery).map((d) => d.guid)).not.toContain(late);
+    } finally {
+      await sweeper.stop();
     }
   });
 });

@@ -10,16 +10,16 @@ import { createOctokitFactory } from "../../src/api/client.js";
 import { defineHandler } from "../../src/handler.js";
 import { RedisStore } from "../../src/store/redis.js";
 import { openSharedThrottle, type SharedThrottle } from "../../src/store/redis-throttle.js";
-import { appKey, json, startFakeApi, type FakeApi } from "../service/fake-api.js";
+import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
+import { appKey } from "../support/app-key.js";
 import { collectingLogger, postDelivery, testConfig } from "../service/helpers.js";
 import { silent } from "../engine/helpers.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
 
 const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
-const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
 
 let steward: Steward | undefined;
-let api: FakeApi | undefined;
+let api: HubHandle | undefined;
 const throttles: SharedThrottle[] = [];
 const clients: Redis[] = [];
 afterEach(async () => {
@@ -35,17 +35,14 @@ const appDbUrl = redisUrl.replace(/\/\d*$/, "") + "/15";
 
 describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
   it("records and processes deliveries in Redis; the password in the URL never reaches a log", async () => {
-    api = await startFakeApi({ appId: 4242 });
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/Codertocat/Hello-World") json(res, 200, { id: 1 });
-      else return false;
-    });
+    const hub = (api = await createHub());
+    const pushWithInstallation = JSON.stringify({ ...push, installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" } });
     const handled: string[] = [];
     const probe = defineHandler<undefined>({
       name: "probe",
       events: ["push"],
       async handle(ctx) {
-        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "Codertocat", repo: "Hello-World" });
+        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
         await ctx.store.set(`probe:${ctx.deliveryId}`, { seen: true });
         handled.push(ctx.deliveryId);
       },
@@ -54,7 +51,7 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     const withPassword = appDbUrl.replace("redis://", `redis://:${password}@`);
     const { logger, output } = collectingLogger("debug");
     steward = await createSteward({
-      config: testConfig({ privateKey: appKey().privateKey, apiUrl: api.url, redisUrl: withPassword }),
+      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, redisUrl: withPassword }),
       logger,
       handlers: [probe],
     });
@@ -87,17 +84,15 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
   });
 
   it("two replicas share the write spacing of an installation", async () => {
-    api = await startFakeApi({ appId: 4242 });
-    const writes: number[] = [];
-    api.routes.push((req, res) => {
-      if (req.method === "POST" && req.path.startsWith("/app/hook/deliveries/")) {
-        writes.push(req.at);
-        json(res, 202, {});
-      } else return false;
-    });
+    const hub = (api = await createHub());
+    // Four deliveries the hub recorded, for the replicas to ask again (each ask is a write).
+    hub.control.setWebhookUrl("http://127.0.0.1:1/");
+    for (let i = 0; i < 4; i++) hub.control.pushFiles({ owner: "acme", repo: "web", files: { [`f${i}.txt`]: `${i}\n` } });
+    await hub.control.waitForDeliveries((d) => d.event === "push", { count: 4 });
+    const ids = hub.control.deliveries().filter((d) => d.event === "push").map((d) => d.id);
     const namespace = `steward-test-${randomUUID()}`;
     const prefix = uniquePrefix();
-    const config = testConfig({ privateKey: appKey().privateKey, apiUrl: api.url });
+    const config = testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url });
     const spacingMs = 250;
     const replicas = await Promise.all(
       [0, 1].map(async () => {
@@ -110,8 +105,9 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     );
     const octokits = await Promise.all(replicas.map((r) => r.appOctokit()));
     await Promise.all(
-      [1, 2, 3, 4].map((n) => octokits[n % 2]!.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: n })),
+      ids.map((id, n) => octokits[n % 2]!.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: id })),
     );
+    const writes = hub.control.requests().filter((r) => r.method === "POST" && r.path.startsWith("/app/hook/deliveries/")).map((r) => r.receivedAt);
     expect(writes).toHaveLength(4);
     const sorted = [...writes].sort((a, b) => a - b);
     // Lower bound only: the replicas' writes, interleaved, are still a write interval apart.

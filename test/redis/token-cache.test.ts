@@ -12,7 +12,6 @@ import { createSharedTokenCache, MINT_LEASE_MS } from "../../src/api/shared-toke
 import { deriveSealingKey, open, seal } from "../../src/api/token-crypto.js";
 import { loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";
-import { redactSecrets } from "../../src/router/redact.js";
 import { silent } from "../engine/helpers.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
 
@@ -77,7 +76,8 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
       // Redis alone: no token, nothing token-shaped; only the app's key opens the sealed value.
       const stored = await contents(redis(), p);
       expect(stored).not.toContain(token!);
-      expect(stored).not.toMatch(/gh[opsur]_/);
+      // Token-shaped, not a bare prefix: the sealed values are random base64url, where "ghs_" can occur.
+      expect(stored).not.toMatch(/gh[opsur]_[A-Za-z0-9]{36}|ghs_\d+_/);
       const [tokenKey] = (await redis().keys(`${p.replace(/[*?[\]\\]/g, "\\$&")}token:*`));
       const sealed = (await redis().get(tokenKey!))!;
       expect(open(deriveSealingKey(config.privateKey, config.appId), sealed, tokenKey!)).toContain(token!);
@@ -87,7 +87,6 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
       // Masked wherever it could surface, whole (not just up to its first dot or underscore).
       const line = `request failed with token ${token} (header authorization: token ${token}).`;
       expect(scrub(line)).not.toMatch(/ghs_|eyJ/);
-      expect(redactSecrets(line)).not.toMatch(/ghs_|eyJ/);
     });
   }
 
@@ -137,10 +136,9 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
     expect(stateless.length).toBeGreaterThan(500);
     for (const token of [classic, stateless]) {
       const line = `failed with ${token}. Retry with "${token}"`;
-      for (const masked of [scrub(line), redactSecrets(line)]) {
-        expect(masked).not.toContain(token.slice(0, 12));
-        expect(masked).not.toContain(token.slice(-12));
-      }
+      const masked = scrub(line);
+      expect(masked).not.toContain(token.slice(0, 12));
+      expect(masked).not.toContain(token.slice(-12));
     }
   });
 

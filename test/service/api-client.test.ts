@@ -1,247 +1,227 @@
+// Steward's API client against the sandbox hub: installation tokens minted by the hub for a
+// real app JWT, its rate limits (primary and secondary), faults (5xx, dropped connections),
+// renamed repositories (301/307), pagination and log redirects.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
 import { createTokenCache } from "../../src/api/token-cache.js";
 import { scrub } from "../../src/log/redact.js";
-import { appKey, json, startFakeApi, type FakeApi } from "./fake-api.js";
+import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { collectingLogger, testConfig } from "./helpers.js";
 
-const APP_ID = 4242;
-let api: FakeApi;
+let hub: HubHandle;
 let observed: { who: number | "app"; status: number; remaining?: number }[];
 let logs: () => string;
+let acme: number;
 
 function factory(extra: { writeIntervalMs?: number } = {}) {
   const { logger, output } = collectingLogger();
   logs = output;
   return createOctokitFactory({
-    config: testConfig({ appId: APP_ID, privateKey: appKey().privateKey, apiUrl: api.url }),
+    config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url }),
     logger,
     observe: { request: (who, status, remaining) => observed.push({ who, status, remaining }) },
     writeIntervalMs: extra.writeIntervalMs ?? 0,
   });
 }
 
-const hits = (path: string) => api.seen.filter((r) => r.path === path);
+const hits = (path: string) => hub.control.requests().filter((r) => r.path === path);
+const getRepo = (octokit: { request: (route: string, params: Record<string, unknown>) => Promise<{ status: number; data: any }> }, repo: string) =>
+  octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo });
 
 beforeEach(async () => {
-  api = await startFakeApi({ appId: APP_ID });
+  hub = await createHub();
+  acme = hub.control.installation("acme")!.id;
   observed = [];
 });
 afterEach(async () => {
-  await api.close();
+  await hub.close();
 });
 
 describe("API client", () => {
   it("requests one installation token per installation and reuses it for many calls", async () => {
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/acme/web") json(res, 200, { id: 1, auth: req.headers.authorization }, { "x-ratelimit-remaining": "4999" });
-    });
+    hub.control.createOrg("beta", { owners: ["octo-admin"] });
+    hub.control.createRepo({ owner: "beta", name: "app", private: true });
+    const beta = hub.control.install("beta", { repositories: "all" }).id;
     const octokits = factory();
-    const one = await octokits.octokitFor(1);
-    expect(await octokits.octokitFor(1)).toBe(one);
-    for (let i = 0; i < 5; i++) await one.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
-    const two = await octokits.octokitFor(2);
+    const one = await octokits.octokitFor(acme);
+    expect(await octokits.octokitFor(acme)).toBe(one);
+    // acme/api and beta/app are private: each answers 200 only to its own installation's token.
+    for (let i = 0; i < 5; i++) expect((await getRepo(one, "api")).status).toBe(200);
+    const two = await octokits.octokitFor(beta);
     expect(two).not.toBe(one);
-    await Promise.all([1, 2, 3].map(() => two.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })));
+    await Promise.all([1, 2, 3].map(() => two.request("GET /repos/{owner}/{repo}", { owner: "beta", repo: "app" })));
+    await expect(two.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" })).rejects.toMatchObject({ status: 404 });
 
-    expect(hits("/app/installations/1/access_tokens")).toHaveLength(1);
-    expect(hits("/app/installations/2/access_tokens")).toHaveLength(1);
-    const [token1] = api.tokensIssued.get(1)!;
-    const [token2] = api.tokensIssued.get(2)!;
-    const repoCalls = hits("/repos/acme/web");
-    expect(repoCalls.slice(0, 5).every((r) => r.headers.authorization === `token ${token1}`)).toBe(true);
-    expect(repoCalls.slice(5).every((r) => r.headers.authorization === `token ${token2}`)).toBe(true);
-    // Rate-limit state is observed per installation.
-    expect(observed.filter((o) => o.who === 1 && o.status === 200 && o.remaining === 4999)).toHaveLength(5);
-    expect(observed.filter((o) => o.who === 2 && o.status === 200)).toHaveLength(3);
+    expect(hits(`/app/installations/${acme}/access_tokens`)).toHaveLength(1);
+    expect(hits(`/app/installations/${beta}/access_tokens`)).toHaveLength(1);
+    expect(hits("/repos/acme/api").map((r) => [r.auth, r.status])).toEqual([...Array(5).fill(["installation", 200]), ["installation", 404]]);
+    // Rate-limit state is observed per installation, as the hub counts it down.
+    expect(observed.filter((o) => o.who === acme && o.status === 200).map((o) => o.remaining)).toEqual([4999, 4998, 4997, 4996, 4995]);
+    expect(observed.filter((o) => o.who === beta && o.status === 200)).toHaveLength(3);
     // The tokens it saw are now masked wherever they would be logged.
+    const { token: token1 } = (await one.auth({ type: "installation" })) as { token: string };
+    const { token: token2 } = (await two.auth({ type: "installation" })) as { token: string };
+    expect(token1).not.toBe(token2);
     expect(scrub(`oops ${token1} and ${token2}`)).toBe("oops [REDACTED] and [REDACTED]");
     expect(logs()).not.toContain(token1);
   });
 
   it("sends steward's User-Agent and the vnd.github+json media type", async () => {
-    api.routes.push((req, res) => {
-      if (req.path === "/app") json(res, 200, { id: APP_ID });
-    });
     const app = await factory().appOctokit();
-    await app.request("GET /app");
+    expect((await app.request("GET /app")).data?.id).toBe(Number(hub.env.APP_ID));
     const [call] = hits("/app");
-    expect(call!.headers["user-agent"]).toMatch(/^steward\/\d+\.\d+\.\d+/);
-    expect(call!.headers.accept).toBe("application/vnd.github+json");
-    expect(call!.headers.authorization).toMatch(/^bearer ey/);
+    expect(call!.userAgent).toMatch(/^steward\/\d+\.\d+\.\d+/);
+    expect(call!.accept).toBe("application/vnd.github+json");
+    // The hub answered /app, which only a valid app JWT (a bearer token) may read.
+    expect(call).toMatchObject({ auth: "app", authorization: true, status: 200 });
   });
 
   it("honours Retry-After on a 403 secondary rate limit and retries", async () => {
-    let calls = 0;
-    api.routes.push((req, res) => {
-      if (req.path !== "/repos/acme/web") return false;
-      calls += 1;
-      if (calls === 1) {
-        return json(res, 403, { message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." }, { "retry-after": "1" });
-      }
-      json(res, 200, { id: 1 });
-    });
-    const octokit = await factory().octokitFor(7);
-    const response = await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" }); // the token first: the limit is for the call below
+    hub.control.setSecondaryLimit({ status: 403, retryAfterSec: 1, nextN: 1 });
+    const response = await getRepo(octokit, "web");
     expect(response.status).toBe(200);
     const [first, second] = hits("/repos/acme/web");
-    expect(second!.at - first!.at).toBeGreaterThanOrEqual(950);
+    expect(first!.status).toBe(403);
+    expect(second!.receivedAt - first!.at).toBeGreaterThanOrEqual(950);
   });
 
   it("waits for the primary rate limit to reset, then retries", async () => {
-    let resetAt = 0;
-    api.routes.push((req, res) => {
-      if (req.path !== "/repos/acme/web") return false;
-      if (resetAt === 0) {
-        resetAt = Math.floor(Date.now() / 1000) + 1;
-        return json(res, 403, { message: "API rate limit exceeded for installation ID 8." }, {
-          "x-ratelimit-remaining": "0",
-          "x-ratelimit-reset": String(resetAt),
-        });
-      }
-      json(res, 200, { id: 1 }, { "x-ratelimit-remaining": "5000" });
-    });
-    const octokit = await factory().octokitFor(8);
-    const response = await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
+    const octokit = await factory().octokitFor(acme);
+    const resetAt = new Date((Math.floor(Date.now() / 1000) + 2) * 1000);
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt });
+    const response = await getRepo(octokit, "web");
     expect(response.status).toBe(200);
-    const [, retried] = hits("/repos/acme/web");
-    expect(retried!.at).toBeGreaterThanOrEqual(resetAt * 1000);
-    expect(observed.some((o) => o.who === 8 && o.status === 403 && o.remaining === 0)).toBe(true);
+    const [refused, retried] = hits("/repos/acme/web");
+    expect(refused!.status).toBe(403);
+    expect(retried!.receivedAt).toBeGreaterThanOrEqual(resetAt.getTime());
+    expect(observed.some((o) => o.who === acme && o.status === 403 && o.remaining === 0)).toBe(true);
   });
 
   it("retries 5xx answers", async () => {
-    let calls = 0;
-    api.routes.push((req, res) => {
-      if (req.path !== "/repos/acme/web") return false;
-      calls += 1;
-      if (calls === 1) return json(res, 502, { message: "Server Error" });
-      json(res, 200, { id: 1 });
-    });
-    const octokit = await factory().octokitFor(9);
-    const response = await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
+    const octokit = await factory().octokitFor(acme);
+    hub.control.setFault("GET /repos/{owner}/{repo}", { status: 502, times: 1 });
+    const response = await getRepo(octokit, "web");
     expect(response.status).toBe(200);
-    expect(calls).toBe(2);
+    expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([502, 200]);
   });
 
   it("does not retry a 404", async () => {
-    const octokit = await factory().octokitFor(9);
-    await expect(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "gone" })).rejects.toMatchObject({ status: 404 });
+    const octokit = await factory().octokitFor(acme);
+    await expect(getRepo(octokit, "gone")).rejects.toMatchObject({ status: 404 });
     expect(hits("/repos/acme/gone")).toHaveLength(1);
   });
 
   it("follows a 301 and remembers it; repeats a 307 verbatim", async () => {
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/acme/old") {
-        res.writeHead(301, { location: `${api.url}/repositories/42` }).end();
-      } else if (req.path === "/repositories/42") {
-        json(res, 200, { id: 42, name: "new" });
-      } else if (req.path === "/repos/acme/old/dispatches") {
-        res.writeHead(307, { location: "/repositories/42/dispatches" }).end();
-      } else if (req.path === "/repositories/42/dispatches") {
-        res.writeHead(204).end();
-      } else return false;
-    });
-    const octokit = await factory().octokitFor(3);
-    const first = await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "old" });
-    expect(first.data).toEqual({ id: 42, name: "new" });
-    await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "old" });
-    expect(hits("/repos/acme/old")).toHaveLength(1); // permanent: the second call went straight to the new URI
-    expect(hits("/repositories/42")).toHaveLength(2);
+    const id = hub.control.repo("acme", "api")!.id;
+    const sha = hub.control.pushFiles({ owner: "acme", repo: "api", files: { "x.txt": "x\n" } }).sha;
+    hub.control.renameRepo("acme", "api", "api-v2");
+    const octokit = await factory().octokitFor(acme);
+    const first = await getRepo(octokit, "api");
+    expect(first.data).toMatchObject({ id, name: "api-v2" });
+    await getRepo(octokit, "api");
+    expect(hits("/repos/acme/api")).toHaveLength(1); // permanent: the second call went straight to the new URI
+    // The hub serves /repositories/{id} as the repository's current path.
+    expect(hits("/repos/acme/api-v2")).toHaveLength(2);
 
-    await octokit.request("POST /repos/{owner}/{repo}/dispatches", { owner: "acme", repo: "old", event_type: "go" });
-    const [repeated] = hits("/repositories/42/dispatches");
-    expect(repeated!.method).toBe("POST");
-    expect(JSON.parse(repeated!.body)).toEqual({ event_type: "go" });
-    expect(repeated!.headers.authorization).toMatch(/^token /);
+    await octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "api", name: "moved", head_sha: sha });
+    expect(hits("/repos/acme/api/check-runs").map((r) => r.status)).toEqual([307]);
+    const [repeated] = hits("/repos/acme/api-v2/check-runs");
+    expect(repeated).toMatchObject({ method: "POST", status: 201, auth: "installation" });
+    // The body went along: the hub created the run it described.
+    expect(hub.domains.checks.checkRuns({ owner: "acme", repo: "api-v2", sha, name: "moved" })).toHaveLength(1);
   });
 
   it("repeats a 302 POST verbatim (not as a GET)", async () => {
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/acme/moved/actions/runs/5/rerun") {
-        res.writeHead(302, { location: "/repos/acme/web/actions/runs/5/rerun" }).end();
-      } else if (req.path === "/repos/acme/web/actions/runs/5/rerun") {
-        json(res, 201, { method: req.method, body: req.body });
-      } else return false;
-    });
-    const octokit = await factory().octokitFor(3);
-    const res = await octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", {
-      owner: "acme",
-      repo: "moved",
-      run_id: 5,
-      enable_debug_logging: true,
-    });
-    expect(res.data).toEqual({ method: "POST", body: JSON.stringify({ enable_debug_logging: true }) });
+    const run = hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "test", steps: ["Run"] }] });
+    hub.domains.actions.failJob({ runId: run.id, job: "test" });
+    await hub.domains.idle();
+    // GitHub's API does not answer a POST with 302, so the hub never does: a proxy in between
+    // (played by the fetch below) does, for one URI; the client must repeat the POST with its body.
+    const moved = `${hub.url}/repos/acme/moved/actions/runs/${run.id}/rerun`;
+    let redirected = 0;
+    const proxy = (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      if (String(input instanceof Request ? input.url : input) !== moved) return fetch(input, init);
+      redirected += 1;
+      return new Response(null, { status: 302, headers: { location: `/repos/acme/web/actions/runs/${run.id}/rerun` } });
+    }) as typeof fetch;
+    const octokits = createOctokitFactory({ config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url }), logger: collectingLogger().logger, writeIntervalMs: 0, fetch: proxy });
+    const octokit = await octokits.octokitFor(acme);
+    const res = await octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", { owner: "acme", repo: "moved", run_id: run.id, enable_debug_logging: true });
+    expect(res.status).toBe(201);
+    // The hub got a POST with the body: a re-run with debug logging.
+    expect(hub.domains.actions.rerunRequests(run.id).map((e) => [e.kind, e.detail.allowed, e.detail.debug])).toEqual([["actions.rerun", true, true]]);
+    expect(hits(`/repos/acme/web/actions/runs/${run.id}/rerun`).map((r) => r.method)).toEqual(["POST"]);
     // Temporary: the next request goes to the original URI again.
-    await octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", { owner: "acme", repo: "moved", run_id: 5 });
-    expect(hits("/repos/acme/moved/actions/runs/5/rerun")).toHaveLength(2);
+    await hub.domains.idle();
+    hub.domains.actions.completeRun(run.id, "failure");
+    await octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", { owner: "acme", repo: "moved", run_id: run.id });
+    expect(redirected).toBe(2);
   });
 
   it("follows Link headers when paginating", async () => {
-    api.routes.push((req, res) => {
-      const url = new URL(req.path, api.url);
-      if (url.pathname !== "/orgs/acme/repos") return false;
-      const page = Number(url.searchParams.get("page") ?? "1");
-      const link: Record<string, string> = page < 3 ? { link: `<${api.url}/orgs/acme/repos?per_page=2&page=${page + 1}>; rel="next", <${api.url}/orgs/acme/repos?per_page=2&page=3>; rel="last"` } : {};
-      json(res, 200, [{ id: page * 10 + 1 }, { id: page * 10 + 2 }].slice(0, page < 3 ? 2 : 1), link);
-    });
-    const octokit = await factory().octokitFor(5);
+    for (let i = 0; i < 2; i++) hub.control.createRepo({ owner: "acme", name: `extra-${i}` });
+    const octokit = await factory().octokitFor(acme);
     const repos = await octokit.paginate("GET /orgs/{org}/repos", { org: "acme", per_page: 2 });
-    expect(repos.map((r) => r.id)).toEqual([11, 12, 21, 22, 31]);
+    const { data: all } = await octokit.request("GET /orgs/{org}/repos", { org: "acme", per_page: 100 });
+    expect(repos.length).toBeGreaterThan(4);
+    expect(repos.map((r) => r.id)).toEqual(all.map((r) => r.id));
+    expect(hits("/orgs/acme/repos")).toHaveLength(Math.ceil(all.length / 2) + 1);
   });
 
   it("retries a request whose connection was cut (network error)", async () => {
-    let calls = 0;
-    api.routes.push((req, res) => {
-      if (req.path !== "/repos/acme/flaky") return false;
-      calls += 1;
-      if (calls === 1) {
-        res.socket?.destroy();
-        return true;
-      }
-      json(res, 200, { id: 3 });
-    });
-    const octokit = await factory().octokitFor(6);
-    const res = await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "flaky" });
-    expect(res.data).toEqual({ id: 3 });
-    expect(calls).toBe(2);
-    expect(observed.some((o) => o.who === 6 && o.status === 0)).toBe(true);
+    const octokit = await factory().octokitFor(acme);
+    hub.control.setFault("GET /repos/{owner}/{repo}", { drop: true, times: 1 });
+    const res = await getRepo(octokit, "web");
+    expect(res.data).toMatchObject({ full_name: "acme/web" });
+    expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([0, 200]);
+    expect(observed.some((o) => o.who === acme && o.status === 0)).toBe(true);
   });
 
   it("reads a log redirect manually and downloads it without the Authorization header", async () => {
-    const storageSeen: { authorization?: string; path?: string }[] = [];
+    const run = hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "test", steps: ["Run"] }] });
+    const job = hub.domains.actions.failJob({ runId: run.id, job: "test", step: "Run", log: "step 1\nError: flaky network\n" });
+    await hub.domains.idle();
+    const octokit = await factory().octokitFor(acme);
+    const redirect = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {
+      owner: "acme",
+      repo: "web",
+      job_id: job.id,
+      request: { redirect: "manual" },
+    });
+    expect(redirect.status).toBe(302);
+    const location = redirect.headers.location!;
+    expect(await downloadWithoutAuth(location)).toContain("flaky network");
+    expect(hub.control.requests().filter((r) => r.path.startsWith("/_sandbox/blobs/")).map((r) => [r.status, r.authorization])).toEqual([[200, false]]);
+
+    // GitHub's log storage is on another origin; the hub's shares the API's, so the client's own
+    // following of a redirect to another origin is shown with a storage server of its own.
+    const storageSeen: { authorization?: string }[] = [];
     const storage = createServer((req, res) => {
-      storageSeen.push({ authorization: req.headers.authorization, path: req.url });
+      storageSeen.push({ authorization: req.headers.authorization });
       res.writeHead(200, { "content-type": "text/plain" }).end("step 1\nError: flaky network\n");
     });
     await new Promise<void>((resolve) => storage.listen(0, "127.0.0.1", resolve));
     const storageUrl = `http://127.0.0.1:${(storage.address() as AddressInfo).port}`;
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/acme/web/actions/jobs/5/logs") {
-        res.writeHead(302, { location: `${storageUrl}/logs/5.txt?sig=abc` }).end();
-      } else return false;
-    });
     try {
-      const octokit = await factory().octokitFor(4);
-      const redirect = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {
-        owner: "acme",
-        repo: "web",
-        job_id: 5,
-        request: { redirect: "manual" },
-      });
-      expect(redirect.status).toBe(302);
-      const location = redirect.headers.location!;
-      expect(await downloadWithoutAuth(location)).toContain("flaky network");
-      // The storage host never received a credential, even when the API client itself follows the redirect.
-      await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", { owner: "acme", repo: "web", job_id: 5 });
-      expect(storageSeen).toHaveLength(2);
-      expect(storageSeen.every((s) => s.authorization === undefined)).toBe(true);
-      await expect(downloadWithoutAuth(`${storageUrl.replace(/\d+$/, "9")}/x?sig=secret-sig`)).rejects.not.toThrow(/secret-sig/);
+      const elsewhere = (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+        const response = await fetch(input, init);
+        const to = response.headers.get("location");
+        return to?.includes("/_sandbox/blobs/") ? new Response(null, { status: 302, headers: { location: `${storageUrl}${new URL(to).pathname}?sig=abc` } }) : response;
+      }) as typeof fetch;
+      const octokits = createOctokitFactory({ config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url }), logger: collectingLogger().logger, writeIntervalMs: 0, fetch: elsewhere });
+      const following = await octokits.octokitFor(acme);
+      const { data } = await following.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", { owner: "acme", repo: "web", job_id: job.id });
+      expect(String(data)).toContain("flaky network");
+      expect(storageSeen).toEqual([{ authorization: undefined }]);
     } finally {
       storage.closeAllConnections();
       await new Promise((resolve) => storage.close(resolve));
     }
+    await expect(downloadWithoutAuth(`${hub.url.replace(/\d+$/, "9")}/x?sig=secret-sig`)).rejects.not.toThrow(/secret-sig/);
   });
 });
 

@@ -5,14 +5,15 @@ import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { createSteward, type Steward } from "../../src/app.js";
 import { defineHandler } from "../../src/handler.js";
-import { appKey, json, startFakeApi, type FakeApi } from "./fake-api.js";
+import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
+import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "./helpers.js";
 
 const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
 const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
 
 let steward: Steward | undefined;
-let api: FakeApi | undefined;
+let api: HubHandle | undefined;
 let dir: string | undefined;
 afterEach(async () => {
   await steward?.close();
@@ -23,11 +24,10 @@ afterEach(async () => {
 
 describe("createSteward", () => {
   it("receives, records and processes a delivery; exposes health, readiness and metrics", async () => {
-    api = await startFakeApi({ appId: 4242 });
-    api.routes.push((req, res) => {
-      if (req.path === "/repos/Codertocat/Hello-World") json(res, 200, { id: 1 }, { "x-ratelimit-remaining": "4321" });
-      else return false;
-    });
+    const hub = (api = await createHub());
+    const installation = hub.control.installation("acme")!.id;
+    hub.control.setRateLimit(installation, { limit: 5000, remaining: 4322 });
+    const pushWithInstallation = JSON.stringify({ ...push, installation: { id: installation, node_id: "MDIz" } });
     dir = await mkdtemp(join(tmpdir(), "steward-app-"));
     const seen: string[] = [];
     let handled!: () => void;
@@ -36,7 +36,7 @@ describe("createSteward", () => {
       name: "probe",
       events: ["push"],
       async handle(ctx) {
-        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "Codertocat", repo: "Hello-World" });
+        await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
         seen.push(ctx.deliveryId);
         handled();
         return { status: "done", summary: "probed" };
@@ -44,7 +44,7 @@ describe("createSteward", () => {
     });
     const { logger, output } = collectingLogger("info");
     steward = await createSteward({
-      config: testConfig({ privateKey: appKey().privateKey, apiUrl: api.url, dataDir: dir }),
+      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir }),
       logger,
       handlers: [probe],
     });
@@ -66,8 +66,8 @@ describe("createSteward", () => {
     expect(metrics).toMatch(/steward_queue_depth \d+/);
     expect(metrics).toMatch(/steward_handler_outcomes_total\{handler="probe",outcome="done"\} 1/);
     expect(metrics).toMatch(/steward_handler_duration_seconds_count\{handler="probe"\} 1/);
-    expect(metrics).toMatch(/steward_api_requests_total\{installation="77",status="200"\} 1/);
-    expect(metrics).toMatch(/steward_api_rate_limit_remaining\{installation="77"\} 4321/);
+    expect(metrics).toMatch(new RegExp(`steward_api_requests_total\\{installation="${installation}",status="200"\\} 1`));
+    expect(metrics).toMatch(new RegExp(`steward_api_rate_limit_remaining\\{installation="${installation}"\\} 4321`));
     expect(metrics).toMatch(/steward_process_cpu_seconds_total/);
     expect(output()).toContain('"msg":"delivery recorded"');
   });
@@ -125,39 +125,33 @@ describe("createSteward", () => {
 
 describe("redelivery sweeper wiring", () => {
   it("asks the API again for a failed delivery Steward never recorded, and not for one it has", async () => {
-    api = await startFakeApi({ appId: 4242 });
+    const hub = (api = await createHub());
     dir = await mkdtemp(join(tmpdir(), "steward-app-"));
-    const known = deliveryId();
-    const lost = deliveryId();
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, "Z");
-    let asked!: (path: string) => void;
-    const redelivered = new Promise<string>((resolve) => (asked = resolve));
-    let markRecorded!: () => void;
-    const knownRecorded = new Promise<void>((resolve) => (markRecorded = resolve));
-    api.routes.push((req, res) => {
-      if (req.method === "GET" && req.path.startsWith("/app/hook/deliveries")) {
-        // Answer only once `known` is recorded, so the sweep's view is deterministic.
-        void knownRecorded.then(() =>
-          json(res, 200, [
-            { id: 11, guid: lost, delivered_at: now, redelivery: false, status_code: 502, event: "push", action: null },
-            { id: 12, guid: known, delivered_at: now, redelivery: false, status_code: 502, event: "push", action: null },
-          ]),
-        );
-        return true;
-      } else if (req.method === "POST" && /^\/app\/hook\/deliveries\/\d+\/attempts$/.test(req.path)) {
-        res.writeHead(202, { "content-type": "application/json" }).end("{}");
-        asked(req.path);
-      } else return false;
-    });
+    // Two pushes the hub could not deliver (nothing listens on port 1).
+    hub.control.setWebhookUrl("http://127.0.0.1:1/");
+    const pushes = () => hub.control.deliveries().filter((d) => d.event === "push");
+    hub.control.pushFiles({ owner: "acme", repo: "web", files: { "a.txt": "a\n" } });
+    hub.control.pushFiles({ owner: "acme", repo: "web", files: { "b.txt": "b\n" } });
+    await hub.control.waitForDeliveries((d) => d.event === "push", { count: 2 });
+    await hub.control.settled();
+    const [known, lost] = pushes();
+    expect([known!.status_code, lost!.status_code]).toEqual([0, 0]);
+    // The list answers only once `known` is recorded, so the sweep's view is deterministic.
+    hub.control.setFault("GET /app/hook/deliveries", { status: 502 });
     steward = await createSteward({
-      config: testConfig({ privateKey: appKey().privateKey, apiUrl: api.url, dataDir: dir, redeliverIntervalMs: 300 }),
+      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir, redeliverIntervalMs: 300 }),
       logger: collectingLogger().logger,
       handlers: [],
     });
-    expect((await postDelivery(steward.url, { body: pushWithInstallation, id: known })).status).toBe(202);
-    markRecorded();
-    expect(await redelivered).toBe("/app/hook/deliveries/11/attempts");
+    expect((await postDelivery(steward.url, { body: JSON.stringify(known!.payload), id: known!.guid })).status).toBe(202);
+    hub.control.clearFaults();
+    const attempts = (id: number) => hub.control.requests().filter((r) => r.method === "POST" && r.path === `/app/hook/deliveries/${id}/attempts`);
+    for (let waited = 0; attempts(lost!.id).length === 0; waited += 100) {
+      if (waited > 20_000) throw new Error("the sweeper never asked for the lost delivery");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(attempts(lost!.id)[0]!.status).toBe(202);
     await steward.close();
-    expect(api.seen.filter((r) => r.path === "/app/hook/deliveries/12/attempts")).toHaveLength(0);
+    expect(attempts(known!.id)).toHaveLength(0);
   });
 });

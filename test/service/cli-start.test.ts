@@ -1,16 +1,16 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { appKey, json, startFakeApi, type FakeApi } from "./fake-api.js";
+import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { deliveryId, postDelivery } from "./helpers.js";
 import { startChild } from "./child.js";
 
 const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
 
-let api: FakeApi | undefined;
+let api: HubHandle | undefined;
 let dir: string | undefined;
 let child: ChildProcess | undefined;
 afterEach(async () => {
@@ -22,21 +22,16 @@ afterEach(async () => {
 
 describe("steward start (child process)", () => {
   it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {
-    api = await startFakeApi({ appId: 4242 });
-    // The built-in secrets handler lists installations at start.
-    api.routes.push((req, res) => {
-      if (req.path.startsWith("/app/installations?")) json(res, 200, []);
-      else return false;
-    });
+    const hub = (api = await createHub());
     dir = await mkdtemp(join(tmpdir(), "steward-cli-"));
     const keyPath = join(dir, "app.pem");
-    await writeFile(keyPath, appKey().privateKey);
+    await writeFile(keyPath, hub.env.PRIVATE_KEY);
     const secret = "cli-webhook-secret-value";
     const run = startChild({
-      APP_ID: "4242",
+      APP_ID: hub.env.APP_ID,
       PRIVATE_KEY_PATH: keyPath,
       WEBHOOK_SECRET: secret,
-      GITHUB_API_URL: api.url,
+      GITHUB_API_URL: hub.url,
       PORT: "0",
       HOST: "127.0.0.1",
       STEWARD_DATA_DIR: join(dir, "data"),
@@ -47,13 +42,17 @@ describe("steward start (child process)", () => {
     const url = await run.listening;
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
+    // Handler starts run in the background (the service answers before the API does), so wait for the
+    // built-in secrets handler's installation listing, made with a valid app JWT, before stopping.
+    const listed = () => hub.control.requests().filter((r) => r.path === "/app/installations").map((r) => [r.auth, r.status]);
+    await vi.waitFor(() => expect(listed()).toContainEqual(["app", 200]), { timeout: 45_000, interval: 50 });
     run.proc.kill("SIGTERM");
     expect(await run.exited).toBe(0);
     const out = run.out();
     expect(out).toContain("shut down");
     expect(out).not.toContain(secret);
     expect(out).not.toContain("PRIVATE KEY");
-  });
+  }, 90_000);
 
   it("with no APP_ID, runs against the sandbox hub and exits 0 on SIGTERM", async () => {
     dir = await mkdtemp(join(tmpdir(), "steward-cli-"));

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ConfigError, loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";
-import { appKey } from "./fake-api.js";
+import { appKey } from "../support/app-key.js";
 
 const key = appKey().privateKey;
 const base = { APP_ID: "123", PRIVATE_KEY: key, WEBHOOK_SECRET: "whsec-value-1" };

@@ -1,7 +1,7 @@
 // The store contract (src/store/contract.ts), one suite over both backends: every part the
 // engine, the intake, the console and handlers rely on must hold for SQLite and Redis alike.
 // Redis cases skip (with a printed reason) when no Redis answers.
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { defineHandler } from "../../src/handler.js";
 import type { Store } from "../../src/store/types.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
@@ -317,10 +317,13 @@ function contract(makeBackend: () => Promise<Backend>) {
 
   describe("what handlers get", () => {
     it("a handler's context store is the kv part's handler methods only, in deliveries, tasks and starts alike", async () => {
-      const seen: { delivery?: Store; task?: Store } = {};
+      const seen: { delivery?: Store; task?: Store; start?: Store } = {};
       const probe = defineHandler<unknown>({
         name: "probe",
         events: ["push"],
+        async start(ctx) {
+          seen.start = ctx.store;
+        },
         async handle(ctx) {
           seen.delivery = ctx.store;
           await ctx.store.set("probe:seen", ctx.deliveryId);
@@ -337,9 +340,11 @@ function contract(makeBackend: () => Promise<Backend>) {
         const d = deliveryOf("push", examplePayload("push"));
         expect(await engine.intake.record(d)).toBe("recorded");
         await engine.idle();
-        for (const view of [seen.delivery, seen.task, engine.serviceContext.store]) {
+        // Starts run in the background: wait for this one rather than assume it ran.
+        await vi.waitFor(() => expect(seen.start).toBeDefined(), { timeout: 30_000 });
+        for (const view of [seen.delivery, seen.task, seen.start]) {
           expect(view).toBeDefined();
-          expect(Object.keys(view!).sort()).toEqual(["audit", "auditLog", "claim", "delete", "get", "list", "release", "set"]);
+          expect(Object.keys(view!).sort()).toEqual(["audit", "auditLog", "claim", "delete", "get", "list", "release", "replaceIf", "set"]);
           for (const wider of ["finishDelivery", "recordOutcome", "deliveries", "tasks", "leases", "purgeExpired", "close"]) expect(wider in view!).toBe(false);
           expect(view).not.toBe(store.kv);
         }

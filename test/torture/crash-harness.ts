@@ -88,7 +88,7 @@ export function tallyRerunEffects(hub: HubHandle): { reruns: Map<number, number>
   const reruns = new Map<number, number>();
   const checks = new Map<string, number>();
   for (const e of hub.control.effects) {
-    const d = e.details as Record<string, unknown>;
+    const d = e.detail;
     if (e.kind === "actions.rerun-failed-jobs" && d.allowed === true) reruns.set(d.run_id as number, (reruns.get(d.run_id as number) ?? 0) + 1);
     if (e.kind === "checks.check_run.created" && d.name === "steward/rerun") checks.set(d.head_sha as string, (checks.get(d.head_sha as string) ?? 0) + 1);
   }

@@ -64,8 +64,8 @@ async function waitFor(predicate: () => boolean, ms: number): Promise<void> {
 /** Exactly one answer to the run's protection rule, an approval of production, and its gate approved. */
 function expectOneApproval(runId: number): void {
   const { domains } = stack.hub;
-  const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === runId && /^protection_rule\.(approved|rejected)$/.test(e.kind));
-  expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["protection_rule.approved production"]);
+  const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === runId && /^deployments\.protection_rule\.(approved|rejected)$/.test(e.kind));
+  expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["deployments.protection_rule.approved production"]);
   expect(domains.deployments.gatesOf(runId).map((g) => `${g.environment} ${g.outcome}`)).toEqual(["production approved"]);
 }
 
@@ -104,7 +104,7 @@ describe("Steward against a faulty API", () => {
     const deploys = [0, 1].map(() => domains.actions.startRun({ owner: ORG, repo: "web", workflow: "Deploy", jobs: [{ name: "deploy", environment: "production" }] }).id);
 
     // Let Steward struggle through the faults for a while, then the API recovers.
-    const answered = () => deploys.every((id) => domains.effects.of("deployments").some((e) => e.kind.startsWith("protection_rule.") && e.detail.run_id === id));
+    const answered = () => deploys.every((id) => domains.effects.of("deployments").some((e) => e.kind.startsWith("deployments.protection_rule.") && e.detail.run_id === id));
     await waitFor(() => runs.every((r) => reruns(r.id).length > 0) && created("steward/config", pr.head_sha).length > 0 && answered(), 8_000);
     control.clearFaults();
     await settle(stack);
@@ -116,7 +116,7 @@ describe("Steward against a faulty API", () => {
     expect(control.effects.filter((e) => e.kind === "hub.error")).toEqual([]);
 
     for (const run of runs) {
-      expect(reruns(run.id)).toEqual(["rerun-failed-jobs true"]);
+      expect(reruns(run.id)).toEqual(["actions.rerun-failed-jobs true"]);
       expect(run.attempts.map((a) => `${a.n}:${a.conclusion}`)).toEqual(["1:failure", "2:success"]);
       expect(created("steward/rerun", run.head_sha)).toHaveLength(1);
       const posts = since(from).filter((r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`));
@@ -162,7 +162,7 @@ describe("Steward against a faulty API", () => {
 
     // One re-run of the attempt, requested once: no retry of the request whose answer was lost
     // (the retried delivery saw the run one attempt further and knew the re-run was its own).
-    expect(reruns(run.id)).toEqual(["rerun-failed-jobs true"]);
+    expect(reruns(run.id)).toEqual(["actions.rerun-failed-jobs true"]);
     expect(since(from).filter((r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`)).map((r) => r.status)).toEqual([0]);
     // Steward knew the re-run was its own: the decision on attempt 1 is done, not a refusal.
     expect((await outcomesOf(stack, run.id)).filter((o) => o.attempt === 1).map((o) => o.status)).toEqual(["done"]);
@@ -202,7 +202,7 @@ describe("Steward against a faulty API", () => {
     expect(during.map(described)).toEqual([]);
     expect(mine.filter((r) => r.at >= resetAt.getTime()).length).toBeGreaterThan(0);
 
-    expect(reruns(run.id)).toEqual(["rerun-failed-jobs true"]);
+    expect(reruns(run.id)).toEqual(["actions.rerun-failed-jobs true"]);
     expect(created("steward/rerun", run.head_sha)).toHaveLength(1);
     expect(run.attempts.map((a) => `${a.n}:${a.conclusion}`)).toEqual(["1:failure", "2:success"]);
   }, 30_000);
@@ -230,7 +230,7 @@ describe("Steward against a faulty API", () => {
       expect(next!.at - answer.at).toBeGreaterThanOrEqual(retryAfterSec * 1000 - TOLERANCE_MS);
     }
 
-    expect(reruns(run.id)).toEqual(["rerun-failed-jobs true"]);
+    expect(reruns(run.id)).toEqual(["actions.rerun-failed-jobs true"]);
     expect(created("steward/rerun", run.head_sha)).toHaveLength(1);
     expect(run.attempts.map((a) => `${a.n}:${a.conclusion}`)).toEqual(["1:failure", "2:success"]);
   }, 30_000);

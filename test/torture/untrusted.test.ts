@@ -109,7 +109,7 @@ describe("a fork's pull request to acme/web changing its policy", () => {
     await settle(stack);
     const runId = failedForkRun("enable-rerun");
     await settle(stack);
-    expect(stack.hub.domains.actions.rerunRequests(runId).map((r) => [r.kind, r.detail.allowed])).toEqual([["rerun-failed-jobs", true]]);
+    expect(stack.hub.domains.actions.rerunRequests(runId).map((r) => [r.kind, r.detail.allowed])).toEqual([["actions.rerun-failed-jobs", true]]);
     expect(attemptsOf(runId)).toBe(2);
     stack.hub.domains.actions.completeRun(runId);
     // Back to the default for the rest of the file.

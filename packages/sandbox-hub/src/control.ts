@@ -4,8 +4,11 @@ import type { Fault } from "./core/faults.js";
 import type { SecondaryLimit } from "./core/ratelimit.js";
 import type { DeliveryRecord, Installation, Org, Repo, User } from "./core/types.js";
 import { pushFiles, type PushOptions } from "./git/push.js";
+import { mergePullRequest } from "./pulls/merge.js";
+import { commentOnIssue, openIssue } from "./issues/simulate.js";
 import { closePullRequest, openPullRequest, pushToPullRequest, type OpenPullRequestOptions } from "./pulls/ops.js";
-import type { Effect, RequestRecord, SandboxHub } from "./sandbox-hub.js";
+import type { Effect } from "./core/effects.js";
+import type { RequestRecord, SandboxHub } from "./sandbox-hub.js";
 import { destroyMergeGroup, enqueuePullRequest, type DestroyReason, type MergeGroup } from "./pulls/merge-queue.js";
 import type { StoredDelivery } from "./webhooks/deliverer.js";
 
@@ -84,14 +87,14 @@ export class Control {
     const inst = this.requireInstallation(installationId);
     inst.suspended_at = this.hub.timestamp();
     void this.hub.deliver("installation", { action: "suspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) }, { installationId });
-    this.hub.effect("installation.suspended", { installation_id: installationId });
+    this.hub.effect("installation.suspended", { by: "control", installation_id: installationId });
   }
 
   unsuspend(installationId: number): void {
     const inst = this.requireInstallation(installationId);
     inst.suspended_at = null;
     void this.hub.deliver("installation", { action: "unsuspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) }, { installationId });
-    this.hub.effect("installation.unsuspended", { installation_id: installationId });
+    this.hub.effect("installation.unsuspended", { by: "control", installation_id: installationId });
   }
 
   installation(account: string): Installation | undefined {
@@ -129,6 +132,21 @@ export class Control {
 
   closePullRequest(opts: { owner: string; repo: string; number: number; merge?: boolean }): void {
     closePullRequest(this.hub, opts);
+  }
+
+  /** A user opens an issue (`issues.opened`); the author defaults to `contributor`. */
+  openIssue(opts: { owner: string; repo: string; title: string; body?: string; author?: string }): { number: number } {
+    return openIssue(this.hub, opts);
+  }
+
+  /** A user comments on an issue or pull request (`issue_comment.created`). */
+  commentOnIssue(opts: { owner: string; repo: string; number: number; body: string; author?: string }): { id: number } {
+    return commentOnIssue(this.hub, opts);
+  }
+
+  /** Merge as on the site: the head's changes land on the base branch (`push`), then `pull_request.closed` merged. */
+  mergePullRequest(opts: { owner: string; repo: string; number: number; by?: string }): { sha: string } {
+    return mergePullRequest(this.hub, opts);
   }
 
   /** Add a pull request to its base branch's merge queue (`merge_group` `checks_requested`). */
@@ -214,7 +232,7 @@ export class Control {
 
   /** What happened, in order: pushes, pull requests, suspensions, and what domains record. */
   get effects(): Effect[] {
-    return this.hub.effects;
+    return this.hub.effects.entries;
   }
 
   effect(kind: string, details: Record<string, unknown>): void {

@@ -4,6 +4,7 @@ import { randomBytes, type KeyObject } from "node:crypto";
 import { Accounts } from "./accounts/state.js";
 import { installationJson, orgJson, ownerJson, repoJson, type AccountSummary } from "./accounts/json.js";
 import { SandboxClock, formatTimestamp } from "./core/clock.js";
+import { EffectsLog } from "./core/effects.js";
 import { notFound } from "./core/errors.js";
 import { FaultRules } from "./core/faults.js";
 import { paginate } from "./core/pagination.js";
@@ -38,16 +39,12 @@ export interface RequestRecord {
   /** Whether an Authorization header was sent (never its value). */
   authorization: boolean;
   userAgent: string | undefined;
+  /** The `Accept` header sent (the media type a client asks for). */
+  accept: string | undefined;
   /** When the answer was sent (epoch ms). */
   at: number;
   /** When the request arrived (epoch ms): what request spacing is measured by. */
   receivedAt: number;
-}
-
-export interface Effect {
-  kind: string;
-  at: string;
-  details: Record<string, unknown>;
 }
 
 export interface HubSettings {
@@ -75,14 +72,15 @@ export class SandboxHub implements Hub {
   readonly faults: FaultRules;
   readonly deliverer: Deliverer;
   readonly requests: RequestRecord[] = [];
-  readonly effects: Effect[] = [];
+  readonly effects: EffectsLog;
   readonly hook: HookConfig;
   readonly tokenFormat: TokenFormat;
   readonly tokenTtlMs: number;
   readonly appId: number;
-  readonly appSlug: string;
-  readonly appName: string;
-  readonly appPublicKey: KeyObject;
+  /** Re-defined by an app manifest conversion (accounts/manifests.ts). */
+  appSlug: string;
+  appName: string;
+  appPublicKey: KeyObject;
   readonly hookId: number;
   readonly appCreatedAt: string;
   baseUrl = "";
@@ -100,6 +98,7 @@ export class SandboxHub implements Hub {
     this.appPublicKey = settings.publicKey;
     this.appCreatedAt = this.timestamp();
     this.hook = settings.hook;
+    this.effects = new EffectsLog(() => this.timestamp());
     this.hookId = this.nextId();
     this.accounts = new Accounts({ nextId: () => this.nextId(), nodeId: (k, id) => this.nodeId(k, id), timestamp: () => this.timestamp() });
     this.loginAttempts = new LoginAttempts(settings.loginAttempts.max, settings.loginAttempts.windowMs);
@@ -293,8 +292,10 @@ export class SandboxHub implements Hub {
   }
 
   // ---- effects and events ----
+  /** Record an effect; `details.by`, when given, is who asked (else the hub itself). */
   effect(kind: string, details: Record<string, unknown>): void {
-    this.effects.push({ kind, at: this.timestamp(), details });
+    const { by, ...detail } = details;
+    this.effects.record(kind, typeof by === "string" ? by : "hub", detail);
   }
   subscribe(listener: (event: HubEvent) => void): () => void {
     this.listeners.add(listener);

@@ -2,6 +2,7 @@
 // ETags and the response headers the seeds list. Routes only return data or throw HubError.
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { actorOf } from "./core/actor.js";
 import { badCredentials, errorBody, noRoute } from "./core/errors.js";
 import { looksLikeJwt, verifyAppJwt } from "./core/jwt.js";
 import type { RouteMatch, RouteTable } from "./core/router.js";
@@ -47,6 +48,15 @@ function parseJsonBody(raw: Buffer): Record<string, unknown> | undefined {
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new HubError(400, "Body should be a JSON object");
   return value as Record<string, unknown>;
+}
+
+/** A browser's form post (GitHub's web pages, e.g. the app manifest form); the API itself takes JSON. */
+function isFormPost(req: IncomingMessage): boolean {
+  return /^application\/x-www-form-urlencoded\b/i.test(req.headers["content-type"] ?? "");
+}
+
+function parseFormBody(raw: Buffer): Record<string, unknown> {
+  return Object.fromEntries(new URLSearchParams(raw.toString("utf8")));
 }
 
 /** Who is calling. Throws 401 for credentials that do not verify, 403 while locked out. */
@@ -103,17 +113,8 @@ function authorize(hub: SandboxHub, req: HubRequest, options: RouteOptions): voi
   }
 }
 
-function bucketKey(hub: SandboxHub, auth: AuthInfo, source: string): string {
-  switch (auth.kind) {
-    case "installation":
-      return `installation:${auth.installationId}`;
-    case "app":
-      return `app:${auth.appId}`;
-    case "user":
-      return `user:${auth.login}`;
-    case "none":
-      return `ip:${source}`;
-  }
+function bucketKey(auth: AuthInfo, source: string): string {
+  return auth.kind === "none" ? `ip:${source}` : actorOf(auth);
 }
 
 function rateLimitMessage(auth: AuthInfo, source: string, hub: SandboxHub): string {
@@ -201,12 +202,12 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
         req.socket.destroy();
         return;
       }
-      if (fault?.status && !fault.after) throw new HubError(fault.status, "Server Error");
+      if (fault?.status && !fault.after) throw new HubError(fault.status, fault.message);
     }
     if (!control || req.headers.authorization) hubReq.auth = authenticate(hub, req.headers.authorization, source);
     // The OAuth web flow is the site's, not the REST API's: no API rate limit.
     if (!control && path !== "/rate_limit" && !path.startsWith("/login/oauth/")) {
-      bucket = hub.rateLimiter.bucket(bucketKey(hub, hubReq.auth, source), hub.now());
+      bucket = hub.rateLimiter.bucket(bucketKey(hubReq.auth, source), hub.now());
       Object.assign(headers, hub.rateLimiter.headers(bucket));
       if (bucket.used >= bucket.limit) throw new HubError(403, rateLimitMessage(hubReq.auth, source, hub));
       const secondary = hub.rateLimiter.secondaryHit();
@@ -225,7 +226,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
     if (match.route.options.permission) {
       headers["X-Accepted-GitHub-Permissions"] = Object.entries(match.route.options.permission).map(([k, v]) => `${k}=${v}`).join(", ");
     }
-    if (BODY_METHODS.has(method)) hubReq.body = parseJsonBody(raw);
+    if (BODY_METHODS.has(method)) hubReq.body = isFormPost(req) ? parseFormBody(raw) : parseJsonBody(raw);
     response = await match.route.handler(hubReq);
   } catch (err) {
     if (err instanceof HubError) response = errorResponse(err);
@@ -242,7 +243,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
     req.socket.destroy();
     return;
   }
-  if (fault?.after && fault.status) response = errorResponse(new HubError(fault.status, "Server Error"));
+  if (fault?.after && fault.status) response = errorResponse(new HubError(fault.status, fault.message));
 
   let status = response.status;
   let payload: string | Buffer | undefined;
@@ -290,6 +291,7 @@ function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined,
     auth: req.auth.kind,
     authorization: raw.headers.authorization !== undefined,
     userAgent: raw.headers["user-agent"],
+    accept: raw.headers.accept,
     at: Date.now(),
     receivedAt,
   });

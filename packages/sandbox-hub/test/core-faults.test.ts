@@ -20,6 +20,14 @@ describe("hub faults and control surface", () => {
     expect([await getRepo(), await getRepo(), await getRepo()]).toEqual([502, 502, 200]);
   });
 
+  it("answers a configured message with the status, as GitHub's refusals carry one", async () => {
+    hub.control.setFault("GET /repos/{owner}/{repo}", { status: 403, message: "This workflow is already running", times: 1 });
+    const res = await fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } });
+    expect(res.status).toBe(403);
+    expect(await res.json()).toMatchObject({ message: "This workflow is already running", status: "403" });
+    expect(await getRepo()).toBe(200);
+  });
+
   it("applies an error rate deterministically for a seed", async () => {
     const pattern = async (seed: number) => {
       const h = await startHub({ randomSeed: seed });

@@ -102,7 +102,7 @@ describe("hub actions domain over HTTP", () => {
     const f = await outcome(w.octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", { ...repo, run_id: run.id }));
     expect(f.status).toBe(403);
     const recorded = w.hub.domains.effects.of("actions").filter((e) => e.detail.run_id === run.id);
-    expect(recorded.map((e) => [e.kind, e.detail.allowed])).toEqual([["rerun", false], ["rerun-failed-jobs", false]]);
+    expect(recorded.map((e) => [e.kind, e.detail.allowed])).toEqual([["actions.rerun", false], ["actions.rerun-failed-jobs", false]]);
     expect(recorded[0]!.by).toBe(`installation:${w.installationId}`);
     w.hub.domains.actions.completeRun(run.id);
   });
@@ -184,7 +184,7 @@ describe("hub actions domain over HTTP", () => {
     await w.settle();
     const jobs = (await w.octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}/jobs", { ...repo, run_id: run.id })).data.jobs;
     expect(jobs.map((j) => [j.name, j.run_attempt])).toEqual([["a", 2], ["b", 2], ["c", 1]]);
-    expect(actions.rerunRequests(run.id).map((r) => r.kind)).toEqual(["rerun-job"]);
+    expect(actions.rerunRequests(run.id).map((r) => r.kind)).toEqual(["actions.rerun-job"]);
   });
 
   it("caps attempts: a re-run that would make attempt 51 is refused", async () => {
@@ -226,7 +226,7 @@ describe("hub actions domain over HTTP", () => {
     expect((await call("deployments", "gatesOf", run.id))[0]).toMatchObject({ outcome: "cancelled" });
     await w.octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", { ...repo, run_id: run.id });
     const requests = await call("actions", "rerunRequests", run.id);
-    expect(requests.map((r: { kind: string; detail: { allowed: boolean } }) => [r.kind, r.detail.allowed])).toEqual([["rerun", true]]);
+    expect(requests.map((r: { kind: string; detail: { allowed: boolean } }) => [r.kind, r.detail.allowed])).toEqual([["actions.rerun", true]]);
     const checkRuns = await call("checks", "checkRuns", { owner: "acme", repo: "web", sha: run.head_sha, name: "deploy" });
     expect(checkRuns.length).toBeGreaterThanOrEqual(1);
   });

@@ -1,5 +1,6 @@
 // Shared set-up of the hub domain tests: a hub with a signed-webhook receiver, an Octokit
 // for the demo installation, user Octokits (e.g. a required reviewer), and waiting helpers.
+import { afterEach, beforeEach } from "vitest";
 import { createHmac, createSign, randomBytes, timingSafeEqual } from "node:crypto";
 import type { HubHandle } from "../src/hub.js";
 import { installationToken, startHub, startReceiver, tokenOctokit } from "./core-helpers.js";
@@ -83,4 +84,17 @@ function signJwt(privateKey: string, claims: Record<string, unknown>): string {
   const enc = (o: unknown) => Buffer.from(JSON.stringify(o)).toString("base64url");
   const head = `${enc({ alg: "RS256", typ: "JWT" })}.${enc(claims)}`;
   return `${head}.${createSign("RSA-SHA256").update(head).sign(privateKey).toString("base64url")}`;
+}
+
+/** A fresh world for each test of the calling file (started before, closed after). */
+export function worldPerTest(): () => World {
+  let w: World | undefined;
+  beforeEach(async () => {
+    w = await startWorld();
+  });
+  afterEach(async () => {
+    await w?.close();
+    w = undefined;
+  });
+  return () => w!;
 }

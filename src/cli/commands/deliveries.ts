@@ -4,7 +4,8 @@ import { ConfigError, loadStoreSettings } from "../../config/env.js";
 import type { StewardConfig } from "../../config/types.js";
 import { parseDuration } from "../../policy/patterns.js";
 import { openOperatorStore, storeLocation, type OperatorStore } from "../operator-store.js";
-import type { AttemptRecord, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "../../queue/engine-types.js";
+import type { AttemptRecord, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
+import { DETAIL_FIELD } from "../../store/recorded.js";
 
 const statuses: readonly DeliveryStatus[] = ["queued", "running", "done", "failed", "dead"];
 export const usage = `usage: steward deliveries list [--status ${statuses.join("|")}] [--event EVENT] [--since WHEN] [--limit N] [--json]
@@ -65,15 +66,19 @@ export function formatListLine(d: StoredDelivery): string {
   return parts.join("  ");
 }
 
+/** An outcome's detail under the name of the field it came from (summary, reason, error). */
+function detailText(o: Pick<HandlerOutcomeRecord, "status" | "detail">): string {
+  return o.detail ? `  ${DETAIL_FIELD[o.status]}: ${oneLine(o.detail, 400)}` : "";
+}
+
 function formatOutcome(o: HandlerOutcomeRecord): string {
-  const label = o.status === "failed" ? "error" : o.status === "skipped" ? "reason" : "summary";
-  const detail = o.detail ? `  ${label}: ${oneLine(o.detail, 400)}` : "";
+  const detail = detailText(o);
   const retry = o.status === "failed" && !o.retryable ? " (not retryable)" : "";
   return `  ${o.handler.padEnd(14)} ${o.status}${retry}  attempts=${o.attempts}  ${o.seconds.toFixed(3)}s${detail}`;
 }
 
 function formatAttempt(a: AttemptRecord): string {
-  const detail = a.detail ? `  ${a.status === "failed" ? "error" : a.status === "skipped" ? "reason" : "summary"}: ${oneLine(a.detail, 400)}` : "";
+  const detail = detailText(a);
   return `  ${a.at.toISOString()}  ${a.handler.padEnd(14)} attempt ${a.attempt}  ${a.status}${detail}`;
 }
 

@@ -3,10 +3,10 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { flakePrefix, rankFlakes, type FlakeRecord, type FlakyJob } from "../../../handlers/rerun/flake.js";
+import type { FlakyJob } from "../../../handlers/rerun/flake.js";
+import { flakyJobs } from "../../../handlers/rerun/flake-listing.js";
 import { parseDuration } from "../../policy/patterns.js";
 import { openSqliteStore, storeFileName } from "../../store/sqlite.js";
-import type { Store } from "../../store/types.js";
 
 export const usage = `usage: steward flakes --repo OWNER/NAME [--since 30d] [--limit N]
 lists the jobs the flake pattern (rerun.flake_pattern) found failing between two passing commits,
@@ -18,12 +18,6 @@ export interface FlakesQuery {
   repo: string;
   sinceMs: number;
   limit: number;
-}
-
-/** The ranking for one repository, from a store. */
-export async function flakyJobs(store: Pick<Store, "list">, q: FlakesQuery, now = new Date()): Promise<FlakyJob[]> {
-  const records = (await store.list<FlakeRecord>(flakePrefix(q.repo))).map((e) => e.value);
-  return rankFlakes(records, new Date(now.getTime() - q.sinceMs)).slice(0, q.limit);
 }
 
 export function formatFlakes(q: FlakesQuery, since: string, jobs: readonly FlakyJob[]): string {
@@ -74,7 +68,8 @@ export async function run(args: string[]): Promise<number> {
   }
   const store = openSqliteStore(dir);
   try {
-    process.stdout.write(formatFlakes(parsed.q, parsed.since, await flakyJobs(store.kv, parsed.q)));
+    const [found] = await flakyJobs(store.kv, { repos: [parsed.q.repo], sinceMs: parsed.q.sinceMs, limit: parsed.q.limit });
+    process.stdout.write(formatFlakes(parsed.q, parsed.since, found?.jobs ?? []));
   } finally {
     store.close();
   }

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { policyHandlers } from "../../policy/handler-set.js";
+import { policyHandlers } from "../../../handlers/index.js";
 import { resolvePolicy } from "../../policy/resolve.js";
 import { openSqliteStore, storeFileName } from "../../store/sqlite.js";
 import type { Store } from "../../store/types.js";

@@ -18,7 +18,7 @@ See README.md "Configuration" for every variable.
 function sandboxSettings(env: NodeJS.ProcessEnv): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && (/^STEWARD_/.test(name) || ["PORT", "HOST", "LOG_LEVEL", "LOG_FORMAT", "WEBHOOK_PATH"].includes(name))) kept[name] = value;
+    if (value !== undefined && (/^STEWARD_/.test(name) || ["PORT", "HOST", "LOG_LEVEL", "LOG_FORMAT", "WEBHOOK_PATH", "WEBHOOK_PROXY_URL"].includes(name))) kept[name] = value;
   }
   return kept;
 }
@@ -117,7 +117,10 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   let stack: StackModule;
   try {
     stack = (await import("../../sandbox/stack.js")) as StackModule;
-  } catch {
+  } catch (error) {
+    // Only a missing hub (a production install, without dev dependencies) means "not available";
+    // anything else is a fault to show, not to hide behind the configuration help.
+    if ((error as { code?: string }).code !== "ERR_MODULE_NOT_FOUND" || !String(error).includes("sandbox-hub")) throw error;
     process.stderr.write(HOW_TO_CONFIGURE);
     return 1;
   }

@@ -8,7 +8,8 @@ import { readFile } from "node:fs/promises";
 import { stringify } from "yaml";
 import type { HandlerModule } from "../../handler.js";
 import { mergePolicy, policyDocuments } from "../../policy/merge.js";
-import { handlerPathsFromEnv, policyHandlers } from "../../policy/handler-set.js";
+import { loadHandlerPaths } from "../../config/env.js";
+import { policyHandlers } from "../../../handlers/index.js";
 import { DOCUMENT_DIR } from "../../policy/paths.js";
 import { resolvePolicy } from "../../policy/resolve.js";
 import type { Problem } from "../../policy/types.js";
@@ -115,7 +116,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   let handlers: readonly HandlerModule<any>[];
   try {
-    handlers = await policyHandlers(handlerPathsFromEnv());
+    handlers = await policyHandlers(loadHandlerPaths(process.env));
   } catch (e) {
     process.stderr.write(`steward validate: cannot load STEWARD_HANDLERS: ${(e as Error).message}\n`);
     return 2;

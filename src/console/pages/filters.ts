@@ -1,5 +1,5 @@
 // The deliveries filters from a query string: unknown values are dropped, never passed to a store.
-import type { DeliveryStatus, HandlerOutcomeRecord } from "../../queue/engine-types.js";
+import type { DeliveryStatus, HandlerOutcomeRecord } from "../../store/records.js";
 import type { DeliveryQuery } from "../../store/browse.js";
 
 export const DELIVERY_STATUSES: DeliveryStatus[] = ["queued", "running", "failed", "done", "dead"];

@@ -1,7 +1,8 @@
 // /console: what Steward is doing now, for the repositories the viewer can access.
-import type { DeliveryStatus } from "../../queue/engine-types.js";
+import type { DeliveryStatus } from "../../store/records.js";
 import { html, time, type Html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
+import { clusterSection } from "./cluster.js";
 
 const WINDOW_MINUTES = 30;
 const STATUSES: DeliveryStatus[] = ["done", "failed", "dead", "running", "queued"];
@@ -9,11 +10,12 @@ const STATUSES: DeliveryStatus[] = ["done", "failed", "dead", "running", "queued
 export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const { deps, scope } = ctx;
   const since = Math.floor(Date.now() / 60_000) * 60_000 - (WINDOW_MINUTES - 1) * 60_000;
-  const [activity, depth, dead, tasks] = await Promise.all([
+  const [activity, depth, dead, tasks, cluster] = await Promise.all([
     deps.store.browse.deliveryActivity(since, scope),
     deps.depth(),
     deps.store.browse.countDead(scope),
     deps.store.tasks.listTasks(),
+    clusterSection(ctx),
   ]);
   const minutes = [...new Set(activity.map((a) => a.minute))].sort((a, b) => b - a);
   const count = (m: number, s: DeliveryStatus) => activity.find((a) => a.minute === m && a.status === s)?.count ?? 0;
@@ -40,7 +42,8 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     ${syncs.length === 0 ? html`<p class="note">No sync scheduled.</p>` : html`
     <table><thead><tr><th scope="col">Organisation</th><th scope="col">Kind</th><th scope="col">Next run</th><th scope="col">State</th></tr></thead>
     <tbody>${syncs.map((t) => html`<tr><td>${(t.data as { org: string }).org}</td><td>${(t.data as { kind?: string }).kind ?? ""}</td><td>${time(t.runAt)}</td><td>${t.status}${t.lastError ? html` (${t.lastError})` : ""}</td></tr>`)}</tbody></table>`}
-  </section>`;
+  </section>
+  ${cluster}`;
 }
 
 export async function overviewPage(ctx: PageContext): Promise<PageOut> {

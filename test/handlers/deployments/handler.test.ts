@@ -1,40 +1,30 @@
-// The handler carrying out decisions against a local stand-in API: both answering paths, waits
-// that survive a new handler instance, re-evaluation on completed checks, refusals, redelivery.
+// The handler carrying out decisions against the sandbox hub, called directly: both answering
+// paths (protection-rule callbacks with the installation token, reviews with a required
+// reviewer's token), waits that survive a new handler instance, re-evaluation on completed checks
+// and deployment statuses, refusals, redelivery. The hub sends the payloads and enforces who may
+// answer what; the handler's clock is set apart from the hub's (windows, the 30-day limit).
 import examples from "@octokit/webhooks-examples" with { type: "json" };
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ScheduleRequest } from "../../../src/handler.js";
+import type { JobSpec } from "@steward/sandbox-hub";
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
 import { reviewerOctokitFrom } from "../../../handlers/deployments/answer.js";
 import type { DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
-import { INSTALLATION_TOKEN, makeHarness, octokitFor, REVIEWER_TOKEN, startFakeApi, type FakeDeployState, type Harness } from "./fake-api.js";
+import { startHubClient, type HubClient } from "../../support/hub-client.js";
+import { makeHarness, type Harness } from "./harness.js";
 
-const SHA = "16c5286e8d9a0629956a28938386b36608707a71";
-const RUN = 4747967848;
+const ORG = "acme";
+const REPO = "web";
+const REVIEWER = "release-manager";
 const MONDAY = new Date("2026-11-23T09:00:00Z"); // 10:00 in Paris
 const SATURDAY = new Date("2026-11-21T15:00:00Z");
+const RULE = "POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule";
+const REVIEW = "POST /repos/{owner}/{repo}/actions/runs/{run_id}/pending_deployments";
 
 type Example = { name: string; examples: Record<string, any>[] };
 const all = examples as unknown as Example[];
 const example = (name: string, action: string) => structuredClone(all.find((e) => e.name === name)!.examples.find((e) => e.action === action)!);
-
-function protectionPayload(over: Record<string, unknown> = {}): Record<string, any> {
-  const base = example("workflow_job", "waiting");
-  return {
-    action: "requested",
-    environment: "production",
-    event: "push",
-    ref: "refs/heads/main",
-    sha: SHA,
-    deployment_callback_url: `https://api.github.com/repos/lineville/elastic-machines-testing/actions/runs/${RUN}/deployment_protection_rule`,
-    deployment: { id: 1, sha: SHA, ref: "main", environment: "production", created_at: "2026-11-23T08:55:00Z" },
-    pull_requests: [],
-    repository: base.repository,
-    installation: base.installation,
-    sender: base.sender,
-    ...over,
-  };
-}
 
 const policy: DeploymentsPolicy = {
   environments: {
@@ -48,156 +38,212 @@ const policy: DeploymentsPolicy = {
   },
 };
 
-let state: FakeDeployState;
-let api: Awaited<ReturnType<typeof startFakeApi>>;
+let gh: HubClient;
 let h: Harness;
 let clock: Date;
 
-function handler() {
-  return createDeploymentsHandler({ now: () => clock, reviewerOctokit: () => octokitFor(api.url, REVIEWER_TOKEN) });
+function handler(reviewer: () => ReturnType<HubClient["userOctokit"]> | undefined = () => gh.userOctokit(REVIEWER)) {
+  return createDeploymentsHandler({ now: () => clock, reviewerOctokit: reviewer });
 }
 
-const answers = () => api.requests.filter((r) => r.method === "POST" && r.status < 300);
+const repo = () => gh.hub.control.repo(ORG, REPO)!;
+const deployments = () => gh.hub.domains.deployments;
+const actions = () => gh.hub.domains.actions;
+/** Answers the hub took (callbacks and reviews), with their bodies. */
+const answers = () => gh.sent.filter((r) => r.method === "POST" && r.status < 300);
+const short = (sha: string) => sha.slice(0, 7);
 
 beforeEach(async () => {
   clock = MONDAY;
-  state = {
-    runs: { [RUN]: { head_sha: SHA, head_branch: "main", status: "waiting" } },
-    checkRuns: { [SHA]: [{ name: "build", status: "completed", conclusion: "success" }, { name: "test", status: "completed", conclusion: "success" }] },
-    deployments: [],
-    pending: {},
-    waitingRules: new Set([`${RUN}:production`, `${RUN}:staging`, `${RUN}:qa`]),
-    failNextPosts: [],
-  };
-  api = await startFakeApi(state);
-  h = makeHarness(api.url);
+  gh = await startHubClient();
+  h = makeHarness(gh);
 });
 
 afterEach(async () => {
-  await api.close();
+  await gh.close();
 });
+
+/** An environment guarded by Steward's protection rule and/or required reviewers. */
+function environment(name: string, o: { rule?: boolean; reviewers?: string[] } = {}): number {
+  return deployments().putEnvironment(repo(), name, { ...(o.rule ? { protectionApps: [gh.appId] } : {}), ...(o.reviewers ? { reviewers: o.reviewers } : {}) }).id;
+}
+
+interface Deploy {
+  runId: number;
+  sha: string;
+  /** The hub's delivery of `event` (and `action`) for this run, e.g. deployment_protection_rule. */
+  delivery(event: string, o?: { action?: string; environment?: string }): Promise<Record<string, any>>;
+}
+
+/** A workflow run; `ready` jobs finish green first (their check runs are what `checks` reads). */
+async function deploy(jobs: JobSpec[], o: { ready?: string[]; branch?: string; sha?: string; event?: string; headRepository?: string } = {}): Promise<Deploy> {
+  const { ready = [], ...start } = o;
+  const run = actions().startRun({ owner: ORG, repo: REPO, workflow: "Deploy", jobs, ...start });
+  for (const job of ready) actions().completeJob({ runId: run.id, job });
+  await actions().idle();
+  return {
+    runId: run.id,
+    sha: run.head_sha,
+    async delivery(event, f = {}) {
+      const of = (d: { event: string; action: string | null; payload: unknown }) => {
+        const p = d.payload as { environment?: string; workflow_run?: { id: number }; workflow_job?: { run_id: number }; deployment_callback_url?: string };
+        const runId = p.workflow_run?.id ?? p.workflow_job?.run_id ?? Number(/\/runs\/(\d+)\//.exec(p.deployment_callback_url ?? "")?.[1]);
+        return d.event === event && (f.action === undefined || d.action === f.action) && runId === run.id && (f.environment === undefined || p.environment === f.environment);
+      };
+      const [d] = await gh.hub.control.waitForDeliveries(of);
+      return structuredClone(d!.payload) as Record<string, any>;
+    },
+  };
+}
+
+const GREEN_PRODUCTION: JobSpec[] = [{ name: "build" }, { name: "test" }, { name: "deploy", needs: ["build", "test"], environment: "production" }];
+const ruleStates = (runId: number) => deployments().gatesOf(runId).flatMap((g) => g.rules.map((r) => `${g.environment}:${r.state}`));
 
 describe("deployments handler: protection rule", () => {
   it("approves main with green checks inside the window, once under redelivery", async () => {
-    const deployments = handler();
-    const payload = protectionPayload();
-    const first = await deployments.handle(h.context("deployment_protection_rule", payload, policy));
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    const handling = handler();
+    const first = await handling.handle(h.context("deployment_protection_rule", payload, policy));
     expect(first).toMatchObject({ status: "done" });
-    const again = await deployments.handle(h.context("deployment_protection_rule", payload, policy));
+    const again = await handling.handle(h.context("deployment_protection_rule", payload, policy));
     expect(again).toMatchObject({ status: "skipped", reason: expect.stringContaining("already answered") });
 
     expect(answers()).toHaveLength(1);
     const post = answers()[0]!;
-    expect(post.path).toBe(`/repos/lineville/elastic-machines-testing/actions/runs/${RUN}/deployment_protection_rule`);
-    expect(post.authorization).toBe(`token ${INSTALLATION_TOKEN}`);
+    expect(post.path).toBe(`/repos/${ORG}/${REPO}/actions/runs/${d.runId}/deployment_protection_rule`);
+    expect(post.as).toBe("installation");
     expect(post.body).toEqual({
       environment_name: "production",
       state: "approved",
       comment: [
         "Steward approved the deployment to production:",
         "- `main` may deploy to production",
-        "- checks `build`, `test` succeeded on 16c5286",
+        `- checks \`build\`, \`test\` succeeded on ${short(d.sha)}`,
         "- inside deploy window Mon-Fri 09:00-17:00 Europe/Paris",
       ].join("\n"),
     });
-    const checkRead = api.requests.find((r) => r.path.endsWith("/check-runs"))!;
-    expect(checkRead.query).toContain("filter=latest");
-    expect((await h.store.auditLog({ kind: "deployment_answer" }))[0]!.details).toMatchObject({ environment: "production", state: "approved", runId: RUN });
+    expect(ruleStates(d.runId)).toEqual(["production:approved"]);
+    const checkRead = gh.sent.find((r) => r.path.endsWith("/check-runs"))!;
+    expect(checkRead.query.get("filter")).toBe("latest");
+    expect((await h.store.auditLog({ kind: "deployment_answer" }))[0]!.details).toMatchObject({ environment: "production", state: "approved", runId: d.runId });
   });
 
   it("rejects a feature branch with the reason", async () => {
-    const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload({ ref: "refs/heads/feature/x" }), policy));
+    environment("production", { rule: true });
+    const d = await deploy([{ name: "deploy", environment: "production" }], { branch: "feature/x" });
+    const out = await handler().handle(h.context("deployment_protection_rule", await d.delivery("deployment_protection_rule"), policy));
     expect(out).toMatchObject({ status: "done" });
     expect(answers()[0]!.body).toMatchObject({ state: "rejected", comment: expect.stringContaining("`feature/x` may not deploy to production (allowed: `main`, `v*`)") });
+    expect(ruleStates(d.runId)).toEqual(["production:rejected"]);
   });
 
   it("reads ref and sha from the run when an older payload lacks them", async () => {
-    const payload = protectionPayload({ ref: undefined, sha: undefined, deployment: undefined });
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    delete payload.ref;
+    delete payload.sha;
+    delete payload.deployment;
     await handler().handle(h.context("deployment_protection_rule", payload, policy));
-    expect(api.requests.some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${RUN}`))).toBe(true);
+    expect(gh.sent.some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${d.runId}`))).toBe(true);
     expect(answers()[0]!.body).toMatchObject({ state: "approved" });
   });
 
   describe("a fork pull request's run", () => {
-    const base = () => protectionPayload().repository as { id: number; full_name: string };
-    const forkRun = (head: Record<string, unknown>) => {
-      state.runs[RUN] = { head_sha: SHA, head_branch: "main", status: "waiting", repository: { id: base().id, full_name: base().full_name }, head_repository: head };
+    const FORK_REASON = "the code comes from fork contributor/web: Steward never approves deploying a fork's code";
+    const forkDeploy = (jobs: JobSpec[]) => {
+      gh.hub.control.openPullRequest({ owner: ORG, repo: REPO, head: "main", fromFork: true, files: { "f.txt": "f\n" } });
+      return deploy(jobs, { headRepository: "contributor/web", branch: "main" });
     };
-    const FORK_REASON = "the code comes from fork contributor/elastic-machines-testing: Steward never approves deploying a fork's code";
 
     it("is rejected though its branch is named main, after reading the run and nothing else", async () => {
-      forkRun({ id: 900, full_name: "contributor/elastic-machines-testing" });
-      const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload({ event: "pull_request", ref: "main" }), policy));
+      environment("production", { rule: true });
+      const d = await forkDeploy([{ name: "deploy", environment: "production" }]);
+      const payload = await d.delivery("deployment_protection_rule");
+      expect(payload.event).toBe("pull_request");
+      const out = await handler().handle(h.context("deployment_protection_rule", payload, policy));
       expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("rejected production") });
       expect(answers().map((a) => a.body)).toEqual([{ environment_name: "production", state: "rejected", comment: `Steward rejected the deployment to production:\n- ${FORK_REASON}` }]);
-      expect(api.requests.filter((r) => r.method === "GET").map((r) => r.path)).toEqual([`/repos/lineville/elastic-machines-testing/actions/runs/${RUN}`]);
+      expect(gh.sent.filter((r) => r.method === "GET").map((r) => r.path)).toEqual([`/repos/${ORG}/${REPO}/actions/runs/${d.runId}`]);
     });
 
     it("is rejected where the policy approves always", async () => {
-      forkRun({ id: 900, full_name: "contributor/elastic-machines-testing" });
-      state.waitingRules.add(`${RUN}:preview-7`);
-      await handler().handle(h.context("deployment_protection_rule", protectionPayload({ event: "pull_request", environment: "preview-7" }), policy));
+      environment("preview-7", { rule: true });
+      const d = await forkDeploy([{ name: "deploy", environment: "preview-7" }]);
+      await handler().handle(h.context("deployment_protection_rule", await d.delivery("deployment_protection_rule"), policy));
       expect(answers().map((a) => a.body)).toEqual([{ environment_name: "preview-7", state: "rejected", comment: `Steward rejected the deployment to preview-7:\n- ${FORK_REASON}` }]);
     });
 
     it("of the repository's own branch is judged by the policy as before", async () => {
-      forkRun({ id: base().id, full_name: base().full_name });
-      await handler().handle(h.context("deployment_protection_rule", protectionPayload({ event: "pull_request", ref: "main" }), policy));
+      environment("production", { rule: true });
+      const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"], event: "pull_request" });
+      const payload = await d.delivery("deployment_protection_rule");
+      expect(payload.event).toBe("pull_request");
+      await handler().handle(h.context("deployment_protection_rule", payload, policy));
       expect(answers()[0]!.body).toMatchObject({ state: "approved" });
     });
 
     it("is rejected by the required reviewer too, the run read because a job does not say whose code it runs", async () => {
-      forkRun({ id: 900, full_name: "contributor/elastic-machines-testing" });
-      state.pending[RUN] = [{ id: 1, name: "preview-7", reviewers: [REVIEWER_TOKEN] }];
-      const job = example("workflow_job", "waiting");
-      job.workflow_job.run_id = RUN;
-      job.workflow_job.head_sha = SHA;
+      const envId = environment("preview-7", { reviewers: [REVIEWER] });
+      const d = await forkDeploy([{ name: "deploy", environment: "preview-7" }]);
+      const job = await d.delivery("workflow_job", { action: "waiting" });
       const out = await handler().handle(h.context("workflow_job", job, policy));
       expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("rejected preview-7") });
-      const posts = api.requests.filter((r) => r.method === "POST");
-      expect(posts.map((p) => [p.authorization, p.body])).toEqual([[`token ${REVIEWER_TOKEN}`, { environment_ids: [1], state: "rejected", comment: `Steward rejected the deployment to preview-7:\n- ${FORK_REASON}` }]]);
+      const posts = gh.sent.filter((r) => r.method === "POST");
+      expect(posts.map((p) => [p.as, p.status, p.body])).toEqual([[REVIEWER, 200, { environment_ids: [envId], state: "rejected", comment: `Steward rejected the deployment to preview-7:\n- ${FORK_REASON}` }]]);
     });
   });
 
   it("leaves environments without a policy entry alone", async () => {
-    const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload({ environment: "qa" }), policy));
+    environment("qa", { rule: true });
+    const d = await deploy([{ name: "deploy", environment: "qa" }]);
+    const out = await handler().handle(h.context("deployment_protection_rule", await d.delivery("deployment_protection_rule"), policy));
     expect(out).toMatchObject({ status: "skipped", reason: "no deployments policy matches environment qa" });
-    expect(api.requests.filter((r) => r.method === "POST")).toEqual([]);
+    expect(gh.sent.filter((r) => r.method === "POST")).toEqual([]);
+    expect(ruleStates(d.runId)).toEqual(["qa:pending"]);
   });
 
   it("waits on a running check with one comment-only status, then approves when the check completes", async () => {
-    state.checkRuns[SHA]![1] = { name: "test", status: "in_progress", conclusion: null };
-    const deployments = handler();
-    const payload = protectionPayload();
-    expect(await deployments.handle(h.context("deployment_protection_rule", payload, policy))).toMatchObject({ status: "done", summary: expect.stringContaining("waiting") });
+    environment("production", { rule: true });
+    const d = await deploy([{ name: "build" }, { name: "test" }, { name: "deploy", needs: ["build"], environment: "production" }], { ready: ["build"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    // Steward gives up a day before GitHub's 30 days run out.
+    const deadline = new Date(Date.parse(payload.deployment.created_at) + 29 * 86_400_000).toISOString().slice(0, 16).replace("T", " ");
+    const handling = handler();
+    expect(await handling.handle(h.context("deployment_protection_rule", payload, policy))).toMatchObject({ status: "done", summary: expect.stringContaining("waiting") });
     // A redelivery while waiting does not announce the same wait again.
-    await deployments.handle(h.context("deployment_protection_rule", payload, policy));
+    await handling.handle(h.context("deployment_protection_rule", payload, policy));
     expect(answers()).toHaveLength(1);
     expect(answers()[0]!.body).toEqual({
       environment_name: "production",
-      comment: "Steward is holding the deployment to production (it is rejected at 2026-12-22 08:55 UTC if still waiting):\n- check `test` is still running on 16c5286",
+      comment: `Steward is holding the deployment to production (it is rejected at ${deadline} UTC if still waiting):\n- check \`test\` is still running on ${short(d.sha)}`,
     });
-    expect(h.scheduled.at(-1)).toMatchObject({ key: `rule:lineville/elastic-machines-testing:${RUN}:production`, installationId: 7, replace: true });
+    expect(deployments().gatesOf(d.runId)[0]!.rules[0]).toMatchObject({ state: "pending", comments: [answers()[0]!.body.comment] });
+    expect(h.scheduled.at(-1)).toMatchObject({ key: `rule:${ORG}/${REPO}:${d.runId}:production`, installationId: gh.installationId, replace: true });
 
     // A check on another sha settles nothing.
-    const otherCheck = example("check_run", "completed");
-    otherCheck.check_run.head_sha = "f".repeat(40);
-    otherCheck.repository = payload.repository;
-    expect(await deployments.handle(h.context("check_run", otherCheck, policy))).toMatchObject({ status: "skipped" });
+    actions().completeJob({ runId: d.runId, job: "test" });
+    const [testDone] = await gh.hub.control.waitForDeliveries((x) => x.event === "check_run" && x.action === "completed" && (x.payload as any).check_run.name === "test");
+    const completed = structuredClone(testDone!.payload) as Record<string, any>;
+    const otherSha = structuredClone(completed);
+    otherSha.check_run.head_sha = "f".repeat(40);
+    expect(await handling.handle(h.context("check_run", otherSha, policy))).toMatchObject({ status: "skipped" });
 
-    state.checkRuns[SHA]![1] = { name: "test", status: "completed", conclusion: "success" };
-    const check = example("check_run", "completed");
-    check.check_run.head_sha = SHA;
-    check.repository = payload.repository;
-    expect(await deployments.handle(h.context("check_run", check, policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved production") });
+    expect(completed.check_run.head_sha).toBe(d.sha);
+    expect(await handling.handle(h.context("check_run", completed, policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved production") });
     expect(answers().at(-1)!.body).toMatchObject({ state: "approved" });
+    expect(ruleStates(d.runId)).toEqual(["production:approved"]);
     expect(await h.store.list("deployments:wait:")).toEqual([]);
-    expect(h.cancelled).toContain(`rule:lineville/elastic-machines-testing:${RUN}:production`);
+    expect(h.cancelled).toContain(`rule:${ORG}/${REPO}:${d.runId}:production`);
   });
 
   it("waits outside the window and approves from the scheduled task, in a new handler instance", async () => {
     clock = SATURDAY;
-    await handler().handle(h.context("deployment_protection_rule", protectionPayload(), policy));
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    await handler().handle(h.context("deployment_protection_rule", await d.delivery("deployment_protection_rule"), policy));
     expect(answers()[0]!.body!.comment).toContain("outside deploy window Mon-Fri 09:00-17:00 Europe/Paris; next window opens 2026-11-23 09:00 CET");
     const task = h.scheduled.at(-1)!;
     // Scheduled by delay on the service clock: Saturday 15:00 UTC to Monday 08:00 UTC is 41 hours.
@@ -209,129 +255,170 @@ describe("deployments handler: protection rule", () => {
     const restarted = handler();
     // At start, every wait is re-evaluated at once (the clock may have moved on while down).
     const atStart: ScheduleRequest[] = [];
-    const service = { store: h.store, log: pino({ level: "silent" }), config: {} as never, signal: new AbortController().signal, octokitFor: async () => { throw new Error("unused"); }, appOctokit: async () => { throw new Error("unused"); } };
+    const service = { store: h.store, log: pino({ level: "silent" }), config: {} as never, now: () => clock, signal: new AbortController().signal, octokitFor: async () => { throw new Error("unused"); }, appOctokit: async () => { throw new Error("unused"); } };
     await restarted.start!({ ...service, scheduler: { schedule: async (r) => void atStart.push(r), cancel: async () => {} } });
     expect(atStart).toHaveLength(1);
-    expect(atStart[0]).toMatchObject({ key: `deployments:${task.key}`, data: task.data, installationId: 7, replace: true });
+    expect(atStart[0]).toMatchObject({ key: `deployments:${task.key}`, data: task.data, installationId: gh.installationId, replace: true });
     expect(atStart[0]!.runAt.getTime()).toBeLessThanOrEqual(Date.now());
     expect(await restarted.onTask!(h.task(task, policy))).toMatchObject({ status: "done" });
     expect(answers().at(-1)!.body).toMatchObject({ state: "approved" });
     // The task firing again (e.g. a retry) finds nothing left to do.
     expect(await restarted.onTask!(h.task(task, policy))).toMatchObject({ status: "skipped" });
     expect(answers().filter((a) => a.body?.state)).toHaveLength(1);
+    expect(ruleStates(d.runId)).toEqual(["production:approved"]);
   });
 
   it("checks `after` through deployments and their latest statuses", async () => {
-    state.deployments.push({ id: 50, sha: SHA, environment: "qa", statuses: ["failure"] }, { id: 51, sha: SHA, environment: "qa", statuses: ["success", "in_progress"] });
-    await handler().handle(h.context("deployment_protection_rule", protectionPayload({ environment: "staging" }), policy));
-    expect(answers()[0]!.body).toMatchObject({ environment_name: "staging", state: "approved", comment: expect.stringContaining("16c5286 deployed to qa first") });
-    expect(api.requests.find((r) => r.path.endsWith("/deployments"))!.query).toContain(`sha=${SHA}`);
+    environment("staging", { rule: true });
+    const d = await deploy([{ name: "deploy", environment: "staging" }]);
+    const failed = deployments().createDeployment(repo(), { sha: d.sha, ref: "main", environment: "qa" });
+    deployments().addStatus(repo(), failed, "failure");
+    const latest = deployments().createDeployment(repo(), { sha: d.sha, ref: "main", environment: "qa" });
+    deployments().addStatus(repo(), latest, "in_progress");
+    deployments().addStatus(repo(), latest, "success");
+    await handler().handle(h.context("deployment_protection_rule", await d.delivery("deployment_protection_rule"), policy));
+    expect(answers()[0]!.body).toMatchObject({ environment_name: "staging", state: "approved", comment: expect.stringContaining(`${short(d.sha)} deployed to qa first`) });
+    expect(gh.sent.find((r) => r.path.endsWith("/deployments"))!.query.get("sha")).toBe(d.sha);
   });
 
   it("re-evaluates a wait on `after` when a deployment status arrives for the sha", async () => {
-    state.deployments.push({ id: 60, sha: SHA, environment: "qa", statuses: ["in_progress"] });
-    const deployments = handler();
-    const payload = protectionPayload({ environment: "staging" });
-    await deployments.handle(h.context("deployment_protection_rule", payload, policy));
-    expect(answers()[0]!.body).toEqual({ environment_name: "staging", comment: expect.stringContaining("the deployment of 16c5286 to qa has not finished") });
+    environment("staging", { rule: true });
+    const d = await deploy([{ name: "deploy", environment: "staging" }]);
+    const qa = deployments().createDeployment(repo(), { sha: d.sha, ref: "main", environment: "qa" });
+    deployments().addStatus(repo(), qa, "in_progress");
+    const handling = handler();
+    await handling.handle(h.context("deployment_protection_rule", await d.delivery("deployment_protection_rule"), policy));
+    expect(answers()[0]!.body).toEqual({ environment_name: "staging", comment: expect.stringContaining(`the deployment of ${short(d.sha)} to qa has not finished`) });
 
-    state.deployments[0]!.statuses.unshift("success");
-    const status = { action: "created", deployment: { id: 60, sha: SHA, environment: "qa" }, deployment_status: { state: "success" }, repository: payload.repository, installation: payload.installation };
-    expect(await deployments.handle(h.context("deployment_status", status, policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved staging") });
+    deployments().addStatus(repo(), qa, "success");
+    const [status] = await gh.hub.control.waitForDeliveries((x) => x.event === "deployment_status" && (x.payload as any).deployment.id === qa.id && (x.payload as any).deployment_status.state === "success");
+    expect(await handling.handle(h.context("deployment_status", structuredClone(status!.payload), policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved staging") });
     expect(answers().at(-1)!.body).toMatchObject({ environment_name: "staging", state: "approved" });
   });
 
   it("records a refused answer as a non-retryable failure and does not answer again", async () => {
-    state.waitingRules.clear();
-    const deployments = handler();
-    const out = await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy));
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    // The callback names a run nothing waits on: the API refuses (422).
+    const other = await deploy([{ name: "lint" }]);
+    payload.deployment_callback_url = String(payload.deployment_callback_url).replace(`/runs/${d.runId}/`, `/runs/${other.runId}/`);
+    const handling = handler();
+    const out = await handling.handle(h.context("deployment_protection_rule", payload, policy));
     expect(out).toMatchObject({ status: "failed", retryable: false, error: expect.stringContaining("422") });
-    expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "skipped" });
+    expect(await handling.handle(h.context("deployment_protection_rule", payload, policy))).toMatchObject({ status: "skipped" });
+    expect(gh.sent.filter((r) => r.method === "POST").map((r) => r.status)).toEqual([422]);
   });
 
   it("takes GitHub's 'already decided' as its own answer when an earlier answer's response was lost", async () => {
     // The first approval took effect but its answer never came back; the retry is told the rule
     // was already decided the same way: that is done, not a refusal (nor a dead delivery).
-    state.failNextPosts.push({ status: 422, message: "The deployment protection rule for environment production was already decided (approved)" });
-    const deployments = handler();
-    expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved production") });
-    expect((await h.store.auditLog({ kind: "deployment_answer" }))[0]!.details).toMatchObject({ environment: "production", state: "approved", runId: RUN });
-    expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "skipped", reason: expect.stringContaining("already answered") });
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    gh.hub.control.setFault(RULE, { after: true, times: 1 });
+    const handling = handler();
+    await expect(handling.handle(h.context("deployment_protection_rule", payload, policy))).rejects.toThrow();
+    expect(ruleStates(d.runId)).toEqual(["production:approved"]);
+    expect(await handling.handle(h.context("deployment_protection_rule", payload, policy))).toMatchObject({ status: "done", summary: expect.stringContaining("approved production") });
+    expect(gh.hub.control.requests().filter((r) => r.method === "POST" && r.path.endsWith("/deployment_protection_rule")).map((r) => r.status)).toEqual([0, 422]);
+    expect((await h.store.auditLog({ kind: "deployment_answer" }))[0]!.details).toMatchObject({ environment: "production", state: "approved", runId: d.runId });
+    expect(await handling.handle(h.context("deployment_protection_rule", payload, policy))).toMatchObject({ status: "skipped", reason: expect.stringContaining("already answered") });
   });
 
   it("still reports a rule decided the other way as refused", async () => {
-    state.failNextPosts.push({ status: 422, message: "The deployment protection rule for environment production was already decided (rejected)" });
-    const out = await handler().handle(h.context("deployment_protection_rule", protectionPayload(), policy));
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    // Another answer (e.g. an earlier, different decision) already rejected it.
+    await gh.octokit.request(RULE, { owner: ORG, repo: REPO, run_id: d.runId, environment_name: "production", state: "rejected", comment: "no" });
+    const out = await handler().handle(h.context("deployment_protection_rule", payload, policy));
     expect(out).toMatchObject({ status: "failed", retryable: false, error: expect.stringContaining("422") });
   });
 
   it("throws on a server error and answers on the retry", async () => {
-    state.failNextPosts.push({ status: 502, message: "Bad Gateway" });
-    const deployments = handler();
-    await expect(deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).rejects.toMatchObject({ status: 502 });
-    expect(await deployments.handle(h.context("deployment_protection_rule", protectionPayload(), policy))).toMatchObject({ status: "done" });
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    gh.hub.control.setFault(RULE, { status: 502, times: 1 });
+    const handling = handler();
+    await expect(handling.handle(h.context("deployment_protection_rule", payload, policy))).rejects.toMatchObject({ status: 502 });
+    expect(await handling.handle(h.context("deployment_protection_rule", payload, policy))).toMatchObject({ status: "done" });
     expect(answers()).toHaveLength(1);
+    expect(ruleStates(d.runId)).toEqual(["production:approved"]);
   });
 
   it("rejects rather than wait past GitHub's 30 days", async () => {
-    clock = SATURDAY;
-    const payload = protectionPayload({ deployment: { id: 1, sha: SHA, ref: "main", environment: "production", created_at: "2026-10-20T00:00:00Z" } });
+    environment("production", { rule: true });
+    const d = await deploy(GREEN_PRODUCTION, { ready: ["build", "test"] });
+    const payload = await d.delivery("deployment_protection_rule");
+    // The handler's clock: the first Saturday afternoon more than 30 days after the deployment.
+    const later = new Date(Date.parse(payload.deployment.created_at) + 31 * 86_400_000);
+    while (later.getUTCDay() !== 6) later.setUTCDate(later.getUTCDate() + 1);
+    later.setUTCHours(15, 0, 0, 0);
+    clock = later;
     await handler().handle(h.context("deployment_protection_rule", payload, policy));
     expect(answers()[0]!.body).toMatchObject({ state: "rejected", comment: expect.stringContaining("30 days") });
   });
 });
 
 describe("deployments handler: required reviewer", () => {
-  const waitingJob = () => {
-    const p = example("workflow_job", "waiting");
-    p.workflow_job.run_id = RUN;
-    p.workflow_job.head_sha = SHA;
-    return p;
-  };
-
   it("reviews the environments it has a policy for with the reviewer token", async () => {
-    state.pending[RUN] = [
-      { id: 1, name: "preview-7", reviewers: [REVIEWER_TOKEN] },
-      { id: 2, name: "qa", reviewers: [REVIEWER_TOKEN] },
-      { id: 3, name: "production", reviewers: ["someone-else"] },
-    ];
-    const out = await handler().handle(h.context("workflow_job", waitingJob(), policy));
+    const preview = environment("preview-7", { reviewers: [REVIEWER] });
+    environment("qa", { reviewers: [REVIEWER] });
+    environment("production", { reviewers: ["dev-dana"] });
+    const d = await deploy([{ name: "preview", environment: "preview-7" }, { name: "qa", environment: "qa" }, { name: "prod", environment: "production" }]);
+    const job = await d.delivery("workflow_job", { action: "waiting" });
+    const out = await handler().handle(h.context("workflow_job", job, policy));
     expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("approved preview-7") });
-    const posts = api.requests.filter((r) => r.method === "POST");
+    const posts = gh.sent.filter((r) => r.method === "POST");
     expect(posts).toHaveLength(1);
-    expect(posts[0]!.authorization).toBe(`token ${REVIEWER_TOKEN}`);
-    expect(posts[0]!.body).toEqual({ environment_ids: [1], state: "approved", comment: "Steward approved the deployment to preview-7:\n- every deployment to preview-7 is approved by policy" });
-    expect(state.pending[RUN]!.map((e) => e.id)).toEqual([2, 3]);
-    // The reviewer token never reaches the logs.
-    expect(h.logLines.join("\n")).not.toContain(REVIEWER_TOKEN);
-    expect(h.logLines.join("\n")).not.toContain(INSTALLATION_TOKEN);
+    expect(posts[0]!.as).toBe(REVIEWER);
+    expect(posts[0]!.body).toEqual({ environment_ids: [preview], state: "approved", comment: "Steward approved the deployment to preview-7:\n- every deployment to preview-7 is approved by policy" });
+    expect(deployments().gatesOf(d.runId).filter((g) => g.outcome === "pending").map((g) => g.environment).sort()).toEqual(["production", "qa"]);
+    // Neither token reaches the logs.
+    expect(h.logLines.length).toBeGreaterThan(0);
+    expect(h.logLines.join("\n")).not.toMatch(/gh[psu]_[A-Za-z0-9_]{16,}/);
   });
 
   it("reports the hub's 422 when the reviewer may not approve after all", async () => {
-    state.pending[RUN] = [{ id: 1, name: "preview-7", reviewers: [REVIEWER_TOKEN] }];
-    state.failNextPosts.push({ status: 422, message: "ghost is not a required reviewer for environment preview-7" });
-    const out = await handler().handle(h.context("workflow_job", waitingJob(), policy));
+    environment("preview-7", { reviewers: [REVIEWER] });
+    const d = await deploy([{ name: "deploy", environment: "preview-7" }]);
+    // Between listing and reviewing, the reviewer was taken off the environment's list.
+    gh.hub.control.setFault(REVIEW, { status: 422, message: `${REVIEWER} is not a required reviewer for environment preview-7`, times: 1 });
+    const out = await handler().handle(h.context("workflow_job", await d.delivery("workflow_job", { action: "waiting" }), policy));
     expect(out).toMatchObject({ status: "failed", retryable: false, error: expect.stringContaining("422") });
   });
 
-  it("is refused with 403 when the review is sent with the installation token", async () => {
-    state.pending[RUN] = [{ id: 1, name: "preview-7", reviewers: [REVIEWER_TOKEN, INSTALLATION_TOKEN] }];
-    const deployments = createDeploymentsHandler({ now: () => clock, reviewerOctokit: () => octokitFor(api.url, INSTALLATION_TOKEN) });
-    const out = await deployments.handle(h.context("workflow_job", waitingJob(), policy));
+  it("never reviews with the installation token: GitHub says it may not approve, and a 403 on a review is final", async () => {
+    environment("preview-7", { reviewers: [REVIEWER] });
+    const d = await deploy([{ name: "deploy", environment: "preview-7" }]);
+    const job = await d.delivery("workflow_job", { action: "waiting" });
+    const asInstallation = createDeploymentsHandler({ now: () => clock, reviewerOctokit: () => gh.octokit });
+    expect(await asInstallation.handle(h.context("workflow_job", job, policy))).toMatchObject({ status: "skipped", reason: "the reviewer token may not approve preview-7" });
+    expect(gh.sent.filter((r) => r.method === "POST")).toEqual([]);
+
+    // The reviewer's token lost access between listing and reviewing.
+    gh.hub.control.setFault(REVIEW, { status: 403, message: "Resource not accessible by personal access token", times: 1 });
+    const out = await handler().handle(h.context("workflow_job", job, policy));
     expect(out).toMatchObject({ status: "failed", retryable: false, error: expect.stringContaining("403") });
   });
 
   it("skips waiting runs when no reviewer token is configured", async () => {
-    const deployments = createDeploymentsHandler({ now: () => clock, reviewerOctokit: () => undefined });
-    expect(await deployments.handle(h.context("workflow_job", waitingJob(), policy))).toMatchObject({ status: "skipped", reason: expect.stringContaining("STEWARD_REVIEWER_TOKEN") });
-    expect(reviewerOctokitFrom({ reviewerToken: undefined, apiUrl: api.url } as never)).toBeUndefined();
+    environment("preview-7", { reviewers: [REVIEWER] });
+    const d = await deploy([{ name: "deploy", environment: "preview-7" }]);
+    const deploymentsHandler = createDeploymentsHandler({ now: () => clock, reviewerOctokit: () => undefined });
+    expect(await deploymentsHandler.handle(h.context("workflow_job", await d.delivery("workflow_job", { action: "waiting" }), policy))).toMatchObject({ status: "skipped", reason: expect.stringContaining("STEWARD_REVIEWER_TOKEN") });
+    expect(reviewerOctokitFrom({ reviewerToken: undefined, apiUrl: gh.hub.url } as never)).toBeUndefined();
   });
 
   it("builds the reviewer client against the configured API host only", async () => {
-    state.pending[RUN] = [{ id: 1, name: "preview-7", reviewers: [REVIEWER_TOKEN] }];
-    const octokit = reviewerOctokitFrom({ reviewerToken: REVIEWER_TOKEN, apiUrl: api.url } as never)!;
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}/pending_deployments", { owner: "o", repo: "r", run_id: RUN });
+    environment("preview-7", { reviewers: [REVIEWER] });
+    const d = await deploy([{ name: "deploy", environment: "preview-7" }]);
+    const octokit = reviewerOctokitFrom({ reviewerToken: gh.hub.control.userToken(REVIEWER), apiUrl: gh.hub.url } as never)!;
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}/pending_deployments", { owner: ORG, repo: REPO, run_id: d.runId });
     expect(data[0]!.current_user_can_approve).toBe(true);
+    expect(gh.hub.control.requests().filter((r) => r.path.endsWith("/pending_deployments")).map((r) => r.auth)).toEqual(["user"]);
   });
 
   it("records deployment reviews as an audit trail", async () => {
@@ -346,5 +433,6 @@ describe("deployments handler: required reviewer", () => {
     expect(out).toMatchObject({ status: "done" });
     const [entry] = await h.store.auditLog({ kind: "deployment_review" });
     expect(entry!.details).toMatchObject({ action: "approved", by: "octocat", comment: "ship it", environments: ["production"], runId: review.workflow_run.id, repository: "terraform-test-github/sample-app" });
+    expect(gh.sent).toEqual([]);
   });
 });

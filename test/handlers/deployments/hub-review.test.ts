@@ -30,7 +30,7 @@ describe("required reviewer in the sandbox hub", () => {
     const run = w.startDeploy({ branch: "feature/x", jobs: [{ name: "deploy", environment: "preview-42" }] });
     await w.until(() => w.effects("gate.approved").length > 0, "the gate to open");
     expect(reviews()).toEqual([
-      expect.objectContaining({ kind: "review.approved", by: `user:${REVIEWER}`, detail: expect.objectContaining({ run_id: run, environment: "preview-42", comment: "Steward approved the deployment to preview-42:\n- every deployment to preview-42 is approved by policy" }) }),
+      expect.objectContaining({ kind: "deployments.review.approved", by: `user:${REVIEWER}`, detail: expect.objectContaining({ run_id: run, environment: "preview-42", comment: "Steward approved the deployment to preview-42:\n- every deployment to preview-42 is approved by policy" }) }),
     ]);
 
     await w.until(() => w.stack.hub.control.deliveries().some((d) => d.event === "deployment_review" && d.action === "approved" && d.status_code === 202), "the review delivery");

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { createSteward } from "../../../src/app.js";
-import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
-import type { JobSpec } from "@steward/sandbox-hub";
+import { hubClock, startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
+import type { Effect, JobSpec } from "@steward/sandbox-hub";
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
 
 export const ORG = "acme";
@@ -33,17 +33,21 @@ export interface World {
   setClock(date: Date): void;
   /** Poll `predicate` while settling, until it holds (bounded). */
   until(predicate: () => boolean, what: string, timeoutMs?: number): Promise<void>;
-  effects(kind?: string): { kind: string; by: string; detail: Record<string, any> }[];
+  effects(kind?: string): Effect[];
   /** Stop Steward and start a new one on the same data directory (the hub keeps running). */
   restart(between?: () => void): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function createWorld(): Promise<World> {
+/**
+ * `stewardClock`: the handler as shipped, deciding by `ctx.now()` (Steward's clock, which the stack
+ * sets to the hub's); `setClock` then does nothing (move the hub's clock instead).
+ */
+export async function createWorld(o: { stewardClock?: boolean } = {}): Promise<World> {
   const dataDir = await mkdtemp(join(tmpdir(), "steward-deployments-"));
   let offsetMs = 0;
   let clock: () => Date = () => new Date();
-  const handlers = () => [createDeploymentsHandler({ now: () => clock() })];
+  const handlers = () => [o.stewardClock ? createDeploymentsHandler() : createDeploymentsHandler({ now: () => clock() })];
   const logLines: string[] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
   const stack = await startSandboxStack({ handlers: handlers(), dataDir, logger });
@@ -90,12 +94,12 @@ export async function createWorld(): Promise<World> {
       }
     },
     effects(kind) {
-      return domains.effects.of("deployments", kind) as never;
+      return domains.effects.of("deployments", kind);
     },
     async restart(between) {
       await world.steward.close();
       between?.();
-      world.steward = await createSteward({ config: stack.config, handlers: handlers(), logger });
+      world.steward = await createSteward({ config: stack.config, handlers: handlers(), logger, clock: hubClock(stack.hub) });
       control.setWebhookUrl(`${world.steward.url.replace(/\/$/, "")}${stack.config.webhookPath}`);
     },
     async close() {

@@ -20,8 +20,8 @@ describe("GitHub's limits in plans", () => {
     world.pushPolicy(manySecrets(8, "web"));
 
     const plan = await world.sync({ dryRun: true });
-    expect(plan.warnings).toEqual(["repo web would have 103 secrets, over GitHub's limit of 100: the writes past it will fail"]);
-    expect(planSummary(plan).summary).toContain("### GitHub's limits\n\n- :warning: repo web would have 103 secrets, over GitHub's limit of 100");
+    expect(plan.warnings).toEqual(["repo web would have 103 secrets, over GitHub's limit of 100 repository secrets: the writes past it will fail"]);
+    expect(planSummary(plan).summary).toContain("### GitHub's limits\n\n- :warning: repo web would have 103 secrets, over GitHub's limit of 100 repository secrets");
 
     const applied = await world.sync();
     expect(applied.applied).toHaveLength(5);
@@ -35,8 +35,8 @@ describe("GitHub's limits in plans", () => {
     world.pushPolicy(`${manySecrets(1, "api")}variables:\n  BIG: { value: "${big}", repositories: [api] }\n  SMALL: { value: s, org: { visibility: all } }\n`);
     const plan = await world.sync({ dryRun: true });
     expect(plan.warnings).toEqual([
-      "repo api would have 91 secrets, near GitHub's limit of 100",
-      "variable BIG in repo api is 49.0 KB, over GitHub's limit of 48 KB per value: its write will fail",
+      "repo api would have 91 secrets, near GitHub's limit of 100 repository secrets",
+      "variable BIG in repo api is 49.0 KB, over GitHub's limit of 48 KB per variable: its write will fail",
     ]);
     const applied = await world.sync();
     expect(applied.failures.map((f) => [f.name, f.error])).toEqual([["BIG", "422 Validation Failed"]]);

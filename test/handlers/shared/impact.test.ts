@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import rerun from "../../../handlers/rerun/index.js";
-import checks from "../../../handlers/checks/index.js";
+import { checks } from "../../../handlers/index.js";
 import { deploymentImpact, describeImpact } from "../../../handlers/shared/impact.js";
 import { readDeploymentFacts } from "../../../handlers/shared/impact-facts.js";
 import { ORG, newRepo, rerunPosts, settle, startCi, stewardCli, stewardOf } from "../rerun/stack.js";

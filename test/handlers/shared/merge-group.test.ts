@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import { settle as settleStack } from "../rerun/stack.js";
-import checks from "../../../handlers/checks/index.js";
+import { checks } from "../../../handlers/index.js";
 import secrets from "../../../handlers/secrets/index.js";
 import { mergeGroupOf } from "../../../handlers/shared/merge-group.js";
 

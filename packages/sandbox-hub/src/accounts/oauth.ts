@@ -30,7 +30,7 @@ export function clientIdOf(appId: number): string {
   return `Iv1.${createHash("sha1").update(String(appId)).digest("hex").slice(0, 16)}`;
 }
 
-function escapeHtml(s: string): string {
+export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 

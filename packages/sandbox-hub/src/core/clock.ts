@@ -2,6 +2,7 @@
 // rate-limit windows can be made to expire without waiting.
 export class SandboxClock {
   private offsetMs = 0;
+  private readonly listeners = new Set<(deltaMs: number) => void>();
 
   constructor(start?: Date) {
     if (start) this.set(start);
@@ -12,11 +13,25 @@ export class SandboxClock {
   }
 
   set(date: Date): void {
+    const before = this.offsetMs;
     this.offsetMs = date.getTime() - Date.now();
+    this.moved(this.offsetMs - before);
   }
 
   advance(ms: number): void {
     this.offsetMs += ms;
+    this.moved(ms);
+  }
+
+  /** Be told how far the clock jumped (ms; negative: back) on each `set` and `advance`. Returns the unsubscribe. */
+  onMove(listener: (deltaMs: number) => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  private moved(deltaMs: number): void {
+    if (deltaMs === 0) return;
+    for (const l of [...this.listeners]) l(deltaMs);
   }
 }
 

@@ -6,8 +6,13 @@ import type { Random } from "./random.js";
 export interface Fault {
   /** Probability in [0, 1] of answering `status` (default 1 when `status` is set). */
   errorRate?: number;
-  /** 500 or 502 (default 500). */
+  /** 500 or 502 (default 500); or a refusal the API gives at times, e.g. 403 with `message`. */
   status?: number;
+  /**
+   * The error's `message` (default `Server Error`), for answers GitHub gives that the hub's state
+   * does not produce on its own (e.g. 403 `This workflow is already running` in a race).
+   */
+  message?: string;
   /** Added before answering. */
   latencyMs?: number;
   /** Close the connection without an answer: `true` always, or a probability. */
@@ -28,6 +33,7 @@ export interface FaultDecision {
   drop: boolean;
   /** Apply `status`/`drop` after the route ran (the change stands, the answer is lost). */
   after: boolean;
+  message: string;
 }
 
 interface Rule {
@@ -78,6 +84,6 @@ export class FaultRules {
     const drop = dropRate > 0 && this.random() < dropRate;
     const errorRate = f.errorRate ?? (f.status !== undefined ? 1 : 0);
     const status = !drop && errorRate > 0 && this.random() < errorRate ? (f.status ?? 500) : undefined;
-    return { latencyMs: f.latencyMs ?? 0, status, drop, after: f.after === true };
+    return { latencyMs: f.latencyMs ?? 0, status, drop, after: f.after === true, message: f.message ?? "Server Error" };
   }
 }

@@ -2,6 +2,7 @@
 // rate limits, accounts, contents, webhooks, control surface) implements `Hub`; each
 // domain module (actions, deployments, checks, secrets, variables) registers its
 // routes through `Router` and keeps its own state, reaching shared state through `Hub`.
+import type { EffectsLog } from "./effects.js";
 import type { IncomingHttpHeaders } from "node:http";
 
 export interface Org {
@@ -175,8 +176,10 @@ export interface Hub {
   readFile?(repo: Repo, path: string, ref?: string): string | undefined;
   /** Organisation summary as payloads carry it (`organization`), or null when `login` is not an organisation. */
   orgJson?(login: string): Record<string, unknown> | null;
-  /** Append to the shared effects log that tests and the demo inspect. */
-  effect?(kind: string, details: Record<string, unknown>): void;
+  /** The effects log tests and the demo inspect (domain modules record into it). */
+  readonly effects: EffectsLog;
+  /** Record an effect; `details.by`, when given, is who asked (else the hub itself). */
+  effect(kind: string, details: Record<string, unknown>): void;
   /** Be told about pushes and pull request changes (e.g. to start workflow runs). Returns an unsubscribe function. */
   subscribe?(listener: (event: HubEvent) => void): () => void;
 }

@@ -2,7 +2,7 @@
 // (see checks-rules.ts) and the deliveries a change causes (check_run.*, check_suite.*).
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { EffectsLog } from "./effects.js";
+import type { EffectsLog } from "../core/effects.js";
 import { checkRunBodyProblems, runsBeyondNameLimit, suiteOutcome, latestPerName } from "./checks-rules.js";
 import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "./shared.js";
 
@@ -183,7 +183,7 @@ export class ChecksDomain {
     this.applyOutputAndActions(run, repo, body);
     this.runs.set(id, run);
     this.enforceNameLimit(suite);
-    this.effects.record({ domain: "checks", kind: "check_run.created", by: o.by ?? "control", detail: { id, name: run.name, head_sha: headSha, status, conclusion: run.conclusion } });
+    this.effects.record("checks.check_run.created", o.by ?? "control", { id, name: run.name, head_sha: headSha, status, conclusion: run.conclusion });
     this.sendRun(repo, run, "created");
     if (run.status === "completed") this.sendRun(repo, run, "completed");
     this.refreshSuite(repo, suite);
@@ -210,7 +210,7 @@ export class ChecksDomain {
     if (run.status === "completed") run.completed_at = this.time(body.completed_at) ?? run.completed_at ?? this.hub.timestamp();
     else run.completed_at = null;
     this.applyOutputAndActions(run, repo, body);
-    this.effects.record({ domain: "checks", kind: "check_run.updated", by, detail: { id: run.id, name: run.name, status: run.status, conclusion: run.conclusion } });
+    this.effects.record("checks.check_run.updated", by, { id: run.id, name: run.name, status: run.status, conclusion: run.conclusion });
     if (run.status === "completed" && !wasCompleted) this.sendRun(repo, run, "completed");
     const suite = this.suites.get(run.suiteId);
     if (suite) this.refreshSuite(repo, suite);
@@ -224,12 +224,12 @@ export class ChecksDomain {
   }
 
   rerequestRun(repo: Repo, run: CheckRun, by: string): void {
-    this.effects.record({ domain: "checks", kind: "check_run.rerequested", by, detail: { id: run.id, name: run.name } });
+    this.effects.record("checks.check_run.rerequested", by, { id: run.id, name: run.name });
     this.sendRun(repo, run, "rerequested");
   }
 
   rerequestSuite(repo: Repo, suite: CheckSuite, by: string): void {
-    this.effects.record({ domain: "checks", kind: "check_suite.rerequested", by, detail: { id: suite.id } });
+    this.effects.record("checks.check_suite.rerequested", by, { id: suite.id });
     this.sendSuite(repo, suite, "rerequested");
   }
 

@@ -3,7 +3,7 @@
 // rule apps (deployment_review / deployment_protection_rule deliveries, callbacks, 30-day timeout).
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { EffectsLog } from "./effects.js";
+import type { EffectsLog } from "../core/effects.js";
 import { gateOutcome, mayReview, type RuleState } from "./deployments-rules.js";
 import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "./shared.js";
 
@@ -378,7 +378,7 @@ export class DeploymentsDomain {
     };
     this.gates.set(gate.id, gate);
     this.addStatus(j.repo, deployment, "waiting");
-    this.effects.record({ domain: "deployments", kind: "gate.opened", by: "control", detail: { run_id: j.runId, job: j.jobName, environment: env.name, reviewers: gate.reviewers, apps: [...gate.rules.keys()] } });
+    this.effects.record("deployments.gate.opened", "control", { run_id: j.runId, job: j.jobName, environment: env.name, reviewers: gate.reviewers, apps: [...gate.rules.keys()] });
     if (gate.reviewers.length > 0) this.sendReviewRequested(j.repo, gate, env, j.actor);
     for (const appId of gate.rules.keys()) this.sendProtectionRuleRequested(j.repo, gate, env, deployment, j, appId);
     return { proceed: false, deployment, gate };
@@ -438,7 +438,7 @@ export class DeploymentsDomain {
       const env = this.environments.get(gate.envId)!;
       gate.review = { state: body.state, by: login, comment: body.comment, at };
       this.reviews.push({ runId, environment: env.name, state: body.state, by: login, comment: body.comment, at });
-      this.effects.record({ domain: "deployments", kind: `review.${body.state}`, by: `user:${login}`, detail: { run_id: runId, environment: env.name, comment: body.comment } });
+      this.effects.record(`deployments.review.${body.state}`, `user:${login}`, { run_id: runId, environment: env.name, comment: body.comment });
       this.sendReviewDecision(repo, gate, env, body.state, login, body.comment);
       this.settle(gate);
     }
@@ -461,7 +461,7 @@ export class DeploymentsDomain {
     const rule = gate.rules.get(appId)!;
     if (body.state === undefined) {
       rule.comments.push(body.comment ?? "");
-      this.effects.record({ domain: "deployments", kind: "protection_rule.status_report", by, detail: { run_id: runId, environment: env.name, comment: body.comment ?? "" } });
+      this.effects.record("deployments.protection_rule.status_report", by, { run_id: runId, environment: env.name, comment: body.comment ?? "" });
       return;
     }
     if (rule.state !== "pending" || gate.outcome !== "pending") {
@@ -470,7 +470,7 @@ export class DeploymentsDomain {
     rule.state = body.state;
     rule.decidedAt = this.hub.timestamp();
     if (body.comment) rule.comments.push(body.comment);
-    this.effects.record({ domain: "deployments", kind: `protection_rule.${body.state}`, by, detail: { run_id: runId, environment: env.name, comment: body.comment ?? null } });
+    this.effects.record(`deployments.protection_rule.${body.state}`, by, { run_id: runId, environment: env.name, comment: body.comment ?? null });
     this.settle(gate);
   }
 
@@ -489,7 +489,7 @@ export class DeploymentsDomain {
     const repo = this.hub.repoById(gate.repoId);
     const deployment = this.deployments.get(gate.deploymentId);
     if (repo && deployment) this.addStatus(repo, deployment, outcome.state === "approved" ? "in_progress" : "failure", outcome.reasons.join("; "));
-    this.effects.record({ domain: "deployments", kind: `gate.${outcome.state}`, by: "hub", detail: { run_id: gate.runId, job: gate.jobName, reasons: outcome.reasons } });
+    this.effects.record(`deployments.gate.${outcome.state}`, "hub", { run_id: gate.runId, job: gate.jobName, reasons: outcome.reasons });
     if (outcome.state === "approved") this.listener?.gateOpened(gate);
     else this.listener?.gateClosed(gate, outcome.state, outcome.reasons.join("; "));
   }

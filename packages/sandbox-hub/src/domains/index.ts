@@ -12,13 +12,12 @@ import { PropertiesDomain } from "./properties.js";
 import { ActionsDomain } from "./actions/domain.js";
 import { ChecksDomain } from "./checks.js";
 import { DeploymentsDomain } from "./deployments.js";
-import { createEffectsLog } from "./effects.js";
 import { SecretsDomain } from "./secrets.js";
 import { DeliveryQueue } from "./shared.js";
 import { VariablesDomain } from "./variables.js";
 
 export function installDomains(hub: Hub, router: Router) {
-  const effects = createEffectsLog(() => hub.timestamp(), hub.effect?.bind(hub));
+  const effects = hub.effects;
   // One queue for every domain: deliveries leave in the order their causes happened.
   const deliveries = new DeliveryQueue();
   const checks = new ChecksDomain(hub, effects, deliveries);

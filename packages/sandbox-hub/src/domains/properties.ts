@@ -2,7 +2,7 @@
 // sets them. Only values are kept (the property schema is not needed by anything the hub serves).
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { EffectsLog } from "./effects.js";
+import type { EffectsLog } from "../core/effects.js";
 
 type Value = string | string[] | null;
 
@@ -25,7 +25,7 @@ export class PropertiesDomain {
       else map.set(name, value);
     }
     this.values.set(r.id, map);
-    this.effects.record({ domain: "properties", kind: "values.set", by: "control", detail: { repository: `${r.owner}/${r.name}`, values } });
+    this.effects.record("properties.values.set", "control", { repository: `${r.owner}/${r.name}`, values });
   }
 
   /** Repositories of `org` that `repository_query` selects: `repo:OWNER/NAME` qualifiers and bare words (in the name). */

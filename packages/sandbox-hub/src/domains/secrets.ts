@@ -3,11 +3,12 @@
 // current key. The opened value is kept for tests (openedValue) and never returned by the API.
 import { randomInt } from "node:crypto";
 import sodium from "libsodium-wrappers";
-import type { Hub, Repo } from "../core/types.js";
+import type { EffectsLog } from "../core/effects.js";
+import type { Hub } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import { assertWithinLimits } from "./quotas.js";
-import type { EffectsLog } from "./effects.js";
-import { applySelection, assertNoProblems, nameProblems, selectionKind, type SelectionChange, reaches, resolveScope, ScopedItems, scopeKey, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
+import { ScopedValues, type ScopedValue } from "./scoped-values.js";
+import { assertNoProblems, nameProblems, scopeKey, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
 
 await sodium.ready;
 
@@ -17,15 +18,8 @@ export interface KeyPair {
   privateKey: Uint8Array;
 }
 
-export interface Secret {
-  name: string;
-  created_at: string;
-  updated_at: string;
-  /** The opened plaintext (tests only). */
-  value: string;
-  visibility: Visibility | null;
-  selected: number[];
-}
+/** `value` is the opened plaintext (tests only). */
+export type Secret = ScopedValue;
 
 export interface PutSecretBody {
   encrypted_value?: unknown;
@@ -36,14 +30,11 @@ export interface PutSecretBody {
 
 const b64 = (bytes: Uint8Array) => sodium.to_base64(bytes, sodium.base64_variants.ORIGINAL);
 
-export class SecretsDomain extends ScopedItems<Secret> {
+export class SecretsDomain extends ScopedValues<Secret> {
   private readonly keys = new Map<string, KeyPair>();
 
-  constructor(
-    private readonly hub: Hub,
-    private readonly effects: EffectsLog,
-  ) {
-    super();
+  constructor(hub: Hub, effects: EffectsLog) {
+    super(hub, effects, { resource: "Secret", area: "secrets", showsValue: false });
   }
 
   // ---- keys -------------------------------------------------------------------------------
@@ -67,7 +58,7 @@ export class SecretsDomain extends ScopedItems<Secret> {
   rotateKey(ref: ScopeRef | Scope): { key_id: string; key: string } {
     const scope = this.scope(ref);
     this.keys.set(scopeKey(scope), this.newKey());
-    this.effects.record({ domain: "secrets", kind: "key.rotated", by: "control", detail: { scope: scopeKey(scope) } });
+    this.effects.record("secrets.key.rotated", "control", { scope: scopeKey(scope) });
     return this.publicKeyJson(scope);
   }
 
@@ -99,63 +90,20 @@ export class SecretsDomain extends ScopedItems<Secret> {
       if (secret.visibility !== "selected") secret.selected = [];
     }
     store.set(name, secret);
-    this.countWrite(scope);
-    this.effects.record({ domain: "secrets", kind: existing ? "secret.updated" : "secret.created", by, detail: { scope: scopeKey(scope), name } });
+    this.written(scope, existing ? "updated" : "created", by, name);
     return existing ? "updated" : "created";
-  }
-
-  delete(scope: Scope, name: string, by: string): void {
-    const secret = this.require(scope, name);
-    this.storeOf(scope).delete(secret.name);
-    this.countWrite(scope);
-    this.effects.record({ domain: "secrets", kind: "secret.deleted", by, detail: { scope: scopeKey(scope), name: secret.name } });
-  }
-
-  /** Organisation secrets a repository can use. */
-  orgSecretsFor(repo: Repo): Secret[] {
-    return this.list({ kind: "org", org: repo.owner }).filter((s) => reaches({ visibility: s.visibility ?? "all", selected: s.selected }, repo));
-  }
-
-  /** The selected-repositories operations of an organisation secret. */
-  changeSelection(org: string, name: string, change: SelectionChange, by: string): void {
-    const secret = this.requireSelectable(org, name);
-    secret.selected = applySelection(secret.selected, change);
-    this.effects.record({ domain: "secrets", kind: `secret.repositories.${selectionKind(change)}`, by, detail: { org, name: secret.name, ids: secret.selected } });
-  }
-
-  /** The selected-repository operations only apply to `selected` secrets (the API answers 409 otherwise). */
-  requireSelectable(org: string, name: string): Secret {
-    const secret = this.require({ kind: "org", org }, name);
-    if (secret.visibility !== "selected") throw new HubError(409, `Secret ${secret.name} does not have visibility selected`);
-    return secret;
   }
 
   // ---- control ----------------------------------------------------------------------------
 
   /** The plaintext the hub opened for a secret (undefined when there is none). */
   openedValue(ref: ScopeRef | Scope, name: string): string | undefined {
-    return this.get(this.scope(ref), name)?.value;
+    return this.valueIn(ref, name);
   }
 
   /** Simulate a person editing a secret in the UI: sets the value and bumps `updated_at`. */
   setSecretOutOfBand(ref: ScopeRef | Scope, name: string, value: string, o: { visibility?: Visibility; selected?: number[] } = {}): Secret {
-    const scope = this.scope(ref);
-    const now = this.hub.timestamp();
-    const key = name.toUpperCase();
-    const store = this.storeOf(scope);
-    const secret = store.get(key) ?? { name: key, created_at: now, updated_at: now, value, visibility: scope.kind === "org" ? "all" : null, selected: [] };
-    secret.value = value;
-    secret.updated_at = now;
-    if (o.visibility) secret.visibility = o.visibility;
-    if (o.selected) secret.selected = [...o.selected];
-    store.set(key, secret);
-    this.effects.record({ domain: "secrets", kind: "secret.out_of_band", by: "control", detail: { scope: scopeKey(scope), name: key } });
-    return secret;
-  }
-
-  /** API writes (create, update, delete) in a scope. */
-  writesTo(ref: ScopeRef | Scope): number {
-    return this.writes.get(scopeKey(this.scope(ref))) ?? 0;
+    return this.setOutOfBand(ref, name, value, o);
   }
 
   /** Seal a value under a scope's current key, as a client would (for seeding and demos). */
@@ -165,10 +113,6 @@ export class SecretsDomain extends ScopedItems<Secret> {
   }
 
   // ---- internals --------------------------------------------------------------------------
-
-  private scope(ref: ScopeRef | Scope): Scope {
-    return "kind" in ref ? ref : resolveScope(this.hub, ref);
-  }
 
   private open(scope: Scope, body: PutSecretBody): string {
     const invalid = (field: string, code: string, message?: string) =>

@@ -1,19 +1,13 @@
 // Actions variables at repository, organisation and environment level. Unlike secrets,
 // values are plain and returned by the API.
-import type { Hub, Repo } from "../core/types.js";
+import type { EffectsLog } from "../core/effects.js";
+import type { Hub } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import { assertWithinLimits } from "./quotas.js";
-import type { EffectsLog } from "./effects.js";
-import { applySelection, assertNoProblems, nameProblems, selectionKind, type SelectionChange, reaches, resolveScope, ScopedItems, scopeKey, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
+import { ScopedValues, type ScopedValue } from "./scoped-values.js";
+import { assertNoProblems, nameProblems, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
 
-export interface Variable {
-  name: string;
-  value: string;
-  created_at: string;
-  updated_at: string;
-  visibility: Visibility | null;
-  selected: number[];
-}
+export type Variable = ScopedValue;
 
 export interface VariableBody {
   name?: unknown;
@@ -22,12 +16,9 @@ export interface VariableBody {
   selected_repository_ids?: unknown;
 }
 
-export class VariablesDomain extends ScopedItems<Variable> {
-  constructor(
-    private readonly hub: Hub,
-    private readonly effects: EffectsLog,
-  ) {
-    super();
+export class VariablesDomain extends ScopedValues<Variable> {
+  constructor(hub: Hub, effects: EffectsLog) {
+    super(hub, effects, { resource: "Variable", area: "variables", showsValue: true });
   }
 
   /** `POST .../variables`: 409 when the name is taken. */
@@ -51,7 +42,7 @@ export class VariablesDomain extends ScopedItems<Variable> {
       selected: scope.kind === "org" && body.visibility === "selected" ? [...((body.selected_repository_ids as number[] | undefined) ?? [])] : [],
     };
     this.storeOf(scope).set(name, variable);
-    this.written(scope, "variable.created", by, name);
+    this.written(scope, "created", by, name);
     return variable;
   }
 
@@ -84,61 +75,14 @@ export class VariablesDomain extends ScopedItems<Variable> {
     if (body.selected_repository_ids !== undefined) variable.selected = [...(body.selected_repository_ids as number[])];
     if (variable.visibility !== "selected") variable.selected = [];
     variable.updated_at = this.hub.timestamp();
-    this.written(scope, "variable.updated", by, variable.name);
+    this.written(scope, "updated", by, variable.name);
     return variable;
-  }
-
-  delete(scope: Scope, name: string, by: string): void {
-    const variable = this.require(scope, name);
-    this.storeOf(scope).delete(variable.name);
-    this.written(scope, "variable.deleted", by, variable.name);
-  }
-
-  orgVariablesFor(repo: Repo): Variable[] {
-    return this.list({ kind: "org", org: repo.owner }).filter((v) => reaches({ visibility: v.visibility ?? "all", selected: v.selected }, repo));
-  }
-
-  requireSelectable(org: string, name: string): Variable {
-    const v = this.require({ kind: "org", org }, name);
-    if (v.visibility !== "selected") throw new HubError(409, `Variable ${v.name} does not have visibility selected`);
-    return v;
-  }
-
-  /** The selected-repositories operations of an organisation variable. */
-  changeSelection(org: string, name: string, change: SelectionChange, by: string): void {
-    const v = this.requireSelectable(org, name);
-    v.selected = applySelection(v.selected, change);
-    this.written({ kind: "org", org }, `variable.repositories.${selectionKind(change)}`, by, v.name);
   }
 
   // ---- control ----------------------------------------------------------------------------
 
   /** Simulate a person editing a variable in the UI. */
   setVariableOutOfBand(ref: ScopeRef | Scope, name: string, value: string, o: { visibility?: Visibility; selected?: number[] } = {}): Variable {
-    const scope = "kind" in ref ? ref : resolveScope(this.hub, ref);
-    const key = name.toUpperCase();
-    const now = this.hub.timestamp();
-    const store = this.storeOf(scope);
-    const v = store.get(key) ?? { name: key, value, created_at: now, updated_at: now, visibility: scope.kind === "org" ? "all" : null, selected: [] };
-    v.value = value;
-    v.updated_at = now;
-    if (o.visibility) v.visibility = o.visibility;
-    if (o.selected) v.selected = [...o.selected];
-    store.set(key, v);
-    this.effects.record({ domain: "variables", kind: "variable.out_of_band", by: "control", detail: { scope: scopeKey(scope), name: key } });
-    return v;
-  }
-
-  valueIn(ref: ScopeRef | Scope, name: string): string | undefined {
-    return this.get("kind" in ref ? ref : resolveScope(this.hub, ref), name)?.value;
-  }
-
-  writesTo(ref: ScopeRef | Scope): number {
-    return this.writes.get(scopeKey("kind" in ref ? ref : resolveScope(this.hub, ref))) ?? 0;
-  }
-
-  private written(scope: Scope, kind: string, by: string, name: string): void {
-    const k = this.countWrite(scope);
-    this.effects.record({ domain: "variables", kind, by, detail: { scope: k, name } });
+    return this.setOutOfBand(ref, name, value, o);
   }
 }

@@ -1,21 +1,24 @@
 // Labels and comments on issues and pull requests (a pull request is an issue: its number is the issue
-// number). Only pull requests exist in the sandbox as issues so far; another number is 404.
+// number). Issues themselves live in ./store.ts; another number is 404.
 import { notFound, validationFailed } from "../core/errors.js";
 import type { RouteTable } from "../core/router.js";
 import type { HubRequest } from "../core/types.js";
 import { actorOf } from "../domains/shared.js";
 import type { SandboxHub } from "../sandbox-hub.js";
+import { issuesOf } from "./store.js";
 
 const READ = { auth: "installation-or-user" as const, permission: { issues: "read" as const } };
 const WRITE = { auth: "installation-or-user" as const, permission: { issues: "write" as const } };
 
 /** Label names per `repoId#number`, in the order they were added. */
 const labelsByHub = new WeakMap<SandboxHub, Map<string, string[]>>();
+/** Comments per `repoId#number`; the control API and reactions reach them here. */
+const commentsByHub = new WeakMap<SandboxHub, { byKey: Map<string, Comment[]>; nextId: () => number }>();
 
 function issueKey(hub: SandboxHub, req: HubRequest): string {
   const repo = hub.requireRepo(req, req.params.owner!, req.params.repo!);
   const number = req.params.issue_number!;
-  if (!hub.pulls.get(repo.id)?.some((p) => String(p.number) === number)) throw notFound();
+  if (!hub.pulls.get(repo.id)?.some((p) => String(p.number) === number) && !issuesOf(hub, repo.id).some((i) => String(i.number) === number)) throw notFound();
   return `${repo.id}#${number}`;
 }
 
@@ -29,7 +32,7 @@ function labelJson(hub: SandboxHub, req: HubRequest, name: string): Record<strin
   };
 }
 
-interface Comment {
+export interface Comment {
   id: number;
   body: string;
   user: string;
@@ -40,6 +43,7 @@ export function installIssueRoutes(hub: SandboxHub, router: RouteTable): void {
   const labels = new Map<string, string[]>();
   const comments = new Map<string, Comment[]>();
   let nextCommentId = 1;
+  commentsByHub.set(hub, { byKey: comments, nextId: () => nextCommentId++ });
   const commentJson = (req: HubRequest, c: Comment) => ({
     id: c.id,
     node_id: `IC_${c.id}`,
@@ -92,4 +96,26 @@ export function installIssueRoutes(hub: SandboxHub, router: RouteTable): void {
 /** Labels of an issue or pull request, for tests (`control`-side view). */
 export function labelsOf(hub: SandboxHub, repoId: number, number: number): string[] {
   return [...(labelsByHub.get(hub)?.get(`${repoId}#${number}`) ?? [])];
+}
+
+/** Comments of an issue or pull request, and a way to add one (the control API's simulated users). */
+export function commentsOf(hub: SandboxHub, repoId: number, number: number): Comment[] {
+  return commentsByHub.get(hub)?.byKey.get(`${repoId}#${number}`) ?? [];
+}
+
+export function addComment(hub: SandboxHub, repoId: number, number: number, body: string, user: string): Comment {
+  const store = commentsByHub.get(hub)!;
+  const comment: Comment = { id: store.nextId(), body, user, created_at: hub.timestamp() };
+  store.byKey.set(`${repoId}#${number}`, [...(store.byKey.get(`${repoId}#${number}`) ?? []), comment]);
+  return comment;
+}
+
+/** The comment with this id in a repository, with the number it belongs to. */
+export function findComment(hub: SandboxHub, repoId: number, id: number): { number: number; comment: Comment } | undefined {
+  for (const [key, list] of commentsByHub.get(hub)?.byKey ?? []) {
+    if (!key.startsWith(`${repoId}#`)) continue;
+    const comment = list.find((c) => c.id === id);
+    if (comment) return { number: Number(key.split("#")[1]), comment };
+  }
+  return undefined;
 }

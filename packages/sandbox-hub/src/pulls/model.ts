@@ -22,6 +22,33 @@ export interface PullRequest {
   merged_at: string | null;
 }
 
+/** A changed file of a pull request: a git change, or a file moved unchanged (`renamed`). */
+export type PullFileChange = FileChange | { path: string; status: "renamed"; previous: string; before: string; after: string };
+
+/**
+ * GitHub lists a file moved without changes as one `renamed` entry with `previous_filename`
+ * instead of a removal and an addition (it also pairs similar files; the hub pairs identical ones).
+ */
+export function pairRenames(changes: FileChange[]): PullFileChange[] {
+  const removedByBlob = new Map<string, FileChange>();
+  for (const c of changes) if (c.status === "removed" && c.before && !removedByBlob.has(c.before)) removedByBlob.set(c.before, c);
+  const movedFrom = new Map<FileChange, FileChange>();
+  const paired = new Set<FileChange>();
+  for (const c of changes) {
+    const from = c.status === "added" && c.after ? removedByBlob.get(c.after) : undefined;
+    if (from && !paired.has(from)) {
+      paired.add(from);
+      movedFrom.set(c, from);
+    }
+  }
+  return changes
+    .filter((c) => !paired.has(c))
+    .map((c) => {
+      const from = movedFrom.get(c);
+      return from ? { path: c.path, status: "renamed" as const, previous: from.path, before: c.after!, after: c.after! } : c;
+    });
+}
+
 function lines(text: string | undefined): string[] {
   if (text === undefined || text === "") return [];
   return text.replace(/\n$/, "").split("\n");
@@ -42,7 +69,7 @@ export function fileJson(
   base: string,
   fullName: string,
   headSha: string,
-  change: FileChange,
+  change: PullFileChange,
   text: (blob: string | undefined) => string | undefined,
 ): Record<string, unknown> {
   const { patch, additions, deletions } = patchOf(text(change.before), text(change.after));
@@ -58,6 +85,6 @@ export function fileJson(
     raw_url: `${base}/${fullName}/raw/${headSha}/${encoded}`,
     contents_url: `${base}/repos/${fullName}/contents/${encoded}?ref=${headSha}`,
     patch,
-    previous_filename: null,
+    previous_filename: change.status === "renamed" ? change.previous : null,
   };
 }

@@ -1,9 +1,10 @@
 // Opening pull requests (from a branch or a fork) and keeping them in step with pushes.
+import { nextIssueNumber } from "../issues/store.js";
 import type { Repo } from "../core/types.js";
 import { RepoGit } from "../git/store.js";
 import { defaultPusher, pushFiles } from "../git/push.js";
 import type { SandboxHub } from "../sandbox-hub.js";
-import type { PullRequest } from "./model.js";
+import { pairRenames, type PullRequest } from "./model.js";
 
 export interface OpenPullRequestOptions {
   owner: string;
@@ -91,7 +92,7 @@ export function pullJson(hub: SandboxHub, pr: PullRequest): Record<string, unkno
 }
 
 export function changedFiles(hub: SandboxHub, pr: PullRequest) {
-  return hub.git(headRepo(pr, hub)).diff(pr.mergeBase, headSha(hub, pr));
+  return pairRenames(hub.git(headRepo(pr, hub)).diff(pr.mergeBase, headSha(hub, pr)));
 }
 
 function forkFor(hub: SandboxHub, base: Repo, owner: string): Repo {
@@ -154,7 +155,7 @@ export function openPullRequest(hub: SandboxHub, opts: OpenPullRequestOptions): 
   const pr: PullRequest = {
     id,
     node_id: hub.nodeId("PR_", id),
-    number: list.length + 1,
+    number: nextIssueNumber(hub, base.id),
     title: opts.title ?? `Change ${opts.head}`,
     body: opts.body ?? null,
     state: "open",

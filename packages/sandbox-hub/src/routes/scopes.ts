@@ -1,11 +1,14 @@
-// Resolving the scope of a secrets/variables route from its path: organisation, repository
-// or environment, each checked against the caller's reach.
+// The routes secrets and variables share: resolving a route's scope from its path (organisation,
+// repository or environment, each checked against the caller's reach), listing, reading and
+// deleting values in each scope, the organisation values a repository can use, and the
+// selected-repositories operations of organisation values.
 import type { Hub, HubRequest, Org, Repo, Router } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import type { DeploymentsDomain } from "../domains/deployments.js";
+import type { ScopedValue, ScopedValues } from "../domains/scoped-values.js";
 import type { Scope, SelectionChange } from "../domains/scopes.js";
 import { actorOf } from "../domains/shared.js";
-import { bodyOf, noContent } from "./http.js";
+import { bodyOf, noContent, ok } from "./http.js";
 
 export function requireOrg(hub: Hub, req: HubRequest): Org {
   const login = req.params.org!;
@@ -52,19 +55,66 @@ export function selectedIds(hub: Hub, org: Org, body: Record<string, unknown>, r
   return ids as number[];
 }
 
-/** What the selected-repositories routes need from a secrets or variables store. */
-export interface SelectableStore {
-  requireSelectable(org: string, name: string): { selected: number[] };
-  changeSelection(org: string, name: string, change: SelectionChange, by: string): void;
+type Permission = Record<string, "read" | "write">;
+type Resolve = (req: HubRequest) => { scope: Scope };
+
+export interface ScopedRoutesOptions {
+  /** The installation permission of each scope's routes (read to read, write to change). */
+  permissions: { repo: string; env: string; org: string };
+  /** The path parameter naming a value: `secret_name`, `name`. */
+  nameParam: string;
+  /** Largest `per_page` of the lists, when smaller than the API's usual 100. */
+  maxPerPage?: number;
+  /** The routes of one kind only (writes, the public key), added before the shared ones of each scope. */
+  own(prefix: string, resolve: Resolve, read: Permission, write: Permission): void;
+}
+
+/**
+ * `GET {scope}/{area}`, `GET` and `DELETE {scope}/{area}/{name}` in the repository, environment
+ * and organisation scopes, `GET /repos/{owner}/{repo}/actions/organization-{area}`, and the
+ * organisation values' selected-repositories routes.
+ */
+export function installScopedValueRoutes<T extends ScopedValue>(hub: Hub, router: Router, values: ScopedValues<T>, deployments: DeploymentsDomain, o: ScopedRoutesOptions): void {
+  const { area } = values.kind;
+  const page = { wrap: area, ...(o.maxPerPage ? { maxPerPage: o.maxPerPage } : {}) };
+  const scopes: [string, Resolve, string][] = [
+    ["/repos/{owner}/{repo}/actions", (req) => repoScope(hub, req), o.permissions.repo],
+    ["/repos/{owner}/{repo}/environments/{environment_name}", (req) => envScope(hub, req, deployments), o.permissions.env],
+    ["/orgs/{org}/actions", (req) => orgScope(hub, req), o.permissions.org],
+  ];
+  for (const [prefix, resolve, permission] of scopes) {
+    const read: Permission = { [permission]: "read" };
+    const write: Permission = { [permission]: "write" };
+    o.own(prefix, resolve, read, write);
+    router.add("GET", `${prefix}/${area}`, (req) => {
+      const { scope } = resolve(req);
+      return hub.paginate(req, values.list(scope).map((v) => values.json(scope, v)), page);
+    }, { permission: read });
+    router.add("GET", `${prefix}/${area}/{${o.nameParam}}`, (req) => {
+      const { scope } = resolve(req);
+      return ok(values.json(scope, values.require(scope, req.params[o.nameParam]!)));
+    }, { permission: read });
+    router.add("DELETE", `${prefix}/${area}/{${o.nameParam}}`, (req) => {
+      values.delete(resolve(req).scope, req.params[o.nameParam]!, actorOf(req.auth));
+      return noContent();
+    }, { permission: write });
+  }
+
+  router.add("GET", `/repos/{owner}/{repo}/actions/organization-${area}`, (req) => {
+    const { repo } = repoScope(hub, req);
+    return hub.paginate(req, values.reaching(repo).map((v) => values.json({ kind: "repo", repoId: repo.id }, v)), page);
+  }, { permission: { [o.permissions.repo]: "read" } });
+
+  installSelectionRoutes(hub, router, `/orgs/{org}/actions/${area}/{${o.nameParam}}`, o.nameParam, values, values.kind.resource, o.permissions.org);
 }
 
 /** `GET/PUT {prefix}/repositories` and `PUT/DELETE {prefix}/repositories/{repository_id}` (409 unless visibility is selected). */
-export function installSelectionRoutes(
+function installSelectionRoutes(
   hub: Hub,
   router: Router,
   prefix: string,
   nameParam: string,
-  store: SelectableStore,
+  store: Pick<ScopedValues<ScopedValue>, "requireSelectable" | "changeSelection">,
   resource: string,
   permission: string,
 ): void {

@@ -3,13 +3,15 @@
 // rejected, and one during a freeze held until the freeze ends, then approved. Then the
 // organisation gates production of every `tier: critical` repository (custom property) with a
 // holiday calendar from the admin repository: a deployment on a holiday is held until it ends.
+import type { Effect } from "@steward/sandbox-hub";
 import type { SandboxStack } from "../../stack.js";
 import type { Row, Scenario } from "../types.js";
 
 const OWNER = "acme";
 const REPO = "web";
 const ENVIRONMENT = "production";
-const FREEZE_SECONDS = 4;
+/** Freezes and holidays end this far on the hub's clock; the demo moves the clock past the end instead of waiting. */
+const FREEZE_SECONDS = 180;
 
 const policy = (freeze?: { from: Date; to: Date }) =>
   [
@@ -40,7 +42,6 @@ const icsTime = (d: Date) => d.toISOString().replace(/[-:]/g, "").replace(/\.\d{
 const holidays = (from: Date, to: Date) =>
   ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//acme//holidays//EN", "BEGIN:VEVENT", "UID:offsite@acme", `DTSTART:${icsTime(from)}`, `DTEND:${icsTime(to)}`, "SUMMARY:Company offsite", "END:VEVENT", "END:VCALENDAR", ""].join("\r\n");
 
-type DeploymentEffect = { kind: string; detail: Record<string, unknown> };
 
 async function settle(stack: SandboxStack): Promise<void> {
   for (let i = 0; i < 3; i++) {
@@ -51,11 +52,11 @@ async function settle(stack: SandboxStack): Promise<void> {
 }
 
 /** Settle and look again until an effect of `kinds` appears for the run (bounded). */
-async function effectFor(stack: SandboxStack, runId: number, kinds: string[], timeoutMs = 15_000): Promise<DeploymentEffect> {
+async function effectFor(stack: SandboxStack, runId: number, kinds: string[], timeoutMs = 15_000): Promise<Effect> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     await settle(stack);
-    const found = (stack.hub.domains.effects.of("deployments") as DeploymentEffect[]).find((e) => kinds.includes(e.kind) && e.detail.run_id === runId);
+    const found = stack.hub.domains.effects.of("deployments").find((e) => kinds.includes(e.kind.slice("deployments.".length)) && e.detail.run_id === runId);
     if (found) return found;
     if (Date.now() > end) throw new Error(`no ${kinds.join(" or ")} for run ${runId} within ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 200));
@@ -63,7 +64,7 @@ async function effectFor(stack: SandboxStack, runId: number, kinds: string[], ti
 }
 
 /** The comment's reasons on one line, for the table. */
-const reasonsOf = (effect: DeploymentEffect) =>
+const reasonsOf = (effect: Effect) =>
   String(effect.detail.comment ?? "")
     .split("\n")
     .slice(1)
@@ -99,12 +100,12 @@ const scenario: Scenario = {
 
     const green = deploy(stack, repo.default_branch, print);
     const approved = await effectFor(stack, green, ["protection_rule.approved", "protection_rule.rejected"]);
-    rows.push({ step: `deploy ${repo.default_branch}, checks green`, event: "deployment_protection_rule.requested", result: `${approved.kind.split(".")[1]}: ${reasonsOf(approved)}` });
+    rows.push({ step: `deploy ${repo.default_branch}, checks green`, event: "deployment_protection_rule.requested", result: `${approved.kind.split(".").pop()}: ${reasonsOf(approved)}` });
 
     // A feature branch has no commits of its own here: the run names the branch, which is what the policy judges.
     const feature = deploy(stack, "feature/login", print);
     const rejected = await effectFor(stack, feature, ["protection_rule.approved", "protection_rule.rejected"]);
-    rows.push({ step: "deploy feature/login", event: "deployment_protection_rule.requested", result: `${rejected.kind.split(".")[1]}: ${reasonsOf(rejected)}` });
+    rows.push({ step: "deploy feature/login", event: "deployment_protection_rule.requested", result: `${rejected.kind.split(".").pop()}: ${reasonsOf(rejected)}` });
 
     const now = control.now();
     const freeze = { from: new Date(now.getTime() - 60_000), to: new Date(Math.ceil((now.getTime() + FREEZE_SECONDS * 1000) / 1000) * 1000) };
@@ -114,10 +115,11 @@ const scenario: Scenario = {
 
     const frozen = deploy(stack, repo.default_branch, print);
     const held = await effectFor(stack, frozen, ["protection_rule.status_report", "protection_rule.approved", "protection_rule.rejected"]);
-    rows.push({ step: `deploy ${repo.default_branch} during the freeze`, event: "deployment_protection_rule.requested", result: `${held.kind === "protection_rule.status_report" ? "waiting" : held.kind.split(".")[1]}: ${reasonsOf(held)}` });
-    print(`waiting for the freeze to end (sandbox clock ${control.now().toISOString()})`);
-    const released = await effectFor(stack, frozen, ["protection_rule.approved", "protection_rule.rejected"], (FREEZE_SECONDS + 15) * 1000);
-    rows.push({ step: `freeze over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${released.kind.split(".")[1]}: ${reasonsOf(released)}` });
+    rows.push({ step: `deploy ${repo.default_branch} during the freeze`, event: "deployment_protection_rule.requested", result: `${held.kind.endsWith(".status_report") ? "waiting" : held.kind.split(".").pop()}: ${reasonsOf(held)}` });
+    print(`waiting for the freeze to end: moving the sandbox clock from ${control.now().toISOString()} past ${freeze.to.toISOString()}`);
+    control.advanceClock(freeze.to.getTime() - control.now().getTime() + 1000);
+    const released = await effectFor(stack, frozen, ["protection_rule.approved", "protection_rule.rejected"], 20_000);
+    rows.push({ step: `freeze over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${released.kind.split(".").pop()}: ${reasonsOf(released)}` });
 
     // The organisation gates critical repositories; today is a holiday in its calendar.
     const start = control.now();
@@ -129,9 +131,11 @@ const scenario: Scenario = {
     rows.push({ step: `org policy: tier critical gates ${ENVIRONMENT} (holidays.ics); ${OWNER}/${REPO} is tier: critical`, event: "push", result: "policy reloaded" });
     const holiday = deploy(stack, repo.default_branch, print);
     const gated = await effectFor(stack, holiday, ["protection_rule.status_report", "protection_rule.approved", "protection_rule.rejected"]);
-    rows.push({ step: `deploy ${repo.default_branch} on a holiday`, event: "deployment_protection_rule.requested", result: `${gated.kind === "protection_rule.status_report" ? "waiting" : gated.kind.split(".")[1]}: ${reasonsOf(gated)}` });
-    const after = await effectFor(stack, holiday, ["protection_rule.approved", "protection_rule.rejected"], (FREEZE_SECONDS + 15) * 1000);
-    rows.push({ step: `holiday over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${after.kind.split(".")[1]}: ${reasonsOf(after)}` });
+    rows.push({ step: `deploy ${repo.default_branch} on a holiday`, event: "deployment_protection_rule.requested", result: `${gated.kind.endsWith(".status_report") ? "waiting" : gated.kind.split(".").pop()}: ${reasonsOf(gated)}` });
+    print(`waiting for the holiday to end: moving the sandbox clock past ${holidayEnd.toISOString()}`);
+    control.advanceClock(holidayEnd.getTime() - control.now().getTime() + 1000);
+    const after = await effectFor(stack, holiday, ["protection_rule.approved", "protection_rule.rejected"], 20_000);
+    rows.push({ step: `holiday over at ${control.now().toISOString()}`, event: "scheduled re-evaluation", result: `${after.kind.split(".").pop()}: ${reasonsOf(after)}` });
     return rows;
   },
 };

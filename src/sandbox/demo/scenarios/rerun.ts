@@ -5,7 +5,7 @@
 // alone and recorded for `steward flakes`.
 import type { SandboxStack } from "../../stack.js";
 import type { Row, Scenario } from "../types.js";
-import { flakyJobs } from "../../../cli/commands/flakes.js";
+import { flakyJobs } from "../../../../handlers/rerun/flake-listing.js";
 
 const OWNER = "acme";
 const REPO = "api";
@@ -73,9 +73,9 @@ async function flakeSteps(stack: SandboxStack, print: (line: string) => void): P
   }
   const red = runs[1]!;
   rows.push({ step: `E2E on commit B re-run`, event: "workflow_run.completed", result: red.attempts[1] ? `attempt 2: ${red.attempts[1].conclusion} (mode ${red.attempts[1].mode})` : "not re-run" });
-  const [top] = await flakyJobs(stack.steward.store.kv, { repo: `${OWNER}/${REPO}`, sinceMs: 30 * 86_400_000, limit: 5 });
+  const [top] = (await flakyJobs(stack.steward.store.kv, { repos: [`${OWNER}/${REPO}`], sinceMs: 30 * 86_400_000, limit: 5 }))[0]?.jobs ?? [];
   rows.push({ step: `steward flakes --repo ${OWNER}/${REPO}`, event: "cli", result: top ? `${top.workflow} / ${top.job}: ${top.count} flake, ${top.rerun} re-run` : "none" });
-  print(`flake pattern: ${rows[rows.length - 1]!.result}`);
+  print(`flake pattern: ${rows[rows.length - 1]!.result} (also listed at ${stack.steward.url}/console/flakes?repo=${OWNER}%2F${REPO})`);
   return rows;
 }
 

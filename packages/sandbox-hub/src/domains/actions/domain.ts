@@ -7,7 +7,7 @@ import type { Hub, Repo } from "../../core/types.js";
 import { HubError } from "../../core/types.js";
 import type { ChecksDomain, CheckRun } from "../checks.js";
 import type { DeploymentsDomain, Gate } from "../deployments.js";
-import type { EffectsLog } from "../effects.js";
+import type { Effect, EffectsLog } from "../../core/effects.js";
 import { ACTIONS_APP_ID, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../shared.js";
 import { jobsReadyToStart, jobsToSkip, planRerun, runConclusion, stepConclusions, type JobConclusion, type JobStatus, type RerunDecision, type RerunMode } from "./plan.js";
 
@@ -241,9 +241,9 @@ export class ActionsDomain {
   }
 
   /** Re-run requests recorded so far (allowed or refused), optionally of one run. */
-  rerunRequests(runId?: number): { kind: string; by: string; at: string; detail: Record<string, unknown> }[] {
+  rerunRequests(runId?: number): Effect[] {
     return this.effects.entries.filter(
-      (e) => e.domain === "actions" && (e.kind === "rerun" || e.kind === "rerun-failed-jobs" || e.kind === "rerun-job") && (runId === undefined || e.detail.run_id === runId),
+      (e) => (e.kind === "actions.rerun" || e.kind === "actions.rerun-failed-jobs" || e.kind === "actions.rerun-job") && (runId === undefined || e.detail.run_id === runId),
     );
   }
 
@@ -256,7 +256,7 @@ export class ActionsDomain {
     const latest = this.latest(run);
     const decision = planRerun({ status: latest.status, attempt: latest.n, jobs: this.jobsOf(run) }, mode, undefined, o.job);
     const kind = mode === "all" ? "rerun" : mode === "failed" ? "rerun-failed-jobs" : "rerun-job";
-    this.effects.record({ domain: "actions", kind, by, detail: { run_id: runId, attempt: latest.n, allowed: decision.allowed, reasons: decision.reasons, debug: o.debug ?? false, ...(o.job ? { job: o.job } : {}) } });
+    this.effects.record(`actions.${kind}`, by, { run_id: runId, attempt: latest.n, allowed: decision.allowed, reasons: decision.reasons, debug: o.debug ?? false, ...(o.job ? { job: o.job } : {}) });
     if (!decision.allowed) throw new HubError(decision.status, decision.message);
     const keep = decision.keep.map((name) => this.jobsOf(run).find((j) => j.name === name)!);
     this.createAttempt(repo, run, mode, decision.rerun, keep, by.startsWith("user:") ? by.slice(5) : run.actor);
@@ -269,7 +269,7 @@ export class ActionsDomain {
   cancel(runId: number, by: string): void {
     const run = this.requireRun(runId);
     const repo = this.repoOf(run);
-    this.effects.record({ domain: "actions", kind: "cancel", by, detail: { run_id: runId, attempt: this.latest(run).n } });
+    this.effects.record("actions.cancel", by, { run_id: runId, attempt: this.latest(run).n });
     if (this.latest(run).status === "completed") throw new HubError(409, "Cannot cancel a workflow run that is completed.");
     for (const job of this.jobsOf(run)) if (job.status !== "completed") this.finishJob(repo, run, job, "cancelled", {});
     this.advance(repo, run);
@@ -574,7 +574,7 @@ export class ActionsDomain {
     this.updateCheck(repo, job, { conclusion, output: conclusion === "success" || conclusion === "skipped" ? undefined : { title: `${job.name} ${conclusion}`, summary: o.log?.slice(-SUMMARY_LOG_TAIL) ?? `Job ${job.name} concluded ${conclusion}.` } });
     this.sendJob(repo, job, "completed");
     if (job.environment) this.deployments.jobFinished(repo, job.id, conclusion);
-    this.effects.record({ domain: "actions", kind: "job.completed", by: "control", detail: { run_id: run.id, job: job.name, attempt: job.attempt, conclusion } });
+    this.effects.record("actions.job.completed", "control", { run_id: run.id, job: job.name, attempt: job.attempt, conclusion });
   }
 
   private finishAttempt(repo: Repo, run: Run): void {

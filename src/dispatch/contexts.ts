@@ -1,0 +1,141 @@
+// Builds what a handler sees: HandlerContext per delivery, TaskContext per task,
+// ServiceContext at start. Octokit and check reporter are resolved lazily so a handler
+// that never calls the API never needs an installation.
+import type { Logger } from "pino";
+import type { HandlerContext, HandlerModule, InstallationOctokit, Scheduler, ServiceContext, TaskContext } from "../handler.js";
+import type { CheckReporter } from "../check-runs/types.js";
+import type { StewardConfig } from "../config/types.js";
+import type { OctokitFactory } from "../api/types.js";
+import type { PolicyLoader } from "../policy/types.js";
+import type { Store } from "../store/types.js";
+import type { Clock } from "../lifecycle/clock.js";
+import { gatePolicy } from "./policy-gate.js";
+import { onceFor } from "./once.js";
+
+export interface ContextDeps {
+  config: StewardConfig;
+  store: Store;
+  octokits: OctokitFactory;
+  policies: PolicyLoader;
+  /** The delivery's id when there is one: its check runs link to the console's page of it. */
+  checkReporterFor: (octokit: InstallationOctokit, deliveryId?: string) => CheckReporter;
+  schedulerFor(handler: string): Scheduler;
+  /** Steward's clock (the host's, or the sandbox hub's). */
+  clock: Clock;
+}
+
+function missingInstallation(what: string): never {
+  throw new Error(`${what} needs an installation, and this one has none`);
+}
+
+/** `loadPolicy` for a handler: its section of another repository or ref, refused when invalid. */
+export function policyLoaderFor<P>(
+  deps: ContextDeps,
+  handler: HandlerModule<P>,
+  octokit: InstallationOctokit | undefined,
+): (opts: { owner: string; repo: string; ref?: string }) => Promise<P> {
+  return async (target) => {
+    if (!octokit) missingInstallation("loadPolicy");
+    const loaded = await deps.policies.load(octokit, target);
+    if (!handler.policy) return undefined as P;
+    const gate = gatePolicy<P>(handler.policy, loaded);
+    if (!gate.run) throw new Error(`${target.owner}/${target.repo}: ${gate.reason}`);
+    return gate.policy as P;
+  };
+}
+
+function lazyChecks(deps: ContextDeps, octokit: InstallationOctokit | undefined, deliveryId: string | undefined): CheckReporter {
+  let reporter: CheckReporter | undefined;
+  return {
+    report: (report) => {
+      if (!octokit) return Promise.reject(new Error("check runs need an installation, and this one has none"));
+      reporter ??= deps.checkReporterFor(octokit, deliveryId);
+      return reporter.report(report);
+    },
+  };
+}
+
+export interface DeliveryFacts {
+  deliveryId: string;
+  name: string;
+  action: string | undefined;
+  payload: unknown;
+  installationId: number | undefined;
+}
+
+export interface WorkExtra {
+  octokit: InstallationOctokit | undefined;
+  log: Logger;
+  attempt: number;
+  signal: AbortSignal;
+}
+
+/** What a handler sees in both kinds of context; `octokit` is a getter that throws without an installation. */
+function commonParts<P>(
+  deps: ContextDeps,
+  handler: HandlerModule<P>,
+  extra: WorkExtra & { deliveryId?: string; owner: string },
+) {
+  const { octokit } = extra;
+  return {
+    get octokit(): InstallationOctokit {
+      return octokit ?? missingInstallation("octokit");
+    },
+    loadPolicy: policyLoaderFor(deps, handler, octokit),
+    log: extra.log,
+    store: deps.store,
+    once: onceFor(deps.store, handler.name, extra.owner),
+    scheduler: deps.schedulerFor(handler.name),
+    checks: lazyChecks(deps, octokit, extra.deliveryId),
+    attempt: extra.attempt,
+    config: deps.config,
+    now: () => deps.clock.now(),
+    signal: extra.signal,
+  };
+}
+
+/** Copies own properties including getters (object spread would call the octokit getter). */
+function extend<A extends object, B extends object>(base: A, more: B): A & B {
+  return Object.defineProperties(base, Object.getOwnPropertyDescriptors(more)) as A & B;
+}
+
+export function handlerContext<P>(
+  deps: ContextDeps,
+  handler: HandlerModule<P>,
+  facts: DeliveryFacts,
+  extra: WorkExtra & { policy: P | undefined; policySources?: readonly string[] },
+): HandlerContext<any, P> {
+  const specific = {
+    deliveryId: facts.deliveryId,
+    name: facts.name,
+    action: facts.action,
+    payload: facts.payload as HandlerContext["payload"],
+    installationId: facts.installationId,
+    policy: extra.policy,
+    policySources: extra.policySources ?? [],
+  };
+  return extend(specific, commonParts(deps, handler, { ...extra, deliveryId: facts.deliveryId, owner: `delivery ${facts.deliveryId}` }));
+}
+
+export function taskContext<P>(
+  deps: ContextDeps,
+  handler: HandlerModule<P>,
+  task: { key: string; data: unknown; installationId: number | undefined },
+  extra: WorkExtra,
+): TaskContext<P> {
+  const specific = { key: task.key, data: task.data, installationId: task.installationId };
+  return extend(specific, commonParts(deps, handler, { ...extra, owner: `task ${task.key}` }));
+}
+
+export function serviceContext(deps: ContextDeps, log: Logger, scheduler: Scheduler, signal: AbortSignal): ServiceContext {
+  return {
+    signal,
+    log,
+    store: deps.store,
+    scheduler,
+    config: deps.config,
+    octokitFor: (id) => deps.octokits.octokitFor(id),
+    appOctokit: () => deps.octokits.appOctokit(),
+    now: () => deps.clock.now(),
+  };
+}

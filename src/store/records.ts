@@ -1,0 +1,98 @@
+// What the durable queue holds: leased deliveries with per-handler outcomes, and keyed
+// scheduled tasks. The operations on them are the store contract (src/store/contract.ts).
+import type { IncomingDelivery } from "../intake/delivery-intake.js";
+import type { Outcome } from "../handler.js";
+
+/**
+ * queued: waiting for its first run (or replayed). running: leased by a worker.
+ * failed: some handler failed, a retry is scheduled. done: every handler done or skipped.
+ * dead: attempts exhausted (or a failure that must not be retried); kept with its last error.
+ */
+export type DeliveryStatus = "queued" | "running" | "done" | "failed" | "dead";
+
+export interface StoredDelivery extends IncomingDelivery {
+  status: DeliveryStatus;
+  /** Runs of this delivery so far. */
+  attempts: number;
+  nextRunAt: Date;
+  lastError: string | undefined;
+  updatedAt: Date;
+}
+
+/** The persisted outcome of one handler on one delivery (the latest attempt). */
+export interface HandlerOutcomeRecord {
+  handler: string;
+  status: Outcome["status"];
+  /** summary (done), reason (skipped) or error (failed). */
+  detail: string | undefined;
+  /** Only meaningful for `failed`. */
+  retryable: boolean;
+  /** Runs of this handler on this delivery so far. */
+  attempts: number;
+  seconds: number;
+  updatedAt: Date;
+}
+
+export interface ClaimedDelivery {
+  /** Lease token: every write of this run presents it, so a run whose lease was lost writes nothing. */
+  token: string;
+  delivery: StoredDelivery;
+  outcomes: HandlerOutcomeRecord[];
+  /** The payload already parsed (a delivery leased as it was recorded): not parsed again. */
+  parsed?: unknown;
+}
+
+/** What becomes of a delivery after a run (decided by `decideDelivery`). */
+export type DeliveryDecision =
+  | { status: "done" }
+  | { status: "failed"; retryAt: Date; lastError: string }
+  | { status: "dead"; lastError: string };
+
+export interface DeliveryFilter {
+  status?: DeliveryStatus;
+  event?: string;
+  /** Received at or after this moment. */
+  since?: Date;
+  limit?: number;
+}
+
+/** One run of one handler on a delivery, as it ended: the history `steward deliveries show` prints. */
+export interface AttemptRecord {
+  handler: string;
+  /** The handler's attempt number on this delivery (counting restarts after a replay from 1). */
+  attempt: number;
+  status: Outcome["status"];
+  detail: string | undefined;
+  at: Date;
+}
+
+/** A stored delivery as an operator inspects it. */
+export interface DeliveryRecord {
+  delivery: StoredDelivery;
+  outcomes: HandlerOutcomeRecord[];
+  /** Every handler run, oldest first (the last ones, when there were very many). */
+  attempts: AttemptRecord[];
+}
+
+export type TaskStatus = "pending" | "running" | "dead";
+
+export interface StoredTask {
+  handler: string;
+  key: string;
+  runAt: Date;
+  data: unknown;
+  installationId: number | undefined;
+  status: TaskStatus;
+  /** Failed runs so far. */
+  attempts: number;
+  lastError: string | undefined;
+}
+
+export interface ClaimedTask {
+  token: string;
+  /** Generation of the task row: a task re-scheduled while it runs is a new generation and survives this run. */
+  generation: number;
+  task: StoredTask;
+}
+
+export type TaskDecision = { status: "done" } | { status: "retry"; retryAt: Date; lastError: string } | { status: "dead"; lastError: string };

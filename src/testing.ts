@@ -1,0 +1,62 @@
+// `steward/testing`: test a handler module from another package against the sandbox hub, the
+// same way Steward's own tests do. The hub is a separate package (`@steward/sandbox-hub`, in the
+// Steward checkout's packages/sandbox-hub) that production installs never carry, so it is loaded
+// on first use and its absence is one clear error instead of a resolution failure at import.
+import type { HandlerModule } from "./handler.js";
+import type { HandlerOutcomeRecord } from "./store/records.js";
+import type { SandboxStack, SandboxStackOptions } from "./sandbox/stack.js";
+
+export type { SandboxStack, SandboxStackOptions } from "./sandbox/stack.js";
+export type { HandlerOutcomeRecord } from "./store/records.js";
+
+const HUB_PACKAGE = "@steward/sandbox-hub";
+
+async function loadStack(): Promise<typeof import("./sandbox/stack.js")> {
+  try {
+    await import(HUB_PACKAGE);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" && String((err as Error).message).includes(HUB_PACKAGE)) {
+      throw new Error(
+        `steward/testing needs the sandbox hub: npm install --save-dev <path to the Steward checkout>/packages/sandbox-hub`,
+      );
+    }
+    throw err;
+  }
+  return import("./sandbox/stack.js");
+}
+
+/**
+ * The sandbox hub and a Steward wired to it in this process: the app installed with Steward's
+ * manifest (`app.yml`), `handlers` as the only handler modules (the built-in ones when omitted),
+ * a scratch data directory removed on `close()`.
+ */
+export async function startSandboxStack(opts: SandboxStackOptions & { handlers?: HandlerModule<any>[] } = {}): Promise<SandboxStack> {
+  const { startSandboxStack: start } = await loadStack();
+  return start(opts);
+}
+
+/**
+ * A handler's final outcome on a delivery the hub sent (`hub.control.deliveries()[n].guid`):
+ * waits while it is missing or `failed` with a retry to come, up to `timeoutMs`.
+ */
+export async function outcomeOf(
+  stack: SandboxStack,
+  deliveryId: string,
+  handler: string,
+  opts: { timeoutMs?: number } = {},
+): Promise<HandlerOutcomeRecord> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+  let last: HandlerOutcomeRecord | undefined;
+  let status: string | undefined;
+  for (;;) {
+    const stored = await stack.steward.store.deliveries.getDelivery(deliveryId);
+    last = stored?.outcomes.find((o) => o.handler === handler);
+    status = stored?.delivery.status;
+    // A failed outcome is final only once the delivery itself is dead (no retry left).
+    if (last && (last.status !== "failed" || status === "dead")) return last;
+    if (Date.now() > deadline) {
+      throw new Error(`no final outcome of ${handler} on delivery ${deliveryId} after ${opts.timeoutMs ?? 60_000} ms (so far: ${last ? `${last.status}: ${last.detail ?? ""}` : "none"}, delivery ${status ?? "not recorded"})`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

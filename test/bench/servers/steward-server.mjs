@@ -1,0 +1,71 @@
+// Steward as benchmarked: the real service (intake, durable store, engine, worker pool) with a
+// no-op handler for every event, in its own process, run as production runs it: the compiled
+// JavaScript in dist/ (`npm run build`) on plain node, no tsx. Plain JavaScript for that reason.
+// Prints its port on stdout and answers "usage" messages with RSS and CPU time.
+import { generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../../dist/src/config/env.js";
+import { createSteward } from "../../../dist/src/app.js";
+import { defineHandler } from "../../../dist/src/handler.js";
+import { createLogger } from "../../../dist/src/log/logger.js";
+
+const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+// A bench run records gigabytes of deliveries: a data dir made here goes when the server does.
+const ownDataDir = process.env.STEWARD_DATA_DIR ? undefined : mkdtempSync(join(tmpdir(), "steward-bench-"));
+const config = loadConfig({
+  APP_ID: "1",
+  PRIVATE_KEY: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
+  WEBHOOK_SECRET: process.env.WEBHOOK_SECRET ?? "bench-secret",
+  PORT: "0",
+  HOST: "127.0.0.1",
+  GITHUB_API_URL: "http://127.0.0.1:9",
+  STEWARD_DATA_DIR: process.env.STEWARD_DATA_DIR ?? ownDataDir,
+  STEWARD_DURABILITY: process.env.STEWARD_DURABILITY ?? "process",
+  STEWARD_REDELIVER_INTERVAL: "24h",
+  LOG_LEVEL: "warn",
+});
+let processed = 0;
+const noop = defineHandler({
+  name: "noop",
+  events: ["*"],
+  async handle() {
+    processed++;
+    return { status: "done" };
+  },
+});
+const steward = await createSteward({ config, handlers: [noop], logger: createLogger({ level: "warn", format: "json" }) });
+process.stdout.write(`PORT=${new URL(steward.url).port}\n`);
+async function usage() {
+  return { rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), processed, depth: await steward.engine.intake.depth() };
+}
+// CPU profile of a window the bench chooses (after warm-up, start-up excluded), written as .cpuprofile.
+let inspector;
+async function profile(m) {
+  if (m.profile === "start") {
+    inspector = new Session();
+    inspector.connect();
+    await inspector.post("Profiler.enable");
+    await inspector.post("Profiler.start");
+  } else if (inspector) {
+    const { profile } = await inspector.post("Profiler.stop");
+    writeFileSync(m.file, JSON.stringify(profile));
+    inspector.disconnect();
+    inspector = undefined;
+  }
+  return usage();
+}
+process.on("message", (m) => {
+  if (typeof m === "object" && m !== null && "profile" in m) void profile(m).then((u) => process.send?.(u));
+  // "drain": answer once everything recorded so far has been processed (the worker caught up).
+  if (m === "usage") void usage().then((u) => process.send?.(u));
+  if (m === "drain") void steward.engine.idle().then(usage).then((u) => process.send?.(u));
+});
+process.on("SIGTERM", () => {
+  void steward.close().then(() => {
+    if (ownDataDir) rmSync(ownDataDir, { recursive: true, force: true });
+    process.exit(0);
+  });
+});

@@ -1,0 +1,78 @@
+// /console/flakes in Chromium (playwright-core, Debian's /usr/bin/chromium): reached from the
+// console's navigation, filtered by repository and time through the form, with the counts and the
+// link to the last flaky run. Screenshot to docs/console/flakes.png with STEWARD_SCREENSHOTS=docs.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium, type BrowserContext } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
+import { makeFlakes } from "./flakes-fixture.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) console.warn(`browser tests skipped: no ${CHROMIUM} (.ci/run installs Debian's chromium)`);
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const shotsDir = process.env.STEWARD_SCREENSHOTS === "docs" ? fileURLToPath(new URL("../../docs/console/", import.meta.url)) : mkdtempSync(join(tmpdir(), "steward-shots-"));
+
+let world: ConsoleWorld;
+let context: BrowserContext | undefined;
+let profile: string | undefined;
+let web: { redRunIds: number[] };
+
+beforeAll(async () => {
+  if (!haveChromium) return;
+  mkdirSync(shotsDir, { recursive: true });
+  world = await consoleWorld();
+  const settle = () => world.settle();
+  web = await makeFlakes(world.stack, settle, "acme", "web", { times: 2 });
+  await makeFlakes(world.stack, settle, "acme", "api", { job: "unit" });
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close().catch(() => undefined);
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  if (process.env.STEWARD_SCREENSHOTS !== "docs") rmSync(shotsDir, { recursive: true, force: true });
+  await world?.stack.close();
+});
+
+describe.skipIf(!haveChromium)("flaky jobs in Chromium", () => {
+  it("an owner opens Flaky jobs from the navigation, filters by repository and window, and follows the run link", async () => {
+    profile = mkdtempSync(join(tmpdir(), "steward-chromium-"));
+    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 900 } });
+    const page = context.pages()[0] ?? (await context.newPage());
+    const base = world.base;
+    await page.goto(`${base}/console`);
+    await page.getByRole("link", { name: "Sign in with GitHub" }).click();
+    await page.getByRole("link", { name: "Sign in as octo-admin" }).click();
+    await page.waitForURL(`${base}/console`);
+
+    await page.getByRole("link", { name: "Flaky jobs" }).click();
+    await page.waitForURL(`${base}/console/flakes`);
+    expect(await page.locator("h1").innerText()).toBe("Flaky jobs");
+    const webTable = page.getByRole("region", { name: "acme/web" }).getByRole("table");
+    await expect.poll(() => webTable.innerText()).toContain("E2E / e2e");
+    const cells = await webTable.locator("tbody tr").first().locator("td").allInnerTexts();
+    expect(cells.slice(0, 3)).toEqual(["E2E / e2e", "2", "2"]);
+    expect(await page.getByRole("region", { name: "acme/api" }).getByRole("table").innerText()).toContain("E2E / unit");
+    await page.screenshot({ path: join(shotsDir, "flakes.png"), fullPage: true });
+
+    await page.getByLabel("Repository").selectOption("acme/api");
+    await page.getByLabel("Since").selectOption("7d");
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.waitForURL(/repo=acme%2Fapi&since=7d/);
+    expect(await page.getByRole("region", { name: "acme/web" }).count()).toBe(0);
+    expect(await page.getByRole("region", { name: "acme/api" }).getByRole("table").innerText()).toContain("E2E / unit");
+    expect(await page.getByLabel("Since").inputValue()).toBe("7d");
+
+    await page.getByLabel("Repository").selectOption("acme/web");
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.waitForURL(/repo=acme%2Fweb/);
+    const last = web.redRunIds[1]!;
+    expect(await page.getByRole("link", { name: `run ${last}` }).getAttribute("href")).toBe(`${world.stack.hub.url}/acme/web/actions/runs/${last}`);
+    await page.locator("main").getByRole("link", { name: "deliveries", exact: true }).click();
+    await page.waitForURL(/\/console\/deliveries\?repository=acme%2Fweb&event=workflow_run/);
+    await expect.poll(() => page.locator("main table").innerText()).toContain("workflow_run");
+  });
+});

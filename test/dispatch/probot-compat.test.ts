@@ -1,0 +1,69 @@
+// Probot compatibility through the sandbox: a Probot 12-style app (legacy REST namespaces,
+// context.config, context.issue/repo, app.on([...]), app.onError) runs to its visible effect,
+// is `skipped` for events it did not subscribe to. Apps' HTTP routes: probot-routes.test.ts.
+import { join, relative } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import pino from "pino";
+import type { HandlerModule } from "../../src/handler.js";
+import { loadHandlerModules } from "../../src/dispatch/load-handlers.js";
+import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
+import { outcomeOf } from "../../src/testing.js";
+
+const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));
+const silent = pino({ level: "silent" });
+
+let stack: SandboxStack | undefined;
+afterEach(async () => {
+  await stack?.close();
+  stack = undefined;
+});
+
+/**
+ * The app needs the hub's credentials, which exist only once the stack runs: the stack starts
+ * with a stand-in that hands each delivery to the app loaded right after.
+ */
+async function stackWithApp(file: string): Promise<{ s: SandboxStack; name: string }> {
+  let loaded: HandlerModule<any> | undefined;
+  const name = file.replace(/\.cjs$/, "");
+  const standIn: HandlerModule<any> = { name, events: ["*"], handle: (ctx) => loaded!.handle(ctx) };
+  const s = await startSandboxStack({ handlers: [standIn] });
+  [loaded] = await loadHandlerModules([fixture(file)], { config: s.config, logger: silent });
+  expect(loaded!.name).toBe(name);
+  return { s, name };
+}
+
+describe("a Probot 12-style app behind Steward", () => {
+  it("comments and labels through the legacy namespaces, reading its config from the repository", async () => {
+    const { s, name } = await stackWithApp("legacy-probot-app.cjs");
+    stack = s;
+    s.hub.control.pushFiles({ owner: "acme", repo: "web", files: { ".github/legacy-bot.yml": "greeting: Welcome aboard\nlabel: needs-review\n" } });
+    await s.hub.control.settled();
+    const pr = s.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "legacy", title: "legacy", files: { "legacy.txt": "x\n" } });
+    await s.hub.control.settled();
+    const deliveries = s.hub.control.deliveries();
+    const opened = deliveries.find((d) => d.event === "pull_request" && d.action === "opened" && (d.payload as { number?: number }).number === pr.number)!;
+    const push = deliveries.find((d) => d.event === "push")!;
+
+    expect(await outcomeOf(s, opened.guid, name)).toMatchObject({ status: "done" });
+    const comments = s.hub.control.effects.filter((e) => e.kind === "issues.commented" && e.detail.number === pr.number);
+    expect(comments).toHaveLength(1);
+    expect(s.hub.control.requests().some((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`)).toBe(true);
+    const labels = s.hub.control.effects.filter((e) => e.kind === "issues.labeled" && e.detail.number === pr.number);
+    expect(labels.map((e) => e.detail.label)).toEqual(["needs-review"]);
+    // context.config read the file through the contents API (the label above came from it).
+    expect(s.hub.control.requests().some((r) => r.method === "GET" && /^\/repos\/acme\/web\/contents\/\.github(\/|%2F)legacy-bot\.yml$/.test(r.path))).toBe(true);
+
+    // Not subscribed: the push is the app's `skipped`, with the reason naming the event.
+    expect(await outcomeOf(s, push.guid, name)).toMatchObject({ status: "skipped", detail: "the app does not listen to push" });
+  });
+
+  it("an app listening through app.onAny is done for every event", async () => {
+    const { s, name } = await stackWithApp("any-probot-app.cjs");
+    stack = s;
+    s.hub.control.pushFiles({ owner: "acme", repo: "web", files: { "any.txt": "x\n" } });
+    await s.hub.control.settled();
+    const push = s.hub.control.deliveries().find((d) => d.event === "push")!;
+    expect(await outcomeOf(s, push.guid, name)).toMatchObject({ status: "done" });
+    expect(s.hub.control.requests().some((r) => r.method === "GET" && r.path === "/repos/acme/web")).toBe(true);
+  });
+});

@@ -1,13 +1,16 @@
 // Probot compatibility through the sandbox: a Probot 12-style app (legacy REST namespaces,
-// context.config, context.issue/repo, app.on([...]), app.onError) runs to its visible effect,
-// is `skipped` for events it did not subscribe to. Apps' HTTP routes: probot-routes.test.ts.
+// context.config, context.issue/repo, app.on([...]), app.onError) and one in Probot 13/14's
+// shape (ESM, `.rest`, `paginate`, `context.log`, `app.auth()`) run to their visible effects,
+// and are `skipped` for events they did not subscribe to. Apps' HTTP routes: probot-routes.test.ts.
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import pino from "pino";
 import type { HandlerModule } from "../../src/handler.js";
 import { loadHandlerModules } from "../../src/dispatch/load-handlers.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
+import { STEWARD_APP } from "../../src/sandbox/hub.js";
 import { outcomeOf } from "../../src/testing.js";
+import { commentsOf } from "../../packages/sandbox-hub/src/issues/routes.js";
 
 const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));
 const silent = pino({ level: "silent" });
@@ -22,11 +25,12 @@ afterEach(async () => {
  * The app needs the hub's credentials, which exist only once the stack runs: the stack starts
  * with a stand-in that hands each delivery to the app loaded right after.
  */
-async function stackWithApp(file: string): Promise<{ s: SandboxStack; name: string }> {
+async function stackWithApp(file: string, events: string[] = []): Promise<{ s: SandboxStack; name: string }> {
   let loaded: HandlerModule<any> | undefined;
-  const name = file.replace(/\.cjs$/, "");
+  const name = file.replace(/\.[cm]js$/, "");
   const standIn: HandlerModule<any> = { name, events: ["*"], handle: (ctx) => loaded!.handle(ctx) };
-  const s = await startSandboxStack({ handlers: [standIn] });
+  const app = { permissions: STEWARD_APP.permissions, events: [...STEWARD_APP.events, ...events] };
+  const s = await startSandboxStack({ handlers: [standIn], hub: { app } });
   [loaded] = await loadHandlerModules([fixture(file)], { config: s.config, logger: silent });
   expect(loaded!.name).toBe(name);
   return { s, name };
@@ -65,5 +69,37 @@ describe("a Probot 12-style app behind Steward", () => {
     const push = s.hub.control.deliveries().find((d) => d.event === "push")!;
     expect(await outcomeOf(s, push.guid, name)).toMatchObject({ status: "done" });
     expect(s.hub.control.requests().some((r) => r.method === "GET" && r.path === "/repos/acme/web")).toBe(true);
+  });
+});
+
+describe("a Probot 13/14-style app behind Steward", () => {
+  it("counts every page of comments with its app identity, creates a check run, and is skipped for the rest", async () => {
+    const { s, name } = await stackWithApp("modern-probot-app.mjs", ["issues", "issue_comment"]);
+    stack = s;
+    const { control } = s.hub;
+    const issue = control.openIssue({ owner: "acme", repo: "web", title: "Count us" });
+    for (const body of ["first", "second", "/count"]) control.commentOnIssue({ owner: "acme", repo: "web", number: issue.number, body });
+    await control.settled();
+    const asked = control.deliveries().find((d) => d.event === "issue_comment" && (d.request.payload as { comment: { body: string } }).comment.body === "/count")!;
+    expect(await outcomeOf(s, asked.guid, name)).toMatchObject({ status: "done" });
+
+    const web = control.repo("acme", "web")!;
+    const bodies = commentsOf(s.hub.state, web.id, issue.number).map((c) => [c.user, c.body]);
+    expect(bodies.at(-1)).toEqual([`${s.hub.state.appSlug}[bot]`, `${s.hub.state.appSlug} counted 3 comments`]);
+    // `paginate` followed the Link header one comment a page; `app.auth()` asked as the app itself.
+    const pages = control.requests().filter((r) => r.method === "GET" && r.path.startsWith(`/repos/acme/web/issues/${issue.number}/comments`));
+    expect(pages).toHaveLength(3);
+    expect(control.requests().some((r) => r.method === "GET" && r.path === "/app" && r.status === 200)).toBe(true);
+
+    const pr = control.openPullRequest({ owner: "acme", repo: "web", head: "modern", title: "Modern", files: { "m.txt": "x\n" } });
+    await control.settled();
+    const deliveries = control.deliveries();
+    const opened = deliveries.find((d) => d.event === "pull_request" && d.action === "opened")!;
+    expect(await outcomeOf(s, opened.guid, name)).toMatchObject({ status: "done" });
+    const runs = (s.hub.domains.checks.checkRuns({ owner: "acme", repo: "web" }) as { name: string; head_sha: string; conclusion: string | null }[]).filter((r) => r.name === "modern-app");
+    expect(runs.map((r) => [r.head_sha, r.conclusion])).toEqual([[pr.head_sha, "success"]]);
+
+    const openedIssue = deliveries.find((d) => d.event === "issues" && d.action === "opened")!;
+    expect(await outcomeOf(s, openedIssue.guid, name)).toMatchObject({ status: "skipped", detail: "the app does not listen to issues.opened" });
   });
 });

@@ -3,7 +3,7 @@ import { notFound, validationFailed } from "../core/errors.js";
 import type { RouteTable } from "../core/router.js";
 import { HubError, type HubRequest, type Installation } from "../core/types.js";
 import type { SandboxHub } from "../sandbox-hub.js";
-import { appJson } from "./json.js";
+import { appJson } from "./app-json.js";
 
 
 function requireInstallation(hub: SandboxHub, id: string): Installation {

@@ -63,34 +63,15 @@ export type PayloadOf<E extends HandlerEventName> = [E] extends [EmitterWebhookE
   ? EmitterWebhookEvent<E>["payload"]
   : EmitterWebhookEvent["payload"];
 
-/** What the framework hands a handler for one delivery; `payload` is typed by the events it subscribed to. */
-export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P = unknown> {
-  /** `X-GitHub-Delivery` of the delivery being processed. */
-  deliveryId: string;
-  /** `X-GitHub-Event` name, e.g. `workflow_run`. */
-  name: string;
-  /** `payload.action` when present. */
-  action: string | undefined;
-  /** The parsed delivery payload, typed by the handler's `events`. */
-  payload: PayloadOf<E>;
-  /** Installation id from the payload, when the event has one. */
+/** What a handler run and a scheduled task run both receive: the services and the run's own facts. */
+export interface RunContext<P = unknown> {
+  /** Installation id from the payload (or the task), when there is one. */
   installationId: number | undefined;
-  /** Octokit authenticated as that installation. Throws when the delivery has no installation. */
+  /** Octokit authenticated as that installation. Throws when the delivery or task has no installation. */
   octokit: InstallationOctokit;
-  /**
-   * The handler's validated policy section for the delivery's repository (org file merged under the
-   * repository file), with the section's defaults applied. `undefined` when the delivery has no repository.
-   */
-  policy: P | undefined;
-  /**
-   * The files `policy` was merged from, e.g. `["acme/.github:.github/steward.yml",
-   * "acme/web:.github/steward.yml"]`: what a report must withhold where its readers could not
-   * read one of them (see handlers/shared/visibility.ts). Empty when there is no policy.
-   */
-  policySources?: readonly string[];
   /** Load the policy for another ref or repository (same validation and cache). */
   loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
-  /** Logger bound to delivery id, event, installation and repository, and this handler's name. */
+  /** Logger bound to the delivery or task, its installation and repository, and this handler's name. */
   log: Logger;
   /** The durable store (idempotency keys, handler state). */
   store: Store;
@@ -100,7 +81,7 @@ export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P
   scheduler: Scheduler;
   /** Check-run reporter: the only way handlers create or update check runs. */
   checks: CheckReporter;
-  /** Attempt number of this handler on this delivery, starting at 1. */
+  /** Attempt number of this handler on this delivery (or of this task), starting at 1. */
   attempt: number;
   /** Service configuration (read-only). */
   config: Readonly<import("./config/types.js").StewardConfig>;
@@ -118,24 +99,33 @@ export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P
   signal: AbortSignal;
 }
 
+/** What the framework hands a handler for one delivery; `payload` is typed by the events it subscribed to. */
+export interface HandlerContext<E extends HandlerEventName = HandlerEventName, P = unknown> extends RunContext<P> {
+  /** `X-GitHub-Delivery` of the delivery being processed. */
+  deliveryId: string;
+  /** `X-GitHub-Event` name, e.g. `workflow_run`. */
+  name: string;
+  /** `payload.action` when present. */
+  action: string | undefined;
+  /** The parsed delivery payload, typed by the handler's `events`. */
+  payload: PayloadOf<E>;
+  /**
+   * The handler's validated policy section for the delivery's repository (org file merged under the
+   * repository file), with the section's defaults applied. `undefined` when the delivery has no repository.
+   */
+  policy: P | undefined;
+  /**
+   * The files `policy` was merged from, e.g. `["acme/.github:.github/steward.yml",
+   * "acme/web:.github/steward.yml"]`: what a report must withhold where its readers could not
+   * read one of them (see handlers/shared/visibility.ts). Empty when there is no policy.
+   */
+  policySources?: readonly string[];
+}
+
 /** What a scheduled task receives. */
-export interface TaskContext<P = unknown> {
+export interface TaskContext<P = unknown> extends RunContext<P> {
   key: string;
   data: unknown;
-  installationId: number | undefined;
-  /** Throws when the task has no installation. */
-  octokit: InstallationOctokit;
-  loadPolicy(opts: { owner: string; repo: string; ref?: string }): Promise<P>;
-  log: Logger;
-  store: Store;
-  once: Once;
-  scheduler: Scheduler;
-  checks: CheckReporter;
-  attempt: number;
-  config: Readonly<import("./config/types.js").StewardConfig>;
-  /** The time by Steward's clock (see HandlerContext.now). */
-  now(): Date;
-  signal: AbortSignal;
 }
 
 /** Framework-level services a handler may start at boot (e.g. a periodic sync). */

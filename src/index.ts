@@ -8,6 +8,7 @@ export {
   type HandlerEventName,
   type PayloadOf,
   type TaskContext,
+  type RunContext,
   type ServiceContext,
   type InstallationOctokit,
   type Outcome,

@@ -12,7 +12,7 @@
 // (escaped characters, number forms) fails verification with 401 and is logged saying why.
 import { EventSource } from "eventsource";
 import type { Logger } from "pino";
-import type { Backoff } from "../lifecycle/backoff.js";
+import { backoffWait, type Backoff } from "../lifecycle/backoff.js";
 
 export interface WebhookProxyOptions {
   /** The channel (WEBHOOK_PROXY_URL). */
@@ -76,7 +76,7 @@ function originOf(url: string): string {
 
 export function startWebhookProxy(opts: WebhookProxyOptions): WebhookProxy {
   const log = opts.logger.child({ component: "webhook-proxy", channel: originOf(opts.source) });
-  const { minMs, maxMs } = opts.backoff ?? { minMs: 1_000, maxMs: 60_000 };
+  const backoff = opts.backoff ?? { minMs: 1_000, maxMs: 60_000 };
   let source: EventSource | undefined;
   let reconnect: NodeJS.Timeout | undefined;
   let failures = 0;
@@ -130,8 +130,8 @@ export function startWebhookProxy(opts: WebhookProxyOptions): WebhookProxy {
     es.addEventListener("error", (event) => {
       if (closed || source !== es) return;
       es.close();
-      const wait = Math.min(maxMs, minMs * 2 ** Math.min(failures, 20));
       failures++;
+      const wait = backoffWait(backoff, failures);
       const status = (event as { code?: number }).code;
       log.warn({ retryInMs: wait, ...(status ? { status } : {}) }, "webhook proxy channel disconnected; reconnecting");
       reconnect = setTimeout(connect, wait);

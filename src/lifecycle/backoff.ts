@@ -10,6 +10,11 @@ export interface Backoff {
 
 export const defaultBackoff: Backoff = { minMs: 1_000, maxMs: 5 * 60_000 };
 
+/** The wait after `failures` failures in a row (1 or more): minMs, doubling each time, at most maxMs. */
+export function backoffWait(backoff: Backoff, failures: number): number {
+  return Math.min(backoff.maxMs, backoff.minMs * 2 ** Math.min(failures - 1, 20));
+}
+
 /** Resolves after `ms`, or at once when `signal` fires. */
 export function pause(ms: number, signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
@@ -36,14 +41,14 @@ export async function retryUntilDone(opts: {
   backoff?: Backoff;
   onFailure(error: unknown, attempt: number, retryInMs: number): void;
 }): Promise<boolean> {
-  const { minMs, maxMs } = opts.backoff ?? defaultBackoff;
+  const backoff = opts.backoff ?? defaultBackoff;
   for (let attempt = 1; !opts.signal.aborted; attempt++) {
     try {
       await opts.run();
       return true;
     } catch (error) {
       if (opts.signal.aborted) return false;
-      const wait = Math.min(maxMs, minMs * 2 ** Math.min(attempt - 1, 20));
+      const wait = backoffWait(backoff, attempt);
       opts.onFailure(error, attempt, wait);
       await pause(wait, opts.signal);
     }

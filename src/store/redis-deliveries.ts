@@ -4,16 +4,7 @@
 import type { Redis } from "ioredis";
 import type { Outcome } from "../handler.js";
 import type { IncomingDelivery } from "../intake/delivery-intake.js";
-import type {
-  ClaimedDelivery,
-  DeliveryDecision,
-  AttemptRecord,
-  DeliveryFilter,
-  DeliveryRecord,
-  DeliveryStatus,
-  HandlerOutcomeRecord,
-  StoredDelivery,
-} from "./records.js";
+import type { AttemptRecord, ClaimedDelivery, DeliveryDecision, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "./records.js";
 import type { RedisKeys } from "./redis-keys.js";
 import type { RedisLeases } from "./redis-leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./redis-script.js";

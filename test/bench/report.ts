@@ -46,72 +46,69 @@ export interface TargetVerdict {
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
 const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toFixed(digits) : "n/a");
 const row = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+/** A Markdown table: the header, its rule, one row per entry of `rows`. */
+/** A section's heading with the blank lines around it. */
+const heading = (title: string) => ["", title, ""];
+const table = (header: string[], rows: (string | number)[][]) => [row(header), row(header.map(() => "---")), ...rows.map(row)].join("\n");
 const pct = (share: number) => `${(share * 100).toFixed(1)}%`;
 
 function intakeTable(r: IntakeResult): string {
   const levels = [...new Set(r.rows.map((x) => x.connections))];
-  const lines = [
-    row(["Concurrency", "Steward deliveries/s", "p50 ms", "p99 ms", "max ms", "Probot deliveries/s", "p50 ms", "p99 ms", "max ms", "Steward/Probot", "CPU ms/delivery, Steward vs Probot"]),
-    row(Array(11).fill("---")),
-  ];
+  const lines: (string | number)[][] = [];
   for (const c of levels) {
     const s = r.rows.find((x) => x.server === "steward" && x.connections === c);
     const p = r.rows.find((x) => x.server === "probot" && x.connections === c);
     if (!s || !p) continue;
     const cpu = s.cpuMsPerDelivery !== undefined && p.cpuMsPerDelivery !== undefined ? `${fmt(s.cpuMsPerDelivery, 2)} vs ${fmt(p.cpuMsPerDelivery, 2)}` : "n/a";
-    lines.push(row([c, fmt(s.rps), s.p50, s.p99, s.max, fmt(p.rps), p.p50, p.p99, p.max, `${fmt(s.rps / p.rps, 2)}x`, cpu]));
+    lines.push([c, fmt(s.rps), s.p50, s.p99, s.max, fmt(p.rps), p.p50, p.p99, p.max, `${fmt(s.rps / p.rps, 2)}x`, cpu]);
   }
+  const header = ["Concurrency", "Steward deliveries/s", "p50 ms", "p99 ms", "max ms", "Probot deliveries/s", "p50 ms", "p99 ms", "max ms", "Steward/Probot", "CPU ms/delivery, Steward vs Probot"];
   const failures = r.rows.filter((x) => x.non2xx + x.errors > 0).map((x) => `${x.server} c=${x.connections}: ${x.non2xx} non-2xx, ${x.errors} errors`);
-  return lines.join("\n") + (failures.length ? `\n\nFailed requests: ${failures.join("; ")}.` : "\n\nEvery request was answered 2xx.");
+  return table(header, lines) + (failures.length ? `\n\nFailed requests: ${failures.join("; ")}.` : "\n\nEvery request was answered 2xx.");
 }
 
 function usageTable(r: IntakeResult): string {
-  const lines = [row(["Server", "Peak RSS", "CPU s at top concurrency", "Cores busy", "Accepted", "Processed", "Backlog drain after top level"]), row(Array(7).fill("---"))];
-  for (const u of r.usage) {
-    lines.push(row([u.server, mb(u.peakRss), fmt(u.cpuAtTop, 1), fmt(u.cpuAtTop / u.topSeconds, 2), u.accepted, u.processed ?? "n/a (handled inline)", u.drainSeconds === undefined ? "n/a" : `${fmt(u.drainSeconds, 1)} s`]));
-  }
-  return lines.join("\n");
+  return table(
+    ["Server", "Peak RSS", "CPU s at top concurrency", "Cores busy", "Accepted", "Processed", "Backlog drain after top level"],
+    r.usage.map((u) => [u.server, mb(u.peakRss), fmt(u.cpuAtTop, 1), fmt(u.cpuAtTop / u.topSeconds, 2), u.accepted, u.processed ?? "n/a (handled inline)", u.drainSeconds === undefined ? "n/a" : `${fmt(u.drainSeconds, 1)} s`]),
+  );
 }
 
 function e2eTable(r: E2eResult): string {
-  const lines = [row(["Flow", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"]), row(Array(8).fill("---"))];
-  for (const x of r.rows) lines.push(row([x.flow, x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]));
-  return lines.join("\n");
+  return table(
+    ["Flow", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"],
+    r.rows.map((x) => [x.flow, x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]),
+  );
 }
 
 /** Rows measured before reads were split (results.json of older runs): every read cost rate limit. */
 const rateLimitedReads = (x: CostRow) => x.rateLimitedReads ?? x.reads;
 
 function costTable(rows: CostRow[]): string {
-  const lines = [
-    row(["Repositories", "Run", "Steward reads: rate-limited", "Steward reads: 304 (free)", "Steward writes", "Writes/repo", "Shared (`share: org`) writes", "Shared writes/repo", "Naive reads", "Naive writes", "Steward rate-limited reads/repo"]),
-    row(Array(11).fill("---")),
-  ];
+  const lines: (string | number)[][] = [];
   for (const s of rows.filter((x) => x.approach === "steward")) {
     const same = (approach: CostRow["approach"]) => rows.find((x) => x.approach === approach && x.repositories === s.repositories && x.run === s.run);
     const n = same("naive");
     const shared = same("steward shared");
     const r = rateLimitedReads(s);
-    lines.push(
-      row([
-        s.repositories, s.run, r, s.notModified ?? 0, s.fewWrites ? `${s.writes} (${s.fewWrites.join("; ")})` : s.writes, fmt(s.writes / s.repositories, 2),
-        shared ? (shared.fewWrites && shared.writes <= 2 ? `${shared.writes} (${shared.fewWrites.join("; ")})` : shared.writes) : "", shared ? fmt(shared.writes / shared.repositories, 2) : "",
-        n ? rateLimitedReads(n) : "", n?.writes ?? "", fmt(r / s.repositories, 2),
-      ]),
-    );
+    lines.push([
+      s.repositories, s.run, r, s.notModified ?? 0, s.fewWrites ? `${s.writes} (${s.fewWrites.join("; ")})` : s.writes, fmt(s.writes / s.repositories, 2),
+      shared ? (shared.fewWrites && shared.writes <= 2 ? `${shared.writes} (${shared.fewWrites.join("; ")})` : shared.writes) : "", shared ? fmt(shared.writes / shared.repositories, 2) : "",
+      n ? rateLimitedReads(n) : "", n?.writes ?? "", fmt(r / s.repositories, 2),
+    ]);
   }
-  return lines.join("\n");
+  return table(
+    ["Repositories", "Run", "Steward reads: rate-limited", "Steward reads: 304 (free)", "Steward writes", "Writes/repo", "Shared (`share: org`) writes", "Shared writes/repo", "Naive reads", "Naive writes", "Steward rate-limited reads/repo"],
+    lines,
+  );
 }
 
 function memoryTable(m: MemoryResult): string {
-  const lines = [row(["Processed", "RSS after GC", "Heap used after GC", "Elapsed s"]), row(Array(4).fill("---"))];
-  for (const s of m.samples) lines.push(row([s.processed, mb(s.rss), mb(s.heapUsed), fmt(s.seconds)]));
-  return lines.join("\n");
+  return table(["Processed", "RSS after GC", "Heap used after GC", "Elapsed s"], m.samples.map((s) => [s.processed, mb(s.rss), mb(s.heapUsed), fmt(s.seconds)]));
 }
 
 function profileTables(p: ProfileSummary): string {
-  const t = (items: { name: string; share: number }[], head: string) =>
-    [row([head, "Share of busy CPU"]), row(["---", "---"]), ...items.map((x) => row([`\`${x.name}\``, pct(x.share)]))].join("\n");
+  const t = (items: { name: string; share: number }[], head: string) => table([head, "Share of busy CPU"], items.map((x) => [`\`${x.name}\``, pct(x.share)]));
   const busy = p.busyShare === undefined ? "" : `The process was busy ${pct(p.busyShare)} of the profiled window (the rest idle: waiting for requests, commits or the checkpoint thread).\n\n`;
   return `${busy}${t(p.areas, "Area (native calls charged to their caller)")}\n\n${t(p.functions, "Function")}`;
 }
@@ -212,15 +209,12 @@ export function renderReport(r: BenchResults, notes: string): string {
   ];
   const verdicts = judgeTargets(r);
   if (verdicts.length) {
-    parts.push("", "## Targets", "", row(["Target", "Met", "Measured"]), row(["---", "---", "---"]));
-    for (const v of verdicts) parts.push(row([v.target, v.met ? "yes" : "**no**", v.measured]));
+    parts.push(...heading("## Targets"), table(["Target", "Met", "Measured"], verdicts.map((v) => [v.target, v.met ? "yes" : "**no**", v.measured])));
   }
   if (r.intake) {
     const i = r.intake;
     parts.push(
-      "",
-      "## 1. Intake: Steward against Probot",
-      "",
+      ...heading("## 1. Intake: Steward against Probot"),
       `Signed deliveries over loopback from autocannon (library), ${i.seconds} s per level after a warm-up, ${i.payloads.count} real payloads from ` +
         `@octokit/webhooks-examples (${i.payloads.events.join(", ")}; ${fmt(i.payloads.minBytes / 1024, 1)}-${fmt(i.payloads.maxBytes / 1024, 1)} KB), a fresh ` +
         `X-GitHub-Delivery on every request. Each server runs in its own process. Steward records every delivery durably in SQLite ` +
@@ -238,27 +232,22 @@ export function renderReport(r: BenchResults, notes: string): string {
   if (r.burst) {
     const b = r.burst;
     parts.push(
-      "",
-      "## 1b. Burst: every delivery answered within GitHub's timeout",
-      "",
+      ...heading("## 1b. Burst: every delivery answered within GitHub's timeout"),
       `${b.deliveries} signed deliveries (same payload mix) offered as fast as autocannon sends them over ${b.connections} connections, ` +
         `client timeout ${b.timeoutSeconds} s (GitHub gives up on a delivery after 10 s). Steward (no-op handler) answers once a delivery is recorded; ` +
         `its backlog is then worked off, and the drain is timed from the last answer until the worker had processed everything. ` +
         `Probot runs beside it (same run, one after the other) with a handler that makes one API call inline to a local stub answering after ${b.apiDelayMs} ms, ` +
         "as a Probot app doing its work in the request does.",
       "",
-      row(["Server", "Answered 2xx", "Timeouts (> 10 s)", "Other errors", "Burst took s", "p50 ms", "p99 ms", "max ms", "Backlog at last answer", "Backlog drained after s", "Peak RSS"]),
-      row(Array(11).fill("---")),
-      ...b.rows.map((x) =>
-        row([x.server, `${x.requests - x.non2xx}/${x.offered}`, x.timeouts, x.errors - x.timeouts, fmt(x.seconds, 1), x.p50, x.p99, x.max, x.backlogAtEnd ?? "n/a", x.drainSeconds === undefined ? "n/a" : fmt(x.drainSeconds, 1), mb(x.peakRss)]),
+      table(
+        ["Server", "Answered 2xx", "Timeouts (> 10 s)", "Other errors", "Burst took s", "p50 ms", "p99 ms", "max ms", "Backlog at last answer", "Backlog drained after s", "Peak RSS"],
+        b.rows.map((x) => [x.server, `${x.requests - x.non2xx}/${x.offered}`, x.timeouts, x.errors - x.timeouts, fmt(x.seconds, 1), x.p50, x.p99, x.max, x.backlogAtEnd ?? "n/a", x.drainSeconds === undefined ? "n/a" : fmt(x.drainSeconds, 1), mb(x.peakRss)]),
       ),
     );
   }
   if (r.e2e) {
     parts.push(
-      "",
-      "## 2. End-to-end latency (sandbox hub)",
-      "",
+      ...heading("## 2. End-to-end latency (sandbox hub)"),
       "The sandbox hub runs workflows at a steady rate; a stamping proxy between the hub's webhooks and Steward records when each delivery " +
         "arrived; the hub's request log records when Steward's answer arrived (one process, one clock). Re-run: a job fails with a transient " +
         "log line, `rerun` with `delay: 0s`; the answer is `POST .../rerun-failed-jobs`. Protection rule: `deployments` with a branch rule; the " +
@@ -269,9 +258,7 @@ export function renderReport(r: BenchResults, notes: string): string {
   }
   if (r.cost) {
     parts.push(
-      "",
-      "## 3. API cost of a secrets sync",
-      "",
+      ...heading("## 3. API cost of a secrets sync"),
       "5 repository secrets and 3 variables in every repository, synced by Steward's sync engine (`syncOrganisation`) against a fresh hub, " +
         "counting the installation's requests (GET = read, anything else = write; the token request is not counted). Steward's reads are " +
         "conditional (If-None-Match with the ETag of the last answer): an unchanged list answers 304, which GitHub (and the hub) does not count " +
@@ -291,9 +278,7 @@ export function renderReport(r: BenchResults, notes: string): string {
   if (r.memory) {
     const x = r.memory;
     parts.push(
-      "",
-      "## 4. Memory over a long run",
-      "",
+      ...heading("## 4. Memory over a long run"),
       `${x.processed} deliveries fed to a real Steward (durability \`${x.durability}\`, no-op handler) through its intake in-process ` +
         "(`steward.engine.intake.record`, what the HTTP intake calls after verifying the signature), at most 500 ahead of the worker; finished " +
         `deliveries purged as it goes (the engine's own purge, retention zero) so the disk stays bounded. RSS and heap measured after a full GC. ` +
@@ -304,26 +289,20 @@ export function renderReport(r: BenchResults, notes: string): string {
   }
   if (r.tokens) {
     parts.push(
-      "",
-      "## 5. Installation-token mints with replicas",
-      "",
+      ...heading("## 5. Installation-token mints with replicas"),
       "Every replica calls the API for one installation all along; the sandbox hub counts the installation tokens it issues. Compressed time: " +
         "tokens live a few seconds instead of an hour and are renewed at their half-life (a real one-hour token is renewed 5 minutes before it " +
         "expires), so one renewal window here stands for 55 minutes; mints per window times 60/55 is the hourly figure. \"per replica\" is each " +
         "replica keeping its tokens in memory (and minting again after every restart); \"shared\" is the sealed token in Redis, renewed by one " +
         "replica under a mint lease.",
       "",
-      row(["Replicas", "Token cache", "Windows", "Mints", "Mints per window", "Mints per installation per hour"]),
-      row(["---", "---", "---", "---", "---", "---"]),
-      ...r.tokens.map((t) => row([t.replicas, t.cache, t.windows, t.mints, fmt(t.mintsPerWindow, 2), fmt(t.mintsPerHour, 2)])),
+      table(["Replicas", "Token cache", "Windows", "Mints", "Mints per window", "Mints per installation per hour"], r.tokens.map((t) => [t.replicas, t.cache, t.windows, t.mints, fmt(t.mintsPerWindow, 2), fmt(t.mintsPerHour, 2)])),
     );
   }
   if (r.console) {
     const c = r.console;
     parts.push(
-      "",
-      "## 6. Console pages",
-      "",
+      ...heading("## 6. Console pages"),
       `${c.deliveries} deliveries stored (over one day, 4 repositories, 5 events, ~1% dead, two handler outcomes each; filled through the store's own ` +
         `record/claim/outcome/finish in ${Object.entries(c.fillSeconds).map(([k, v]) => `${fmt(v)} s on ${k}`).join(", ")}). Each page fetched over HTTP by a ` +
         "signed-in owner (sign-in through the sandbox hub's OAuth), or a member who sees 3 of the 4 repositories; after 3 warm-up requests. Target: every page under 200 ms." +
@@ -333,7 +312,7 @@ export function renderReport(r: BenchResults, notes: string): string {
     );
   }
   if (r.profile) {
-    parts.push("", "## Where Steward's intake CPU goes", "", "V8 profile of the Steward server during a concurrency-50 load (after warm-up; start-up excluded).", "", profileTables(r.profile));
+    parts.push(...heading("## Where Steward's intake CPU goes"), "V8 profile of the Steward server during a concurrency-50 load (after warm-up; start-up excluded).", "", profileTables(r.profile));
   }
   if (notes.trim()) parts.push("", notes.trim());
   return parts.join("\n") + "\n";

@@ -49,10 +49,6 @@ function parse(args: string[]): { q: FlakesQuery; since: string } {
 }
 
 export async function run(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    process.stdout.write(usage + "\n");
-    return 0;
-  }
   let parsed;
   try {
     parsed = parse(args);

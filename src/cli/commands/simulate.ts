@@ -33,10 +33,6 @@ function fail(message: string, code = 2): number {
 }
 
 export async function run(args: string[]): Promise<number> {
-  if (args.includes("--help") || args.includes("-h")) {
-    process.stdout.write(usage + "\n");
-    return 0;
-  }
   let values;
   try {
     ({ values } = parseArgs({ args, options: { policy: { type: "string" }, repo: { type: "string" } }, strict: true, allowPositionals: false }));

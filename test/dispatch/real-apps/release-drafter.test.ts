@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { STEWARD_APP } from "../../../src/sandbox/hub.js";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import { releasesOf } from "../../../packages/sandbox-hub/src/releases/routes.js";
-import { labelsOf } from "../../../packages/sandbox-hub/src/issues/routes.js";
+import { labelsOf } from "../../../packages/sandbox-hub/src/issues/labels.js";
 import { outcomeOf } from "../../../src/testing.js";
 
 const APP = "node_modules/release-drafter-github-app/index.js";

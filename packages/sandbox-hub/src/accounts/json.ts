@@ -1,4 +1,4 @@
-// API representations of accounts, repositories, installations and the app. Every
+// API representations of accounts, repositories and installations (the app's own: app-json.ts). Every
 // documented field is present; fields without a value are null (convention 2).
 import type { Installation, Repo } from "../core/types.js";
 

@@ -9,7 +9,7 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { HubError, type HubRequest, type HubResponse } from "../core/types.js";
 import type { RouteTable } from "../core/router.js";
 import type { SandboxHub } from "../sandbox-hub.js";
-import { appJson } from "./routes.js";
+import { appJson } from "./app-json.js";
 import { escapeHtml, type OAuthClient } from "./oauth.js";
 
 /** GitHub's manifest codes work once, within an hour. */

@@ -1,41 +1,15 @@
 // App, installation, organisation and repository routes (document 001 section B, document 000 repository lists).
-import { clientIdOf } from "./oauth.js";
 import { notFound, validationFailed } from "../core/errors.js";
 import type { RouteTable } from "../core/router.js";
 import { HubError, type HubRequest, type Installation } from "../core/types.js";
 import type { SandboxHub } from "../sandbox-hub.js";
+import { appJson } from "./app-json.js";
 
 
 function requireInstallation(hub: SandboxHub, id: string): Installation {
   const inst = hub.accounts.installations.get(Number(id));
   if (!inst || inst.app_id !== hub.appId) throw notFound();
   return inst;
-}
-
-export function appJson(hub: SandboxHub): Record<string, unknown> {
-  const owner = [...hub.accounts.orgs.values()][0];
-  return {
-    id: hub.appId,
-    slug: hub.appSlug,
-    node_id: hub.nodeId("A_", hub.appId),
-    client_id: clientIdOf(hub.appId),
-    owner: owner ? hub.userJson(owner.login) : null,
-    name: hub.appName,
-    description: "Steward running against the sandbox hub",
-    external_url: hub.baseUrl,
-    html_url: `${hub.baseUrl}/apps/${hub.appSlug}`,
-    created_at: hub.appCreatedAt,
-    updated_at: hub.appCreatedAt,
-    permissions: unionPermissions([...hub.accounts.installations.values()]),
-    events: [...new Set([...hub.accounts.installations.values()].flatMap((i) => i.events))],
-    installations_count: hub.accounts.installations.size,
-  };
-}
-
-function unionPermissions(insts: Installation[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const i of insts) for (const [k, v] of Object.entries(i.permissions)) if (out[k] !== "write") out[k] = v;
-  return out;
 }
 
 /** Narrow the installation's permissions to the ones asked for; asking for more is 422. */

@@ -4,7 +4,7 @@
 import { GraphQLError } from "graphql";
 import type { HubRequest, Repo } from "../core/types.js";
 import type { Commit } from "../git/store.js";
-import { labelsOf } from "../issues/routes.js";
+import { labelsOf } from "../issues/labels.js";
 import type { PullRequest } from "../pulls/model.js";
 import { headSha } from "../pulls/ops.js";
 import { mergeCommitOf } from "../pulls/merge.js";

@@ -1,11 +1,16 @@
-// An issue as the REST API renders it (a pull request listed as an issue carries `pull_request`).
+// Issues, their labels and comments as the REST API renders them (a pull request listed as an
+// issue carries `pull_request`).
 import type { Repo } from "../core/types.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 import type { PullRequest } from "../pulls/model.js";
-import { commentsOf, labelsOf } from "./routes.js";
+import { commentsOf, type Comment } from "./comments.js";
+import { labelsOf } from "./labels.js";
 import type { Issue } from "./store.js";
 
-function labelJson(hub: SandboxHub, repo: Repo, name: string): Record<string, unknown> {
+/** A repository by its owner and name, as a route's caller spelled them or as stored. */
+type RepoName = Pick<Repo, "owner" | "name">;
+
+export function labelJson(hub: SandboxHub, repo: RepoName, name: string): Record<string, unknown> {
   return { name, url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/labels/${encodeURIComponent(name)}`, color: "ededed", default: false, description: null };
 }
 
@@ -40,4 +45,19 @@ export function issueJson(hub: SandboxHub, repo: Repo, i: Issue | PullRequest): 
   };
   if (isPull) json.pull_request = { url: `${api}/pulls/${i.number}`, html_url: json.html_url, merged_at: i.merged_at };
   return json;
+}
+
+export function commentJson(hub: SandboxHub, repo: RepoName, issueNumber: number, c: Comment): Record<string, unknown> {
+  const api = `${hub.baseUrl}/repos/${repo.owner}/${repo.name}`;
+  return {
+    id: c.id,
+    node_id: `IC_${c.id}`,
+    url: `${api}/issues/comments/${c.id}`,
+    issue_url: `${api}/issues/${issueNumber}`,
+    body: c.body,
+    user: { login: c.user, type: c.user.endsWith("[bot]") ? "Bot" : "User" },
+    created_at: c.created_at,
+    updated_at: c.created_at,
+    author_association: "NONE",
+  };
 }

@@ -3,7 +3,7 @@
 import type { SandboxHub } from "../sandbox-hub.js";
 import { issueJson } from "./json.js";
 import { notifyIssue } from "./issue-routes.js";
-import { addComment } from "./routes.js";
+import { addComment } from "./comments.js";
 import { createIssue, issuesOf } from "./store.js";
 
 function repoOf(hub: SandboxHub, owner: string, name: string) {

@@ -5,7 +5,7 @@ import type { RouteTable } from "../core/router.js";
 import type { HubRequest } from "../core/types.js";
 import { actingLogin } from "../access/write-access.js";
 import { issuesOf } from "../issues/store.js";
-import { findComment } from "../issues/routes.js";
+import { findComment } from "../issues/comments.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 
 const READ = { auth: "installation-or-user" as const, permission: { issues: "read" as const } };

@@ -23,6 +23,15 @@ export function installChecksRoutes(hub: Hub, router: Router, checks: ChecksDoma
     if (status !== null && !["queued", "in_progress", "completed"].includes(status)) throw invalidField("CheckRun", "status", "invalid");
     return { check_name: req.query.get("check_name"), status, filter, app_id: queryInt(req, "app_id") };
   };
+  /** Re-requesting a check run or suite: only the app that created it may. */
+  const rerequest = <T extends { appId: number }>(what: string, idParam: string, find: (repo: Repo, id: number) => T, send: (repo: Repo, item: T, by: string) => void) =>
+    (req: HubRequest) => {
+      const repo = repoOf(req);
+      const item = find(repo, intParam(req, idParam));
+      if (item.appId !== callerApp(req)) throw new HubError(403, `This ${what} can only be re-requested by the app that created it`);
+      send(repo, item, actorOf(req.auth));
+      return created({});
+    };
   /** A ref may be a sha, a branch or a tag (document 001). */
   const shaOf = (repo: Repo, ref: string): string => hub.resolveRef?.(repo, ref) ?? ref;
 
@@ -50,13 +59,7 @@ export function installChecksRoutes(hub: Hub, router: Router, checks: ChecksDoma
     return hub.paginate(req, run.annotations);
   }, read);
 
-  router.add("POST", `${base}/check-runs/{check_run_id}/rerequest`, (req) => {
-    const repo = repoOf(req);
-    const run = checks.requireRun(repo, intParam(req, "check_run_id"));
-    if (run.appId !== callerApp(req)) throw new HubError(403, "This check run can only be re-requested by the app that created it");
-    checks.rerequestRun(repo, run, actorOf(req.auth));
-    return created({});
-  }, write);
+  router.add("POST", `${base}/check-runs/{check_run_id}/rerequest`, rerequest("check run", "check_run_id", (repo, id) => checks.requireRun(repo, id), (repo, run, by) => checks.rerequestRun(repo, run, by)), write);
 
   router.add("GET", `${base}/commits/{ref}/check-runs`, (req) => {
     const repo = repoOf(req);
@@ -97,11 +100,5 @@ export function installChecksRoutes(hub: Hub, router: Router, checks: ChecksDoma
     return hub.paginate(req, runs.map((r) => checks.runJson(repo, r)), { wrap: "check_runs" });
   }, read);
 
-  router.add("POST", `${base}/check-suites/{check_suite_id}/rerequest`, (req) => {
-    const repo = repoOf(req);
-    const suite = checks.requireSuite(repo, intParam(req, "check_suite_id"));
-    if (suite.appId !== callerApp(req)) throw new HubError(403, "This check suite can only be re-requested by the app that created it");
-    checks.rerequestSuite(repo, suite, actorOf(req.auth));
-    return created({});
-  }, write);
+  router.add("POST", `${base}/check-suites/{check_suite_id}/rerequest`, rerequest("check suite", "check_suite_id", (repo, id) => checks.requireSuite(repo, id), (repo, suite, by) => checks.rerequestSuite(repo, suite, by)), write);
 }

@@ -120,20 +120,22 @@ export class SqliteBrowse implements BrowsePart {
     return (id) => stmt.get({ id, handler: q.handler ?? null, outcome: q.outcome ?? null }) !== undefined;
   }
 
+  // Both read the counts the schema's triggers keep (schema-counts.ts), never the deliveries:
+  // at most minutes x repositories x statuses rows, however busy the window was.
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
     const params: Record<string, unknown> = { since };
-    const where = ["d.received_at >= @since", ...scope(repositories, params)];
+    const where = ["m.minute >= @since", "m.count > 0", ...scope(repositories, params).map((c) => c.replace("d.repository", "m.repository"))];
     return this.db
       .prepare(
-        `SELECT (d.received_at / 60000) * 60000 AS minute, d.status AS status, count(*) AS count FROM deliveries d
-         WHERE ${where.join(" AND ")} GROUP BY minute, d.status ORDER BY minute`,
+        `SELECT m.minute AS minute, m.status AS status, sum(m.count) AS count FROM delivery_minutes m
+         WHERE ${where.join(" AND ")} GROUP BY m.minute, m.status HAVING sum(m.count) > 0 ORDER BY m.minute`,
       )
       .all(params) as ActivityRow[];
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {
     const params: Record<string, unknown> = {};
-    const where = ["d.status = 'dead'", ...scope(repositories, params, true)];
-    return this.db.prepare(`SELECT count(*) FROM deliveries d WHERE ${where.join(" AND ")}`).pluck().get(params) as number;
+    const where = scope(repositories, params).map((c) => c.replace("d.repository", "l.repository"));
+    return this.db.prepare(`SELECT coalesce(sum(l.count), 0) FROM dead_letters l ${where.length ? `WHERE ${where.join(" AND ")}` : ""}`).pluck().get(params) as number;
   }
 }

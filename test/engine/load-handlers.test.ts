@@ -59,7 +59,7 @@ describe("loading handler modules", () => {
     expect(hub.control.requests().filter((r) => r.path.endsWith("/comments")).map((r) => [r.method, r.path, r.auth, r.status])).toEqual([["POST", commentPath, "installation", 201]]);
     expect(hub.control.effects.filter((e) => e.kind === "issues.commented").map((e) => [e.by, e.detail.number])).toEqual([[`installation:${installationId}`, number]]);
     const reader = await fetch(`${hub.url}${commentPath}`, { headers: { authorization: `token ${hub.control.userToken("octo-admin")}` } });
-    expect((await reader.json()).map((c: { body: string; user: { login: string } }) => [c.user.login, c.body])).toEqual([["steward-sandbox[bot]", `Thanks for opening #${number}`]]);
+    expect(((await reader.json()) as { body: string; user: { login: string } }[]).map((c) => [c.user.login, c.body])).toEqual([["steward-sandbox[bot]", `Thanks for opening #${number}`]]);
 
     expect((await store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
     const failedPush = (await store.deliveries.getDelivery(push.id))!;

@@ -51,12 +51,7 @@ async function browse(registration: Registration): Promise<{ callback: Response;
 }
 
 const scope = perTest();
-/** The registration page, closed after the test. */
-async function register(opts: Parameters<typeof startRegistration>[0]): Promise<Registration> {
-  const registration = await startRegistration(opts);
-  scope.defer(() => registration.close());
-  return registration;
-}
+const register = async (opts: Parameters<typeof startRegistration>[0]) => scope.stopAfter(await startRegistration(opts), (r) => r.close());
 
 describe("steward register against the sandbox hub", () => {
   it("writes the new app's credentials to .env, keeping its other lines", async () => {

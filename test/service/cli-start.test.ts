@@ -10,13 +10,7 @@ const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]
 
 const scope = perTest();
 /** A `steward start` child process, killed after the test if it is still running. */
-function start(env: Record<string, string>): ReturnType<typeof startChild> {
-  const run = startChild(env);
-  scope.defer(() => {
-    if (run.proc.exitCode === null) run.proc.kill("SIGKILL");
-  });
-  return run;
-}
+const start = (env: Record<string, string>) => scope.stopAfter(startChild(env), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
 
 describe("steward start (child process)", () => {
   it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {

@@ -14,8 +14,8 @@ export interface PerTest {
   dataDir(name: string): Promise<string>;
   /** Steward started with `opts`, closed after the test (closing it earlier too is harmless). */
   steward(opts: CreateStewardOptions): Promise<Steward>;
-  /** Anything else to stop after the test. */
-  defer(stop: () => unknown): void;
+  /** Anything else the test started: `stop(value)` runs after the test; gives `value` back. */
+  stopAfter<T>(value: T, stop: (value: T) => unknown): T;
 }
 
 /** Call at the top of a test file: registers the `afterEach` that stops what each test started. */
@@ -34,6 +34,6 @@ export function perTest(): PerTest {
     hub: async (opts) => started(await createHub(opts), (h) => h.close()),
     dataDir: async (name) => started(await mkdtemp(join(tmpdir(), `steward-${name}-`)), (d) => rm(d, { recursive: true, force: true })),
     steward: async (opts) => started(await createSteward(opts), (s) => s.close()),
-    defer: (stop) => void stops.push(stop),
+    stopAfter: started,
   };
 }

@@ -1,32 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HubHandle } from "../src/hub.js";
-import { installationToken, startHub } from "./core-helpers.js";
+import { describe, expect, it } from "vitest";
+import { startHub } from "./core-helpers.js";
+import { worldPerFile } from "./domain-helpers.js";
 
 // GitHub answers a log request with a 302 to a storage host on another origin; a client must
 // not carry its token there. The hub's storage host is a listener of its own to show that.
 describe("hub log storage on a second origin", () => {
-  let hub: HubHandle;
-  let token: string;
   let jobId: number;
-  beforeAll(async () => {
-    hub = await startHub();
-    token = await installationToken(hub, hub.control.installation("acme")!.id);
-    const run = hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "test", steps: ["Run"] }] });
-    jobId = hub.domains.actions.failJob({ runId: run.id, job: "test", step: "Run", log: "Error: disk full\n" }).id;
-    await hub.domains.idle();
+  const world = worldPerFile(async (w) => {
+    const run = w.hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "test", steps: ["Run"] }] });
+    jobId = w.hub.domains.actions.failJob({ runId: run.id, job: "test", step: "Run", log: "Error: disk full\n" }).id;
+    await w.settle();
   });
-  afterAll(() => hub.close());
+  const hub = () => world().hub;
+  const auth = () => ({ Authorization: `token ${world().token}` });
 
-  const logUrl = () => `${hub.url}/repos/acme/web/actions/jobs/${jobId}/logs`;
-  const storageRequests = () => hub.control.requests().filter((r) => r.origin === hub.blobUrl);
+  const logUrl = () => `${hub().url}/repos/acme/web/actions/jobs/${jobId}/logs`;
+  const storageRequests = () => hub().control.requests().filter((r) => r.origin === hub().blobUrl);
 
   it("redirects a log request to the storage origin, which serves it without credentials", async () => {
-    expect(new URL(hub.blobUrl).origin).not.toBe(new URL(hub.url).origin);
+    expect(new URL(hub().blobUrl).origin).not.toBe(new URL(hub().url).origin);
     const before = storageRequests().length;
-    const res = await fetch(logUrl(), { headers: { Authorization: `token ${token}` }, redirect: "manual" });
+    const res = await fetch(logUrl(), { headers: auth(), redirect: "manual" });
     expect(res.status).toBe(302);
     const location = new URL(res.headers.get("location")!);
-    expect(location.origin).toBe(hub.blobUrl);
+    expect(location.origin).toBe(hub().blobUrl);
     expect(location.searchParams.get("sig")).toMatch(/^[0-9a-f]+$/);
 
     const log = await fetch(location);
@@ -35,30 +32,30 @@ describe("hub log storage on a second origin", () => {
     expect(await log.text()).toMatch(/Z Error: disk full\n/);
     expect(storageRequests().slice(before).map((r) => [r.method, r.path, r.status, r.authorization])).toEqual([["GET", location.pathname, 200, false]]);
     // The API's own origin serves no stored documents.
-    expect((await fetch(`${hub.url}${location.pathname}${location.search}`)).status).toBe(404);
+    expect((await fetch(`${hub().url}${location.pathname}${location.search}`)).status).toBe(404);
   });
 
   it("is another origin to a client that follows the redirect: the Authorization header stays behind", async () => {
     const before = storageRequests().length;
-    const res = await fetch(logUrl(), { headers: { Authorization: `token ${token}` } });
+    const res = await fetch(logUrl(), { headers: auth() });
     expect(res.status).toBe(200);
     expect(await res.text()).toMatch(/Z Error: disk full\n/);
-    const api = hub.control.requests().filter((r) => r.origin === hub.url && r.path === `/repos/acme/web/actions/jobs/${jobId}/logs`).at(-1);
+    const api = hub().control.requests().filter((r) => r.origin === hub().url && r.path === `/repos/acme/web/actions/jobs/${jobId}/logs`).at(-1);
     expect(api).toMatchObject({ status: 302, authorization: true, auth: "installation" });
     expect(storageRequests().slice(before).map((r) => [r.status, r.authorization])).toEqual([[200, false]]);
   });
 
   it("expires a stored document and serves nothing but stored documents", async () => {
-    const res = await fetch(logUrl(), { headers: { Authorization: `token ${token}` }, redirect: "manual" });
+    const res = await fetch(logUrl(), { headers: auth(), redirect: "manual" });
     const location = res.headers.get("location")!;
-    hub.control.advanceClock(61_000);
+    hub().control.advanceClock(61_000);
     try {
       expect((await fetch(location)).status).toBe(403);
     } finally {
-      hub.control.advanceClock(-61_000);
+      hub().control.advanceClock(-61_000);
     }
-    expect((await fetch(`${hub.blobUrl}/_sandbox/blobs/no-such-token`)).status).toBe(404);
-    expect((await fetch(`${hub.blobUrl}/repos/acme/web`, { headers: { Authorization: `token ${token}` } })).status).toBe(404);
+    expect((await fetch(`${hub().blobUrl}/_sandbox/blobs/no-such-token`)).status).toBe(404);
+    expect((await fetch(`${hub().blobUrl}/repos/acme/web`, { headers: auth() })).status).toBe(404);
   });
 
   it("closes both listeners on close", async () => {

@@ -1,32 +1,22 @@
 import { relative, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine/index.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { loadHandlerModules, policyModules } from "../../src/dispatch/load-handlers.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { builtinHandlers, policyHandlers } from "../../handlers/index.js";
-import { deliveryOf, examplePayload, silent, tempDir, testConfig, testEngine } from "./helpers.js";
+import { deliveryOf, examplePayload, silent, testConfig, testEngine } from "./helpers.js";
+import { sqliteStorePerTest } from "./scratch-store.js";
 
 const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));
 
-let dir: string;
-let cleanup: () => Promise<void>;
-let store: SqliteStore;
-let engine: Engine | undefined;
 let hub: HubHandle;
-
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  store = openSqliteStore(dir);
   hub = await createHub();
 });
 afterEach(async () => {
-  await engine?.stop(1000);
-  engine = undefined;
-  store.close();
   await hub.close();
-  await cleanup();
 });
+// After the hub's hooks: the engine stops before the hub does.
+const scratch = sqliteStorePerTest();
 
 describe("loading handler modules", () => {
   it("runs a plain Probot app through a real Probot instance with a working context.octokit", async () => {
@@ -36,7 +26,7 @@ describe("loading handler modules", () => {
       ["probot-app", ["*"]],
       ["extra", ["ping"]],
     ]);
-    engine = testEngine(store, handlers, { config });
+    const engine = (scratch.engine = testEngine(scratch.store, handlers, { config }));
     await engine.start();
 
     // A real issue on the hub, named by a real example payload of its opening.
@@ -61,11 +51,11 @@ describe("loading handler modules", () => {
     const reader = await fetch(`${hub.url}${commentPath}`, { headers: { authorization: `token ${hub.control.userToken("octo-admin")}` } });
     expect(((await reader.json()) as { body: string; user: { login: string } }[]).map((c) => [c.user.login, c.body])).toEqual([["steward-sandbox[bot]", `Thanks for opening #${number}`]]);
 
-    expect((await store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
-    const failedPush = (await store.deliveries.getDelivery(push.id))!;
+    expect((await scratch.store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
+    const failedPush = (await scratch.store.deliveries.getDelivery(push.id))!;
     expect(failedPush.delivery.status).toBe("dead");
     expect(failedPush.outcomes).toMatchObject([{ handler: "probot-app", status: "failed", detail: "this app cannot handle pushes" }]);
-    const pinged = (await store.deliveries.getDelivery(ping.id))!;
+    const pinged = (await scratch.store.deliveries.getDelivery(ping.id))!;
     expect(pinged.outcomes.map((o) => [o.handler, o.status])).toEqual([
       ["extra", "done"],
       ["probot-app", "skipped"], // the app never subscribed to ping

@@ -26,7 +26,7 @@ function cli(...args: string[]): Promise<{ code: number; out: string; err: strin
 /** Stores one done push and one dead workflow_run in the data directory, processed by real handlers. */
 async function populate(handlerCalls: string[]) {
   const store = openSqliteStore(dir);
-  const { push, run, handlers } = await seedDoneAndDead(store, "d", handlerCalls);
+  const { push, run, handlers } = await seedDoneAndDead(store, "d", { calls: handlerCalls });
   store.close();
   return { push, run, engine: () => ({ store: openSqliteStore(dir), handlers }) };
 }

@@ -7,10 +7,11 @@ type Store = Parameters<typeof testEngine>[0];
 
 /**
  * Records a push `<prefix>-push` and a workflow run `<prefix>-run`, processes them to the end and
- * stops. `calls` collects the delivery id of each failing attempt. The handlers are given back, to
- * process a replay with.
+ * stops. `calls` collects the delivery id of each failing attempt; `engine` overrides the test
+ * engine's options (its retry backoff). The handlers are given back, to process a replay with.
  */
-export async function seedDoneAndDead(store: Store, prefix: string, calls: string[] = []) {
+export async function seedDoneAndDead(store: Store, prefix: string, opts: { calls?: string[]; engine?: Parameters<typeof testEngine>[2] } = {}) {
+  const calls = opts.calls ?? [];
   const handlers: HandlerModule<any>[] = [
     defineHandler<unknown>({ name: "pusher", events: ["push"], handle: async () => ({ status: "done", summary: "pushed" }) }),
     defineHandler<unknown>({
@@ -24,7 +25,7 @@ export async function seedDoneAndDead(store: Store, prefix: string, calls: strin
   ];
   const push = deliveryOf("push", examplePayload("push"), `${prefix}-push`);
   const run = deliveryOf("workflow_run", examplePayload("workflow_run", "completed"), `${prefix}-run`);
-  const engine = testEngine(store, handlers, { maxAttempts: 2 });
+  const engine = testEngine(store, handlers, { maxAttempts: 2, ...opts.engine });
   await engine.start();
   await engine.intake.record(push);
   await engine.intake.record(run);

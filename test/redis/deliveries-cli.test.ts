@@ -46,7 +46,7 @@ function cli(...args: string[]): Promise<{ code: number; out: string; err: strin
 describe.skipIf(!redisUp)("steward deliveries with STEWARD_REDIS_URL", () => {
   it("lists, shows every attempt, replays one and bulk-replays the dead, as text and --json", async () => {
     const store = await openRedisStore(cliDbUrl);
-    await seedDoneAndDead(store, "r");
+    await seedDoneAndDead(store, "r", { engine: { retry: { baseMs: 1, maxMs: 5 } } });
     expect(await store.browse.countDead()).toBe(1);
     await store.close();
 

@@ -37,10 +37,11 @@ export async function startSandboxStack(opts: SandboxStackOptions & { handlers?:
 
 /**
  * A handler's final outcome on a delivery the hub sent (`hub.control.deliveries()[n].guid`):
- * waits while it is missing or `failed` with a retry to come, up to `timeoutMs`.
+ * waits while it is missing or `failed` with a retry to come, up to `timeoutMs`. `stack` is read
+ * for its `steward` on every look, so a holder whose Steward was restarted passes itself.
  */
 export async function outcomeOf(
-  stack: SandboxStack,
+  stack: Pick<SandboxStack, "steward">,
   deliveryId: string,
   handler: string,
   opts: { timeoutMs?: number } = {},

@@ -3,21 +3,19 @@
 // with a code, Steward exchanges it and writes .env; a Steward started from that .env alone
 // then takes a signed delivery from the hub and calls the API as the new app.
 import { readFileSync, statSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import pino from "pino";
 import { loadDotEnv } from "../../src/cli/dotenv.js";
 import { manifestFromAppYml } from "../../src/cli/register/manifest.js";
 import { startRegistration, type Registration } from "../../src/cli/register/flow.js";
 import { withoutKeys } from "../../src/cli/register/env-file.js";
 import { loadConfig } from "../../src/config/env.js";
-import { createSteward, type Steward } from "../../src/app.js";
 import { defineHandler } from "../../src/handler.js";
-import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { run as runRegister } from "../../src/cli/commands/register.js";
+import { perTest } from "../service/per-test.js";
 
 const appYml = readFileSync(join(import.meta.dirname, "../../app.yml"), "utf8");
 
@@ -52,27 +50,18 @@ async function browse(registration: Registration): Promise<{ callback: Response;
   return { callback, manifest: JSON.parse(manifest) as Record<string, unknown>, action };
 }
 
-let hub: HubHandle | undefined;
-let steward: Steward | undefined;
-let registration: Registration | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await steward?.close();
-  await registration?.close();
-  await hub?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  steward = registration = hub = dir = undefined;
-});
+const scope = perTest();
+const register = async (opts: Parameters<typeof startRegistration>[0]) => scope.stopAfter(await startRegistration(opts), (r) => r.close());
 
 describe("steward register against the sandbox hub", () => {
   it("writes the new app's credentials to .env, keeping its other lines", async () => {
-    hub = await createHub();
-    dir = await mkdtemp(join(tmpdir(), "steward-register-"));
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("register");
     const envFile = join(dir, ".env");
     await writeFile(envFile, "# my settings\nFOO=bar\nAPP_ID=1\nPRIVATE_KEY=\"-----BEGIN OLD-----\nold\n-----END OLD-----\"\nLOG_LEVEL=warn\n");
     const stewardPort = await freePort();
     const hookUrl = `http://127.0.0.1:${stewardPort}/api/github/webhooks`;
-    registration = await startRegistration({
+    const registration = await register({
       manifest: (redirectUrl) => manifestFromAppYml(appYml, { redirectUrl, hookUrl }),
       githubUrl: hub.url,
       apiUrl: hub.url,
@@ -110,10 +99,10 @@ describe("steward register against the sandbox hub", () => {
   });
 
   it("a Steward configured from the written .env receives the hub's signed delivery and acts as the app", async () => {
-    hub = await createHub();
-    dir = await mkdtemp(join(tmpdir(), "steward-register-"));
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("register");
     const stewardPort = await freePort();
-    registration = await startRegistration({
+    const registration = await register({
       manifest: (redirectUrl) => manifestFromAppYml(appYml, { redirectUrl, hookUrl: `http://127.0.0.1:${stewardPort}/api/github/webhooks` }),
       githubUrl: hub.url,
       apiUrl: hub.url,
@@ -137,7 +126,7 @@ describe("steward register against the sandbox hub", () => {
         return { status: "done" };
       },
     });
-    steward = await createSteward({ config: loadConfig(env), handlers: [reader], logger: pino({ level: "silent" }), api: { writeIntervalMs: 0 } });
+    const steward = await scope.steward({ config: loadConfig(env), handlers: [reader], logger: pino({ level: "silent" }), api: { writeIntervalMs: 0 } });
     hub.control.pushFiles({ owner: "acme", repo: "web", files: { "registered.txt": "hi\n" } });
     await vi.waitFor(() => expect(seen).toContain("acme/web"), { timeout: 60_000, interval: 50 });
     const delivery = hub.control.deliveries().find((d) => d.event === "push")!;
@@ -145,9 +134,9 @@ describe("steward register against the sandbox hub", () => {
   });
 
   it("refuses a callback whose state is not the page's, writing nothing", async () => {
-    hub = await createHub();
-    dir = await mkdtemp(join(tmpdir(), "steward-register-"));
-    registration = await startRegistration({
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("register");
+    const registration = await register({
       manifest: (redirectUrl) => manifestFromAppYml(appYml, { redirectUrl }),
       githubUrl: hub.url,
       apiUrl: hub.url,
@@ -160,7 +149,7 @@ describe("steward register against the sandbox hub", () => {
   });
 
   it("the hub refuses a manifest without a redirect_url, and an unknown code", async () => {
-    hub = await createHub();
+    const hub = await scope.hub();
     const res = await fetch(`${hub.url}/settings/apps/new`, {
       method: "POST",
       headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -175,8 +164,8 @@ describe("steward register against the sandbox hub", () => {
 
 describe("the steward register command", () => {
   it("registers under an organisation, sends deliveries to WEBHOOK_PROXY_URL, and prints no secret", async () => {
-    hub = await createHub();
-    dir = await mkdtemp(join(tmpdir(), "steward-register-"));
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("register");
     const port = await freePort();
     let out = "";
     const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((out += String(chunk)), true));

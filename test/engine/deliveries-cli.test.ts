@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "../cli/capture.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { defineHandler, type HandlerModule } from "../../src/handler.js";
-import { deliveryOf, examplePayload, tempDir, testEngine } from "./helpers.js";
+import { tempDir, testEngine } from "./helpers.js";
+import { seedDoneAndDead } from "./seed-deliveries.js";
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -23,28 +23,10 @@ function cli(...args: string[]): Promise<{ code: number; out: string; err: strin
   return runCli(["deliveries", ...args]);
 }
 
-/** Stores one done push, one dead workflow_run, and processes them with real handlers. */
+/** Stores one done push and one dead workflow_run in the data directory, processed by real handlers. */
 async function populate(handlerCalls: string[]) {
   const store = openSqliteStore(dir);
-  const handlers: HandlerModule<any>[] = [
-    defineHandler<unknown>({ name: "pusher", events: ["push"], handle: async () => ({ status: "done", summary: "pushed" }) }),
-    defineHandler<unknown>({
-      name: "rerun",
-      events: ["workflow_run.completed"],
-      async handle(ctx) {
-        handlerCalls.push(ctx.deliveryId);
-        throw new Error("503 Service Unavailable from the API");
-      },
-    }),
-  ];
-  const engine = testEngine(store, handlers, { maxAttempts: 2 });
-  const push = deliveryOf("push", examplePayload("push"), "d-push");
-  const run = deliveryOf("workflow_run", examplePayload("workflow_run", "completed"), "d-run");
-  await engine.start();
-  await engine.intake.record(push);
-  await engine.intake.record(run);
-  await engine.idle();
-  await engine.stop(1000);
+  const { push, run, handlers } = await seedDoneAndDead(store, "d", { calls: handlerCalls });
   store.close();
   return { push, run, engine: () => ({ store: openSqliteStore(dir), handlers }) };
 }
@@ -59,7 +41,7 @@ describe("steward deliveries", () => {
     expect(lines).toHaveLength(2);
     const dead = lines.find((l) => l.startsWith("d-run"))!;
     expect(dead).toMatch(/d-run\s+dead\s+workflow_run\.completed\s+\S+\s+attempts=2/);
-    expect(dead).toContain('error="rerun: 503 Service Unavailable from the API"');
+    expect(dead).toContain('error="rerun: 503 Service Unavailable (attempt 2)"');
 
     const onlyDead = await cli("list", "--status", "dead");
     expect(onlyDead.out.trim().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["d-run"]);
@@ -79,7 +61,7 @@ describe("steward deliveries", () => {
     expect(shown.out).toContain("status:       dead");
     expect(shown.out).toContain("x-github-event: workflow_run");
     expect(shown.out).not.toContain("x-hub-signature");
-    expect(shown.out).toMatch(/rerun\s+failed\s+attempts=2\s+[\d.]+s\s+error: 503 Service Unavailable from the API/);
+    expect(shown.out).toMatch(/rerun\s+failed\s+attempts=2\s+[\d.]+s\s+error: 503 Service Unavailable \(attempt 2\)/);
     expect(shown.out).not.toContain("payload:");
     const withPayload = await cli("show", "d-run", "--payload");
     expect(withPayload.out).toContain("payload:");

@@ -1,36 +1,21 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine/index.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
+import { describe, expect, it } from "vitest";
 import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
-import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, tempDir, testEngine } from "./helpers.js";
+import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, testEngine } from "./helpers.js";
+import { sqliteStorePerTest } from "./scratch-store.js";
 
-let dir: string;
-let cleanup: () => Promise<void>;
-let store: SqliteStore;
-let engine: Engine | undefined;
-
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  store = openSqliteStore(dir);
-});
-afterEach(async () => {
-  await engine?.stop(1000);
-  engine = undefined;
-  store.close();
-  await cleanup();
-});
+const scratch = sqliteStorePerTest();
 
 function makeEngine(handlers: HandlerModule<any>[], extra: { policies?: ReturnType<typeof fakePolicies>; maxAttempts?: number } = {}) {
   const policies = extra.policies ?? fakePolicies();
   const octokits = fakeOctokits();
   const observed: string[] = [];
-  engine = testEngine(store, handlers, {
+  const engine = (scratch.engine = testEngine(scratch.store, handlers, {
     maxAttempts: extra.maxAttempts ?? 3,
     octokits,
     policies,
     observe: { outcome: (h, s) => observed.push(`${h}:${s}`) },
-  });
+  }));
   return { engine, policies, octokits, observed };
 }
 
@@ -75,14 +60,14 @@ describe("routing and outcomes", () => {
         "quiet<-workflow_run.requested",
       ].sort(),
     );
-    const shown = await store.deliveries.getDelivery(completed.id);
+    const shown = await scratch.store.deliveries.getDelivery(completed.id);
     expect(shown?.delivery.status).toBe("done");
     expect(shown?.outcomes.map((o) => [o.handler, o.status, o.detail, o.attempts])).toEqual([
       ["completed-only", "done", `saw ${completed.id}`, 1],
       ["every-run", "done", `saw ${completed.id}`, 1],
       ["quiet", "skipped", "nothing to do", 1],
     ]);
-    expect((await store.deliveries.getDelivery(push.id))?.outcomes.map((o) => o.handler)).toEqual(["pusher", "quiet"]);
+    expect((await scratch.store.deliveries.getDelivery(push.id))?.outcomes.map((o) => o.handler)).toEqual(["pusher", "quiet"]);
     expect(observed.filter((o) => o === "quiet:skipped")).toHaveLength(3);
   });
 
@@ -117,8 +102,8 @@ describe("routing and outcomes", () => {
     expect(policySeen).toEqual({ enabled: true });
     expect(octokits.requested).toEqual([77]);
     expect(policies.loads).toEqual([d.repository, "octo-org/other"]);
-    expect(await store.kv.get("probe:last")).toBe(d.id);
-    expect((await store.deliveries.getDelivery(d.id))?.outcomes[0]?.status).toBe("done");
+    expect(await scratch.store.kv.get("probe:last")).toBe(d.id);
+    expect((await scratch.store.deliveries.getDelivery(d.id))?.outcomes[0]?.status).toBe("done");
   });
 
   it("never runs a handler on an invalid policy: skipped naming FILE:LINE:COL of the first problem", async () => {
@@ -151,7 +136,7 @@ describe("routing and outcomes", () => {
     await e.intake.record(d);
     await e.idle();
     expect(ran).toBe(0);
-    const o = (await store.deliveries.getDelivery(d.id))!.outcomes[0]!;
+    const o = (await scratch.store.deliveries.getDelivery(d.id))!.outcomes[0]!;
     expect(o.status).toBe("skipped");
     expect(o.detail).toBe('invalid policy: .github/steward.yml:4:5: unknown key "max_atempts"');
   });
@@ -197,7 +182,7 @@ describe("retries", () => {
     await e.intake.record(d);
     await e.idle();
     expect(runs).toEqual({ steady: 1, flaky: 2 });
-    const shown = (await store.deliveries.getDelivery(d.id))!;
+    const shown = (await scratch.store.deliveries.getDelivery(d.id))!;
     expect(shown.delivery.status).toBe("done");
     expect(shown.delivery.attempts).toBe(2);
     expect(shown.outcomes.map((o) => [o.handler, o.status, o.attempts, o.detail])).toEqual([
@@ -226,7 +211,7 @@ describe("retries", () => {
     await e.intake.record(d);
     await e.idle();
     expect(attempts).toEqual([1, 2, 3]);
-    const shown = (await store.deliveries.getDelivery(d.id))!;
+    const shown = (await scratch.store.deliveries.getDelivery(d.id))!;
     expect(shown.delivery.status).toBe("dead");
     expect(shown.delivery.lastError).toContain("broken: API said no (attempt 3)");
     expect(shown.delivery.lastError).not.toContain("ghs_abcdefghijklmnop1234");
@@ -245,7 +230,7 @@ describe("retries", () => {
     const d = deliveryOf("push", examplePayload("push"));
     await e.intake.record(d);
     await e.idle();
-    const shown = (await store.deliveries.getDelivery(d.id))!;
+    const shown = (await scratch.store.deliveries.getDelivery(d.id))!;
     expect(shown.delivery).toMatchObject({ status: "dead", attempts: 1, lastError: "final: bad input" });
     expect(other).toBe(1);
   });
@@ -271,12 +256,12 @@ describe("retries", () => {
     const d = deliveryOf("push", examplePayload("push"));
     await e.intake.record(d);
     await e.idle();
-    expect((await store.deliveries.getDelivery(d.id))!.delivery.status).toBe("dead");
+    expect((await scratch.store.deliveries.getDelivery(d.id))!.delivery.status).toBe("dead");
     failing = false;
     await e.replay(d.id);
     await e.idle();
     expect(calls.sort()).toEqual(["a", "a", "b", "b"]);
-    const shown = (await store.deliveries.getDelivery(d.id))!;
+    const shown = (await scratch.store.deliveries.getDelivery(d.id))!;
     expect(shown.delivery.status).toBe("done");
     expect(shown.outcomes.map((o) => o.attempts)).toEqual([1, 1]);
     await expect(e.replay("no-such-delivery")).rejects.toThrow(/no stored delivery/);
@@ -308,12 +293,12 @@ describe("lifecycle", () => {
     await e.stop(10);
     expect(peak).toBe(4);
     expect(await e.intake.ready()).toBe(false);
-    const statuses = await Promise.all(ds.map(async (d) => (await store.deliveries.getDelivery(d.id))!.delivery));
+    const statuses = await Promise.all(ds.map(async (d) => (await scratch.store.deliveries.getDelivery(d.id))!.delivery));
     expect(statuses.every((d) => d.status === "queued" && d.attempts === 0)).toBe(true);
     release();
     await new Promise((r) => setTimeout(r, 20));
     // The released runs finished after losing their lease: they recorded nothing.
-    const after = await Promise.all(ds.map(async (d) => (await store.deliveries.getDelivery(d.id))!));
+    const after = await Promise.all(ds.map(async (d) => (await scratch.store.deliveries.getDelivery(d.id))!));
     expect(after.every((d) => d.delivery.status === "queued" && d.outcomes.length === 0)).toBe(true);
   });
 

@@ -1,98 +1,61 @@
-import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { relative, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Engine } from "../../src/engine/index.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { loadHandlerModules, policyModules } from "../../src/dispatch/load-handlers.js";
+import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { builtinHandlers, policyHandlers } from "../../handlers/index.js";
-import { deliveryOf, examplePayload, privateKey, silent, tempDir, testConfig, testEngine } from "./helpers.js";
+import { deliveryOf, examplePayload, silent, testConfig, testEngine } from "./helpers.js";
+import { sqliteStorePerTest } from "./scratch-store.js";
 
 const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));
 
-type Seen = { method: string; url: string; authorization: string | undefined; body: any };
-
-/** A tiny stand-in for the REST API: issues installation tokens and accepts issue comments. */
-async function fakeApi(): Promise<{ server: Server; url: string; seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const read = async (req: IncomingMessage) => {
-    let text = "";
-    for await (const chunk of req) text += chunk;
-    return text ? JSON.parse(text) : undefined;
-  };
-  const server = createServer(async (req, res) => {
-    const body = await read(req);
-    seen.push({ method: req.method!, url: req.url!, authorization: req.headers.authorization, body });
-    res.setHeader("content-type", "application/json; charset=utf-8");
-    res.setHeader("x-github-media-type", "github.v3; format=json");
-    const tokenRoute = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(req.url!);
-    if (req.method === "POST" && tokenRoute) {
-      res.statusCode = 201;
-      res.end(JSON.stringify({ token: "ghs_installationtoken000001", expires_at: new Date(Date.now() + 3_600_000).toISOString(), permissions: { issues: "write" }, repository_selection: "all" }));
-      return;
-    }
-    const comment = /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/.exec(req.url!);
-    if (req.method === "POST" && comment) {
-      res.statusCode = 201;
-      res.end(JSON.stringify({ id: 1, body: body.body, html_url: `https://example.test/${comment[1]}/${comment[2]}/issues/${comment[3]}#c1` }));
-      return;
-    }
-    res.statusCode = 404;
-    res.end(JSON.stringify({ message: "Not Found", documentation_url: "https://docs.github.com/rest" }));
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
-}
-
-let dir: string;
-let cleanup: () => Promise<void>;
-let store: SqliteStore;
-let engine: Engine | undefined;
-let api: Awaited<ReturnType<typeof fakeApi>>;
-
+let hub: HubHandle;
 beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  store = openSqliteStore(dir);
-  api = await fakeApi();
+  hub = await createHub();
 });
 afterEach(async () => {
-  await engine?.stop(1000);
-  engine = undefined;
-  store.close();
-  await new Promise((r) => api.server.close(r));
-  await cleanup();
+  await hub.close();
 });
+// After the hub's hooks: the engine stops before the hub does.
+const scratch = sqliteStorePerTest();
 
 describe("loading handler modules", () => {
   it("runs a plain Probot app through a real Probot instance with a working context.octokit", async () => {
-    const config = testConfig({ apiUrl: api.url, privateKey: privateKey(), maxAttempts: 1 });
+    const config = testConfig({ apiUrl: hub.url, appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, maxAttempts: 1 });
     const handlers = await loadHandlerModules([fixture("probot-app.ts"), fixture("handler-module.ts")], { config, logger: silent });
     expect(handlers.map((h) => [h.name, h.events])).toEqual([
       ["probot-app", ["*"]],
       ["extra", ["ping"]],
     ]);
-    engine = testEngine(store, handlers, { config });
+    const engine = (scratch.engine = testEngine(scratch.store, handlers, { config }));
     await engine.start();
 
-    const issue: Record<string, any> = { ...examplePayload("issues", "opened"), installation: { id: 31 } };
+    // A real issue on the hub, named by a real example payload of its opening.
+    const installationId = hub.control.installation("acme")!.id;
+    const { number } = hub.control.openIssue({ owner: "acme", repo: "web", title: "It breaks" });
+    const example = examplePayload("issues", "opened");
+    const issue: Record<string, any> = { ...example, issue: { ...example.issue, number }, repository: hub.state.repoJson(hub.control.repo("acme", "web")!), installation: { id: installationId } };
     const opened = deliveryOf("issues", issue);
     const push = deliveryOf("push", examplePayload("push"));
     const ping = deliveryOf("ping", examplePayload("ping"));
     for (const d of [opened, push, ping]) await engine.intake.record(d);
     await engine.idle();
 
-    const tokenRequest = api.seen.find((s) => s.url === "/app/installations/31/access_tokens");
-    expect(tokenRequest?.authorization).toMatch(/^bearer [\w-]+\.[\w-]+\.[\w-]+$/i); // the app's JWT, signed with the real key
-    const commentRequest = api.seen.find((s) => s.url.endsWith("/comments"));
-    expect(commentRequest?.url).toBe(`/repos/${issue.repository.owner.login}/${issue.repository.name}/issues/${issue.issue.number}/comments`);
-    expect(commentRequest?.authorization).toBe("token ghs_installationtoken000001");
-    expect(commentRequest?.body).toEqual({ body: `Thanks for opening #${issue.issue.number}` });
+    // The token was asked for with the app's JWT, which the hub verified against the app's key.
+    const tokenRequests = hub.control.requests().filter((r) => r.path === `/app/installations/${installationId}/access_tokens`);
+    expect(tokenRequests.map((r) => [r.method, r.auth, r.authorization, r.status])).toEqual([["POST", "app", true, 201]]);
+    expect(hub.state.tokens.minted.get(installationId)).toBe(1);
+    // The comment was written with that installation token, on the issue.
+    const commentPath = `/repos/acme/web/issues/${number}/comments`;
+    expect(hub.control.requests().filter((r) => r.path.endsWith("/comments")).map((r) => [r.method, r.path, r.auth, r.status])).toEqual([["POST", commentPath, "installation", 201]]);
+    expect(hub.control.effects.filter((e) => e.kind === "issues.commented").map((e) => [e.by, e.detail.number])).toEqual([[`installation:${installationId}`, number]]);
+    const reader = await fetch(`${hub.url}${commentPath}`, { headers: { authorization: `token ${hub.control.userToken("octo-admin")}` } });
+    expect(((await reader.json()) as { body: string; user: { login: string } }[]).map((c) => [c.user.login, c.body])).toEqual([["steward-sandbox[bot]", `Thanks for opening #${number}`]]);
 
-    expect((await store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
-    const failedPush = (await store.deliveries.getDelivery(push.id))!;
+    expect((await scratch.store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
+    const failedPush = (await scratch.store.deliveries.getDelivery(push.id))!;
     expect(failedPush.delivery.status).toBe("dead");
     expect(failedPush.outcomes).toMatchObject([{ handler: "probot-app", status: "failed", detail: "this app cannot handle pushes" }]);
-    const pinged = (await store.deliveries.getDelivery(ping.id))!;
+    const pinged = (await scratch.store.deliveries.getDelivery(ping.id))!;
     expect(pinged.outcomes.map((o) => [o.handler, o.status])).toEqual([
       ["extra", "done"],
       ["probot-app", "skipped"], // the app never subscribed to ping

@@ -1,28 +1,14 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Engine } from "../../src/engine/index.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { defineHandler, type HandlerModule, type TaskContext } from "../../src/handler.js";
-import { deliveryOf, examplePayload, tempDir, testEngine, waitFor } from "./helpers.js";
+import { deliveryOf, examplePayload, testEngine, waitFor } from "./helpers.js";
+import { sqliteStorePerTest } from "./scratch-store.js";
 
-let dir: string;
-let cleanup: () => Promise<void>;
-let store: SqliteStore;
-let engine: Engine | undefined;
-
-beforeEach(async () => {
-  ({ dir, cleanup } = await tempDir());
-  store = openSqliteStore(dir);
-});
-afterEach(async () => {
-  await engine?.stop(1000);
-  engine = undefined;
-  store.close();
-  await cleanup();
-});
+const scratch = sqliteStorePerTest();
 
 function start(handlers: HandlerModule<any>[], maxAttempts = 3): Promise<Engine> {
-  engine = testEngine(store, handlers, { maxAttempts });
-  return engine.start().then(() => engine!);
+  const engine = (scratch.engine = testEngine(scratch.store, handlers, { maxAttempts }));
+  return engine.start().then(() => engine);
 }
 
 type Run = { key: string; data: unknown; at: number; attempt: number; installationId: number | undefined };
@@ -51,18 +37,18 @@ describe("scheduled tasks", () => {
     expect(runs[0]!.at).toBeGreaterThanOrEqual(runAt.getTime());
     expect(runs[0]).toMatchObject({ key: "deploy:1", data: { env: "prod" }, attempt: 1, installationId: 9 });
     await e.idle();
-    expect(await store.tasks.listTasks()).toEqual([]);
+    expect(await scratch.store.tasks.listTasks()).toEqual([]);
   });
 
-  it("survives a store reopen: a task scheduled before a restart runs after it", async () => {
+  it("survives a scratch.store reopen: a task scheduled before a restart runs after it", async () => {
     const first = recorder("delays");
     const e1 = await start([first.module]);
     await e1.schedulerFor("delays").schedule({ key: "rerun:55", runAt: new Date(Date.now() + 100), data: { run: 55 } });
     await e1.stop(100);
-    store.close();
+    scratch.store.close();
     expect(first.runs).toEqual([]);
 
-    store = openSqliteStore(dir);
+    scratch.reopen();
     const second = recorder("delays");
     await start([second.module]);
     await waitFor(() => second.runs.length === 1);
@@ -76,14 +62,14 @@ describe("scheduled tasks", () => {
     const later = new Date(Date.now() + 60_000);
     await s.schedule({ key: "k", runAt: later, data: "first" });
     await s.schedule({ key: "k", runAt: new Date(), data: "second" });
-    expect((await store.tasks.listTasks()).map((t) => t.data)).toEqual(["first"]);
+    expect((await scratch.store.tasks.listTasks()).map((t) => t.data)).toEqual(["first"]);
     await s.schedule({ key: "k", runAt: new Date(), data: "third", replace: true });
     await waitFor(() => runs.length === 1);
     expect(runs.map((r) => r.data)).toEqual(["third"]);
     await s.schedule({ key: "gone", runAt: new Date(Date.now() + 50), data: null });
     await s.cancel("gone");
     await e.idle();
-    expect(await store.tasks.listTasks()).toEqual([]);
+    expect(await scratch.store.tasks.listTasks()).toEqual([]);
     expect(runs).toHaveLength(1);
   });
 
@@ -97,10 +83,10 @@ describe("scheduled tasks", () => {
     const e = await start([flaky.module, broken.module], 2);
     await e.schedulerFor("flaky").schedule({ key: "a", runAt: new Date(), data: 1 });
     await e.schedulerFor("broken").schedule({ key: "b", runAt: new Date(), data: 1 });
-    await waitFor(async () => (await store.tasks.listTasks()).every((t) => t.status === "dead") && flaky.runs.length === 2);
+    await waitFor(async () => (await scratch.store.tasks.listTasks()).every((t) => t.status === "dead") && flaky.runs.length === 2);
     expect(flaky.runs.map((r) => r.attempt)).toEqual([1, 2]);
     expect(broken.runs.map((r) => r.attempt)).toEqual([1, 2]);
-    const tasks = await store.tasks.listTasks();
+    const tasks = await scratch.store.tasks.listTasks();
     expect(tasks).toHaveLength(1);
     expect(tasks[0]).toMatchObject({ handler: "broken", key: "b", status: "dead", attempts: 2, lastError: "still broken (2)" });
   });
@@ -114,7 +100,7 @@ describe("scheduled tasks", () => {
     await waitFor(() => periodic.runs.length === 3);
     await e.idle();
     expect(periodic.runs.map((r) => r.data)).toEqual([0, 1, 2]);
-    expect(await store.tasks.listTasks()).toEqual([]);
+    expect(await scratch.store.tasks.listTasks()).toEqual([]);
   });
 });
 
@@ -133,13 +119,13 @@ describe("one run path for tasks and deliveries", () => {
         throw new Error(leaky("task"));
       },
     });
-    engine = testEngine(store, [module], { maxAttempts: 1, observe: { outcome: (h, status) => observed.push([h, status]) } });
+    const engine = (scratch.engine = testEngine(scratch.store, [module], { maxAttempts: 1, observe: { outcome: (h, status) => observed.push([h, status]) } }));
     await engine.start();
     await engine.schedulerFor("leaky").schedule({ key: "k", runAt: new Date(), data: null });
     await engine.intake.record(deliveryOf("ping", examplePayload("ping")));
-    await waitFor(async () => (await store.tasks.listTasks()).some((t) => t.status === "dead") && (await store.deliveries.listDeliveries({ status: "dead" })).length === 1);
-    const [task] = await store.tasks.listTasks();
-    const [delivery] = await store.deliveries.listDeliveries({ status: "dead" });
+    await waitFor(async () => (await scratch.store.tasks.listTasks()).some((t) => t.status === "dead") && (await scratch.store.deliveries.listDeliveries({ status: "dead" })).length === 1);
+    const [task] = await scratch.store.tasks.listTasks();
+    const [delivery] = await scratch.store.deliveries.listDeliveries({ status: "dead" });
     expect(task!.lastError).toBe("task failed with [REDACTED] and [REDACTED]");
     expect(delivery!.lastError).toBe("leaky: delivery failed with [REDACTED] and [REDACTED]");
     expect(observed).toEqual(expect.arrayContaining([["leaky", "failed"], ["leaky", "failed"]]));
@@ -157,7 +143,7 @@ describe("one run path for tasks and deliveries", () => {
     });
     const e = await start([module]);
     await e.schedulerFor("odd").schedule({ key: "x", runAt: new Date(), data: null });
-    await waitFor(async () => (await store.tasks.listTasks()).some((t) => t.status === "dead"));
-    expect((await store.tasks.listTasks())[0]).toMatchObject({ attempts: 1, lastError: "handler returned something that is not an outcome" });
+    await waitFor(async () => (await scratch.store.tasks.listTasks()).some((t) => t.status === "dead"));
+    expect((await scratch.store.tasks.listTasks())[0]).toMatchObject({ attempts: 1, lastError: "handler returned something that is not an outcome" });
   });
 });

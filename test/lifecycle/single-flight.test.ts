@@ -5,36 +5,19 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { run, type Io } from "../../src/cli/commands/sync.js";
+import { run } from "../../src/cli/commands/sync.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { withJobLease } from "../../src/store/job-lease.js";
 import { syncLeaseKey } from "../../handlers/secrets/organisation.js";
+import { syncIo } from "../handlers/secrets/sync-io.js";
 import { until } from "./support.js";
 
 let h: HubHandle;
 let dataDir: string;
 let store: SqliteStore;
 
-function io(): Io & { stdout: string; stderr: string } {
-  const out = { stdout: "", stderr: "" };
-  const env: NodeJS.ProcessEnv = {
-    APP_ID: h.env.APP_ID,
-    PRIVATE_KEY_PATH: h.env.PRIVATE_KEY_PATH,
-    WEBHOOK_SECRET: h.env.WEBHOOK_SECRET,
-    GITHUB_API_URL: h.url,
-    STEWARD_DATA_DIR: dataDir,
-    STEWARD_WRITE_INTERVAL: "0ms",
-    STEWARD_SF_TOKEN: "single-flight-value",
-    STEWARD_SECRET_SOURCES: "acme=env:STEWARD_SF_",
-    LOG_LEVEL: "warn",
-  };
-  return Object.assign(out, {
-    env,
-    out: (t: string) => void (out.stdout += t),
-    err: (t: string) => void (out.stderr += t),
-  });
-}
+const io = () => syncIo(h, dataDir, { STEWARD_WRITE_INTERVAL: "0ms", STEWARD_SF_TOKEN: "single-flight-value", STEWARD_SECRET_SOURCES: "acme=env:STEWARD_SF_" });
 
 beforeAll(async () => {
   h = await createHub({ seed: "demo" });

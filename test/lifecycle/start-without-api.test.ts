@@ -1,15 +1,11 @@
 // Start-up does not depend on the API: with GitHub unreachable, or refusing the app's key,
 // the intake records deliveries at once; the work that needs the API retries in the
 // background, and a rejected credential is reported once, naming what to fix.
-import { afterEach, describe, expect, it } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { createSteward, type Steward } from "../../src/app.js";
-import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
+import { perTest } from "../service/per-test.js";
 import { until } from "./support.js";
 
 const push = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "push")!.examples[0]);
@@ -17,15 +13,7 @@ const fastBackoff = { minMs: 20, maxMs: 100 };
 /** The discard port: nothing listens there, and no other test binds it (a port freed a moment ago might be). */
 const UNREACHABLE_API = "http://127.0.0.1:9";
 
-let steward: Steward | undefined;
-let hub: HubHandle | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await steward?.close();
-  await hub?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  steward = hub = dir = undefined;
-});
+const scope = perTest();
 
 function lines(output: string): { level: number; msg: string; [k: string]: unknown }[] {
   return output
@@ -36,9 +24,9 @@ function lines(output: string): { level: number; msg: string; [k: string]: unkno
 
 describe("start without the API", () => {
   it("with GITHUB_API_URL unreachable: starts, answers 202 and /readyz 200, and retries start-up work in the background", async () => {
-    dir = await mkdtemp(join(tmpdir(), "steward-noapi-"));
+    const dir = await scope.dataDir("noapi");
     const { logger, output } = collectingLogger("info");
-    steward = await createSteward({
+    const steward = await scope.steward({
       config: testConfig({ privateKey: appKey().privateKey, apiUrl: UNREACHABLE_API, dataDir: dir }),
       logger,
       api: { retries: 0 },
@@ -58,20 +46,19 @@ describe("start without the API", () => {
   });
 
   it("with a key GitHub does not accept: one clear message naming APP_ID and PRIVATE_KEY and GET /app's answer, never blaming a handler", async () => {
-    hub = await createHub();
-    dir = await mkdtemp(join(tmpdir(), "steward-badkey-"));
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("badkey");
     const { logger, output } = collectingLogger("info");
-    steward = await createSteward({
+    const steward = await scope.steward({
       // The hub's app id, with a private key that is not the app's.
       config: testConfig({ privateKey: appKey().privateKey, appId: Number(hub.env.APP_ID), apiUrl: hub.url, dataDir: dir }),
       logger,
       api: { retries: 0 },
       startBackoff: fastBackoff,
     });
-    const h = hub;
     expect((await postDelivery(steward.url, { body: push, id: deliveryId(), event: "push" })).status).toBe(202);
     expect((await fetch(`${steward.url}/readyz`)).status).toBe(200);
-    await until(() => h.control.requests().filter((r) => r.path === "/app" && r.status === 401).length >= 3, "three rejected GET /app", output);
+    await until(() => hub.control.requests().filter((r) => r.path === "/app" && r.status === 401).length >= 3, "three rejected GET /app", output);
     const errors = lines(output()).filter((l) => l.level >= 50);
     expect(errors).toHaveLength(1);
     expect(errors[0]!.msg).toContain("GitHub rejected the app credential: GET /app answered 401");

@@ -1,35 +1,23 @@
 // Handlers get an AbortSignal on their context that fires at shutdown; from then on the API
 // client refuses the work's requests (none reaches the API), and the interrupted delivery goes
 // back to the queue whole instead of being recorded as a failure.
-import { afterEach, describe, expect, it } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { createSteward, type Steward } from "../../src/app.js";
 import { defineHandler } from "../../src/handler.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
-import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
+import { perTest } from "../service/per-test.js";
 
 const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
 
-let steward: Steward | undefined;
-let api: HubHandle | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await steward?.close();
-  await api?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  steward = api = dir = undefined;
-});
+const scope = perTest();
 
 describe("the stop signal", () => {
   it("fires at shutdown; the API client then refuses the handler's requests; the delivery returns to the queue", async () => {
-    const hub = (api = await createHub());
+    const hub = await scope.hub();
     const body = JSON.stringify({ ...push, installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" } });
     const repoReads = () => hub.control.requests().filter((r) => r.path === "/repos/acme/web");
-    dir = await mkdtemp(join(tmpdir(), "steward-signal-"));
+    const dir = await scope.dataDir("signal");
     let running!: () => void;
     const started = new Promise<void>((resolve) => (running = resolve));
     let refusal: unknown;
@@ -52,7 +40,7 @@ describe("the stop signal", () => {
       },
     });
     const { logger } = collectingLogger("info");
-    steward = await createSteward({
+    const steward = await scope.steward({
       config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir, shutdownTimeoutMs: 10_000 }),
       logger,
       handlers: [slow],
@@ -63,7 +51,6 @@ describe("the stop signal", () => {
     const before = repoReads().length;
     expect(before).toBe(1);
     await steward.close();
-    steward = undefined;
     expect(sawAbort).toBe(true);
     expect((refusal as Error)?.name).toBe("AbortError");
     expect(repoReads()).toHaveLength(before);

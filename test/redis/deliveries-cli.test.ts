@@ -2,10 +2,9 @@
 // list, show (every attempt with its error), replay, bulk replay of dead ones and --json.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runCli } from "../cli/capture.js";
-import { defineHandler, type HandlerModule } from "../../src/handler.js";
 import { openRedisStore } from "../../src/store/redis.js";
 import { defaultRedisPrefix } from "../../src/store/redis-keys.js";
-import { deliveryOf, examplePayload, testEngine } from "../engine/helpers.js";
+import { seedDoneAndDead } from "../engine/seed-deliveries.js";
 import { redisUp, redisUrl } from "./support.js";
 
 // A database of its own: the CLI, like the service, uses the default key prefix.
@@ -47,22 +46,7 @@ function cli(...args: string[]): Promise<{ code: number; out: string; err: strin
 describe.skipIf(!redisUp)("steward deliveries with STEWARD_REDIS_URL", () => {
   it("lists, shows every attempt, replays one and bulk-replays the dead, as text and --json", async () => {
     const store = await openRedisStore(cliDbUrl);
-    const handlers: HandlerModule<any>[] = [
-      defineHandler<unknown>({ name: "pusher", events: ["push"], handle: async () => ({ status: "done", summary: "pushed" }) }),
-      defineHandler<unknown>({
-        name: "rerun",
-        events: ["workflow_run.completed"],
-        async handle(ctx) {
-          throw new Error(`503 Service Unavailable (attempt ${ctx.attempt})`);
-        },
-      }),
-    ];
-    const engine = testEngine(store, handlers, { maxAttempts: 2, retry: { baseMs: 1, maxMs: 5 } });
-    await engine.start();
-    await engine.intake.record(deliveryOf("push", examplePayload("push"), "r-push"));
-    await engine.intake.record(deliveryOf("workflow_run", examplePayload("workflow_run", "completed"), "r-run"));
-    await engine.idle();
-    await engine.stop(1000);
+    await seedDoneAndDead(store, "r", { engine: { retry: { baseMs: 1, maxMs: 5 } } });
     expect(await store.browse.countDead()).toBe(1);
     await store.close();
 

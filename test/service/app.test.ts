@@ -1,34 +1,23 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { createSteward, type Steward } from "../../src/app.js";
+import { createSteward } from "../../src/app.js";
 import { defineHandler } from "../../src/handler.js";
-import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "./helpers.js";
+import { perTest } from "./per-test.js";
 
 const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
 const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
 
-let steward: Steward | undefined;
-let api: HubHandle | undefined;
-let dir: string | undefined;
-afterEach(async () => {
-  await steward?.close();
-  await api?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  steward = api = dir = undefined;
-});
+const scope = perTest();
 
 describe("createSteward", () => {
   it("receives, records and processes a delivery; exposes health, readiness and metrics", async () => {
-    const hub = (api = await createHub());
+    const hub = await scope.hub();
     const installation = hub.control.installation("acme")!.id;
     hub.control.setRateLimit(installation, { limit: 5000, remaining: 4322 });
     const pushWithInstallation = JSON.stringify({ ...push, installation: { id: installation, node_id: "MDIz" } });
-    dir = await mkdtemp(join(tmpdir(), "steward-app-"));
+    const dir = await scope.dataDir("app");
     const seen: string[] = [];
     let handled!: () => void;
     const done = new Promise<void>((resolve) => (handled = resolve));
@@ -43,7 +32,7 @@ describe("createSteward", () => {
       },
     });
     const { logger, output } = collectingLogger("info");
-    steward = await createSteward({
+    const steward = await scope.steward({
       config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir }),
       logger,
       handlers: [probe],
@@ -73,7 +62,7 @@ describe("createSteward", () => {
   });
 
   it("answers 503 once shutdown began, lets in-flight work finish, then closes", async () => {
-    dir = await mkdtemp(join(tmpdir(), "steward-app-"));
+    const dir = await scope.dataDir("app");
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     let started!: () => void;
@@ -89,7 +78,7 @@ describe("createSteward", () => {
         return { status: "done" };
       },
     });
-    steward = await createSteward({
+    const steward = await scope.steward({
       config: testConfig({ privateKey: appKey().privateKey, dataDir: dir }),
       logger: collectingLogger().logger,
       handlers: [slow],
@@ -108,25 +97,19 @@ describe("createSteward", () => {
   });
 
   it("reports a port in use as a start-up error and releases the store", async () => {
-    dir = await mkdtemp(join(tmpdir(), "steward-app-"));
+    const dir = await scope.dataDir("app");
     const config = testConfig({ privateKey: appKey().privateKey, dataDir: dir });
-    steward = await createSteward({ config, logger: collectingLogger().logger, handlers: [] });
+    const steward = await scope.steward({ config, logger: collectingLogger().logger, handlers: [] });
     const port = Number(new URL(steward.url).port);
-    const other = await mkdtemp(join(tmpdir(), "steward-app-"));
-    try {
-      await expect(
-        createSteward({ config: { ...config, port, dataDir: other }, logger: collectingLogger().logger, handlers: [] }),
-      ).rejects.toThrow(/EADDRINUSE/);
-    } finally {
-      await rm(other, { recursive: true, force: true });
-    }
+    const other = await scope.dataDir("app");
+    await expect(createSteward({ config: { ...config, port, dataDir: other }, logger: collectingLogger().logger, handlers: [] })).rejects.toThrow(/EADDRINUSE/);
   });
 });
 
 describe("redelivery sweeper wiring", () => {
   it("asks the API again for a failed delivery Steward never recorded, and not for one it has", async () => {
-    const hub = (api = await createHub());
-    dir = await mkdtemp(join(tmpdir(), "steward-app-"));
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("app");
     // Two pushes the hub could not deliver (nothing listens on port 1).
     hub.control.setWebhookUrl("http://127.0.0.1:1/");
     const pushes = () => hub.control.deliveries().filter((d) => d.event === "push");
@@ -138,7 +121,7 @@ describe("redelivery sweeper wiring", () => {
     expect([known!.status_code, lost!.status_code]).toEqual([0, 0]);
     // The list answers only once `known` is recorded, so the sweep's view is deterministic.
     hub.control.setFault("GET /app/hook/deliveries", { status: 502 });
-    steward = await createSteward({
+    const steward = await scope.steward({
       config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir, redeliverIntervalMs: 300 }),
       logger: collectingLogger().logger,
       handlers: [],

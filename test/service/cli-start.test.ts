@@ -1,33 +1,25 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import type { ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { describe, expect, it, vi } from "vitest";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
-import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { deliveryId, postDelivery } from "./helpers.js";
 import { startChild } from "./child.js";
+import { perTest } from "./per-test.js";
 
 const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
 
-let api: HubHandle | undefined;
-let dir: string | undefined;
-let child: ChildProcess | undefined;
-afterEach(async () => {
-  if (child && child.exitCode === null) child.kill("SIGKILL");
-  await api?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  api = dir = child = undefined;
-});
+const scope = perTest();
+/** A `steward start` child process, killed after the test if it is still running. */
+const start = (env: Record<string, string>) => scope.stopAfter(startChild(env), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
 
 describe("steward start (child process)", () => {
   it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {
-    const hub = (api = await createHub());
-    dir = await mkdtemp(join(tmpdir(), "steward-cli-"));
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("cli");
     const keyPath = join(dir, "app.pem");
     await writeFile(keyPath, hub.env.PRIVATE_KEY);
     const secret = "cli-webhook-secret-value";
-    const run = startChild({
+    const run = start({
       APP_ID: hub.env.APP_ID,
       PRIVATE_KEY_PATH: keyPath,
       WEBHOOK_SECRET: secret,
@@ -38,7 +30,6 @@ describe("steward start (child process)", () => {
       STEWARD_SHUTDOWN_TIMEOUT: "5s",
       LOG_LEVEL: "info",
     });
-    child = run.proc;
     const url = await run.listening;
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
@@ -55,9 +46,8 @@ describe("steward start (child process)", () => {
   }, 90_000);
 
   it("with no APP_ID, runs against the sandbox hub and exits 0 on SIGTERM", async () => {
-    dir = await mkdtemp(join(tmpdir(), "steward-cli-"));
-    const run = startChild({ PORT: "0", STEWARD_DATA_DIR: join(dir, "data"), LOG_LEVEL: "info" });
-    child = run.proc;
+    const dir = await scope.dataDir("cli");
+    const run = start({ PORT: "0", STEWARD_DATA_DIR: join(dir, "data"), LOG_LEVEL: "info" });
     const sandbox = await new Promise<{ webhookUrl: string }>((resolve, reject) => {
       const look = () => {
         const line = run.out().split("\n").find((l) => l.includes("sandbox mode"));
@@ -76,8 +66,7 @@ describe("steward start (child process)", () => {
   });
 
   it("stops at start-up with one line naming a malformed variable", async () => {
-    const run = startChild({ APP_ID: "4242", PRIVATE_KEY: "nope-not-a-key", WEBHOOK_SECRET: "x-secret" });
-    child = run.proc;
+    const run = start({ APP_ID: "4242", PRIVATE_KEY: "nope-not-a-key", WEBHOOK_SECRET: "x-secret" });
     expect(await run.exited).toBe(1);
     const lines = run.out().trim().split("\n");
     expect(lines).toHaveLength(1);

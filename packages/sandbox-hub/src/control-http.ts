@@ -69,10 +69,4 @@ export function installControlRoutes(hub: SandboxHub, router: RouteTable, contro
   router.add("GET", "/_sandbox/effects", () => ({ status: 200, body: control.effects }), open);
   router.add("GET", "/_sandbox/clock", () => ({ status: 200, body: { now: hub.timestamp() } }), open);
   router.add("GET", "/_sandbox/rate-limits", () => ({ status: 200, body: hub.rateLimiter.snapshot() }), open);
-  router.add("GET", "/_sandbox/blobs/{token}", (req) => {
-    const blob = hub.blob(req.params.token!);
-    if (blob === undefined) throw new HubError(404, "Not Found");
-    if (blob === "expired") throw new HubError(403, "Request has expired");
-    return { status: 200, raw: blob.raw, headers: { "Content-Type": blob.contentType } };
-  }, open);
 }

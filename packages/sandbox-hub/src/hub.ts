@@ -2,12 +2,14 @@
 // parts Steward uses, with an app whose key pair is made at start.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { installAccountRoutes } from "./accounts/routes.js";
 import { installOAuthRoutes } from "./accounts/oauth.js";
 import { installManifestRoutes } from "./accounts/manifests.js";
+import { installBlobRoutes } from "./blobs/routes.js";
 import { Control } from "./control.js";
 import { installControlRoutes } from "./control-http.js";
 import { RouteTable } from "./core/router.js";
@@ -30,6 +32,8 @@ import { installWebhookRoutes } from "./webhooks/routes.js";
 
 export interface CreateHubOptions {
   port?: number;
+  /** Port of the storage host that serves log downloads (default: any free port). */
+  blobPort?: number;
   webhookUrl?: string;
   webhookSecret?: string;
   contentType?: "json" | "form";
@@ -68,6 +72,8 @@ export interface HubEnv {
 export interface HubHandle {
   /** e.g. http://127.0.0.1:PORT */
   url: string;
+  /** The storage host's origin (another port, so another origin): where log redirects point. */
+  blobUrl: string;
   hub: Hub;
   /** The hub's full state, for core tests and tools (domain modules use `hub`). */
   state: SandboxHub;
@@ -116,18 +122,23 @@ export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle>
   const control = new Control(state);
   installControlRoutes(state, routes, control, domains as Record<string, unknown>);
 
-  const server = createHubServer(state, routes);
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(opts.port ?? 0, "127.0.0.1", () => resolve());
-  });
+  const server = await listen(createHubServer(state, routes), opts.port);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   state.baseUrl = url;
+  const blobRoutes = new RouteTable();
+  installBlobRoutes(state, blobRoutes);
+  const blobServer = await listen(createHubServer(state, blobRoutes), opts.blobPort).catch(async (err: unknown) => {
+    await stop(server);
+    throw err;
+  });
+  const blobUrl = `http://127.0.0.1:${(blobServer.address() as AddressInfo).port}`;
+  state.blobBaseUrl = blobUrl;
 
   if ((opts.seed ?? "demo") === "demo") seedDemo(control, opts.app);
 
   return {
     url,
+    blobUrl,
     hub: state,
     state,
     control,
@@ -145,11 +156,22 @@ export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle>
     },
     async close() {
       await Promise.race([state.deliverer.settled(), new Promise((r) => setTimeout(r, 2_000))]);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await Promise.all([server, blobServer].map(stop));
       await rm(keyDir, { recursive: true, force: true });
     },
   };
+}
+
+function listen(server: Server, port = 0): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve(server));
+  });
+}
+
+function stop(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
 }

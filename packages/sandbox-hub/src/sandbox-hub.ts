@@ -41,6 +41,8 @@ export interface RequestRecord {
   userAgent: string | undefined;
   /** The `Accept` header sent (the media type a client asks for). */
   accept: string | undefined;
+  /** The listener's origin: the API's (`url`) or the storage host's (`blobUrl`). */
+  origin: string;
   /** When the answer was sent (epoch ms). */
   at: number;
   /** When the request arrived (epoch ms): what request spacing is measured by. */
@@ -84,6 +86,8 @@ export class SandboxHub implements Hub {
   readonly hookId: number;
   readonly appCreatedAt: string;
   baseUrl = "";
+  /** The storage host's origin (a listener of its own): where signed URLs point. */
+  blobBaseUrl = "";
   private idSeq = 1000;
   private readonly blobs = new Map<string, { raw: string | Buffer; expiresAt: number; contentType: string }>();
   private readonly listeners = new Set<(e: HubEvent) => void>();
@@ -283,7 +287,7 @@ export class SandboxHub implements Hub {
   signedUrl(raw: string | Buffer, ttlMs: number, contentType = "text/plain; charset=utf-8"): string {
     const token = randomBytes(16).toString("hex");
     this.blobs.set(token, { raw, expiresAt: this.now().getTime() + ttlMs, contentType });
-    return `${this.baseUrl}/_sandbox/blobs/${token}?sig=${randomBytes(8).toString("hex")}`;
+    return `${this.blobBaseUrl || this.baseUrl}/_sandbox/blobs/${token}?sig=${randomBytes(8).toString("hex")}`;
   }
   blob(token: string): { raw: string | Buffer; contentType: string } | "expired" | undefined {
     const b = this.blobs.get(token);

@@ -2,6 +2,7 @@
 // ETags and the response headers the seeds list. Routes only return data or throw HubError.
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { BLOB_PATH } from "./blobs/routes.js";
 import { actorOf } from "./core/actor.js";
 import { badCredentials, errorBody, noRoute } from "./core/errors.js";
 import { looksLikeJwt, verifyAppJwt } from "./core/jwt.js";
@@ -166,7 +167,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   const source = req.socket.remoteAddress ?? "unknown";
   const control = path.startsWith(CONTROL_PREFIX);
   // Short-lived download URLs are logged (tests check they were fetched without Authorization).
-  const logged = !control || path.startsWith("/_sandbox/blobs/");
+  const logged = !control || path.startsWith(BLOB_PATH);
   const match: RouteMatch | undefined = routes.match(method, path);
   const hubReq: HubRequest = {
     method,
@@ -292,6 +293,7 @@ function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined,
     authorization: raw.headers.authorization !== undefined,
     userAgent: raw.headers["user-agent"],
     accept: raw.headers.accept,
+    origin: `http://127.0.0.1:${raw.socket.localPort}`,
     at: Date.now(),
     receivedAt,
   });

@@ -1,6 +1,6 @@
 // Shared set-up of the hub domain tests: a hub with a signed-webhook receiver, an Octokit
 // for the demo installation, user Octokits (e.g. a required reviewer), and waiting helpers.
-import { afterEach, beforeEach } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { createHmac, createSign, randomBytes, timingSafeEqual } from "node:crypto";
 import type { HubHandle } from "../src/hub.js";
 import { installationToken, startHub, startReceiver, tokenOctokit } from "./core-helpers.js";
@@ -78,6 +78,12 @@ export async function outcome(p: Promise<unknown>): Promise<{ status: number; me
   }
 }
 
+/** What the hub answers a create request (`route` in acme/web) sent with no fields: GitHub names the missing one. */
+export async function createWithNothing(w: World, route: string): Promise<{ status: number; errors: unknown }> {
+  const res = await outcome(w.octokit.request(route, { owner: "acme", repo: "web" } as never));
+  return { status: res.status, errors: res.data?.errors };
+}
+
 export type { HubHandle };
 
 function signJwt(privateKey: string, claims: Record<string, unknown>): string {
@@ -88,11 +94,24 @@ function signJwt(privateKey: string, claims: Record<string, unknown>): string {
 
 /** A fresh world for each test of the calling file (started before, closed after). */
 export function worldPerTest(): () => World {
+  return heldWorld(beforeEach, afterEach);
+}
+
+/**
+ * One world for all the tests of the calling file (or `describe`), which build on each other's
+ * state; `prepare` sets it up once it has started.
+ */
+export function worldPerFile(prepare?: (w: World) => unknown): () => World {
+  return heldWorld(beforeAll, afterAll, prepare);
+}
+
+function heldWorld(start: typeof beforeAll, stop: typeof afterAll, prepare?: (w: World) => unknown): () => World {
   let w: World | undefined;
-  beforeEach(async () => {
+  start(async () => {
     w = await startWorld();
+    await prepare?.(w);
   });
-  afterEach(async () => {
+  stop(async () => {
     await w?.close();
     w = undefined;
   });

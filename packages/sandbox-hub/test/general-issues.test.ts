@@ -1,7 +1,7 @@
 // Issues, their comments and labels, and reactions through Octokit against the running hub;
 // users' actions simulated from the control API send `issues` and `issue_comment` deliveries.
 import { describe, expect, it } from "vitest";
-import { outcome, worldPerTest } from "./domain-helpers.js";
+import { createWithNothing, outcome, worldPerTest } from "./domain-helpers.js";
 
 const world = worldPerTest();
 
@@ -33,9 +33,7 @@ describe("issues", () => {
   });
 
   it("answers 422 without a title, 404 for an unknown number", async () => {
-    const noTitle = await outcome(world().octokit.request("POST /repos/{owner}/{repo}/issues", { ...repo } as never));
-    expect(noTitle.status).toBe(422);
-    expect(noTitle.data.errors).toEqual([{ resource: "Issue", field: "title", code: "missing_field" }]);
+    expect(await createWithNothing(world(), "POST /repos/{owner}/{repo}/issues")).toEqual({ status: 422, errors: [{ resource: "Issue", field: "title", code: "missing_field" }] });
     expect((await outcome(world().octokit.rest.issues.get({ ...repo, issue_number: 4242 }))).status).toBe(404);
     expect((await outcome(world().octokit.rest.issues.createComment({ ...repo, issue_number: 4242, body: "x" }))).status).toBe(404);
   });

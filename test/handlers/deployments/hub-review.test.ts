@@ -3,6 +3,7 @@
 // deployment_review deliveries kept as an audit trail.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isFinalRefusal, listPendingDeployments, reviewPendingDeployment, reviewerOctokitFrom } from "../../../handlers/deployments/answer.js";
+import { outcomeOf } from "../../../src/testing.js";
 import { createWorld, ORG, REPO, REVIEWER, type World } from "./world.js";
 
 let w: World;
@@ -34,7 +35,8 @@ describe("required reviewer in the sandbox hub", () => {
     ]);
 
     await w.until(() => w.stack.hub.control.deliveries().some((d) => d.event === "deployment_review" && d.action === "approved" && d.status_code === 202), "the review delivery");
-    await w.settle();
+    const reviewDelivery = w.stack.hub.control.deliveries().find((d) => d.event === "deployment_review" && d.action === "approved")!;
+    expect(await outcomeOf(w, reviewDelivery.guid, "deployments")).toMatchObject({ status: "done" });
     const audit = await w.steward.store.kv.auditLog({ kind: "deployment_review" });
     expect(audit.map((a) => a.details)).toContainEqual(expect.objectContaining({ action: "approved", by: REVIEWER, runId: run, environments: ["preview-42"], repository: `${ORG}/${REPO}` }));
     expect(audit.map((a) => a.details)).toContainEqual(expect.objectContaining({ action: "requested", runId: run }));

@@ -1,6 +1,7 @@
 // The deployments handler as a custom deployment protection rule in the sandbox hub: branches,
 // checks, after, the 30-day limit, unlisted environments, redelivery. (Time: hub-time.test.ts.)
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { outcomeOf } from "../../../src/testing.js";
 import { createWorld, type World } from "./world.js";
 
 let w: World;
@@ -34,8 +35,9 @@ describe("protection rule in the sandbox hub", () => {
 
     // The same request again under a new delivery id: no second answer.
     const original = w.stack.hub.control.deliveries().find((d) => d.event === "deployment_protection_rule")!;
-    await w.stack.hub.hub.deliver("deployment_protection_rule", original.payload, { installationId: original.installation_id! });
-    await w.settle();
+    const again = (await w.stack.hub.hub.deliver("deployment_protection_rule", original.payload, { installationId: original.installation_id! }))!;
+    expect(again.guid).not.toBe(original.guid);
+    expect(await outcomeOf(w, again.guid, "deployments")).toMatchObject({ status: "skipped", detail: `production of run ${run} was already answered` });
     expect(decided()).toHaveLength(1);
     expect(w.stack.hub.control.requests().filter((r) => r.method === "POST" && r.path.endsWith("/deployment_protection_rule"))).toHaveLength(1);
   });
@@ -100,7 +102,8 @@ describe("protection rule in the sandbox hub", () => {
     w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }, { name: "qa", environment: "qa" }] });
     await w.until(() => decided().length === 1, "the answer");
     expect(w.effects("protection_rule.rejected")[0]!.detail.comment).toContain("would pass the 30 days after which GitHub abandons the deployment");
-    await w.settle();
+    const [qaRequest] = await w.stack.hub.control.waitForDeliveries((d) => d.event === "deployment_protection_rule" && (d.payload as { environment?: string }).environment === "qa", { timeoutMs: 60_000 });
+    expect(await outcomeOf(w, qaRequest!.guid, "deployments")).toMatchObject({ status: "skipped", detail: "no deployments policy matches environment qa" });
     // qa has no entry: Steward does not answer, GitHub's own rules decide.
     expect(decided().filter((e) => e.detail.environment === "qa")).toEqual([]);
     expect(w.effects("protection_rule.status_report").filter((e) => e.detail.environment === "qa")).toEqual([]);

@@ -3,36 +3,15 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseSyncArgs, run, type Io } from "../../../src/cli/commands/sync.js";
+import { parseSyncArgs, run } from "../../../src/cli/commands/sync.js";
 import { createHub, type HubHandle } from "../../../src/sandbox/hub.js";
+import { syncIo } from "./sync-io.js";
 
 const VALUE = "cli-secret-value";
 let h: HubHandle;
 let dataDir: string;
 
-function io(): Io & { stdout: string; stderr: string } {
-  const out = { stdout: "", stderr: "" };
-  const env: NodeJS.ProcessEnv = {
-    APP_ID: h.env.APP_ID,
-    PRIVATE_KEY_PATH: h.env.PRIVATE_KEY_PATH,
-    WEBHOOK_SECRET: h.env.WEBHOOK_SECRET,
-    GITHUB_API_URL: h.url,
-    STEWARD_DATA_DIR: dataDir,
-    STEWARD_ADMIN_REPO: ".github",
-    STEWARD_CLI_TOKEN: VALUE,
-    STEWARD_SECRET_SOURCES: "acme=env:STEWARD_CLI_",
-    LOG_LEVEL: "warn",
-  };
-  return Object.assign(out, {
-    env,
-    out: (t: string) => {
-      out.stdout += t;
-    },
-    err: (t: string) => {
-      out.stderr += t;
-    },
-  });
-}
+const io = () => syncIo(h, dataDir, { STEWARD_ADMIN_REPO: ".github", STEWARD_CLI_TOKEN: VALUE, STEWARD_SECRET_SOURCES: "acme=env:STEWARD_CLI_" });
 
 beforeAll(async () => {
   h = await createHub({ seed: "demo" });

@@ -52,19 +52,19 @@ describe("schema upgrade", () => {
     for (let i = 0; i < 30; i++) {
       const d = { ...deliveryOf("push", examplePayload("push")), repository: i % 3 === 0 ? "acme/web" : "acme/api", receivedAt: new Date(base + (i % 5) * minute + i) };
       ids.push(d.id);
-      await store.deliveries.record(d);
+      await scratch.store.deliveries.record(d);
     }
     // Six dead letters (two of acme/web), the rest done.
     for (;;) {
-      const claimed = await store.deliveries.claimDelivery(60_000);
+      const claimed = await scratch.store.deliveries.claimDelivery(60_000);
       if (!claimed) break;
       const dead = ids.indexOf(claimed.delivery.id) % 5 === 0;
-      await store.deliveries.finishDelivery(claimed.token, claimed.delivery.id, dead ? { status: "dead", lastError: "boom" } : { status: "done" });
+      await scratch.store.deliveries.finishDelivery(claimed.token, claimed.delivery.id, dead ? { status: "dead", lastError: "boom" } : { status: "done" });
     }
-    const before = { activity: await store.browse.deliveryActivity(base), dead: await store.browse.countDead(), deadWeb: await store.browse.countDead(["acme/web"]) };
-    store.close();
+    const before = { activity: await scratch.store.browse.deliveryActivity(base), dead: await scratch.store.browse.countDead(), deadWeb: await scratch.store.browse.countDead(["acme/web"]) };
+    scratch.store.close();
     // Back to version 5's shape: no count tables, no triggers.
-    const old = new Database(join(dir, storeFileName));
+    const old = new Database(join(scratch.dir, storeFileName));
     old.exec(`
       DROP TRIGGER deliveries_count_insert; DROP TRIGGER deliveries_count_status; DROP TRIGGER deliveries_count_delete;
       DROP TRIGGER deliveries_dead_insert; DROP TRIGGER deliveries_dead_status; DROP TRIGGER deliveries_dead_delete;
@@ -72,26 +72,26 @@ describe("schema upgrade", () => {
       PRAGMA user_version = 5;
     `);
     old.close();
-    store = openSqliteStore(dir);
-    expect(await store.browse.deliveryActivity(base)).toEqual(before.activity);
+    scratch.reopen();
+    expect(await scratch.store.browse.deliveryActivity(base)).toEqual(before.activity);
     expect(before.activity.reduce((n, r) => n + r.count, 0)).toBe(30);
     expect(before.activity.filter((r) => r.status === "dead").reduce((n, r) => n + r.count, 0)).toBe(6);
-    expect(await store.browse.countDead()).toBe(6);
+    expect(await scratch.store.browse.countDead()).toBe(6);
     expect(before).toMatchObject({ dead: 6, deadWeb: 2 });
-    expect(await store.browse.countDead(["acme/web"])).toBe(2);
+    expect(await scratch.store.browse.countDead(["acme/web"])).toBe(2);
     // Kept from then on: a new delivery, a replayed dead letter and a purge all show.
-    await store.deliveries.record({ ...deliveryOf("push", examplePayload("push")), repository: "acme/web", receivedAt: new Date(base) });
-    expect(await store.deliveries.replayDelivery(ids[0]!)).toBe(true);
-    expect(await store.browse.countDead()).toBe(5);
-    expect(await store.browse.countDead(["acme/web"])).toBe(1);
-    const queued = (await store.browse.deliveryActivity(base)).filter((r) => r.status === "queued").reduce((n, r) => n + r.count, 0);
+    await scratch.store.deliveries.record({ ...deliveryOf("push", examplePayload("push")), repository: "acme/web", receivedAt: new Date(base) });
+    expect(await scratch.store.deliveries.replayDelivery(ids[0]!)).toBe(true);
+    expect(await scratch.store.browse.countDead()).toBe(5);
+    expect(await scratch.store.browse.countDead(["acme/web"])).toBe(1);
+    const queued = (await scratch.store.browse.deliveryActivity(base)).filter((r) => r.status === "queued").reduce((n, r) => n + r.count, 0);
     expect(queued).toBe(2);
     // The 24 done deliveries purged: their counts go, and so do the minutes left empty.
-    expect(await store.deliveries.purgeFinished(new Date(Date.now() + 60_000))).toBe(24);
-    const left = await store.browse.deliveryActivity(base);
+    expect(await scratch.store.deliveries.purgeFinished(new Date(Date.now() + 60_000))).toBe(24);
+    const left = await scratch.store.browse.deliveryActivity(base);
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
-    const check = new Database(join(dir, storeFileName), { readonly: true });
+    const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
     expect(check.pragma("user_version", { simple: true })).toBe(6);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();

@@ -116,6 +116,10 @@ export function createWorkerPool(opts: {
       armTimerIn(pollMs);
     } finally {
       pumping = false;
+      // A wake-up that came while this pump was past its claim loop (its timer firing during the
+      // store's answer to nextDueAt or pendingWork, a run finishing) was only noted: claim for it now,
+      // or it is lost and due work waits for the next unrelated wake-up.
+      if (pumpAgain) wake();
     }
   }
 

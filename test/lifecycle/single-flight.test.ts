@@ -56,7 +56,9 @@ async function whileServiceSyncs(during: (lost: AbortSignal) => Promise<void>): 
   await withJobLease(store.kv, syncLeaseKey("acme"), "the sync of acme", "the Steward service", async (signal) => {
     seen = signal;
     await during(signal);
-  }, { ttlMs: 300 });
+    // Renewed every ~1.7 s: a stall of this process on a loaded machine must not let the lease lapse
+    // (the CLI would then take it without --force).
+  }, { ttlMs: 5_000 });
   return seen;
 }
 

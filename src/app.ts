@@ -12,8 +12,8 @@ import { createOctokitFactory, type OctokitFactoryOptions } from "./api/client.j
 import type { Clock } from "./lifecycle/clock.js";
 import { createStewardHttp, withPages, type ServerTimeouts } from "./intake/server.js";
 import { openSqliteStore, type SqliteStore } from "./store/sqlite.js";
-import { openRedisStore, type RedisStore } from "./store/redis.js";
-import { openCluster, type Cluster } from "./ops/cluster.js";
+import type { RedisStore } from "./store/redis.js";
+import type { Cluster } from "./ops/cluster.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./check-runs/reporter.js";
 import { createEngine, type Engine } from "./engine/index.js";
@@ -108,6 +108,8 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   let cluster: Cluster | undefined;
   let store: SqliteStore | RedisStore;
   if (config.redisUrl) {
+    // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.
+    const [{ openCluster }, { openRedisStore }] = await Promise.all([import("./ops/cluster.js"), import("./store/redis.js")]);
     const prefix = opts.redis?.prefix;
     cluster = await openCluster({ url: config.redisUrl, config, logger, prefix, namespace: opts.redis?.namespace, onMint: (id) => metrics.tokenMinted(id) });
     store = await openRedisStore(config.redisUrl, { logger, ...(prefix ? { prefix } : {}) }).catch(async (e: unknown) => {

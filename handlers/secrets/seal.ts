@@ -1,6 +1,5 @@
 // Encryption for the secrets API: a libsodium sealed box under the scope's public key, sent
 // with that key's id. Public keys are cached per scope and dropped when the API refuses one.
-import sodium from "libsodium-wrappers";
 import type { Requester } from "./api.js";
 import { scopeKey, type Scope } from "./targets.js";
 
@@ -56,6 +55,8 @@ export class PublicKeyCache {
 
 /** Sealed box of `value` under the base64 `publicKey`, base64 as the API expects. */
 export async function seal(value: string, publicKey: string): Promise<string> {
+  // Loaded at the first seal: libsodium is a few MB that a service which never syncs secrets need not hold.
+  const { default: sodium } = await import("libsodium-wrappers");
   await sodium.ready;
   const sealed = sodium.crypto_box_seal(sodium.from_string(value), sodium.from_base64(publicKey, sodium.base64_variants.ORIGINAL));
   return sodium.to_base64(sealed, sodium.base64_variants.ORIGINAL);

@@ -2,7 +2,8 @@
 // `scrub` so registered secrets and credential-shaped strings never reach the output,
 // wherever they were put (message, object, error, stack).
 import { pino, type DestinationStream, type Logger } from "pino";
-import pretty from "pino-pretty";
+import { createRequire } from "node:module";
+import type { PrettyOptions } from "pino-pretty";
 import { scrub } from "./redact.js";
 import { maskSecretKeys } from "./mask-keys.js";
 
@@ -15,13 +16,19 @@ export interface LoggerOptions {
   destination?: DestinationStream | NodeJS.WritableStream;
 }
 
+/** pino-pretty, required only when a logger is pretty: a service logging JSON never loads it. */
+function prettyStream(options: PrettyOptions): DestinationStream {
+  const pretty = createRequire(import.meta.url)("pino-pretty") as (o: PrettyOptions) => DestinationStream;
+  return pretty(options);
+}
+
 const errSerializer = (e: unknown) => maskSecretKeys(pino.stdSerializers.err(e as Error));
 
 export function createLogger(opts: LoggerOptions): Logger {
   const base = opts.destination ?? pino.destination({ dest: 1, sync: true });
   const destination =
     opts.format === "pretty"
-      ? pretty({ destination: base as NodeJS.WritableStream, colorize: false, sync: true })
+      ? prettyStream({ destination: base as NodeJS.WritableStream, colorize: false, sync: true })
       : base;
   const logger = pino(
     {

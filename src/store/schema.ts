@@ -1,8 +1,9 @@
 // The SQLite schema of the embedded store: deliveries and their per-handler outcomes,
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
+import { countDeliveries } from "./schema-counts.js";
 
-const schemaVersion = 5;
+const schemaVersion = 6;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -81,7 +82,7 @@ CREATE INDEX IF NOT EXISTS audit_kind ON audit (kind, id);
  * Steps from version n to n + 1, index n - 1. Each must be safe on a file that already has
  * its effect (IF NOT EXISTS), because a fresh file runs them all after `statements`.
  */
-const upgrades: string[] = [
+const upgrades: (string | ((db: Database) => void))[] = [
   // 1 -> 2: claiming scanned every delivery ever kept (an OR the planner cannot index, ordered
   // across both arms). Now one partial index per arm, each holding only the rows it serves, so
   // finished deliveries (the bulk) are in neither; the claim reads both arms separately.
@@ -117,6 +118,8 @@ const upgrades: string[] = [
   `
   CREATE INDEX IF NOT EXISTS outcomes_failed ON outcomes (handler, delivery_id) WHERE status = 'failed';
   `,
+  // 5 -> 6: per-minute and dead-letter counts kept by triggers, for the console's overview (schema-counts.ts).
+  countDeliveries,
 ];
 
 export function migrate(db: Database): void {
@@ -127,7 +130,10 @@ export function migrate(db: Database): void {
   if (current === schemaVersion) return;
   db.transaction(() => {
     if (current === 0) db.exec(statements);
-    for (const step of upgrades.slice(Math.max(0, current - 1))) db.exec(step);
+    for (const step of upgrades.slice(Math.max(0, current - 1))) {
+      if (typeof step === "string") db.exec(step);
+      else step(db);
+    }
     db.pragma(`user_version = ${schemaVersion}`);
   })();
 }

@@ -2,6 +2,7 @@
 // The child prints `PORT=n` when listening and answers IPC requests (usage, drain).
 import { fork, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { HEAP_FLAGS } from "../../bin/heap-flags.js";
 
 export interface Usage {
   /** Current resident set, bytes. */
@@ -27,7 +28,8 @@ export interface ServerChild {
 export async function startChild(file: string, env: Record<string, string>, webhookPath: string): Promise<ServerChild> {
   const child: ChildProcess = fork(file, [], {
     // Compiled servers (.mjs over dist/) run on plain node, as production does; TypeScript ones through tsx.
-    execArgv: [...(file.endsWith(".ts") ? ["--import", "tsx"] : []), ...(process.env.BENCH_CHILD_ARGS ? process.env.BENCH_CHILD_ARGS.split(" ") : [])],
+    // Steward's server gets the heap settings production runs with (bin/heap-flags.js).
+    execArgv: [...(file.endsWith(".ts") ? ["--import", "tsx"] : []), ...(file.endsWith("steward-server.mjs") ? HEAP_FLAGS : []), ...(process.env.BENCH_CHILD_ARGS ? process.env.BENCH_CHILD_ARGS.split(" ") : [])],
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });

@@ -10,7 +10,7 @@ import { loadHandlerModules } from "../../src/dispatch/load-handlers.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { STEWARD_APP } from "../../src/sandbox/hub.js";
 import { outcomeOf } from "../../src/testing.js";
-import { commentsOf } from "../../packages/sandbox-hub/src/issues/routes.js";
+import { commentsOf } from "../../packages/sandbox-hub/src/issues/comments.js";
 
 const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));
 const silent = pino({ level: "silent" });

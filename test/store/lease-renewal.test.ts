@@ -131,8 +131,7 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
           // Two renewal periods of B pass with A's stale write having been tried.
           await new Promise((r) => setTimeout(r, 1_100));
           heldDuringSecond = await b.get<LeaseHolder>("sync:acme");
-          // B's lease outlives a stall of a second (a loaded machine's), unlike A's, which must lapse.
-        }, { ttlMs: 1_500, wait: true, pollMs: 20 });
+        }, { ttlMs: 1_500, wait: true, pollMs: 20 }); // B's lease outlives a stall of a second on a loaded machine; A's must lapse
         firstDone();
         await firstJob;
         expect((firstSignal.reason as Error).message).toMatch(/^lease taken by replica B, pid \d+ on /);

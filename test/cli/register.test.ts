@@ -131,7 +131,7 @@ describe("steward register against the sandbox hub", () => {
     await vi.waitFor(() => expect(seen).toContain("acme/web"), { timeout: 60_000, interval: 50 });
     const delivery = hub.control.deliveries().find((d) => d.event === "push")!;
     expect((await steward.store.deliveries.getDelivery(delivery.guid))?.delivery.event).toBe("push");
-  });
+  }, 90_000);
 
   it("refuses a callback whose state is not the page's, writing nothing", async () => {
     const hub = await scope.hub();

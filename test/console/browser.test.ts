@@ -14,6 +14,8 @@ import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
+// Pages change after navigation, a POST or a live event: expect.poll's 1 s default is too short on a loaded machine.
+const BROWSER_WAIT = { timeout: 30_000 };
 if (!haveChromium) console.warn(`browser tests skipped: no ${CHROMIUM} (.ci/run installs Debian's chromium)`);
 
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
@@ -46,7 +48,7 @@ async function signInAs(page: Page, login: string): Promise<void> {
   await page.getByRole("link", { name: "Sign in with GitHub" }).click();
   await page.getByRole("link", { name: `Sign in as ${login}` }).click();
   await page.waitForURL(`${base}/console`);
-  await expect.poll(() => page.locator("header").innerText()).toContain(`Signed in as ${login}`);
+  await expect.poll(() => page.locator("header").innerText(), BROWSER_WAIT).toContain(`Signed in as ${login}`);
 }
 
 async function shot(page: Page, name: string): Promise<void> {
@@ -72,13 +74,13 @@ afterAll(async () => {
   await stack?.close();
 });
 
-describe.skipIf(!haveChromium)("console in Chromium", () => {
+describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () => {
   it("an owner signs in, sees every page, replays a dead letter and follows a check run's details link", async () => {
     const page = await browserFor();
     await page.goto(`${base}/console`);
     await shot(page, "signed-out");
     await page.getByRole("link", { name: "Sign in with GitHub" }).click();
-    await expect.poll(() => page.url()).toContain(`${stack.hub.url}/login/oauth/authorize`);
+    await expect.poll(() => page.url(), BROWSER_WAIT).toContain(`${stack.hub.url}/login/oauth/authorize`);
     await shot(page, "sandbox-authorize");
     await page.getByRole("link", { name: "Sign in as octo-admin" }).click();
     await page.waitForURL(`${base}/console`);
@@ -86,7 +88,7 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     await shot(page, "overview");
 
     await page.getByRole("link", { name: "Deliveries", exact: true }).click();
-    await expect.poll(() => page.locator("main table").innerText()).toContain("acme/service-billing");
+    await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("acme/service-billing");
     await shot(page, "deliveries");
     await page.getByLabel("Repository").selectOption("acme/web");
     await page.getByRole("button", { name: "Filter" }).click();
@@ -96,27 +98,27 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     // The newest push to web: its page shows the decision and its reason.
     const web = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!;
     await page.getByRole("link", { name: web.id }).click();
-    await expect.poll(() => page.locator("main").innerText()).toContain('accepted commit "docs" because it does not say break');
+    await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain('accepted commit "docs" because it does not say break');
     await shot(page, "delivery");
 
     const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, status: "dead" })).items[0]!;
     await page.getByRole("link", { name: "Dead letters" }).click();
-    await expect.poll(() => page.locator("main").innerText()).toContain(dead.id);
+    await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain(dead.id);
     await shot(page, "dead-letters");
     const runs = world.pushRuns();
     await page.getByRole("button", { name: `Replay ${dead.id}` }).click();
-    await expect.poll(() => page.getByRole("status").innerText()).toContain("Queued again: 1 delivery.");
+    await expect.poll(() => page.getByRole("status").innerText(), BROWSER_WAIT).toContain("Queued again: 1 delivery.");
     await settle();
     expect(world.pushRuns()).toBe(runs + 1);
 
     await page.goto(`${base}/console/policies/acme/web`);
-    await expect.poll(() => page.locator("main").innerText()).toContain("acme/.github:.github/steward.yml:3");
+    await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain("acme/.github:.github/steward.yml:3");
     await shot(page, "policy");
     await page.getByRole("link", { name: "Deployments" }).click();
-    await expect.poll(() => page.locator("h1").innerText()).toBe("Deployments");
+    await expect.poll(() => page.locator("h1").innerText(), BROWSER_WAIT).toBe("Deployments");
     await shot(page, "deployments");
     await page.getByRole("link", { name: "Secrets" }).click();
-    await expect.poll(() => page.locator("h1").innerText()).toBe("Secrets");
+    await expect.poll(() => page.locator("h1").innerText(), BROWSER_WAIT).toBe("Secrets");
     await shot(page, "secrets");
 
     // A pull request with a broken policy: its check run's "Details" opens the delivery that made it.
@@ -124,7 +126,7 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     await settle();
     const [run] = stack.hub.domains.checks.checkRuns({ owner: "acme", repo: "web", sha: pr.head_sha, name: "steward/config" }) as { details_url: string }[];
     await page.goto(run!.details_url);
-    await expect.poll(() => page.locator("main").innerText()).toContain("pull_request.opened");
+    await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain("pull_request.opened");
     expect(await page.locator("main").innerText()).toContain("checks");
   });
 
@@ -134,7 +136,7 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     expect(await page.locator("header").innerText()).not.toContain("(owner)");
     expect(await page.getByRole("link", { name: "Dead letters" }).count()).toBe(0);
     await page.getByRole("link", { name: "Deliveries", exact: true }).click();
-    await expect.poll(() => page.locator("main table").innerText()).toContain("acme/web");
+    await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("acme/web");
     expect(await page.content()).not.toContain("service-billing");
     await shot(page, "member-deliveries");
     const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/service-billing" })).items[0]!;
@@ -153,7 +155,7 @@ describe.skipIf(!haveChromium)("console in Chromium", () => {
     await settle();
     const id = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!.id;
     // Not reloaded: the server-sent events replace the table.
-    await expect.poll(() => page.locator("#live").innerText(), { timeout: 20_000 }).toContain(id);
+    await expect.poll(() => page.locator("#live").innerText(), BROWSER_WAIT).toContain(id);
 
     await page.goto(`${base}/console`);
     await page.keyboard.press("Tab");

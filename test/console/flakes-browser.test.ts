@@ -12,6 +12,8 @@ import { makeFlakes } from "./flakes-fixture.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
+// Pages change after navigation, a POST or a live event: expect.poll's 1 s default is too short on a loaded machine.
+const BROWSER_WAIT = { timeout: 30_000 };
 if (!haveChromium) console.warn(`browser tests skipped: no ${CHROMIUM} (.ci/run installs Debian's chromium)`);
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const shotsDir = process.env.STEWARD_SCREENSHOTS === "docs" ? fileURLToPath(new URL("../../docs/console/", import.meta.url)) : mkdtempSync(join(tmpdir(), "steward-shots-"));
@@ -37,7 +39,7 @@ afterAll(async () => {
   await world?.stack.close();
 });
 
-describe.skipIf(!haveChromium)("flaky jobs in Chromium", () => {
+describe.skipIf(!haveChromium)("flaky jobs in Chromium", { timeout: 120_000 }, () => {
   it("an owner opens Flaky jobs from the navigation, filters by repository and window, and follows the run link", async () => {
     profile = mkdtempSync(join(tmpdir(), "steward-chromium-"));
     context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 900 } });
@@ -52,7 +54,7 @@ describe.skipIf(!haveChromium)("flaky jobs in Chromium", () => {
     await page.waitForURL(`${base}/console/flakes`);
     expect(await page.locator("h1").innerText()).toBe("Flaky jobs");
     const webTable = page.getByRole("region", { name: "acme/web" }).getByRole("table");
-    await expect.poll(() => webTable.innerText()).toContain("E2E / e2e");
+    await expect.poll(() => webTable.innerText(), BROWSER_WAIT).toContain("E2E / e2e");
     const cells = await webTable.locator("tbody tr").first().locator("td").allInnerTexts();
     expect(cells.slice(0, 3)).toEqual(["E2E / e2e", "2", "2"]);
     expect(await page.getByRole("region", { name: "acme/api" }).getByRole("table").innerText()).toContain("E2E / unit");
@@ -73,6 +75,6 @@ describe.skipIf(!haveChromium)("flaky jobs in Chromium", () => {
     expect(await page.getByRole("link", { name: `run ${last}` }).getAttribute("href")).toBe(`${world.stack.hub.url}/acme/web/actions/runs/${last}`);
     await page.locator("main").getByRole("link", { name: "deliveries", exact: true }).click();
     await page.waitForURL(/\/console\/deliveries\?repository=acme%2Fweb&event=workflow_run/);
-    await expect.poll(() => page.locator("main table").innerText()).toContain("workflow_run");
+    await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("workflow_run");
   });
 });

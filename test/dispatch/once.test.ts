@@ -40,7 +40,8 @@ async function openAndSettle(s: SandboxStack, head: string) {
   return { outcome, comments };
 }
 
-describe("ctx.once through the sandbox hub", () => {
+// Room above the 60 s wait in openAndSettle (a retried delivery) for a loaded machine.
+describe("ctx.once through the sandbox hub", { timeout: 120_000 }, () => {
   it("posts exactly one comment when the comment's answer is lost, and ends done", async () => {
     stack = await startSandboxStack({ handlers: [welcome] });
     stack.hub.control.setFault(COMMENTS, { after: true, times: 1 });

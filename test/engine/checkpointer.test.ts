@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite.js";
 import { startCheckpointer } from "../../src/store/checkpointer.js";
@@ -28,11 +28,11 @@ describe("background checkpoints", () => {
     const before = statSync(file).size;
     const payload = examplePayload("workflow_run", "completed");
     await Promise.all(Array.from({ length: 1500 }, () => store!.deliveries.record(deliveryOf("workflow_run", payload))));
-    // Only a checkpoint writes pages into the main file; wait for the thread to get to it.
-    for (let i = 0; i < 200 && statSync(file).size <= before + 1_000_000; i++) await sleep(50);
-    expect(statSync(file).size).toBeGreaterThan(before + 1_000_000);
+    // Only a checkpoint writes pages into the main file; wait for the thread to get to it (the thread
+    // shares 2 cores with other work on CI: a bound that fails, not a 10 s loop that falls through).
+    await vi.waitFor(() => expect(statSync(file).size).toBeGreaterThan(before + 1_000_000), { timeout: 45_000, interval: 50 });
     expect(await store.deliveries.depth()).toBe(1500);
-  });
+  }, 90_000);
 
   it("holds the writer off a moment to start a long WAL over, then lets it go", async () => {
     const db = new Database(join(dir, storeFileName));
@@ -46,8 +46,10 @@ describe("background checkpoints", () => {
     let released = 0;
     const thread = startCheckpointer({ path: join(dir, storeFileName), synchronous: "NORMAL", restartFrames: 100, tailFrames: 100_000, intervalMs: 5, onFailure: () => undefined });
     try {
-      // Nothing writes, so the WAL stays long and the thread holds again every few milliseconds.
-      for (let i = 0; i < 2000 && released === 0; i++) {
+      // Nothing writes, so the WAL stays long and the thread holds again every few milliseconds
+      // (bounded by time, not by 2000 iterations of about 1 ms each: the thread may be starved meanwhile).
+      const giveUpAt = Date.now() + 45_000;
+      while (released === 0 && Date.now() < giveUpAt) {
         if (thread.holding()) thread.onRelease(() => released++);
         await sleep(1);
       }
@@ -56,7 +58,7 @@ describe("background checkpoints", () => {
       thread.stop();
       db.close();
     }
-  });
+  }, 90_000);
 
   it("reports a thread that cannot work, so the caller checkpoints itself again", async () => {
     const failure = await new Promise<Error>((resolve) => {

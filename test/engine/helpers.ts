@@ -128,8 +128,8 @@ export const noChecks = () => ({
   },
 });
 
-/** Polls `condition` until it holds (fails the test after `timeoutMs`). */
-export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+/** Polls `condition` until it holds (fails the test after `timeoutMs`: generous, as CI's 2 cores are shared). */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 25_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");

@@ -43,7 +43,8 @@ describe("scheduled tasks", () => {
   it("survives a scratch.store reopen: a task scheduled before a restart runs after it", async () => {
     const first = recorder("delays");
     const e1 = await start([first.module]);
-    await e1.schedulerFor("delays").schedule({ key: "rerun:55", runAt: new Date(Date.now() + 100), data: { run: 55 } });
+    // Due well after the stop below, so it cannot run before it even on a loaded machine.
+    await e1.schedulerFor("delays").schedule({ key: "rerun:55", runAt: new Date(Date.now() + 2_000), data: { run: 55 } });
     await e1.stop(100);
     scratch.store.close();
     expect(first.runs).toEqual([]);
@@ -66,7 +67,8 @@ describe("scheduled tasks", () => {
     await s.schedule({ key: "k", runAt: new Date(), data: "third", replace: true });
     await waitFor(() => runs.length === 1);
     expect(runs.map((r) => r.data)).toEqual(["third"]);
-    await s.schedule({ key: "gone", runAt: new Date(Date.now() + 50), data: null });
+    // Far off: cancelled before it could run, however slow the machine.
+    await s.schedule({ key: "gone", runAt: new Date(Date.now() + 60_000), data: null });
     await s.cancel("gone");
     await e.idle();
     expect(await scratch.store.tasks.listTasks()).toEqual([]);

@@ -97,7 +97,8 @@ afterAll(async () => {
   channel?.server.close();
 });
 
-describe("WEBHOOK_PROXY_URL", () => {
+// Room above the 30 s waits below (several in one test) for a loaded machine.
+describe("WEBHOOK_PROXY_URL", { timeout: 120_000 }, () => {
   it("forwards relayed deliveries through the webhook path to the handlers, once per delivery id", async () => {
     const first = smeeMessage(secret, opened);
     channel.publish(first.data);

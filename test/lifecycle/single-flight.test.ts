@@ -36,10 +36,12 @@ afterAll(async () => {
 /** Holds the organisation's sync lease as the service does while `during` runs; resolves with the lease's signal. */
 async function whileServiceSyncs(during: (lost: AbortSignal) => Promise<void>): Promise<AbortSignal> {
   let seen!: AbortSignal;
+  // A 5 s lease, renewed every ~1.7 s: a stall of this process on a loaded machine must not let it
+  // lapse (the CLI would then take the sync without --force).
   await withJobLease(store.kv, syncLeaseKey("acme"), "the sync of acme", "the Steward service", async (signal) => {
     seen = signal;
     await during(signal);
-  }, { ttlMs: 300 });
+  }, { ttlMs: 5_000 });
   return seen;
 }
 

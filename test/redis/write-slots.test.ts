@@ -2,7 +2,7 @@
 // lease keeps the slot (its holder renews it), the next write waits the interval after the
 // previous one was answered, and a holder that vanished mid-write (its connection gone for
 // good, as after kill -9) frees the slot once its lease lapses.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { RedisWriteSlots, slotKey, WRITE_SLOT_TTL_MS } from "../../src/store/redis-write-slots.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
@@ -40,8 +40,8 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
       await sleep(WRITE_SLOT_TTL_MS + 1_500);
       answeredAt = Date.now();
     });
-    await sleep(100);
-    expect(a.held()).toEqual(["7"]);
+    // A holds the slot before B asks (a fixed sleep lets B win the race on a loaded machine).
+    await vi.waitFor(() => expect(a.held()).toEqual(["7"]), { timeout: 30_000, interval: 10 });
     let startedAt = 0;
     await b.run("7", async () => {
       startedAt = Date.now();
@@ -51,7 +51,7 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     // Redis and this process read the same clock, in whole milliseconds.
     expect(startedAt - answeredAt).toBeGreaterThanOrEqual(INTERVAL - 2);
     expect(a.held()).toEqual([]);
-  });
+  }, 90_000);
 
   it("writes of one process go one at a time, in order", async () => {
     const { prefix, client } = setUp();

@@ -14,7 +14,8 @@ export function startChild(env: Record<string, string>, args: string[] = ["start
   let stderr = "";
   proc.stdout!.on("data", (d) => (stdout += d.toString()));
   proc.stderr!.on("data", (d) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.on("exit", (code) => resolve(code)));
+  // "close", not "exit": at "exit" the last output (its "shut down" line) may still be in the pipes.
+  const exited = new Promise<number | null>((resolve) => proc.on("close", (code) => resolve(code)));
   const listening = new Promise<string>((resolve, reject) => {
     proc.stdout!.on("data", () => {
       const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout);

@@ -84,11 +84,14 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
     it("replaceIf writes only over the expected holder's value, and never brings back an expired one", async () => {
       const { a, b, dispose } = await backend.open();
       try {
-        expect(await a.claim("job", { ttlMs: 150, value: { token: "a" } })).toBe(true);
+        // Long leases while the holder's writes are checked (150 ms can pass between two awaits on a
+        // loaded machine); the last renewal shortens it so that it lapses.
+        expect(await a.claim("job", { ttlMs: 60_000, value: { token: "a" } })).toBe(true);
         expect(await b.replaceIf("job", { field: "token", equals: "b" }, { value: { token: "b" }, ttlMs: 60_000 })).toBe(false);
-        expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 2 }, ttlMs: 150 })).toBe(true);
+        expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 2 }, ttlMs: 60_000 })).toBe(true);
         expect(await b.get("job")).toEqual({ token: "a", n: 2 });
-        await vi.waitFor(async () => expect(await b.claim("job", { ttlMs: 60_000, value: { token: "b" } })).toBe(true), { timeout: 10_000, interval: 20 });
+        expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 3 }, ttlMs: 150 })).toBe(true);
+        await vi.waitFor(async () => expect(await b.claim("job", { ttlMs: 60_000, value: { token: "b" } })).toBe(true), { timeout: 30_000, interval: 20 });
         // A's renewal and release after its lease expired and B took it: refused, B's lease stands.
         expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a" }, ttlMs: 60_000 })).toBe(false);
         expect(await a.replaceIf("job", { field: "token", equals: "a" })).toBe(false);
@@ -101,7 +104,7 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
       } finally {
         await dispose();
       }
-    });
+    }, 90_000);
 
     it("a holder that stalled past its lease loses it to the second holder and is told so; the second keeps it", async () => {
       const { a, b, dispose } = await backend.open();
@@ -116,19 +119,19 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
           firstSignal = signal;
           first.stall();
           // Its renewal is stuck now; wait until it was attempted, then until the lease is lost.
-          await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 10_000, interval: 10 });
+          await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 30_000, interval: 10 });
           await firstRunning;
         }, { ttlMs: 300 });
-        await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 10_000, interval: 10 });
+        await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 30_000, interval: 10 });
         await withJobLease(b, "sync:acme", "the sync of acme", "replica B", async (signal) => {
           secondSignal = signal;
           // A resumes: its delayed renewal runs now, after B took the expired lease.
           first.resume();
-          await vi.waitFor(() => expect(firstSignal.aborted).toBe(true), { timeout: 10_000, interval: 10 });
+          await vi.waitFor(() => expect(firstSignal.aborted).toBe(true), { timeout: 30_000, interval: 10 });
           // Two renewal periods of B pass with A's stale write having been tried.
-          await new Promise((r) => setTimeout(r, 250));
+          await new Promise((r) => setTimeout(r, 1_100));
           heldDuringSecond = await b.get<LeaseHolder>("sync:acme");
-        }, { ttlMs: 300, wait: true, pollMs: 20 });
+        }, { ttlMs: 1_500, wait: true, pollMs: 20 }); // B's lease outlives a stall of a second on a loaded machine; A's must lapse
         firstDone();
         await firstJob;
         expect((firstSignal.reason as Error).message).toMatch(/^lease taken by replica B, pid \d+ on /);
@@ -140,7 +143,7 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
         first.resume();
         await dispose();
       }
-    });
+    }, 90_000);
 
     it("a store lock released after it expired and was taken by another does not free the other's lock", async () => {
       const { a, b, dispose } = await backend.open();
@@ -148,7 +151,7 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
         let bHolds = false;
         await withStoreLock(a, "budget-lock", async () => {
           // A overruns its lock's TTL; B takes the expired lock meanwhile.
-          await vi.waitFor(async () => expect(await b.claim("budget-lock", { ttlMs: 60_000, value: { owner: "replica-b", token: "b" } })).toBe(true), { timeout: 10_000, interval: 20 });
+          await vi.waitFor(async () => expect(await b.claim("budget-lock", { ttlMs: 60_000, value: { owner: "replica-b", token: "b" } })).toBe(true), { timeout: 30_000, interval: 20 });
           bHolds = true;
         }, { ttlMs: 150 });
         expect(bHolds).toBe(true);
@@ -156,6 +159,6 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
       } finally {
         await dispose();
       }
-    });
+    }, 90_000);
   });
 }

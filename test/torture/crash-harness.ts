@@ -137,8 +137,9 @@ export function spawnSteward(fixture: string, hub: HubHandle, env: Record<string
   proc.stderr!.on("data", (d: Buffer) => {
     out += d.toString();
   });
+  // "close", not "exit": at "exit" the last output may still be in the pipes.
   const exited = new Promise<void>((r) =>
-    proc.on("exit", () => {
+    proc.on("close", () => {
       onOutput(label, out);
       r();
     }),

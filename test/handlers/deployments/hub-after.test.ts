@@ -11,7 +11,8 @@ afterEach(async () => {
   await w.close();
 });
 
-describe("after: staging", () => {
+// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
+describe("after: staging", { timeout: 90_000 }, () => {
   it("waits on a staging deployment under way and answers once staging succeeded (deployment_status or check completion re-evaluates)", async () => {
     w.pushPolicy(`deployments:
   environments:

@@ -19,7 +19,8 @@ afterEach(async () => {
 const LEAD_MS = 5000;
 const ics = (d: Date) => d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
 
-describe("calendars in the sandbox hub", () => {
+// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
+describe("calendars in the sandbox hub", { timeout: 90_000 }, () => {
   it("holds until a daily RRULE window opens in Paris, then approves by the scheduled task", async () => {
     // The hub's clock put at 09:59:55 Paris time on a winter Tuesday; the window is daily 10:00 for 2h.
     w.setClock(DateTime.fromISO("2026-11-24T10:00:00", { zone: "Europe/Paris" }).minus({ milliseconds: LEAD_MS }).toJSDate());

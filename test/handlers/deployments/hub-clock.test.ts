@@ -16,7 +16,8 @@ afterEach(async () => {
 const MINUTE = 60_000;
 const utc = (d: Date) => `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`;
 
-describe("moving the hub's clock", () => {
+// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
+describe("moving the hub's clock", { timeout: 90_000 }, () => {
   it("reports at most every report_every until the window opens, then approves by the re-check the move brought forward", async () => {
     const { control } = w.stack.hub;
     // A daily window opening 6 to 7 minutes from now on the hub's clock (moves stay within the app
@@ -70,12 +71,13 @@ describe("moving the hub's clock", () => {
     control.advanceClock(10 * MINUTE);
     await w.settle();
     const probe = async () => (await steward.store.tasks.listTasks()).find((t) => t.key === "clock-probe");
-    await expect.poll(async () => (await probe())?.runAt.getTime()).toBe(later.getTime() - 10 * MINUTE);
+    // The task follows the clock in the background: wait for it (expect.poll alone gives up after 1 s).
+    await expect.poll(async () => (await probe())?.runAt.getTime(), { timeout: 30_000 }).toBe(later.getTime() - 10 * MINUTE);
     control.advanceClock(-5 * MINUTE);
-    await expect.poll(async () => (await probe())?.runAt.getTime()).toBe(later.getTime() - 5 * MINUTE);
+    await expect.poll(async () => (await probe())?.runAt.getTime(), { timeout: 30_000 }).toBe(later.getTime() - 5 * MINUTE);
     // Moved past it: it runs (the wait it names is gone, so it is skipped) and leaves the queue.
     control.advanceClock(30 * MINUTE);
-    await expect.poll(async () => (await probe()) === undefined, { timeout: 10_000 }).toBe(true);
+    await expect.poll(async () => (await probe()) === undefined, { timeout: 30_000 }).toBe(true);
     control.advanceClock(-35 * MINUTE);
   });
 });

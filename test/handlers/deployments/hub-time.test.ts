@@ -11,7 +11,8 @@ afterEach(async () => {
   await w.close();
 });
 
-describe("deploy windows and freezes in the sandbox hub", () => {
+// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
+describe("deploy windows and freezes in the sandbox hub", { timeout: 90_000 }, () => {
   it("holds a deployment until the window opens in Paris summer time, by its scheduled task", async () => {
     w.pushPolicy(`deployments:
   environments:

@@ -84,7 +84,8 @@ export async function createWorld(o: { stewardClock?: boolean } = {}): Promise<W
         await world.steward.engine.idle();
       }
     },
-    async until(predicate, what, timeoutMs = 10_000) {
+    // Generous: CI's 2 cores are shared with other work.
+    async until(predicate, what, timeoutMs = 25_000) {
       const end = Date.now() + timeoutMs;
       for (;;) {
         await world.settle();

@@ -1,6 +1,6 @@
 // The rerun handler end to end, its guards: attempt cap, superseded runs, too many failures,
 // scope, idempotency, the API's refusals and the durable delay, against the sandbox stack.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
 import { ORG, beforeRerunLands, completedDeliveries, holdDeliveries, newRepo, outcomesOf, redeliver, requestsFor, rerunChecks, rerunPolicyYaml, rerunPosts, settle, startCi, stewardOf, startRerunStack } from "./stack.js";
 
@@ -186,9 +186,10 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     expect(rerunPosts(stack, repo)).toEqual([]);
     expect((await stewardOf(stack).store.tasks.listTasks()).some((t) => JSON.stringify(t).includes(`rerun:`) && JSON.stringify(t).includes(`"id":${run.id}`))).toBe(true);
 
-    for (let i = 0; i < 100 && rerunPosts(stack, repo).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    // The task comes due in the background: wait for its write (a fixed 10 s loop fell through on a loaded machine).
+    await vi.waitFor(() => expect(rerunPosts(stack, repo)).not.toEqual([]), { timeout: 45_000, interval: 100 });
     await settle(stack);
     expect(rerunPosts(stack, repo)).toEqual(["rerun-failed-jobs 201"]);
     expect(rerunChecks(stack, run.head_sha)[0]!.output.title).toBe("Re-ran CI attempt 1: transient failure");
-  });
+  }, 90_000);
 });

@@ -1,6 +1,6 @@
 // Merge queues end to end: a pull request enters the sandbox hub's merge queue, a workflow runs on
 // the group's head commit (`event: merge_group`), and Steward re-runs it only while the group exists.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
 import type { MergeGroup } from "@steward/sandbox-hub";
 import { ORG, holdDeliveries, newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, rerunPosts, settle, startCi, startRerunStack, stewardOf } from "./stack.js";
@@ -61,12 +61,13 @@ describe("rerun in merge queues", () => {
     const held = await holdDeliveries(stack);
     stack.hub.control.destroyMergeGroup(group, "invalidated");
     await held.release();
-    for (let i = 0; i < 100 && (await plannedTasks(runId)).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    // The task comes due in the background: wait for it to leave the queue (a fixed 10 s loop fell through on a loaded machine).
+    await vi.waitFor(async () => expect(await plannedTasks(runId)).toEqual([]), { timeout: 45_000, interval: 100 });
     await settle(stack);
 
     expect(await plannedTasks(runId)).toEqual([]);
     expect(rerunPosts(stack, repo)).toEqual([]);
     const branchReads = requestsFor(stack, repo).filter((r) => r.path.endsWith(`/branches/${encodeURIComponent(group.headRef)}`) || r.path.endsWith(`/branches/${group.headRef}`));
     expect(branchReads.map((r) => r.status)).toContain(404);
-  });
+  }, 90_000);
 });

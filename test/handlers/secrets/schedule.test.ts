@@ -20,7 +20,8 @@ afterAll(async () => {
 
 const steward = () => stack.steward as unknown as Steward;
 
-async function until(what: string, test: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+/** Polls `test`: generous (30 s for a 2 s period), as CI's 2 cores are shared with other work. */
+async function until(what: string, test: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await test())) {
     if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
@@ -53,4 +54,4 @@ it("schedules a sync per installation at start, and the scheduled sync repairs d
   const pending = (await periodic()).filter((t) => t.status === "pending").map((t) => t.key);
   expect(pending.length).toBeGreaterThan(0);
   expect(pending).not.toContain(firstKey);
-});
+}, 150_000);

@@ -73,14 +73,14 @@ export async function benchBurst(o: { deliveries: number; connections: number; d
           ...(drainSeconds !== undefined ? { drainSeconds, backlogAtEnd: atEnd.depth ?? 0 } : {}),
         };
         rows.push(row);
-        if (server === "steward") {
-          work = (await describeWork(child, api)).text;
-          log(`  steward's worker, ${work}`);
-        }
         log(
           `  ${server}: ${r.requests} answered in ${row.seconds.toFixed(1)} s, p99 ${r.p99} ms max ${r.max} ms, timeouts ${r.timeouts}, non2xx ${r.non2xx}` +
             (drainSeconds !== undefined ? `, backlog ${row.backlogAtEnd} drained in ${drainSeconds.toFixed(1)} s` : ""),
         );
+        if (server === "steward") {
+          work = (await describeWork(child, api)).text;
+          log(`  steward's worker, ${work}`);
+        }
       } finally {
         await child.stop();
       }

@@ -7,6 +7,12 @@
 import type { Database, Transaction } from "better-sqlite3";
 import type { CommitGate } from "./checkpointer.js";
 
+/**
+ * How long a deferred write (a worker's outcome or finish) may wait for a commit someone else
+ * asks for before it gets one of its own.
+ */
+export const DEFER_MS = 4;
+
 interface Pending {
   write: () => unknown;
   resolve(value: unknown): void;
@@ -18,6 +24,7 @@ export class GroupCommit {
   #scheduled = false;
   #closed = false;
   #waiting = false;
+  #deferTimer: NodeJS.Timeout | undefined;
   readonly #all: Transaction<(batch: Pending[]) => unknown[]>;
   readonly #one: Transaction<(write: () => unknown) => unknown>;
 
@@ -38,6 +45,26 @@ export class GroupCommit {
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  /**
+   * As `run`, but the write does not ask for a commit of its own at once: it rides along with
+   * the next one asked for (an intake insert, usually in a moment while deliveries arrive), or
+   * gets its own after DEFER_MS. For writes nobody answers a sender on (a worker's outcome and
+   * finish): one commit per delivery instead of two when deliveries arrive one at a time. A crash
+   * in between loses only what a crash during the run would (the delivery runs again).
+   */
+  runDeferred<T>(write: () => T): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error("store is closed"));
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ write, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.#scheduled && !this.#deferTimer) {
+        this.#deferTimer = setTimeout(() => {
+          this.#deferTimer = undefined;
+          if (!this.#scheduled) this.flush();
+        }, DEFER_MS);
       }
     });
   }
@@ -82,6 +109,8 @@ export class GroupCommit {
     const batch = this.#pending;
     this.#pending = [];
     this.#scheduled = false;
+    if (this.#deferTimer) clearTimeout(this.#deferTimer);
+    this.#deferTimer = undefined;
     return batch;
   }
 

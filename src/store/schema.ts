@@ -3,7 +3,7 @@
 import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
 
-const schemaVersion = 6;
+const schemaVersion = 7;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -22,7 +22,6 @@ CREATE TABLE IF NOT EXISTS deliveries (
   updated_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS deliveries_received ON deliveries (received_at);
-CREATE INDEX IF NOT EXISTS deliveries_lease ON deliveries (lease_token) WHERE lease_token IS NOT NULL;
 
 -- Bodies apart from the queue row: status updates then rewrite a small row, not the payload.
 CREATE TABLE IF NOT EXISTS delivery_bodies (
@@ -120,6 +119,13 @@ const upgrades: (string | ((db: Database) => void))[] = [
   `,
   // 5 -> 6: per-minute and dead-letter counts kept by triggers, for the console's overview (schema-counts.ts).
   countDeliveries,
+  // 6 -> 7: the lease-token index goes. Every delivery entered it at its lease and left it at its
+  // finish (two index writes per delivery, on the intake's hot path) for lookups that are rare (a
+  // renewal every third of a lease, a release) and that the running-rows index serves: a leased
+  // row is always 'running', and only the running rows are in deliveries_leased.
+  `
+  DROP INDEX IF EXISTS deliveries_lease;
+  `,
 ];
 
 export function migrate(db: Database): void {

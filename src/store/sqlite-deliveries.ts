@@ -275,7 +275,7 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
     const { status, detail, retryable } = outcomeRecord(outcome);
-    return this.#writes.run(() => {
+    return this.#writes.runDeferred(() => {
       if (!this.#holds.get(deliveryId, token)) return false;
       this.#upsertOutcome.run(deliveryId, handler, status, detail ?? null, retryable ? 1 : 0, seconds, Date.now());
       this.#logAttempt.run(deliveryId, handler);
@@ -286,7 +286,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
     const nextRunAt = decision.status === "failed" ? decision.retryAt.getTime() : undefined;
     const lastError = decision.status === "done" ? null : decision.lastError;
-    return this.#writes.run(() => {
+    return this.#writes.runDeferred(() => {
       const now = Date.now();
       return this.#finish.run(decision.status, nextRunAt ?? now, lastError, now, deliveryId, token).changes === 1;
     });
@@ -357,7 +357,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   // ---- leases and idleness (shared statements are cheap; kept here beside the table) ----
 
   renewLease(token: string, until: number): boolean {
-    return this.db.prepare("UPDATE deliveries SET lease_until = ? WHERE lease_token = ?").run(until, token).changes > 0;
+    // "running" first: a leased row is always running, and the running rows have an index (schema.ts).
+    return this.db.prepare("UPDATE deliveries SET lease_until = ? WHERE status = 'running' AND lease_token = ?").run(until, token).changes > 0;
   }
 
   releaseLease(token: string): void {
@@ -365,7 +366,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.db
       .prepare(
         `UPDATE deliveries SET status = 'queued', attempts = max(0, attempts - 1), lease_token = NULL, lease_until = NULL, next_run_at = ?
-         WHERE lease_token = ?`,
+         WHERE status = 'running' AND lease_token = ?`,
       )
       .run(Date.now(), token);
   }

@@ -19,6 +19,8 @@ export interface Usage {
 
 export interface ServerChild {
   port: number;
+  /** What the child printed up to its `PORT=` line (e.g. the hub's `WORLD=` line). */
+  banner: string;
   url: string;
   /** Ask the child a question over IPC and wait for its answer. */
   ask<T = Usage>(message: string | Record<string, unknown>, timeoutMs?: number): Promise<T>;
@@ -33,8 +35,8 @@ export async function startChild(file: string, env: Record<string, string>, webh
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
+  let out = "";
   const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
     const onData = (chunk: Buffer) => {
       out += chunk.toString("utf8");
       const m = /PORT=(\d+)/.exec(out);
@@ -55,6 +57,7 @@ export async function startChild(file: string, env: Record<string, string>, webh
   });
   return {
     port,
+    banner: out,
     url: `http://127.0.0.1:${port}${webhookPath}`,
     ask<T>(message: string | Record<string, unknown>, timeoutMs = 600_000) {
       if (pending) return Promise.reject(new Error("one question at a time"));

@@ -2,9 +2,10 @@
 // same load generator, same machine. Each server runs in its own process; between concurrency
 // levels Steward's worker is allowed to catch up so a backlog does not leak into the next level.
 import { fileURLToPath } from "node:url";
-import { benchPayloads } from "./payloads.js";
+import type { SignedPayload } from "./payloads.js";
 import { runLoad, type LoadResult } from "./load.js";
 import { startChild, type ServerChild, type Usage } from "./child.js";
+import { describeWork, payloadsFor, startBenchApi, startSteward } from "./steward-child.js";
 
 export interface IntakeRow extends LoadResult {
   server: "steward" | "probot";
@@ -32,6 +33,10 @@ export interface ServerUsage {
 
 export interface IntakeResult {
   durability: string;
+  /** What Steward's worker ran: the built-in handlers against the sandbox hub, or a no-op handler (`--noop`). */
+  handlers?: "builtin" | "noop";
+  /** What the worker did over the run: deliveries by status, handler outcomes, the hub's API requests. */
+  work?: string;
   payloads: { count: number; minBytes: number; maxBytes: number; events: string[] };
   seconds: number;
   rows: IntakeRow[];
@@ -43,8 +48,7 @@ const SECRET = "bench-secret";
 const file = (name: string) => fileURLToPath(new URL(`./servers/${name}`, import.meta.url));
 const cpuSeconds = (u: Usage) => (u.cpu.user + u.cpu.system) / 1e6;
 
-async function measure(server: "steward" | "probot", child: ServerChild, o: { concurrencies: number[]; seconds: number; warmupSeconds: number }, log: (s: string) => void) {
-  const payloads = benchPayloads(SECRET);
+async function measure(server: "steward" | "probot", child: ServerChild, payloads: SignedPayload[], o: { concurrencies: number[]; seconds: number; warmupSeconds: number }, log: (s: string) => void) {
   const rows: IntakeRow[] = [];
   await runLoad({ url: child.url, payloads, connections: 10, seconds: o.warmupSeconds });
   if (server === "steward") await child.ask("drain");
@@ -78,24 +82,44 @@ async function measure(server: "steward" | "probot", child: ServerChild, o: { co
   return { rows, usage };
 }
 
-export async function benchIntake(o: { concurrencies: number[]; seconds: number; warmupSeconds: number; durability: "process" | "power" }, log: (s: string) => void): Promise<IntakeResult> {
-  const payloads = benchPayloads(SECRET);
+export async function benchIntake(
+  o: { concurrencies: number[]; seconds: number; warmupSeconds: number; durability: "process" | "power"; noop: boolean },
+  log: (s: string) => void,
+): Promise<IntakeResult> {
+  const api = await startBenchApi(o.noop);
+  // Both servers get the same payloads, mapped onto the hub's installation and repository.
+  const payloads = payloadsFor(SECRET, api);
   const rows: IntakeRow[] = [];
   const usage: ServerUsage[] = [];
-  for (const server of ["probot", "steward"] as const) {
-    const env: Record<string, string> = server === "steward" ? { WEBHOOK_SECRET: SECRET, STEWARD_DURABILITY: o.durability } : { WEBHOOK_SECRET: SECRET };
-    const child = await startChild(file(server === "steward" ? "steward-server.mjs" : `${server}-server.ts`), env, WEBHOOK_PATH);
-    try {
-      const m = await measure(server, child, o, log);
-      rows.push(...m.rows);
-      usage.push(m.usage);
-    } finally {
-      await child.stop();
+  let work: string | undefined;
+  try {
+    for (const server of ["probot", "steward"] as const) {
+      const child =
+        server === "steward"
+          ? await startSteward({ WEBHOOK_SECRET: SECRET, STEWARD_DURABILITY: o.durability }, api)
+          : await startChild(file(`${server}-server.ts`), { WEBHOOK_SECRET: SECRET }, WEBHOOK_PATH);
+      try {
+        const m = await measure(server, child, payloads, o, log);
+        if (server === "steward") {
+          const w = await describeWork(child, api);
+          work = w.text;
+          m.usage.processed ??= w.finished;
+          log(`  steward's worker, ${w.text}`);
+        }
+        rows.push(...m.rows);
+        usage.push(m.usage);
+      } finally {
+        await child.stop();
+      }
     }
+  } finally {
+    await api?.stop();
   }
   const sizes = payloads.map((p) => p.bytes);
   return {
     durability: o.durability,
+    handlers: o.noop ? "noop" : "builtin",
+    ...(work ? { work } : {}),
     payloads: { count: payloads.length, minBytes: Math.min(...sizes), maxBytes: Math.max(...sizes), events: [...new Set(payloads.map((p) => p.event))] },
     seconds: o.seconds,
     rows,

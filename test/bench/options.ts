@@ -9,6 +9,8 @@ export interface BenchOptions {
   seconds: number;
   warmupSeconds: number;
   durability: "process" | "power";
+  /** Steward runs a no-op handler and no API (intake, burst, profile) instead of its built-in handlers against the sandbox hub. */
+  noop: boolean;
   e2e: { rate: number; count: number };
   costSizes: number[];
   costConcurrency: number;
@@ -27,7 +29,7 @@ export interface BenchOptions {
 const ALL = ["intake", "burst", "e2e", "cost", "memory", "profile", "tokens", "console"] as const;
 
 export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,burst,e2e,cost,memory,profile,tokens,console] [--seconds=N]
-  [--durability=process|power] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
+  [--durability=process|power] [--noop] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
   npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
 
 export function parseOptions(argv: readonly string[]): BenchOptions {
@@ -37,7 +39,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     if (!m) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
     flags.set(m[1]!, m[2] ?? "true");
   }
-  const known = new Set(["quick", "only", "seconds", "durability", "deliveries", "sizes", "write", "no-write", "render", "help"]);
+  const known = new Set(["quick", "only", "seconds", "durability", "deliveries", "sizes", "write", "no-write", "render", "help", "noop"]);
   for (const k of flags.keys()) if (!known.has(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
   const quick = flags.has("quick");
   const number = (name: string, fallback: number) => {
@@ -61,6 +63,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     seconds: number("seconds", quick ? 1 : 10),
     warmupSeconds: quick ? 1 : 3,
     durability,
+    noop: flags.has("noop"),
     e2e: quick ? { rate: 10, count: 10 } : { rate: 10, count: 200 },
     burst: { deliveries: quick ? 2_000 : 20_000, connections: 200 },
     costSizes: sizes,

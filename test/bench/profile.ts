@@ -1,12 +1,10 @@
 // Where Steward's CPU goes at the intake: a short extra run of the Steward server with the V8
 // profiler on for the load window only (not the measured run: profiling slows it), summarised by
 // self time per function and per source area, for RESULTS.md's "what bounds it".
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { startChild } from "./child.js";
-import { benchPayloads } from "./payloads.js";
+import { payloadsFor, startBenchApi, startSteward } from "./steward-child.js";
 import { runLoad } from "./load.js";
 
 interface ProfileNode {
@@ -86,12 +84,13 @@ export function summariseProfile(profile: CpuProfile, top = Number(process.env.B
   return { busyShare: busy + idle > 0 ? busy / (busy + idle) : 0, functions: rank(fn), areas: rank(area) };
 }
 
-export async function profileStewardIntake(o: { connections: number; seconds: number; durability: "process" | "power" }): Promise<ProfileSummary> {
+export async function profileStewardIntake(o: { connections: number; seconds: number; durability: "process" | "power"; noop: boolean }): Promise<ProfileSummary> {
   const dir = await mkdtemp(join(tmpdir(), "steward-bench-prof-"));
   const file = join(dir, "steward-intake.cpuprofile");
+  const api = await startBenchApi(o.noop);
   try {
-    const child = await startChild(fileURLToPath(new URL("./servers/steward-server.mjs", import.meta.url)), { WEBHOOK_SECRET: "bench-secret", STEWARD_DURABILITY: o.durability }, "/api/github/webhooks");
-    const payloads = benchPayloads("bench-secret");
+    const child = await startSteward({ WEBHOOK_SECRET: "bench-secret", STEWARD_DURABILITY: o.durability }, api);
+    const payloads = payloadsFor("bench-secret", api);
     try {
       // Warm up first so start-up, module loading and JIT warm-up stay out of the profile.
       await runLoad({ url: child.url, payloads, connections: 10, seconds: 1 });
@@ -103,8 +102,10 @@ export async function profileStewardIntake(o: { connections: number; seconds: nu
     } finally {
       await child.stop();
     }
+    if (process.env.BENCH_PROFILE_KEEP) await writeFile(process.env.BENCH_PROFILE_KEEP, await readFile(file));
     return summariseProfile(JSON.parse(await readFile(file, "utf8")) as CpuProfile);
   } finally {
+    await api?.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }

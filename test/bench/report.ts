@@ -219,7 +219,11 @@ export function renderReport(r: BenchResults, notes: string): string {
         `@octokit/webhooks-examples (${i.payloads.events.join(", ")}; ${fmt(i.payloads.minBytes / 1024, 1)}-${fmt(i.payloads.maxBytes / 1024, 1)} KB), a fresh ` +
         `X-GitHub-Delivery on every request. Each server runs in its own process. Steward records every delivery durably in SQLite ` +
         `(durability \`${i.durability}\`: ${i.durability === "power" ? "synchronous=FULL, survives power loss" : "WAL with synchronous=NORMAL, survives a crash of the process"}) and then answers 202; ` +
-        "a no-op handler runs on the worker pool. Probot (14, `createNodeMiddleware`) verifies and runs a no-op `onAny` handler before answering. " +
+        (i.handlers === "noop" || i.handlers === undefined
+          ? "a no-op handler runs on the worker pool (`--noop`: no API). "
+          : "its built-in handlers (rerun, deployments, steward/config checks, secrets) run on the worker pool against the sandbox hub in its own process " +
+            "(demo world, payloads moved onto its installation and `acme/web`, no policy file: the token mints and policy reads are real, the policy is empty). ") +
+        "Probot (14, `createNodeMiddleware`) verifies and runs a no-op `onAny` handler before answering. " +
         "Steward runs compiled (`dist/`, plain node, as `steward start` does; the bench rebuilds it when older than `src/`). " +
         "After each level the bench waits for Steward's worker to finish the backlog, so work accepted in one level is not billed to the next; " +
         "CPU ms/delivery is the server's CPU time (all threads) over that level and its catch-up, per delivery answered 2xx: on a shared machine it moves less than the rates.",
@@ -227,6 +231,7 @@ export function renderReport(r: BenchResults, notes: string): string {
       intakeTable(i),
       "",
       usageTable(i),
+      ...(i.work ? ["", `Steward's worker over the run (${i.work}).`] : []),
     );
   }
   if (r.burst) {
@@ -234,7 +239,7 @@ export function renderReport(r: BenchResults, notes: string): string {
     parts.push(
       ...heading("## 1b. Burst: every delivery answered within GitHub's timeout"),
       `${b.deliveries} signed deliveries (same payload mix) offered as fast as autocannon sends them over ${b.connections} connections, ` +
-        `client timeout ${b.timeoutSeconds} s (GitHub gives up on a delivery after 10 s). Steward (no-op handler) answers once a delivery is recorded; ` +
+        `client timeout ${b.timeoutSeconds} s (GitHub gives up on a delivery after 10 s). Steward (${b.handlers === "builtin" ? "built-in handlers against the sandbox hub" : "no-op handler"}) answers once a delivery is recorded; ` +
         `its backlog is then worked off, and the drain is timed from the last answer until the worker had processed everything. ` +
         `Probot runs beside it (same run, one after the other) with a handler that makes one API call inline to a local stub answering after ${b.apiDelayMs} ms, ` +
         "as a Probot app doing its work in the request does.",

@@ -47,15 +47,15 @@ async function main(): Promise<void> {
   };
   if (o.sections.has("intake")) {
     log(`intake (${o.seconds} s per level, durability ${o.durability})`);
-    results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, warmupSeconds: o.warmupSeconds, durability: o.durability }, log);
+    results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, warmupSeconds: o.warmupSeconds, durability: o.durability, noop: o.noop }, log);
   }
   if (o.sections.has("burst")) {
     log(`burst (${o.burst.deliveries} deliveries over ${o.burst.connections} connections, 10 s client timeout)`);
-    results.burst = await benchBurst({ ...o.burst, durability: o.durability }, log);
+    results.burst = await benchBurst({ ...o.burst, durability: o.durability, noop: o.noop }, log);
   }
   if (o.sections.has("profile")) {
     log("profile (Steward intake at concurrency 50)");
-    results.profile = await profileStewardIntake({ connections: 50, seconds: o.profileSeconds, durability: o.durability });
+    results.profile = await profileStewardIntake({ connections: 50, seconds: o.profileSeconds, durability: o.durability, noop: o.noop });
   }
   if (o.sections.has("e2e")) {
     log(`end-to-end (${o.e2e.count} per flow at ${o.e2e.rate}/s)`);

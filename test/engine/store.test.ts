@@ -20,6 +20,19 @@ describe("sqlite durability", () => {
   });
 });
 
+/** The store file's schema version and index names (and the plan of `plan`), read on a connection of its own. */
+function schemaOf(path: string, plan?: string): { version: number; indexes: string[]; plan: string } {
+  const check = new Database(path, { readonly: true });
+  try {
+    const indexes = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as { name: string }[]).map((r) => r.name);
+    const version = check.pragma("user_version", { simple: true }) as number;
+    const steps = plan ? (check.prepare(`EXPLAIN QUERY PLAN ${plan}`).all() as { detail: string }[]).map((r) => r.detail).join(" ") : "";
+    return { version, indexes, plan: steps };
+  } finally {
+    check.close();
+  }
+}
+
 describe("schema upgrade", () => {
   it("opens a version-1 store: its due index is replaced and its queued deliveries are still claimed", async () => {
     const d = deliveryOf("push", examplePayload("push"));
@@ -35,11 +48,8 @@ describe("schema upgrade", () => {
     `);
     old.close();
     scratch.reopen();
-    const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    const indexes = (check.prepare("SELECT name FROM sqlite_master WHERE type = 'index'").all() as { name: string }[]).map((r) => r.name);
-    const version = check.pragma("user_version", { simple: true });
-    check.close();
-    expect(version).toBe(6);
+    const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
+    expect(version).toBe(7);
     expect(indexes).toEqual(expect.arrayContaining(["deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await scratch.store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
@@ -92,9 +102,36 @@ describe("schema upgrade", () => {
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(6);
+    expect(check.pragma("user_version", { simple: true })).toBe(7);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();
+  });
+
+  it("opens a version-6 store in place: the lease-token index goes, and a delivery leased under it is renewed, released and finished", async () => {
+    const d = deliveryOf("push", examplePayload("push"));
+    await scratch.store.deliveries.record(d);
+    const claim = (await scratch.store.deliveries.claimDelivery(60_000))!;
+    scratch.store.close();
+    // Version 6's shape: the lease-token index beside the others, a delivery running under a lease.
+    const old = new Database(join(scratch.dir, storeFileName));
+    old.exec(`
+      CREATE INDEX deliveries_lease ON deliveries (lease_token) WHERE lease_token IS NOT NULL;
+      PRAGMA user_version = 6;
+    `);
+    old.close();
+    scratch.reopen();
+    const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
+    expect(version).toBe(7);
+    expect(indexes).not.toContain("deliveries_lease");
+    expect(indexes).toContain("deliveries_leased");
+    // The renewal reads the running rows' index, not the whole table.
+    expect(plan).toContain("deliveries_leased");
+    expect(await scratch.store.leases.renewLease(claim.token, 60_000)).toBe(true);
+    await scratch.store.leases.releaseLease(claim.token);
+    const again = (await scratch.store.deliveries.claimDelivery(60_000))!;
+    expect(again.delivery.id).toBe(d.id);
+    expect(await scratch.store.deliveries.finishDelivery(again.token, d.id, { status: "done" })).toBe(true);
+    expect((await scratch.store.deliveries.getDelivery(d.id))?.delivery.status).toBe("done");
   });
 });
 

@@ -1,6 +1,9 @@
-// Steward as benchmarked: the real service (intake, durable store, engine, worker pool) with a
-// no-op handler for every event, in its own process, run as production runs it: the compiled
-// JavaScript in dist/ (`npm run build`) on plain node, no tsx. Plain JavaScript for that reason.
+// Steward as benchmarked: the real service (intake, durable store, engine, worker pool) with its
+// built-in handlers, against the live API named by GITHUB_API_URL (the sandbox hub of
+// hub-server.mjs, in its own process), so each delivery's token and policy reads are real and
+// paid in the same run. BENCH_NOOP=1 runs a no-op handler for every event instead (no API), for
+// comparison. Run as production runs it: the compiled JavaScript in dist/ (`npm run build`) on
+// plain node, no tsx. Plain JavaScript for that reason.
 // Prints its port on stdout and answers "usage" messages with RSS and CPU time.
 import { generateKeyPairSync } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -11,17 +14,20 @@ import { loadConfig } from "../../../dist/src/config/env.js";
 import { createSteward } from "../../../dist/src/app.js";
 import { defineHandler } from "../../../dist/src/handler.js";
 import { createLogger } from "../../../dist/src/log/logger.js";
+import Database from "better-sqlite3";
 
+const noopMode = process.env.BENCH_NOOP === "1" || !process.env.GITHUB_API_URL;
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 // A bench run records gigabytes of deliveries: a data dir made here goes when the server does.
 const ownDataDir = process.env.STEWARD_DATA_DIR ? undefined : mkdtempSync(join(tmpdir(), "steward-bench-"));
 const config = loadConfig({
   APP_ID: "1",
-  PRIVATE_KEY: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
+  ...(process.env.PRIVATE_KEY_PATH ? { PRIVATE_KEY_PATH: process.env.PRIVATE_KEY_PATH } : { PRIVATE_KEY: privateKey.export({ type: "pkcs1", format: "pem" }).toString() }),
   WEBHOOK_SECRET: process.env.WEBHOOK_SECRET ?? "bench-secret",
   PORT: "0",
   HOST: "127.0.0.1",
-  GITHUB_API_URL: "http://127.0.0.1:9",
+  ...(process.env.APP_ID ? { APP_ID: process.env.APP_ID } : {}),
+  GITHUB_API_URL: process.env.GITHUB_API_URL ?? "http://127.0.0.1:9",
   STEWARD_DATA_DIR: process.env.STEWARD_DATA_DIR ?? ownDataDir,
   STEWARD_DURABILITY: process.env.STEWARD_DURABILITY ?? "process",
   STEWARD_REDELIVER_INTERVAL: "24h",
@@ -36,10 +42,16 @@ const noop = defineHandler({
     return { status: "done" };
   },
 });
-const steward = await createSteward({ config, handlers: [noop], logger: createLogger({ level: "warn", format: "json" }) });
+const steward = await createSteward({
+  config,
+  // Without `handlers` createSteward runs the built-in set, as `steward start` does. The hub asks
+  // for no spacing between writes (as in the sandbox stack); GitHub's 1 s would pace, not cost.
+  ...(noopMode ? { handlers: [noop] } : { api: { writeIntervalMs: 0 } }),
+  logger: createLogger({ level: "warn", format: "json" }),
+});
 process.stdout.write(`PORT=${new URL(steward.url).port}\n`);
 async function usage() {
-  return { rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), processed, depth: await steward.engine.intake.depth() };
+  return { rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), ...(noopMode ? { processed } : {}), depth: await steward.engine.intake.depth() };
 }
 // CPU profile of a window the bench chooses (after warm-up, start-up excluded), written as .cpuprofile.
 let inspector;
@@ -57,7 +69,20 @@ async function profile(m) {
   }
   return usage();
 }
+// What the worker did: deliveries finished and handler outcomes by status, read from the store
+// on its own read-only connection (asked once, after the run).
+function outcomes() {
+  const db = new Database(steward.store.path, { readonly: true, fileMustExist: true });
+  try {
+    const deliveries = Object.fromEntries(db.prepare("SELECT status, count(*) AS n FROM deliveries GROUP BY status").all().map((r) => [r.status, r.n]));
+    const handlers = Object.fromEntries(db.prepare("SELECT handler || ' ' || status AS k, count(*) AS n FROM outcomes GROUP BY 1").all().map((r) => [r.k, r.n]));
+    return { mode: noopMode ? "noop" : "builtin", deliveries, handlers };
+  } finally {
+    db.close();
+  }
+}
 process.on("message", (m) => {
+  if (m === "outcomes") process.send?.(outcomes());
   if (typeof m === "object" && m !== null && "profile" in m) void profile(m).then((u) => process.send?.(u));
   // "drain": answer once everything recorded so far has been processed (the worker caught up).
   if (m === "usage") void usage().then((u) => process.send?.(u));

@@ -4,9 +4,9 @@
 // then takes a signed delivery from the hub and calls the API as the new app.
 import { readFileSync, statSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
+import { freePort } from "../lifecycle/support.js";
 import pino from "pino";
 import { loadDotEnv } from "../../src/cli/dotenv.js";
 import { manifestFromAppYml } from "../../src/cli/register/manifest.js";
@@ -18,17 +18,6 @@ import { run as runRegister } from "../../src/cli/commands/register.js";
 import { perTest } from "../service/per-test.js";
 
 const appYml = readFileSync(join(import.meta.dirname, "../../app.yml"), "utf8");
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function unescapeHtml(s: string): string {
   return s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));

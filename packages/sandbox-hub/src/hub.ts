@@ -14,7 +14,7 @@ import { Control } from "./control.js";
 import { installControlRoutes } from "./control-http.js";
 import { RouteTable } from "./core/router.js";
 import type { Hub } from "./core/types.js";
-import { installDomains, type Domains } from "./domains/index.js";
+import { installDomains, type Domains } from "./domains.js";
 import { installContentRoutes } from "./git/routes.js";
 import { installPullRoutes } from "./pulls/routes.js";
 import { installIssueRoutes } from "./issues/routes.js";

@@ -2,5 +2,5 @@
 // issues). Not for driving the hub: use the main entry for that.
 export { TokenStore } from "./core/tokens.js";
 export { Deliverer } from "./webhooks/deliverer.js";
-export { SecretsDomain } from "./domains/secrets.js";
-export { ChecksDomain } from "./domains/checks.js";
+export { SecretsDomain } from "./secrets/domain.js";
+export { ChecksDomain } from "./checks/domain.js";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { jobsReadyToStart, jobsToSkip, planRerun, runConclusion, stepConclusions, type JobView } from "../src/domains/actions/plan.js";
-import { checkRunBodyProblems, latestPerName, runsBeyondNameLimit, suiteOutcome } from "../src/domains/checks-rules.js";
-import { gateOutcome, mayReview, PROTECTION_TIMEOUT_MS } from "../src/domains/deployments-rules.js";
-import { applySelection, nameProblems } from "../src/domains/scopes.js";
+import { jobsReadyToStart, jobsToSkip, planRerun, runConclusion, stepConclusions, type JobView } from "../src/actions/plan.js";
+import { checkRunBodyProblems, latestPerName, runsBeyondNameLimit, suiteOutcome } from "../src/checks/rules.js";
+import { gateOutcome, mayReview, PROTECTION_TIMEOUT_MS } from "../src/deployments/rules.js";
+import { applySelection, nameProblems } from "../src/scoped-values/scopes.js";
 
 const job = (name: string, conclusion: JobView["conclusion"], needs: string[] = []): JobView => ({ name, needs, status: conclusion ? "completed" : "queued", conclusion });
 

@@ -3,7 +3,7 @@
 // GitHub's 422 `Reference does not exist`.
 import type { RouteTable } from "../core/router.js";
 import { HubError } from "../core/types.js";
-import { actorOf } from "../domains/shared.js";
+import { actorOf } from "../core/shared.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 
 const WRITE = { auth: "installation-or-user" as const, permission: { contents: "write" as const } };

@@ -4,7 +4,7 @@
 import { notFound, validationFailed } from "../core/errors.js";
 import type { RouteTable } from "../core/router.js";
 import type { HubRequest, Repo } from "../core/types.js";
-import { actorOf } from "../domains/shared.js";
+import { actorOf } from "../core/shared.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 import { actingLogin, canWriteContents } from "../access/write-access.js";
 import { releaseJson, type Release } from "./json.js";

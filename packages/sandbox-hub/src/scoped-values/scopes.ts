@@ -2,7 +2,7 @@
 // rules both share, and which repositories an organisation-level item reaches.
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { FieldError } from "./checks-rules.js";
+import type { FieldError } from "../checks/rules.js";
 
 export type ScopeRef = { org: string } | { owner: string; repo: string } | { owner: string; repo: string; environment: string };
 

@@ -3,9 +3,9 @@
 import type { EffectsLog } from "../core/effects.js";
 import type { Hub } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import { assertWithinLimits } from "./quotas.js";
-import { ScopedValues, type ScopedValue } from "./scoped-values.js";
-import { assertNoProblems, nameProblems, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "./scopes.js";
+import { assertWithinLimits } from "../scoped-values/quotas.js";
+import { ScopedValues, type ScopedValue } from "../scoped-values/values.js";
+import { assertNoProblems, nameProblems, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "../scoped-values/scopes.js";
 
 export type Variable = ScopedValue;
 

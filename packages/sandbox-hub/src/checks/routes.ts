@@ -1,9 +1,9 @@
 // REST routes of check runs, check suites and annotations.
 import type { Hub, HubRequest, Repo, Router } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { ChecksDomain, ListFilter } from "../domains/checks.js";
-import { actorOf } from "../domains/shared.js";
-import { bodyOf, created, intParam, invalidField, ok, queryInt } from "./http.js";
+import type { ChecksDomain, ListFilter } from "./domain.js";
+import { actorOf } from "../core/shared.js";
+import { bodyOf, created, intParam, invalidField, ok, queryInt } from "../core/http.js";
 
 export function installChecksRoutes(hub: Hub, router: Router, checks: ChecksDomain): void {
   const base = "/repos/{owner}/{repo}";

@@ -1,12 +1,12 @@
 // Helpers every domain module needs: who made a request, the common webhook envelope,
 // API URLs of a repository, and the app objects check runs and deployments carry.
-import type { Hub, Repo } from "../core/types.js";
-import { HubError } from "../core/types.js";
+import type { Hub, Repo } from "./types.js";
+import { HubError } from "./types.js";
 
 /** The app id GitHub Actions' own check suites and runs belong to. */
 export const ACTIONS_APP_ID = 15368;
 
-export { actorOf } from "../core/actor.js";
+export { actorOf } from "./actor.js";
 
 export function repoApi(hub: Hub, repo: Repo, suffix = ""): string {
   return `${hub.baseUrl}/repos/${repo.owner}/${repo.name}${suffix}`;

@@ -1,20 +1,20 @@
 // Domain modules of the sandbox hub (actions, deployments, checks, secrets, variables):
 // their state, their control functions (returned here; the core exposes them as
 // `handle.domains` and under `/_sandbox/domains/`), and their REST routes.
-import type { Hub, Router } from "../core/types.js";
-import { installActionsRoutes } from "../routes/actions.js";
-import { installChecksRoutes } from "../routes/checks.js";
-import { installDeploymentsRoutes } from "../routes/deployments.js";
-import { installSecretsRoutes } from "../routes/secrets.js";
-import { installVariablesRoutes } from "../routes/variables.js";
-import { installPropertiesRoutes } from "../routes/properties.js";
-import { PropertiesDomain } from "./properties.js";
+import type { Hub, Router } from "./core/types.js";
+import { installActionsRoutes } from "./actions/routes.js";
+import { installChecksRoutes } from "./checks/routes.js";
+import { installDeploymentsRoutes } from "./deployments/routes.js";
+import { installSecretsRoutes } from "./secrets/routes.js";
+import { installVariablesRoutes } from "./variables/routes.js";
+import { installPropertiesRoutes } from "./properties/routes.js";
+import { PropertiesDomain } from "./properties/domain.js";
 import { ActionsDomain } from "./actions/domain.js";
-import { ChecksDomain } from "./checks.js";
-import { DeploymentsDomain } from "./deployments.js";
-import { SecretsDomain } from "./secrets.js";
-import { DeliveryQueue } from "./shared.js";
-import { VariablesDomain } from "./variables.js";
+import { ChecksDomain } from "./checks/domain.js";
+import { DeploymentsDomain } from "./deployments/domain.js";
+import { SecretsDomain } from "./secrets/domain.js";
+import { DeliveryQueue } from "./core/shared.js";
+import { VariablesDomain } from "./variables/domain.js";
 
 export function installDomains(hub: Hub, router: Router) {
   const effects = hub.effects;

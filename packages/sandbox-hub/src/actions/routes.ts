@@ -1,9 +1,9 @@
 // REST routes of workflows, runs, attempts, jobs, logs and re-runs.
 import type { Hub, HubRequest, Router } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { ActionsDomain } from "../domains/actions/domain.js";
-import { actorOf } from "../domains/shared.js";
-import { bodyOf, created, intParam, ok, queryInt } from "./http.js";
+import type { ActionsDomain } from "./domain.js";
+import { actorOf } from "../core/shared.js";
+import { bodyOf, created, intParam, ok, queryInt } from "../core/http.js";
 
 const LOG_URL_TTL_MS = 60_000;
 

@@ -3,8 +3,8 @@
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import type { EffectsLog } from "../core/effects.js";
-import { checkRunBodyProblems, runsBeyondNameLimit, suiteOutcome, latestPerName } from "./checks-rules.js";
-import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "./shared.js";
+import { checkRunBodyProblems, runsBeyondNameLimit, suiteOutcome, latestPerName } from "./rules.js";
+import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../core/shared.js";
 
 export interface Annotation {
   path: string;

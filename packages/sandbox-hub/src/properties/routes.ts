@@ -1,8 +1,8 @@
 // Organisation custom property values (GET /orgs/{org}/properties/values), readable by an
 // installation with the organisation's "Custom properties" read permission.
 import type { Hub, Router } from "../core/types.js";
-import type { PropertiesDomain } from "../domains/properties.js";
-import { requireOrg } from "./scopes.js";
+import type { PropertiesDomain } from "./domain.js";
+import { requireOrg } from "../scoped-values/routes.js";
 
 export function installPropertiesRoutes(hub: Hub, router: Router, properties: PropertiesDomain): void {
   router.add("GET", "/orgs/{org}/properties/values", (req) => {

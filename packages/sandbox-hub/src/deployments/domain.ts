@@ -4,8 +4,8 @@
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import type { EffectsLog } from "../core/effects.js";
-import { gateOutcome, mayReview, type RuleState } from "./deployments-rules.js";
-import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "./shared.js";
+import { gateOutcome, mayReview, type RuleState } from "./rules.js";
+import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../core/shared.js";
 
 export interface Environment {
   id: number;

@@ -3,12 +3,12 @@
 // completeJob, failJob, completeRun, scriptAttempt); clients see it over the REST routes
 // and through workflow_run / workflow_job deliveries.
 import { createHash } from "node:crypto";
-import type { Hub, Repo } from "../../core/types.js";
-import { HubError } from "../../core/types.js";
-import type { ChecksDomain, CheckRun } from "../checks.js";
-import type { DeploymentsDomain, Gate } from "../deployments.js";
-import type { Effect, EffectsLog } from "../../core/effects.js";
-import { ACTIONS_APP_ID, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../shared.js";
+import type { Hub, Repo } from "../core/types.js";
+import { HubError } from "../core/types.js";
+import type { ChecksDomain, CheckRun } from "../checks/domain.js";
+import type { DeploymentsDomain, Gate } from "../deployments/domain.js";
+import type { Effect, EffectsLog } from "../core/effects.js";
+import { ACTIONS_APP_ID, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../core/shared.js";
 import { jobsReadyToStart, jobsToSkip, planRerun, runConclusion, stepConclusions, type JobConclusion, type JobStatus, type RerunDecision, type RerunMode } from "./plan.js";
 
 export interface JobSpec {

@@ -1,13 +1,13 @@
 // REST routes of Actions secrets at repository, organisation and environment level: what they
 // share with variables (list, get, delete, organisation secrets and their repository selection,
-// routes/scopes.ts), plus each scope's public key and create-or-update (sealed box). Values are
+// scoped-values/routes.ts), plus each scope's public key and create-or-update (sealed box). Values are
 // never returned.
 import type { Hub, HubResponse, Router } from "../core/types.js";
-import type { DeploymentsDomain } from "../domains/deployments.js";
-import type { SecretsDomain } from "../domains/secrets.js";
-import { actorOf } from "../domains/shared.js";
-import { bodyOf, noContent, ok } from "./http.js";
-import { installScopedValueRoutes } from "./scopes.js";
+import type { DeploymentsDomain } from "../deployments/domain.js";
+import type { SecretsDomain } from "./domain.js";
+import { actorOf } from "../core/shared.js";
+import { bodyOf, noContent, ok } from "../core/http.js";
+import { installScopedValueRoutes } from "../scoped-values/routes.js";
 
 export function installSecretsRoutes(hub: Hub, router: Router, secrets: SecretsDomain, deployments: DeploymentsDomain): void {
   installScopedValueRoutes(hub, router, secrets, deployments, {

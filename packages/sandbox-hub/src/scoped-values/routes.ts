@@ -4,11 +4,11 @@
 // selected-repositories operations of organisation values.
 import type { Hub, HubRequest, Org, Repo, Router } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { DeploymentsDomain } from "../domains/deployments.js";
-import type { ScopedValue, ScopedValues } from "../domains/scoped-values.js";
-import type { Scope, SelectionChange } from "../domains/scopes.js";
-import { actorOf } from "../domains/shared.js";
-import { bodyOf, noContent, ok } from "./http.js";
+import type { DeploymentsDomain } from "../deployments/domain.js";
+import type { ScopedValue, ScopedValues } from "./values.js";
+import type { Scope, SelectionChange } from "./scopes.js";
+import { actorOf } from "../core/shared.js";
+import { bodyOf, noContent, ok } from "../core/http.js";
 
 export function requireOrg(hub: Hub, req: HubRequest): Org {
   const login = req.params.org!;

@@ -2,10 +2,10 @@
 // deployment protection rule callback.
 import type { Hub, HubRequest, Router } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import type { ActionsDomain } from "../domains/actions/domain.js";
-import type { DeploymentsDomain } from "../domains/deployments.js";
-import { actorOf } from "../domains/shared.js";
-import { bodyOf, intArray, intParam, invalidField, noContent, ok } from "./http.js";
+import type { ActionsDomain } from "../actions/domain.js";
+import type { DeploymentsDomain } from "./domain.js";
+import { actorOf } from "../core/shared.js";
+import { bodyOf, intArray, intParam, invalidField, noContent, ok } from "../core/http.js";
 
 export function installDeploymentsRoutes(hub: Hub, router: Router, deployments: DeploymentsDomain, actions: ActionsDomain): void {
   const repoOf = (req: HubRequest) => {

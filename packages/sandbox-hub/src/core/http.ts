@@ -1,7 +1,7 @@
 // Small helpers the domain routes share: numeric path parameters, the JSON body, query
 // filters, and the answers the API gives without a body.
-import type { HubRequest, HubResponse } from "../core/types.js";
-import { HubError } from "../core/types.js";
+import type { HubRequest, HubResponse } from "./types.js";
+import { HubError } from "./types.js";
 
 /** Numeric path parameter; 404 when it is not a positive integer (the API treats it as a missing resource). */
 export function intParam(req: HubRequest, name: string): number {

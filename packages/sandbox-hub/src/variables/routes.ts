@@ -1,12 +1,12 @@
 // REST routes of Actions variables at repository, organisation and environment level: what they
 // share with secrets (list, get, delete, organisation variables and their repository selection,
-// routes/scopes.ts), plus create and update. Lists cap `per_page` at 30.
+// scoped-values/routes.ts), plus create and update. Lists cap `per_page` at 30.
 import type { Hub, Router } from "../core/types.js";
-import type { DeploymentsDomain } from "../domains/deployments.js";
-import { actorOf } from "../domains/shared.js";
-import type { VariablesDomain } from "../domains/variables.js";
-import { bodyOf, created, noContent } from "./http.js";
-import { installScopedValueRoutes } from "./scopes.js";
+import type { DeploymentsDomain } from "../deployments/domain.js";
+import { actorOf } from "../core/shared.js";
+import type { VariablesDomain } from "./domain.js";
+import { bodyOf, created, noContent } from "../core/http.js";
+import { installScopedValueRoutes } from "../scoped-values/routes.js";
 
 export function installVariablesRoutes(hub: Hub, router: Router, variables: VariablesDomain, deployments: DeploymentsDomain): void {
   installScopedValueRoutes(hub, router, variables, deployments, {

@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../../src/config/env.js";
 import { createSteward } from "../../../src/app.js";
-import { defineHandler } from "../../../src/handler.js";
 import { createLogger } from "../../../src/log/logger.js";
 import { benchPayloads } from "../payloads.js";
+import { benchSettings, countingNoop } from "./bench-steward.mjs";
 
 const total = Number(process.env.BENCH_DELIVERIES ?? 100_000);
 const checkpoints = 10;
@@ -20,28 +20,9 @@ const batch = 500;
 
 const dataDir = mkdtempSync(join(tmpdir(), "steward-bench-mem-"));
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-const config = loadConfig({
-  APP_ID: "1",
-  PRIVATE_KEY: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
-  WEBHOOK_SECRET: "bench-secret",
-  PORT: "0",
-  HOST: "127.0.0.1",
-  GITHUB_API_URL: "http://127.0.0.1:9",
-  STEWARD_DATA_DIR: dataDir,
-  STEWARD_DURABILITY: process.env.STEWARD_DURABILITY ?? "process",
-  STEWARD_REDELIVER_INTERVAL: "24h",
-  LOG_LEVEL: "warn",
-});
-let processed = 0;
-const noop = defineHandler({
-  name: "noop",
-  events: ["*"],
-  async handle() {
-    processed++;
-    return { status: "done" };
-  },
-});
-const steward = await createSteward({ config, handlers: [noop], logger: createLogger({ level: "warn", format: "json" }) });
+const config = loadConfig(benchSettings({ privateKeyPem: privateKey.export({ type: "pkcs1", format: "pem" }).toString(), dataDir }));
+const noop = countingNoop();
+const steward = await createSteward({ config, handlers: [noop.handler], logger: createLogger({ level: "warn", format: "json" }) });
 const payloads = benchPayloads("bench-secret").map((p) => {
   const parsed = JSON.parse(p.body) as { action?: string; installation?: { id: number }; repository?: { full_name: string } };
   return { event: p.event, body: p.body, action: parsed.action, installationId: parsed.installation?.id, repository: parsed.repository?.full_name };
@@ -77,12 +58,12 @@ for (let next = 0; next < total; ) {
     // A full collection first (the child runs with --expose-gc): what stays is what is retained.
     (globalThis as { gc?: () => void }).gc?.();
     const m = process.memoryUsage();
-    samples.push({ recorded, processed, rss: m.rss, heapUsed: m.heapUsed, seconds: (Date.now() - started) / 1000 });
+    samples.push({ recorded, processed: noop.processed(), rss: m.rss, heapUsed: m.heapUsed, seconds: (Date.now() - started) / 1000 });
     process.send?.({ progress: samples.at(-1) });
   }
 }
 await steward.engine.idle();
-const result = { total, processed, samples, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), seconds: (Date.now() - started) / 1000 };
+const result = { total, processed: noop.processed(), samples, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), seconds: (Date.now() - started) / 1000 };
 await steward.close();
 rmSync(dataDir, { recursive: true, force: true });
 process.send?.({ done: result }, () => process.exit(0));

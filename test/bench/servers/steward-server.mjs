@@ -12,46 +12,36 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../../dist/src/config/env.js";
 import { createSteward } from "../../../dist/src/app.js";
-import { defineHandler } from "../../../dist/src/handler.js";
 import { createLogger } from "../../../dist/src/log/logger.js";
 import Database from "better-sqlite3";
+import { benchSettings, countingNoop } from "./bench-steward.mjs";
 
 const noopMode = process.env.BENCH_NOOP === "1" || !process.env.GITHUB_API_URL;
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 // A bench run records gigabytes of deliveries: a data dir made here goes when the server does.
 const ownDataDir = process.env.STEWARD_DATA_DIR ? undefined : mkdtempSync(join(tmpdir(), "steward-bench-"));
 const config = loadConfig({
-  APP_ID: "1",
-  ...(process.env.PRIVATE_KEY_PATH ? { PRIVATE_KEY_PATH: process.env.PRIVATE_KEY_PATH } : { PRIVATE_KEY: privateKey.export({ type: "pkcs1", format: "pem" }).toString() }),
-  WEBHOOK_SECRET: process.env.WEBHOOK_SECRET ?? "bench-secret",
-  PORT: "0",
-  HOST: "127.0.0.1",
+  ...benchSettings({
+    privateKeyPem: process.env.PRIVATE_KEY_PATH ? undefined : privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
+    dataDir: process.env.STEWARD_DATA_DIR ?? ownDataDir,
+    apiUrl: process.env.GITHUB_API_URL,
+  }),
+  // The bench's hub world names its own app, key and webhook secret.
+  ...(process.env.PRIVATE_KEY_PATH ? { PRIVATE_KEY_PATH: process.env.PRIVATE_KEY_PATH } : {}),
+  ...(process.env.WEBHOOK_SECRET ? { WEBHOOK_SECRET: process.env.WEBHOOK_SECRET } : {}),
   ...(process.env.APP_ID ? { APP_ID: process.env.APP_ID } : {}),
-  GITHUB_API_URL: process.env.GITHUB_API_URL ?? "http://127.0.0.1:9",
-  STEWARD_DATA_DIR: process.env.STEWARD_DATA_DIR ?? ownDataDir,
-  STEWARD_DURABILITY: process.env.STEWARD_DURABILITY ?? "process",
-  STEWARD_REDELIVER_INTERVAL: "24h",
-  LOG_LEVEL: "warn",
 });
-let processed = 0;
-const noop = defineHandler({
-  name: "noop",
-  events: ["*"],
-  async handle() {
-    processed++;
-    return { status: "done" };
-  },
-});
+const noop = countingNoop();
 const steward = await createSteward({
   config,
   // Without `handlers` createSteward runs the built-in set, as `steward start` does. The hub asks
   // for no spacing between writes (as in the sandbox stack); GitHub's 1 s would pace, not cost.
-  ...(noopMode ? { handlers: [noop] } : { api: { writeIntervalMs: 0 } }),
+  ...(noopMode ? { handlers: [noop.handler] } : { api: { writeIntervalMs: 0 } }),
   logger: createLogger({ level: "warn", format: "json" }),
 });
 process.stdout.write(`PORT=${new URL(steward.url).port}\n`);
 async function usage() {
-  return { rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), ...(noopMode ? { processed } : {}), depth: await steward.engine.intake.depth() };
+  return { rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), ...(noopMode ? { processed: noop.processed() } : {}), depth: await steward.engine.intake.depth() };
 }
 // CPU profile of a window the bench chooses (after warm-up, start-up excluded), written as .cpuprofile.
 let inspector;

@@ -1,0 +1,4 @@
+import type { HandlerModule } from "../../../src/handler.js";
+
+export function benchSettings(opts: { privateKeyPem?: string; dataDir?: string; apiUrl?: string; env?: NodeJS.ProcessEnv }): Record<string, string | undefined>;
+export function countingNoop(): { handler: HandlerModule<unknown>; processed(): number };

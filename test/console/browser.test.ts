@@ -3,61 +3,20 @@
 // checks what each sees and may do, replays a dead letter, follows a check run's details link,
 // watches a delivery arrive live, reads with scripts off and moves by keyboard. Screenshots go
 // to a temp dir, or to docs/console/ with STEWARD_SCREENSHOTS=docs.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SandboxStack } from "../../src/sandbox/stack.js";
+import { BROWSER_WAIT, browsers, haveChromium, signInAs, type Browsers } from "./chromium.js";
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-// Pages change after navigation, a POST or a live event: expect.poll's 1 s default is too short on a loaded machine.
-const BROWSER_WAIT = { timeout: 30_000 };
-if (!haveChromium) console.warn(`browser tests skipped: no ${CHROMIUM} (.ci/run installs Debian's chromium)`);
-
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-const shotsDir = process.env.STEWARD_SCREENSHOTS === "docs" ? fileURLToPath(new URL("../../docs/console/", import.meta.url)) : mkdtempSync(join(tmpdir(), "steward-shots-"));
-const profiles: string[] = [];
-const contexts: BrowserContext[] = [];
-
+let browser: Browsers | undefined;
 let world: ConsoleWorld;
 let stack: SandboxStack;
 let base: string;
 const settle = () => world.settle();
 
-/** A fresh browser profile (its own --user-data-dir) per person. */
-async function browserFor(opts: { javaScriptEnabled?: boolean } = {}): Promise<Page> {
-  const dir = mkdtempSync(join(tmpdir(), "steward-chromium-"));
-  profiles.push(dir);
-  const context = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-    viewport: { width: 1280, height: 900 },
-    ...(opts.javaScriptEnabled === false ? { javaScriptEnabled: false } : {}),
-  });
-  contexts.push(context);
-  return context.pages()[0] ?? context.newPage();
-}
-
-async function signInAs(page: Page, login: string): Promise<void> {
-  await page.goto(`${base}/console`);
-  await page.getByRole("link", { name: "Sign in with GitHub" }).click();
-  await page.getByRole("link", { name: `Sign in as ${login}` }).click();
-  await page.waitForURL(`${base}/console`);
-  await expect.poll(() => page.locator("header").innerText(), BROWSER_WAIT).toContain(`Signed in as ${login}`);
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(shotsDir, `${name}.png`), fullPage: true });
-}
-
 beforeAll(async () => {
   if (!haveChromium) return;
-  mkdirSync(shotsDir, { recursive: true });
+  browser = browsers();
   world = await consoleWorld();
   stack = world.stack;
   base = world.base;
@@ -68,28 +27,26 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const c of contexts) await c.close().catch(() => undefined);
-  for (const d of profiles) rmSync(d, { recursive: true, force: true });
-  if (process.env.STEWARD_SCREENSHOTS !== "docs") rmSync(shotsDir, { recursive: true, force: true });
+  await browser?.close();
   await stack?.close();
 });
 
 describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () => {
   it("an owner signs in, sees every page, replays a dead letter and follows a check run's details link", async () => {
-    const page = await browserFor();
+    const page = await browser!.open();
     await page.goto(`${base}/console`);
-    await shot(page, "signed-out");
+    await browser!.shot(page, "signed-out");
     await page.getByRole("link", { name: "Sign in with GitHub" }).click();
     await expect.poll(() => page.url(), BROWSER_WAIT).toContain(`${stack.hub.url}/login/oauth/authorize`);
-    await shot(page, "sandbox-authorize");
+    await browser!.shot(page, "sandbox-authorize");
     await page.getByRole("link", { name: "Sign in as octo-admin" }).click();
     await page.waitForURL(`${base}/console`);
     expect(await page.locator("header").innerText()).toContain("Signed in as octo-admin (owner)");
-    await shot(page, "overview");
+    await browser!.shot(page, "overview");
 
     await page.getByRole("link", { name: "Deliveries", exact: true }).click();
     await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("acme/service-billing");
-    await shot(page, "deliveries");
+    await browser!.shot(page, "deliveries");
     await page.getByLabel("Repository").selectOption("acme/web");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/repository=acme%2Fweb/);
@@ -99,12 +56,12 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     const web = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!;
     await page.getByRole("link", { name: web.id }).click();
     await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain('accepted commit "docs" because it does not say break');
-    await shot(page, "delivery");
+    await browser!.shot(page, "delivery");
 
     const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, status: "dead" })).items[0]!;
     await page.getByRole("link", { name: "Dead letters" }).click();
     await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain(dead.id);
-    await shot(page, "dead-letters");
+    await browser!.shot(page, "dead-letters");
     const runs = world.pushRuns();
     await page.getByRole("button", { name: `Replay ${dead.id}` }).click();
     await expect.poll(() => page.getByRole("status").innerText(), BROWSER_WAIT).toContain("Queued again: 1 delivery.");
@@ -113,13 +70,13 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
 
     await page.goto(`${base}/console/policies/acme/web`);
     await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain("acme/.github:.github/steward.yml:3");
-    await shot(page, "policy");
+    await browser!.shot(page, "policy");
     await page.getByRole("link", { name: "Deployments" }).click();
     await expect.poll(() => page.locator("h1").innerText(), BROWSER_WAIT).toBe("Deployments");
-    await shot(page, "deployments");
+    await browser!.shot(page, "deployments");
     await page.getByRole("link", { name: "Secrets" }).click();
     await expect.poll(() => page.locator("h1").innerText(), BROWSER_WAIT).toBe("Secrets");
-    await shot(page, "secrets");
+    await browser!.shot(page, "secrets");
 
     // A pull request with a broken policy: its check run's "Details" opens the delivery that made it.
     const pr = stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "typo", title: "policy", files: { ".github/steward.yml": "rerun:\n  max_atempts: 3\n" } });
@@ -131,14 +88,14 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
   });
 
   it("a member without access to service-billing sees none of it and has no owner pages or actions", async () => {
-    const page = await browserFor();
-    await signInAs(page, "dev-dana");
+    const page = await browser!.open();
+    await signInAs(page, base, "dev-dana");
     expect(await page.locator("header").innerText()).not.toContain("(owner)");
     expect(await page.getByRole("link", { name: "Dead letters" }).count()).toBe(0);
     await page.getByRole("link", { name: "Deliveries", exact: true }).click();
     await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("acme/web");
     expect(await page.content()).not.toContain("service-billing");
-    await shot(page, "member-deliveries");
+    await browser!.shot(page, "member-deliveries");
     const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/service-billing" })).items[0]!;
     const detail = await page.goto(`${base}/console/deliveries/${dead.id}`);
     expect(detail?.status()).toBe(404);
@@ -148,8 +105,8 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
   });
 
   it("the deliveries list updates live, reads with scripts off, and is reachable by keyboard", async () => {
-    const page = await browserFor();
-    await signInAs(page, "octo-admin");
+    const page = await browser!.open();
+    await signInAs(page, base, "octo-admin");
     await page.goto(`${base}/console/deliveries`);
     stack.hub.control.pushFiles({ owner: "acme", repo: "web", files: { "CHANGELOG.md": "live\n" }, message: "live one" });
     await settle();
@@ -165,8 +122,8 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     await page.keyboard.press("Enter");
     await page.waitForURL(`${base}/console/deliveries`);
 
-    const noScript = await browserFor({ javaScriptEnabled: false });
-    await signInAs(noScript, "octo-admin");
+    const noScript = await browser!.open({ javaScriptEnabled: false });
+    await signInAs(noScript, base, "octo-admin");
     await noScript.goto(`${base}/console/deliveries`);
     expect(await noScript.locator("main table").innerText()).toContain(id);
   });

@@ -1,31 +1,18 @@
 // /console/flakes in Chromium (playwright-core, Debian's /usr/bin/chromium): reached from the
 // console's navigation, filtered by repository and time through the form, with the counts and the
 // link to the last flaky run. Screenshot to docs/console/flakes.png with STEWARD_SCREENSHOTS=docs.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { chromium, type BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BROWSER_WAIT, browsers, haveChromium, signInAs, type Browsers } from "./chromium.js";
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 import { makeFlakes } from "./flakes-fixture.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-// Pages change after navigation, a POST or a live event: expect.poll's 1 s default is too short on a loaded machine.
-const BROWSER_WAIT = { timeout: 30_000 };
-if (!haveChromium) console.warn(`browser tests skipped: no ${CHROMIUM} (.ci/run installs Debian's chromium)`);
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-const shotsDir = process.env.STEWARD_SCREENSHOTS === "docs" ? fileURLToPath(new URL("../../docs/console/", import.meta.url)) : mkdtempSync(join(tmpdir(), "steward-shots-"));
-
 let world: ConsoleWorld;
-let context: BrowserContext | undefined;
-let profile: string | undefined;
+let browser: Browsers | undefined;
 let web: { redRunIds: number[] };
 
 beforeAll(async () => {
   if (!haveChromium) return;
-  mkdirSync(shotsDir, { recursive: true });
+  browser = browsers();
   world = await consoleWorld();
   const settle = () => world.settle();
   web = await makeFlakes(world.stack, settle, "acme", "web", { times: 2 });
@@ -33,22 +20,15 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await context?.close().catch(() => undefined);
-  if (profile) rmSync(profile, { recursive: true, force: true });
-  if (process.env.STEWARD_SCREENSHOTS !== "docs") rmSync(shotsDir, { recursive: true, force: true });
+  await browser?.close();
   await world?.stack.close();
 });
 
 describe.skipIf(!haveChromium)("flaky jobs in Chromium", { timeout: 120_000 }, () => {
   it("an owner opens Flaky jobs from the navigation, filters by repository and window, and follows the run link", async () => {
-    profile = mkdtempSync(join(tmpdir(), "steward-chromium-"));
-    context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: ARGS, viewport: { width: 1280, height: 900 } });
-    const page = context.pages()[0] ?? (await context.newPage());
+    const page = await browser!.open();
     const base = world.base;
-    await page.goto(`${base}/console`);
-    await page.getByRole("link", { name: "Sign in with GitHub" }).click();
-    await page.getByRole("link", { name: "Sign in as octo-admin" }).click();
-    await page.waitForURL(`${base}/console`);
+    await signInAs(page, base, "octo-admin");
 
     await page.getByRole("link", { name: "Flaky jobs" }).click();
     await page.waitForURL(`${base}/console/flakes`);
@@ -58,7 +38,7 @@ describe.skipIf(!haveChromium)("flaky jobs in Chromium", { timeout: 120_000 }, (
     const cells = await webTable.locator("tbody tr").first().locator("td").allInnerTexts();
     expect(cells.slice(0, 3)).toEqual(["E2E / e2e", "2", "2"]);
     expect(await page.getByRole("region", { name: "acme/api" }).getByRole("table").innerText()).toContain("E2E / unit");
-    await page.screenshot({ path: join(shotsDir, "flakes.png"), fullPage: true });
+    await browser!.shot(page, "flakes");
 
     await page.getByLabel("Repository").selectOption("acme/api");
     await page.getByLabel("Since").selectOption("7d");

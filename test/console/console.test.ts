@@ -6,6 +6,7 @@ import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 import { signIn, Visitor } from "./session.js";
 import { leakGuard } from "../support/leak-guard.js";
+import { alterOneCharacter } from "../support/tamper.js";
 
 const ORG = "acme";
 let world: ConsoleWorld;
@@ -57,7 +58,7 @@ describe("console sign-in and sessions", () => {
   it("a changed or foreign cookie is no session; a callback without the sign-in's state is refused", async () => {
     const owner = await signIn(base, "octo-admin");
     const session = owner.cookies.get("steward_session")!;
-    const flipped = session.slice(0, -2) + (session.endsWith("A") ? "B" : "A") + session.slice(-1);
+    const flipped = alterOneCharacter(session);
     const forged = new Visitor(base);
     forged.cookies.set("steward_session", flipped);
     const page = await forged.request("/console/deliveries");

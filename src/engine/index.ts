@@ -13,6 +13,7 @@ import { systemClock } from "../lifecycle/clock.js";
 import { createLeaseKeeper } from "./leases.js";
 import { createWorkerPool } from "./pool.js";
 import { createIntake } from "./intake.js";
+import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "./intake-first.js";
 import { runClaimedDelivery } from "./delivery.js";
 import { runClaimedTask } from "./task.js";
 import { configSecrets } from "./run.js";
@@ -56,6 +57,12 @@ export function createEngine(opts: EngineOptions): Engine {
   const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
   const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
   const taskDeps = { ...runDeps, handlersByName };
+  const intakeFirst =
+    opts.intakeFirst ?? createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: (config.busyWorkerShare ?? DEFAULT_INTAKE_FIRST.share * 100) / 100 });
+  intakeFirst.onChange((yielding) => {
+    log.debug({ yielding }, yielding ? "deliveries flood in: the intake comes first" : "the flood is over: the pool runs at full speed");
+    if (!yielding) pool.wake();
+  });
   const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
   const pool = createWorkerPool({
     store,
@@ -65,6 +72,7 @@ export function createEngine(opts: EngineOptions): Engine {
     pollMs: opts.pollMs ?? 1_000,
     log,
     shutdown: shutdown.signal,
+    intakeFirst,
     run: (work, signal) =>
       work.kind === "delivery" ? runClaimedDelivery(deliveryDeps, work.claim, signal) : runClaimedTask(taskDeps, work.claim, signal),
   });
@@ -82,7 +90,7 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   return {
-    intake: createIntake(store, pool, leaseMs),
+    intake: createIntake(store, pool, leaseMs, intakeFirst),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {
@@ -103,12 +111,14 @@ export function createEngine(opts: EngineOptions): Engine {
         ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
         ...(opts.observe?.handlerStart ? { observe: opts.observe.handlerStart } : {}),
       });
+      intakeFirst.start();
       pool.start();
     },
     async stop(timeoutMs) {
       if (pool.state() === "stopped") return;
       unfollowClock?.();
       pool.beginStop();
+      intakeFirst.stop();
       shutdown.abort(new Error("shutting down"));
       clearInterval(maintenance);
       if ((await pool.drain(timeoutMs)) === "timeout") {

@@ -6,11 +6,13 @@ import type { DeliveryIntake, IncomingDelivery } from "../intake/delivery-intake
 import type { StewardStore } from "../store/contract.js";
 import type { ClaimedDelivery } from "../store/records.js";
 import type { WorkerPool } from "./pool.js";
+import type { IntakeFirst } from "./intake-first.js";
 
 export function createIntake(
   store: Pick<StewardStore, "deliveries" | "leases" | "ready">,
   pool: WorkerPool,
   leaseMs: number,
+  intakeFirst?: IntakeFirst,
 ): DeliveryIntake {
   async function recordAndRun(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     const claim: ClaimedDelivery | "duplicate" = await pool.reserveWorker(() => store.deliveries.recordLeased(delivery, leaseMs));
@@ -23,6 +25,7 @@ export function createIntake(
 
   return {
     record: async (delivery) => {
+      intakeFirst?.arrived();
       // Taken off the caller's object: the largest object of a request must not live on with the
       // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
       const { parsed } = delivery;

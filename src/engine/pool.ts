@@ -7,6 +7,7 @@ import type { StewardStore } from "../store/contract.js";
 import { runWithSignal } from "../lifecycle/abort-scope.js";
 import type { LeaseKeeper } from "./leases.js";
 import type { Work } from "./types.js";
+import type { IntakeFirst } from "./intake-first.js";
 
 export type PoolState = "new" | "running" | "stopping" | "stopped";
 
@@ -43,8 +44,14 @@ export function createWorkerPool(opts: {
   /** Fires when shutdown begins: every running piece of work is told to stop between steps. */
   shutdown: AbortSignal;
   run(work: Work, signal: AbortSignal): Promise<void>;
+  /** While deliveries flood in, the pool keeps to one paced run at a time (intake-first.ts). */
+  intakeFirst?: IntakeFirst;
 }): WorkerPool {
-  const { store, concurrency, leaseMs, pollMs, log } = opts;
+  const { store, concurrency, leaseMs, pollMs, log, intakeFirst } = opts;
+  /** Runs at once now: one while the intake comes first. */
+  const limit = () => (intakeFirst?.yielding() ? 1 : concurrency);
+  /** Milliseconds before the next launch is allowed (the intake comes first and the last run just ended). */
+  const paced = () => intakeFirst?.launchDelay(Date.now()) ?? 0;
   let state: PoolState = "new";
   const inflight = new Map<string, Promise<void>>();
   /** Workers promised to deliveries being recorded leased (intake fast path), not yet launched. */
@@ -55,6 +62,8 @@ export function createWorkerPool(opts: {
   let pumpAgain = false;
   let preferTask = false;
   let timer: NodeJS.Timeout | undefined;
+  /** When `timer` fires (ms since the epoch). */
+  let timerAt = 0;
   let wakeQueued = false;
   let idleWaiters: (() => void)[] = [];
 
@@ -63,6 +72,9 @@ export function createWorkerPool(opts: {
   // backlog in one turn and hold the HTTP intake off until it is done.
   function wake(): void {
     if (state === "new" || state === "stopped" || wakeQueued) return;
+    // While the intake comes first a wake per arriving delivery would cost the intake a pump
+    // each: the running one's finish pumps, and so does the timer armed for the pause.
+    if (intakeFirst?.yielding() && (inflight.size + reserved >= 1 || (timer !== undefined && timerAt <= Date.now() + paced()))) return;
     wakeQueued = true;
     setImmediate(() => {
       wakeQueued = false;
@@ -99,8 +111,8 @@ export function createWorkerPool(opts: {
     try {
       do {
         pumpAgain = false;
-        while (state === "running" && inflight.size + reserved < concurrency) {
-          const free = concurrency - inflight.size - reserved;
+        while (state === "running" && inflight.size + reserved < limit() && paced() === 0) {
+          const free = limit() - inflight.size - reserved;
           const work = await claimRound(free);
           for (const w of work) launch(w);
           if (work.length < free) {
@@ -131,12 +143,18 @@ export function createWorkerPool(opts: {
   function armTimerIn(ms: number): void {
     clearTimer();
     if (state !== "running") return;
-    timer = setTimeout(() => void pump(), Math.max(1, ms));
+    timerAt = Date.now() + Math.max(1, ms);
+    timer = setTimeout(() => {
+      timer = undefined;
+      void pump();
+    }, Math.max(1, ms));
     timer.unref();
   }
 
   async function armTimer(): Promise<void> {
-    if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
+    if (inflight.size >= limit()) return armTimerIn(pollMs); // a finishing run pumps again
+    const pause = paced();
+    if (pause > 0) return armTimerIn(Math.min(pollMs, pause));
     const next = await store.leases.nextDueAt();
     const wait = next ? next.getTime() - Date.now() : pollMs;
     armTimerIn(Math.min(pollMs, Math.max(1, wait)));
@@ -153,6 +171,7 @@ export function createWorkerPool(opts: {
   function launch(work: Work): void {
     const token = work.claim.token;
     const signal = AbortSignal.any([opts.shutdown, opts.leases.keep(token)]);
+    const startedAt = Date.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
       .catch((e) => {
         // After the shutdown bound the store is closed; what a late run failed to write is moot.
@@ -162,6 +181,8 @@ export function createWorkerPool(opts: {
       .finally(() => {
         opts.leases.drop(token);
         inflight.delete(token);
+        const now = Date.now();
+        intakeFirst?.ran(now - startedAt, now);
         // A delivery run always waited for its finish to be written (a group commit in a later
         // turn, or a network round trip), so claiming the next one right here cannot chain the
         // backlog into one turn; a task's run may not have, so it waits for the next turn.
@@ -179,7 +200,7 @@ export function createWorkerPool(opts: {
     },
     wake,
     launch,
-    mayRunAtOnce: () => state === "running" && !backlogged && inflight.size + reserved < concurrency,
+    mayRunAtOnce: () => state === "running" && !backlogged && inflight.size + reserved < limit() && paced() === 0,
     async reserveWorker(fn) {
       reserved++;
       try {

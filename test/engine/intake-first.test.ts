@@ -1,0 +1,117 @@
+import { describe, expect, it, vi } from "vitest";
+import { setTimeout as delay } from "node:timers/promises";
+import { defineHandler } from "../../src/handler.js";
+import { createIntakeFirst, DEFAULT_INTAKE_FIRST, pauseAfter, shouldYield } from "../../src/engine/intake-first.js";
+import { deliveryOf, examplePayload, testEngine } from "./helpers.js";
+import { sqliteStorePerTest } from "./scratch-store.js";
+
+const s = DEFAULT_INTAKE_FIRST;
+
+describe("intake first: the decision", () => {
+  it("steps back only when the loop is saturated while deliveries arrive", () => {
+    expect(shouldYield(false, { utilisation: 0.95, arrivals: 40 }, s)).toBe(true);
+    expect(shouldYield(false, { utilisation: 0.95, arrivals: 0 }, s)).toBe(false); // busy with its own work: no one to make room for
+    expect(shouldYield(false, { utilisation: 0.6, arrivals: 40 }, s)).toBe(false); // arrivals the loop can take
+  });
+
+  it("keeps stepping back until the loop has room or the flood stops (no flapping between the two thresholds)", () => {
+    expect(shouldYield(true, { utilisation: 0.6, arrivals: 40 }, s)).toBe(true);
+    expect(shouldYield(true, { utilisation: 0.4, arrivals: 40 }, s)).toBe(false);
+    expect(shouldYield(true, { utilisation: 1, arrivals: 0 }, s)).toBe(false);
+  });
+
+  it("never steps back with a share of 100%", () => {
+    expect(shouldYield(false, { utilisation: 1, arrivals: 1000 }, { ...s, share: 1 })).toBe(false);
+  });
+
+  it("pauses after a run so runs keep their share of the time", () => {
+    expect(pauseAfter(2, 0.1)).toBeCloseTo(18);
+    expect(pauseAfter(10, 0.5)).toBe(10);
+    expect(pauseAfter(3, 1)).toBe(0);
+    expect(pauseAfter(-1, 0.1)).toBe(0); // a clock step backwards is no run time
+  });
+
+  it("tells listeners of each change, and forgets the pause once it lets go", () => {
+    let load = { utilisation: 1 };
+    const first = createIntakeFirst({ ...s, share: 0.25 }, { measure: () => load.utilisation });
+    const changes: boolean[] = [];
+    first.onChange((y) => changes.push(y));
+    first.arrived();
+    first.sample();
+    expect(first.yielding()).toBe(true);
+    first.ran(10, 1_000);
+    expect(first.launchDelay(1_000)).toBe(30);
+    expect(first.launchDelay(1_020)).toBe(10);
+    first.sample(); // no arrival since the last sample
+    expect(first.yielding()).toBe(false);
+    expect(first.launchDelay(1_000)).toBe(0);
+    load = { utilisation: 0.2 };
+    first.arrived();
+    first.sample();
+    expect(changes).toEqual([true, false]);
+  });
+});
+
+describe("intake first: the worker pool", () => {
+  const scratch = sqliteStorePerTest();
+
+  it("runs one delivery at a time, paced to its share, while the intake comes first; all of them; then full speed again", async () => {
+    let inflight = 0;
+    let most = 0;
+    const starts: number[] = [];
+    let gate: Promise<void> | undefined;
+    const handler = defineHandler<unknown>({
+      name: "counted",
+      events: ["push"],
+      async handle() {
+        starts.push(Date.now());
+        inflight++;
+        most = Math.max(most, inflight);
+        await (gate ?? delay(5));
+        inflight--;
+        return { status: "done", summary: "ran" };
+      },
+    });
+    // Sampled only when the test says so: the decision is the test's, the pool's answer to it is real.
+    const intakeFirst = createIntakeFirst({ ...s, share: 0.2 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const engine = (scratch.engine = testEngine(scratch.store, [handler], { concurrency: 4, intakeFirst }));
+    await engine.start();
+
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(true);
+    const flood = Array.from({ length: 8 }, () => deliveryOf("push", examplePayload("push")));
+    for (const d of flood) expect(await engine.intake.record(d)).toBe("recorded");
+    await engine.idle();
+    expect(starts).toHaveLength(8);
+    expect(most).toBe(1);
+    // Share 0.2: after a run of at least 5 ms the next waits at least four times as long.
+    for (let i = 1; i < starts.length; i++) expect(starts[i]! - starts[i - 1]!).toBeGreaterThanOrEqual(24);
+    for (const d of flood) expect((await scratch.store.deliveries.getDelivery(d.id))?.delivery.status).toBe("done");
+
+    // The flood is over (a sample without arrivals): four at once again, woken without a new delivery.
+    let release!: () => void;
+    gate = new Promise((r) => (release = r));
+    intakeFirst.arrived();
+    intakeFirst.sample(); // still flooding: these queue
+    const later = Array.from({ length: 4 }, () => deliveryOf("push", examplePayload("push")));
+    for (const d of later) await engine.intake.record(d);
+    intakeFirst.sample(); // their arrivals: still flooding
+    expect(intakeFirst.yielding()).toBe(true);
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(false);
+    await vi.waitFor(() => expect(inflight).toBe(4), { timeout: 20_000, interval: 10 });
+    release();
+    await engine.idle();
+    expect(starts).toHaveLength(12);
+  });
+
+  it("with a share of 100% the pool never steps back", async () => {
+    const intakeFirst = createIntakeFirst({ ...s, share: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const engine = (scratch.engine = testEngine(scratch.store, [], { intakeFirst }));
+    await engine.start();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(false);
+  });
+});

@@ -12,9 +12,17 @@ export interface IntakeFirstSettings {
   enterUtilisation: number;
   /** Leave: the loop was less busy than this, or no delivery arrived in a sample. */
   leaveUtilisation: number;
+  /**
+   * Enter only when at least this many deliveries arrived in a sample (a flood), leave when fewer
+   * than `leaveArrivals` did. A loop busy with the pool's own work (a job log matched, a sync)
+   * while deliveries trickle in is not a flood: stepping back then would only slow that work.
+   */
+  enterArrivals: number;
+  leaveArrivals: number;
 }
 
-export const DEFAULT_INTAKE_FIRST: IntakeFirstSettings = { share: 0.1, enterUtilisation: 0.9, leaveUtilisation: 0.5 };
+/** Per 50 ms sample: a flood is 500 deliveries a second or more; it is over below 100 a second. */
+export const DEFAULT_INTAKE_FIRST: IntakeFirstSettings = { share: 0.1, enterUtilisation: 0.9, leaveUtilisation: 0.5, enterArrivals: 25, leaveArrivals: 5 };
 
 /** One sample: how busy the event loop was (0..1) and how many deliveries arrived meanwhile. */
 export interface LoadSample {
@@ -24,8 +32,9 @@ export interface LoadSample {
 
 /** Pure: whether the pool yields after `sample`, given whether it yielded before. */
 export function shouldYield(yielding: boolean, sample: LoadSample, s: IntakeFirstSettings): boolean {
-  if (s.share >= 1 || sample.arrivals === 0) return false;
-  return yielding ? sample.utilisation >= s.leaveUtilisation : sample.utilisation >= s.enterUtilisation;
+  if (s.share >= 1) return false;
+  if (yielding) return sample.arrivals >= s.leaveArrivals && sample.utilisation >= s.leaveUtilisation;
+  return sample.arrivals >= s.enterArrivals && sample.utilisation >= s.enterUtilisation;
 }
 
 /** Pure: how long to wait after a run of `ranMs` so runs keep `share` of the time. */

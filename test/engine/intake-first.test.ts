@@ -12,12 +12,16 @@ describe("intake first: the decision", () => {
     expect(shouldYield(false, { utilisation: 0.95, arrivals: 40 }, s)).toBe(true);
     expect(shouldYield(false, { utilisation: 0.95, arrivals: 0 }, s)).toBe(false); // busy with its own work: no one to make room for
     expect(shouldYield(false, { utilisation: 0.6, arrivals: 40 }, s)).toBe(false); // arrivals the loop can take
+    // The loop busy with the pool's own work (a log matched) while deliveries trickle in: no flood.
+    expect(shouldYield(false, { utilisation: 1, arrivals: 2 }, s)).toBe(false);
   });
 
   it("keeps stepping back until the loop has room or the flood stops (no flapping between the two thresholds)", () => {
     expect(shouldYield(true, { utilisation: 0.6, arrivals: 40 }, s)).toBe(true);
     expect(shouldYield(true, { utilisation: 0.4, arrivals: 40 }, s)).toBe(false);
     expect(shouldYield(true, { utilisation: 1, arrivals: 0 }, s)).toBe(false);
+    expect(shouldYield(true, { utilisation: 1, arrivals: 10 }, s)).toBe(true); // fewer, but still a flood
+    expect(shouldYield(true, { utilisation: 1, arrivals: 4 }, s)).toBe(false); // a trickle again
   });
 
   it("never steps back with a share of 100%", () => {
@@ -33,7 +37,7 @@ describe("intake first: the decision", () => {
 
   it("tells listeners of each change, and forgets the pause once it lets go", () => {
     let load = { utilisation: 1 };
-    const first = createIntakeFirst({ ...s, share: 0.25 }, { measure: () => load.utilisation });
+    const first = createIntakeFirst({ ...s, share: 0.25, enterArrivals: 1, leaveArrivals: 1 }, { measure: () => load.utilisation });
     const changes: boolean[] = [];
     first.onChange((y) => changes.push(y));
     first.arrived();
@@ -73,7 +77,7 @@ describe("intake first: the worker pool", () => {
       },
     });
     // Sampled only when the test says so: the decision is the test's, the pool's answer to it is real.
-    const intakeFirst = createIntakeFirst({ ...s, share: 0.2 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const intakeFirst = createIntakeFirst({ ...s, share: 0.2, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
     const engine = (scratch.engine = testEngine(scratch.store, [handler], { concurrency: 4, intakeFirst }));
     await engine.start();
 
@@ -107,7 +111,7 @@ describe("intake first: the worker pool", () => {
   });
 
   it("with a share of 100% the pool never steps back", async () => {
-    const intakeFirst = createIntakeFirst({ ...s, share: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const intakeFirst = createIntakeFirst({ ...s, share: 1, enterArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
     const engine = (scratch.engine = testEngine(scratch.store, [], { intakeFirst }));
     await engine.start();
     intakeFirst.arrived();

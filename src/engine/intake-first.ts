@@ -2,15 +2,15 @@
 // them off, the worker pool steps back to a small share of the event loop, so answers stay
 // fast (GitHub gives a delivery 10 s) and the backlog, already durable, is worked off once
 // the flood ends. Outside a flood the pool runs at full speed: the rule only engages when the
-// loop is saturated while deliveries arrive, and lets go as soon as either stops.
+// loop is saturated while deliveries flood in, and lets go as soon as either ends.
 import { performance } from "node:perf_hooks";
 
 export interface IntakeFirstSettings {
   /** Share of wall time the pool may keep while it yields (0 < share <= 1; 1 never yields). */
   share: number;
-  /** Enter: the loop was at least this busy over a sample while deliveries arrived. */
+  /** Enter: the loop was at least this busy over a sample while a flood arrived (`enterArrivals`). */
   enterUtilisation: number;
-  /** Leave: the loop was less busy than this, or no delivery arrived in a sample. */
+  /** Leave: the loop was less busy than this, or fewer than `leaveArrivals` arrived in a sample. */
   leaveUtilisation: number;
   /**
    * Enter only when at least this many deliveries arrived in a sample (a flood), leave when fewer

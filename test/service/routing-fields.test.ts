@@ -5,7 +5,7 @@
 import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import { routingFields } from "../../src/intake/routing.js";
-import { FULL_PARSE_MAX_CHARS, parseDelivery } from "../../src/intake/delivery.js";
+import { parseDelivery } from "../../src/intake/delivery.js";
 
 const examples = createRequire(import.meta.url)("@octokit/webhooks-examples") as { name: string; examples: unknown[] }[];
 const texts = examples.flatMap((g) => g.examples.map((e) => JSON.stringify(e)));
@@ -81,18 +81,30 @@ describe("routing fields without a full parse", () => {
     for (const text of cases) expect(routingFields(text), text).toEqual(expected(text));
   });
 
-  it("the intake scans a payload over the full-parse size and parses a small one whole", () => {
+  it("the intake scans every payload, small or large, and hands no object tree on", () => {
     const headers = { "x-github-event": "workflow_run", "x-github-delivery": "d-1", "content-type": "application/json" };
     const small = texts.find((t) => t.includes('"installation"') && t.includes('"full_name"'))!;
-    const big = JSON.stringify({ ...JSON.parse(small), padding: "x".repeat(FULL_PARSE_MAX_CHARS) });
+    const big = JSON.stringify({ ...JSON.parse(small), padding: "x".repeat(256 * 1024) });
     const a = parseDelivery(headers, Buffer.from(small), new Date());
     const b = parseDelivery(headers, Buffer.from(big), new Date());
     if (!a.ok || !b.ok) throw new Error("both are deliveries");
-    expect(a.delivery.parsed).toEqual(JSON.parse(small));
+    expect(a.delivery.parsed).toBeUndefined();
     expect(b.delivery.parsed).toBeUndefined();
+    expect([a.delivery.action, a.delivery.installationId, a.delivery.repository]).toEqual(Object.values(expected(small).fields!));
     expect([b.delivery.action, b.delivery.installationId, b.delivery.repository]).toEqual([a.delivery.action, a.delivery.installationId, a.delivery.repository]);
     expect(b.delivery.installationId).toBeTypeOf("number");
-    const cut = parseDelivery(headers, Buffer.from(big.slice(0, -2)), new Date());
-    expect(cut).toEqual({ ok: false, refusal: { status: 400, message: "payload is not valid JSON" } });
+    for (const text of [small, big]) {
+      const cut = parseDelivery(headers, Buffer.from(text.slice(0, -2)), new Date());
+      expect(cut).toEqual({ ok: false, refusal: { status: 400, message: "payload is not valid JSON" } });
+    }
+  });
+
+  it("scans strings with many escapes and backslashes before quotes as JSON.parse reads them", () => {
+    // Quotes preceded by runs of backslashes decide where a string ends: odd runs escape the quote.
+    const values = ['a\\"b', "\\\\", 'x"y"z', "\\", "end\\", "}]{[", '"', "\u0022"];
+    for (const v of values) {
+      const text = JSON.stringify({ nested: { s: v, list: [v, { v }] }, action: v, repository: { full_name: v, x: [v] }, installation: { id: 3 } });
+      expect(routingFields(text), text).toEqual(expected(text));
+    }
   });
 });

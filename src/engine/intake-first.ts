@@ -2,15 +2,24 @@
 // them off, the worker pool steps back to a small share of the event loop, so answers stay
 // fast (GitHub gives a delivery 10 s) and the backlog, already durable, is worked off once
 // the flood ends. Outside a flood the pool runs at full speed: the rule only engages when the
-// loop is saturated while deliveries flood in, and lets go as soon as either ends.
+// loop is saturated while deliveries flood in, and lets go when the flood ends. In between, the
+// pool's share follows the loop: doubled while the loop has room (the intake alone does not fill
+// it), halved back towards the setting when the loop is saturated again, so a long flood the
+// intake alone cannot fill does not leave the backlog growing at a fixed small share.
 import { performance } from "node:perf_hooks";
 
 export interface IntakeFirstSettings {
-  /** Share of wall time the pool may keep while it yields (0 < share <= 1; 1 never yields). */
+  /** Share of wall time the pool keeps when it starts to yield, and never less (0 < share <= 1; 1 never yields). */
   share: number;
-  /** Enter: the loop was at least this busy over a sample while a flood arrived (`enterArrivals`). */
+  /**
+   * Enter: the loop was at least this busy over a sample while a flood arrived (`enterArrivals`).
+   * While yielding, a sample this busy halves the pool's share (down to `share`).
+   */
   enterUtilisation: number;
-  /** Leave: the loop was less busy than this, or fewer than `leaveArrivals` arrived in a sample. */
+  /**
+   * While yielding, a sample less busy than this has room: the pool's share doubles, and once it
+   * would reach the whole loop the pool stops yielding.
+   */
   leaveUtilisation: number;
   /**
    * Enter only when at least this many deliveries arrived in a sample (a flood), leave when fewer
@@ -30,11 +39,28 @@ export interface LoadSample {
   arrivals: number;
 }
 
-/** Pure: whether the pool yields after `sample`, given whether it yielded before. */
-export function shouldYield(yielding: boolean, sample: LoadSample, s: IntakeFirstSettings): boolean {
-  if (s.share >= 1) return false;
-  if (yielding) return sample.arrivals >= s.leaveArrivals && sample.utilisation >= s.leaveUtilisation;
-  return sample.arrivals >= s.enterArrivals && sample.utilisation >= s.enterUtilisation;
+/** Whether the pool yields, and the share of wall time it keeps meanwhile. */
+export interface IntakeFirstState {
+  yielding: boolean;
+  share: number;
+}
+
+/** Pure: the state after `sample`. */
+export function nextState(state: IntakeFirstState, sample: LoadSample, s: IntakeFirstSettings): IntakeFirstState {
+  const calm: IntakeFirstState = { yielding: false, share: s.share };
+  if (s.share >= 1) return calm;
+  if (!state.yielding) {
+    return sample.arrivals >= s.enterArrivals && sample.utilisation >= s.enterUtilisation ? { yielding: true, share: s.share } : state;
+  }
+  if (sample.arrivals < s.leaveArrivals) return calm;
+  // Still a flood. Judged by the loop's load with the pool at its current share: the pool held back
+  // is why the loop is quieter now, so room means a larger share, not the end of yielding.
+  if (sample.utilisation < s.leaveUtilisation) {
+    const share = Math.min(1, state.share * 2);
+    return share >= 1 ? calm : { yielding: true, share };
+  }
+  if (sample.utilisation >= s.enterUtilisation && state.share > s.share) return { yielding: true, share: Math.max(s.share, state.share / 2) };
+  return state;
 }
 
 /** Pure: how long to wait after a run of `ranMs` so runs keep `share` of the time. */
@@ -47,6 +73,8 @@ export interface IntakeFirst {
   arrived(): void;
   /** The pool runs one piece of work at a time, paced, and new deliveries queue. */
   yielding(): boolean;
+  /** The share of wall time the pool keeps while it yields. */
+  share(): number;
   /** Milliseconds before the pool may launch again (0: now). */
   launchDelay(now: number): number;
   /** A run took `ranMs` of wall time and ended at `now`: while yielding, the next launch waits. */
@@ -66,26 +94,27 @@ export function createIntakeFirst(
   const sampleMs = opts.sampleMs ?? 50;
   const measure = opts.measure ?? loopUtilisation();
   let arrivals = 0;
-  let yielding = false;
+  let state: IntakeFirstState = { yielding: false, share: settings.share };
   let nextLaunchAt = 0;
   let timer: NodeJS.Timeout | undefined;
   const listeners: ((yielding: boolean) => void)[] = [];
 
   function sample(): void {
-    const next = shouldYield(yielding, { utilisation: measure(), arrivals }, settings);
+    const was = state.yielding;
+    state = nextState(state, { utilisation: measure(), arrivals }, settings);
     arrivals = 0;
-    if (next === yielding) return;
-    yielding = next;
-    if (!yielding) nextLaunchAt = 0;
-    for (const l of listeners) l(yielding);
+    if (state.yielding === was) return;
+    if (!state.yielding) nextLaunchAt = 0;
+    for (const l of listeners) l(state.yielding);
   }
 
   return {
     arrived: () => void arrivals++,
-    yielding: () => yielding,
-    launchDelay: (now) => (yielding ? Math.max(0, nextLaunchAt - now) : 0),
+    yielding: () => state.yielding,
+    share: () => state.share,
+    launchDelay: (now) => (state.yielding ? Math.max(0, nextLaunchAt - now) : 0),
     ran(ranMs, now) {
-      if (yielding) nextLaunchAt = now + pauseAfter(ranMs, settings.share);
+      if (state.yielding) nextLaunchAt = now + pauseAfter(ranMs, state.share);
     },
     sample,
     onChange: (listener) => void listeners.push(listener),
@@ -97,7 +126,7 @@ export function createIntakeFirst(
     stop() {
       clearInterval(timer);
       timer = undefined;
-      yielding = false;
+      state = { yielding: false, share: settings.share };
       nextLaunchAt = 0;
     },
   };

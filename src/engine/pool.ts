@@ -44,12 +44,12 @@ export function createWorkerPool(opts: {
   /** Fires when shutdown begins: every running piece of work is told to stop between steps. */
   shutdown: AbortSignal;
   run(work: Work, signal: AbortSignal): Promise<void>;
-  /** While deliveries flood in, the pool keeps to one paced run at a time (intake-first.ts). */
+  /** While deliveries flood in, the pool keeps to its share of the loop, in paced runs (intake-first.ts). */
   intakeFirst?: IntakeFirst;
 }): WorkerPool {
   const { store, concurrency, leaseMs, pollMs, log, intakeFirst } = opts;
-  /** Runs at once now: one while the intake comes first. */
-  const limit = () => (intakeFirst?.yielding() ? 1 : concurrency);
+  /** Runs at once now: while the intake comes first, the pool's share of the full concurrency (one at least). */
+  const limit = () => (intakeFirst?.yielding() ? Math.max(1, Math.floor(concurrency * intakeFirst.share())) : concurrency);
   /** Milliseconds before the next launch is allowed (the intake comes first and the last run just ended). */
   const paced = () => intakeFirst?.launchDelay(Date.now()) ?? 0;
   let state: PoolState = "new";
@@ -74,7 +74,7 @@ export function createWorkerPool(opts: {
     if (state === "new" || state === "stopped" || wakeQueued) return;
     // While the intake comes first a wake per arriving delivery would cost the intake a pump
     // each: the running one's finish pumps, and so does the timer armed for the pause.
-    if (intakeFirst?.yielding() && (inflight.size + reserved >= 1 || (timer !== undefined && timerAt <= Date.now() + paced()))) return;
+    if (intakeFirst?.yielding() && (inflight.size + reserved >= limit() || (timer !== undefined && timerAt <= Date.now() + paced()))) return;
     wakeQueued = true;
     setImmediate(() => {
       wakeQueued = false;

@@ -1,31 +1,43 @@
 import { describe, expect, it, vi } from "vitest";
 import { setTimeout as delay } from "node:timers/promises";
 import { defineHandler } from "../../src/handler.js";
-import { createIntakeFirst, DEFAULT_INTAKE_FIRST, pauseAfter, shouldYield } from "../../src/engine/intake-first.js";
+import { createIntakeFirst, DEFAULT_INTAKE_FIRST, nextState, pauseAfter } from "../../src/engine/intake-first.js";
 import { deliveryOf, examplePayload, testEngine } from "./helpers.js";
 import { sqliteStorePerTest } from "./scratch-store.js";
 
 const s = DEFAULT_INTAKE_FIRST;
 
 describe("intake first: the decision", () => {
+  const calm = { yielding: false, share: s.share };
+  const at = (share: number) => ({ yielding: true, share });
+
   it("steps back only when the loop is saturated while deliveries arrive", () => {
-    expect(shouldYield(false, { utilisation: 0.95, arrivals: 40 }, s)).toBe(true);
-    expect(shouldYield(false, { utilisation: 0.95, arrivals: 0 }, s)).toBe(false); // busy with its own work: no one to make room for
-    expect(shouldYield(false, { utilisation: 0.6, arrivals: 40 }, s)).toBe(false); // arrivals the loop can take
+    expect(nextState(calm, { utilisation: 0.95, arrivals: 40 }, s)).toEqual(at(s.share));
+    expect(nextState(calm, { utilisation: 0.95, arrivals: 0 }, s)).toEqual(calm); // busy with its own work: no one to make room for
+    expect(nextState(calm, { utilisation: 0.6, arrivals: 40 }, s)).toEqual(calm); // arrivals the loop can take
     // The loop busy with the pool's own work (a log matched) while deliveries trickle in: no flood.
-    expect(shouldYield(false, { utilisation: 1, arrivals: 2 }, s)).toBe(false);
+    expect(nextState(calm, { utilisation: 1, arrivals: 2 }, s)).toEqual(calm);
   });
 
-  it("keeps stepping back until the loop has room or the flood stops (no flapping between the two thresholds)", () => {
-    expect(shouldYield(true, { utilisation: 0.6, arrivals: 40 }, s)).toBe(true);
-    expect(shouldYield(true, { utilisation: 0.4, arrivals: 40 }, s)).toBe(false);
-    expect(shouldYield(true, { utilisation: 1, arrivals: 0 }, s)).toBe(false);
-    expect(shouldYield(true, { utilisation: 1, arrivals: 10 }, s)).toBe(true); // fewer, but still a flood
-    expect(shouldYield(true, { utilisation: 1, arrivals: 4 }, s)).toBe(false); // a trickle again
+  it("keeps stepping back while the flood lasts, and lets go when it ends", () => {
+    expect(nextState(at(0.1), { utilisation: 0.6, arrivals: 40 }, s)).toEqual(at(0.1));
+    expect(nextState(at(0.1), { utilisation: 1, arrivals: 10 }, s)).toEqual(at(0.1)); // fewer, but still a flood
+    expect(nextState(at(0.1), { utilisation: 1, arrivals: 0 }, s)).toEqual(calm);
+    expect(nextState(at(0.4), { utilisation: 1, arrivals: 4 }, s)).toEqual(calm); // a trickle again
+  });
+
+  it("gives the pool more of a loop with room and takes it back when the loop is saturated again (no flapping)", () => {
+    // The loop quieter because the pool holds back is not the end of the flood: a larger share, still yielding.
+    expect(nextState(at(0.1), { utilisation: 0.4, arrivals: 80 }, s)).toEqual(at(0.2));
+    expect(nextState(at(0.2), { utilisation: 0.3, arrivals: 80 }, s)).toEqual(at(0.4));
+    expect(nextState(at(0.4), { utilisation: 0.95, arrivals: 80 }, s)).toEqual(at(0.2));
+    expect(nextState(at(0.1), { utilisation: 0.95, arrivals: 80 }, s)).toEqual(at(0.1)); // never below the setting
+    // A loop with room even at a share past a half: the intake is not what fills it; the pool runs freely.
+    expect(nextState(at(0.8), { utilisation: 0.3, arrivals: 80 }, s)).toEqual(calm);
   });
 
   it("never steps back with a share of 100%", () => {
-    expect(shouldYield(false, { utilisation: 1, arrivals: 1000 }, { ...s, share: 1 })).toBe(false);
+    expect(nextState(calm, { utilisation: 1, arrivals: 1000 }, { ...s, share: 1 })).toEqual({ yielding: false, share: 1 });
   });
 
   it("pauses after a run so runs keep their share of the time", () => {
@@ -108,6 +120,47 @@ describe("intake first: the worker pool", () => {
     release();
     await engine.idle();
     expect(starts).toHaveLength(12);
+  });
+
+  it("runs more at once as its share grows while the loop has room", async () => {
+    let inflight = 0;
+    let most = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const handler = defineHandler<unknown>({
+      name: "held",
+      events: ["push"],
+      async handle() {
+        inflight++;
+        most = Math.max(most, inflight);
+        await gate;
+        inflight--;
+        return { status: "done", summary: "ran" };
+      },
+    });
+    let utilisation = 1;
+    const intakeFirst = createIntakeFirst({ ...s, share: 0.25, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => utilisation });
+    const engine = (scratch.engine = testEngine(scratch.store, [handler], { concurrency: 8, intakeFirst }));
+    await engine.start();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect([intakeFirst.yielding(), intakeFirst.share()]).toEqual([true, 0.25]);
+    for (let i = 0; i < 8; i++) await engine.intake.record(deliveryOf("push", examplePayload("push")));
+    // A quarter of eight: two at once.
+    await vi.waitFor(() => expect(inflight).toBe(2), { timeout: 20_000, interval: 10 });
+    await delay(50);
+    expect(most).toBe(2);
+    // Still a flood, but the loop has room: half the loop, four at once, without a new delivery.
+    utilisation = 0.3;
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect([intakeFirst.yielding(), intakeFirst.share()]).toEqual([true, 0.5]);
+    await engine.intake.record(deliveryOf("push", examplePayload("push"))); // the arrival the sample counted
+    await vi.waitFor(() => expect(inflight).toBe(4), { timeout: 20_000, interval: 10 });
+    await delay(50);
+    expect(most).toBe(4);
+    release();
+    await engine.idle();
   });
 
   it("with a share of 100% the pool never steps back", async () => {

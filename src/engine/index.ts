@@ -63,6 +63,8 @@ export function createEngine(opts: EngineOptions): Engine {
     log.debug({ yielding }, yielding ? "deliveries flood in: the intake comes first" : "the flood is over: the pool runs at full speed");
     if (!yielding) pool.wake();
   });
+  // Spooled deliveries are claimable once moved into the queue (store/spool.ts).
+  store.deliveries.onMoved?.(() => pool.wake());
   const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
   const pool = createWorkerPool({
     store,

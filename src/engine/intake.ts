@@ -1,7 +1,7 @@
 // The intake's side of the engine. A delivery arriving while a worker is free and nothing is
 // queued is recorded already leased and handed to the worker with the payload the intake
 // parsed: no claim, no reading it back, no second parse. Otherwise it is queued and the pool
-// claims it in order.
+// claims it in order. During a flood (intake-first.ts) a backend with a spool takes it there.
 import type { DeliveryIntake, IncomingDelivery } from "../intake/delivery-intake.js";
 import type { StewardStore } from "../store/contract.js";
 import type { ClaimedDelivery } from "../store/records.js";
@@ -31,6 +31,12 @@ export function createIntake(
       const { parsed } = delivery;
       delivery.parsed = undefined;
       if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
+      // During a flood, one write to the spool rather than a commit each; the pool is woken by the move.
+      const spooled = intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined;
+      if (spooled) {
+        pool.markBacklogged();
+        return spooled;
+      }
       const result = await store.deliveries.record(delivery);
       if (result === "recorded") {
         pool.markBacklogged();

@@ -37,6 +37,13 @@ export interface DeliveriesPart {
    * "duplicate" as `record`; a duplicate is not leased.
    */
   recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate">;
+  /**
+   * Optional, for a flood: record as `record` does, as durably, but claimable only a few
+   * milliseconds later, once moved into the queue in a batch (`onMoved` listeners hear of each
+   * move). Undefined when the backend cannot take it now: use `record`.
+   */
+  recordSpooled?(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined;
+  onMoved?(listener: () => void): void;
   /** Deliveries waiting or running (metrics). */
   depth(): Promise<number>;
   /** Lease the next due delivery (queued, retry due, or a lease that expired or whose owner died). */

@@ -69,6 +69,11 @@ export class GroupCommit {
     });
   }
 
+  /** Writes waiting for the next commit. */
+  get waiting(): number {
+    return this.#pending.length;
+  }
+
   /** True while writes wait for the gate: `runNow` would block, so ask with `run` instead. */
   get held(): boolean {
     return this.gate?.holding() ?? false;

@@ -3,7 +3,7 @@
 import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
 
-const schemaVersion = 7;
+const schemaVersion = 8;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -125,6 +125,11 @@ const upgrades: (string | ((db: Database) => void))[] = [
   // row is always 'running', and only the running rows are in deliveries_leased.
   `
   DROP INDEX IF EXISTS deliveries_lease;
+  `,
+  // 7 -> 8: the highest spool frame number moved into the tables (spool.ts), written in the commit
+  // that moves it, so frames a crash leaves in the spool are moved once and never again.
+  `
+  CREATE TABLE IF NOT EXISTS spool_moved (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
   `,
 ];
 

@@ -12,6 +12,7 @@ import { SqliteBrowse } from "./sqlite-browse.js";
 import { SqliteTasks } from "./sqlite-tasks.js";
 import { SqliteLeases } from "./sqlite-leases.js";
 import { startCheckpointer, type Checkpointer } from "./checkpointer.js";
+import { SpoolFile } from "./spool.js";
 
 export const storeFileName = "steward.db";
 
@@ -21,7 +22,14 @@ export interface SqliteStoreOptions {
   logger?: Logger;
   /** Checkpoint the WAL on a worker thread (the service), not in the committing call (CLI, tests). */
   backgroundCheckpoints?: boolean;
+  /**
+   * The intake spool (spool.ts) for deliveries recorded during a flood, durability `process` only
+   * (the service; one process per data directory). Opening moves what a crash left in it.
+   */
+  spool?: boolean;
 }
+
+export const spoolFileName = "intake.spool";
 
 /**
  * Checkpoint on commit (without the thread, or when it failed) less often than the 4 MB
@@ -74,7 +82,8 @@ export class SqliteStore implements StewardStore {
       this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     }
     this.kv = new SqliteKv(this.#db);
-    this.#deliveries = new SqliteDeliveries(this.#db, this.#checkpointer);
+    const spool = opts.spool && opts.durability !== "power" ? new SpoolFile(join(dataDir, spoolFileName)) : undefined;
+    this.#deliveries = new SqliteDeliveries(this.#db, this.#checkpointer, spool);
     this.deliveries = this.#deliveries;
     this.browse = new SqliteBrowse(this.#db);
     const tasks = new SqliteTasks(this.#db);

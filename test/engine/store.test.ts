@@ -49,7 +49,7 @@ describe("schema upgrade", () => {
     old.close();
     scratch.reopen();
     const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
-    expect(version).toBe(7);
+    expect(version).toBe(8);
     expect(indexes).toEqual(expect.arrayContaining(["deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await scratch.store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
@@ -102,7 +102,7 @@ describe("schema upgrade", () => {
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(7);
+    expect(check.pragma("user_version", { simple: true })).toBe(8);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();
   });
@@ -121,7 +121,7 @@ describe("schema upgrade", () => {
     old.close();
     scratch.reopen();
     const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
-    expect(version).toBe(7);
+    expect(version).toBe(8);
     expect(indexes).not.toContain("deliveries_lease");
     expect(indexes).toContain("deliveries_leased");
     // The renewal reads the running rows' index, not the whole table.

@@ -1,0 +1,208 @@
+// The intake spool (src/store/spool.ts): the ring's placement, the frame format, and the SQLite
+// store's use of it: answered deliveries reach the tables, survive a SIGKILL before their move, are
+// moved once, and a moved delivery is never brought back.
+import { spawn } from "node:child_process";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openSqliteStore, spoolFileName, type SqliteStore } from "../../src/store/sqlite.js";
+import type { SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
+import { decodeFrames, encodeFrame, placeFrame, SpoolFile } from "../../src/store/spool.js";
+import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
+import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
+import { defineHandler } from "../../src/handler.js";
+import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
+
+const fixture = join(import.meta.dirname, "fixtures", "spool-child.ts");
+
+function delivery(id: string, payload = JSON.stringify({ ref: "refs/heads/main", text: "ünïcode ✓" })): IncomingDelivery {
+  return {
+    id,
+    event: "push",
+    action: "created",
+    installationId: 42,
+    repository: "acme/web",
+    headers: { "x-github-event": "push", "x-github-delivery": id },
+    payload,
+    receivedAt: new Date(1_700_000_000_123),
+  };
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe("spool: the ring and the frames", () => {
+  it("places a frame after the last one, round to the start before the oldest held, or nowhere", () => {
+    expect(placeFrame(100, 37, undefined, 30)).toBe(0); // empty: from the start again
+    expect(placeFrame(100, 40, 0, 30)).toBe(40);
+    expect(placeFrame(100, 80, 30, 30)).toBe(0); // wraps: 0..30 is free
+    expect(placeFrame(100, 80, 20, 30)).toBeUndefined(); // would overwrite the oldest held frame
+    expect(placeFrame(100, 10, 50, 30)).toBe(10); // wrapped: room before the oldest
+    expect(placeFrame(100, 30, 50, 30)).toBeUndefined();
+    expect(placeFrame(100, 0, undefined, 101)).toBeUndefined(); // larger than the ring
+  });
+
+  it("reads back every whole frame wherever it lies, in number order, and drops a damaged one", () => {
+    const frames = [encodeFrame(3, delivery("c")), encodeFrame(1, delivery("a")), encodeFrame(2, delivery("b", "{\"x\":\"\\n\"}"))];
+    const bytes = Buffer.concat([Buffer.from("noise"), frames[0]!, Buffer.alloc(17), frames[1]!, frames[2]!, Buffer.alloc(9)]);
+    const read = decodeFrames(bytes);
+    expect(read.map((f) => [f.seq, f.delivery.id])).toEqual([[1, "a"], [2, "b"], [3, "c"]]);
+    expect(read[0]!.delivery).toEqual(delivery("a"));
+    expect(read[1]!.delivery.payload).toBe("{\"x\":\"\\n\"}");
+    // One byte of a body changed: that frame fails its check, the others stand.
+    const damaged = Buffer.from(bytes);
+    damaged[5 + frames[0]!.length - 3] ^= 0xff;
+    expect(decodeFrames(damaged).map((f) => f.delivery.id)).toEqual(["a", "b"]);
+    // Cut short: the frame is not whole.
+    expect(decodeFrames(bytes.subarray(0, 5 + frames[0]!.length - 1))).toEqual([]);
+  });
+
+  it("wraps round the file and finds the frames still held after a crash", async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const path = join(dir, "ring");
+      const frame = (n: number) => encodeFrame(n, delivery(`d${n}`, JSON.stringify({ n, pad: "p".repeat(200) })));
+      const size = frame(1).length * 3 + 10;
+      const ring = new SpoolFile(path, size);
+      expect([ring.append(frame(1)), ring.append(frame(2)), ring.append(frame(3))]).toEqual([true, true, true]);
+      expect(ring.append(frame(4))).toBe(false); // full
+      ring.release(2); // 1 and 2 moved
+      expect(ring.append(frame(4))).toBe(true); // at the start again
+      expect(ring.append(frame(5))).toBe(true);
+      expect(ring.append(frame(6))).toBe(false); // 3 is still held
+      expect(ring.held).toBe(3);
+      // Every whole frame is found; the store keeps those above its mark (here: 2).
+      expect(SpoolFile.leftIn(path).filter((f) => f.seq > 2).map((f) => f.seq)).toEqual([3, 4, 5]);
+      ring.close();
+      expect(SpoolFile.leftIn(join(dir, "none"))).toEqual([]);
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("spool: the SQLite store", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let store: SqliteStore | undefined;
+  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
+  afterEach(async () => {
+    await store?.close();
+    store = undefined;
+    await cleanup();
+  });
+  const open = () => (store = openSqliteStore(dir, { spool: true }));
+  const deliveriesOf = (s: SqliteStore) => s.deliveries as SqliteDeliveries;
+
+  it("answers at once, counts it as waiting, and moves it into the tables a moment later, whole", async () => {
+    const d = deliveriesOf(open());
+    const moved = new Promise<void>((resolve) => d.onMoved(resolve));
+    expect(await d.recordSpooled(delivery("one"))).toBe("recorded");
+    expect(await d.depth()).toBe(1);
+    expect(d.recordSpooled(delivery("two"))).toBeUndefined(); // the same turn: the caller commits it
+    expect(await d.recordSpooled(delivery("one"))).toBe("duplicate");
+    expect(await d.record(delivery("one"))).toBe("duplicate");
+    await moved;
+    const got = await d.getDelivery("one");
+    expect(got?.delivery).toMatchObject({ id: "one", event: "push", action: "created", installationId: 42, repository: "acme/web", status: "queued", payload: delivery("one").payload });
+    expect(d.spooled).toBe(0);
+    await nextTurn();
+    expect(await d.recordSpooled(delivery("one"))).toBe("duplicate"); // in the tables now
+    const claim = await d.claimDelivery(60_000);
+    expect(claim?.delivery.id).toBe("one");
+  });
+
+  it("a store without a spool, or at durability power, says so and the caller records as before", async () => {
+    store = openSqliteStore(dir, { spool: true, durability: "power" });
+    expect(deliveriesOf(store).recordSpooled(delivery("x"))).toBeUndefined();
+    await store.close();
+    store = openSqliteStore(dir);
+    expect(deliveriesOf(store).recordSpooled(delivery("x"))).toBeUndefined();
+  });
+
+  it("what is spooled at close is in the tables after it", async () => {
+    const d = deliveriesOf(open());
+    for (let i = 0; i < 5; i++) {
+      expect(await d.recordSpooled(delivery(`c${i}`))).toBe("recorded");
+      await nextTurn();
+    }
+    await store!.close();
+    store = openSqliteStore(dir);
+    expect((await store.deliveries.listDeliveries()).map((x) => x.id).sort()).toEqual(["c0", "c1", "c2", "c3", "c4"]);
+  });
+
+  it("answered deliveries survive a SIGKILL before their move, are moved once, and the spool file goes", async () => {
+    const out = await runChild(dir, 40);
+    const unmoved = Number(/SPOOLED (\d+)/.exec(out)?.[1]);
+    expect(unmoved).toBeGreaterThan(0); // the SIGKILL came before these were moved
+    expect(existsSync(join(dir, spoolFileName))).toBe(true);
+    const d = deliveriesOf(open());
+    const listed = await d.listDeliveries();
+    expect(listed.map((x) => x.id).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `spooled-${i}`).sort());
+    expect(listed.every((x) => x.status === "queued")).toBe(true);
+    expect((await d.getDelivery("spooled-7"))?.delivery.payload).toContain("ünïcode spooled-7");
+    expect(existsSync(join(dir, spoolFileName))).toBe(false);
+    await store!.close();
+    // Opened again: nothing moved twice.
+    const again = open();
+    expect(await again.deliveries.listDeliveries()).toHaveLength(40);
+  });
+
+  it("a delivery moved and then pruned is not brought back by the frames a crash left", async () => {
+    await runChild(dir, 1, "moved-then-pruned");
+    // The pruned delivery's frame is still whole in the file (the child placed it so).
+    expect(SpoolFile.leftIn(join(dir, spoolFileName)).map((f) => f.delivery.id)).toContain("pruned");
+    const d = deliveriesOf(open());
+    const ids = (await d.listDeliveries()).map((x) => x.id).sort();
+    expect(ids).toEqual(["keepme-00", "spooled-0"]);
+  });
+
+  it("during a flood the engine's intake spools deliveries one a turn, and the pool runs every one", async () => {
+    const ran: string[] = [];
+    const handler = defineHandler<unknown>({
+      name: "counted",
+      events: ["push"],
+      async handle(ctx) {
+        ran.push(ctx.deliveryId);
+        return { status: "done", summary: "ran" };
+      },
+    });
+    const s = open();
+    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const engine = testEngine(s, [handler], { concurrency: 2, intakeFirst });
+    await engine.start();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(true);
+    let spooledSeen = 0;
+    const flood = Array.from({ length: 12 }, () => deliveryOf("push", examplePayload("push")));
+    for (const d of flood) {
+      expect(await engine.intake.record(d)).toBe("recorded");
+      spooledSeen = Math.max(spooledSeen, deliveriesOf(s).spooled);
+      await nextTurn();
+    }
+    expect(spooledSeen).toBeGreaterThan(0);
+    await engine.idle();
+    expect(ran.sort()).toEqual(flood.map((d) => d.id).sort());
+    await engine.stop(1_000);
+  });
+
+  it("a spool file of garbage is read as no frames", async () => {
+    writeFileSync(join(dir, spoolFileName), Buffer.from("SPW1 not a frame SPW1\u0000\u0000"));
+    const d = deliveriesOf(open());
+    expect(await d.listDeliveries()).toEqual([]);
+  });
+});
+
+function runChild(dir: string, count: number, mode?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", fixture, dir, String(count), ...(mode ? [mode] : [])], {
+      cwd: join(import.meta.dirname, "..", ".."),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    child.on("exit", (code, signal) => (signal === "SIGKILL" ? resolve(out) : reject(new Error(`child exited ${code}: ${err}`))));
+  });
+}

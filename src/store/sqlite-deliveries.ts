@@ -22,6 +22,8 @@ import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
 export const MOVE_MS = 5;
+/** How long the spool is left alone after its file could not be written. */
+const SPOOL_REST_MS = 60_000;
 /** How long a move that failed (the disk full, say) waits before it tries again; the spool holds them meanwhile. */
 const MOVE_RETRY_MS = 1_000;
 
@@ -132,6 +134,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   #moveTimer: NodeJS.Timeout | undefined;
   #moving = false;
   #spooledThisTurn = false;
+  #spoolRestsUntil = 0;
   readonly #movedListeners: (() => void)[] = [];
 
   /** `spool`: the service's (spool.ts); what a crash left in it is moved into the tables here, before anything else. */
@@ -236,7 +239,15 @@ export class SqliteDeliveries implements DeliveriesPart {
     setImmediate(() => (this.#spooledThisTurn = false));
     if (this.#exists.get(delivery.id) !== undefined) return Promise.resolve("duplicate");
     const seq = this.#seq + 1;
-    if (!this.spool.append(encodeFrame(seq, delivery))) return undefined;
+    if (Date.now() < this.#spoolRestsUntil) return undefined;
+    try {
+      if (!this.spool.append(encodeFrame(seq, delivery))) return undefined;
+    } catch {
+      // The file cannot be made or written (disk full, permissions): the caller commits this one,
+      // and the spool rests a while rather than failing (and zero-filling) on every delivery.
+      this.#spoolRestsUntil = Date.now() + SPOOL_REST_MS;
+      return undefined;
+    }
     this.#seq = seq;
     const { parsed: _dropped, ...kept } = delivery;
     this.#toMove.push({ seq, delivery: kept });

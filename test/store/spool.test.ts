@@ -2,7 +2,7 @@
 // store's use of it: answered deliveries reach the tables, survive a SIGKILL before their move, are
 // moved once, and a moved delivery is never brought back.
 import { spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqliteStore, spoolFileName, type SqliteStore } from "../../src/store/sqlite.js";
@@ -184,6 +184,16 @@ describe("spool: the SQLite store", () => {
     await engine.idle();
     expect(ran.sort()).toEqual(flood.map((d) => d.id).sort());
     await engine.stop(1_000);
+  });
+
+  it("a spool file that cannot be written leaves the delivery to a commit, and nothing is lost", async () => {
+    const d = deliveriesOf(open());
+    mkdirSync(join(dir, spoolFileName)); // a directory where the file would be made: every open fails
+    expect(d.recordSpooled(delivery("w"))).toBeUndefined();
+    expect(await d.record(delivery("w"))).toBe("recorded");
+    await nextTurn();
+    expect(d.recordSpooled(delivery("v"))).toBeUndefined(); // resting: not tried on every delivery
+    expect((await d.listDeliveries()).map((x) => x.id)).toEqual(["w"]);
   });
 
   it("a spool file of garbage is read as no frames", async () => {

@@ -50,7 +50,7 @@ const closers: number[] = [];
  * At `{` or `[`: the index just past its matching closer. Strings are jumped over whole; only
  * the characters between them are looked at, for brackets.
  */
-export function skipContainer(t: string, start: number): number {
+function skipContainer(t: string, start: number): number {
   closers.length = 0;
   const n = t.length;
   let at = start;

@@ -21,7 +21,7 @@ import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
-export const MOVE_MS = 5;
+const MOVE_MS = 5;
 /** How long the spool is left alone after its file could not be written. */
 const SPOOL_REST_MS = 60_000;
 /** How long a move that failed (the disk full, say) waits before it tries again; the spool holds them meanwhile. */
@@ -234,12 +234,11 @@ export class SqliteDeliveries implements DeliveriesPart {
     // One a turn of the event loop: when deliveries arrive together, one commit for the rest costs
     // less than a spool write each; the spool pays when they arrive one at a time (no one to share
     // a commit with, and the move's commit runs while the sender reads its answer).
-    if (this.#spooledThisTurn || this.#writes.waiting > 0) return undefined;
+    if (this.#spooledThisTurn || this.#writes.waiting > 0 || Date.now() < this.#spoolRestsUntil) return undefined;
     this.#spooledThisTurn = true;
     setImmediate(() => (this.#spooledThisTurn = false));
     if (this.#exists.get(delivery.id) !== undefined) return Promise.resolve("duplicate");
     const seq = this.#seq + 1;
-    if (Date.now() < this.#spoolRestsUntil) return undefined;
     try {
       if (!this.spool.append(encodeFrame(seq, delivery))) return undefined;
     } catch {
@@ -268,12 +267,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     const batch = this.#toMove;
     this.#toMove = [];
     this.#moving = true;
-    const last = batch[batch.length - 1]!.seq;
-    const moved = this.#writes.run(() => {
-      for (const { delivery } of batch) this.#insertQueued(delivery);
-      this.#setMovedSeq.run(last);
-    });
-    moved.then(
+    this.#writes.run(() => this.#insertMoved(batch)).then(
       () => {
         this.#moving = false;
         for (const { delivery } of batch) this.#unmoved.delete(delivery.id);
@@ -290,16 +284,17 @@ export class SqliteDeliveries implements DeliveriesPart {
     );
   }
 
+  /** Inside a transaction: `batch` (oldest first) into the tables, and its highest number as the mark. */
+  #insertMoved(batch: SpooledDelivery[]): void {
+    for (const { delivery } of batch) this.#insertQueued(delivery);
+    this.#setMovedSeq.run(batch[batch.length - 1]!.seq);
+  }
+
   /** At open: the frames a crash left numbered above the last move go into the tables, and the file goes. */
   #recoverSpool(spool: SpoolFile): void {
     const mark = (this.#movedSeq.get() as number | undefined) ?? 0;
     const left = SpoolFile.leftIn(spool.path).filter((f) => f.seq > mark);
-    if (left.length > 0) {
-      this.db.transaction(() => {
-        for (const { delivery } of left) this.#insertQueued(delivery);
-        this.#setMovedSeq.run(left[left.length - 1]!.seq);
-      })();
-    }
+    if (left.length > 0) this.db.transaction(() => this.#insertMoved(left))();
     this.#seq = Math.max(mark, left.at(-1)?.seq ?? 0);
     spool.discard();
   }
@@ -346,10 +341,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (this.#toMove.length > 0) {
       const batch = this.#toMove;
       this.#toMove = [];
-      void this.#writes.run(() => {
-        for (const { delivery } of batch) this.#insertQueued(delivery);
-        this.#setMovedSeq.run(batch[batch.length - 1]!.seq);
-      });
+      void this.#writes.run(() => this.#insertMoved(batch));
     }
     this.#writes.close();
     this.#closed = true;

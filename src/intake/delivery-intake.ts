@@ -14,6 +14,8 @@ export interface IncomingDelivery {
   headers: Record<string, string>;
   /** The payload as JSON text (form-encoded deliveries already unwrapped). */
   payload: string;
+  /** `payload`'s UTF-8 bytes as received, when the body was the payload (JSON deliveries): stored as they are, not encoded again. */
+  payloadBytes?: Buffer;
   receivedAt: Date;
   /** `payload` as the intake parsed it, for a run in this process to use (never stored). */
   parsed?: Record<string, unknown>;

@@ -108,6 +108,7 @@ export function parseDelivery(
       headers: kept,
       // Form deliveries are stored unwrapped: `text` is the JSON either way.
       payload: text,
+      ...(encoding === "json" ? { payloadBytes: body } : {}),
       receivedAt,
     },
   };

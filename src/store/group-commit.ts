@@ -28,13 +28,25 @@ export class GroupCommit {
   readonly #all: Transaction<(batch: Pending[]) => unknown[]>;
   readonly #one: Transaction<(write: () => unknown) => unknown>;
 
-  /** `gate`: while it holds (the checkpoint thread starts the WAL over), writes wait rather than block. */
+  /**
+   * `gate`: while it holds (the checkpoint thread starts the WAL over), writes wait rather than block.
+   * `beforeCommit`: runs inside each transaction after its writes (what they wrote outside SQLite is synced there).
+   */
   constructor(
     db: Database,
     private readonly gate?: CommitGate,
+    beforeCommit?: () => void,
   ) {
-    this.#all = db.transaction((batch: Pending[]) => batch.map((p) => p.write()));
-    this.#one = db.transaction((write: () => unknown) => write());
+    this.#all = db.transaction((batch: Pending[]) => {
+      const results = batch.map((p) => p.write());
+      beforeCommit?.();
+      return results;
+    });
+    this.#one = db.transaction((write: () => unknown) => {
+      const result = write();
+      beforeCommit?.();
+      return result;
+    });
   }
 
   /** Resolves with `write`'s result once the transaction it ran in has committed. */

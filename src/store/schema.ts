@@ -3,7 +3,7 @@
 import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
 
-const schemaVersion = 8;
+const schemaVersion = 9;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -131,6 +131,14 @@ const upgrades: (string | ((db: Database) => void))[] = [
   `
   CREATE TABLE IF NOT EXISTS spool_moved (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
   `,
+  // 8 -> 9: payloads in the payload log (payload-log.ts): the body row says where, and its payload
+  // column is empty. Rows written before keep their payload inline and are read as before.
+  (db) => {
+    const columns = new Set((db.pragma("table_info(delivery_bodies)") as { name: string }[]).map((c) => c.name));
+    for (const [name, type] of [["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]) {
+      if (!columns.has(name!)) db.exec(`ALTER TABLE delivery_bodies ADD COLUMN ${name} ${type}`);
+    }
+  },
 ];
 
 export function migrate(db: Database): void {

@@ -19,6 +19,7 @@ import type { CommitGate } from "./checkpointer.js";
 import type { DeliveriesPart } from "./contract.js";
 import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
+import { PayloadLog, type Collected } from "./payload-log.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
 const MOVE_MS = 5;
@@ -44,7 +45,11 @@ export interface QueueRow {
 
 interface BodyRow {
   headers: string;
+  /** Empty when the payload is in the payload log (payload_file set). */
   payload: string;
+  payload_file: string | null;
+  payload_offset: number | null;
+  payload_length: number | null;
 }
 
 type DeliveryRow = QueueRow & BodyRow;
@@ -60,9 +65,11 @@ interface OutcomeRow {
 }
 
 
-const withBody = "SELECT d.*, b.headers AS headers, b.payload AS payload FROM deliveries d JOIN delivery_bodies b ON b.id = d.id";
+const bodyColumns = "b.headers AS headers, b.payload AS payload, b.payload_file AS payload_file, b.payload_offset AS payload_offset, b.payload_length AS payload_length";
+const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d JOIN delivery_bodies b ON b.id = d.id`;
 
-function toDelivery(r: DeliveryRow): StoredDelivery {
+/** `payload`: the row's, read from the payload log when it is there. */
+function toDelivery(r: QueueRow & { headers: string }, payload: string): StoredDelivery {
   return {
     id: r.id,
     event: r.event,
@@ -70,7 +77,7 @@ function toDelivery(r: DeliveryRow): StoredDelivery {
     installationId: r.installation_id ?? undefined,
     repository: r.repository ?? undefined,
     headers: JSON.parse(r.headers) as Record<string, string>,
-    payload: r.payload,
+    payload,
     receivedAt: new Date(r.received_at),
     status: r.status,
     attempts: r.attempts,
@@ -137,19 +144,34 @@ export class SqliteDeliveries implements DeliveriesPart {
   #spoolRestsUntil = 0;
   readonly #movedListeners: (() => void)[] = [];
 
-  /** `spool`: the service's (spool.ts); what a crash left in it is moved into the tables here, before anything else. */
+  readonly #filesOfBodies: Statement;
+  readonly #bodiesIn: Statement;
+  readonly #moveBody: Statement;
+
+  /**
+   * `payloads`: where payloads are written and read (payload-log.ts). `spool`: the service's
+   * (spool.ts); what a crash left in it is moved into the tables here, before anything else.
+   */
   constructor(
     private readonly db: Database,
+    private readonly payloads: PayloadLog,
     gate?: CommitGate,
     private readonly spool?: SpoolFile,
   ) {
-    this.#writes = new GroupCommit(db, gate);
+    this.#writes = new GroupCommit(db, gate, () => payloads.syncAppended());
     this.#insert = db.prepare(
       `INSERT OR IGNORE INTO deliveries
          (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)`,
     );
-    this.#insertBody = db.prepare("INSERT OR REPLACE INTO delivery_bodies (id, headers, payload) VALUES (?, ?, ?)");
+    this.#insertBody = db.prepare(
+      "INSERT OR REPLACE INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    this.#filesOfBodies = db.prepare(
+      "SELECT payload_file AS file, sum(payload_length) AS bytes FROM delivery_bodies WHERE payload_file IS NOT NULL GROUP BY payload_file",
+    );
+    this.#bodiesIn = db.prepare("SELECT id, payload_offset AS offset, payload_length AS length FROM delivery_bodies WHERE payload_file = ?");
+    this.#moveBody = db.prepare("UPDATE delivery_bodies SET payload_file = ?, payload_offset = ?, payload_length = ? WHERE id = ?");
     this.#insertLeased = db.prepare(
       `INSERT OR IGNORE INTO deliveries
          (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, lease_token, lease_until, updated_at)
@@ -166,7 +188,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
        WHERE id = ? RETURNING *`,
     );
-    this.#body = db.prepare("SELECT headers, payload FROM delivery_bodies WHERE id = ?");
+    this.#body = db.prepare("SELECT headers, payload, payload_file, payload_offset, payload_length FROM delivery_bodies WHERE id = ?");
     this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
     this.#logAttempt = db.prepare(
@@ -219,8 +241,28 @@ export class SqliteDeliveries implements DeliveriesPart {
     const now = Date.now();
     const info = this.#insert.run(d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, now);
     if (info.changes === 0) return false;
-    this.#insertBody.run(d.id, JSON.stringify(keptHeaders(d.headers)), d.payload);
+    this.#writeBody(d.id, keptHeaders(d.headers), d.payload, d.payloadBytes);
     return true;
+  }
+
+  /** Inside a transaction: the payload appended to the payload log, and a body row saying where. */
+  #writeBody(id: string, headers: Record<string, string>, payload: string, bytes?: Buffer): void {
+    if (!this.payloads.writable) {
+      this.#insertBody.run(id, JSON.stringify(headers), payload, null, null, null);
+      return;
+    }
+    const ref = this.payloads.append(bytes ?? payload);
+    this.#insertBody.run(id, JSON.stringify(headers), "", ref.file, ref.offset, ref.length);
+  }
+
+  /**
+   * The payload of a body row: inline (rows from before the payload log, or a store that keeps
+   * them there), else read from the log. A payload whose file was removed by hand reads as empty:
+   * its run fails as "stored payload is not valid JSON" rather than every claim and listing failing.
+   */
+  #payloadOf(body: BodyRow): string {
+    if (body.payload_file === null) return body.payload;
+    return this.payloads.read({ file: body.payload_file, offset: body.payload_offset!, length: body.payload_length! }) ?? "";
   }
 
   /**
@@ -315,7 +357,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
       if (this.#insertLeased.run(...row, now, token, now + leaseMs, now).changes === 0) return "duplicate";
       const headers = keptHeaders(d.headers);
-      this.#insertBody.run(d.id, JSON.stringify(headers), d.payload);
+      this.#writeBody(d.id, headers, d.payload, d.payloadBytes);
       return leasedAsRecorded(d, headers, token, now);
     });
   }
@@ -346,6 +388,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#writes.close();
     this.#closed = true;
     this.spool?.close();
+    this.payloads.close();
   }
 
   // ---- queue --------------------------------------------------------------
@@ -387,7 +430,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       const row = this.#lease.get(token, now + leaseMs, now, id) as QueueRow;
       const body = this.#body.get(id) as BodyRow;
       const outcomes = (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome);
-      return { token, delivery: toDelivery({ ...row, ...body }), outcomes };
+      return { token, delivery: toDelivery({ ...row, headers: body.headers }, this.#payloadOf(body)), outcomes };
     });
   }
 
@@ -429,7 +472,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     const rows = this.db
       .prepare(`${withBody} ${where} ORDER BY d.received_at DESC, d.id LIMIT @limit`)
       .all(params) as DeliveryRow[];
-    return rows.map(toDelivery);
+    return rows.map((r) => toDelivery(r, this.#payloadOf(r)));
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
@@ -442,7 +485,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       detail: a.detail ?? undefined,
       at: new Date(a.at),
     }));
-    return { delivery: toDelivery(row), outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome), attempts };
+    return { delivery: toDelivery(row, this.#payloadOf(row)), outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome), attempts };
   }
 
 
@@ -463,13 +506,45 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   async purgeFinished(beforeDate: Date): Promise<number> {
     const before = beforeDate.getTime();
-    return this.db.transaction(() => {
+    const purged = this.db.transaction(() => {
       const ids = "SELECT id FROM deliveries WHERE status = 'done' AND updated_at < ?";
       this.db.prepare(`DELETE FROM outcomes WHERE delivery_id IN (${ids})`).run(before);
       this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN (${ids})`).run(before);
       this.db.prepare(`DELETE FROM delivery_bodies WHERE id IN (${ids})`).run(before);
       return this.db.prepare("DELETE FROM deliveries WHERE status = 'done' AND updated_at < ?").run(before).changes;
     })();
+    if (purged > 0) this.collectPayloads();
+    return purged;
+  }
+
+  /**
+   * Payload-log files no row needs any more go; a finished file whose live payloads are a small
+   * part of it has them copied into the current file first (in one commit with the rows that now
+   * point there, so a crash leaves either the old or the new place referenced, both whole).
+   */
+  collectPayloads(): Collected {
+    const live = new Map((this.#filesOfBodies.all() as { file: string; bytes: number }[]).map((r) => [r.file, r.bytes]));
+    const done: Collected = { removed: 0, moved: 0 };
+    for (const { file, size } of this.payloads.finishedFiles()) {
+      const bytes = live.get(file);
+      if (bytes !== undefined && !PayloadLog.sparse(size, bytes)) continue;
+      if (bytes !== undefined) {
+        done.moved += this.db.transaction(() => {
+          const bodies = this.#bodiesIn.all(file) as { id: string; offset: number; length: number }[];
+          for (const b of bodies) {
+            const payload = this.payloads.read({ file, offset: b.offset, length: b.length });
+            if (payload === undefined) throw new Error(`payload-log file ${file} cannot be read for compaction`);
+            const ref = this.payloads.append(payload);
+            this.#moveBody.run(ref.file, ref.offset, ref.length, b.id);
+          }
+          this.payloads.syncAppended();
+          return bodies.length;
+        })();
+      }
+      this.payloads.remove(file);
+      done.removed++;
+    }
+    return done;
   }
 
   // ---- leases and idleness (shared statements are cheap; kept here beside the table) ----

@@ -12,6 +12,7 @@ import { SqliteBrowse } from "./sqlite-browse.js";
 import { SqliteTasks } from "./sqlite-tasks.js";
 import { SqliteLeases } from "./sqlite-leases.js";
 import { startCheckpointer, type Checkpointer } from "./checkpointer.js";
+import { PayloadLog } from "./payload-log.js";
 import { SpoolFile } from "./spool.js";
 
 export const storeFileName = "steward.db";
@@ -27,7 +28,17 @@ export interface SqliteStoreOptions {
    * (the service; one process per data directory). Opening moves what a crash left in it.
    */
   spool?: boolean;
+  /**
+   * False: payloads are kept in SQLite as before the payload log (payload-log.ts), which every
+   * store still reads. Default true.
+   */
+  payloadLog?: boolean;
+  /** The payload log rolls to a new file at this size (tests: small, to span several). */
+  payloadSegmentBytes?: number;
 }
+
+/** The payload log's directory inside the data directory. */
+export const payloadDirName = "payloads";
 
 export const spoolFileName = "intake.spool";
 
@@ -83,7 +94,12 @@ export class SqliteStore implements StewardStore {
     }
     this.kv = new SqliteKv(this.#db);
     const spool = opts.spool && opts.durability !== "power" ? new SpoolFile(join(dataDir, spoolFileName)) : undefined;
-    this.#deliveries = new SqliteDeliveries(this.#db, this.#checkpointer, spool);
+    const payloads = new PayloadLog(join(dataDir, payloadDirName), {
+      writable: opts.payloadLog ?? true,
+      sync: opts.durability === "power",
+      ...(opts.payloadSegmentBytes !== undefined ? { segmentBytes: opts.payloadSegmentBytes } : {}),
+    });
+    this.#deliveries = new SqliteDeliveries(this.#db, payloads, this.#checkpointer, spool);
     this.deliveries = this.#deliveries;
     this.browse = new SqliteBrowse(this.#db);
     const tasks = new SqliteTasks(this.#db);

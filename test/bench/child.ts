@@ -19,6 +19,8 @@ export interface Usage {
 
 export interface ServerChild {
   port: number;
+  /** The child's process id (per-thread CPU in /proc while experimenting). */
+  pid: number;
   /** What the child printed up to its `PORT=` line (e.g. the hub's `WORLD=` line). */
   banner: string;
   url: string;
@@ -57,6 +59,7 @@ export async function startChild(file: string, env: Record<string, string>, webh
   });
   return {
     port,
+    pid: child.pid!,
     banner: out,
     url: `http://127.0.0.1:${port}${webhookPath}`,
     ask<T>(message: string | Record<string, unknown>, timeoutMs = 600_000) {

@@ -49,7 +49,7 @@ describe("schema upgrade", () => {
     old.close();
     scratch.reopen();
     const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
-    expect(version).toBe(8);
+    expect(version).toBe(9);
     expect(indexes).toEqual(expect.arrayContaining(["deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await scratch.store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
@@ -102,7 +102,7 @@ describe("schema upgrade", () => {
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(8);
+    expect(check.pragma("user_version", { simple: true })).toBe(9);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();
   });
@@ -121,7 +121,7 @@ describe("schema upgrade", () => {
     old.close();
     scratch.reopen();
     const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
-    expect(version).toBe(8);
+    expect(version).toBe(9);
     expect(indexes).not.toContain("deliveries_lease");
     expect(indexes).toContain("deliveries_leased");
     // The renewal reads the running rows' index, not the whole table.
@@ -132,6 +132,34 @@ describe("schema upgrade", () => {
     expect(again.delivery.id).toBe(d.id);
     expect(await scratch.store.deliveries.finishDelivery(again.token, d.id, { status: "done" })).toBe(true);
     expect((await scratch.store.deliveries.getDelivery(d.id))?.delivery.status).toBe("done");
+  });
+
+  it("opens a version-8 store: payloads it kept inline are still claimed and shown; new ones go to the payload log", async () => {
+    const old = deliveryOf("push", examplePayload("push"));
+    scratch.store.close();
+    scratch.reopen({ payloadLog: false });
+    await scratch.store.deliveries.record(old);
+    scratch.store.close();
+    // Version 8's shape: bodies without the payload log's columns.
+    const v8 = new Database(join(scratch.dir, storeFileName));
+    v8.exec(`
+      ALTER TABLE delivery_bodies DROP COLUMN payload_file;
+      ALTER TABLE delivery_bodies DROP COLUMN payload_offset;
+      ALTER TABLE delivery_bodies DROP COLUMN payload_length;
+      PRAGMA user_version = 8;
+    `);
+    v8.close();
+    scratch.reopen();
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(9);
+    const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
+    await scratch.store.deliveries.record(fresh);
+    expect((await scratch.store.deliveries.getDelivery(old.id))?.delivery.payload).toBe(old.payload);
+    const claimed = [(await scratch.store.deliveries.claimDelivery(60_000))!, (await scratch.store.deliveries.claimDelivery(60_000))!];
+    expect(Object.fromEntries(claimed.map((c) => [c.delivery.id, c.delivery.payload]))).toEqual({ [old.id]: old.payload, [fresh.id]: fresh.payload });
+    const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
+    const files = check.prepare("SELECT id, payload_file IS NOT NULL AS logged FROM delivery_bodies").all();
+    check.close();
+    expect(files).toEqual(expect.arrayContaining([{ id: old.id, logged: 0 }, { id: fresh.id, logged: 1 }]));
   });
 });
 

@@ -1,7 +1,6 @@
 // The intake spool (src/store/spool.ts): the ring's placement, the frame format, and the SQLite
 // store's use of it: answered deliveries reach the tables, survive a SIGKILL before their move, are
 // moved once, and a moved delivery is never brought back.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -11,9 +10,9 @@ import { decodeFrames, encodeFrame, placeFrame, SpoolFile } from "../../src/stor
 import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { defineHandler } from "../../src/handler.js";
+import { runUntilKilled } from "./fixtures/killed.js";
 import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
 
-const fixture = join(import.meta.dirname, "fixtures", "spool-child.ts");
 
 function delivery(id: string, payload = JSON.stringify({ ref: "refs/heads/main", text: "ünïcode ✓" })): IncomingDelivery {
   return {
@@ -215,15 +214,5 @@ describe("spool: the SQLite store", () => {
 });
 
 function runChild(dir: string, count: number, mode?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", fixture, dir, String(count), ...(mode ? [mode] : [])], {
-      cwd: join(import.meta.dirname, "..", ".."),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
-    child.on("exit", (code, signal) => (signal === "SIGKILL" ? resolve(out) : reject(new Error(`child exited ${code}: ${err}`))));
-  });
+  return runUntilKilled("spool-child.ts", [dir, String(count), ...(mode ? [mode] : [])]);
 }

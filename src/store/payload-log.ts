@@ -1,0 +1,254 @@
+// Payloads outside SQLite. A payload is most of what a delivery weighs (2-25 KB against a row of
+// ~200 bytes), and in SQLite it was written three times: into the WAL, then by the checkpoint into
+// the database file, with both synced; the checkpoint's copying and its hold on writers were the
+// service's largest cost after the request itself. Here each payload is appended once to a segment
+// file and the row keeps where (file, offset, length); the WAL then carries only small rows.
+//
+// Ordering gives the durability: a payload is written before the commit of the row that points at
+// it (and at durability `power` synced in that commit, before SQLite's own sync), so a committed
+// row always finds its bytes, and a crash in between leaves only unreferenced bytes at a file's end.
+//
+// Files are named after the process that writes them (host, pid, incarnation), so two processes
+// never append to one file and a file is only collected once its writer has moved past it (a
+// rolled file) or is gone. Collection, after a purge: a file nobody references goes; a file whose
+// live payloads are a small part of it has them copied forward into the current file first.
+import { closeSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, write, writeSync } from "node:fs";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
+
+/** A file is rolled once it reaches this size. */
+export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+/** A finished file whose live payloads are under this share of it is compacted (they move forward). */
+const COMPACT_BELOW = 0.25;
+/**
+ * Writing into a file's existing pages costs a third of extending it (measured: 2.9 against 10 µs
+ * for 22 KB on ext4), so the current file is filled with zeros ahead of the writer, a chunk at a
+ * time, on libuv's threads rather than the event loop. Files smaller than a few chunks are not.
+ */
+const FILL_CHUNK = 1024 * 1024;
+const FILL_AHEAD = 8 * FILL_CHUNK;
+const ZEROS = Buffer.alloc(FILL_CHUNK);
+
+interface Current {
+  file: string;
+  fd: number;
+  /** Where the next payload goes. */
+  size: number;
+  /** How far fills (and appends past them) have reached. */
+  zeroed: number;
+  /** The range a fill is writing now: no payload may go there until it is done. */
+  filling?: { from: number; to: number };
+  /** Set when the file was rolled past or closed while a fill was running: it closes the descriptor. */
+  closeWhenFilled?: boolean;
+}
+
+export interface PayloadRef {
+  file: string;
+  offset: number;
+  length: number;
+}
+
+/** What a collection found and did, for the purge's log line and tests. */
+export interface Collected {
+  removed: number;
+  /** Payloads copied forward out of sparse files. */
+  moved: number;
+}
+
+export interface PayloadLogOptions {
+  /** False: this process only reads (the CLI); appends throw. */
+  writable: boolean;
+  /** Sync each file's new bytes before the commit that refers to them (durability `power`). */
+  sync?: boolean;
+  segmentBytes?: number;
+}
+
+const SUFFIX = ".log";
+const ownerTag = PROCESS_OWNER.replaceAll("/", "~");
+/**
+ * Files a log of this process rolled past or closed: finished though their owner lives. Kept for
+ * the process, not the log, so a store opened again in the same process (the CLI, tests) collects them.
+ */
+const finishedHere = new Set<string>();
+
+/** The owner (a PROCESS_OWNER) a file name says wrote it, or undefined for a name this log did not make. */
+function ownerOf(file: string): string | undefined {
+  if (!file.endsWith(SUFFIX)) return undefined;
+  const parts = file.slice(0, -SUFFIX.length).split("~");
+  return parts.length === 4 ? parts.slice(0, 3).join("/") : undefined;
+}
+
+export class PayloadLog {
+  readonly dir: string;
+  readonly #writable: boolean;
+  readonly #sync: boolean;
+  readonly #segmentBytes: number;
+  /** Open descriptors by file name: the current file (read and append) and files read from. */
+  readonly #fds = new Map<string, number>();
+  #current: Current | undefined;
+  /** Files with a fill still running: their descriptor stays open until it ends. */
+  readonly #filling = new Map<string, Current>();
+  #number = 0;
+  #unsynced = false;
+  /** Tells this log's files from another log's in the same process. */
+  readonly #instance = randomUUID().slice(0, 8);
+
+  constructor(dir: string, opts: PayloadLogOptions) {
+    this.dir = dir;
+    this.#writable = opts.writable;
+    this.#sync = opts.sync ?? false;
+    this.#segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+  }
+
+  get writable(): boolean {
+    return this.#writable;
+  }
+
+  /** Writes `payload` at the end of the current file now; the caller commits the row that refers to it. */
+  append(payload: string | Buffer): PayloadRef {
+    if (!this.#writable) throw new Error("this store only reads payloads");
+    const bytes = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+    if (!this.#current || this.#current.size >= this.#segmentBytes) this.#roll();
+    const current = this.#current!;
+    let offset = current.size;
+    // Never into a range being filled: past it instead (the gap stays zeros no row refers to).
+    const fill = current.filling;
+    if (fill && offset < fill.to && offset + bytes.length > fill.from) offset = fill.to;
+    let written = 0;
+    try {
+      while (written < bytes.length) written += writeSync(current.fd, bytes, written, bytes.length - written, offset + written);
+    } finally {
+      // After a short or failed write (disk full) the range holds junk no row refers to: the next
+      // payload goes after it, never over bytes a reader may still be given.
+      current.size = offset + bytes.length;
+      current.zeroed = Math.max(current.zeroed, current.size);
+    }
+    this.#unsynced = true;
+    this.#fillAhead(current);
+    return { file: current.file, offset, length: bytes.length };
+  }
+
+  #fillAhead(current: Current): void {
+    if (current.filling || this.#segmentBytes < 4 * FILL_CHUNK) return;
+    // A chunk ahead of the writer, so it does not catch up with the fill while it runs (it would
+    // have to skip the range); the writer extends the file itself up to there meanwhile.
+    const from = Math.max(current.zeroed, current.size + FILL_CHUNK);
+    if (from - current.size >= FILL_AHEAD || from >= this.#segmentBytes) return;
+    const to = Math.min(from + FILL_CHUNK, this.#segmentBytes);
+    current.filling = { from, to };
+    this.#filling.set(current.file, current);
+    write(current.fd, ZEROS, 0, to - from, from, (error) => {
+      current.filling = undefined;
+      this.#filling.delete(current.file);
+      if (current.closeWhenFilled) return closeSync(current.fd);
+      // A failed fill (disk full) leaves the rest to plain appends, which report the error themselves.
+      if (error) {
+        current.zeroed = this.#segmentBytes;
+        return;
+      }
+      current.zeroed = Math.max(current.zeroed, to, current.size);
+      if (current === this.#current) this.#fillAhead(current);
+    });
+  }
+
+  /** Closes `fd` now, or when the fill writing to it ends (the number must not be reused meanwhile). */
+  #closeFd(file: string, fd: number): void {
+    const filling = this.#filling.get(file);
+    if (filling) filling.closeWhenFilled = true;
+    else closeSync(fd);
+  }
+
+  /** At durability `power`: the bytes appended since the last call reach the disk (called inside the commit). */
+  syncAppended(): void {
+    if (!this.#sync || !this.#unsynced || !this.#current) return;
+    fdatasyncSync(this.#current.fd);
+    this.#unsynced = false;
+  }
+
+  #roll(): void {
+    if (this.#current) {
+      this.syncAppended();
+      finishedHere.add(this.#current.file);
+    } else {
+      mkdirSync(this.dir, { recursive: true });
+    }
+    const file = `${ownerTag}~${this.#instance}-${++this.#number}${SUFFIX}`;
+    // A new name each time (this incarnation's own): "wx+" refuses to reuse a file that exists.
+    const fd = openSync(join(this.dir, file), "wx+");
+    this.#fds.set(file, fd);
+    this.#current = { file, fd, size: 0, zeroed: 0 };
+  }
+
+  /** The payload `ref` points at, or undefined when its file or bytes are gone. */
+  read(ref: PayloadRef): string | undefined {
+    const fd = this.#open(ref.file);
+    if (fd === undefined) return undefined;
+    const buffer = Buffer.allocUnsafe(ref.length);
+    let got = 0;
+    while (got < ref.length) {
+      const n = readSync(fd, buffer, got, ref.length - got, ref.offset + got);
+      if (n === 0) return undefined;
+      got += n;
+    }
+    return buffer.toString("utf8");
+  }
+
+  #open(file: string): number | undefined {
+    const open = this.#fds.get(file);
+    if (open !== undefined) return open;
+    // Only names this log makes: a row can never make it open anything else.
+    if (ownerOf(file) === undefined || file.includes("..")) return undefined;
+    try {
+      const fd = openSync(join(this.dir, file), "r");
+      this.#fds.set(file, fd);
+      return fd;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Files no writer will append to again: rolled by this process, or left by a process that is
+   * gone. Never the current file, never a live process's.
+   */
+  finishedFiles(): { file: string; size: number }[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const out: { file: string; size: number }[] = [];
+    for (const file of names) {
+      const owner = ownerOf(file);
+      if (owner === undefined || file === this.#current?.file) continue;
+      if (!finishedHere.has(file) && (owner === PROCESS_OWNER || !processOwnerGone(owner))) continue;
+      const fd = this.#open(file);
+      if (fd !== undefined) out.push({ file, size: fstatSync(fd).size });
+    }
+    return out;
+  }
+
+  /** Whether a finished file with `liveBytes` still referenced is worth compacting. */
+  static sparse(size: number, liveBytes: number): boolean {
+    return liveBytes < size * COMPACT_BELOW;
+  }
+
+  /** Closes and deletes a file this log no longer appends to (never the current one). */
+  remove(file: string): void {
+    if (file === this.#current?.file) throw new Error(`payload-log file ${file} is in use`);
+    const fd = this.#fds.get(file);
+    if (fd !== undefined) this.#closeFd(file, fd);
+    this.#fds.delete(file);
+    finishedHere.delete(file);
+    rmSync(join(this.dir, file), { force: true });
+  }
+
+  close(): void {
+    if (this.#current) finishedHere.add(this.#current.file);
+    for (const [file, fd] of this.#fds) this.#closeFd(file, fd);
+    this.#fds.clear();
+    this.#current = undefined;
+  }
+}

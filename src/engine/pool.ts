@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import type { ClaimedDelivery } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
-import { runWithSignal } from "../lifecycle/abort-scope.js";
+import { linkSignals, runWithSignal } from "../lifecycle/abort-scope.js";
 import type { LeaseKeeper } from "./leases.js";
 import type { Work } from "./types.js";
 import type { IntakeFirst } from "./intake-first.js";
@@ -170,7 +170,7 @@ export function createWorkerPool(opts: {
 
   function launch(work: Work): void {
     const token = work.claim.token;
-    const signal = AbortSignal.any([opts.shutdown, opts.leases.keep(token)]);
+    const { signal, unlink } = linkSignals([opts.shutdown, opts.leases.keep(token)]);
     const startedAt = Date.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
       .catch((e) => {
@@ -179,6 +179,7 @@ export function createWorkerPool(opts: {
         else log.error({ err: e }, `${work.kind} run failed unexpectedly`);
       })
       .finally(() => {
+        unlink();
         opts.leases.drop(token);
         inflight.delete(token);
         const now = Date.now();

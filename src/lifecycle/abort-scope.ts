@@ -13,6 +13,33 @@ export function currentSignal(): AbortSignal | undefined {
   return scope.getStore();
 }
 
+/**
+ * A signal that fires when any of `sources` does, and `unlink` to call once the work it guards
+ * ended. Not `AbortSignal.any`: on Node 20 each call leaves a WeakRef in every source that lives
+ * on (the service's shutdown signal), one per delivery run, never removed: the heap grew ~1 MB
+ * per 30,000 deliveries. Here the listeners go with `unlink`.
+ */
+export function linkSignals(sources: AbortSignal[]): { signal: AbortSignal; unlink(): void } {
+  const controller = new AbortController();
+  const fired = sources.find((s) => s.aborted);
+  if (fired) {
+    controller.abort(fired.reason);
+    return { signal: controller.signal, unlink: () => undefined };
+  }
+  const listeners = sources.map((source) => {
+    const onAbort = () => {
+      unlink();
+      controller.abort(source.reason);
+    };
+    source.addEventListener("abort", onAbort, { once: true });
+    return () => source.removeEventListener("abort", onAbort);
+  });
+  const unlink = () => {
+    for (const remove of listeners) remove();
+  };
+  return { signal: controller.signal, unlink };
+}
+
 /** The error a refused or interrupted step throws: recognisable by name, like fetch's own. */
 export function stoppedError(signal?: AbortSignal): Error {
   const reason = signal?.reason;

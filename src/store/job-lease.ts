@@ -8,7 +8,7 @@ import { hostname } from "node:os";
 import type { Store } from "./types.js";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
 import { pause } from "../lifecycle/backoff.js";
-import { throwIfStopped } from "../lifecycle/abort-scope.js";
+import { linkSignals, throwIfStopped } from "../lifecycle/abort-scope.js";
 
 export interface LeaseHolder {
   /** The holding process incarnation (see PROCESS_OWNER). */
@@ -99,10 +99,11 @@ export async function withJobLease<T>(
     })().catch(() => undefined);
   }, Math.max(10, Math.floor(ttlMs / 3)));
   renew.unref();
-  const signal = opts.signal ? AbortSignal.any([opts.signal, lost.signal]) : lost.signal;
+  const linked = opts.signal ? linkSignals([opts.signal, lost.signal]) : { signal: lost.signal, unlink: () => undefined };
   try {
-    return await fn(signal, takenFrom);
+    return await fn(linked.signal, takenFrom);
   } finally {
+    linked.unlink();
     clearInterval(renew);
     await store.replaceIf(key, { field: "token", equals: mine.token }).catch(() => undefined);
   }

@@ -54,6 +54,8 @@ export interface Collected {
   removed: number;
   /** Payloads copied forward out of sparse files. */
   moved: number;
+  /** Sparse files left as they are because a payload in them could not be read. */
+  kept: number;
 }
 
 export interface PayloadLogOptions {
@@ -89,6 +91,7 @@ export class PayloadLog {
   #current: Current | undefined;
   /** Files with a fill still running: their descriptor stays open until it ends. */
   readonly #filling = new Map<string, Current>();
+  #idleWaiters: (() => void)[] = [];
   #number = 0;
   #unsynced = false;
   /** Tells this log's files from another log's in the same process. */
@@ -141,6 +144,7 @@ export class PayloadLog {
     write(current.fd, ZEROS, 0, to - from, from, (error) => {
       current.filling = undefined;
       this.#filling.delete(current.file);
+      if (this.#filling.size === 0) for (const resolve of this.#idleWaiters.splice(0)) resolve();
       if (current.closeWhenFilled) return closeSync(current.fd);
       // A failed fill (disk full) leaves the rest to plain appends, which report the error themselves.
       if (error) {
@@ -150,6 +154,12 @@ export class PayloadLog {
       current.zeroed = Math.max(current.zeroed, to, current.size);
       if (current === this.#current) this.#fillAhead(current);
     });
+  }
+
+  /** Resolves once no fill is running (the fill goes on as payloads come; tests wait for it between steps). */
+  fillsDone(): Promise<void> {
+    if (this.#filling.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
   /** Closes `fd` now, or when the fill writing to it ends (the number must not be reused meanwhile). */

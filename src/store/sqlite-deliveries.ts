@@ -524,22 +524,29 @@ export class SqliteDeliveries implements DeliveriesPart {
    */
   collectPayloads(): Collected {
     const live = new Map((this.#filesOfBodies.all() as { file: string; bytes: number }[]).map((r) => [r.file, r.bytes]));
-    const done: Collected = { removed: 0, moved: 0 };
+    const done: Collected = { removed: 0, moved: 0, kept: 0 };
     for (const { file, size } of this.payloads.finishedFiles()) {
       const bytes = live.get(file);
       if (bytes !== undefined && !PayloadLog.sparse(size, bytes)) continue;
       if (bytes !== undefined) {
-        done.moved += this.db.transaction(() => {
-          const bodies = this.#bodiesIn.all(file) as { id: string; offset: number; length: number }[];
-          for (const b of bodies) {
-            const payload = this.payloads.read({ file, offset: b.offset, length: b.length });
-            if (payload === undefined) throw new Error(`payload-log file ${file} cannot be read for compaction`);
-            const ref = this.payloads.append(payload);
-            this.#moveBody.run(ref.file, ref.offset, ref.length, b.id);
-          }
-          this.payloads.syncAppended();
-          return bodies.length;
-        })();
+        try {
+          done.moved += this.db.transaction(() => {
+            const bodies = this.#bodiesIn.all(file) as { id: string; offset: number; length: number }[];
+            for (const b of bodies) {
+              const payload = this.payloads.read({ file, offset: b.offset, length: b.length });
+              if (payload === undefined) throw new Error(`payload-log file ${file} cannot be read for compaction`);
+              const ref = this.payloads.append(payload);
+              this.#moveBody.run(ref.file, ref.offset, ref.length, b.id);
+            }
+            this.payloads.syncAppended();
+            return bodies.length;
+          })();
+        } catch {
+          // A file cut short (by hand, or a full disk) keeps its rows where they were and stays:
+          // what is readable in it still is, and the other files are collected as usual.
+          done.kept++;
+          continue;
+        }
       }
       this.payloads.remove(file);
       done.removed++;

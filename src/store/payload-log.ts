@@ -192,6 +192,11 @@ export class PayloadLog {
 
   /** The payload `ref` points at, or undefined when its file or bytes are gone. */
   read(ref: PayloadRef): string | undefined {
+    return this.readBytes(ref)?.toString("utf8");
+  }
+
+  /** As `read`, its bytes as stored (compaction copies them without decoding and encoding again). */
+  readBytes(ref: PayloadRef): Buffer | undefined {
     const fd = this.#open(ref.file);
     if (fd === undefined) return undefined;
     const buffer = Buffer.allocUnsafe(ref.length);
@@ -201,7 +206,7 @@ export class PayloadLog {
       if (n === 0) return undefined;
       got += n;
     }
-    return buffer.toString("utf8");
+    return buffer;
   }
 
   #open(file: string): number | undefined {

@@ -188,7 +188,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
        WHERE id = ? RETURNING *`,
     );
-    this.#body = db.prepare("SELECT headers, payload, payload_file, payload_offset, payload_length FROM delivery_bodies WHERE id = ?");
+    this.#body = db.prepare(`SELECT ${bodyColumns} FROM delivery_bodies b WHERE b.id = ?`);
     this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
     this.#logAttempt = db.prepare(
@@ -533,7 +533,7 @@ export class SqliteDeliveries implements DeliveriesPart {
           done.moved += this.db.transaction(() => {
             const bodies = this.#bodiesIn.all(file) as { id: string; offset: number; length: number }[];
             for (const b of bodies) {
-              const payload = this.payloads.read({ file, offset: b.offset, length: b.length });
+              const payload = this.payloads.readBytes({ file, offset: b.offset, length: b.length });
               if (payload === undefined) throw new Error(`payload-log file ${file} cannot be read for compaction`);
               const ref = this.payloads.append(payload);
               this.#moveBody.run(ref.file, ref.offset, ref.length, b.id);

@@ -6,9 +6,10 @@
 //
 // The scan checks the payload's structure (one top-level object, balanced brackets, terminated
 // strings), so a cut-off or garbled body is refused with 400; a value nested deeper than the
-// routing fields is skipped over, not validated, and a verified body GitHub sent is JSON. Strings
-// are jumped over with `indexOf` (native) from quote to quote rather than read a character at a
-// time: only the characters between strings are looked at, for brackets.
+// routing fields is skipped over, not validated, and a verified body GitHub sent is JSON. Nested
+// values are skipped by a regular expression from bracket to bracket (strings matched whole), and
+// top-level strings with `indexOf` from quote to quote: no character is looked at one by one in
+// JavaScript except the brackets.
 
 export interface RoutingFields {
   action: string | undefined;
@@ -47,10 +48,55 @@ function closingQuote(t: string, open: number): number {
 const closers: number[] = [];
 
 /**
- * At `{` or `[`: the index just past its matching closer. Strings are jumped over whole; only
- * the characters between them are looked at, for brackets.
+ * From a position: everything up to the next bracket outside a string, whole strings included,
+ * in one call into V8's compiled regular expressions (about a third faster than stepping from
+ * quote to quote in JavaScript on the example payloads). Bounded per call, as each string
+ * matched holds a little of the engine's backtracking stack.
+ */
+const UP_TO_BRACKET = /(?:[^"{}[\]]+|"[^"\\]*(?:\\[\s\S][^"\\]*)*"){0,256}/y;
+
+/**
+ * At `{` or `[`: the index just past its matching closer. Strings are matched whole by a regular
+ * expression; a string it cannot hold (tens of millions of escapes overflow the engine's stack)
+ * is scanned again quote by quote.
  */
 function skipContainer(t: string, start: number): number {
+  try {
+    return skipContainerFast(t, start);
+  } catch (error) {
+    if (error instanceof RangeError) return skipContainerStepwise(t, start);
+    throw error;
+  }
+}
+
+function isBracket(code: number): boolean {
+  return code === OPEN_BRACE || code === OPEN_BRACKET || code === CLOSE_BRACE || code === CLOSE_BRACKET;
+}
+
+function skipContainerFast(t: string, start: number): number {
+  closers.length = 0;
+  let at = start;
+  for (;;) {
+    const code = t.charCodeAt(at);
+    if (code === OPEN_BRACE || code === OPEN_BRACKET) {
+      closers.push(code + 2); // } and ] are { and [ plus 2
+      at++;
+    } else if (code === CLOSE_BRACE || code === CLOSE_BRACKET) {
+      if (closers.pop() !== code) throw new NotJson();
+      if (closers.length === 0) return at + 1;
+      at++;
+    }
+    UP_TO_BRACKET.lastIndex = at;
+    UP_TO_BRACKET.exec(t);
+    const next = UP_TO_BRACKET.lastIndex;
+    // No step and no bracket here: the text's end, or a quote whose string does not end.
+    if (next === at && !isBracket(t.charCodeAt(at))) throw new NotJson();
+    at = next;
+  }
+}
+
+/** As skipContainerFast, stepping from quote to quote: only the characters between strings are looked at. */
+function skipContainerStepwise(t: string, start: number): number {
   closers.length = 0;
   const n = t.length;
   let at = start;

@@ -41,18 +41,23 @@ export interface QueueRow {
   lease_token: string | null;
   last_error: string | null;
   updated_at: number;
-}
-
-interface BodyRow {
-  headers: string;
-  /** Empty when the payload is in the payload log (payload_file set). */
-  payload: string;
+  /** The body's place when it is in this row (schema 10 on, payload log on); NULL when it is in delivery_bodies. */
+  headers: string | null;
   payload_file: string | null;
   payload_offset: number | null;
   payload_length: number | null;
 }
 
-type DeliveryRow = QueueRow & BodyRow;
+interface BodyRow {
+  headers: string;
+  /** Empty when the payload is in the payload log (payload_file set); NULL when there is no body row (the body is in the queue row). */
+  payload: string | null;
+  payload_file: string | null;
+  payload_offset: number | null;
+  payload_length: number | null;
+}
+
+type DeliveryRow = Omit<QueueRow, keyof BodyRow> & BodyRow;
 
 interface OutcomeRow {
   handler: string;
@@ -65,11 +70,14 @@ interface OutcomeRow {
 }
 
 
-const bodyColumns = "b.headers AS headers, b.payload AS payload, b.payload_file AS payload_file, b.payload_offset AS payload_offset, b.payload_length AS payload_length";
-const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d JOIN delivery_bodies b ON b.id = d.id`;
+// A body is in the queue row (schema 10 on) or, for older rows and inline payloads, in delivery_bodies.
+const bodyColumns =
+  "COALESCE(d.headers, b.headers) AS headers, b.payload AS payload, COALESCE(d.payload_file, b.payload_file) AS payload_file, " +
+  "COALESCE(d.payload_offset, b.payload_offset) AS payload_offset, COALESCE(d.payload_length, b.payload_length) AS payload_length";
+const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d LEFT JOIN delivery_bodies b ON b.id = d.id`;
 
 /** `payload`: the row's, read from the payload log when it is there. */
-function toDelivery(r: QueueRow & { headers: string }, payload: string): StoredDelivery {
+function toDelivery(r: Omit<QueueRow, "headers"> & { headers: string }, payload: string): StoredDelivery {
   return {
     id: r.id,
     event: r.event,
@@ -147,6 +155,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #filesOfBodies: Statement;
   readonly #bodiesIn: Statement;
   readonly #moveBody: Statement;
+  readonly #moveRowBody: Statement;
 
   /**
    * `payloads`: where payloads are written and read (payload-log.ts). `spool`: the service's
@@ -161,21 +170,30 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#writes = new GroupCommit(db, gate, () => payloads.syncAppended());
     this.#insert = db.prepare(
       `INSERT OR IGNORE INTO deliveries
-         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?)`,
+         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload_file, payload_offset, payload_length)
+       VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?)`,
     );
     this.#insertBody = db.prepare(
       "INSERT OR REPLACE INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length) VALUES (?, ?, ?, ?, ?, ?)",
     );
+    // Payload-log references live in both tables (schema.ts, 9 -> 10).
     this.#filesOfBodies = db.prepare(
-      "SELECT payload_file AS file, sum(payload_length) AS bytes FROM delivery_bodies WHERE payload_file IS NOT NULL GROUP BY payload_file",
+      `SELECT file, sum(bytes) AS bytes FROM (
+         SELECT payload_file AS file, payload_length AS bytes FROM deliveries WHERE payload_file IS NOT NULL
+         UNION ALL SELECT payload_file, payload_length FROM delivery_bodies WHERE payload_file IS NOT NULL)
+       GROUP BY file`,
     );
-    this.#bodiesIn = db.prepare("SELECT id, payload_offset AS offset, payload_length AS length FROM delivery_bodies WHERE payload_file = ?");
+    this.#bodiesIn = db.prepare(
+      `SELECT id, payload_offset AS offset, payload_length AS length, 1 AS inRow FROM deliveries WHERE payload_file = @file
+       UNION ALL SELECT id, payload_offset, payload_length, 0 FROM delivery_bodies WHERE payload_file = @file`,
+    );
     this.#moveBody = db.prepare("UPDATE delivery_bodies SET payload_file = ?, payload_offset = ?, payload_length = ? WHERE id = ?");
+    this.#moveRowBody = db.prepare("UPDATE deliveries SET payload_file = ?, payload_offset = ?, payload_length = ? WHERE id = ?");
     this.#insertLeased = db.prepare(
       `INSERT OR IGNORE INTO deliveries
-         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, lease_token, lease_until, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?)`,
+         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, lease_token, lease_until, updated_at,
+          headers, payload_file, payload_offset, payload_length)
+       VALUES (?, ?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     // Each arm of "due" reads its own partial index (schema.ts), in the order it is served.
     const ready = "FROM deliveries WHERE status IN ('queued', 'failed') AND next_run_at <= @now";
@@ -188,7 +206,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
        WHERE id = ? RETURNING *`,
     );
-    this.#body = db.prepare(`SELECT ${bodyColumns} FROM delivery_bodies b WHERE b.id = ?`);
+    this.#body = db.prepare("SELECT headers, payload, payload_file, payload_offset, payload_length FROM delivery_bodies WHERE id = ?");
     this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
     this.#logAttempt = db.prepare(
@@ -239,20 +257,25 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   #insertQueued(d: IncomingDelivery): boolean {
     const now = Date.now();
-    const info = this.#insert.run(d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, now);
-    if (info.changes === 0) return false;
-    this.#writeBody(d.id, keptHeaders(d.headers), d.payload, d.payloadBytes);
-    return true;
+    const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, now];
+    return this.#insertWithBody(this.#insert, row, d, keptHeaders(d.headers));
   }
 
-  /** Inside a transaction: the payload appended to the payload log, and a body row saying where. */
-  #writeBody(id: string, headers: Record<string, string>, payload: string, bytes?: Buffer): void {
+  /**
+   * Inside a transaction: the queue row by `insert` (`row`: its values before the body's four),
+   * with its body; false when the id was there already. With the payload log the payload is
+   * appended first and the row says where (one row, one id index: schema.ts, 9 -> 10); a
+   * duplicate's append is left unreferenced, for collectPayloads. Inline, the body is a row of
+   * delivery_bodies as before.
+   */
+  #insertWithBody(insert: Statement, row: unknown[], d: IncomingDelivery, headers: Record<string, string>): boolean {
     if (!this.payloads.writable) {
-      this.#insertBody.run(id, JSON.stringify(headers), payload, null, null, null);
-      return;
+      if (insert.run(...row, null, null, null, null).changes === 0) return false;
+      this.#insertBody.run(d.id, JSON.stringify(headers), d.payload, null, null, null);
+      return true;
     }
-    const ref = this.payloads.append(bytes ?? payload);
-    this.#insertBody.run(id, JSON.stringify(headers), "", ref.file, ref.offset, ref.length);
+    const ref = this.payloads.append(d.payloadBytes ?? d.payload);
+    return insert.run(...row, JSON.stringify(headers), ref.file, ref.offset, ref.length).changes === 1;
   }
 
   /**
@@ -261,7 +284,7 @@ export class SqliteDeliveries implements DeliveriesPart {
    * its run fails as "stored payload is not valid JSON" rather than every claim and listing failing.
    */
   #payloadOf(body: BodyRow): string {
-    if (body.payload_file === null) return body.payload;
+    if (body.payload_file === null) return body.payload ?? "";
     return this.payloads.read({ file: body.payload_file, offset: body.payload_offset!, length: body.payload_length! }) ?? "";
   }
 
@@ -354,10 +377,9 @@ export class SqliteDeliveries implements DeliveriesPart {
     return this.#writes.run(() => {
       const d = delivery;
       const now = Date.now();
-      const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
-      if (this.#insertLeased.run(...row, now, token, now + leaseMs, now).changes === 0) return "duplicate";
+      const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, token, now + leaseMs, now];
       const headers = keptHeaders(d.headers);
-      this.#writeBody(d.id, headers, d.payload, d.payloadBytes);
+      if (!this.#insertWithBody(this.#insertLeased, row, d, headers)) return "duplicate";
       return leasedAsRecorded(d, headers, token, now);
     });
   }
@@ -428,7 +450,8 @@ export class SqliteDeliveries implements DeliveriesPart {
     return ids.map((id) => {
       const token = newLeaseToken();
       const row = this.#lease.get(token, now + leaseMs, now, id) as QueueRow;
-      const body = this.#body.get(id) as BodyRow;
+      // The body is in the row RETURNING gave, unless the row is older than schema 10 or inline.
+      const body = row.headers !== null ? ({ ...row, headers: row.headers, payload: null } as BodyRow) : (this.#body.get(id) as BodyRow);
       const outcomes = (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome);
       return { token, delivery: toDelivery({ ...row, headers: body.headers }, this.#payloadOf(body)), outcomes };
     });
@@ -531,12 +554,12 @@ export class SqliteDeliveries implements DeliveriesPart {
       if (bytes !== undefined) {
         try {
           done.moved += this.db.transaction(() => {
-            const bodies = this.#bodiesIn.all(file) as { id: string; offset: number; length: number }[];
+            const bodies = this.#bodiesIn.all({ file }) as { id: string; offset: number; length: number; inRow: number }[];
             for (const b of bodies) {
               const payload = this.payloads.readBytes({ file, offset: b.offset, length: b.length });
               if (payload === undefined) throw new Error(`payload-log file ${file} cannot be read for compaction`);
               const ref = this.payloads.append(payload);
-              this.#moveBody.run(ref.file, ref.offset, ref.length, b.id);
+              (b.inRow === 1 ? this.#moveRowBody : this.#moveBody).run(ref.file, ref.offset, ref.length, b.id);
             }
             this.payloads.syncAppended();
             return bodies.length;

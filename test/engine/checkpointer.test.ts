@@ -30,7 +30,7 @@ describe("background checkpoints", () => {
     await Promise.all(Array.from({ length: 1500 }, () => store!.deliveries.record(deliveryOf("workflow_run", payload))));
     // Only a checkpoint writes pages into the main file; wait for the thread to get to it (the thread
     // shares 2 cores with other work on CI: a bound that fails, not a 10 s loop that falls through).
-    await vi.waitFor(() => expect(statSync(file).size).toBeGreaterThan(before + 1_000_000), { timeout: 45_000, interval: 50 });
+    await vi.waitFor(() => expect(statSync(file).size).toBeGreaterThan(before + 500_000), { timeout: 45_000, interval: 50 });
     expect(await store.deliveries.depth()).toBe(1500);
   }, 90_000);
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { storeFileName } from "../../src/store/sqlite.js";
+import { keptHeaders } from "../../src/store/recorded.js";
 import { deliveryOf, examplePayload } from "./helpers.js";
 import { sqliteStorePerTest } from "./scratch-store.js";
 
@@ -49,7 +50,7 @@ describe("schema upgrade", () => {
     old.close();
     scratch.reopen();
     const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
-    expect(version).toBe(9);
+    expect(version).toBe(10);
     expect(indexes).toEqual(expect.arrayContaining(["deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await scratch.store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
@@ -102,7 +103,7 @@ describe("schema upgrade", () => {
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(9);
+    expect(check.pragma("user_version", { simple: true })).toBe(10);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();
   });
@@ -121,7 +122,7 @@ describe("schema upgrade", () => {
     old.close();
     scratch.reopen();
     const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
-    expect(version).toBe(9);
+    expect(version).toBe(10);
     expect(indexes).not.toContain("deliveries_lease");
     expect(indexes).toContain("deliveries_leased");
     // The renewal reads the running rows' index, not the whole table.
@@ -150,16 +151,54 @@ describe("schema upgrade", () => {
     `);
     v8.close();
     scratch.reopen();
-    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(9);
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(10);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
     await scratch.store.deliveries.record(fresh);
     expect((await scratch.store.deliveries.getDelivery(old.id))?.delivery.payload).toBe(old.payload);
     const claimed = [(await scratch.store.deliveries.claimDelivery(60_000))!, (await scratch.store.deliveries.claimDelivery(60_000))!];
     expect(Object.fromEntries(claimed.map((c) => [c.delivery.id, c.delivery.payload]))).toEqual({ [old.id]: old.payload, [fresh.id]: fresh.payload });
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    const files = check.prepare("SELECT id, payload_file IS NOT NULL AS logged FROM delivery_bodies").all();
+    const inline = check.prepare("SELECT id, payload_file IS NOT NULL AS logged FROM delivery_bodies").all();
+    const inRow = check.prepare("SELECT id FROM deliveries WHERE payload_file IS NOT NULL").all();
     check.close();
-    expect(files).toEqual(expect.arrayContaining([{ id: old.id, logged: 0 }, { id: fresh.id, logged: 1 }]));
+    expect(inline).toEqual([{ id: old.id, logged: 0 }]);
+    expect(inRow).toEqual([{ id: fresh.id }]);
+  });
+
+  it("opens a version-9 store: bodies it kept in their own rows are claimed, shown and listed; new ones go in the queue row", async () => {
+    const old = deliveryOf("push", examplePayload("push"));
+    await scratch.store.deliveries.record(old);
+    scratch.store.close();
+    // Version 9's shape: the body (headers, the payload's place in the log) in delivery_bodies.
+    const v9 = new Database(join(scratch.dir, storeFileName));
+    v9.exec(`
+      INSERT INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length)
+        SELECT id, headers, '', payload_file, payload_offset, payload_length FROM deliveries;
+      ALTER TABLE deliveries DROP COLUMN headers;
+      ALTER TABLE deliveries DROP COLUMN payload_file;
+      ALTER TABLE deliveries DROP COLUMN payload_offset;
+      ALTER TABLE deliveries DROP COLUMN payload_length;
+      PRAGMA user_version = 9;
+    `);
+    v9.close();
+    scratch.reopen();
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(10);
+    const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
+    await scratch.store.deliveries.record(fresh);
+    const shown = (await scratch.store.deliveries.getDelivery(old.id))!.delivery;
+    expect([shown.payload, shown.headers]).toEqual([old.payload, keptHeaders(old.headers)]);
+    const listed = await scratch.store.deliveries.listDeliveries();
+    expect(Object.fromEntries(listed.map((d) => [d.id, d.payload]))).toEqual({ [old.id]: old.payload, [fresh.id]: fresh.payload });
+    const claimed = [(await scratch.store.deliveries.claimDelivery(60_000))!, (await scratch.store.deliveries.claimDelivery(60_000))!];
+    expect(Object.fromEntries(claimed.map((c) => [c.delivery.id, [c.delivery.payload, c.delivery.headers]]))).toEqual({
+      [old.id]: [old.payload, keptHeaders(old.headers)],
+      [fresh.id]: [fresh.payload, keptHeaders(fresh.headers)],
+    });
+    const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
+    const inBodies = check.prepare("SELECT id FROM delivery_bodies").all();
+    const inRow = check.prepare("SELECT id FROM deliveries WHERE headers IS NOT NULL").all();
+    check.close();
+    expect([inBodies, inRow]).toEqual([[{ id: old.id }], [{ id: fresh.id }]]);
   });
 });
 

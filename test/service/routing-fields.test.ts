@@ -99,6 +99,19 @@ describe("routing fields without a full parse", () => {
     }
   });
 
+  it("reads nested values the regular expression cannot hold in one go: long runs of strings, strings of millions of escapes", () => {
+    const manyStrings = JSON.stringify({ action: "opened", files: Array.from({ length: 100_000 }, (_, i) => `f${i}{]"`), installation: { id: 9 } });
+    // Millions of escapes in one nested string overflow the engine's backtracking stack: scanned quote by quote instead.
+    const escapes = JSON.stringify({ repository: { full_name: "o/r", body: '\n"'.repeat(3_000_000) }, installation: { id: 7 }, action: "x" });
+    for (const text of [manyStrings, escapes]) {
+      expect(routingFields(text)).toEqual(expected(text));
+      expect(routingFields(text.slice(0, -3))).toEqual({ ok: false, message: "payload is not valid JSON" });
+    }
+    // A nested string that never ends, with brackets after its opening quote.
+    expect(routingFields('{"a":{"b":"x}]}')).toEqual({ ok: false, message: "payload is not valid JSON" });
+    expect(routingFields('{"a":[1,{"b":"]"}],"action":"y"}')).toEqual(expected('{"a":[1,{"b":"]"}],"action":"y"}'));
+  });
+
   it("scans strings with many escapes and backslashes before quotes as JSON.parse reads them", () => {
     // Quotes preceded by runs of backslashes decide where a string ends: odd runs escape the quote.
     const values = ['a\\"b', "\\\\", 'x"y"z', "\\", "end\\", "}]{[", '"', "\u0022"];

@@ -50,7 +50,13 @@ const files = () => (existsSync(join(dir, payloadDirName)) ? readdirSync(join(di
 function bodyRows(s: SqliteStore) {
   const db = new Database(s.path, { readonly: true });
   try {
-    return db.prepare("SELECT id, payload, payload_file, payload_offset, payload_length FROM delivery_bodies ORDER BY id").all() as {
+    // A body is in its queue row (schema 10 on) or in delivery_bodies (inline, or older rows).
+    return db
+      .prepare(
+        `SELECT id, '' AS payload, payload_file, payload_offset, payload_length FROM deliveries WHERE headers IS NOT NULL
+         UNION ALL SELECT id, payload, payload_file, payload_offset, payload_length FROM delivery_bodies ORDER BY id`,
+      )
+      .all() as {
       id: string;
       payload: string;
       payload_file: string | null;

@@ -23,6 +23,8 @@ const Database = require(workerData.driver);
 const flags = new Int32Array(workerData.flags);
 const db = new Database(workerData.path);
 db.pragma("synchronous = " + workerData.synchronous);
+// A checkpoint copies WAL frames to the file without the page cache: the driver's 16 MB default would only ever hold schema pages.
+db.pragma("cache_size = 64");
 // Bounds a hold: RESTART waits this long at most for a commit in progress or a reader.
 db.pragma("busy_timeout = " + workerData.holdTimeoutMs);
 let timer;

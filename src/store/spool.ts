@@ -7,12 +7,15 @@
 // frames there have been moved.
 //
 // Frames: magic, body length, sequence number, CRC-32 of the body, then the body (the delivery's
-// fields as JSON, a newline, the payload). The store records, in the commit that moves a batch, the
+// fields as JSON, a newline, the payload). With the payload log, the payload was appended there
+// first and the frame holds only its place (`ref`): a payload is written once, and the move into
+// SQLite writes rows only. The store records, in the commit that moves a batch, the
 // highest number moved; after a crash every whole frame in the file numbered above it is one that
 // was answered and not yet moved, and is moved then, in number order.
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { crc32 } from "node:zlib";
 import type { IncomingDelivery } from "../intake/delivery-intake.js";
+import type { PayloadRef } from "./payload-log.js";
 
 const MAGIC = 0x31575053;
 const HEADER_BYTES = 20;
@@ -22,6 +25,8 @@ export const DEFAULT_SPOOL_BYTES = 32 * 1024 * 1024;
 export interface SpooledDelivery {
   seq: number;
   delivery: IncomingDelivery;
+  /** Where the payload is in the payload log, when it is there rather than in the frame (`delivery.payload` is then empty). */
+  ref?: PayloadRef;
 }
 
 interface FrameMeta {
@@ -32,20 +37,23 @@ interface FrameMeta {
   repository?: string;
   receivedAt: number;
   headers: Record<string, string>;
+  ref?: PayloadRef;
 }
 
-/** One frame holding `delivery` (its parsed tree, if any, is not kept). */
-export function encodeFrame(seq: number, d: IncomingDelivery): Buffer {
+/** One frame holding `delivery` (its parsed tree, if any, is not kept), its payload or, with `ref`, the payload's place in the log. */
+export function encodeFrame(seq: number, d: IncomingDelivery, ref?: PayloadRef): Buffer {
   const meta: FrameMeta = { id: d.id, event: d.event, receivedAt: d.receivedAt.getTime(), headers: d.headers };
   if (d.action !== undefined) meta.action = d.action;
   if (d.installationId !== undefined) meta.installationId = d.installationId;
   if (d.repository !== undefined) meta.repository = d.repository;
+  if (ref) meta.ref = { file: ref.file, offset: ref.offset, length: ref.length };
   const head = `${JSON.stringify(meta)}\n`;
+  const payload = ref ? "" : d.payload;
   const headBytes = Buffer.byteLength(head);
-  const bodyBytes = headBytes + Buffer.byteLength(d.payload);
+  const bodyBytes = headBytes + Buffer.byteLength(payload);
   const frame = Buffer.allocUnsafe(HEADER_BYTES + bodyBytes);
   frame.write(head, HEADER_BYTES);
-  frame.write(d.payload, HEADER_BYTES + headBytes);
+  frame.write(payload, HEADER_BYTES + headBytes);
   frame.writeUInt32LE(MAGIC, 0);
   frame.writeUInt32LE(bodyBytes, 4);
   frame.writeBigUInt64LE(BigInt(seq), 8);
@@ -82,8 +90,10 @@ function frameAt(bytes: Buffer, at: number): SpooledDelivery | undefined {
   } catch {
     return undefined;
   }
+  const ref = meta.ref;
   return {
     seq: Number(bytes.readBigUInt64LE(at + 8)),
+    ...(ref ? { ref: { file: ref.file, offset: ref.offset, length: ref.length } } : {}),
     delivery: {
       id: meta.id,
       event: meta.event,

@@ -19,7 +19,7 @@ import type { CommitGate } from "./checkpointer.js";
 import type { DeliveriesPart } from "./contract.js";
 import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
-import { PayloadLog, type Collected } from "./payload-log.js";
+import { PayloadLog, type Collected, type PayloadRef } from "./payload-log.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
 const MOVE_MS = 5;
@@ -255,10 +255,11 @@ export class SqliteDeliveries implements DeliveriesPart {
     return this.#writes.run(() => (this.#insertQueued(delivery) ? "recorded" : "duplicate"));
   }
 
-  #insertQueued(d: IncomingDelivery): boolean {
+  /** `ref`: the payload's place when it is in the payload log already (a spooled delivery's). */
+  #insertQueued(d: IncomingDelivery, ref?: PayloadRef): boolean {
     const now = Date.now();
     const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, now];
-    return this.#insertWithBody(this.#insert, row, d, keptHeaders(d.headers));
+    return this.#insertWithBody(this.#insert, row, d, keptHeaders(d.headers), ref);
   }
 
   /**
@@ -268,7 +269,8 @@ export class SqliteDeliveries implements DeliveriesPart {
    * duplicate's append is left unreferenced, for collectPayloads. Inline, the body is a row of
    * delivery_bodies as before.
    */
-  #insertWithBody(insert: Statement, row: unknown[], d: IncomingDelivery, headers: Record<string, string>): boolean {
+  #insertWithBody(insert: Statement, row: unknown[], d: IncomingDelivery, headers: Record<string, string>, appended?: PayloadRef): boolean {
+    if (appended) return insert.run(...row, JSON.stringify(headers), appended.file, appended.offset, appended.length).changes === 1;
     if (!this.payloads.writable) {
       if (insert.run(...row, null, null, null, null).changes === 0) return false;
       this.#insertBody.run(d.id, JSON.stringify(headers), d.payload, null, null, null);
@@ -304,8 +306,11 @@ export class SqliteDeliveries implements DeliveriesPart {
     setImmediate(() => (this.#spooledThisTurn = false));
     if (this.#exists.get(delivery.id) !== undefined) return Promise.resolve("duplicate");
     const seq = this.#seq + 1;
+    let ref: PayloadRef | undefined;
     try {
-      if (!this.spool.append(encodeFrame(seq, delivery))) return undefined;
+      // The payload goes to the log first, so the frame (written after it) holds only its place.
+      if (this.payloads.writable) ref = this.payloads.append(delivery.payloadBytes ?? delivery.payload);
+      if (!this.spool.append(encodeFrame(seq, delivery, ref))) return undefined;
     } catch {
       // The file cannot be made or written (disk full, permissions): the caller commits this one,
       // and the spool rests a while rather than failing (and zero-filling) on every delivery.
@@ -313,8 +318,8 @@ export class SqliteDeliveries implements DeliveriesPart {
       return undefined;
     }
     this.#seq = seq;
-    const { parsed: _dropped, ...kept } = delivery;
-    this.#toMove.push({ seq, delivery: kept });
+    const { parsed: _dropped, payloadBytes: _written, ...kept } = delivery;
+    this.#toMove.push({ seq, delivery: ref ? { ...kept, payload: "" } : kept, ...(ref ? { ref } : {}) });
     this.#unmoved.add(delivery.id);
     this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
     return Promise.resolve("recorded");
@@ -351,7 +356,7 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   /** Inside a transaction: `batch` (oldest first) into the tables, and its highest number as the mark. */
   #insertMoved(batch: SpooledDelivery[]): void {
-    for (const { delivery } of batch) this.#insertQueued(delivery);
+    for (const { delivery, ref } of batch) this.#insertQueued(delivery, ref);
     this.#setMovedSeq.run(batch[batch.length - 1]!.seq);
   }
 

@@ -68,6 +68,17 @@ describe("spool: the ring and the frames", () => {
     expect(decodeFrames(bytes.subarray(0, 5 + frames[0]!.length - 1))).toEqual([]);
   });
 
+  it("holds the payload's place in the payload log instead of the payload when given one", () => {
+    const d = delivery("r", JSON.stringify({ pad: "p".repeat(20_000) }));
+    const ref = { file: "host~1~u~s-1.log", offset: 4096, length: 20_012 };
+    const withRef = encodeFrame(7, d, ref);
+    expect(withRef.length).toBeLessThan(1_000);
+    expect(encodeFrame(7, d).length - withRef.length).toBeGreaterThan(19_900);
+    const [read] = decodeFrames(Buffer.concat([Buffer.alloc(3), withRef]));
+    expect(read).toEqual({ seq: 7, ref, delivery: { ...d, payload: "" } });
+    expect(decodeFrames(encodeFrame(8, d))[0]).not.toHaveProperty("ref");
+  });
+
   it("wraps round the file and finds the frames still held after a crash", async () => {
     const { dir, cleanup } = await tempDir();
     try {
@@ -163,7 +174,7 @@ describe("spool: the SQLite store", () => {
     expect(SpoolFile.leftIn(join(dir, spoolFileName)).map((f) => f.delivery.id)).toContain("pruned");
     const d = deliveriesOf(open());
     const ids = (await d.listDeliveries()).map((x) => x.id).sort();
-    expect(ids).toEqual(["keepme-00", "spooled-0"]);
+    expect(ids).toEqual(["keepme-00000000", "spooled-0"]);
   });
 
   it("during a flood the engine's intake spools deliveries one a turn, and the pool runs every one", async () => {

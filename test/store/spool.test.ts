@@ -134,6 +134,23 @@ describe("spool: the SQLite store", () => {
     expect(claim?.delivery.id).toBe("one");
   });
 
+  it("a delivery stored before a restart, or by a commit, is a duplicate through the spool (the id filter is built from the tables)", async () => {
+    let d = deliveriesOf(open());
+    expect(await d.record(delivery("committed"))).toBe("recorded");
+    expect(await spoolOne(d, delivery("committed"))).toBe("duplicate");
+    await store!.close();
+    d = deliveriesOf(open());
+    expect(d.idsReady).toBe(false); // filled over the next turns; until then every id is looked up
+    while (!d.idsReady) await nextTurn();
+    expect(await spoolOne(d, delivery("committed"))).toBe("duplicate");
+    expect(await spoolOne(d, delivery("new"))).toBe("recorded");
+    await nextTurn();
+    expect(await spoolOne(d, delivery("new"))).toBe("duplicate");
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+    expect(await spoolOne(d, delivery("new"))).toBe("duplicate"); // in the tables now
+    expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "new"]);
+  });
+
   it("a store without a spool, or at durability power, says so and the caller records as before", async () => {
     store = openSqliteStore(dir, { spool: true, durability: "power" });
     expect(deliveriesOf(store).recordSpooled(delivery("x"))).toBeUndefined();

@@ -133,24 +133,20 @@ const upgrades: (string | ((db: Database) => void))[] = [
   `,
   // 8 -> 9: payloads in the payload log (payload-log.ts): the body row says where, and its payload
   // column is empty. Rows written before keep their payload inline and are read as before.
-  (db) => {
-    const columns = new Set((db.pragma("table_info(delivery_bodies)") as { name: string }[]).map((c) => c.name));
-    for (const [name, type] of [["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]) {
-      if (!columns.has(name!)) db.exec(`ALTER TABLE delivery_bodies ADD COLUMN ${name} ${type}`);
-    }
-  },
+  (db) => addMissingColumns(db, "delivery_bodies", [["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]),
   // 9 -> 10: with the payload in the log, a body row is a few hundred bytes, and writing it as a
   // second row cost a second B-tree and its id index (a random page per delivery, as delivery ids
   // are random): a third of the intake's SQLite time. New rows keep headers and the payload's
   // place in the queue row; a row whose `headers` is NULL has its body in delivery_bodies (rows
   // from before, and stores that keep payloads inline).
-  (db) => {
-    const columns = new Set((db.pragma("table_info(deliveries)") as { name: string }[]).map((c) => c.name));
-    for (const [name, type] of [["headers", "TEXT"], ["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]) {
-      if (!columns.has(name!)) db.exec(`ALTER TABLE deliveries ADD COLUMN ${name} ${type}`);
-    }
-  },
+  (db) => addMissingColumns(db, "deliveries", [["headers", "TEXT"], ["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]),
 ];
+
+/** Adds the columns `table` lacks (a step that added some before it failed is run again whole). */
+function addMissingColumns(db: Database, table: string, columns: [name: string, type: string][]): void {
+  const has = new Set((db.pragma(`table_info(${table})`) as { name: string }[]).map((c) => c.name));
+  for (const [name, type] of columns) if (!has.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+}
 
 export function migrate(db: Database): void {
   const current = db.pragma("user_version", { simple: true }) as number;

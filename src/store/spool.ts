@@ -46,7 +46,7 @@ export function encodeFrame(seq: number, d: IncomingDelivery, ref?: PayloadRef):
   if (d.action !== undefined) meta.action = d.action;
   if (d.installationId !== undefined) meta.installationId = d.installationId;
   if (d.repository !== undefined) meta.repository = d.repository;
-  if (ref) meta.ref = { file: ref.file, offset: ref.offset, length: ref.length };
+  if (ref) meta.ref = ref;
   const head = `${JSON.stringify(meta)}\n`;
   const payload = ref ? "" : d.payload;
   const headBytes = Buffer.byteLength(head);

@@ -77,6 +77,11 @@ const bodyColumns =
   "COALESCE(d.payload_offset, b.payload_offset) AS payload_offset, COALESCE(d.payload_length, b.payload_length) AS payload_length";
 const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d LEFT JOIN delivery_bodies b ON b.id = d.id`;
 
+/** The first values of an inserted queue row, as both inserts list their columns. */
+function routedValues(d: IncomingDelivery): unknown[] {
+  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
+}
+
 /** `payload`: the row's, read from the payload log when it is there. */
 function toDelivery(r: Omit<QueueRow, "headers"> & { headers: string }, payload: string): StoredDelivery {
   return {
@@ -266,7 +271,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   /** `ref`: the payload's place when it is in the payload log already (a spooled delivery's). */
   #insertQueued(d: IncomingDelivery, ref?: PayloadRef): boolean {
     const now = Date.now();
-    const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, now];
+    const row = [...routedValues(d), now, now];
     return this.#insertWithBody(this.#insert, row, d, keptHeaders(d.headers), ref);
   }
 
@@ -286,8 +291,13 @@ export class SqliteDeliveries implements DeliveriesPart {
       this.#insertBody.run(d.id, JSON.stringify(headers), d.payload, null, null, null);
       return true;
     }
-    const ref = this.payloads.append(d.payloadBytes ?? d.payload);
+    const ref = this.#appendPayload(d);
     return insert.run(...row, JSON.stringify(headers), ref.file, ref.offset, ref.length).changes === 1;
+  }
+
+  /** The request's bytes as received when there are any (not encoded again), else the text. */
+  #appendPayload(d: IncomingDelivery): PayloadRef {
+    return this.payloads.append(d.payloadBytes ?? d.payload);
   }
 
   /**
@@ -320,7 +330,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     let ref: PayloadRef | undefined;
     try {
       // The payload goes to the log first, so the frame (written after it) holds only its place.
-      if (this.payloads.writable) ref = this.payloads.append(delivery.payloadBytes ?? delivery.payload);
+      if (this.payloads.writable) ref = this.#appendPayload(delivery);
       if (!this.spool.append(encodeFrame(seq, delivery, ref))) return undefined;
     } catch {
       // The file cannot be made or written (disk full, permissions): the caller commits this one,
@@ -330,8 +340,8 @@ export class SqliteDeliveries implements DeliveriesPart {
     }
     this.#seq = seq;
     const { parsed: _dropped, payloadBytes: _written, ...kept } = delivery;
+    // Its id goes into the filter with the move's insert; until then `#unmoved` answers for it.
     this.#toMove.push({ seq, delivery: ref ? { ...kept, payload: "" } : kept, ...(ref ? { ref } : {}) });
-    this.#ids?.add(delivery.id);
     this.#unmoved.add(delivery.id);
     this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
     return Promise.resolve("recorded");
@@ -412,7 +422,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     return this.#writes.run(() => {
       const d = delivery;
       const now = Date.now();
-      const row = [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, token, now + leaseMs, now];
+      const row = [...routedValues(d), now, token, now + leaseMs, now];
       const headers = keptHeaders(d.headers);
       if (!this.#insertWithBody(this.#insertLeased, row, d, headers)) return "duplicate";
       return leasedAsRecorded(d, headers, token, now);

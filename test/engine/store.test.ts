@@ -34,20 +34,28 @@ function schemaOf(path: string, plan?: string): { version: number; indexes: stri
   }
 }
 
+/** Runs `sql` on the closed scratch store's file, on a connection of its own: an older version's shape. */
+function rewrite(sql: string): void {
+  const db = new Database(join(scratch.dir, storeFileName));
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
+
 describe("schema upgrade", () => {
   it("opens a version-1 store: its due index is replaced and its queued deliveries are still claimed", async () => {
     const d = deliveryOf("push", examplePayload("push"));
     await scratch.store.deliveries.record(d);
     scratch.store.close();
     // Back to version 1's shape: the same tables, one partial index over every unfinished status.
-    const old = new Database(join(scratch.dir, storeFileName));
-    old.exec(`
+    rewrite(`
       DROP INDEX deliveries_ready;
       DROP INDEX deliveries_leased;
       CREATE INDEX deliveries_due ON deliveries (status, next_run_at) WHERE status IN ('queued', 'failed', 'running');
       PRAGMA user_version = 1;
     `);
-    old.close();
     scratch.reopen();
     const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
     expect(version).toBe(10);
@@ -75,14 +83,12 @@ describe("schema upgrade", () => {
     const before = { activity: await scratch.store.browse.deliveryActivity(base), dead: await scratch.store.browse.countDead(), deadWeb: await scratch.store.browse.countDead(["acme/web"]) };
     scratch.store.close();
     // Back to version 5's shape: no count tables, no triggers.
-    const old = new Database(join(scratch.dir, storeFileName));
-    old.exec(`
+    rewrite(`
       DROP TRIGGER deliveries_count_insert; DROP TRIGGER deliveries_count_status; DROP TRIGGER deliveries_count_delete;
       DROP TRIGGER deliveries_dead_insert; DROP TRIGGER deliveries_dead_status; DROP TRIGGER deliveries_dead_delete;
       DROP TABLE delivery_minutes; DROP TABLE dead_letters;
       PRAGMA user_version = 5;
     `);
-    old.close();
     scratch.reopen();
     expect(await scratch.store.browse.deliveryActivity(base)).toEqual(before.activity);
     expect(before.activity.reduce((n, r) => n + r.count, 0)).toBe(30);
@@ -114,12 +120,10 @@ describe("schema upgrade", () => {
     const claim = (await scratch.store.deliveries.claimDelivery(60_000))!;
     scratch.store.close();
     // Version 6's shape: the lease-token index beside the others, a delivery running under a lease.
-    const old = new Database(join(scratch.dir, storeFileName));
-    old.exec(`
+    rewrite(`
       CREATE INDEX deliveries_lease ON deliveries (lease_token) WHERE lease_token IS NOT NULL;
       PRAGMA user_version = 6;
     `);
-    old.close();
     scratch.reopen();
     const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
     expect(version).toBe(10);
@@ -142,14 +146,12 @@ describe("schema upgrade", () => {
     await scratch.store.deliveries.record(old);
     scratch.store.close();
     // Version 8's shape: bodies without the payload log's columns.
-    const v8 = new Database(join(scratch.dir, storeFileName));
-    v8.exec(`
+    rewrite(`
       ALTER TABLE delivery_bodies DROP COLUMN payload_file;
       ALTER TABLE delivery_bodies DROP COLUMN payload_offset;
       ALTER TABLE delivery_bodies DROP COLUMN payload_length;
       PRAGMA user_version = 8;
     `);
-    v8.close();
     scratch.reopen();
     expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(10);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
@@ -170,8 +172,7 @@ describe("schema upgrade", () => {
     await scratch.store.deliveries.record(old);
     scratch.store.close();
     // Version 9's shape: the body (headers, the payload's place in the log) in delivery_bodies.
-    const v9 = new Database(join(scratch.dir, storeFileName));
-    v9.exec(`
+    rewrite(`
       INSERT INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length)
         SELECT id, headers, '', payload_file, payload_offset, payload_length FROM deliveries;
       ALTER TABLE deliveries DROP COLUMN headers;
@@ -180,7 +181,6 @@ describe("schema upgrade", () => {
       ALTER TABLE deliveries DROP COLUMN payload_length;
       PRAGMA user_version = 9;
     `);
-    v9.close();
     scratch.reopen();
     expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(10);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));

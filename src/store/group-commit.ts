@@ -5,7 +5,7 @@
 // transaction fails, it is rolled back and every write runs again in a transaction of its own,
 // so one bad write rejects alone (savepoints per write would cost that on every batch).
 import type { Database, Transaction } from "better-sqlite3";
-import type { CommitGate } from "./checkpointer.js";
+import type { CommitGate } from "./store-thread.js";
 
 /**
  * How long a deferred write (a worker's outcome or finish) may wait for a commit someone else
@@ -29,7 +29,7 @@ export class GroupCommit {
   readonly #one: Transaction<(write: () => unknown) => unknown>;
 
   /**
-   * `gate`: while it holds (the checkpoint thread starts the WAL over), writes wait rather than block.
+   * `gate`: while it holds (the store thread moves spooled deliveries in or starts the WAL over), writes wait rather than block.
    * `beforeCommit`: runs inside each transaction after its writes (what they wrote outside SQLite is synced there).
    */
   constructor(
@@ -93,31 +93,41 @@ export class GroupCommit {
 
   /** Commit whatever is waiting now, or as soon as the gate opens. */
   flush(): void {
-    if (this.held) {
+    if (this.gate && !this.gate.tryEnter()) {
       if (this.#waiting) return;
       this.#waiting = true;
-      this.gate!.onRelease(() => {
+      this.gate.onRelease(() => {
         this.#waiting = false;
         this.flush();
       });
       return;
     }
-    this.#commit(this.#take());
+    try {
+      this.#commit(this.#take());
+    } finally {
+      this.gate?.leave();
+    }
   }
 
   /**
    * Run `write` now, in one transaction with whatever is waiting (committed early rather than
-   * in a commit of its own), and return its result or throw its error.
+   * in a commit of its own), and return its result or throw its error. While the gate holds,
+   * this blocks until it opens: ask with `run` when `held`.
    */
   runNow<T>(write: () => T): T {
     if (this.#closed) throw new Error("store is closed");
+    while (this.gate && !this.gate.tryEnter()) this.gate.waitRelease();
     let outcome: { ok: true; value: T } | { ok: false; error: unknown } | undefined;
     const own: Pending = {
       write,
       resolve: (value) => (outcome = { ok: true, value: value as T }),
       reject: (error) => (outcome = { ok: false, error }),
     };
-    this.#commit([...this.#take(), own]);
+    try {
+      this.#commit([...this.#take(), own]);
+    } finally {
+      this.gate?.leave();
+    }
     if (!outcome!.ok) throw outcome!.error;
     return outcome!.value;
   }

@@ -15,7 +15,7 @@ import type {
 } from "./records.js";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
 import { GroupCommit } from "./group-commit.js";
-import type { CommitGate } from "./checkpointer.js";
+import type { StoreThread } from "./store-thread.js";
 import type { DeliveriesPart } from "./contract.js";
 import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
@@ -76,6 +76,13 @@ const bodyColumns =
   "COALESCE(d.headers, b.headers) AS headers, b.payload AS payload, COALESCE(d.payload_file, b.payload_file) AS payload_file, " +
   "COALESCE(d.payload_offset, b.payload_offset) AS payload_offset, COALESCE(d.payload_length, b.payload_length) AS payload_length";
 const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d LEFT JOIN delivery_bodies b ON b.id = d.id`;
+
+/** A delivery into the queue, its body in the row (the payload's place in the log), or nothing when its id is there. */
+export const INSERT_QUEUED_SQL = `INSERT OR IGNORE INTO deliveries
+   (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload_file, payload_offset, payload_length)
+ VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?)`;
+/** The highest spool frame number in the tables (spool.ts): recovery moves only frames above it. */
+export const SET_MOVED_SEQ_SQL = "INSERT INTO spool_moved (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)";
 
 /** The first values of an inserted queue row, as both inserts list their columns. */
 function routedValues(d: IncomingDelivery): unknown[] {
@@ -153,7 +160,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   #toMove: SpooledDelivery[] = [];
   #seq = 0;
   #moveTimer: NodeJS.Timeout | undefined;
-  #moving = false;
+  /** The batch a move is taking into the tables (one at a time, so the mark only rises over moved frames). */
+  #moving: SpooledDelivery[] | undefined;
   #spooledThisTurn = false;
   #spoolRestsUntil = 0;
   /** Every id stored or spooled, when there is a spool (id-filter.ts): rules out most duplicate lookups once `#idsReady`. */
@@ -169,19 +177,17 @@ export class SqliteDeliveries implements DeliveriesPart {
   /**
    * `payloads`: where payloads are written and read (payload-log.ts). `spool`: the service's
    * (spool.ts); what a crash left in it is moved into the tables here, before anything else.
+   * `thread`: the store's thread (store-thread.ts): the group commit keeps out of its way, and
+   * spooled deliveries are moved there while it runs.
    */
   constructor(
     private readonly db: Database,
     private readonly payloads: PayloadLog,
-    gate?: CommitGate,
+    private readonly thread?: StoreThread,
     private readonly spool?: SpoolFile,
   ) {
-    this.#writes = new GroupCommit(db, gate, () => payloads.syncAppended());
-    this.#insert = db.prepare(
-      `INSERT OR IGNORE INTO deliveries
-         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload_file, payload_offset, payload_length)
-       VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?)`,
-    );
+    this.#writes = new GroupCommit(db, thread, () => payloads.syncAppended());
+    this.#insert = db.prepare(INSERT_QUEUED_SQL);
     this.#insertBody = db.prepare(
       "INSERT OR REPLACE INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length) VALUES (?, ?, ?, ?, ?, ?)",
     );
@@ -244,7 +250,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       .pluck();
     this.#exists = db.prepare("SELECT 1 FROM deliveries WHERE id = ?").pluck();
     this.#movedSeq = db.prepare("SELECT seq FROM spool_moved WHERE id = 1").pluck();
-    this.#setMovedSeq = db.prepare("INSERT INTO spool_moved (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)");
+    this.#setMovedSeq = db.prepare(SET_MOVED_SEQ_SQL);
     if (spool) {
       this.#recoverSpool(spool);
       this.#ids = new IdFilter();
@@ -358,10 +364,11 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (this.#moving || this.#toMove.length === 0) return;
     const batch = this.#toMove;
     this.#toMove = [];
-    this.#moving = true;
-    this.#writes.run(() => this.#insertMoved(batch)).then(
+    this.#moving = batch;
+    this.#moveBatch(batch).then(
       () => {
-        this.#moving = false;
+        this.#moving = undefined;
+        if (this.#closed) return;
         for (const { delivery } of batch) this.#unmoved.delete(delivery.id);
         this.spool!.release(batch.length);
         if (this.#toMove.length > 0) this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
@@ -369,11 +376,29 @@ export class SqliteDeliveries implements DeliveriesPart {
       },
       () => {
         // Still in the spool, still answered for: back to the front of the line, tried again later.
-        this.#moving = false;
+        this.#moving = undefined;
+        if (this.#closed) return;
         this.#toMove = [...batch, ...this.#toMove];
-        if (!this.#closed) this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_RETRY_MS);
+        this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_RETRY_MS);
       },
     );
+  }
+
+  /**
+   * On the store's thread when it runs and every payload is in the log (the rows are then one
+   * insert each); else, or when the thread could not, by this connection's group commit. The
+   * inserts ignore an id that is there, so a batch the thread committed just before it failed is
+   * moved again harmlessly.
+   */
+  #moveBatch(batch: SpooledDelivery[]): Promise<void> {
+    const onMain = () => this.#writes.run(() => this.#insertMoved(batch));
+    if (!this.thread || !batch.every((s) => s.ref)) return onMain();
+    const now = Date.now();
+    const rows = batch.map(({ delivery: d, ref }) => {
+      this.#ids?.add(d.id);
+      return [...routedValues(d), now, now, JSON.stringify(keptHeaders(d.headers)), ref!.file, ref!.offset, ref!.length];
+    });
+    return this.thread.move(rows, batch[batch.length - 1]!.seq).catch(onMain);
   }
 
   /** Inside a transaction: `batch` (oldest first) into the tables, and its highest number as the mark. */
@@ -445,13 +470,12 @@ export class SqliteDeliveries implements DeliveriesPart {
   }
 
   markClosed(): void {
-    // What is spooled goes into the tables with the last commit; the spool file is then empty.
+    // What is spooled goes into the tables with the last commit; the spool file is then empty. A
+    // batch the store's thread is moving goes too: its inserts are ignored if the thread's came first.
     clearTimeout(this.#moveTimer);
-    if (this.#toMove.length > 0) {
-      const batch = this.#toMove;
-      this.#toMove = [];
-      void this.#writes.run(() => this.#insertMoved(batch));
-    }
+    const batch = [...(this.#moving ?? []), ...this.#toMove];
+    this.#toMove = [];
+    if (batch.length > 0) void this.#writes.run(() => this.#insertMoved(batch));
     this.#writes.close();
     this.#closed = true;
     this.spool?.close();

@@ -7,11 +7,11 @@ import type { Logger } from "pino";
 import type { BrowsePart, DeliveriesPart, KvPart, LeasesPart, StewardStore, TasksPart } from "./contract.js";
 import { migrate } from "./schema.js";
 import { SqliteKv } from "./sqlite-kv.js";
-import { SqliteDeliveries } from "./sqlite-deliveries.js";
+import { INSERT_QUEUED_SQL, SET_MOVED_SEQ_SQL, SqliteDeliveries } from "./sqlite-deliveries.js";
 import { SqliteBrowse } from "./sqlite-browse.js";
 import { SqliteTasks } from "./sqlite-tasks.js";
 import { SqliteLeases } from "./sqlite-leases.js";
-import { startCheckpointer, type Checkpointer } from "./checkpointer.js";
+import { startStoreThread, type StoreThread } from "./store-thread.js";
 import { PayloadLog } from "./payload-log.js";
 import { SpoolFile } from "./spool.js";
 
@@ -47,9 +47,9 @@ export const spoolFileName = "intake.spool";
  * default: fewer fsyncs of the main file under intake bursts.
  */
 const AUTOCHECKPOINT_PAGES = 4000;
-/** With the checkpoint thread: a safety net (256 MB of WAL) for when it cannot start the WAL over. */
+/** With the store thread: a safety net (256 MB of WAL) for when it cannot start the WAL over. */
 const BOUND_WITH_THREAD_PAGES = 64000;
-/** Above the thread's cycle (checkpointer.ts, ~96 MB), so the file is not cut and regrown each time. */
+/** Above the thread's cycle (store-thread.ts, ~96 MB), so the file is not cut and regrown each time. */
 const WAL_SIZE_LIMIT_BYTES = 128 * 1024 * 1024;
 
 /**
@@ -70,7 +70,7 @@ export class SqliteStore implements StewardStore {
   readonly leases: LeasesPart;
   readonly #db: Database.Database;
   readonly #deliveries: SqliteDeliveries;
-  readonly #checkpointer: Checkpointer | undefined;
+  readonly #thread: StoreThread | undefined;
   #closed = false;
 
   constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
@@ -87,29 +87,30 @@ export class SqliteStore implements StewardStore {
     migrate(this.#db);
     // After a checkpoint lets the WAL start over, its file is cut back to this size.
     this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+    const spool = opts.spool && opts.durability !== "power" ? new SpoolFile(join(dataDir, spoolFileName)) : undefined;
     if (opts.backgroundCheckpoints) {
       // The thread checkpoints and starts the WAL over; this bound only matters if it cannot.
       this.#db.pragma(`wal_autocheckpoint = ${BOUND_WITH_THREAD_PAGES}`);
-      this.#checkpointer = startCheckpointer({
+      this.#thread = startStoreThread({
         path: this.path,
         synchronous,
+        ...(spool ? { moveSql: { insert: INSERT_QUEUED_SQL, mark: SET_MOVED_SEQ_SQL } } : {}),
         onFailure: (error) => {
           if (this.#closed) return;
           this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
-          opts.logger?.warn({ err: error }, "checkpoint thread failed; checkpointing on commit again");
+          opts.logger?.warn({ err: error }, "store thread failed; checkpoints and spool moves are made on the main connection again");
         },
       });
     } else {
       this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     }
     this.kv = new SqliteKv(this.#db);
-    const spool = opts.spool && opts.durability !== "power" ? new SpoolFile(join(dataDir, spoolFileName)) : undefined;
     const payloads = new PayloadLog(join(dataDir, payloadDirName), {
       writable: opts.payloadLog ?? true,
       sync: opts.durability === "power",
       ...(opts.payloadSegmentBytes !== undefined ? { segmentBytes: opts.payloadSegmentBytes } : {}),
     });
-    this.#deliveries = new SqliteDeliveries(this.#db, payloads, this.#checkpointer, spool);
+    this.#deliveries = new SqliteDeliveries(this.#db, payloads, this.#thread, spool);
     this.deliveries = this.#deliveries;
     this.browse = new SqliteBrowse(this.#db);
     const tasks = new SqliteTasks(this.#db);
@@ -125,7 +126,7 @@ export class SqliteStore implements StewardStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#deliveries.markClosed();
-    const stopping = this.#checkpointer?.stop();
+    const stopping = this.#thread?.stop();
     this.#db.close();
     await stopping;
   }

@@ -47,8 +47,15 @@ describe("group commit", () => {
 
   it("lets writes wait while its gate holds, commits them when it opens, and commits on close regardless", async () => {
     let holding = true;
+    let inside = 0;
     const listeners: (() => void)[] = [];
-    const gated = new GroupCommit(db, { holding: () => holding, onRelease: (l) => listeners.push(l) });
+    const gated = new GroupCommit(db, {
+      holding: () => holding,
+      tryEnter: () => !holding && ++inside > 0,
+      leave: () => void inside--,
+      waitRelease: () => undefined,
+      onRelease: (l) => listeners.push(l),
+    });
     let settled = false;
     const pending = gated.run(insert("a", 1)).then((n) => ((settled = true), n));
     await new Promise((r) => setImmediate(r));
@@ -60,6 +67,8 @@ describe("group commit", () => {
     for (const l of listeners.splice(0)) l();
     await expect(pending).resolves.toBe(1);
     expect(rows()).toEqual([{ k: "a", v: 1 }]);
+    // Each commit marked itself in progress and unmarked itself after.
+    expect(inside).toBe(0);
 
     holding = true;
     const atClose = gated.run(insert("b", 2));

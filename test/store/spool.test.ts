@@ -3,9 +3,13 @@
 // moved once, and a moved delivery is never brought back.
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openSqliteStore, spoolFileName, type SqliteStore } from "../../src/store/sqlite.js";
-import type { SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import Database from "better-sqlite3";
+import { openSqliteStore, payloadDirName, spoolFileName, storeFileName, type SqliteStore } from "../../src/store/sqlite.js";
+import { INSERT_QUEUED_SQL, SET_MOVED_SEQ_SQL, SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
+import { startStoreThread } from "../../src/store/store-thread.js";
+import { migrate } from "../../src/store/schema.js";
+import { PayloadLog } from "../../src/store/payload-log.js";
 import { decodeFrames, encodeFrame, placeFrame, SpoolFile } from "../../src/store/spool.js";
 import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
@@ -103,7 +107,11 @@ describe("spool: the ring and the frames", () => {
   });
 });
 
-describe("spool: the SQLite store", () => {
+// Moves run on the store's thread in the service (app.ts opens the store with it), on the main connection without it.
+describe.each([
+  ["moves on the main connection", false],
+  ["moves on the store thread", true],
+])("spool: the SQLite store, %s", (_, thread) => {
   let dir: string;
   let cleanup: () => Promise<void>;
   let store: SqliteStore | undefined;
@@ -113,7 +121,7 @@ describe("spool: the SQLite store", () => {
     store = undefined;
     await cleanup();
   });
-  const open = () => (store = openSqliteStore(dir, { spool: true }));
+  const open = () => (store = openSqliteStore(dir, { spool: true, backgroundCheckpoints: thread }));
   const deliveriesOf = (s: SqliteStore) => s.deliveries as SqliteDeliveries;
 
   it("answers at once, counts it as waiting, and moves it into the tables a moment later, whole", async () => {
@@ -169,7 +177,7 @@ describe("spool: the SQLite store", () => {
   });
 
   it("answered deliveries survive a SIGKILL before their move, are moved once, and the spool file goes", async () => {
-    const out = await runChild(dir, 40);
+    const out = await runChild(dir, 40, thread ? "thread" : undefined);
     const unmoved = Number(/SPOOLED (\d+)/.exec(out)?.[1]);
     expect(unmoved).toBeGreaterThan(0); // the SIGKILL came before these were moved
     expect(existsSync(join(dir, spoolFileName))).toBe(true);
@@ -186,7 +194,7 @@ describe("spool: the SQLite store", () => {
   });
 
   it("a delivery moved and then pruned is not brought back by the frames a crash left", async () => {
-    await runChild(dir, 1, "moved-then-pruned");
+    await runChild(dir, 1, thread ? "thread,moved-then-pruned" : "moved-then-pruned");
     // The pruned delivery's frame is still whole in the file (the child placed it so).
     expect(SpoolFile.leftIn(join(dir, spoolFileName)).map((f) => f.delivery.id)).toContain("pruned");
     const d = deliveriesOf(open());
@@ -238,6 +246,58 @@ describe("spool: the SQLite store", () => {
     writeFileSync(join(dir, spoolFileName), Buffer.from("SPW1 not a frame SPW1\u0000\u0000"));
     const d = deliveriesOf(open());
     expect(await d.listDeliveries()).toEqual([]);
+  });
+});
+
+describe("spool: moves on the store thread", () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
+  afterEach(async () => await cleanup());
+
+  /** The store's parts as sqlite.ts puts them together, with the thread in the test's hands. */
+  function parts() {
+    const path = join(dir, storeFileName);
+    const db = new Database(path);
+    db.pragma("journal_mode = WAL");
+    migrate(db);
+    const thread = startStoreThread({ path, synchronous: "NORMAL", moveSql: { insert: INSERT_QUEUED_SQL, mark: SET_MOVED_SEQ_SQL }, onFailure: () => undefined });
+    const d = new SqliteDeliveries(db, new PayloadLog(join(dir, payloadDirName), { writable: true, sync: false }), thread, new SpoolFile(join(dir, spoolFileName)));
+    return { db, thread, d };
+  }
+
+  it("the thread moves a batch, after a commit of the main connection in progress; claims see it once moved", async () => {
+    const { db, thread, d } = parts();
+    try {
+      expect(thread.tryEnter()).toBe(true); // as the group commit does around a commit
+      expect(await spoolOne(d, delivery("t1"))).toBe("recorded");
+      await vi.waitFor(() => expect(thread.holding()).toBe(true), { timeout: 45_000, interval: 5 });
+      expect(d.spooled).toBe(1);
+      expect(db.prepare("SELECT count(*) FROM deliveries").pluck().get()).toBe(0);
+      const moved = new Promise<void>((resolve) => d.onMoved(resolve));
+      thread.leave();
+      await moved;
+      expect(d.spooled).toBe(0);
+      expect((await d.claimDelivery(60_000))?.delivery).toMatchObject({ id: "t1", repository: "acme/web", payload: delivery("t1").payload });
+      expect(db.prepare("SELECT seq FROM spool_moved").pluck().get()).toBe(1);
+    } finally {
+      d.markClosed();
+      await thread.stop();
+      db.close();
+    }
+  });
+
+  it("with the thread gone, the main connection moves what is spooled, and nothing is lost", async () => {
+    const { db, thread, d } = parts();
+    try {
+      await thread.stop();
+      for (let i = 0; i < 3; i++) expect(await spoolOne(d, delivery(`g${i}`))).toBe("recorded");
+      while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+      expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["g0", "g1", "g2"]);
+    } finally {
+      d.markClosed();
+      db.close();
+    }
   });
 });
 

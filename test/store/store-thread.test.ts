@@ -1,0 +1,122 @@
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import Database from "better-sqlite3";
+import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite.js";
+import { startStoreThread } from "../../src/store/store-thread.js";
+import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let store: SqliteStore | undefined;
+
+beforeEach(async () => {
+  ({ dir, cleanup } = await tempDir());
+});
+afterEach(async () => {
+  store?.close();
+  store = undefined;
+  await cleanup();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("the store thread", () => {
+  it("copies the WAL into the database file from its own thread", async () => {
+    store = openSqliteStore(dir, { backgroundCheckpoints: true });
+    const file = join(dir, storeFileName);
+    const before = statSync(file).size;
+    const payload = examplePayload("workflow_run", "completed");
+    await Promise.all(Array.from({ length: 1500 }, () => store!.deliveries.record(deliveryOf("workflow_run", payload))));
+    // Only a checkpoint writes pages into the main file; wait for the thread to get to it (the thread
+    // shares 2 cores with other work on CI: a bound that fails, not a 10 s loop that falls through).
+    await vi.waitFor(() => expect(statSync(file).size).toBeGreaterThan(before + 500_000), { timeout: 45_000, interval: 50 });
+    expect(await store.deliveries.depth()).toBe(1500);
+  }, 90_000);
+
+  it("holds the writer off to start a long WAL over, after waiting out a commit of the service's in progress", async () => {
+    const db = new Database(join(dir, storeFileName));
+    db.pragma("journal_mode = WAL");
+    db.pragma("wal_autocheckpoint = 0");
+    db.exec("CREATE TABLE t (v TEXT)");
+    const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
+    db.transaction(() => {
+      for (let i = 0; i < 300; i++) insert.run("x".repeat(4000));
+    })();
+    const thread = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", restartFrames: 100, tailFrames: 100_000, intervalMs: 5, onFailure: () => undefined });
+    try {
+      // A commit of ours is in progress: the thread, wanting to start the WAL over, raises its hold
+      // and waits for us rather than taking the lock under us.
+      expect(thread.tryEnter()).toBe(true);
+      await vi.waitFor(() => expect(thread.holding()).toBe(true), { timeout: 45_000, interval: 5 });
+      await sleep(50);
+      expect(thread.holding()).toBe(true); // still waiting for us
+      const released = new Promise<void>((resolve) => thread.onRelease(resolve));
+      thread.leave();
+      await released;
+      // Nothing writes, so the WAL stays long and the thread holds again every few milliseconds:
+      // each time, a commit asking to go in is told to wait (and goes in once let).
+      await vi.waitFor(
+        () => {
+          if (thread.tryEnter()) {
+            thread.leave();
+            throw new Error("not held at this moment");
+          }
+        },
+        { timeout: 45_000, interval: 1 },
+      );
+      thread.waitRelease();
+      expect(thread.tryEnter()).toBe(true);
+      thread.leave();
+    } finally {
+      await thread.stop();
+      db.close();
+    }
+  }, 120_000);
+
+  it("moves rows and the mark in one transaction, after a commit of the service's in progress", async () => {
+    const path = join(dir, storeFileName);
+    const db = new Database(path);
+    db.pragma("journal_mode = WAL");
+    db.exec(`CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER); CREATE TABLE m (id INTEGER PRIMARY KEY, seq INTEGER);
+      CREATE TRIGGER refused BEFORE INSERT ON t WHEN NEW.k = 'refused' BEGIN SELECT RAISE(ABORT, 'refused row'); END`);
+    const moveSql = { insert: "INSERT OR IGNORE INTO t (k, v) VALUES (?, ?)", mark: "INSERT INTO m (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)" };
+    const thread = startStoreThread({ path, synchronous: "NORMAL", moveSql, onFailure: () => undefined });
+    const rows = () => db.prepare("SELECT k, v FROM t ORDER BY k").all();
+    const mark = () => db.prepare("SELECT seq FROM m").pluck().get();
+    try {
+      expect(thread.tryEnter()).toBe(true);
+      let done = false;
+      const moved = thread.move([["a", 1], ["b", 2]], 7).then(() => (done = true));
+      await vi.waitFor(() => expect(thread.holding()).toBe(true), { timeout: 45_000, interval: 5 });
+      await sleep(50);
+      expect(done).toBe(false); // waits for our commit to end
+      expect(rows()).toEqual([]);
+      thread.leave();
+      await moved;
+      expect(rows()).toEqual([{ k: "a", v: 1 }, { k: "b", v: 2 }]);
+      expect(mark()).toBe(7);
+
+      // A row the database refuses: nothing of the batch goes in, the mark stays, the caller is told.
+      await expect(thread.move([["c", 3], ["refused", 4]], 9)).rejects.toThrow(/move on the store thread failed: refused row/);
+      expect(rows()).toHaveLength(2);
+      expect(mark()).toBe(7);
+      // Ids already there are ignored: a batch moved twice is harmless.
+      await thread.move([["a", 5], ["c", 3]], 8);
+      expect(rows()).toEqual([{ k: "a", v: 1 }, { k: "b", v: 2 }, { k: "c", v: 3 }]);
+      expect(mark()).toBe(8);
+    } finally {
+      await thread.stop();
+    }
+    await expect(thread.move([["z", 1]], 10)).rejects.toThrow(/not running/);
+    expect(rows()).toHaveLength(3);
+    db.close();
+  }, 120_000);
+
+  it("reports a thread that cannot work, so the caller checkpoints itself again", async () => {
+    const failure = await new Promise<Error>((resolve) => {
+      startStoreThread({ path: join(dir, "missing", "nested", storeFileName), synchronous: "NORMAL", onFailure: resolve });
+    });
+    expect(failure.message).toMatch(/open|exited/i);
+  });
+});

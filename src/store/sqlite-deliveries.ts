@@ -162,6 +162,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   #moveTimer: NodeJS.Timeout | undefined;
   /** The batch a move is taking into the tables (one at a time, so the mark only rises over moved frames). */
   #moving: SpooledDelivery[] | undefined;
+  /** Deliveries the intake committed (not spooled) since the last move: they arrive together. */
+  #intakeCommits = 0;
   #spooledThisTurn = false;
   #spoolRestsUntil = 0;
   /** Every id stored or spooled, when there is a spool (id-filter.ts): rules out most duplicate lookups once `#idsReady`. */
@@ -271,6 +273,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
+    this.#intakeCommits++;
     return this.#writes.run(() => (this.#insertQueued(delivery) ? "recorded" : "duplicate"));
   }
 
@@ -385,14 +388,19 @@ export class SqliteDeliveries implements DeliveriesPart {
   }
 
   /**
-   * On the store's thread when it runs and every payload is in the log (the rows are then one
-   * insert each); else, or when the thread could not, by this connection's group commit. The
+   * On the store's thread when deliveries arrive one at a time (no intake commit since the last
+   * move), the thread runs and every payload is in the log (the rows are then one insert each).
+   * Else by this connection's group commit: when deliveries arrive together the intake commits
+   * every turn anyway and the batch shares such a commit, where the thread's would hold those
+   * commits, and their senders' answers, off (measured: c=10 16% slower on the thread). The
    * inserts ignore an id that is there, so a batch the thread committed just before it failed is
    * moved again harmlessly.
    */
   #moveBatch(batch: SpooledDelivery[]): Promise<void> {
     const onMain = () => this.#writes.run(() => this.#insertMoved(batch));
-    if (!this.thread || !batch.every((s) => s.ref)) return onMain();
+    const together = this.#intakeCommits > 0;
+    this.#intakeCommits = 0;
+    if (together || !this.thread || !batch.every((s) => s.ref)) return onMain();
     const now = Date.now();
     const rows = batch.map(({ delivery: d, ref }) => {
       this.#ids?.add(d.id);
@@ -443,6 +451,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
+    this.#intakeCommits++;
     const token = newLeaseToken();
     return this.#writes.run(() => {
       const d = delivery;

@@ -287,6 +287,24 @@ describe("spool: moves on the store thread", () => {
     }
   });
 
+  it("deliveries arriving together (the intake committed since the last move) are moved by the main connection's group commit", async () => {
+    const { db, thread, d } = parts();
+    try {
+      expect(await d.record(delivery("committed"))).toBe("recorded");
+      // A commit of ours in progress would keep a move on the thread waiting; the main connection's goes ahead.
+      expect(thread.tryEnter()).toBe(true);
+      expect(await spoolOne(d, delivery("spooled"))).toBe("recorded");
+      await new Promise<void>((resolve) => d.onMoved(resolve));
+      expect(thread.holding()).toBe(false);
+      thread.leave();
+      expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "spooled"]);
+    } finally {
+      d.markClosed();
+      await thread.stop();
+      db.close();
+    }
+  });
+
   it("with the thread gone, the main connection moves what is spooled, and nothing is lost", async () => {
     const { db, thread, d } = parts();
     try {

@@ -89,6 +89,16 @@ function routedValues(d: IncomingDelivery): unknown[] {
   return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
 }
 
+/** INSERT_QUEUED_SQL's values before the body's four. */
+function queuedValues(d: IncomingDelivery, now: number): unknown[] {
+  return [...routedValues(d), now, now];
+}
+
+/** The body's four values of a queue row whose payload is in the log at `ref`. */
+function loggedBodyValues(headers: Record<string, string>, ref: PayloadRef): unknown[] {
+  return [JSON.stringify(headers), ref.file, ref.offset, ref.length];
+}
+
 /** `payload`: the row's, read from the payload log when it is there. */
 function toDelivery(r: Omit<QueueRow, "headers"> & { headers: string }, payload: string): StoredDelivery {
   return {
@@ -279,9 +289,7 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   /** `ref`: the payload's place when it is in the payload log already (a spooled delivery's). */
   #insertQueued(d: IncomingDelivery, ref?: PayloadRef): boolean {
-    const now = Date.now();
-    const row = [...routedValues(d), now, now];
-    return this.#insertWithBody(this.#insert, row, d, keptHeaders(d.headers), ref);
+    return this.#insertWithBody(this.#insert, queuedValues(d, Date.now()), d, keptHeaders(d.headers), ref);
   }
 
   /**
@@ -294,14 +302,13 @@ export class SqliteDeliveries implements DeliveriesPart {
   #insertWithBody(insert: Statement, row: unknown[], d: IncomingDelivery, headers: Record<string, string>, appended?: PayloadRef): boolean {
     // Added even if the transaction then rolls back: a filter that says "maybe" too often is still right.
     this.#ids?.add(d.id);
-    if (appended) return insert.run(...row, JSON.stringify(headers), appended.file, appended.offset, appended.length).changes === 1;
+    if (appended) return insert.run(...row, ...loggedBodyValues(headers, appended)).changes === 1;
     if (!this.payloads.writable) {
       if (insert.run(...row, null, null, null, null).changes === 0) return false;
       this.#insertBody.run(d.id, JSON.stringify(headers), d.payload, null, null, null);
       return true;
     }
-    const ref = this.#appendPayload(d);
-    return insert.run(...row, JSON.stringify(headers), ref.file, ref.offset, ref.length).changes === 1;
+    return insert.run(...row, ...loggedBodyValues(headers, this.#appendPayload(d))).changes === 1;
   }
 
   /** The request's bytes as received when there are any (not encoded again), else the text. */
@@ -404,7 +411,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     const now = Date.now();
     const rows = batch.map(({ delivery: d, ref }) => {
       this.#ids?.add(d.id);
-      return [...routedValues(d), now, now, JSON.stringify(keptHeaders(d.headers)), ref!.file, ref!.offset, ref!.length];
+      return [...queuedValues(d, now), ...loggedBodyValues(keptHeaders(d.headers), ref!)];
     });
     return this.thread.move(rows, batch[batch.length - 1]!.seq).catch(onMain);
   }

@@ -219,7 +219,6 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
     else waiting.reject(new Error(`move on the store thread failed: ${message}`));
   });
   let done = false;
-  let gone = false;
   const fail = (error: Error) => {
     if (done) return;
     done = true;
@@ -230,7 +229,6 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
   worker.on("error", fail);
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
   worker.on("exit", (code) => {
-    gone = true;
     Atomics.store(flags, HOLD, 0);
     release();
     // A move asked for and not answered: its rows may or may not be in; the caller moves them again.
@@ -260,7 +258,7 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
       else listener();
     },
     move(rows, seq) {
-      if (done || gone || !opts.moveSql) return Promise.reject(new Error("the store thread is not running"));
+      if (done || !opts.moveSql) return Promise.reject(new Error("the store thread is not running"));
       const id = ++nextMove;
       return new Promise<void>((resolve, reject) => {
         moves.set(id, { resolve, reject });

@@ -263,11 +263,16 @@ describe("spool: moves on the store thread", () => {
     migrate(db);
     const thread = startStoreThread({ path, synchronous: "NORMAL", moveSql: { insert: INSERT_QUEUED_SQL, mark: SET_MOVED_SEQ_SQL }, onFailure: () => undefined });
     const d = new SqliteDeliveries(db, new PayloadLog(join(dir, payloadDirName), { writable: true, sync: false }), thread, new SpoolFile(join(dir, spoolFileName)));
-    return { db, thread, d };
+    const close = async () => {
+      d.markClosed();
+      await thread.stop();
+      db.close();
+    };
+    return { db, thread, d, close };
   }
 
   it("the thread moves a batch, after a commit of the main connection in progress; claims see it once moved", async () => {
-    const { db, thread, d } = parts();
+    const { db, thread, d, close } = parts();
     try {
       expect(thread.tryEnter()).toBe(true); // as the group commit does around a commit
       expect(await spoolOne(d, delivery("t1"))).toBe("recorded");
@@ -281,14 +286,12 @@ describe("spool: moves on the store thread", () => {
       expect((await d.claimDelivery(60_000))?.delivery).toMatchObject({ id: "t1", repository: "acme/web", payload: delivery("t1").payload });
       expect(db.prepare("SELECT seq FROM spool_moved").pluck().get()).toBe(1);
     } finally {
-      d.markClosed();
-      await thread.stop();
-      db.close();
+      await close();
     }
   });
 
   it("deliveries arriving together (the intake committed since the last move) are moved by the main connection's group commit", async () => {
-    const { db, thread, d } = parts();
+    const { db, thread, d, close } = parts();
     try {
       expect(await d.record(delivery("committed"))).toBe("recorded");
       // A commit of ours in progress would keep a move on the thread waiting; the main connection's goes ahead.
@@ -299,22 +302,19 @@ describe("spool: moves on the store thread", () => {
       thread.leave();
       expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "spooled"]);
     } finally {
-      d.markClosed();
-      await thread.stop();
-      db.close();
+      await close();
     }
   });
 
   it("with the thread gone, the main connection moves what is spooled, and nothing is lost", async () => {
-    const { db, thread, d } = parts();
+    const { db, thread, d, close } = parts();
     try {
       await thread.stop();
       for (let i = 0; i < 3; i++) expect(await spoolOne(d, delivery(`g${i}`))).toBe("recorded");
       while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
       expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["g0", "g1", "g2"]);
     } finally {
-      d.markClosed();
-      db.close();
+      await close();
     }
   });
 });

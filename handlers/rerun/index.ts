@@ -112,8 +112,8 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
-  const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
-  const current = await currentHead(ctx.octokit, ref, run);
+  // Independent reads, asked together: the re-run's latency is these round trips end to end.
+  const [jobs, current] = await Promise.all([listJobs(ctx.octokit, ref, run.id, run.runAttempt), currentHead(ctx.octokit, ref, run)]);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
   // The decision needs only which patterns matched; the facts kept for simulating another policy

@@ -3,7 +3,11 @@
 // An Octokit request passes three limiters (retry, throttling's retry limiter, the global
 // group), about a dozen such yields: ~15 ms per API call on an idle machine, which bounded
 // Steward's end-to-end latency (SGrondin/bottleneck#144; the library is unmaintained).
-// Here the zero-delay yields become setImmediate: still a turn of the event loop, no clamp.
+// Here the zero-delay yields become microtasks. They were setImmediate at first, which still
+// waits out the rest of a turn of the event loop: on a busy loop (the intake answering, other
+// runs' responses, in sandbox mode the hub itself) each of a write's limiters cost a turn, 8 ms
+// from a handler's POST to the socket in the end-to-end bench, against about 1 ms now. Nothing
+// is lost by not yielding: a job's own work is a request, which waits for I/O anyway.
 // Non-zero waits (minTime spacing, rate-limit retries, expirations) keep Bottleneck's timers.
 import { createRequire } from "node:module";
 
@@ -40,7 +44,7 @@ function patch(Limiter: LimiterClass): boolean {
 
   const yieldLoop = store.yieldLoop;
   store.yieldLoop = function (t = 0) {
-    return t === 0 ? new this.Promise<void>((resolve) => setImmediate(resolve)) : yieldLoop.call(this, t);
+    return t === 0 ? new this.Promise<void>((resolve) => queueMicrotask(resolve)) : yieldLoop.call(this, t);
   };
 
   const run = proto._run;
@@ -53,7 +57,7 @@ function patch(Limiter: LimiterClass): boolean {
     const free = this._free.bind(this, index, job);
     const entry = { timeout: undefined, expiration: undefined, job };
     this._scheduled[index] = entry;
-    setImmediate(() => {
+    queueMicrotask(() => {
       // stop({ dropWaitingJobs }) drops a job it cannot clear a timer for: it is no longer RUNNING.
       if (this._scheduled[index] !== entry || this.jobStatus(job.options.id) !== "RUNNING") return;
       void job.doExecute(this._limiter, clearGlobalState, again, free);

@@ -78,3 +78,21 @@ describe("bottleneck without 1 ms yields", () => {
     });
   }
 });
+
+describe("bottleneck without turns of the event loop", () => {
+  for (const [name, Bottleneck] of bundles) {
+    it(`${name}: a job with nothing to wait for starts before anything queued for the next turn`, async () => {
+      removeBottleneckYieldDelay();
+      // Two limiters in a row, as a write passes the write slot and then the throttling plugin's.
+      const outer = new Bottleneck({ maxConcurrent: 1, minTime: 0 });
+      const inner = new Bottleneck();
+      const order: string[] = [];
+      setImmediate(() => order.push("next turn"));
+      const result = await outer.schedule(() => inner.schedule(async () => (order.push("job"), "done")));
+      expect(result).toBe("done");
+      expect(order).toEqual(["job"]);
+      await new Promise((r) => setImmediate(r));
+      expect(order).toEqual(["job", "next turn"]);
+    });
+  }
+});

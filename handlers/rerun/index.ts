@@ -6,8 +6,8 @@ import { decide, logsToFetch, outOfScope, type RunFacts } from "./decide.js";
 import { carryOut } from "./execute.js";
 import { explainAndReport } from "./history.js";
 import { isRerunTask, type Ops, type RerunTask } from "./task.js";
-import { currentHead, fetchLogs, listJobs, toRunFacts } from "./facts.js";
-import { rerunPolicy, type RerunPolicy } from "./policy.js";
+import { currentHead, fetchLogs, getRun, listJobs, toRunFacts } from "./facts.js";
+import { delayMs, rerunPolicy, type RerunPolicy } from "./policy.js";
 import { usedToday } from "./budget.js";
 import { LOG_TAIL_CHARS, recordRerunFacts } from "./record.js";
 import { flakePass } from "./flake-execute.js";
@@ -113,7 +113,14 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
   // Independent reads, asked together: the re-run's latency is these round trips end to end.
-  const [jobs, current] = await Promise.all([listJobs(ctx.octokit, ref, run.id, run.runAttempt), currentHead(ctx.octokit, ref, run)]);
+  // Without a delay a re-run is carried out at once, and carrying out re-checks the run's attempt:
+  // that read goes with these (one read for nothing when the decision is not to re-run).
+  const immediate = delayMs(policy) === 0;
+  const [jobs, current, runNow] = await Promise.all([
+    listJobs(ctx.octokit, ref, run.id, run.runAttempt),
+    currentHead(ctx.octokit, ref, run),
+    immediate ? getRun(ctx.octokit, ref, run.id) : undefined,
+  ]);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
   // The decision needs only which patterns matched; the facts kept for simulating another policy
@@ -164,6 +171,6 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
         await rememberPlan(opsOf(ctx), later, key);
         return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
       }
-      return carryOut(opsOf(ctx), task);
+      return carryOut(opsOf(ctx), task, runNow && { attempt: runNow.run_attempt ?? 1 });
   }
 }

@@ -275,6 +275,28 @@ describe("rerun handler", () => {
     expect(h.reports[0]!.summary).toContain("2 jobs failed, more than rerun.max_failed_jobs (1)");
   });
 
+  it("without a delay, reads the run's attempt once, with the jobs and the branch, and posts without another read", async () => {
+    const run = await failedRun();
+    const from = gh.sent.length;
+    const out = await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)));
+    expect(out).toMatchObject({ status: "done" });
+    const sent = gh.sent.slice(from).map((r) => `${r.method} ${r.path.replace(/^\/repos\/[^/]+\/[^/]+/, "")}`);
+    const runRead = `GET /actions/runs/${run.id}`;
+    expect(sent.filter((r) => r === runRead)).toHaveLength(1);
+    // Asked before the jobs' logs are read, i.e. with the decision's facts, not after the decision.
+    expect(sent.indexOf(runRead)).toBeLessThan(sent.findIndex((r) => r.endsWith("/logs")));
+    expect(sent.filter((r) => r.startsWith("POST"))).toEqual([`POST /actions/runs/${run.id}/rerun-failed-jobs`]);
+  });
+
+  it("does not read the run beside the facts when the re-run waits for a delay (it is read when the delay is over)", async () => {
+    const run = await failedRun();
+    const from = gh.sent.length;
+    const out = await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, delay: "30s" })));
+    expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("scheduled in 30s") });
+    expect(posts()).toEqual([]);
+    expect(gh.sent.slice(from).some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${run.id}`))).toBe(false);
+  });
+
   it("schedules a delayed re-run in the queue and re-checks when it runs", async () => {
     const run = await failedRun();
     const payload = await run.payload();

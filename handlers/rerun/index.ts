@@ -112,15 +112,13 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
-  // Independent reads, asked together: the re-run's latency is these round trips end to end.
+  // The re-run's latency is these round trips end to end, so the reads after the first are asked
+  // together. The first goes alone: an exhausted rate limit is then found by one refused request,
+  // and the client holds the others back until the reset, instead of each being refused.
   // Without a delay a re-run is carried out at once, and carrying out re-checks the run's attempt:
   // that read goes with these (one read for nothing when the decision is not to re-run).
-  const immediate = delayMs(policy) === 0;
-  const [jobs, current, runNow] = await Promise.all([
-    listJobs(ctx.octokit, ref, run.id, run.runAttempt),
-    currentHead(ctx.octokit, ref, run),
-    immediate ? getRun(ctx.octokit, ref, run.id) : undefined,
-  ]);
+  const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
+  const [current, runNow] = await Promise.all([currentHead(ctx.octokit, ref, run), delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id) : undefined]);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
   // The decision needs only which patterns matched; the facts kept for simulating another policy

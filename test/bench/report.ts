@@ -254,7 +254,8 @@ export function renderReport(r: BenchResults, notes: string): string {
     parts.push(
       ...heading("## 2. End-to-end latency (sandbox hub)"),
       "The sandbox hub runs workflows at a steady rate; a stamping proxy between the hub's webhooks and Steward records when each delivery " +
-        "arrived; the hub's request log records when Steward's answer arrived (one process, one clock). Re-run: a job fails with a transient " +
+        "arrived; the hub's request log records when Steward's answer arrived (one process, one clock; the request's arrival at the hub, not " +
+        "the end of the hub's own handling of it). Re-run: a job fails with a transient " +
         "log line, `rerun` with `delay: 0s`; the answer is `POST .../rerun-failed-jobs`. Protection rule: `deployments` with a branch rule; the " +
         "answer is `POST .../deployment_protection_rule`. Hub, proxy and Steward share one process here (as in `steward start` sandbox mode).",
       "",

@@ -16,7 +16,10 @@ function dayPrefix(repoId: number, at: Date): string {
   return `rerun:budget:${repoId}:${utcDay(at)}:`;
 }
 
-/** Re-runs requested in the repository on `at`'s UTC day. */
+/**
+ * Re-runs requested in the repository on `at`'s UTC day: a listing of the day's slots, so asked
+ * only when a budget is set (there are then at most that many).
+ */
 export async function usedToday(store: Store, repoId: number, at = new Date()): Promise<number> {
   return (await store.list(dayPrefix(repoId, at))).length;
 }
@@ -28,6 +31,12 @@ export async function usedToday(store: Store, repoId: number, at = new Date()): 
  */
 export async function takeSlot(store: Store, repoId: number, slot: string, limit: number | undefined, at = new Date()): Promise<boolean> {
   const prefix = dayPrefix(repoId, at);
+  // Nothing to count against: no lock and no listing of the day's slots, which grows with every
+  // re-run of the day (a busy repository's thousandth re-run read a thousand slots).
+  if (limit === undefined) {
+    await store.set(prefix + slot, true, { ttlMs: SLOT_TTL_MS });
+    return true;
+  }
   return withStoreLock(store, `rerun:budget-lock:${repoId}`, async () => {
     const slots = await store.list(prefix);
     if (slots.some((e) => e.key === prefix + slot)) return true;

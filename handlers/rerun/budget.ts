@@ -17,10 +17,12 @@ function dayPrefix(repoId: number, at: Date): string {
 }
 
 /**
- * Re-runs requested in the repository on `at`'s UTC day: a listing of the day's slots, so asked
- * only when a budget is set (there are then at most that many).
+ * Re-runs requested in the repository on `at`'s UTC day, counted against `budget`: without one
+ * there is nothing to count against and nothing is read (the day's slots grow with every re-run;
+ * under a budget there are at most that many).
  */
-export async function usedToday(store: Store, repoId: number, at = new Date()): Promise<number> {
+export async function usedToday(store: Store, repoId: number, budget: number | undefined, at = new Date()): Promise<number> {
+  if (budget === undefined) return 0;
   return (await store.list(dayPrefix(repoId, at))).length;
 }
 

@@ -83,7 +83,7 @@ async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; rep
   }
   const slot = `${task.run.id}:${task.run.runAttempt}`;
   if (!(await takeSlot(ops.store, task.repoId, slot, task.dailyBudget))) {
-    const stop = budgetStop({ daily_budget: task.dailyBudget }, await usedToday(ops.store, task.repoId)) ?? "budget spent";
+    const stop = budgetStop({ daily_budget: task.dailyBudget }, await usedToday(ops.store, task.repoId, task.dailyBudget)) ?? "budget spent";
     await ops.store.audit({ kind: "rerun_budget", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, budget: task.dailyBudget } });
     await explainAndReport(ops, { ...task, reasons: [...task.reasons, stop] }, "budget", stop);
     return { status: "skipped", reason: `run ${task.run.id} attempt ${task.run.runAttempt}: ${stop}` };

@@ -42,7 +42,7 @@ export async function flakePass(ops: Ops, policy: RerunPolicy, scope: FlakeScope
 
 async function actOn(ops: Ops, policy: RerunPolicy, scope: FlakeScope, flake: Flake): Promise<string> {
   const reason = flakeReason(flake);
-  const stop = attemptOrBudgetStop(policy, flake.run, policy.daily_budget === undefined ? 0 : await usedToday(ops.store, scope.repoId));
+  const stop = attemptOrBudgetStop(policy, flake.run, await usedToday(ops.store, scope.repoId, policy.daily_budget));
   const verdict: JobVerdict = { id: flake.job.id, name: flake.job.name, conclusion: "failure", transient: true, reason };
   const task: RerunTask = {
     owner: scope.owner,

@@ -130,8 +130,7 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
   const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
   const withheld = await policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) });
-  const used = policy.daily_budget === undefined ? undefined : await usedToday(ctx.store, payload.repository.id);
-  const decision = decide({ policy, run, jobs, logs, current, ...(used === undefined ? {} : { usedToday: used }), ...(withheld ? { withheld } : {}) });
+  const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id, policy.daily_budget), ...(withheld ? { withheld } : {}) });
   await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   await ctx.store.audit({

@@ -3,7 +3,7 @@
 // records say when Steward's answer (the re-run request, the protection-rule answer) arrived:
 // their `receivedAt`, not `at` (when the hub had answered it), since what the hub does with the
 // answer (advancing the run, sending the next webhooks on this same event loop) is not Steward's
-// latency; before 2026-11-26 the bench used `at` and charged it that work, 5-10 ms a flow.
+// latency.
 // Hub, proxy and Steward share this process (and its clock), as in `steward start` sandbox mode.
 import rerun from "../../handlers/rerun/index.js";
 import { createDeploymentsHandler } from "../../handlers/deployments/index.js";

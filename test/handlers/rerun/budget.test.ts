@@ -23,7 +23,7 @@ describe("re-run budget slots", () => {
     for (let i = 0; i < 500; i++) expect(await takeSlot(store, 7, `${i}:1`, undefined, at)).toBe(true);
     expect(lists).toEqual([]);
     // Kept, so a budget turned on later in the day counts them.
-    expect(await usedToday(store, 7, at)).toBe(500);
+    expect(await usedToday(store, 7, 500, at)).toBe(500);
     expect(await takeSlot(store, 7, "500:1", 500, at)).toBe(false);
   });
 
@@ -35,6 +35,6 @@ describe("re-run budget slots", () => {
     expect(await takeSlot(store, 7, "3:1", 2, at)).toBe(false);
     expect(await takeSlot(store, 8, "3:1", 2, at)).toBe(true);
     expect(await takeSlot(store, 7, "3:1", 2, new Date("2026-11-27T00:00:01Z"))).toBe(true);
-    expect(await usedToday(store, 7, at)).toBe(2);
+    expect(await usedToday(store, 7, 2, at)).toBe(2);
   });
 });

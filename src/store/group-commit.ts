@@ -9,7 +9,8 @@ import type { CommitGate } from "./store-thread.js";
 
 /**
  * How long a deferred write (a worker's outcome or finish) may wait for a commit someone else
- * asks for before it gets one of its own.
+ * asks for before it gets one of its own; also how recent the last such ask must be for the
+ * write to wait at all.
  */
 export const DEFER_MS = 4;
 
@@ -25,17 +26,21 @@ export class GroupCommit {
   #closed = false;
   #waiting = false;
   #deferTimer: NodeJS.Timeout | undefined;
+  /** When a commit was last asked for with `run` (-Infinity: never). */
+  #lastAskedAt = Number.NEGATIVE_INFINITY;
   readonly #all: Transaction<(batch: Pending[]) => unknown[]>;
   readonly #one: Transaction<(write: () => unknown) => unknown>;
 
   /**
    * `gate`: while it holds (the store thread moves spooled deliveries in or starts the WAL over), writes wait rather than block.
    * `beforeCommit`: runs inside each transaction after its writes (what they wrote outside SQLite is synced there).
+   * `now`: the clock `runDeferred` judges by (tests).
    */
   constructor(
     db: Database,
     private readonly gate?: CommitGate,
     beforeCommit?: () => void,
+    private readonly now: () => number = Date.now,
   ) {
     this.#all = db.transaction((batch: Pending[]) => {
       const results = batch.map((p) => p.write());
@@ -54,11 +59,15 @@ export class GroupCommit {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     return new Promise<T>((resolve, reject) => {
       this.#pending.push({ write, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(() => this.flush());
-      }
+      this.#lastAskedAt = this.now();
+      this.#schedule();
     });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => this.flush());
   }
 
   /**
@@ -67,12 +76,22 @@ export class GroupCommit {
    * gets its own after DEFER_MS. For writes nobody answers a sender on (a worker's outcome and
    * finish): one commit per delivery instead of two when deliveries arrive one at a time. A crash
    * in between loses only what a crash during the run would (the delivery runs again).
+   *
+   * It waits only while commits are being asked for (one within DEFER_MS). Otherwise none is
+   * likely to come, as when the pool works off a backlog with no deliveries arriving: waiting
+   * would hold each worker DEFER_MS for nothing (a backlog drained at a third of its speed), so
+   * the write is committed at the end of this turn, with the other writes of the turn.
    */
   runDeferred<T>(write: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     return new Promise<T>((resolve, reject) => {
       this.#pending.push({ write, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#scheduled && !this.#deferTimer) {
+      if (this.#scheduled) return;
+      if (this.now() - this.#lastAskedAt > DEFER_MS) {
+        if (this.#deferTimer) clearTimeout(this.#deferTimer);
+        this.#deferTimer = undefined;
+        this.#schedule();
+      } else if (!this.#deferTimer) {
         this.#deferTimer = setTimeout(() => {
           this.#deferTimer = undefined;
           if (!this.#scheduled) this.flush();

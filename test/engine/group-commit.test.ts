@@ -1,6 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
-import { GroupCommit } from "../../src/store/group-commit.js";
+import { DEFER_MS, GroupCommit } from "../../src/store/group-commit.js";
 
 let db: Database.Database;
 let writes: GroupCommit;
@@ -82,5 +82,73 @@ describe("group commit", () => {
     expect(rows()).toEqual([{ k: "a", v: 1 }]);
     await expect(pending).resolves.toBe(1);
     await expect(writes.run(insert("b", 2))).rejects.toThrow(/closed/);
+  });
+});
+
+describe("deferred writes", () => {
+  // The clock runDeferred judges by is the test's; the deferral's own timer is faked so that a
+  // slow machine cannot fire it between two steps (setImmediate stays real: turns still end).
+  let clock = 1_000;
+  let commits = 0;
+  let deferred: GroupCommit;
+  const endOfTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const settledFlag = <T,>(p: Promise<T>) => {
+    const state = { settled: false };
+    void p.then(() => (state.settled = true));
+    return state;
+  };
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    clock = 1_000;
+    commits = 0;
+    deferred = new GroupCommit(db, undefined, () => void commits++, () => clock);
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it("with no commit asked for lately (a backlog worked off, nothing arriving), they are committed at the end of their turn, together", async () => {
+    const a = settledFlag(deferred.runDeferred(insert("a", 1)));
+    const b = settledFlag(deferred.runDeferred(insert("b", 2)));
+    await endOfTurn();
+    expect([a.settled, b.settled]).toEqual([true, true]);
+    expect(commits).toBe(1);
+    expect(rows()).toEqual([
+      { k: "a", v: 1 },
+      { k: "b", v: 2 },
+    ]);
+
+    // Still true once a commit was asked for, but longer ago than DEFER_MS.
+    await deferred.run(insert("c", 3));
+    clock += DEFER_MS + 1;
+    const d = settledFlag(deferred.runDeferred(insert("d", 4)));
+    await endOfTurn();
+    expect(d.settled).toBe(true);
+    expect(commits).toBe(3);
+  });
+
+  it("while commits are asked for, one waits for the next commit asked for and shares its transaction", async () => {
+    await deferred.run(insert("a", 1));
+    expect(commits).toBe(1);
+    const b = settledFlag(deferred.runDeferred(insert("b", 2)));
+    await endOfTurn();
+    await endOfTurn();
+    expect(b.settled).toBe(false);
+    expect(deferred.waiting).toBe(1);
+
+    await deferred.run(insert("c", 3));
+    await endOfTurn();
+    expect(b.settled).toBe(true);
+    expect(commits).toBe(2);
+  });
+
+  it("while commits are asked for and none comes, one gets its own commit after DEFER_MS", async () => {
+    await deferred.run(insert("a", 1));
+    const b = settledFlag(deferred.runDeferred(insert("b", 2)));
+    await endOfTurn();
+    expect(b.settled).toBe(false);
+    vi.advanceTimersByTime(DEFER_MS);
+    await endOfTurn();
+    expect(b.settled).toBe(true);
+    expect(commits).toBe(2);
   });
 });

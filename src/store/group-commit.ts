@@ -87,11 +87,9 @@ export class GroupCommit {
     return new Promise<T>((resolve, reject) => {
       this.#pending.push({ write, resolve: resolve as (v: unknown) => void, reject });
       if (this.#scheduled) return;
-      if (this.now() - this.#lastAskedAt > DEFER_MS) {
-        if (this.#deferTimer) clearTimeout(this.#deferTimer);
-        this.#deferTimer = undefined;
-        this.#schedule();
-      } else if (!this.#deferTimer) {
+      // A timer armed by an earlier deferred write is cleared by the commit (#take).
+      if (this.now() - this.#lastAskedAt > DEFER_MS) this.#schedule();
+      else if (!this.#deferTimer) {
         this.#deferTimer = setTimeout(() => {
           this.#deferTimer = undefined;
           if (!this.#scheduled) this.flush();

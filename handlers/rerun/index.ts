@@ -112,24 +112,28 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
-  // The re-run's latency is these round trips end to end, so the reads after the first are asked
-  // together. The first goes alone: an exhausted rate limit is then found by one refused request,
-  // and the client holds the others back until the reset, instead of each being refused.
-  // Without a delay a re-run is carried out at once, and carrying out re-checks the run's attempt:
-  // that read goes with these (one read for nothing when the decision is not to re-run).
+  // The re-run's latency is these round trips end to end, so the reads after the first (the
+  // logs, the branch, the run, and what the report may show) are asked together. The first goes alone: an exhausted rate limit
+  // is then found by one refused request, and the client holds the others back until the reset,
+  // instead of each being refused. Without a delay a re-run is carried out at once, and carrying
+  // out re-checks the run's attempt: that read goes with these (one read for nothing when the
+  // decision is not to re-run).
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
-  const [current, runNow] = await Promise.all([currentHead(ctx.octokit, ref, run), delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id) : undefined]);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
-  // The decision needs only which patterns matched; the facts kept for simulating another policy
-  // need the text, of which the tail is enough (errors print last).
-  const read = await fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs), async (log) => ({
-    scanned: await scanLog(log, specs, budget),
-    tail: log.slice(-LOG_TAIL_CHARS),
-  }));
+  const [current, runNow, read, withheld] = await Promise.all([
+    currentHead(ctx.octokit, ref, run),
+    delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id) : undefined,
+    // The decision needs only which patterns matched; the facts kept for simulating another
+    // policy need the text, of which the tail is enough (errors print last).
+    fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs), async (log) => ({
+      scanned: await scanLog(log, specs, budget),
+      tail: log.slice(-LOG_TAIL_CHARS),
+    })),
+    policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) }),
+  ]);
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
   const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
-  const withheld = await policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) });
   const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id, policy.daily_budget), ...(withheld ? { withheld } : {}) });
   await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");

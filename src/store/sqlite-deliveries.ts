@@ -174,7 +174,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   #moving: SpooledDelivery[] | undefined;
   /** Deliveries the intake committed (not spooled) since the last move: they arrive together. */
   #intakeCommits = 0;
-  #spooledThisTurn = false;
+  /** What this turn's spooled deliveries arrived on (receiver.ts): undefined when none was spooled this turn. */
+  #spooledFrom: object | undefined;
   #spoolRestsUntil = 0;
   /** Every id stored or spooled, when there is a spool (id-filter.ts): rules out most duplicate lookups once `#idsReady`. */
   readonly #ids: IdFilter | undefined;
@@ -334,12 +335,16 @@ export class SqliteDeliveries implements DeliveriesPart {
   recordSpooled(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined {
     if (!this.spool || this.#closed) return undefined;
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
-    // One a turn of the event loop: when deliveries arrive together, one commit for the rest costs
-    // less than a spool write each; the spool pays when they arrive one at a time (no one to share
-    // a commit with, and the move's commit runs while the sender reads its answer).
-    if (this.#spooledThisTurn || this.#writes.waiting > 0 || Date.now() < this.#spoolRestsUntil) return undefined;
-    this.#spooledThisTurn = true;
-    setImmediate(() => (this.#spooledThisTurn = false));
+    // One connection a turn of the event loop: when deliveries arrive together, one commit for the
+    // rest costs less than a spool write each; the spool pays when they arrive one at a time (no
+    // one to share a commit with, and the move's commit runs while the sender reads its answer).
+    // A connection's next delivery is often read in the turn its last was answered in: it came
+    // after that answer, not with it, and is spooled too. A commit already asked for is joined;
+    // one only waiting for a worker's deferred writes is not (the sender would wait for it).
+    const from = delivery.connection ?? {};
+    if ((this.#spooledFrom !== undefined && this.#spooledFrom !== from) || this.#writes.asked || Date.now() < this.#spoolRestsUntil) return undefined;
+    if (this.#spooledFrom === undefined) setImmediate(() => (this.#spooledFrom = undefined));
+    this.#spooledFrom = from;
     const maybeStored = !this.#idsReady || this.#ids!.mightHave(delivery.id);
     if (maybeStored && this.#exists.get(delivery.id) !== undefined) return Promise.resolve("duplicate");
     const seq = this.#seq + 1;
@@ -355,7 +360,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       return undefined;
     }
     this.#seq = seq;
-    const { parsed: _dropped, payloadBytes: _written, ...kept } = delivery;
+    const { parsed: _dropped, payloadBytes: _written, connection: _socket, ...kept } = delivery;
     // Its id goes into the filter with the move's insert; until then `#unmoved` answers for it.
     this.#toMove.push({ seq, delivery: ref ? { ...kept, payload: "" } : kept, ...(ref ? { ref } : {}) });
     this.#unmoved.add(delivery.id);

@@ -28,6 +28,14 @@ function holds(value: unknown, field: string, equals: string): boolean {
   return typeof value === "object" && value !== null && (value as Record<string, unknown>)[field] === equals;
 }
 
+/**
+ * A range of the key's index, not a test of every row: a prefix's keys lie between the prefix and
+ * the prefix followed by bytes no UTF-8 text has (F4 90: past U+10FFFF), as text compares byte by
+ * byte. Handlers list on every delivery of some events, and the table holds weeks of decision facts.
+ */
+export const LIST_BY_PREFIX_SQL = `SELECT key, value, updated_at FROM kv
+  WHERE key >= @prefix AND key < @prefix || CAST(x'F4908080' AS TEXT) AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`;
+
 export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
   readonly #insertIfAbsent: Statement;
@@ -49,10 +57,7 @@ export class SqliteKv implements KvPart {
     );
     this.#get = db.prepare("SELECT key, value, updated_at FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)");
     this.#delete = db.prepare("DELETE FROM kv WHERE key = ?");
-    this.#list = db.prepare(
-      `SELECT key, value, updated_at FROM kv
-       WHERE substr(key, 1, length(@prefix)) = @prefix AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`,
-    );
+    this.#list = db.prepare(LIST_BY_PREFIX_SQL);
     this.#purge = db.prepare("DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?");
     this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
     this.#claim = db.transaction((key: string, value: string, expiresAt: number | null, now: number) => {

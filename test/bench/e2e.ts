@@ -21,6 +21,13 @@ export interface E2eRow {
   firstCall: Summary;
   /** API requests Steward made about the run before its answer (median). */
   callsBeforeAnswer: number;
+  /**
+   * Every API answer held back this long by the hub (a network between Steward and the API; 0:
+   * none, the hub answers in-process). The in-process hub shares Steward's event loop, so reads
+   * asked together are answered one after another there; with a network between them they wait
+   * together, and the number of round trips in a row is what the latency is made of.
+   */
+  apiDelayMs?: number;
 }
 
 export interface E2eResult {
@@ -28,8 +35,13 @@ export interface E2eResult {
 }
 
 const ORG = "acme";
-const RERUN_POLICY = "rerun:\n  enabled: true\n  delay: 0s\n  max_attempts: 2\n  rules: []\n";
+// A rule that reads the failed job's log, as a transient-failure rule does: the log's two round
+// trips (the API's redirect, then the storage host) are part of the flow.
+const RERUN_POLICY = "rerun:\n  enabled: true\n  delay: 0s\n  max_attempts: 2\n  rules:\n    - log: [ECONNRESET]\n";
 const DEPLOY_POLICY = "deployments:\n  environments:\n    production:\n      branches: [main]\n";
+
+/** The third row's network to the API: each answer this late (a nearby region's round trip). */
+const API_DELAY_MS = 20;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -80,9 +92,10 @@ function timings(stack: SandboxStack, proxy: StampingProxy, answered: Map<number
   return { latency: summarise(total), firstCall: summarise(first), callsBeforeAnswer: summarise(calls).p50, answered: total.length };
 }
 
-async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number }): Promise<E2eRow> {
+async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number; apiDelayMs?: number }): Promise<E2eRow> {
   const { control, domains } = stack.hub;
-  const repo = `bench-rerun-${process.pid}`;
+  const repo = `bench-rerun-${process.pid}-${o.apiDelayMs ?? 0}`;
+  if (o.apiDelayMs) control.setFault("/**", { latencyMs: o.apiDelayMs });
   control.createRepo({ owner: ORG, name: repo, files: { ".github/steward.yml": RERUN_POLICY } });
   // One warm-up run loads the policy and the installation token, as a running service would have.
   const runIds: number[] = [];
@@ -98,11 +111,12 @@ async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: n
     await sleep(1000 / o.rate);
   }
   const answered = await waitAnswered(stack, /^rerun/, runIds, 60_000);
+  control.clearFaults();
   const wanted = new Set(runIds);
   const t = timings(stack, proxy, answered, (a) =>
     a.event === "workflow_run" && a.payload.action === "completed" && wanted.has(a.payload.workflow_run?.id) ? a.payload.workflow_run.id : undefined,
   );
-  return { flow: "workflow_run.completed -> re-run", rate: o.rate, sent: runIds.length, ...t };
+  return { flow: "workflow_run.completed -> re-run", rate: o.rate, sent: runIds.length, ...t, ...(o.apiDelayMs ? { apiDelayMs: o.apiDelayMs } : {}) };
 }
 
 async function protectionRuleFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number }): Promise<E2eRow> {
@@ -133,9 +147,10 @@ export async function benchEndToEnd(o: { rate: number; count: number }, log: (s:
   stack.hub.control.setWebhookUrl(proxy.url);
   try {
     const rows: E2eRow[] = [];
-    for (const flow of [rerunFlow, protectionRuleFlow]) {
+    const flows = [rerunFlow, protectionRuleFlow, (s: SandboxStack, p: StampingProxy) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS })];
+    for (const flow of flows) {
       const row = await flow(stack, proxy, o);
-      log(`  ${row.flow}: ${row.answered}/${row.sent} answered, p50 ${row.latency.p50} ms p99 ${row.latency.p99} ms max ${row.latency.max} ms; first API call p50 ${row.firstCall.p50} ms; ${row.callsBeforeAnswer} calls before the answer`);
+      log(`  ${row.flow}${row.apiDelayMs ? ` (API ${row.apiDelayMs} ms away)` : ""}: ${row.answered}/${row.sent} answered, p50 ${row.latency.p50} ms p99 ${row.latency.p99} ms max ${row.latency.max} ms; first API call p50 ${row.firstCall.p50} ms; ${row.callsBeforeAnswer} calls before the answer`);
       rows.push(row);
     }
     return { rows };

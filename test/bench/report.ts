@@ -76,8 +76,8 @@ function usageTable(r: IntakeResult): string {
 
 function e2eTable(r: E2eResult): string {
   return table(
-    ["Flow", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"],
-    r.rows.map((x) => [x.flow, x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]),
+    ["Flow", "API answers held back, ms", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"],
+    r.rows.map((x) => [x.flow, x.apiDelayMs ?? 0, x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]),
   );
 }
 
@@ -150,7 +150,8 @@ export function judgeTargets(r: BenchResults): TargetVerdict[] {
     }
   }
   if (r.e2e) {
-    for (const x of r.e2e.rows) out.push({ target: `End-to-end p50 under 10 ms: ${x.flow}`, met: x.latency.p50 < 10 && x.answered === x.sent, measured: `${x.latency.p50} ms (${x.answered}/${x.sent} answered)` });
+    // The target is the sandbox's (answers in-process); a row with the API held back shows the round trips.
+    for (const x of r.e2e.rows.filter((row) => !row.apiDelayMs)) out.push({ target: `End-to-end p50 under 10 ms: ${x.flow}`, met: x.latency.p50 < 10 && x.answered === x.sent, measured: `${x.latency.p50} ms (${x.answered}/${x.sent} answered)` });
   }
   if (r.cost) {
     // Reads answered 304 cost no rate limit (on GitHub as on the hub); the target counts the others.
@@ -257,7 +258,9 @@ export function renderReport(r: BenchResults, notes: string): string {
         "arrived; the hub's request log records when Steward's answer arrived (one process, one clock; the request's arrival at the hub, not " +
         "the end of the hub's own handling of it). Re-run: a job fails with a transient " +
         "log line, `rerun` with `delay: 0s`; the answer is `POST .../rerun-failed-jobs`. Protection rule: `deployments` with a branch rule; the " +
-        "answer is `POST .../deployment_protection_rule`. Hub, proxy and Steward share one process here (as in `steward start` sandbox mode).",
+        "answer is `POST .../deployment_protection_rule`. Hub, proxy and Steward share one process here (as in `steward start` sandbox mode), " +
+        "so reads asked together are answered one after another on that one event loop; the last row holds every API answer back (the hub's " +
+        "latency fault), as a network would, where reads asked together wait together: its latency is the round trips in a row.",
       "",
       e2eTable(r.e2e),
     );

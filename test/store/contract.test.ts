@@ -84,6 +84,16 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect((await store.kv.list("")).map((e) => e.key)).toEqual(["other:a", "state:b", "state:é"]);
     });
 
+    it("lists a prefix's keys whatever characters follow it, and none of the keys beside it", async () => {
+      const inside = ["p:x", "p:", "p:\u{10FFFF}last", "p:\uFFFF", "p:日本", "p:~"];
+      const beside = ["p", "p;", "o:z", "p\u{10FFFF}", "q:", "P:x"];
+      for (const key of [...inside, ...beside]) await store.kv.set(key, key);
+      const listed = await store.kv.list<string>("p:");
+      expect(listed.map((e) => e.key).sort()).toEqual([...inside].sort());
+      expect(listed.every((e) => e.value === e.key)).toBe(true);
+      expect((await store.kv.list("p:\u{10FFFF}")).map((e) => e.key)).toEqual(["p:\u{10FFFF}last"]);
+    });
+
     it("keeps an audit trail filtered by kind, newest N in order", async () => {
       for (let i = 0; i < 5; i++) await store.kv.audit({ kind: i % 2 ? "secret_write" : "deployment_review", source: "t", details: { i } });
       const reviews = await store.kv.auditLog({ kind: "deployment_review" });

@@ -159,6 +159,40 @@ describe.each([
     expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "new"]);
   });
 
+  it("spools a connection's next delivery read in the same turn; another connection's is committed with the turn's others", async () => {
+    const d = deliveriesOf(open());
+    const one = {};
+    const other = {};
+    await nextTurn();
+    expect(await d.recordSpooled({ ...delivery("one-a"), connection: one })).toBe("recorded");
+    // Sent after "one-a" was answered, read in the same turn: it did not arrive with anything.
+    expect(await d.recordSpooled({ ...delivery("one-b"), connection: one })).toBe("recorded");
+    // Arrived together with them: the caller commits it (with any others of the turn).
+    expect(d.recordSpooled({ ...delivery("other-a"), connection: other })).toBeUndefined();
+    expect(d.spooled).toBe(2);
+    await nextTurn();
+    expect(await d.recordSpooled({ ...delivery("other-b"), connection: other })).toBe("recorded");
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+    const stored = await d.listDeliveries();
+    expect(stored.map((x) => x.id).sort()).toEqual(["one-a", "one-b", "other-b"]);
+    expect(JSON.stringify(stored)).not.toContain("connection");
+  });
+
+  it("joins a commit asked for this turn, but not one only a worker's deferred writes wait for", async () => {
+    const d = deliveriesOf(open());
+    expect(await d.record(delivery("queued"))).toBe("recorded");
+    const claim = (await d.claimDelivery(60_000))!;
+    await nextTurn();
+    // A finish is deferred: it waits for a commit, and the sender of a spooled delivery would wait with it.
+    const finished = d.finishDelivery(claim.token, "queued", { status: "done" });
+    expect(await d.recordSpooled({ ...delivery("alone"), connection: {} })).toBe("recorded");
+    expect(await finished).toBe(true);
+    await nextTurn();
+    const committing = d.record(delivery("asked"));
+    expect(d.recordSpooled({ ...delivery("joins"), connection: {} })).toBeUndefined();
+    expect(await committing).toBe("recorded");
+  });
+
   it("a store without a spool, or at durability power, says so and the caller records as before", async () => {
     store = openSqliteStore(dir, { spool: true, durability: "power" });
     expect(deliveriesOf(store).recordSpooled(delivery("x"))).toBeUndefined();

@@ -115,6 +115,31 @@ describe("rerun handler", () => {
     expect(h.logLines.join("")).not.toMatch(/gh[sp]_[A-Za-z0-9_]{16,}/);
   });
 
+  it("reads the logs, the branch and the run together, once the jobs are known (one round trip, not three)", async () => {
+    const run = await failedRun();
+    // The branch's and the run's answers are held until a log request has been sent: read one
+    // after another, the log would wait for them and they for it (released after 10 s, the test
+    // then fails on `logAsked`). The jobs' answer is not held: it goes first, alone.
+    let logAsked = false;
+    let sawLog!: () => void;
+    const logSent = new Promise<void>((resolve) => (sawLog = resolve));
+    gh.octokit.hook.wrap("request", async (request, options) => {
+      const url = String((options as { url?: string }).url ?? "");
+      if (url.endsWith("/logs")) sawLog();
+      if (url === "/repos/{owner}/{repo}/branches/{branch}" || url === "/repos/{owner}/{repo}/actions/runs/{run_id}") {
+        logAsked = await Promise.race([logSent.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000).unref())]);
+      }
+      return request(options);
+    });
+    const out = await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)));
+    expect(logAsked).toBe(true);
+    expect(out).toMatchObject({ status: "done" });
+    const reads = gh.sent.filter((r) => r.method === "GET" && r.path.startsWith("/repos/acme/web/")).map((r) => r.path.replace(/^\/repos\/acme\/web\//, ""));
+    expect(reads[0]).toMatch(/^actions\/runs\/\d+\/attempts\/1\/jobs$/);
+    expect(reads.slice(1).map((p) => p.replace(/\d+/g, "N")).sort()).toEqual(["actions/jobs/N/logs", "actions/runs/N", "branches/main"]);
+    expect(posts()).toEqual(["rerun-failed-jobs"]);
+  }, 20_000);
+
   it("treats an expired log as unavailable: the job is not transient", async () => {
     const run = await failedRun();
     // GitHub deletes logs after their retention; the download then fails (here 410 Gone).

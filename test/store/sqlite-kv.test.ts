@@ -1,0 +1,36 @@
+// The SQLite key-value part (src/store/sqlite-kv.ts): what its prefix listing costs. Listing must
+// read the prefix's range of the key index, not every row: handlers list on deliveries of some
+// events while the table holds weeks of decision facts.
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { migrate } from "../../src/store/schema.js";
+import { LIST_BY_PREFIX_SQL, SqliteKv } from "../../src/store/sqlite-kv.js";
+
+describe("sqlite kv listing", () => {
+  it("searches the key index for a prefix's range, with no scan of the table", () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${LIST_BY_PREFIX_SQL}`).all({ prefix: "deployments:wait:", now: 0 }) as { detail: string }[]).map((r) => r.detail);
+    expect(plan.join("\n")).toMatch(/SEARCH kv USING INDEX \S+ \(key>\? AND key<\?\)/);
+    expect(plan.join("\n")).not.toMatch(/SCAN kv/);
+    db.close();
+  });
+
+  it("finds a prefix's few keys among many others, in key order", async () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    const kv = new SqliteKv(db);
+    const insert = db.prepare("INSERT INTO kv (key, value, expires_at, updated_at) VALUES (?, '1', NULL, 0)");
+    db.transaction(() => {
+      for (let i = 0; i < 20_000; i++) insert.run(`facts:rerun:acme/web:${String(i).padStart(15, "0")}`);
+    })();
+    await kv.set("deployments:wait:acme/web/b", 2);
+    await kv.set("deployments:wait:acme/web/a", 1);
+    expect((await kv.list("deployments:wait:")).map((e) => [e.key, e.value])).toEqual([
+      ["deployments:wait:acme/web/a", 1],
+      ["deployments:wait:acme/web/b", 2],
+    ]);
+    expect(await kv.list("facts:rerun:acme/web:00000000000001")).toHaveLength(10);
+    db.close();
+  });
+});

@@ -41,6 +41,47 @@ function repositoryOf(payload: unknown): { owner: string; repo: string } | undef
   return { owner: r.owner.login, repo: r.name };
 }
 
+/** `owner/name` as the intake read it from `repository.full_name` (a name holds no slash). */
+function repositoryNamed(fullName: string | undefined): { owner: string; repo: string } | undefined {
+  const slash = fullName?.indexOf("/") ?? -1;
+  if (slash <= 0 || slash === fullName!.length - 1) return undefined;
+  return { owner: fullName!.slice(0, slash), repo: fullName!.slice(slash + 1) };
+}
+
+const UNPARSABLE: Outcome = { status: "failed", error: "stored payload is not valid JSON", retryable: false };
+
+/**
+ * The delivery's payload, parsed the first time something needs it: a handler past its policy
+ * gate, or a push (it may change the policy). A delivery whose handlers are all off for its
+ * repository, the usual case where few repositories configure a handler, is never parsed: for a
+ * 20 KB payload the parse and its garbage are most of a skipped run's cost.
+ */
+class LazyPayload {
+  #value: unknown;
+  #state: "unread" | "parsed" | "unparsable";
+
+  constructor(
+    private readonly text: string,
+    parsed: unknown,
+  ) {
+    this.#value = parsed;
+    this.#state = parsed === undefined ? "unread" : "parsed";
+  }
+
+  /** The parsed payload, or undefined when the text is not JSON. */
+  get(): { value: unknown } | undefined {
+    if (this.#state === "unread") {
+      try {
+        this.#value = JSON.parse(this.text);
+        this.#state = "parsed";
+      } catch {
+        this.#state = "unparsable";
+      }
+    }
+    return this.#state === "parsed" ? { value: this.#value } : undefined;
+  }
+}
+
 /** What every handler of this run shares; `failure` makes all of them fail without running. */
 interface Preparation {
   octokit: InstallationOctokit | undefined;
@@ -51,11 +92,11 @@ interface Preparation {
 
 async function prepare(
   deps: DeliveryRunDeps,
-  facts: DeliveryFacts,
+  installationId: number | undefined,
   repo: { owner: string; repo: string } | undefined,
   toRun: HandlerModule<any>[],
 ): Promise<Preparation> {
-  const { octokit, failure } = await installationOctokit(deps, facts.installationId);
+  const { octokit, failure } = await installationOctokit(deps, installationId);
   const prep: Preparation = { octokit, policy: undefined, policyError: undefined, failure };
   if (failure) return prep;
   if (octokit && repo && toRun.some((h) => h.policy)) {
@@ -68,8 +109,17 @@ async function prepare(
   return prep;
 }
 
-/** The handler's step: the shared failure, its policy gate, then its `handle`. */
-function handlerStep(deps: DeliveryRunDeps, handler: HandlerModule<any>, facts: DeliveryFacts, prep: Preparation, attempt: number, log: Logger, signal: AbortSignal) {
+/** The handler's step: the shared failure, its policy gate, then its `handle` (with the payload, parsed now if not yet). */
+function handlerStep(
+  deps: DeliveryRunDeps,
+  handler: HandlerModule<any>,
+  facts: Omit<DeliveryFacts, "payload">,
+  payload: LazyPayload,
+  prep: Preparation,
+  attempt: number,
+  log: Logger,
+  signal: AbortSignal,
+) {
   return async (): Promise<Outcome | void> => {
     if (prep.failure) return prep.failure;
     let policy: unknown;
@@ -79,7 +129,9 @@ function handlerStep(deps: DeliveryRunDeps, handler: HandlerModule<any>, facts: 
       if (!gate.run) return { status: "skipped", reason: gate.reason };
       policy = gate.policy;
     }
-    const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
+    const parsed = payload.get();
+    if (!parsed) return UNPARSABLE;
+    const ctx = handlerContext(deps, handler, { ...facts, payload: parsed.value }, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
     return handler.handle(ctx);
   };
 }
@@ -102,27 +154,30 @@ async function runHandlers(
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
   if (toRun.length === 0) return kept;
 
-  let payload: unknown = claim.parsed;
-  try {
-    payload ??= JSON.parse(d.payload);
-  } catch {
-    const bad: Outcome = { status: "failed", error: "stored payload is not valid JSON", retryable: false };
-    for (const h of toRun) recordOutcome(h.name, bad, 0);
-    return [...kept, ...toRun.map((h) => summarize(h.name, bad))];
+  const payload = new LazyPayload(d.payload, claim.parsed);
+  // The repository as the intake read it, so that a run whose handlers are all off for it parses
+  // nothing; a push is parsed at once, as it may change the policy its handlers are gated by.
+  let repo = d.event === "push" ? undefined : repositoryNamed(d.repository);
+  if (!repo) {
+    const parsed = payload.get();
+    if (!parsed) {
+      for (const h of toRun) recordOutcome(h.name, UNPARSABLE, 0);
+      return [...kept, ...toRun.map((h) => summarize(h.name, UNPARSABLE))];
+    }
+    repo = repositoryOf(parsed.value);
+    if (repo && pushTouchesPolicy(d.event, parsed.value)) deps.policies.invalidate(repo.owner, repo.repo);
   }
-  const repo = repositoryOf(payload);
-  if (repo && pushTouchesPolicy(d.event, payload)) deps.policies.invalidate(repo.owner, repo.repo);
 
-  const facts: DeliveryFacts = { deliveryId: d.id, name: d.event, action: d.action, payload, installationId: d.installationId };
+  const facts = { deliveryId: d.id, name: d.event, action: d.action, installationId: d.installationId };
   const calls = deps.apiCalls.forDelivery(d.id);
-  const prep = await calls.during("(preparation)", d.attempts, () => prepare(deps, facts, repo, toRun));
+  const prep = await calls.during("(preparation)", d.attempts, () => prepare(deps, facts.installationId, repo, toRun));
   const ran = await Promise.all(
     toRun.map(async (handler) => {
       const attempt = (prior.get(handler.name)?.attempts ?? 0) + 1;
       const result = await runHandler(
         deps,
         { handler: handler.name, log, signal, wrap: (fn) => calls.during(handler.name, attempt, fn) },
-        handlerStep(deps, handler, facts, prep, attempt, log, signal),
+        handlerStep(deps, handler, facts, payload, prep, attempt, log, signal),
       );
       if (!result.stopped) recordOutcome(handler.name, result.outcome, result.seconds);
       return summarize(handler.name, result.outcome);

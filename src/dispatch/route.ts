@@ -19,6 +19,15 @@ interface PushCommit {
   removed?: string[];
 }
 
+/**
+ * Pure: whether a push's payload text could name a policy path, without parsing it. Every policy
+ * path holds `steward`, and JSON text holds a string's characters as they are or as `\u` escapes:
+ * text with neither cannot (`pushTouchesPolicy` would say false).
+ */
+export function pushMayTouchPolicy(text: string): boolean {
+  return text.includes("steward") || text.includes("\\u");
+}
+
 /** True when a push delivery's commits add, change or remove `.github/steward.yml` or anything under `.github/steward/`. */
 export function pushTouchesPolicy(event: string, payload: unknown): boolean {
   if (event !== "push" || typeof payload !== "object" || payload === null) return false;

@@ -11,7 +11,7 @@ import { decideDelivery, type RetryPolicy } from "./retry.js";
 import { handlerContext, type ContextDeps, type DeliveryFacts } from "../dispatch/contexts.js";
 import { gatePolicy } from "../dispatch/policy-gate.js";
 import { errorText } from "../log/redact.js";
-import { pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
+import { pushMayTouchPolicy, pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import type { ApiCallLog } from "./api-calls.js";
 import { outcomeRecord } from "../store/recorded.js";
@@ -156,8 +156,9 @@ async function runHandlers(
 
   const payload = new LazyPayload(d.payload, claim.parsed);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
-  // nothing; a push is parsed at once, as it may change the policy its handlers are gated by.
-  let repo = d.event === "push" ? undefined : repositoryNamed(d.repository);
+  // nothing; a push that may touch a policy file is parsed at once, as it may change the policy
+  // its handlers are gated by.
+  let repo = d.event === "push" && pushMayTouchPolicy(d.payload) ? undefined : repositoryNamed(d.repository);
   if (!repo) {
     const parsed = payload.get();
     if (!parsed) {

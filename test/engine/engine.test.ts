@@ -141,7 +141,7 @@ describe("routing and outcomes", () => {
     expect(o.detail).toBe('invalid policy: .github/steward.yml:4:5: unknown key "max_atempts"');
   });
 
-  it("parses a payload only for a handler past its policy gate, or for a push (which may change the policy)", async () => {
+  it("parses a payload only for a handler past its policy gate, or for a push that may change the policy", async () => {
     const ran: string[] = [];
     const gated = (name: string) =>
       defineHandler<unknown>({
@@ -159,17 +159,24 @@ describe("routing and outcomes", () => {
     // The text is not JSON (a payload file damaged on disk, say): only a handler that reads it finds out.
     const run = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
     const push = deliveryOf("push", withInstallation(examplePayload("push")));
+    const policyPush = deliveryOf("push", withInstallation(examplePayload("push")));
     const fine = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
-    for (const d of [{ ...run, payload: "{ not json" }, { ...push, payload: "{ not json" }, fine]) expect(await e.intake.record(d)).toBe("recorded");
+    const damaged = [{ ...run, payload: "{ not json" }, { ...push, payload: "{ not json" }, { ...policyPush, payload: '{ "modified": [".github/steward.yml"' }];
+    for (const d of [...damaged, fine]) expect(await e.intake.record(d)).toBe("recorded");
     await e.idle();
     const outcomes = async (id: string) => (await scratch.store.deliveries.getDelivery(id))!.outcomes.map((o) => [o.handler, o.status, o.detail]);
     expect(await outcomes(run.id)).toEqual([
       ["off", "skipped", expect.stringContaining('no "off" section')],
       ["on", "failed", "stored payload is not valid JSON"],
     ]);
-    // A push is read before its policy is (a push to the policy file changes it).
-    expect(await outcomes(push.id)).toEqual([
+    // A push whose text could name a policy file is read before its policy is (it may change it);
+    // one whose text cannot is read as late as any other delivery.
+    expect(await outcomes(policyPush.id)).toEqual([
       ["off", "failed", "stored payload is not valid JSON"],
+      ["on", "failed", "stored payload is not valid JSON"],
+    ]);
+    expect(await outcomes(push.id)).toEqual([
+      ["off", "skipped", expect.stringContaining('no "off" section')],
       ["on", "failed", "stored payload is not valid JSON"],
     ]);
     expect(await outcomes(fine.id)).toEqual([
@@ -178,7 +185,7 @@ describe("routing and outcomes", () => {
     ]);
     expect(ran).toEqual(["on<-workflow_run"]);
     // The policy was loaded for the repository the intake read from the payload, without parsing it.
-    expect(policies.loads).toEqual([run.repository, fine.repository]);
+    expect(policies.loads.sort()).toEqual([run.repository, push.repository, fine.repository].sort());
   });
 
   it("invalidates the policy cache when a push touches policy files, before routing", async () => {

@@ -1,0 +1,40 @@
+// Routing (src/dispatch/route.ts): which pushes may touch a policy file, judged from the text
+// before it is parsed, never saying "no" where the parsed payload would say "yes".
+import { describe, expect, it } from "vitest";
+import examples from "@octokit/webhooks-examples";
+import { pushMayTouchPolicy, pushTouchesPolicy } from "../../src/dispatch/route.js";
+
+interface Example {
+  name: string;
+  examples: Record<string, any>[];
+}
+
+const pushes = (examples as unknown as Example[]).find((e) => e.name === "push")!.examples;
+
+function touching(path: string): Record<string, any> {
+  const p = structuredClone(pushes.find((x) => x.commits.length > 0)!);
+  p.commits[0].modified = ["README.md", path];
+  return p;
+}
+
+describe("pushMayTouchPolicy", () => {
+  it("says no for the example pushes, which touch no policy file", () => {
+    for (const p of pushes) {
+      expect(pushTouchesPolicy("push", p)).toBe(false);
+      expect(pushMayTouchPolicy(JSON.stringify(p))).toBe(false);
+    }
+  });
+
+  it("says yes whenever the parsed payload touches a policy file, escaped characters included", () => {
+    for (const path of [".github/steward.yml", ".github/steward.yaml", ".github/steward/secrets.yml"]) {
+      const text = JSON.stringify(touching(path));
+      expect(pushTouchesPolicy("push", JSON.parse(text))).toBe(true);
+      expect(pushMayTouchPolicy(text)).toBe(true);
+      // JSON may spell any character as \uXXXX (and a slash as \/): the parsed path is the same.
+      const escaped = text.replace(`.github/${path.slice(8)}`, `.github\\/\\u0073teward${path.slice(15)}`);
+      expect(escaped).not.toContain("steward");
+      expect(pushTouchesPolicy("push", JSON.parse(escaped))).toBe(true);
+      expect(pushMayTouchPolicy(escaped)).toBe(true);
+    }
+  });
+});

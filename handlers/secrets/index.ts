@@ -175,10 +175,25 @@ async function decideMergeGroup(ctx: Delivery, adminRepo: string): Promise<Decis
   return decision.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : decision;
 }
 
+const TRIGGERS = new Set([
+  "push",
+  "pull_request.opened",
+  "pull_request.synchronize",
+  "pull_request.reopened",
+  "pull_request.edited",
+  "merge_group.checks_requested",
+  "repository.created",
+  "installation_repositories.added",
+  "installation.created",
+]);
+
 async function decideDelivery(ctx: Delivery): Promise<Decision> {
+  const trigger = `${ctx.name}.${ctx.action ?? ""}`.replace(/\.$/, "");
+  // Most pull request actions are not triggers: told from the event alone, the payload unread.
+  if (!TRIGGERS.has(trigger)) return { decision: "skip", reasons: [`${ctx.name}.${ctx.action} is not a secrets trigger`] };
   const p = ctx.payload as any;
   const adminRepo = ctx.config.adminRepo;
-  switch (`${ctx.name}.${ctx.action ?? ""}`.replace(/\.$/, "")) {
+  switch (trigger) {
     case "push":
       return decidePush(
         { ref: p.ref, after: p.after, deleted: p.deleted === true, defaultBranch: p.repository.default_branch ?? p.repository.master_branch, owner: p.repository.owner.login ?? p.repository.owner.name, repo: p.repository.name, commits: p.commits ?? [] },

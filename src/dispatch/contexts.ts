@@ -109,7 +109,10 @@ export function handlerContext<P>(
     deliveryId: facts.deliveryId,
     name: facts.name,
     action: facts.action,
-    payload: facts.payload as HandlerContext["payload"],
+    // Read through: the engine parses a stored payload the first time a handler reads it.
+    get payload(): HandlerContext["payload"] {
+      return facts.payload as HandlerContext["payload"];
+    },
     installationId: facts.installationId,
     policy: extra.policy,
     policySources: extra.policySources ?? [],

@@ -48,13 +48,16 @@ function repositoryNamed(fullName: string | undefined): { owner: string; repo: s
   return { owner: fullName!.slice(0, slash), repo: fullName!.slice(slash + 1) };
 }
 
-const UNPARSABLE: Outcome = { status: "failed", error: "stored payload is not valid JSON", retryable: false };
+const UNPARSABLE = { status: "failed", error: "stored payload is not valid JSON", retryable: false } as const satisfies Outcome;
+
+/** Thrown by a handler context's `payload` when the stored text is not JSON; the run's outcome is UNPARSABLE. */
+class UnparsablePayload extends Error {}
 
 /**
- * The delivery's payload, parsed the first time something needs it: a handler past its policy
- * gate, or a push (it may change the policy). A delivery whose handlers are all off for its
- * repository, the usual case where few repositories configure a handler, is never parsed: for a
- * 20 KB payload the parse and its garbage are most of a skipped run's cost.
+ * The delivery's payload, parsed the first time something reads it: a handler reading
+ * `ctx.payload`, or a push that may change the policy. A handler that decides from the event, the
+ * action and its policy alone (off for the repository, an action it does not act on) costs no
+ * parse: for a 20 KB payload the parse and its garbage are most of such a run's cost.
  */
 class LazyPayload {
   #value: unknown;
@@ -129,10 +132,21 @@ function handlerStep(
       if (!gate.run) return { status: "skipped", reason: gate.reason };
       policy = gate.policy;
     }
-    const parsed = payload.get();
-    if (!parsed) return UNPARSABLE;
-    const ctx = handlerContext(deps, handler, { ...facts, payload: parsed.value }, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
-    return handler.handle(ctx);
+    const withPayload = {
+      ...facts,
+      get payload(): unknown {
+        const parsed = payload.get();
+        if (!parsed) throw new UnparsablePayload(UNPARSABLE.error);
+        return parsed.value;
+      },
+    };
+    const ctx = handlerContext(deps, handler, withPayload, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
+    try {
+      return await handler.handle(ctx);
+    } catch (e) {
+      if (e instanceof UnparsablePayload) return UNPARSABLE;
+      throw e;
+    }
   };
 }
 

@@ -150,3 +150,21 @@ describe("secrets handler through the sandbox stack", () => {
     }
   });
 });
+
+describe("secrets handler: deliveries that are not triggers", () => {
+  it("skips an action it does not act on without reading the payload (the engine parses it only when read)", async () => {
+    for (const [name, action] of [["pull_request", "labeled"], ["pull_request", "closed"], ["repository", "archived"], ["installation", "deleted"]] as const) {
+      const ctx = {
+        name,
+        action,
+        deliveryId: "not-a-trigger",
+        get payload(): never {
+          throw new Error("payload read");
+        },
+        config: { adminRepo: ADMIN },
+      };
+      const out = await secrets.handle(ctx as unknown as Parameters<typeof secrets.handle>[0]);
+      expect(out).toEqual({ status: "skipped", reason: `${name}.${action} is not a secrets trigger` });
+    }
+  });
+});

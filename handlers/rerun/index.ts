@@ -113,11 +113,11 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
   // The re-run's latency is these round trips end to end, so the reads after the first (the
-  // logs, the branch, the run, and what the report may show) are asked together. The first goes alone: an exhausted rate limit
-  // is then found by one refused request, and the client holds the others back until the reset,
-  // instead of each being refused. Without a delay a re-run is carried out at once, and carrying
-  // out re-checks the run's attempt: that read goes with these (one read for nothing when the
-  // decision is not to re-run).
+  // logs, the branch, the run, and what the report may show) are asked together. The first goes
+  // alone: an exhausted rate limit is then found by one refused request, and the client holds the
+  // others back until the reset, instead of each being refused. Without a delay a re-run is
+  // carried out at once, and carrying out re-checks the run's attempt: that read goes with these
+  // (one read for nothing when the decision is not to re-run).
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);

@@ -175,34 +175,23 @@ async function decideMergeGroup(ctx: Delivery, adminRepo: string): Promise<Decis
   return decision.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : decision;
 }
 
-const TRIGGERS = new Set([
-  "push",
-  "pull_request.opened",
-  "pull_request.synchronize",
-  "pull_request.reopened",
-  "pull_request.edited",
-  "merge_group.checks_requested",
-  "repository.created",
-  "installation_repositories.added",
-  "installation.created",
-]);
-
 async function decideDelivery(ctx: Delivery): Promise<Decision> {
-  const trigger = `${ctx.name}.${ctx.action ?? ""}`.replace(/\.$/, "");
-  // Most pull request actions are not triggers: told from the event alone, the payload unread.
-  if (!TRIGGERS.has(trigger)) return { decision: "skip", reasons: [`${ctx.name}.${ctx.action} is not a secrets trigger`] };
-  const p = ctx.payload as any;
   const adminRepo = ctx.config.adminRepo;
-  switch (trigger) {
-    case "push":
+  // The payload is read in the cases that need it: the engine parses it on first read, and most
+  // pull request actions are not triggers (told from the event alone).
+  switch (`${ctx.name}.${ctx.action ?? ""}`.replace(/\.$/, "")) {
+    case "push": {
+      const p = ctx.payload as any;
       return decidePush(
         { ref: p.ref, after: p.after, deleted: p.deleted === true, defaultBranch: p.repository.default_branch ?? p.repository.master_branch, owner: p.repository.owner.login ?? p.repository.owner.name, repo: p.repository.name, commits: p.commits ?? [] },
         adminRepo,
       );
+    }
     case "pull_request.opened":
     case "pull_request.synchronize":
     case "pull_request.reopened":
     case "pull_request.edited": {
+      const p = ctx.payload as any;
       // A head repository that is not this one, or that the payload cannot place, is untrusted.
       const fork = forkOf(p.pull_request.head.repo, p.repository);
       const facts = {
@@ -223,12 +212,16 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
     }
     case "merge_group.checks_requested":
       return decideMergeGroup(ctx, adminRepo);
-    case "repository.created":
+    case "repository.created": {
+      const p = ctx.payload as any;
       return decideNewRepositories(p.repository.owner.login, [p.repository.name], "repository.created");
-    case "installation_repositories.added":
+    }
+    case "installation_repositories.added": {
+      const p = ctx.payload as any;
       return decideNewRepositories(p.installation.account.login, (p.repositories_added ?? []).map((r: { name: string }) => r.name), "installation_repositories.added");
+    }
     case "installation.created":
-      return { decision: "sync", org: p.installation.account.login, reasons: ["installation.created"] };
+      return { decision: "sync", org: (ctx.payload as any).installation.account.login, reasons: ["installation.created"] };
     default:
       return { decision: "skip", reasons: [`${ctx.name}.${ctx.action} is not a secrets trigger`] };
   }

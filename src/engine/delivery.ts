@@ -95,11 +95,11 @@ interface Preparation {
 
 async function prepare(
   deps: DeliveryRunDeps,
-  installationId: number | undefined,
+  facts: DeliveryFacts,
   repo: { owner: string; repo: string } | undefined,
   toRun: HandlerModule<any>[],
 ): Promise<Preparation> {
-  const { octokit, failure } = await installationOctokit(deps, installationId);
+  const { octokit, failure } = await installationOctokit(deps, facts.installationId);
   const prep: Preparation = { octokit, policy: undefined, policyError: undefined, failure };
   if (failure) return prep;
   if (octokit && repo && toRun.some((h) => h.policy)) {
@@ -112,17 +112,8 @@ async function prepare(
   return prep;
 }
 
-/** The handler's step: the shared failure, its policy gate, then its `handle` (with the payload, parsed now if not yet). */
-function handlerStep(
-  deps: DeliveryRunDeps,
-  handler: HandlerModule<any>,
-  facts: Omit<DeliveryFacts, "payload">,
-  payload: LazyPayload,
-  prep: Preparation,
-  attempt: number,
-  log: Logger,
-  signal: AbortSignal,
-) {
+/** The handler's step: the shared failure, its policy gate, then its `handle`. */
+function handlerStep(deps: DeliveryRunDeps, handler: HandlerModule<any>, facts: DeliveryFacts, prep: Preparation, attempt: number, log: Logger, signal: AbortSignal) {
   return async (): Promise<Outcome | void> => {
     if (prep.failure) return prep.failure;
     let policy: unknown;
@@ -132,15 +123,7 @@ function handlerStep(
       if (!gate.run) return { status: "skipped", reason: gate.reason };
       policy = gate.policy;
     }
-    const withPayload = {
-      ...facts,
-      get payload(): unknown {
-        const parsed = payload.get();
-        if (!parsed) throw new UnparsablePayload(UNPARSABLE.error);
-        return parsed.value;
-      },
-    };
-    const ctx = handlerContext(deps, handler, withPayload, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
+    const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
     try {
       return await handler.handle(ctx);
     } catch (e) {
@@ -183,16 +166,27 @@ async function runHandlers(
     if (repo && pushTouchesPolicy(d.event, parsed.value)) deps.policies.invalidate(repo.owner, repo.repo);
   }
 
-  const facts = { deliveryId: d.id, name: d.event, action: d.action, installationId: d.installationId };
+  // One for all the delivery's handlers: the first to read `payload` parses it.
+  const facts: DeliveryFacts = {
+    deliveryId: d.id,
+    name: d.event,
+    action: d.action,
+    installationId: d.installationId,
+    get payload(): unknown {
+      const parsed = payload.get();
+      if (!parsed) throw new UnparsablePayload(UNPARSABLE.error);
+      return parsed.value;
+    },
+  };
   const calls = deps.apiCalls.forDelivery(d.id);
-  const prep = await calls.during("(preparation)", d.attempts, () => prepare(deps, facts.installationId, repo, toRun));
+  const prep = await calls.during("(preparation)", d.attempts, () => prepare(deps, facts, repo, toRun));
   const ran = await Promise.all(
     toRun.map(async (handler) => {
       const attempt = (prior.get(handler.name)?.attempts ?? 0) + 1;
       const result = await runHandler(
         deps,
         { handler: handler.name, log, signal, wrap: (fn) => calls.during(handler.name, attempt, fn) },
-        handlerStep(deps, handler, facts, payload, prep, attempt, log, signal),
+        handlerStep(deps, handler, facts, prep, attempt, log, signal),
       );
       if (!result.stopped) recordOutcome(handler.name, result.outcome, result.seconds);
       return summarize(handler.name, result.outcome);

@@ -165,16 +165,13 @@ export function logsToFetch(policy: RerunPolicy, run: RunFacts, jobs: readonly J
   if (outOfScope(policy, run)) return [];
   const failed = failedJobs(policy, jobs);
   if (failed.length > policy.max_failed_jobs) return [];
-  const ids: number[] = [];
-  for (const job of failed) {
-    for (const rule of policy.rules) {
-      if (ruleMismatchWithoutLog(rule, job)) continue;
-      if (rule.log) ids.push(job.id);
-      // The first rule whose other conditions hold either matches outright or needs the log.
-      break;
-    }
-  }
-  return ids;
+  return failed.filter((job) => needsLog(policy.rules, job)).map((job) => job.id);
+}
+
+/** Whether the first rule whose other conditions hold for `job` reads its log (that rule either matches outright or needs it). */
+export function needsLog(rules: readonly RerunRule[], job: JobFacts): boolean {
+  const first = rules.find((rule) => !ruleMismatchWithoutLog(rule, job));
+  return Boolean(first?.log);
 }
 
 /** Classify one failed job against the rules: the first rule whose every condition holds. */

@@ -15,6 +15,7 @@ import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 import { scanLog } from "./scan.js";
 import { policyWithheld } from "../shared/visibility.js";
 import { MatchBudget } from "../../src/index.js";
+import { logsReadAhead, readAhead, type ReadAheadLog } from "./read-ahead.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -31,11 +32,12 @@ function opsOf(ctx: Ops): Ops {
 
 export default defineHandler({
   name: "rerun",
-  events: ["workflow_run.completed", "merge_group.destroyed"],
+  events: ["workflow_run.completed", "workflow_job.completed", "merge_group.destroyed"],
   policy: rerunPolicy,
 
   async handle(ctx): Promise<Outcome> {
     if (ctx.name === MERGE_GROUP_EVENT) return onGroupDestroyed(ctx);
+    if (ctx.name === "workflow_job") return readAhead(ctx);
     if (ctx.action !== "completed") return { status: "skipped", reason: `action "${ctx.action}" is not completed` };
     const policy = ctx.policy;
     if (!policy) return { status: "skipped", reason: "delivery has no repository" };
@@ -117,19 +119,30 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   // alone: an exhausted rate limit is then found by one refused request, and the client holds the
   // others back until the reset, instead of each being refused. Without a delay a re-run is
   // carried out at once, and carrying out re-checks the run's attempt: that read goes with these
-  // (one read for nothing when the decision is not to re-run).
+  // (one read for nothing when the decision is not to re-run). Logs read ahead when their jobs
+  // finished (`rerun.read_ahead`, read-ahead.ts) are looked up while the jobs are read, and one
+  // still being read is waited for beside the other reads; a failure to look them up only means
+  // reading the logs here.
+  const ahead = policy.read_ahead && policy.rules.some((r) => r.log)
+    ? logsReadAhead(ctx.store, payload.repository.id, run.id, run.runAttempt, policy).catch(() => new Map<number, ReadAheadLog>())
+    : new Map<number, ReadAheadLog>();
   const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
+  const readLogs = async (ids: number[]) => {
+    const known = await ahead;
+    // The decision needs only which patterns matched; the facts kept for simulating another
+    // policy need the text, of which the tail is enough (errors print last).
+    const read = await fetchLogs(ctx.octokit, ref, ids.filter((id) => !known.has(id)), async (log) => ({
+      scanned: await scanLog(log, specs, budget),
+      tail: log.slice(-LOG_TAIL_CHARS),
+    }));
+    return new Map(ids.map((id) => [id, known.get(id) ?? read.get(id) ?? null] as const));
+  };
   const [current, runNow, read, withheld] = await Promise.all([
     currentHead(ctx.octokit, ref, run),
     delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id) : undefined,
-    // The decision needs only which patterns matched; the facts kept for simulating another
-    // policy need the text, of which the tail is enough (errors print last).
-    fetchLogs(ctx.octokit, ref, logsToFetch(policy, run, jobs), async (log) => ({
-      scanned: await scanLog(log, specs, budget),
-      tail: log.slice(-LOG_TAIL_CHARS),
-    })),
+    readLogs(logsToFetch(policy, run, jobs)),
     policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) }),
   ]);
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));

@@ -47,6 +47,13 @@ export interface RerunPolicy {
    * (green, red, green) is a flake even without a matching rule: re-run it and record it.
    */
   flake_pattern: boolean;
+  /**
+   * Read a failed job's log when the job finishes (`workflow_job.completed`), before its run does,
+   * so the decision does not wait for it. Costs reads the decision may not make: runs it skips for
+   * what only the run tells (its event, a fork), and up to `max_failed_jobs` logs of a run that
+   * then fails in more jobs than that.
+   */
+  read_ahead: boolean;
   /** First match wins; `[]` treats every failure in scope as transient. */
   rules: RerunRule[];
 }
@@ -101,6 +108,7 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
       mode: { type: "string", enum: ["failed_jobs", "workflow", "jobs"] },
       daily_budget: { type: "integer", minimum: 0 },
       flake_pattern: { type: "boolean" },
+      read_ahead: { type: "boolean" },
       max_failed_jobs: { type: "integer", minimum: 1 },
       delay: { type: ["string", "number"] },
       rules: { type: "array", items: ruleSchema },
@@ -110,6 +118,7 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
     enabled: false,
     forks: false,
     flake_pattern: false,
+    read_ahead: false,
     max_attempts: 2,
     mode: "failed_jobs",
     max_failed_jobs: 5,

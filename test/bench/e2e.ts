@@ -28,6 +28,8 @@ export interface E2eRow {
    * together, and the number of round trips in a row is what the latency is made of.
    */
   apiDelayMs?: number;
+  /** The policy reads failed jobs' logs when the jobs finish (`rerun.read_ahead`). */
+  readAhead?: boolean;
 }
 
 export interface E2eResult {
@@ -92,11 +94,15 @@ function timings(stack: SandboxStack, proxy: StampingProxy, answered: Map<number
   return { latency: summarise(total), firstCall: summarise(first), callsBeforeAnswer: summarise(calls).p50, answered: total.length };
 }
 
-async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number; apiDelayMs?: number }): Promise<E2eRow> {
+async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number; apiDelayMs?: number; readAhead?: boolean }): Promise<E2eRow> {
   const { control, domains } = stack.hub;
-  const repo = `bench-rerun-${process.pid}-${o.apiDelayMs ?? 0}`;
-  if (o.apiDelayMs) control.setFault("/**", { latencyMs: o.apiDelayMs });
-  control.createRepo({ owner: ORG, name: repo, files: { ".github/steward.yml": RERUN_POLICY } });
+  const repo = `bench-rerun-${process.pid}-${o.apiDelayMs ?? 0}${o.readAhead ? "-ahead" : ""}`;
+  if (o.apiDelayMs) {
+    control.setFault("/**", { latencyMs: o.apiDelayMs });
+    // The log's storage host is as far away as the API (faults naming it are the only ones it takes).
+    control.setFault("/_sandbox/blobs/**", { latencyMs: o.apiDelayMs });
+  }
+  control.createRepo({ owner: ORG, name: repo, files: { ".github/steward.yml": RERUN_POLICY + (o.readAhead ? "  read_ahead: true\n" : "") } });
   // One warm-up run loads the policy and the installation token, as a running service would have.
   const runIds: number[] = [];
   const start = () => {
@@ -116,7 +122,7 @@ async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: n
   const t = timings(stack, proxy, answered, (a) =>
     a.event === "workflow_run" && a.payload.action === "completed" && wanted.has(a.payload.workflow_run?.id) ? a.payload.workflow_run.id : undefined,
   );
-  return { flow: "workflow_run.completed -> re-run", rate: o.rate, sent: runIds.length, ...t, ...(o.apiDelayMs ? { apiDelayMs: o.apiDelayMs } : {}) };
+  return { flow: "workflow_run.completed -> re-run", rate: o.rate, sent: runIds.length, ...t, ...(o.apiDelayMs ? { apiDelayMs: o.apiDelayMs } : {}), ...(o.readAhead ? { readAhead: true } : {}) };
 }
 
 async function protectionRuleFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number }): Promise<E2eRow> {
@@ -147,10 +153,15 @@ export async function benchEndToEnd(o: { rate: number; count: number }, log: (s:
   stack.hub.control.setWebhookUrl(proxy.url);
   try {
     const rows: E2eRow[] = [];
-    const flows = [rerunFlow, protectionRuleFlow, (s: SandboxStack, p: StampingProxy) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS })];
+    const flows = [
+      rerunFlow,
+      protectionRuleFlow,
+      (s: SandboxStack, p: StampingProxy) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS }),
+      (s: SandboxStack, p: StampingProxy) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS, readAhead: true }),
+    ];
     for (const flow of flows) {
       const row = await flow(stack, proxy, o);
-      log(`  ${row.flow}${row.apiDelayMs ? ` (API ${row.apiDelayMs} ms away)` : ""}: ${row.answered}/${row.sent} answered, p50 ${row.latency.p50} ms p99 ${row.latency.p99} ms max ${row.latency.max} ms; first API call p50 ${row.firstCall.p50} ms; ${row.callsBeforeAnswer} calls before the answer`);
+      log(`  ${row.flow}${row.apiDelayMs ? ` (API ${row.apiDelayMs} ms away)` : ""}${row.readAhead ? " (logs read ahead)" : ""}: ${row.answered}/${row.sent} answered, p50 ${row.latency.p50} ms p99 ${row.latency.p99} ms max ${row.latency.max} ms; first API call p50 ${row.firstCall.p50} ms; ${row.callsBeforeAnswer} calls before the answer`);
       rows.push(row);
     }
     return { rows };

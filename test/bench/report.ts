@@ -76,8 +76,8 @@ function usageTable(r: IntakeResult): string {
 
 function e2eTable(r: E2eResult): string {
   return table(
-    ["Flow", "API answers held back, ms", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"],
-    r.rows.map((x) => [x.flow, x.apiDelayMs ?? 0, x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]),
+    ["Flow", "API answers held back, ms", "Logs read ahead", "Rate /s", "Answered", "p50 ms", "p99 ms", "max ms", "First API call about the run, p50 ms", "API calls about the run before the answer"],
+    r.rows.map((x) => [x.flow, x.apiDelayMs ?? 0, x.flow.endsWith("re-run") ? (x.readAhead ? "yes" : "no") : "n/a", x.rate, `${x.answered}/${x.sent}`, x.latency.p50, x.latency.p99, x.latency.max, x.firstCall.p50, x.callsBeforeAnswer]),
   );
 }
 
@@ -259,8 +259,9 @@ export function renderReport(r: BenchResults, notes: string): string {
         "the end of the hub's own handling of it). Re-run: a job fails with a transient " +
         "log line, `rerun` with `delay: 0s`; the answer is `POST .../rerun-failed-jobs`. Protection rule: `deployments` with a branch rule; the " +
         "answer is `POST .../deployment_protection_rule`. Hub, proxy and Steward share one process here (as in `steward start` sandbox mode), " +
-        "so reads asked together are answered one after another on that one event loop; the last row holds every API answer back (the hub's " +
-        "latency fault), as a network would, where reads asked together wait together: its latency is the round trips in a row.",
+        "so reads asked together are answered one after another on that one event loop; the last two rows hold every API answer, and the log storage host's, back (the hub's " +
+        "latency fault), as a network would, where reads asked together wait together: their latency is the round trips in a row. " +
+        "The last row's policy has \`read_ahead\` (a failed job's log is read when the job finishes, before its run does).",
       "",
       e2eTable(r.e2e),
     );

@@ -194,8 +194,11 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
 
   let fault: ReturnType<typeof hub.faults.decide> = undefined;
   try {
-    if (!control) {
-      fault = hub.faults.decide(method, path, match?.route.pattern);
+    // The storage host is another host: only faults naming its paths apply to it (a slow or
+    // failing log store), so an API-wide pattern does not reach it.
+    const storage = path.startsWith(BLOB_PATH);
+    if (!control || storage) {
+      fault = hub.faults.decide(method, path, match?.route.pattern, storage ? BLOB_PATH : undefined);
       if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault!.latencyMs));
       // A fault `after` the route is decided now and applied once the route has run (below).
       if (fault?.drop && !fault.after) {

@@ -45,6 +45,23 @@ describe("hub log storage on a second origin", () => {
     expect(storageRequests().slice(before).map((r) => [r.status, r.authorization])).toEqual([[200, false]]);
   });
 
+  it("takes only faults that name its paths: an API-wide fault leaves the storage host alone", async () => {
+    const location = async () => (await fetch(logUrl(), { headers: auth(), redirect: "manual" })).headers.get("location")!;
+    try {
+      hub().control.setFault("**", { status: 502 });
+      expect((await fetch(logUrl(), { headers: auth(), redirect: "manual" })).status).toBe(502);
+      hub().control.clearFaults();
+      const url = await location();
+      hub().control.setFault("**", { status: 502 });
+      expect((await fetch(url)).status).toBe(200);
+      hub().control.setFault("/_sandbox/blobs/**", { status: 503, times: 1 });
+      expect((await fetch(url)).status).toBe(503);
+      expect((await fetch(url)).status).toBe(200);
+    } finally {
+      hub().control.clearFaults();
+    }
+  });
+
   it("expires a stored document and serves nothing but stored documents", async () => {
     const res = await fetch(logUrl(), { headers: auth(), redirect: "manual" });
     const location = res.headers.get("location")!;

@@ -6,10 +6,8 @@ import rerun from "../../../handlers/rerun/index.js";
 import { rerunPolicy, type RerunPolicy } from "../../../handlers/rerun/policy.js";
 import { startHubClient, type HubClient } from "../../support/hub-client.js";
 import { makeHarness, type Harness } from "./harness.js";
+import { failedRuns, ORG, REPO, TRANSIENT } from "./failed-run.js";
 
-const ORG = "acme";
-const REPO = "web";
-const TRANSIENT = "2024-01-01T00:00:00Z npm ERR! network read ECONNRESET\n";
 const RERUN = "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs";
 
 function policy(over: Partial<RerunPolicy> = {}): RerunPolicy {
@@ -34,59 +32,11 @@ const logRule = { rules: [{ jobs: ["integration-*"], log: ["ECONNRESET"] }] };
 const posts = () => gh.sent.filter((r) => r.method === "POST").map((r) => r.path.replace(/^.*\/runs\/\d+\//, ""));
 const attemptOf = (runId: number) => (actions().describeRun(runId) as { run_attempt: number }).run_attempt;
 
-interface FailedRun {
-  id: number;
-  /** The hub's workflow_run.completed payload of attempt `n` (default the latest). */
-  payload(n?: number): Promise<Record<string, any>>;
-  /** Fail the latest attempt's unfinished jobs as `failures` says (others succeed). */
-  finish(failures?: Record<string, string>): Promise<void>;
-  /** Someone re-runs the failed jobs (a new attempt). */
-  rerunByHand(): Promise<void>;
-}
-
-/**
- * A CI run on acme/web that failed: `lint` passes; the jobs in `failures` fail at their first
- * step with that log (default `integration-db` with a transient network error).
- */
-async function failedRun(
-  o: { branch?: string; sha?: string; event?: string; pullRequests?: Record<string, unknown>[]; headRepository?: string; failures?: Record<string, string> } = {},
-): Promise<FailedRun> {
-  const failures = o.failures ?? { "integration-db": TRANSIENT };
-  const { failures: _f, ...start } = o;
-  const jobs = [{ name: "lint", steps: ["Lint"] }, ...Object.keys(failures).map((name) => ({ name, steps: ["Install deps"] }))];
-  const { id } = actions().startRun({ owner: ORG, repo: REPO, workflow: "CI", jobs, ...start });
-  const run: FailedRun = {
-    id,
-    async payload(n) {
-      const attempt = n ?? attemptOf(id);
-      const of = (d: { event: string; action: string | null; payload: unknown }) => {
-        const p = d.payload as { workflow_run: { id: number; run_attempt: number } };
-        return d.event === "workflow_run" && d.action === "completed" && p.workflow_run.id === id && p.workflow_run.run_attempt === attempt;
-      };
-      const [delivery] = await gh.hub.control.waitForDeliveries(of);
-      return structuredClone(delivery!.payload) as Record<string, any>;
-    },
-    async finish(fail = failures) {
-      await actions().idle();
-      const open = (actions().describeRun(id) as { jobs: { name: string; status: string }[] }).jobs.filter((j) => j.status !== "completed");
-      for (const job of open) {
-        if (fail[job.name] !== undefined) actions().failJob({ runId: id, job: job.name, step: "Install deps", log: fail[job.name] });
-        else actions().completeJob({ runId: id, job: job.name });
-      }
-      await actions().idle();
-    },
-    async rerunByHand() {
-      actions().rerun(id, "failed", "user:dev-dana");
-      await actions().idle();
-    },
-  };
-  await run.finish();
-  return run;
-}
+const failedRun = failedRuns(() => gh);
 
 describe("rerun handler", () => {
-  it("subscribes to completed workflow runs and owns the rerun section", () => {
-    expect(rerun.events).toEqual(["workflow_run.completed", "merge_group.destroyed"]);
+  it("subscribes to completed workflow runs and jobs and owns the rerun section", () => {
+    expect(rerun.events).toEqual(["workflow_run.completed", "workflow_job.completed", "merge_group.destroyed"]);
     expect(rerun.policy?.key).toBe("rerun");
   });
 

@@ -39,6 +39,7 @@ export interface FaultDecision {
 interface Rule {
   pattern: string;
   method: string | undefined;
+  path: string;
   test: (path: string, routePattern: string | undefined) => boolean;
   fault: Fault;
 }
@@ -47,13 +48,13 @@ interface Rule {
  * A pattern is `[METHOD ]PATH`, where PATH is either a route pattern with `{name}`
  * segments (compared with the matched route) or a glob over the concrete path.
  */
-function compile(pattern: string): Pick<Rule, "method" | "test"> {
+function compile(pattern: string): Pick<Rule, "method" | "path" | "test"> {
   const m = /^([A-Z]+)\s+(.+)$/.exec(pattern.trim());
   const method = m ? m[1] : undefined;
   const path = m ? m[2]! : pattern.trim();
-  if (path.includes("{")) return { method, test: (_p, route) => route === path };
+  if (path.includes("{")) return { method, path, test: (_p, route) => route === path };
   const isMatch = picomatch(path, { dot: true });
-  return { method, test: (p) => isMatch(p) };
+  return { method, path, test: (p) => isMatch(p) };
 }
 
 export class FaultRules {
@@ -70,8 +71,9 @@ export class FaultRules {
     this.rules = [];
   }
 
-  decide(method: string, path: string, routePattern: string | undefined): FaultDecision | undefined {
-    const rule = this.rules.find((r) => (!r.method || r.method === method) && r.test(path, routePattern));
+  /** `naming`: only rules whose path pattern starts with it apply (another host's paths). */
+  decide(method: string, path: string, routePattern: string | undefined, naming?: string): FaultDecision | undefined {
+    const rule = this.rules.find((r) => (!r.method || r.method === method) && (!naming || r.path.startsWith(naming)) && r.test(path, routePattern));
     if (!rule) return undefined;
     const f = rule.fault;
     if (f.times !== undefined) {

@@ -1,4 +1,5 @@
 // Which handler modules take a delivery, and whether a push touched policy files.
+import { DOCUMENT_DIR, POLICY_FILE } from "../policy/paths.js";
 
 /** `*` takes every delivery; `workflow_run` every action of it; `workflow_run.completed` only that action. */
 export function takesEvent(events: readonly string[], event: string, action: string | undefined): boolean {
@@ -9,8 +10,15 @@ export function routeDelivery<H extends { events: readonly string[] }>(handlers:
   return handlers.filter((h) => takesEvent(h.events, event, action));
 }
 
-function isPolicyPath(path: string): boolean {
-  return path === ".github/steward.yml" || path === ".github/steward.yaml" || path.startsWith(".github/steward/");
+/** GitHub lists at most this many commits in a push delivery: a longer push may touch paths it does not list. */
+export const PUSH_COMMITS_LISTED = 2048;
+/** Fewer characters than any payload text listing PUSH_COMMITS_LISTED commits (each commit's JSON takes 300 or more). */
+const LISTING_ALL_CHARS = PUSH_COMMITS_LISTED * 200;
+
+// Documents count in any repository, not only the admin one: a needless invalidation costs one
+// conditional read, a missed one serves an old policy until it is next revalidated.
+function mayBePolicyPath(path: string): boolean {
+  return path === POLICY_FILE || path === ".github/steward.yaml" || path.startsWith(DOCUMENT_DIR);
 }
 
 interface PushCommit {
@@ -22,16 +30,21 @@ interface PushCommit {
 /**
  * Pure: whether a push's payload text could name a policy path, without parsing it. Every policy
  * path holds `steward`, and JSON text holds a string's characters as they are or as `\u` escapes:
- * text with neither cannot (`pushTouchesPolicy` would say false).
+ * text with neither cannot (`pushTouchesPolicy` would say false), unless it is long enough to list
+ * as many commits as GitHub lists.
  */
 export function pushMayTouchPolicy(text: string): boolean {
-  return text.includes("steward") || text.includes("\\u");
+  return text.length >= LISTING_ALL_CHARS || text.includes("steward") || text.includes("\\u");
 }
 
-/** True when a push delivery's commits add, change or remove `.github/steward.yml` or anything under `.github/steward/`. */
+/**
+ * True when a push delivery's commits add, change or remove `.github/steward.yml` or anything under
+ * `.github/steward/`, or may: a push listing as many commits as GitHub lists may have more.
+ */
 export function pushTouchesPolicy(event: string, payload: unknown): boolean {
   if (event !== "push" || typeof payload !== "object" || payload === null) return false;
   const p = payload as { commits?: PushCommit[]; head_commit?: PushCommit | null };
+  if (Array.isArray(p.commits) && p.commits.length >= PUSH_COMMITS_LISTED) return true;
   const commits = [...(Array.isArray(p.commits) ? p.commits : []), ...(p.head_commit ? [p.head_commit] : [])];
-  return commits.some((c) => [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])].some(isPolicyPath));
+  return commits.some((c) => [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])].some(mayBePolicyPath));
 }

@@ -17,21 +17,3 @@ export function isPolicyPath(path: string, repo: string, adminRepo: string): boo
 export function sameName(a: string, b: string): boolean {
   return a.toLowerCase() === b.toLowerCase();
 }
-
-interface PushLike {
-  repository?: { name?: string; owner?: { login?: string; name?: string } };
-  commits?: { added?: string[]; modified?: string[]; removed?: string[] }[];
-  head_commit?: { added?: string[]; modified?: string[]; removed?: string[] } | null;
-}
-
-/**
- * Whether a `push` payload touches a policy file, so the loader must drop its cache of that
- * repository. A push lists at most 20 commits (and none for very large pushes): when the list
- * may be incomplete, assume it did.
- */
-export function pushTouchesPolicy(payload: PushLike, adminRepo: string): boolean {
-  const repo = payload.repository?.name ?? "";
-  const commits = payload.commits ?? [];
-  if (commits.length === 0 || commits.length >= 20) return true;
-  return commits.some((c) => [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])].some((p) => isPolicyPath(p, repo, adminRepo)));
-}

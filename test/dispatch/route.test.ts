@@ -2,7 +2,7 @@
 // before it is parsed, never saying "no" where the parsed payload would say "yes".
 import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples";
-import { pushMayTouchPolicy, pushTouchesPolicy } from "../../src/dispatch/route.js";
+import { PUSH_COMMITS_LISTED, pushMayTouchPolicy, pushTouchesPolicy } from "../../src/dispatch/route.js";
 
 interface Example {
   name: string;
@@ -36,5 +36,18 @@ describe("pushMayTouchPolicy", () => {
       expect(pushTouchesPolicy("push", JSON.parse(escaped))).toBe(true);
       expect(pushMayTouchPolicy(escaped)).toBe(true);
     }
+  });
+
+  it("takes a push listing as many commits as GitHub lists to touch a policy file, from its text too", () => {
+    const base = pushes.find((x) => x.commits.length > 0)!;
+    // The smallest commits GitHub could list: no message, no paths, empty names.
+    const commit = { id: "0".repeat(40), tree_id: "1".repeat(40), distinct: true, message: "", timestamp: "2024-01-01T00:00:00Z", url: `https://github.com/o/r/commit/${"0".repeat(40)}`, author: { name: "", email: "" }, committer: { name: "", email: "" }, added: [], removed: [], modified: [] };
+    const long = { ...structuredClone(base), commits: Array.from({ length: PUSH_COMMITS_LISTED }, () => commit), head_commit: commit };
+    const text = JSON.stringify(long);
+    expect(text).not.toContain("steward");
+    expect(pushTouchesPolicy("push", long)).toBe(true);
+    expect(pushMayTouchPolicy(text)).toBe(true);
+    const shorter = { ...long, commits: long.commits.slice(1) };
+    expect(pushTouchesPolicy("push", shorter)).toBe(false);
   });
 });

@@ -9,7 +9,6 @@ import { createOctokitFactory } from "../../src/api/client.js";
 import type { InstallationOctokit } from "../../src/handler.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createPolicyLoader } from "../../src/policy/loader.js";
-import { pushTouchesPolicy } from "../../src/policy/paths.js";
 import { createHub, STEWARD_PERMISSIONS, type HubHandle } from "../../src/sandbox/hub.js";
 import { testHandlers } from "./fixtures.js";
 
@@ -162,15 +161,3 @@ describe("policy loader", () => {
   });
 });
 
-describe("pushTouchesPolicy", () => {
-  const push = (name: string, commits: { added?: string[]; modified?: string[]; removed?: string[] }[]) => ({ repository: { name }, commits });
-  it("sees policy files among added, modified and removed paths", () => {
-    expect(pushTouchesPolicy(push("web", [{ modified: ["src/a.ts"] }, { removed: [".github/steward.yml"] }]), ".github")).toBe(true);
-    expect(pushTouchesPolicy(push("web", [{ modified: ["src/a.ts", ".github/steward/secrets.yml"] }]), ".github")).toBe(false);
-    expect(pushTouchesPolicy(push(".github", [{ added: [".github/steward/secrets.yml"] }]), ".github")).toBe(true);
-  });
-  it("assumes a touch when the commit list may be incomplete", () => {
-    expect(pushTouchesPolicy(push("web", []), ".github")).toBe(true);
-    expect(pushTouchesPolicy(push("web", Array.from({ length: 20 }, () => ({ modified: ["x"] }))), ".github")).toBe(true);
-  });
-});

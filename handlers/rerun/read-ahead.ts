@@ -77,6 +77,9 @@ export async function readAhead(ctx: HandlerContext<any, RerunPolicy>): Promise<
   if (!policy) return { status: "skipped", reason: "delivery has no repository" };
   const payload = ctx.payload as WorkflowJobPayload;
   const job = payload.workflow_job;
+  // The ids become a store key and a request path: anything but whole numbers is not read ahead.
+  const ids = [job?.id, job?.run_id, job?.run_attempt ?? 1, payload.repository?.id];
+  if (!ids.every((n) => Number.isSafeInteger(n) && (n as number) > 0)) return { status: "skipped", reason: "the delivery names no job, run or repository by id" };
   const why = readAheadSkip(policy, job);
   if (why) return { status: "skipped", reason: why };
   const attempt = job.run_attempt ?? 1;

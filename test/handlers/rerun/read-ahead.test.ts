@@ -110,6 +110,23 @@ describe("rerun: logs read ahead", () => {
     expect(readAheadKeys()).toEqual([]);
   });
 
+  it("reads nothing for a delivery whose job, run or repository ids are not whole numbers", async () => {
+    const run = await failedRun();
+    const good = await jobPayload(run.id, "integration-db");
+    const bad = [
+      { ...good, workflow_job: { ...good.workflow_job, id: "1:2" } },
+      { ...good, workflow_job: { ...good.workflow_job, run_id: 1.5 } },
+      { ...good, workflow_job: { ...good.workflow_job, run_attempt: -1 } },
+      { ...good, repository: { ...good.repository, id: null } },
+      { ...good, workflow_job: null },
+    ];
+    for (const payload of bad) {
+      expect(await rerun.handle(jobContext(payload, policy()))).toMatchObject({ status: "skipped", reason: expect.stringContaining("names no job, run or repository") });
+    }
+    expect(logReads()).toEqual([]);
+    expect(readAheadKeys()).toEqual([]);
+  });
+
   it("reads ahead at most max_failed_jobs logs of one run attempt, and a redelivery reads nothing", async () => {
     const run = await failedRun({ failures: { "integration-db": TRANSIENT, "integration-api": TRANSIENT, "integration-ui": TRANSIENT } });
     const p = policy({ max_failed_jobs: 2 });

@@ -2,7 +2,7 @@
 // workflow_run payloads to Steward, which decides and calls the hub's API.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
-import { newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, rerunPosts, settle, startCi, startRerunStack } from "./stack.js";
+import { JOBS, ORG, newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, rerunPosts, settle, startCi, startRerunStack, stewardOf } from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
@@ -66,5 +66,29 @@ describe("rerun against the sandbox hub: rules", () => {
     expect(matching.attempts.at(-1)!.conclusion).toBe("success");
     expect(rerunPosts(stack, b.repo)).toEqual([]);
     expect(rerunChecks(stack, other.head_sha)[0]!.output.summary).toContain("no rule matched");
+  });
+
+  it("with read_ahead, the failed job's own delivery reads its log and the run's decision reads none", async () => {
+    const { repo } = newRepo(stack, rerunPolicyYaml("  read_ahead: true\n"));
+    const { actions } = stack.hub.domains;
+    // The job fails while lint still runs (as a failure usually comes before its run's end): its
+    // delivery is worked off before the run completes.
+    const run = actions.startRun({ owner: ORG, repo, workflow: "CI", jobs: JOBS });
+    actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+    await settle(stack);
+    expect(requestsFor(stack, repo).filter((r) => /\/actions\/jobs\/\d+\/logs$/.test(r.path))).toHaveLength(1);
+    actions.completeJob({ runId: run.id, job: "lint" });
+    await settle(stack);
+
+    expect(rerunPosts(stack, repo)).toEqual(["rerun-failed-jobs 201"]);
+    // One log read in all (the job's), and the decision's outcome is a re-run.
+    expect(requestsFor(stack, repo).filter((r) => /\/actions\/jobs\/\d+\/logs$/.test(r.path)).map((r) => r.status)).toEqual([302]);
+    expect(await outcomesOf(stack, run.id)).toEqual([{ attempt: 1, status: "done", detail: expect.stringContaining("re-ran the failed jobs") }]);
+    const jobDelivery = stack.hub.control
+      .deliveries()
+      .find((d) => d.event === "workflow_job" && d.action === "completed" && (d.payload.workflow_job as { run_id: number; conclusion: string }).run_id === run.id && (d.payload.workflow_job as { conclusion: string }).conclusion === "failure")!;
+    const stored = await stewardOf(stack).store.deliveries.getDelivery(jobDelivery.guid);
+    expect(stored?.outcomes.find((o) => o.handler === "rerun")).toMatchObject({ status: "done", detail: expect.stringContaining("read the log of job integration-db") });
+    expect(rerunChecks(stack, run.head_sha)[0]!.output.summary).toMatch(/integration-db \| failure \| yes \| matched rule 1 .*log matched ECONNRESET/);
   });
 });

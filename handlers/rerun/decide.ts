@@ -127,9 +127,12 @@ export function outOfScope(policy: RerunPolicy, run: RunFacts, o: { anyConclusio
   if (policy.workflows && !workflowMatches(policy.workflows, run)) {
     return `workflow "${run.name}" is not in rerun.workflows`;
   }
-  if (policy.branches && !(run.headBranch && matchesAny(policy.branches, run.headBranch))) {
-    return `branch "${run.headBranch ?? "(none)"}" is not in rerun.branches`;
-  }
+  return branchOutOfScope(policy, run.headBranch);
+}
+
+/** Why a run on `branch` is out of `rerun.branches`, or undefined when it is in. */
+export function branchOutOfScope(policy: Pick<RerunPolicy, "branches">, branch: string | null | undefined): string | undefined {
+  if (policy.branches && !(branch && matchesAny(policy.branches, branch))) return `branch "${branch ?? "(none)"}" is not in rerun.branches`;
   return undefined;
 }
 

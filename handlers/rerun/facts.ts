@@ -72,12 +72,12 @@ export async function listJobs(octokit: InstallationOctokit, ref: RepoRef, runId
     attempt_number: attempt,
     per_page: 100,
   });
-  return jobs.map((j) => ({
-    id: j.id,
-    name: j.name,
-    conclusion: j.conclusion ?? null,
-    steps: (j.steps ?? []).map((s) => ({ name: s.name, conclusion: s.conclusion ?? null })),
-  }));
+  return jobs.map(toJobFacts);
+}
+
+/** The decision's view of a job, from the jobs listing or a `workflow_job` payload. */
+export function toJobFacts(j: { id: number; name: string; conclusion?: string | null; steps?: { name: string; conclusion?: string | null }[] | null }): JobFacts {
+  return { id: j.id, name: j.name, conclusion: j.conclusion ?? null, steps: (j.steps ?? []).map((s) => ({ name: s.name, conclusion: s.conclusion ?? null })) };
 }
 
 /**

@@ -11,8 +11,8 @@
 // log read ahead may go unused: one read per failed job of a run the policy then skips, and up
 // to max_failed_jobs of a run given up for failing in more jobs than that.
 import { MatchBudget, matchesAny, type HandlerContext, type Outcome, type Store } from "../../src/index.js";
-import { failureConclusions, needsLog, type JobFacts } from "./decide.js";
-import { fetchJobLog } from "./facts.js";
+import { branchOutOfScope, failureConclusions, needsLog } from "./decide.js";
+import { fetchJobLog, toJobFacts } from "./facts.js";
 import type { RerunPolicy } from "./policy.js";
 import { LOG_TAIL_CHARS } from "./record.js";
 import { scanLog, type ScannedLog } from "./scan.js";
@@ -54,20 +54,24 @@ const specsOf = (policy: RerunPolicy): string[] => [...new Set(policy.rules.flat
 /** Reads in flight in this process by key: the run's decision waits for one rather than reading the log again. */
 const inFlight = new Map<string, Promise<unknown>>();
 
-/** Why the job's log is not read ahead, or undefined when the run's decision would read it. */
-export function readAheadSkip(policy: RerunPolicy, job: WorkflowJobPayload["workflow_job"]): string | undefined {
+/** Why no log is read ahead under `policy`, whatever the job: judged before the payload is read. */
+function policySkip(policy: RerunPolicy): string | undefined {
   if (!policy.enabled) return "re-runs are not enabled for this repository (rerun.enabled is false)";
   if (!policy.read_ahead) return "logs are read with the run's decision (rerun.read_ahead is false)";
-  if (!job.conclusion || !failureConclusions(policy).has(job.conclusion)) return `job concluded "${job.conclusion ?? "none"}", not a failure the policy re-runs`;
-  if (policy.branches && !(job.head_branch && matchesAny(policy.branches, job.head_branch))) return `branch "${job.head_branch ?? "(none)"}" is not in rerun.branches`;
-  // The job names its workflow but not the workflow's file: a policy naming files is judged with the run.
-  if (policy.workflows && !(job.workflow_name && matchesAny(policy.workflows, job.workflow_name))) return `workflow "${job.workflow_name ?? ""}" is not in rerun.workflows by name`;
-  if (!needsLog(policy.rules, jobFacts(job))) return "no rule reads this job's log";
   return undefined;
 }
 
-function jobFacts(job: WorkflowJobPayload["workflow_job"]): JobFacts {
-  return { id: job.id, name: job.name, conclusion: job.conclusion, steps: (job.steps ?? []).map((s) => ({ name: s.name, conclusion: s.conclusion ?? null })) };
+/** Why the job's log is not read ahead, or undefined when the run's decision would read it. */
+export function readAheadSkip(policy: RerunPolicy, job: WorkflowJobPayload["workflow_job"]): string | undefined {
+  const off = policySkip(policy);
+  if (off) return off;
+  if (!job.conclusion || !failureConclusions(policy).has(job.conclusion)) return `job concluded "${job.conclusion ?? "none"}", not a failure the policy re-runs`;
+  const branch = branchOutOfScope(policy, job.head_branch);
+  if (branch) return branch;
+  // The job names its workflow but not the workflow's file: a policy naming files is judged with the run.
+  if (policy.workflows && !(job.workflow_name && matchesAny(policy.workflows, job.workflow_name))) return `workflow "${job.workflow_name ?? ""}" is not in rerun.workflows by name`;
+  if (!needsLog(policy.rules, toJobFacts(job))) return "no rule reads this job's log";
+  return undefined;
 }
 
 /** `workflow_job.completed`: read, scan and keep a failed job's log when the run's decision would read it. */
@@ -75,6 +79,9 @@ export async function readAhead(ctx: HandlerContext<any, RerunPolicy>): Promise<
   if (ctx.action !== "completed") return { status: "skipped", reason: `workflow_job action "${ctx.action}" is not completed` };
   const policy = ctx.policy;
   if (!policy) return { status: "skipped", reason: "delivery has no repository" };
+  // Most repositories never turn this on: they cost no parse of the payload.
+  const off = policySkip(policy);
+  if (off) return { status: "skipped", reason: off };
   const payload = ctx.payload as WorkflowJobPayload;
   const job = payload.workflow_job;
   // The ids become a store key and a request path: anything but whole numbers is not read ahead.

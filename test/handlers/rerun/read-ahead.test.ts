@@ -110,6 +110,13 @@ describe("rerun: logs read ahead", () => {
     expect(readAheadKeys()).toEqual([]);
   });
 
+  it("reads not even the payload where the policy has it off", async () => {
+    const run = await failedRun();
+    const ctx = jobContext(await jobPayload(run.id, "integration-db"), policy({ read_ahead: false }));
+    Object.defineProperty(ctx, "payload", { get: () => { throw new Error("payload read"); } });
+    expect(await rerun.handle(ctx)).toMatchObject({ status: "skipped", reason: expect.stringContaining("rerun.read_ahead is false") });
+  });
+
   it("reads nothing for a delivery whose job, run or repository ids are not whole numbers", async () => {
     const run = await failedRun();
     const good = await jobPayload(run.id, "integration-db");

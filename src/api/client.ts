@@ -11,6 +11,7 @@ import type { InstallationOctokit, OctokitFactory } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
 import { createTokenCache, type TokenCache } from "./token-cache.js";
 import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
+import { createLocalWriteSlots } from "./local-write-slots.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
@@ -136,18 +137,6 @@ function recordCalls(octokit: InstallationOctokit): void {
   });
 }
 
-/** One process: Bottleneck's local limiters space the writes of each installation. */
-function localWriteSlots(intervalMs: number): WriteSlots {
-  const group = new Bottleneck.Group({ maxConcurrent: 1, minTime: intervalMs });
-  return {
-    async run(who, send) {
-      await group.key(who).schedule(() => Promise.resolve());
-      return send();
-    },
-    held: () => group.limiters().filter(({ limiter }) => limiter.counts().EXECUTING + limiter.counts().RUNNING > 0).map(({ key }) => key),
-  };
-}
-
 // Liveness of the clustered limiters. Bottleneck counts a job as running in Redis from the
 // moment it is registered until its client frees it; a client that dies in between (kill -9)
 // never frees it. `clientTimeout` does not help: Bottleneck drops an unresponsive client
@@ -238,7 +227,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   // Every write takes its turn in spaceWrites, around the whole exchange; the plugin's own write group only passes through.
   const writeSlots = opts.sharedWriteSlots
     ? new RedisWriteSlots(opts.sharedWriteSlots.client, opts.sharedWriteSlots.prefix, writeInterval)
-    : localWriteSlots(writeInterval);
+    : createLocalWriteSlots(writeInterval);
   const passThrough = new Bottleneck.Group({});
   // Writes that notify people (issues, comments) get three times the spacing, as Octokit does.
   const notifications = expireSlotsAfter(

@@ -100,6 +100,22 @@ describe("API client", () => {
     expect(observed.some((o) => o.who === acme && o.status === 403 && o.remaining === 0)).toBe(true);
   });
 
+  it("sends an installation's writes one at a time, each the write interval after the previous answer", async () => {
+    const octokit = await factory({ writeIntervalMs: 300 }).octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    // Each write takes longer than the interval: a turn that ended when the write was sent, not
+    // answered, would let the next one leave while this one is still in flight.
+    hub.control.setFault("POST /repos/{owner}/{repo}/actions/variables", { latencyMs: 400 });
+    const create = (name: string) => octokit.request("POST /repos/{owner}/{repo}/actions/variables", { owner: "acme", repo: "web", name, value: "1" });
+    await Promise.all([create("A"), create("B"), create("C")]);
+    const writes = hits("/repos/acme/web/actions/variables").filter((r) => r.method === "POST");
+    expect(writes.map((w) => w.status)).toEqual([201, 201, 201]);
+    for (let i = 1; i < writes.length; i++) {
+      // The hub's clock is milliseconds: 1 ms of slack for the rounding of both stamps.
+      expect(writes[i]!.receivedAt - writes[i - 1]!.at).toBeGreaterThanOrEqual(299);
+    }
+  });
+
   it("retries 5xx answers", async () => {
     const octokit = await factory().octokitFor(acme);
     hub.control.setFault("GET /repos/{owner}/{repo}", { status: 502, times: 1 });

@@ -11,6 +11,16 @@ export interface Route {
   segments: string[];
 }
 
+/** A pattern segment, classified once when the route is added rather than on every request. */
+type Segment = { kind: "literal"; text: string } | { kind: "param"; name: string } | { kind: "rest"; name: string };
+
+interface CompiledRoute {
+  route: Route;
+  segments: Segment[];
+  /** Only a rest segment matches more path segments than the pattern has. */
+  hasRest: boolean;
+}
+
 export interface RouteMatch {
   route: Route;
   params: Record<string, string>;
@@ -18,20 +28,31 @@ export interface RouteMatch {
 
 export class RouteTable implements Router {
   private readonly routes: Route[] = [];
+  // By method: every request of the sandbox (and every API call of a test or of `steward start`
+  // in sandbox mode) is matched here, against a table of hundreds of routes.
+  private readonly byMethod = new Map<string, CompiledRoute[]>();
 
   add(method: string, pattern: string, handler: RouteHandler, options: RouteOptions = {}): void {
-    this.routes.push({ method: method.toUpperCase(), pattern, handler, options, segments: splitPath(pattern) });
+    const route: Route = { method: method.toUpperCase(), pattern, handler, options, segments: splitPath(pattern) };
+    this.routes.push(route);
+    const segments = route.segments.map(compileSegment);
+    const list = this.byMethod.get(route.method) ?? [];
+    list.push({ route, segments, hasRest: segments.some((s) => s.kind === "rest") });
+    this.byMethod.set(route.method, list);
   }
 
   /** The best route for a method and path; HEAD falls back to GET. */
   match(method: string, path: string): RouteMatch | undefined {
     const parts = splitPath(path);
-    const wanted = method.toUpperCase() === "HEAD" ? ["HEAD", "GET"] : [method.toUpperCase()];
+    const upper = method.toUpperCase();
+    const wanted = upper === "HEAD" ? ["HEAD", "GET"] : [upper];
     let best: { match: RouteMatch; score: number } | undefined;
-    for (const route of this.routes) {
-      if (!wanted.includes(route.method)) continue;
-      const found = matchSegments(route.segments, parts);
-      if (found && (!best || found.score > best.score)) best = { match: { route, params: found.params }, score: found.score };
+    for (const m of wanted) {
+      for (const compiled of this.byMethod.get(m) ?? []) {
+        if (compiled.segments.length > parts.length || (!compiled.hasRest && compiled.segments.length !== parts.length)) continue;
+        const found = matchSegments(compiled.segments, parts);
+        if (found && (!best || found.score > best.score)) best = { match: { route: compiled.route, params: found.params }, score: found.score };
+      }
     }
     return best?.match;
   }
@@ -53,27 +74,36 @@ function safeDecode(s: string): string {
   }
 }
 
-function matchSegments(pattern: string[], parts: string[]): { params: Record<string, string>; score: number } | undefined {
+function compileSegment(seg: string): Segment {
+  const rest = /^\{(.+)\+\}$/.exec(seg);
+  if (rest) return { kind: "rest", name: rest[1]! };
+  const param = /^\{(.+)\}$/.exec(seg);
+  return param ? { kind: "param", name: param[1]! } : { kind: "literal", text: seg };
+}
+
+function matchSegments(pattern: Segment[], parts: string[]): { params: Record<string, string>; score: number } | undefined {
+  // Literals first: nearly every route fails on one, before any parameter is decoded.
+  for (let i = 0; i < pattern.length; i++) {
+    const seg = pattern[i]!;
+    if (seg.kind === "rest") break;
+    if (seg.kind === "literal" && seg.text !== parts[i]) return undefined;
+  }
   const params: Record<string, string> = {};
   let score = 0;
   for (let i = 0; i < pattern.length; i++) {
     const seg = pattern[i]!;
-    const rest = /^\{(.+)\+\}$/.exec(seg);
-    if (rest) {
+    if (seg.kind === "rest") {
       if (i !== pattern.length - 1 || parts.length <= i) return undefined;
-      params[rest[1]!] = parts.slice(i).map(safeDecode).join("/");
+      params[seg.name] = parts.slice(i).map(safeDecode).join("/");
       return { params, score };
     }
     const part = parts[i];
     if (part === undefined) return undefined;
-    const param = /^\{(.+)\}$/.exec(seg);
-    if (param) {
-      params[param[1]!] = safeDecode(part);
+    if (seg.kind === "param") {
+      params[seg.name] = safeDecode(part);
       score += 1;
-    } else if (seg === part) {
-      score += 2;
     } else {
-      return undefined;
+      score += 2;
     }
   }
   return parts.length === pattern.length ? { params, score } : undefined;

@@ -1,0 +1,93 @@
+// One process's write slots: an installation's writes one at a time, in the order asked, the
+// next after the previous answer (and the interval); other installations never wait for it.
+import { describe, expect, it } from "vitest";
+import { createLocalWriteSlots } from "../../src/api/local-write-slots.js";
+
+/** A write the test answers (or fails) when it chooses. */
+function pendingWrite(log: string[], name: string) {
+  let answer!: () => void;
+  let fail!: (e: Error) => void;
+  const send = () => {
+    log.push(`start ${name}`);
+    return new Promise<string>((resolve, reject) => {
+      answer = () => {
+        log.push(`end ${name}`);
+        resolve(name);
+      };
+      fail = (e) => {
+        log.push(`fail ${name}`);
+        reject(e);
+      };
+    });
+  };
+  return { send, answer: () => answer(), fail: (e: Error) => fail(e) };
+}
+
+const turns = () => new Promise((r) => setTimeout(r, 20));
+
+describe("createLocalWriteSlots", () => {
+  it("sends one installation's writes one at a time, in the order they were asked for", async () => {
+    const slots = createLocalWriteSlots(0);
+    const log: string[] = [];
+    const [a, b, c] = ["a", "b", "c"].map((n) => pendingWrite(log, n));
+    const done = [slots.run("7", a!.send), slots.run("7", b!.send), slots.run("7", c!.send)];
+    await turns();
+    expect(log).toEqual(["start a"]);
+    expect(slots.held()).toEqual(["7"]);
+    a!.answer();
+    await turns();
+    expect(log).toEqual(["start a", "end a", "start b"]);
+    b!.answer();
+    await turns();
+    c!.answer();
+    expect(await Promise.all(done)).toEqual(["a", "b", "c"]);
+    expect(log).toEqual(["start a", "end a", "start b", "end b", "start c", "end c"]);
+    expect(slots.held()).toEqual([]);
+  });
+
+  it("does not hold another installation's write behind one in flight", async () => {
+    const slots = createLocalWriteSlots(60_000);
+    const log: string[] = [];
+    const slow = pendingWrite(log, "slow");
+    const pending = slots.run("7", slow.send);
+    await turns();
+    expect(await slots.run("8", async () => "other")).toBe("other");
+    expect(slots.held()).toEqual(["7"]);
+    slow.answer();
+    expect(await pending).toBe("slow");
+  });
+
+  it("frees the slot when a write fails", async () => {
+    const slots = createLocalWriteSlots(0);
+    const log: string[] = [];
+    const a = pendingWrite(log, "a");
+    const first = slots.run("7", a.send);
+    const second = slots.run("7", async () => "b");
+    await turns();
+    a.fail(new Error("502"));
+    await expect(first).rejects.toThrow("502");
+    expect(await second).toBe("b");
+    expect(slots.held()).toEqual([]);
+  });
+
+  it("waits the interval after the previous write was answered, not after it was sent", async () => {
+    const slots = createLocalWriteSlots(100);
+    const log: string[] = [];
+    const a = pendingWrite(log, "a");
+    let answeredAt = 0;
+    let secondAt = 0;
+    const first = slots.run("7", a.send);
+    const second = slots.run("7", async () => {
+      secondAt = performance.now();
+    });
+    // Longer than the interval: the second write's wait starts from this answer.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(secondAt).toBe(0);
+    answeredAt = performance.now();
+    a.answer();
+    await first;
+    await second;
+    // A lower bound only (timers never fire early by more than the clock's rounding).
+    expect(secondAt - answeredAt).toBeGreaterThanOrEqual(99);
+  });
+});

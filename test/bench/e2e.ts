@@ -1,14 +1,14 @@
 // Section 2: end-to-end latency through the sandbox stack. The hub runs workflows at a steady
-// rate; a stamping proxy sits between the hub's webhooks and Steward; the hub's own request
-// records say when Steward's answer (the re-run request, the protection-rule answer) arrived:
-// their `receivedAt`, not `at` (when the hub had answered it), since what the hub does with the
-// answer (advancing the run, sending the next webhooks on this same event loop) is not Steward's
-// latency.
-// Hub, proxy and Steward share this process (and its clock), as in `steward start` sandbox mode.
+// rate; Steward's HTTP server stamps when each delivery reached it (arrivals.ts); the hub's own
+// request records say when Steward's answer (the re-run request, the protection-rule answer)
+// arrived: their `receivedAt`, not `at` (when the hub had answered it), since what the hub does
+// with the answer (advancing the run, sending the next webhooks on this same event loop) is not
+// Steward's latency.
+// Hub and Steward share this process (and its clock), as in `steward start` sandbox mode.
 import rerun from "../../handlers/rerun/index.js";
 import { createDeploymentsHandler } from "../../handlers/deployments/index.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
-import { startStampingProxy, type StampingProxy } from "./proxy.js";
+import { stampArrivals, type ArrivalStamps } from "./arrivals.js";
 import { summarise, type Summary } from "./stats.js";
 
 export interface E2eRow {
@@ -50,9 +50,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The run id an answer request is about: /repos/o/r/actions/runs/{id}/(rerun-failed-jobs|rerun|deployment_protection_rule). */
 function answeredRuns(stack: SandboxStack, suffix: RegExp): Map<number, number> {
   const out = new Map<number, number>();
-  for (const r of stack.hub.control.requests() as { method: string; path: string; status: number; receivedAt: number }[]) {
+  for (const r of stack.hub.control.requests()) {
     const m = /\/actions\/runs\/(\d+)\/([a-z_-]+)$/.exec(r.path);
-    if (r.method === "POST" && m && suffix.test(m[2]!) && r.status < 300 && !out.has(Number(m[1]))) out.set(Number(m[1]), r.receivedAt);
+    if (r.method === "POST" && m && suffix.test(m[2]!) && r.status < 300 && !out.has(Number(m[1]))) out.set(Number(m[1]), r.receivedAtHr);
   }
   return out;
 }
@@ -66,6 +66,9 @@ async function waitAnswered(stack: SandboxStack, suffix: RegExp, runIds: number[
   }
 }
 
+/** Both ends are stamped on one monotonic clock in this process: latencies kept to a tenth of a millisecond. */
+const tenths = (ms: number) => Math.round(ms * 10) / 10;
+
 interface Timings {
   latency: Summary;
   firstCall: Summary;
@@ -73,28 +76,45 @@ interface Timings {
   answered: number;
 }
 
-/** Per run: arrival at the proxy, Steward's first request about the run, its answer. */
-function timings(stack: SandboxStack, proxy: StampingProxy, answered: Map<number, number>, runOf: (a: StampingProxy["arrivals"][number]) => number | undefined): Timings {
-  const requests = (stack.hub.control.requests() as { path: string; auth: string; receivedAt: number }[]).filter((r) => r.auth === "installation");
+/** A delivery the hub sent, and when it reached Steward. */
+interface Arrival {
+  event: string;
+  payload: Record<string, any>;
+  at: number;
+}
+
+/** The hub's deliveries that reached Steward, in the order the hub sent them. */
+function arrivals(stack: SandboxStack, stamps: ArrivalStamps): Arrival[] {
+  const out: Arrival[] = [];
+  for (const d of stack.hub.control.deliveries() as { guid: string; event: string; payload: Record<string, any> }[]) {
+    const at = stamps.at(d.guid);
+    if (at !== undefined) out.push({ event: d.event, payload: d.payload, at });
+  }
+  return out;
+}
+
+/** Per run: the delivery's arrival at Steward, Steward's first request about the run, its answer. */
+function timings(stack: SandboxStack, stamps: ArrivalStamps, answered: Map<number, number>, runOf: (a: Arrival) => number | undefined): Timings {
+  const requests = stack.hub.control.requests().filter((r) => r.auth === "installation");
   const total: number[] = [];
   const first: number[] = [];
   const calls: number[] = [];
   const seen = new Set<number>();
-  for (const a of proxy.arrivals) {
+  for (const a of arrivals(stack, stamps)) {
     const runId = runOf(a);
     if (runId === undefined || seen.has(runId)) continue;
     seen.add(runId);
     const at = answered.get(runId);
     if (at === undefined) continue;
-    total.push(at - a.at);
-    const about = requests.filter((r) => r.receivedAt >= a.at && r.receivedAt <= at && r.path.includes(`/actions/runs/${runId}`));
-    if (about[0]) first.push(about[0].receivedAt - a.at);
+    total.push(tenths(at - a.at));
+    const about = requests.filter((r) => r.receivedAtHr >= a.at && r.receivedAtHr <= at && r.path.includes(`/actions/runs/${runId}`));
+    if (about[0]) first.push(tenths(about[0].receivedAtHr - a.at));
     calls.push(about.length);
   }
   return { latency: summarise(total), firstCall: summarise(first), callsBeforeAnswer: summarise(calls).p50, answered: total.length };
 }
 
-async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number; apiDelayMs?: number; readAhead?: boolean }): Promise<E2eRow> {
+async function rerunFlow(stack: SandboxStack, stamps: ArrivalStamps, o: { rate: number; count: number; apiDelayMs?: number; readAhead?: boolean }): Promise<E2eRow> {
   const { control, domains } = stack.hub;
   const repo = `bench-rerun-${process.pid}-${o.apiDelayMs ?? 0}${o.readAhead ? "-ahead" : ""}`;
   if (o.apiDelayMs) {
@@ -119,13 +139,13 @@ async function rerunFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: n
   const answered = await waitAnswered(stack, /^rerun/, runIds, 60_000);
   control.clearFaults();
   const wanted = new Set(runIds);
-  const t = timings(stack, proxy, answered, (a) =>
+  const t = timings(stack, stamps, answered, (a) =>
     a.event === "workflow_run" && a.payload.action === "completed" && wanted.has(a.payload.workflow_run?.id) ? a.payload.workflow_run.id : undefined,
   );
   return { flow: "workflow_run.completed -> re-run", rate: o.rate, sent: runIds.length, ...t, ...(o.apiDelayMs ? { apiDelayMs: o.apiDelayMs } : {}), ...(o.readAhead ? { readAhead: true } : {}) };
 }
 
-async function protectionRuleFlow(stack: SandboxStack, proxy: StampingProxy, o: { rate: number; count: number }): Promise<E2eRow> {
+async function protectionRuleFlow(stack: SandboxStack, stamps: ArrivalStamps, o: { rate: number; count: number }): Promise<E2eRow> {
   const { control, domains } = stack.hub;
   const repo = `bench-deploy-${process.pid}`;
   control.createRepo({ owner: ORG, name: repo, files: { ".github/steward.yml": DEPLOY_POLICY } });
@@ -139,35 +159,33 @@ async function protectionRuleFlow(stack: SandboxStack, proxy: StampingProxy, o: 
   }
   const answered = await waitAnswered(stack, /^deployment_protection_rule$/, runIds, 60_000);
   const wanted = new Set(runIds);
-  const runOf = (a: StampingProxy["arrivals"][number]) => {
+  const runOf = (a: Arrival) => {
     if (a.event !== "deployment_protection_rule") return undefined;
     const m = /\/runs\/(\d+)\//.exec(String(a.payload.deployment_callback_url ?? ""));
     return m && wanted.has(Number(m[1])) ? Number(m[1]) : undefined;
   };
-  return { flow: "deployment_protection_rule -> answer", rate: o.rate, sent: runIds.length, ...timings(stack, proxy, answered, runOf) };
+  return { flow: "deployment_protection_rule -> answer", rate: o.rate, sent: runIds.length, ...timings(stack, stamps, answered, runOf) };
 }
 
 export async function benchEndToEnd(o: { rate: number; count: number }, log: (s: string) => void): Promise<E2eResult> {
   const stack = await startSandboxStack({ handlers: [rerun, createDeploymentsHandler()] });
-  const proxy = await startStampingProxy(stack.webhookUrl);
-  stack.hub.control.setWebhookUrl(proxy.url);
+  const stamps = stampArrivals(stack.config.webhookPath);
   try {
     const rows: E2eRow[] = [];
     const flows = [
       rerunFlow,
       protectionRuleFlow,
-      (s: SandboxStack, p: StampingProxy) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS }),
-      (s: SandboxStack, p: StampingProxy) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS, readAhead: true }),
+      (s: SandboxStack, p: ArrivalStamps) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS }),
+      (s: SandboxStack, p: ArrivalStamps) => rerunFlow(s, p, { ...o, apiDelayMs: API_DELAY_MS, readAhead: true }),
     ];
     for (const flow of flows) {
-      const row = await flow(stack, proxy, o);
+      const row = await flow(stack, stamps, o);
       log(`  ${row.flow}${row.apiDelayMs ? ` (API ${row.apiDelayMs} ms away)` : ""}${row.readAhead ? " (logs read ahead)" : ""}: ${row.answered}/${row.sent} answered, p50 ${row.latency.p50} ms p99 ${row.latency.p99} ms max ${row.latency.max} ms; first API call p50 ${row.firstCall.p50} ms; ${row.callsBeforeAnswer} calls before the answer`);
       rows.push(row);
     }
     return { rows };
   } finally {
-    stack.hub.control.setWebhookUrl(undefined);
-    await proxy.close();
+    stamps.close();
     await stack.close();
   }
 }

@@ -254,11 +254,12 @@ export function renderReport(r: BenchResults, notes: string): string {
   if (r.e2e) {
     parts.push(
       ...heading("## 2. End-to-end latency (sandbox hub)"),
-      "The sandbox hub runs workflows at a steady rate; a stamping proxy between the hub's webhooks and Steward records when each delivery " +
-        "arrived; the hub's request log records when Steward's answer arrived (one process, one clock; the request's arrival at the hub, not " +
+      "The sandbox hub runs workflows at a steady rate and sends their webhooks straight to Steward, whose HTTP server stamps when each " +
+        "delivery reached it (Node's `http.server.request.start` diagnostics channel: no proxy between them, nothing added to the loop measured); " +
+        "the hub's request log records when Steward's answer arrived (one process, one monotonic clock, to a tenth of a millisecond; the request's arrival at the hub, not " +
         "the end of the hub's own handling of it). Re-run: a job fails with a transient " +
         "log line, `rerun` with `delay: 0s`; the answer is `POST .../rerun-failed-jobs`. Protection rule: `deployments` with a branch rule; the " +
-        "answer is `POST .../deployment_protection_rule`. Hub, proxy and Steward share one process here (as in `steward start` sandbox mode), " +
+        "answer is `POST .../deployment_protection_rule`. Hub and Steward share one process here (as in `steward start` sandbox mode), " +
         "so reads asked together are answered one after another on that one event loop; the last two rows hold every API answer, and the log storage host's, back (the hub's " +
         "latency fault), as a network would, where reads asked together wait together: their latency is the round trips in a row. " +
         "The last row's policy has \`read_ahead\` (a failed job's log is read when the job finishes, before its run does).",

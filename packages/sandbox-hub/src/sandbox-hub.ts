@@ -47,6 +47,11 @@ export interface RequestRecord {
   at: number;
   /** When the request arrived (epoch ms): what request spacing is measured by. */
   receivedAt: number;
+  /**
+   * When the request arrived, on this process's monotonic clock (`performance.now()`, fractions of
+   * a millisecond): for latencies measured against stamps taken in the same process.
+   */
+  receivedAtHr: number;
 }
 
 export interface HubSettings {

@@ -160,6 +160,7 @@ function errorResponse(err: HubError): HubResponse {
 
 async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const receivedAt = Date.now();
+  const receivedAtHr = performance.now();
   const raw = await readBody(req);
   const url = new URL(req.url ?? "/", "http://sandbox");
   const method = (req.method ?? "GET").toUpperCase();
@@ -202,7 +203,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault!.latencyMs));
       // A fault `after` the route is decided now and applied once the route has run (below).
       if (fault?.drop && !fault.after) {
-        record(hub, hubReq, match, 0, req, receivedAt);
+        record(hub, hubReq, match, 0, req, receivedAt, receivedAtHr);
         req.socket.destroy();
         return;
       }
@@ -243,7 +244,7 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   // A fault `after` the route: the change stands, but the client never sees the real answer.
   if (fault?.after && fault.drop) {
     if (counted && bucket) bucket.used += 1;
-    record(hub, hubReq, match, 0, req, receivedAt);
+    record(hub, hubReq, match, 0, req, receivedAt, receivedAtHr);
     req.socket.destroy();
     return;
   }
@@ -280,12 +281,12 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   headers.Status = statusLine(status);
   const body = payload === undefined || method === "HEAD" ? undefined : typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
   headers["Content-Length"] = String(body?.length ?? 0);
-  if (logged) record(hub, hubReq, match, status, req, receivedAt);
+  if (logged) record(hub, hubReq, match, status, req, receivedAt, receivedAtHr);
   res.writeHead(status, headers);
   res.end(body);
 }
 
-function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined, status: number, raw: IncomingMessage, receivedAt: number): void {
+function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined, status: number, raw: IncomingMessage, receivedAt: number, receivedAtHr: number): void {
   hub.requests.push({
     method: req.method,
     path: req.path,
@@ -299,5 +300,6 @@ function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined,
     origin: `http://127.0.0.1:${raw.socket.localPort}`,
     at: Date.now(),
     receivedAt,
+    receivedAtHr,
   });
 }

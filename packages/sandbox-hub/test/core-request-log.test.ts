@@ -22,4 +22,16 @@ describe("request log", () => {
     expect(without).toMatchObject({ path: "/repos/acme/web", auth: "none", authorization: false });
     expect(JSON.stringify(hub.control.requests())).not.toContain(token);
   });
+
+  it("stamps arrival on the process's monotonic clock as well, for sub-millisecond latencies", async () => {
+    const from = hub.control.requests().length;
+    const before = performance.now();
+    await fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } });
+    await fetch(`${hub.url}/repos/acme/api`, { headers: { Authorization: `token ${token}` } });
+    const after = performance.now();
+    const [first, second] = hub.control.requests().slice(from);
+    expect(first!.receivedAtHr).toBeGreaterThanOrEqual(before);
+    expect(second!.receivedAtHr).toBeGreaterThan(first!.receivedAtHr);
+    expect(second!.receivedAtHr).toBeLessThanOrEqual(after);
+  });
 });

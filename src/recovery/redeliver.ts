@@ -122,8 +122,11 @@ export async function sweepRedeliveries(opts: {
     // Newest first: once a whole page is older than the window (or the mark), older pages cannot matter.
     if (items.length === 0 || items.every((a) => Date.parse(a.delivered_at) < since || (mark !== undefined && a.id <= mark))) break;
   }
+  // Only a delivery no attempt of which got a 2xx can need redelivering: the store is asked about
+  // those alone (a first sweep reads a day of deliveries, nearly all of them answered).
+  const answered = new Set(attempts.filter((a) => a.status_code >= 200 && a.status_code < 300).map((a) => a.guid));
   const known = new Set<string>();
-  for (const guid of new Set(attempts.map((a) => a.guid))) if (await opts.isKnown(guid)) known.add(guid);
+  for (const guid of new Set(attempts.map((a) => a.guid))) if (!answered.has(guid) && (await opts.isKnown(guid))) known.add(guid);
   const candidates = findRedeliveries(attempts, { now, lookbackMs: opts.lookbackMs, known: (g) => known.has(g) });
   const result: SweepResult = { scanned: attempts.length, requested: [], alreadyAsked: 0, failed: [] };
   const limit = opts.maxRequests ?? 500;

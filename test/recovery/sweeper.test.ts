@@ -71,11 +71,17 @@ describe("startRedeliverySweeper", () => {
     expect(failed.length).toBeGreaterThanOrEqual(3); // installation.created plus two pushes
     // One failed delivery reached Steward's store anyway (it answered after the hub gave up).
     const known = failed[0]!.guid;
+    const answered = hub.control.deliveries().filter((d) => d.status_code === 202).map((d) => d.guid);
+    expect(answered.length).toBeGreaterThanOrEqual(1);
+    const asked: string[] = [];
 
     const sweeper = startRedeliverySweeper({
       octokits,
       store: store.kv,
-      isKnown: async (guid) => guid === known,
+      isKnown: async (guid) => {
+        asked.push(guid);
+        return guid === known;
+      },
       logger,
       intervalMs: 3_600_000,
     });
@@ -85,6 +91,9 @@ describe("startRedeliverySweeper", () => {
       expect(joined).toBe(first);
       const result = (await first)!;
       await hub.control.settled();
+      // The store is asked only about deliveries that never got a 2xx: each of those, none of the others.
+      expect([...new Set(asked)].sort()).toEqual([...new Set(failed.map((d) => d.guid))].sort());
+      for (const g of answered) expect(asked).not.toContain(g);
       const expected = failed.filter((d) => d.guid !== known).map((d) => d.guid).sort();
       expect([...result.requested].sort()).toEqual(expected);
       expect(result.failed).toEqual([]);

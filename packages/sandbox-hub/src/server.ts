@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { BLOB_PATH } from "./blobs/routes.js";
+import { appendBounded } from "./core/bounded-log.js";
 import { actorOf } from "./core/actor.js";
 import { badCredentials, errorBody, noRoute } from "./core/errors.js";
 import { looksLikeJwt, verifyAppJwt } from "./core/jwt.js";
@@ -286,8 +287,11 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   res.end(body);
 }
 
+/** Requests the hub remembers (the newest): about 300 bytes each. */
+export const MAX_REQUEST_RECORDS = 50_000;
+
 function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined, status: number, raw: IncomingMessage, receivedAt: number, receivedAtHr: number): void {
-  hub.requests.push({
+  appendBounded(hub.requests, {
     method: req.method,
     path: req.path,
     query: req.query.toString(),
@@ -301,5 +305,5 @@ function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined,
     at: Date.now(),
     receivedAt,
     receivedAtHr,
-  });
+  }, MAX_REQUEST_RECORDS);
 }

@@ -1,6 +1,11 @@
 // One log of what clients and the control surface made the hub do (pushes, pull requests, re-runs
 // requested, secrets written, reviews recorded...), so tests and the demo judge a client by its effects.
 
+import { appendBounded } from "./bounded-log.js";
+
+/** Effects the log keeps (the newest). */
+export const MAX_EFFECTS = 50_000;
+
 export interface Effect {
   /** Sandbox-clock timestamp. */
   at: string;
@@ -17,7 +22,7 @@ export class EffectsLog {
   constructor(private readonly timestamp: () => string) {}
 
   record(kind: string, by: string, detail: Record<string, unknown> = {}): void {
-    this.entries.push({ at: this.timestamp(), kind, by, detail });
+    appendBounded(this.entries, { at: this.timestamp(), kind, by, detail }, MAX_EFFECTS);
   }
 
   /** Entries of one area (`deployments`), or of one kind in it (`"deployments", "review.approved"`). */

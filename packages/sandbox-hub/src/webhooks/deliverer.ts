@@ -3,6 +3,7 @@
 import { randomUUID } from "node:crypto";
 import type { DeliveryRecord } from "../core/types.js";
 import { encodeBody, signatureHeaders } from "./sign.js";
+import { appendBounded } from "../core/bounded-log.js";
 
 export interface HookConfig {
   url: string | undefined;
@@ -25,12 +26,22 @@ export interface DelivererDeps {
   timestamp(d?: Date): string;
   nextId(): number;
   timeoutMs?: number;
+  /** Deliveries remembered (default MAX_DELIVERY_RECORDS). */
+  maxRecords?: number;
 }
 
 const USER_AGENT = "GitHub-Hookshot/sandbox";
 
+/**
+ * Deliveries the hub remembers for the deliveries API and redelivery (the newest). GitHub keeps
+ * three days of them; a sandbox sending thousands an hour keeps a count instead, payloads included.
+ */
+export const MAX_DELIVERY_RECORDS = 5_000;
+
 export class Deliverer {
+  /** In id order: a record gets its id when it is made, after its attempt. */
   readonly records: StoredDelivery[] = [];
+  private readonly byIds = new Map<number, StoredDelivery>();
   private readonly chains = new Map<string, Promise<unknown>>();
   private readonly waiters = new Set<() => void>();
 
@@ -66,7 +77,7 @@ export class Deliverer {
   }
 
   byId(id: number): StoredDelivery | undefined {
-    return this.records.find((r) => r.id === id);
+    return this.byIds.get(id);
   }
 
   private async attempt(
@@ -126,7 +137,10 @@ export class Deliverer {
       request: { headers: { ...headers }, payload },
       response: { headers: responseHeaders, payload: responseBody },
     };
-    this.records.push(record);
+    this.byIds.set(record.id, record);
+    appendBounded(this.records, record, this.deps.maxRecords ?? MAX_DELIVERY_RECORDS, (dropped) => {
+      for (const d of dropped) this.byIds.delete(d.id);
+    });
     for (const w of this.waiters) w();
     return record;
   }

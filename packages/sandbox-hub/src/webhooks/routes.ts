@@ -55,13 +55,15 @@ export function installWebhookRoutes(hub: SandboxHub, router: RouteTable): void 
   router.add("GET", "/app/hook/deliveries", (req) => {
     const perPage = Math.min(Math.max(Number.parseInt(req.query.get("per_page") ?? "30", 10) || 30, 1), 100);
     const cursor = req.query.get("cursor");
-    // Newest first; the cursor is the id of the last delivery seen.
-    const all = [...hub.deliverer.records].sort((a, b) => b.id - a.id);
-    const start = cursor ? all.findIndex((d) => d.id < Number(cursor)) : 0;
-    const page = start < 0 ? [] : all.slice(start, start + perPage);
+    // Newest first; the cursor is the id of the last delivery seen. The records are in id order
+    // (an id is given when a record is made), so a page is read from the end, not sorted out of all.
+    const records = hub.deliverer.records;
+    const end = cursor ? firstAtOrAbove(records, Number(cursor)) : records.length;
+    const page: typeof records = [];
+    for (let i = end - 1; i >= 0 && page.length < perPage; i--) page.push(records[i]!);
     const headers: Record<string, string> = {};
     const last = page[page.length - 1];
-    if (last && start + perPage < all.length) {
+    if (last && end - page.length > 0) {
       const q = new URLSearchParams(req.query);
       q.set("cursor", String(last.id));
       q.set("per_page", String(perPage));
@@ -83,4 +85,16 @@ export function installWebhookRoutes(hub: SandboxHub, router: RouteTable): void 
     void hub.deliverer.send(d.event, d.payload, { installationId: d.installation_id, guid: d.guid, redelivery: true });
     return { status: 202, body: {} };
   }, { auth: "app" });
+}
+
+/** The index of the first record whose id is `id` or more (records in ascending id order). */
+function firstAtOrAbove(records: readonly { id: number }[], id: number): number {
+  let lo = 0;
+  let hi = records.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (records[mid]!.id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }

@@ -1,0 +1,81 @@
+// The hub's logs keep their newest entries only, so a long-running sandbox holds bounded memory;
+// what is kept stays consistent (a delivery dropped from the list cannot be fetched or redelivered).
+import { describe, expect, it } from "vitest";
+import { appendBounded } from "../src/core/bounded-log.js";
+import { MAX_DELIVERY_RECORDS } from "../src/webhooks/deliverer.js";
+import { MAX_REQUEST_RECORDS } from "../src/server.js";
+import { MAX_EFFECTS } from "../src/core/effects.js";
+import { installationToken, startHub } from "./core-helpers.js";
+
+describe("appendBounded", () => {
+  it("keeps the newest entries, dropping the oldest in batches a tenth over the bound", () => {
+    const log: number[] = [];
+    const dropped: number[] = [];
+    for (let i = 1; i <= 1_000; i++) appendBounded(log, i, 100, (d) => dropped.push(...d));
+    expect(log.length).toBeGreaterThanOrEqual(100);
+    expect(log.length).toBeLessThanOrEqual(110);
+    expect(log.at(-1)).toBe(1_000);
+    expect(log[0]).toBe(1_000 - log.length + 1);
+    expect(dropped).toEqual(Array.from({ length: 1_000 - log.length }, (_, i) => i + 1));
+  });
+
+  it("bounds every log of the hub", () => {
+    expect(MAX_REQUEST_RECORDS).toBeGreaterThan(0);
+    expect(MAX_EFFECTS).toBeGreaterThan(0);
+    expect(MAX_DELIVERY_RECORDS).toBeGreaterThan(0);
+  });
+});
+
+describe("the hub's request log", () => {
+  it("stays bounded however many requests it answers", async () => {
+    const hub = await startHub();
+    try {
+      const token = await installationToken(hub, hub.control.installation("acme")!.id);
+      const extra = Math.ceil(MAX_REQUEST_RECORDS / 10) + 50;
+      // Filled directly up to the bound (answering 50,000 requests here would take a minute), then over it through HTTP.
+      const fill = hub.control.requests().length;
+      const filler = { ...hub.control.requests()[0]!, path: "/filler" };
+      for (let i = fill; i < MAX_REQUEST_RECORDS; i++) hub.state.requests.push({ ...filler, path: `/filler/${i}` });
+      for (let i = 0; i < extra; i += 50) {
+        await Promise.all(Array.from({ length: 50 }, () => fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } }).then((r) => r.arrayBuffer())));
+      }
+      const log = hub.control.requests();
+      expect(log.length).toBeLessThanOrEqual(MAX_REQUEST_RECORDS + MAX_REQUEST_RECORDS / 10);
+      // Past the installation's 5,000 an hour some are refused (403): answered and logged all the same.
+      expect(log.at(-1)).toMatchObject({ path: "/repos/acme/web" });
+      expect(log.some((r) => r.path === "/filler/0")).toBe(false);
+    } finally {
+      await hub.close();
+    }
+  });
+});
+
+describe("the webhook deliverer's records", () => {
+  it("keeps the newest deliveries, and one dropped from the list is not found by id either", async () => {
+    const { createServer } = await import("node:http");
+    const { Deliverer } = await import("../src/webhooks/deliverer.js");
+    const server = createServer((req, res) => req.resume().on("end", () => res.writeHead(200).end("ok")));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      let id = 0;
+      const port = (server.address() as { port: number }).port;
+      const deliverer = new Deliverer({
+        hookId: 1,
+        appId: 1,
+        config: { url: `http://127.0.0.1:${port}/`, content_type: "json", secret: "s", insecure_ssl: "0" } as never,
+        now: () => new Date(),
+        timestamp: (d) => (d ?? new Date()).toISOString(),
+        nextId: () => ++id,
+        maxRecords: 20,
+      });
+      for (let i = 0; i < 30; i++) await deliverer.send("ping", { zen: `n${i}` }, { installationId: 7 });
+      expect(deliverer.records.length).toBeLessThanOrEqual(22);
+      expect(deliverer.records.at(-1)?.payload).toEqual({ zen: "n29" });
+      const kept = new Set(deliverer.records.map((r) => r.id));
+      for (let n = 1; n <= 30; n++) expect(deliverer.byId(n) !== undefined).toBe(kept.has(n));
+      expect(kept.has(1)).toBe(false);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+});

@@ -286,6 +286,31 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect((await store.deliveries.getDelivery(dead.id))?.outcomes).toHaveLength(1);
       expect(await store.deliveries.record(done)).toBe("recorded"); // its id is forgotten with it
     });
+
+    it("purges more finished deliveries than one batch holds, letting other work run between batches", async () => {
+      const count = 2_300;
+      const ids: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const d = deliveryOf("ping", { zen: `z${i}`, hook_id: i });
+        ids.push(d.id);
+        await store.deliveries.record(d);
+      }
+      for (;;) {
+        const claims = await store.deliveries.claimDeliveries(60_000, 500);
+        if (claims.length === 0) break;
+        for (const c of claims) await store.deliveries.finishDelivery(c.token, c.delivery.id, { status: "done" });
+      }
+      // Work queued behind the purge's start: it runs before the purge ends, not after.
+      let settled = false;
+      let ranDuring = false;
+      const purge = store.deliveries.purgeFinished(new Date(Date.now() + 60_000)).finally(() => (settled = true));
+      setImmediate(() => (ranDuring = !settled));
+      expect(await purge).toBe(count);
+      expect(ranDuring).toBe(true);
+      expect(await store.deliveries.getDelivery(ids[0]!)).toBeUndefined();
+      expect(await store.deliveries.getDelivery(ids[count - 1]!)).toBeUndefined();
+      expect(await store.deliveries.purgeFinished(new Date(Date.now() + 60_000))).toBe(0);
+    }, 60_000);
   });
 
   describe("scheduled tasks", () => {

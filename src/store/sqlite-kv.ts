@@ -36,6 +36,9 @@ function holds(value: unknown, field: string, equals: string): boolean {
 export const LIST_BY_PREFIX_SQL = `SELECT key, value, updated_at FROM kv
   WHERE key >= @prefix AND key < @prefix || CAST(x'F4908080' AS TEXT) AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`;
 
+/** Expired entries removed per statement by a purge. */
+const PURGE_BATCH = 1_000;
+
 export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
   readonly #insertIfAbsent: Statement;
@@ -58,7 +61,7 @@ export class SqliteKv implements KvPart {
     this.#get = db.prepare("SELECT key, value, updated_at FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)");
     this.#delete = db.prepare("DELETE FROM kv WHERE key = ?");
     this.#list = db.prepare(LIST_BY_PREFIX_SQL);
-    this.#purge = db.prepare("DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?");
+    this.#purge = db.prepare("DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)");
     this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
     this.#claim = db.transaction((key: string, value: string, expiresAt: number | null, now: number) => {
       this.#dropExpired.run(key, now);
@@ -126,6 +129,15 @@ export class SqliteKv implements KvPart {
 
   /** Drop expired entries (they are already invisible; this reclaims space). */
   async purgeExpired(now = Date.now()): Promise<number> {
-    return this.#purge.run(now).changes;
+    // In batches with the event loop's other work between them, as the deliveries' purge: an
+    // hour of expired entries (one per delivery that called the API, decision facts, read-ahead
+    // logs) must not hold the intake off.
+    let removed = 0;
+    for (;;) {
+      const n = this.#purge.run(now, PURGE_BATCH).changes;
+      removed += n;
+      if (n < PURGE_BATCH) return removed;
+      await new Promise((r) => setImmediate(r));
+    }
   }
 }

@@ -94,6 +94,21 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect((await store.kv.list("p:\u{10FFFF}")).map((e) => e.key)).toEqual(["p:\u{10FFFF}last"]);
     });
 
+    it("purges more expired entries than one batch holds, letting other work run between batches", async () => {
+      const count = 2_300;
+      for (let i = 0; i < count; i++) await store.kv.set(`short:${String(i).padStart(5, "0")}`, { i }, { ttlMs: 1 });
+      await store.kv.set("long", { kept: true }, { ttlMs: 3_600_000 });
+      await new Promise((r) => setTimeout(r, 20));
+      let settled = false;
+      let ranDuring = false;
+      const purge = store.kv.purgeExpired().finally(() => (settled = true));
+      setImmediate(() => (ranDuring = !settled));
+      expect(await purge).toBe(count);
+      expect(ranDuring).toBe(true);
+      expect(await store.kv.list("short:")).toEqual([]);
+      expect(await store.kv.get("long")).toEqual({ kept: true });
+    }, 60_000);
+
     it("keeps an audit trail filtered by kind, newest N in order", async () => {
       for (let i = 0; i < 5; i++) await store.kv.audit({ kind: i % 2 ? "secret_write" : "deployment_review", source: "t", details: { i } });
       const reviews = await store.kv.auditLog({ kind: "deployment_review" });

@@ -4,12 +4,12 @@
 // spacing between the requests it receives: a turn that ended when the write was sent (rather
 // than answered) would let a slow write and the next one overlap.
 import type { WriteSlots } from "../store/redis-write-slots.js";
+import { createKeyedQueue } from "../store/keyed-queue.js";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export function createLocalWriteSlots(intervalMs: number, now: () => number = Date.now): WriteSlots {
-  /** The last write queued per installation: the next one starts once it settled. */
-  const tails = new Map<string, Promise<unknown>>();
+  const queue = createKeyedQueue();
   /** When the next write of an installation may be sent (the previous answer plus the interval). */
   const nextAt = new Map<string, number>();
   const holding = new Set<string>();
@@ -27,17 +27,7 @@ export function createLocalWriteSlots(intervalMs: number, now: () => number = Da
   }
 
   return {
-    run<T>(who: string, send: () => Promise<T>): Promise<T> {
-      const previous = tails.get(who);
-      // No write of this installation queued: straight to the turn, with no promise hop to wait for.
-      const mine = previous ? previous.then(() => turn(who, send), () => turn(who, send)) : turn(who, send);
-      tails.set(who, mine);
-      const forget = () => {
-        if (tails.get(who) === mine) tails.delete(who);
-      };
-      mine.then(forget, forget);
-      return mine;
-    },
+    run: (who, send) => queue.run(who, () => turn(who, send)),
     held: () => [...holding],
   };
 }

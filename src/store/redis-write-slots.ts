@@ -14,6 +14,7 @@
 import type { Redis } from "ioredis";
 import { PROCESS_OWNER } from "./lease.js";
 import { defineScript, type Script } from "./redis-script.js";
+import { createKeyedQueue } from "./keyed-queue.js";
 
 // KEYS: slot. ARGV: owner, ttlMs, intervalMs. 0: granted; otherwise how long to wait (ms).
 const acquireLua = `
@@ -65,8 +66,8 @@ export function slotKey(prefix: string, who: string): string {
 export class RedisWriteSlots implements WriteSlots {
   readonly #acquire: Script;
   readonly #keep: Script;
-  /** The tail of this process's queue of writes per installation: one of them contends for the slot at a time. */
-  readonly #tails = new Map<string, Promise<unknown>>();
+  /** This process's queue of writes per installation: one of them contends for the slot at a time. */
+  readonly #queue = createKeyedQueue();
   readonly #held = new Set<string>();
   #seq = 0;
 
@@ -82,14 +83,7 @@ export class RedisWriteSlots implements WriteSlots {
   }
 
   run<T>(who: string, send: () => Promise<T>): Promise<T> {
-    const previous = this.#tails.get(who) ?? Promise.resolve();
-    const mine = previous.catch(() => undefined).then(() => this.#turn(who, send));
-    this.#tails.set(who, mine);
-    const forget = () => {
-      if (this.#tails.get(who) === mine) this.#tails.delete(who);
-    };
-    mine.then(forget, forget);
-    return mine;
+    return this.#queue.run(who, () => this.#turn(who, send));
   }
 
   held(): string[] {

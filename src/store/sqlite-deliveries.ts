@@ -21,6 +21,7 @@ import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
 import { PayloadLog, type Collected, type PayloadRef } from "./payload-log.js";
 import { IdFilter } from "./id-filter.js";
+import { inBatches } from "./in-batches.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
 const MOVE_MS = 5;
@@ -85,9 +86,6 @@ export const INSERT_QUEUED_SQL = `INSERT OR IGNORE INTO deliveries
 export const SET_MOVED_SEQ_SQL = "INSERT INTO spool_moved (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)";
 
 /** The first values of an inserted queue row, as both inserts list their columns. */
-
-/** Finished deliveries removed per transaction by a purge. */
-export const PURGE_BATCH = 1_000;
 function routedValues(d: IncomingDelivery): unknown[] {
   return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
 }
@@ -622,10 +620,7 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   async purgeFinished(beforeDate: Date): Promise<number> {
     const before = beforeDate.getTime();
-    // In batches, each its own transaction, with the event loop's other work between them: the
-    // hourly purge removes an hour of deliveries (hundreds of thousands on a busy installation,
-    // and everything past retention after a long stop), and one transaction for all of them held
-    // the intake off for as long as it took.
+    // Each batch its own transaction (in-batches.ts).
     const batch = this.db.transaction((limit: number) => {
       const ids = (this.db.prepare("SELECT id FROM deliveries WHERE status = 'done' AND updated_at < ? LIMIT ?").all(before, limit) as { id: string }[]).map((r) => r.id);
       if (ids.length === 0) return 0;
@@ -636,13 +631,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       this.db.prepare(`DELETE FROM delivery_bodies WHERE id IN ${inList}`).run(list);
       return this.db.prepare(`DELETE FROM deliveries WHERE id IN ${inList}`).run(list).changes;
     });
-    let purged = 0;
-    for (;;) {
-      const n = batch(PURGE_BATCH);
-      purged += n;
-      if (n < PURGE_BATCH) break;
-      await new Promise((r) => setImmediate(r));
-    }
+    const purged = await inBatches(batch);
     if (purged > 0) this.collectPayloads();
     return purged;
   }

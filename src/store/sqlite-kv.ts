@@ -2,6 +2,7 @@
 import type { Database, Statement } from "better-sqlite3";
 import type { AuditEntry, KeyValue } from "./types.js";
 import type { KvPart } from "./contract.js";
+import { inBatches } from "./in-batches.js";
 
 interface KvRow {
   key: string;
@@ -35,9 +36,6 @@ function holds(value: unknown, field: string, equals: string): boolean {
  */
 export const LIST_BY_PREFIX_SQL = `SELECT key, value, updated_at FROM kv
   WHERE key >= @prefix AND key < @prefix || CAST(x'F4908080' AS TEXT) AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`;
-
-/** Expired entries removed per statement by a purge. */
-const PURGE_BATCH = 1_000;
 
 export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
@@ -129,15 +127,7 @@ export class SqliteKv implements KvPart {
 
   /** Drop expired entries (they are already invisible; this reclaims space). */
   async purgeExpired(now = Date.now()): Promise<number> {
-    // In batches with the event loop's other work between them, as the deliveries' purge: an
-    // hour of expired entries (one per delivery that called the API, decision facts, read-ahead
-    // logs) must not hold the intake off.
-    let removed = 0;
-    for (;;) {
-      const n = this.#purge.run(now, PURGE_BATCH).changes;
-      removed += n;
-      if (n < PURGE_BATCH) return removed;
-      await new Promise((r) => setImmediate(r));
-    }
+    // An hour of expired entries: one per delivery that called the API, decision facts, read-ahead logs.
+    return inBatches((limit) => this.#purge.run(now, limit).changes);
   }
 }

@@ -2,9 +2,8 @@
 // what is kept stays consistent (a delivery dropped from the list cannot be fetched or redelivered).
 import { describe, expect, it } from "vitest";
 import { appendBounded } from "../src/core/bounded-log.js";
-import { MAX_DELIVERY_RECORDS } from "../src/webhooks/deliverer.js";
 import { MAX_REQUEST_RECORDS } from "../src/server.js";
-import { MAX_EFFECTS } from "../src/core/effects.js";
+import { EffectsLog, MAX_EFFECTS } from "../src/core/effects.js";
 import { installationToken, startHub } from "./core-helpers.js";
 
 describe("appendBounded", () => {
@@ -19,10 +18,13 @@ describe("appendBounded", () => {
     expect(dropped).toEqual(Array.from({ length: 1_000 - log.length }, (_, i) => i + 1));
   });
 
-  it("bounds every log of the hub", () => {
-    expect(MAX_REQUEST_RECORDS).toBeGreaterThan(0);
-    expect(MAX_EFFECTS).toBeGreaterThan(0);
-    expect(MAX_DELIVERY_RECORDS).toBeGreaterThan(0);
+  it("keeps the effects log to its newest entries", () => {
+    const log = new EffectsLog(() => "2026-01-01T00:00:00Z");
+    const total = MAX_EFFECTS + Math.ceil(MAX_EFFECTS / 10) + 1;
+    for (let i = 0; i < total; i++) log.record("push", "control", { i });
+    expect(log.entries.length).toBe(MAX_EFFECTS);
+    expect(log.entries.at(-1)?.detail).toEqual({ i: total - 1 });
+    expect(log.entries[0]?.detail).toEqual({ i: total - MAX_EFFECTS });
   });
 });
 

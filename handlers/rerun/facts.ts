@@ -85,7 +85,7 @@ export function toJobFacts(j: { id: number; name: string; conclusion?: string | 
  * redirect to a storage host; that URL is fetched without credentials so the installation token never
  * leaves for another host.
  */
-export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jobId: number): Promise<string | null> {
+export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jobId: number, answered?: () => void): Promise<string | null> {
   let response;
   try {
     response = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {
@@ -94,9 +94,12 @@ export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jo
       request: { redirect: "manual" },
     });
   } catch (err) {
+    answered?.();
     if (statusOf(err) === 404 || statusOf(err) === 410) return null;
     throw err;
   }
+  // `answered`: the API has answered (the storage host is read next, without the token).
+  answered?.();
   const location = (response.headers as Record<string, string | undefined>).location;
   if (response.status >= 300 && response.status < 400) {
     if (!location) return null;

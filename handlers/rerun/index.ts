@@ -16,6 +16,7 @@ import { scanLog } from "./scan.js";
 import { policyWithheld } from "../shared/visibility.js";
 import { MatchBudget } from "../../src/index.js";
 import { logsReadAhead, readAhead, type ReadAheadLog } from "./read-ahead.js";
+import { readNotedLogs, type NotedReads } from "./failed-jobs-noted.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -114,35 +115,46 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
-  // The re-run's latency is these round trips end to end, so the reads after the first (the
-  // logs, the branch, the run, and what the report may show) are asked together. The first goes
-  // alone: an exhausted rate limit is then found by one refused request, and the client holds the
-  // others back until the reset, instead of each being refused. Without a delay a re-run is
+  // The re-run's latency is these round trips end to end, so reads that do not wait for another
+  // are asked together, after a first request that goes alone: an exhausted rate limit is then
+  // found by one refused request, and the client holds the others back until the reset, instead
+  // of each being refused. The first is the log of a failed job noted from its own delivery
+  // (failed-jobs-noted.ts) when there is one: a log is two round trips in a row (the API's
+  // redirect, then the storage host), the longest path, and the jobs list, the branch and the run
+  // then go while the storage host is read. Without a note it is the jobs list, and the logs
+  // (first: the longest path), the branch and the run follow it. Without a delay a re-run is
   // carried out at once, and carrying out re-checks the run's attempt: that read goes with these
   // (one read for nothing when the decision is not to re-run). Logs read ahead when their jobs
-  // finished (`rerun.read_ahead`, read-ahead.ts) are looked up while the jobs are read, and one
-  // still being read is waited for beside the other reads; a failure to look them up only means
-  // reading the logs here.
-  const ahead = policy.read_ahead && policy.rules.some((r) => r.log)
-    ? logsReadAhead(ctx.store, payload.repository.id, run.id, run.runAttempt, policy).catch(() => new Map<number, ReadAheadLog>())
-    : new Map<number, ReadAheadLog>();
-  const jobs = await listJobs(ctx.octokit, ref, run.id, run.runAttempt);
+  // finished (`rerun.read_ahead`, read-ahead.ts) are looked up meanwhile, and one still being
+  // read is waited for; a failure to look them up only means reading the logs here.
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
+  // The decision needs only which patterns matched; the facts kept for simulating another policy
+  // need the text, of which the tail is enough (errors print last).
+  const digest = async (log: string): Promise<ReadAheadLog> => ({ scanned: await scanLog(log, specs, budget), tail: log.slice(-LOG_TAIL_CHARS) });
+  const at = { repoId: payload.repository.id, runId: run.id, attempt: run.runAttempt };
+  const ahead = policy.read_ahead && specs.length > 0
+    ? logsReadAhead(ctx.store, at.repoId, run.id, run.runAttempt, policy).catch(() => new Map<number, ReadAheadLog>())
+    : new Map<number, ReadAheadLog>();
+  const noted: NotedReads<ReadAheadLog> = !policy.read_ahead && specs.length > 0 ? await readNotedLogs(ctx.store, ctx.octokit, ref, at, policy, digest) : { reads: new Map() };
   const readLogs = async (ids: number[]) => {
-    const known = await ahead;
-    // The decision needs only which patterns matched; the facts kept for simulating another
-    // policy need the text, of which the tail is enough (errors print last).
-    const read = await fetchLogs(ctx.octokit, ref, ids.filter((id) => !known.has(id)), async (log) => ({
-      scanned: await scanLog(log, specs, budget),
-      tail: log.slice(-LOG_TAIL_CHARS),
-    }));
-    return new Map(ids.map((id) => [id, known.get(id) ?? read.get(id) ?? null] as const));
+    // Nothing read ahead: no turn of the event loop spent waiting for it before the first log read leaves.
+    const known = ahead instanceof Map ? ahead : await ahead;
+    const got = new Map<number, ReadAheadLog>();
+    for (const id of ids) {
+      const log = known.get(id) ?? (await noted.reads.get(id));
+      if (log) got.set(id, log);
+    }
+    const read = await fetchLogs(ctx.octokit, ref, ids.filter((id) => !got.has(id)), digest);
+    return new Map(ids.map((id) => [id, got.get(id) ?? read.get(id) ?? null] as const));
   };
-  const [current, runNow, read, withheld] = await Promise.all([
+  if (noted.first) await noted.first;
+  const listing = listJobs(ctx.octokit, ref, run.id, run.runAttempt);
+  if (!noted.first) await listing.catch(() => undefined);
+  const [{ jobs, read }, current, runNow, withheld] = await Promise.all([
+    listing.then(async (jobs) => ({ jobs, read: await readLogs(logsToFetch(policy, run, jobs)) })),
     currentHead(ctx.octokit, ref, run),
     delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id) : undefined,
-    readLogs(logsToFetch(policy, run, jobs)),
     policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) }),
   ]);
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));

@@ -16,6 +16,7 @@ import { fetchJobLog, toJobFacts } from "./facts.js";
 import type { RerunPolicy } from "./policy.js";
 import { LOG_TAIL_CHARS } from "./record.js";
 import { scanLog, type ScannedLog } from "./scan.js";
+import { noteFailedJob, rulesReadLogs } from "./failed-jobs-noted.js";
 
 /** A log read ahead is kept this long for its run's decision (a run finishing later reads it itself). */
 export const READ_AHEAD_TTL_MS = 6 * 3_600_000;
@@ -63,8 +64,11 @@ function policySkip(policy: RerunPolicy): string | undefined {
 
 /** Why the job's log is not read ahead, or undefined when the run's decision would read it. */
 export function readAheadSkip(policy: RerunPolicy, job: WorkflowJobPayload["workflow_job"]): string | undefined {
-  const off = policySkip(policy);
-  if (off) return off;
+  return policySkip(policy) ?? logNotWanted(policy, job);
+}
+
+/** Why the run's decision would not read this job's log under `policy`, or undefined when it would. */
+function logNotWanted(policy: RerunPolicy, job: WorkflowJobPayload["workflow_job"]): string | undefined {
   if (!job.conclusion || !failureConclusions(policy).has(job.conclusion)) return `job concluded "${job.conclusion ?? "none"}", not a failure the policy re-runs`;
   const branch = branchOutOfScope(policy, job.head_branch);
   if (branch) return branch;
@@ -79,14 +83,17 @@ export async function readAhead(ctx: HandlerContext<any, RerunPolicy>): Promise<
   if (ctx.action !== "completed") return { status: "skipped", reason: `workflow_job action "${ctx.action}" is not completed` };
   const policy = ctx.policy;
   if (!policy) return { status: "skipped", reason: "delivery has no repository" };
-  // Most repositories never turn this on: they cost no parse of the payload.
-  const off = policySkip(policy);
-  if (off) return { status: "skipped", reason: off };
+  // Most repositories re-run nothing, or only on rules that read no log: they cost no parse of the payload.
+  if (!policy.enabled) return { status: "skipped", reason: policySkip(policy)! };
+  // Without read_ahead a failed job is only noted, for the decision to read its log early (failed-jobs-noted.ts).
+  const noting = !policy.read_ahead;
+  if (noting && !rulesReadLogs(policy)) return { status: "skipped", reason: "no rule reads a log (rerun.rules): nothing to note for the run's decision" };
   const payload = ctx.payload as WorkflowJobPayload;
   const job = payload.workflow_job;
   // The ids become a store key and a request path: anything but whole numbers is not read ahead.
   const ids = [job?.id, job?.run_id, job?.run_attempt ?? 1, payload.repository?.id];
   if (!ids.every((n) => Number.isSafeInteger(n) && (n as number) > 0)) return { status: "skipped", reason: "the delivery names no job, run or repository by id" };
+  if (noting) return noteFailedJob(ctx, payload, logNotWanted(policy, job));
   const why = readAheadSkip(policy, job);
   if (why) return { status: "skipped", reason: why };
   const attempt = job.run_attempt ?? 1;

@@ -16,6 +16,7 @@ import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
 import { abortableFetch } from "./request-abort.js";
+import { parseAnswersNatively } from "./native-json.js";
 import { packageVersion } from "../package-root.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
 
@@ -282,6 +283,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       // The installation-token POST is exempt: a second token is harmless.
       if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
+    parseAnswersNatively(octokit);
     spaceWrites(octokit, String(who), writeSlots);
     recordCalls(octokit);
     return octokit;

@@ -7,7 +7,7 @@ import rerun from "../../../handlers/rerun/index.js";
 import { rerunPolicy, type RerunPolicy } from "../../../handlers/rerun/policy.js";
 import { startHubClient, type HubClient } from "../../support/hub-client.js";
 import { makeHarness, type Harness } from "./harness.js";
-import { failedRuns, TRANSIENT } from "./failed-run.js";
+import { failedRuns, jobPayloads, TRANSIENT } from "./failed-run.js";
 
 function policy(over: Partial<RerunPolicy> = {}): RerunPolicy {
   return { ...rerunPolicy.defaults, enabled: true, delay: "0s", read_ahead: true, rules: [{ jobs: ["integration-*"], log: ["ECONNRESET"] }], ...over };
@@ -16,6 +16,7 @@ function policy(over: Partial<RerunPolicy> = {}): RerunPolicy {
 let gh: HubClient;
 let h: Harness;
 const failedRun = failedRuns(() => gh);
+const jobPayload = jobPayloads(() => gh);
 
 beforeEach(async () => {
   gh = await startHubClient();
@@ -26,11 +27,6 @@ afterEach(async () => {
   await gh.close();
 });
 
-/** The hub's workflow_job.completed payload of one job of a run. */
-async function jobPayload(runId: number, job: string): Promise<Record<string, any>> {
-  const [delivery] = await gh.hub.control.waitForDeliveries((d: { event: string; action: string | null; payload: any }) => d.event === "workflow_job" && d.action === "completed" && d.payload.workflow_job.run_id === runId && d.payload.workflow_job.name === job);
-  return structuredClone(delivery!.payload) as Record<string, any>;
-}
 
 function jobContext(payload: Record<string, any>, p: RerunPolicy) {
   return { ...h.handlerContext(payload, p), name: "workflow_job" };
@@ -93,7 +89,7 @@ describe("rerun: logs read ahead", () => {
     expect(gh.sent.filter((r) => r.method === "POST")).toHaveLength(1);
   });
 
-  it("leaves alone jobs the decision would not read (passing, decided without a log, out of the policy's branches) and all of them unless asked to", async () => {
+  it("leaves alone jobs the decision would not read (passing, decided without a log, out of the policy's branches) and all of them where re-runs are off", async () => {
     const run = await failedRun();
     const cases: [string, RerunPolicy, RegExp][] = [
       ["lint", policy(), /job concluded "success"/],
@@ -101,7 +97,6 @@ describe("rerun: logs read ahead", () => {
       ["integration-db", policy({ branches: ["release/*"] }), /branch "main" is not in rerun.branches/],
       ["integration-db", policy({ workflows: ["Deploy"] }), /workflow "CI" is not in rerun.workflows/],
       ["integration-db", { ...policy(), enabled: false }, /not enabled/],
-      ["integration-db", policy({ read_ahead: false }), /rerun.read_ahead is false/],
     ];
     for (const [job, p, reason] of cases) {
       expect(await rerun.handle(jobContext(await jobPayload(run.id, job), p))).toMatchObject({ status: "skipped", reason: expect.stringMatching(reason) });
@@ -110,11 +105,18 @@ describe("rerun: logs read ahead", () => {
     expect(readAheadKeys()).toEqual([]);
   });
 
-  it("reads not even the payload where the policy has it off", async () => {
+  it("reads not even the payload where re-runs are off", async () => {
     const run = await failedRun();
-    const ctx = jobContext(await jobPayload(run.id, "integration-db"), policy({ read_ahead: false }));
+    const ctx = jobContext(await jobPayload(run.id, "integration-db"), { ...policy(), enabled: false });
     Object.defineProperty(ctx, "payload", { get: () => { throw new Error("payload read"); } });
-    expect(await rerun.handle(ctx)).toMatchObject({ status: "skipped", reason: expect.stringContaining("rerun.read_ahead is false") });
+    expect(await rerun.handle(ctx)).toMatchObject({ status: "skipped", reason: expect.stringContaining("rerun.enabled is false") });
+  });
+
+  it("without read_ahead only notes the failed job (failed-jobs-noted.ts): no log is read when the job finishes", async () => {
+    const run = await failedRun();
+    expect(await rerun.handle(jobContext(await jobPayload(run.id, "integration-db"), policy({ read_ahead: false })))).toMatchObject({ status: "done", summary: expect.stringContaining("noted") });
+    expect(logReads()).toEqual([]);
+    expect(readAheadKeys()).toEqual([]);
   });
 
   it("reads nothing for a delivery whose job, run or repository ids are not whole numbers", async () => {

@@ -93,6 +93,15 @@ function arrivals(stack: SandboxStack, stamps: ArrivalStamps): Arrival[] {
   return out;
 }
 
+/** The ids of the first attempt's jobs of a run (the deployment flow's runs have none that matter). */
+function jobsOf(stack: SandboxStack, runId: number): number[] {
+  try {
+    return ((stack.hub.domains.actions.describeRun(runId, 1) as { jobs?: { id: number }[] }).jobs ?? []).map((j) => j.id);
+  } catch {
+    return [];
+  }
+}
+
 /** Per run: the delivery's arrival at Steward, Steward's first request about the run, its answer. */
 function timings(stack: SandboxStack, stamps: ArrivalStamps, answered: Map<number, number>, runOf: (a: Arrival) => number | undefined): Timings {
   const requests = stack.hub.control.requests().filter((r) => r.auth === "installation");
@@ -107,7 +116,9 @@ function timings(stack: SandboxStack, stamps: ArrivalStamps, answered: Map<numbe
     const at = answered.get(runId);
     if (at === undefined) continue;
     total.push(tenths(at - a.at));
-    const about = requests.filter((r) => r.receivedAtHr >= a.at && r.receivedAtHr <= at && r.path.includes(`/actions/runs/${runId}`));
+    // About the run: the run itself, its jobs list, and its first attempt's job logs.
+    const jobs = new Set(jobsOf(stack, runId).map((id) => `/actions/jobs/${id}/`));
+    const about = requests.filter((r) => r.receivedAtHr >= a.at && r.receivedAtHr <= at && (r.path.includes(`/actions/runs/${runId}`) || [...jobs].some((j) => r.path.includes(j))));
     if (about[0]) first.push(tenths(about[0].receivedAtHr - a.at));
     calls.push(about.length);
   }

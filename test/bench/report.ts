@@ -262,7 +262,9 @@ export function renderReport(r: BenchResults, notes: string): string {
         "answer is `POST .../deployment_protection_rule`. Hub and Steward share one process here (as in `steward start` sandbox mode), " +
         "so reads asked together are answered one after another on that one event loop; the last two rows hold every API answer, and the log storage host's, back (the hub's " +
         "latency fault), as a network would, where reads asked together wait together: their latency is the round trips in a row. " +
-        "The last row's policy has \`read_ahead\` (a failed job's log is read when the job finishes, before its run does).",
+        "Without `read_ahead` the failed job is noted from its `workflow_job.completed` delivery and the decision reads its log first, then the jobs list, " +
+        "the branch and the run while the storage host is read; the last row's policy has \`read_ahead\` (a failed job's log is read when the job finishes, before its run does). " +
+        "API calls about the run: the run, its jobs list and its jobs' logs.",
       "",
       e2eTable(r.e2e),
     );

@@ -98,6 +98,14 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
 const AUTH_PATHS = [/^\/app\/installations\/[^/]+\/access_tokens$/, /^\/applications\/[^/]+\/token(\/scoped)?$/, /^\/login\/oauth\/access_token$/];
 
 /**
+ * Writes that answer something waiting on GitHub's side (a failed run to re-run, a deployment
+ * waiting for its review or its protection rule): they go ahead of the installation's reports
+ * (check runs, statuses) and sync writes queued in this process, which nobody waits on.
+ */
+// Matched on the route as the hook sees it: a template (`.../runs/{run_id}/rerun`) or a full URL.
+const ANSWERS = /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deployment_protection_rule|pending_deployments)|jobs\/[^/]+\/rerun)$/;
+
+/**
  * One write of an installation at a time, the next no sooner than the spacing interval after
  * the previous one was answered (GitHub measures the spacing between the requests it receives,
  * so the turn must cover the whole exchange: however late a replica sends, the next write
@@ -111,7 +119,7 @@ function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlot
     if (method === "GET" || method === "HEAD") return request(options);
     const { pathname } = new URL(options.url, "http://github.test");
     if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
-    return slots.run(who, async () => request(options));
+    return slots.run(who, async () => request(options), { first: ANSWERS.test(pathname) });
   });
 }
 

@@ -27,7 +27,7 @@ export function createLocalWriteSlots(intervalMs: number, now: () => number = Da
   }
 
   return {
-    run: (who, send) => queue.run(who, () => turn(who, send)),
+    run: (who, send, opts) => queue.run(who, () => turn(who, send), opts),
     held: () => [...holding],
   };
 }

@@ -53,8 +53,12 @@ const POLL_HELD_MS = 25;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface WriteSlots {
-  /** Send one write of `who` in its turn: after the previous write (any replica's) was answered and the interval passed. */
-  run<T>(who: string, send: () => Promise<T>): Promise<T>;
+  /**
+   * Send one write of `who` in its turn: after the previous write (any replica's) was answered and
+   * the interval passed. `first`: ahead of this process's writes of `who` queued without it
+   * (keyed-queue.ts); across replicas turns go to whichever asks first.
+   */
+  run<T>(who: string, send: () => Promise<T>, opts?: { first?: boolean }): Promise<T>;
   /** Installations whose slot this process holds now. */
   held(): string[];
 }
@@ -82,8 +86,8 @@ export class RedisWriteSlots implements WriteSlots {
     this.#keep = defineScript(client, "stewardWriteSlotKeep", 1, keepLua);
   }
 
-  run<T>(who: string, send: () => Promise<T>): Promise<T> {
-    return this.#queue.run(who, () => this.#turn(who, send));
+  run<T>(who: string, send: () => Promise<T>, opts?: { first?: boolean }): Promise<T> {
+    return this.#queue.run(who, () => this.#turn(who, send), opts);
   }
 
   held(): string[] {

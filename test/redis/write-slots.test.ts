@@ -97,4 +97,14 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     // Not before the dead holder's lease could lapse.
     expect(Date.now() - before).toBeGreaterThanOrEqual(WRITE_SLOT_TTL_MS - 1_100);
   });
+
+  it("a write asked `first` goes ahead of this process's queued writes of the installation", async () => {
+    const { prefix, client } = setUp();
+    const slots = new RedisWriteSlots(client(), prefix, 50, "replica-a");
+    const order: string[] = [];
+    const write = (name: string) => async () => void order.push(name);
+    const all = [slots.run("9", write("report 1")), slots.run("9", write("report 2")), slots.run("9", write("report 3")), slots.run("9", write("re-run"), { first: true })];
+    await Promise.all(all);
+    expect(order).toEqual(["report 1", "re-run", "report 2", "report 3"]);
+  });
 });

@@ -116,6 +116,21 @@ describe("API client", () => {
     }
   });
 
+  it("sends a write that answers a waiting run ahead of the installation's queued reports", async () => {
+    const octokit = await factory({ writeIntervalMs: 100 }).octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    const sha = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "a.txt": "a\n" } }).sha;
+    const report = (name: string) => octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "web", name, head_sha: sha });
+    // Four reports asked first, then a re-run: the re-run goes as soon as the report in flight is answered.
+    const calls = [report("one"), report("two"), report("three"), report("four")];
+    const rerun = octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", { owner: "acme", repo: "web", run_id: 999_999 }).catch((e: { status: number }) => e.status);
+    await Promise.all([...calls, rerun]);
+    const writes = hub.control.requests().filter((r) => r.method === "POST" && r.path.startsWith("/repos/acme/web/"));
+    expect(writes.map((w) => w.path.replace("/repos/acme/web/", ""))).toEqual(["check-runs", "actions/runs/999999/rerun-failed-jobs", "check-runs", "check-runs", "check-runs"]);
+    // Still one at a time, each the interval after the previous answer.
+    for (let i = 1; i < writes.length; i++) expect(writes[i]!.receivedAt - writes[i - 1]!.at).toBeGreaterThanOrEqual(99);
+  });
+
   it("retries 5xx answers", async () => {
     const octokit = await factory().octokitFor(acme);
     hub.control.setFault("GET /repos/{owner}/{repo}", { status: 502, times: 1 });

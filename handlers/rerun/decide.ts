@@ -141,7 +141,8 @@ export function failedJobs(policy: RerunPolicy, jobs: readonly JobFacts[]): JobF
   return jobs.filter((j) => j.conclusion !== null && failing.has(j.conclusion));
 }
 
-function failedSteps(job: JobFacts): StepFacts[] {
+/** The steps the rules look at: those that failed. */
+export function failedSteps(job: JobFacts): StepFacts[] {
   return job.steps.filter((s) => s.conclusion !== null && FAILED_STEP.has(s.conclusion));
 }
 

@@ -1,7 +1,7 @@
 // Failed jobs noted from their own deliveries, so the run's decision can read their logs while it
 // lists the jobs rather than after. GitHub sends `workflow_job.completed` when a job ends, before
 // its run's `workflow_run.completed`; without `read_ahead` nothing is read then, but a failed job
-// whose log a rule would read is noted (its id, name, steps and conclusion: a few hundred bytes).
+// whose log a rule would read is noted (its id, name, conclusion and failed steps: a few hundred bytes).
 // The decision lists the noted jobs of the attempt beside its jobs list and starts their log reads
 // at once: the log's two round trips (the API's redirect, then the storage host) then run beside
 // the jobs list instead of after it, one round trip off the path from the failure to the re-run.
@@ -12,7 +12,7 @@
 // read early goes unused only when the run turns out to have failed in more jobs than
 // `max_failed_jobs` (the notes are then fewer than the failures): at most that many reads.
 import type { HandlerContext, InstallationOctokit, Outcome, Store } from "../../src/index.js";
-import { failureConclusions, needsLog, type JobFacts } from "./decide.js";
+import { failedSteps, failureConclusions, needsLog, type JobFacts } from "./decide.js";
 import { fetchJobLog, toJobFacts, type RepoRef } from "./facts.js";
 import type { RerunPolicy } from "./policy.js";
 
@@ -41,7 +41,9 @@ export async function noteFailedJob(ctx: HandlerContext<any, RerunPolicy>, paylo
   if (why) return { status: "skipped", reason: why };
   const job = payload.workflow_job;
   const attempt = job.run_attempt ?? 1;
-  const facts: JobFacts = toJobFacts(job);
+  // Only the failed steps: the rules look at no other, and a job of many steps stays a small note.
+  const all = toJobFacts(job);
+  const facts: JobFacts = { ...all, steps: failedSteps(all) };
   await ctx.store.set(`${prefixOf(payload.repository.id, job.run_id, attempt)}${job.id}`, facts, { ttlMs: NOTE_TTL_MS });
   return { status: "done", summary: `noted job ${job.name} of run ${job.run_id} attempt ${attempt} as failed: the run's decision reads its log while listing the jobs` };
 }

@@ -59,6 +59,16 @@ describe("rerun: failed jobs noted for the run's decision", () => {
     expect(h.reports[0]!.summary).toMatch(/integration-db \| failure \| yes \| matched rule 1 .*log matched ECONNRESET/);
   });
 
+  it("a note keeps only the failed steps, however many steps the job had", async () => {
+    const run = await failedRun();
+    const payload = await jobPayload(run.id, "integration-db");
+    const passed = Array.from({ length: 500 }, (_, i) => ({ name: `step ${i}`, status: "completed", conclusion: "success", number: i + 2 }));
+    payload.workflow_job.steps = [...payload.workflow_job.steps, ...passed];
+    expect(await rerun.handle(jobContext(payload, policy()))).toMatchObject({ status: "done" });
+    const [note] = [...h.store.kv].filter(([k]) => k.startsWith("rerun:failed-job:")).map(([, v]) => v.value as { steps: { name: string }[] });
+    expect(note!.steps.map((s) => s.name)).toEqual(["Install deps"]);
+  });
+
   it("without a note the decision reads the log after the jobs list, as before", async () => {
     const run = await failedRun();
     gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs", { latencyMs: 300, times: 1 });

@@ -3,7 +3,7 @@
 import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
 
-const schemaVersion = 10;
+const schemaVersion = 11;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -140,6 +140,13 @@ const upgrades: (string | ((db: Database) => void))[] = [
   // place in the queue row; a row whose `headers` is NULL has its body in delivery_bodies (rows
   // from before, and stores that keep payloads inline).
   (db) => addMissingColumns(db, "deliveries", [["headers", "TEXT"], ["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]),
+  // 10 -> 11: the hourly purge of expired entries found them by reading the table from its start
+  // (no index on expires_at): each batch of 1,000 read past every live entry before them, and the
+  // last batch read the whole table, on the event loop. Partial: entries without an expiry (kept
+  // until deleted) are in no index but the key's.
+  `
+  CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at IS NOT NULL;
+  `,
 ];
 
 /** Adds the columns `table` lacks (a step that added some before it failed is run again whole). */

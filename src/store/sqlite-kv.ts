@@ -37,6 +37,9 @@ function holds(value: unknown, field: string, equals: string): boolean {
 export const LIST_BY_PREFIX_SQL = `SELECT key, value, updated_at FROM kv
   WHERE key >= @prefix AND key < @prefix || CAST(x'F4908080' AS TEXT) AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`;
 
+/** One batch of the purge: expired entries found through the expiry index (schema 11), never a scan of the table. */
+export const PURGE_EXPIRED_SQL = "DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)";
+
 export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
   readonly #insertIfAbsent: Statement;
@@ -59,7 +62,7 @@ export class SqliteKv implements KvPart {
     this.#get = db.prepare("SELECT key, value, updated_at FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)");
     this.#delete = db.prepare("DELETE FROM kv WHERE key = ?");
     this.#list = db.prepare(LIST_BY_PREFIX_SQL);
-    this.#purge = db.prepare("DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? LIMIT ?)");
+    this.#purge = db.prepare(PURGE_EXPIRED_SQL);
     this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
     this.#claim = db.transaction((key: string, value: string, expiresAt: number | null, now: number) => {
       this.#dropExpired.run(key, now);

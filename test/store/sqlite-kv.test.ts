@@ -4,7 +4,8 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/store/schema.js";
-import { LIST_BY_PREFIX_SQL, SqliteKv } from "../../src/store/sqlite-kv.js";
+import { LIST_BY_PREFIX_SQL, PURGE_EXPIRED_SQL, SqliteKv } from "../../src/store/sqlite-kv.js";
+import { PURGE_FINISHED_SQL } from "../../src/store/sqlite-deliveries.js";
 
 describe("sqlite kv listing", () => {
   it("searches the key index for a prefix's range, with no scan of the table", () => {
@@ -31,6 +32,30 @@ describe("sqlite kv listing", () => {
       ["deployments:wait:acme/web/b", 2],
     ]);
     expect(await kv.list("facts:rerun:acme/web:00000000000001")).toHaveLength(10);
+    db.close();
+  });
+
+  it("purges through indexes: expired entries by the expiry index, finished deliveries by the receipt index", () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    const planOf = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join("\n");
+    const kvPlan = planOf(PURGE_EXPIRED_SQL, 0, 1000);
+    expect(kvPlan).toMatch(/SEARCH kv USING INDEX kv_expires \(expires_at>\? AND expires_at<\?\)/);
+    expect(kvPlan).not.toMatch(/SCAN kv/);
+    const deliveriesPlan = planOf(PURGE_FINISHED_SQL, 0, 0, 1000);
+    expect(deliveriesPlan).toMatch(/SEARCH deliveries USING INDEX deliveries_received \(received_at<\?\)/);
+    expect(deliveriesPlan).not.toMatch(/SCAN deliveries/);
+    db.close();
+  });
+
+  it("a store of the previous schema gains the expiry index on opening", () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    db.exec("DROP INDEX kv_expires");
+    db.pragma("user_version = 10");
+    migrate(db);
+    expect(db.pragma("user_version", { simple: true })).toBe(11);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'kv_expires'").all()).toHaveLength(1);
     db.close();
   });
 });

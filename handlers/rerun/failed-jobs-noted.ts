@@ -1,10 +1,10 @@
-// Failed jobs noted from their own deliveries, so the run's decision can read their logs while it
-// lists the jobs rather than after. GitHub sends `workflow_job.completed` when a job ends, before
-// its run's `workflow_run.completed`; without `read_ahead` nothing is read then, but a failed job
-// whose log a rule would read is noted (its id, name, conclusion and failed steps: a few hundred bytes).
-// The decision lists the noted jobs of the attempt beside its jobs list and starts their log reads
-// at once: the log's two round trips (the API's redirect, then the storage host) then run beside
-// the jobs list instead of after it, one round trip off the path from the failure to the re-run.
+// Failed jobs noted from their own deliveries, so the run's decision can read their logs before
+// it lists the jobs rather than after. GitHub sends `workflow_job.completed` when a job ends,
+// before its run's `workflow_run.completed`; without `read_ahead` nothing is read then, but a
+// failed job whose log a rule would read is noted (its id, name, conclusion and failed steps: a
+// few hundred bytes). The decision lists the attempt's notes and reads the first noted log first,
+// alone; once the API has answered it (the redirect), the jobs list and the other reads go while
+// the storage host is read: one round trip off the path from the failure to the re-run.
 //
 // A note only says where to start. The decision still judges the jobs from its own list: a log
 // read early stands in only for a log the list says it needs, and what was not noted (a delivery
@@ -45,10 +45,10 @@ export async function noteFailedJob(ctx: HandlerContext<any, RerunPolicy>, paylo
   const all = toJobFacts(job);
   const facts: JobFacts = { ...all, steps: failedSteps(all) };
   await ctx.store.set(`${prefixOf(payload.repository.id, job.run_id, attempt)}${job.id}`, facts, { ttlMs: NOTE_TTL_MS });
-  return { status: "done", summary: `noted job ${job.name} of run ${job.run_id} attempt ${attempt} as failed: the run's decision reads its log while listing the jobs` };
+  return { status: "done", summary: `noted job ${job.name} of run ${job.run_id} attempt ${attempt} as failed: the run's decision reads its log first` };
 }
 
-/** A log as the decision keeps it, or null when it is gone. */
+/** What the decision keeps of a log it read (the patterns matched, the tail). */
 export type Digest<T> = (log: string) => Promise<T>;
 
 export interface NotedReads<T> {

@@ -150,7 +150,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   };
   if (noted.first) await noted.first;
   const listing = listJobs(ctx.octokit, ref, run.id, run.runAttempt);
-  if (!noted.first) await listing.catch(() => undefined);
+  // Without a note the jobs list is the first request: nothing else leaves before it is answered,
+  // and a list that fails fails the decision with nothing else asked.
+  if (!noted.first) await listing;
   const [{ jobs, read }, current, runNow, withheld] = await Promise.all([
     listing.then(async (jobs) => ({ jobs, read: await readLogs(logsToFetch(policy, run, jobs)) })),
     currentHead(ctx.octokit, ref, run),

@@ -78,6 +78,20 @@ describe("rerun: failed jobs noted for the run's decision", () => {
     expect(reruns()).toEqual(["rerun-failed-jobs"]);
   });
 
+  it("without a note a jobs list that fails fails the decision with nothing else asked", async () => {
+    const run = await failedRun();
+    const payload = await run.payload();
+    // Every request the handler asks for, when it asks (not when the hub gets it).
+    const asked: string[] = [];
+    gh.octokit.hook.before("request", (o) => {
+      const path = o.url.replace(/^https?:\/\/[^/]+/, "").split("?")[0]!;
+      if (path.startsWith("/repos/")) asked.push(`${o.method} ${path}`);
+    });
+    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs", { status: 502, times: 1 });
+    await expect(rerun.handle(h.handlerContext(payload, policy()))).rejects.toMatchObject({ status: 502 });
+    expect(asked).toEqual([`GET /repos/acme/web/actions/runs/${run.id}/attempts/1/jobs`]);
+  });
+
   it("notes only failed jobs whose log a rule would read, and nothing where re-runs are off or no rule reads a log", async () => {
     const run = await failedRun();
     const cases: [string, RerunPolicy, RegExp][] = [

@@ -82,7 +82,6 @@ const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d LEFT JOIN deliver
 export const INSERT_QUEUED_SQL = `INSERT OR IGNORE INTO deliveries
    (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload_file, payload_offset, payload_length)
  VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?)`;
-/** The highest spool frame number in the tables (spool.ts): recovery moves only frames above it. */
 /**
  * One batch of the purge of finished deliveries: those finished before the cutoff. Read through the
  * receipt index (a delivery finished before the cutoff was received before it), so a batch reads
@@ -91,6 +90,7 @@ export const INSERT_QUEUED_SQL = `INSERT OR IGNORE INTO deliveries
  * added to the intake's hot path for it.
  */
 export const PURGE_FINISHED_SQL = "SELECT id FROM deliveries WHERE received_at < ? AND status = 'done' AND updated_at < ? ORDER BY received_at LIMIT ?";
+/** The highest spool frame number in the tables (spool.ts): recovery moves only frames above it. */
 export const SET_MOVED_SEQ_SQL = "INSERT INTO spool_moved (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)";
 
 /** The first values of an inserted queue row, as both inserts list their columns. */

@@ -87,7 +87,8 @@ function skipContainerFast(t: string, start: number): number {
       at++;
     }
     UP_TO_BRACKET.lastIndex = at;
-    UP_TO_BRACKET.exec(t);
+    // `test`, not `exec`: only the position is wanted, and exec would build an array and a copy of every stretch.
+    UP_TO_BRACKET.test(t);
     const next = UP_TO_BRACKET.lastIndex;
     // No step and no bracket here: the text's end, or a quote whose string does not end.
     if (next === at && !isBracket(t.charCodeAt(at))) throw new NotJson();
@@ -180,16 +181,28 @@ class Scanner {
       return;
     }
     LITERAL.lastIndex = this.i;
-    const m = LITERAL.exec(this.text);
-    if (!m) throw new NotJson();
-    this.i += m[0].length;
+    if (!LITERAL.test(this.text)) throw new NotJson();
+    this.i = LITERAL.lastIndex;
+  }
+
+  /** The member key `object` is at: where its quotes are, and its text when it held an escape. */
+  #keyStart = 0;
+  #keyEnd = 0;
+  #keyDecoded: string | undefined;
+
+  /** Whether the current member's key is `name`: compared in place, decoded only when it held an escape. */
+  keyIs(name: string): boolean {
+    const start = this.#keyStart;
+    if (this.#keyDecoded !== undefined) return this.#keyDecoded === name;
+    return this.#keyEnd - start === name.length + 2 && this.text.startsWith(name, start + 1);
   }
 
   /**
-   * At `{`: calls `onMember` for each member (which must consume the value), past the closing `}`.
-   * Keys are compared in place (`is`), decoded only when they hold an escape.
+   * At `{`: calls `onMember` for each member (which must consume the value, and may ask `keyIs`
+   * before it does), past the closing `}`. Nothing is allocated per member: a repository object
+   * has about a hundred.
    */
-  object(onMember: (is: (name: string) => boolean) => void): void {
+  object(onMember: () => void): void {
     this.expect("{");
     this.space();
     if (this.text[this.i] === "}") {
@@ -202,13 +215,12 @@ class Scanner {
       const start = this.i;
       const end = this.endOfString();
       this.i = end;
-      const t = this.text;
-      const decoded = this.escaped ? this.decode(start, end) : undefined;
-      const is = (name: string) =>
-        decoded !== undefined ? decoded === name : end - start === name.length + 2 && t.startsWith(name, start + 1);
+      this.#keyStart = start;
+      this.#keyEnd = end;
+      this.#keyDecoded = this.escaped ? this.decode(start, end) : undefined;
       this.expect(":");
       this.space();
-      onMember(is);
+      onMember();
       this.space();
       const next = this.text[this.i++];
       if (next === "}") return;
@@ -236,25 +248,26 @@ export function routingFields(text: string): RoutingResult {
       if (s.i !== text.length) throw new NotJson();
       return { ok: false, message: "payload must be a JSON object" };
     }
-    s.object((key) => {
-      if (key("action")) fields.action = s.stringOrSkip();
-      else if (key("installation")) {
+    s.object(() => {
+      if (s.keyIs("action")) fields.action = s.stringOrSkip();
+      else if (s.keyIs("installation")) {
         // A repeated key counts as JSON.parse counts it: the last one.
         fields.installationId = undefined;
         if (s.text[s.i] !== "{") return s.skipValue();
-        s.object((inner) => {
+        s.object(() => {
+          const isId = s.keyIs("id");
           const start = s.i;
           s.skipValue();
-          if (!inner("id")) return;
+          if (!isId) return;
           const raw = text.slice(start, s.i);
           const id = Number(raw);
           fields.installationId = /^-?\d/.test(raw) && Number.isSafeInteger(id) ? id : undefined;
         });
-      } else if (key("repository")) {
+      } else if (s.keyIs("repository")) {
         fields.repository = undefined;
         if (s.text[s.i] !== "{") return s.skipValue();
-        s.object((inner) => {
-          if (inner("full_name")) fields.repository = s.stringOrSkip();
+        s.object(() => {
+          if (s.keyIs("full_name")) fields.repository = s.stringOrSkip();
           else s.skipValue();
         });
       } else s.skipValue();

@@ -5,14 +5,19 @@ import type { Logger } from "pino";
 import type { LeasesPart } from "../store/contract.js";
 
 export interface LeaseKeeper {
-  /** Start renewing `token`; the signal fires when the lease is lost. */
-  keep(token: string): AbortSignal;
+  /** Start renewing `token`; `lost` is called when the lease is found taken. */
+  keep(token: string, lost: (reason: Error) => void): void;
   /** Stop renewing `token` (its run ended). */
   drop(token: string): void;
   /** Stop renewing `token` and hand its work back to the queue untouched. */
   giveBack(token: string): Promise<void>;
 }
 
+/**
+ * One heartbeat renews every lease held, rather than a timer per run: a run costs a map entry,
+ * not a timer and an abort controller. A lease kept just after a beat is first renewed at the
+ * next, within a third of its length.
+ */
 export function createLeaseKeeper(opts: {
   store: Pick<LeasesPart, "renewLease" | "releaseLease">;
   leaseMs: number;
@@ -21,28 +26,40 @@ export function createLeaseKeeper(opts: {
   running(): boolean;
 }): LeaseKeeper {
   const { store, leaseMs, log } = opts;
-  const heartbeats = new Map<string, NodeJS.Timeout>();
+  const held = new Map<string, (reason: Error) => void>();
+  let heartbeat: NodeJS.Timeout | undefined;
+
+  function beat(): void {
+    for (const [token, lost] of held) {
+      store
+        .renewLease(token, leaseMs)
+        .then((renewed) => {
+          // Dropped meanwhile: the run ended, and its finish released the lease.
+          if (!renewed && opts.running() && held.get(token) === lost) lost(new Error("lease lost"));
+        })
+        .catch((e) => log.warn({ err: e }, "lease renewal failed"));
+    }
+  }
+
+  function release(token: string): void {
+    held.delete(token);
+    if (held.size === 0 && heartbeat) {
+      clearInterval(heartbeat);
+      heartbeat = undefined;
+    }
+  }
+
   return {
-    keep(token) {
-      const lost = new AbortController();
-      const heartbeat = setInterval(() => {
-        store
-          .renewLease(token, leaseMs)
-          .then((held) => {
-            if (!held && opts.running()) lost.abort(new Error("lease lost"));
-          })
-          .catch((e) => log.warn({ err: e }, "lease renewal failed"));
-      }, Math.max(10, Math.floor(leaseMs / 3)));
-      heartbeat.unref();
-      heartbeats.set(token, heartbeat);
-      return lost.signal;
+    keep(token, lost) {
+      held.set(token, lost);
+      if (!heartbeat) {
+        heartbeat = setInterval(beat, Math.max(10, Math.floor(leaseMs / 3)));
+        heartbeat.unref();
+      }
     },
-    drop(token) {
-      clearInterval(heartbeats.get(token));
-      heartbeats.delete(token);
-    },
+    drop: release,
     async giveBack(token) {
-      clearInterval(heartbeats.get(token));
+      release(token);
       await store.releaseLease(token);
     },
   };

@@ -4,7 +4,7 @@
 import type { Logger } from "pino";
 import type { ClaimedDelivery } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
-import { linkSignals, runWithSignal } from "../lifecycle/abort-scope.js";
+import { runWithSignal } from "../lifecycle/abort-scope.js";
 import type { LeaseKeeper } from "./leases.js";
 import type { Work } from "./types.js";
 import type { IntakeFirst } from "./intake-first.js";
@@ -66,6 +66,16 @@ export function createWorkerPool(opts: {
   let timerAt = 0;
   let wakeQueued = false;
   let idleWaiters: (() => void)[] = [];
+  /** The controllers of running work, aborted together when shutdown begins (one listener, not one a run). */
+  const stopping = new Map<string, AbortController>();
+  opts.shutdown.addEventListener(
+    "abort",
+    () => {
+      for (const controller of stopping.values()) controller.abort(opts.shutdown.reason);
+      stopping.clear();
+    },
+    { once: true },
+  );
 
   // A pump in a later turn of the event loop (setImmediate), never inside the caller's chain:
   // handler runs complete in microtasks, and a pump chained onto them could run the whole
@@ -170,7 +180,12 @@ export function createWorkerPool(opts: {
 
   function launch(work: Work): void {
     const token = work.claim.token;
-    const { signal, unlink } = linkSignals([opts.shutdown, opts.leases.keep(token)]);
+    // One controller a run, aborted by the shutdown (through `stopping`) or a lost lease.
+    const controller = new AbortController();
+    const { signal } = controller;
+    if (opts.shutdown.aborted) controller.abort(opts.shutdown.reason);
+    else stopping.set(token, controller);
+    opts.leases.keep(token, (reason) => controller.abort(reason));
     const startedAt = Date.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
       .catch((e) => {
@@ -179,7 +194,7 @@ export function createWorkerPool(opts: {
         else log.error({ err: e }, `${work.kind} run failed unexpectedly`);
       })
       .finally(() => {
-        unlink();
+        stopping.delete(token);
         opts.leases.drop(token);
         inflight.delete(token);
         const now = Date.now();

@@ -8,7 +8,8 @@ import { deliveryOf, examplePayload, testEngine } from "./helpers.js";
 import { sqliteStorePerTest } from "./scratch-store.js";
 
 const scratch = sqliteStorePerTest();
-const LEASE_MS = 300;
+// Long enough that a loaded machine never lets a kept lease lapse between beats (a third of it).
+const LEASE_MS = 1_500;
 
 /** A handler that runs until its signal fires or `release` is called, telling `runs` each start. */
 function waiting() {

@@ -53,7 +53,8 @@ export function createWorkerPool(opts: {
   /** Milliseconds before the next launch is allowed (the intake comes first and the last run just ended). */
   const paced = () => intakeFirst?.launchDelay(Date.now()) ?? 0;
   let state: PoolState = "new";
-  const inflight = new Map<string, Promise<void>>();
+  /** Running work by lease token: its run, and the controller its signal comes from. */
+  const inflight = new Map<string, { run: Promise<void>; controller: AbortController }>();
   /** Workers promised to deliveries being recorded leased (intake fast path), not yet launched. */
   let reserved = 0;
   /** Due deliveries may be waiting in the queue: new ones queue behind them rather than jump ahead. */
@@ -66,13 +67,11 @@ export function createWorkerPool(opts: {
   let timerAt = 0;
   let wakeQueued = false;
   let idleWaiters: (() => void)[] = [];
-  /** The controllers of running work, aborted together when shutdown begins (one listener, not one a run). */
-  const stopping = new Map<string, AbortController>();
+  // Running work is told to stop through one listener on the shutdown signal, not one a run.
   opts.shutdown.addEventListener(
     "abort",
     () => {
-      for (const controller of stopping.values()) controller.abort(opts.shutdown.reason);
-      stopping.clear();
+      for (const { controller } of inflight.values()) controller.abort(opts.shutdown.reason);
     },
     { once: true },
   );
@@ -180,11 +179,10 @@ export function createWorkerPool(opts: {
 
   function launch(work: Work): void {
     const token = work.claim.token;
-    // One controller a run, aborted by the shutdown (through `stopping`) or a lost lease.
+    // One controller a run, aborted by the shutdown (the listener above) or a lost lease.
     const controller = new AbortController();
     const { signal } = controller;
     if (opts.shutdown.aborted) controller.abort(opts.shutdown.reason);
-    else stopping.set(token, controller);
     opts.leases.keep(token, (reason) => controller.abort(reason));
     const startedAt = Date.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
@@ -194,7 +192,6 @@ export function createWorkerPool(opts: {
         else log.error({ err: e }, `${work.kind} run failed unexpectedly`);
       })
       .finally(() => {
-        stopping.delete(token);
         opts.leases.drop(token);
         inflight.delete(token);
         const now = Date.now();
@@ -205,7 +202,7 @@ export function createWorkerPool(opts: {
         if (work.kind === "delivery") void pump();
         else wake();
       });
-    inflight.set(token, run);
+    inflight.set(token, { run, controller });
   }
 
   return {
@@ -238,7 +235,7 @@ export function createWorkerPool(opts: {
       const timedOut = new Promise<"timeout">((resolve) => {
         bound = setTimeout(() => resolve("timeout"), Math.max(0, ms));
       });
-      const finished = Promise.allSettled([...inflight.values()]).then(() => "finished" as const);
+      const finished = Promise.allSettled([...inflight.values()].map((w) => w.run)).then(() => "finished" as const);
       const result = await Promise.race([finished, timedOut]);
       clearTimeout(bound);
       return result;

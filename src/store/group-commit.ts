@@ -4,7 +4,8 @@
 // commit that makes it durable. Each write still settles on its own: when the shared
 // transaction fails, it is rolled back and every write runs again in a transaction of its own,
 // so one bad write rejects alone (savepoints per write would cost that on every batch).
-import type { Database, Transaction } from "better-sqlite3";
+import type { Database } from "better-sqlite3";
+import { writeTransaction } from "./write-transaction.js";
 import type { CommitGate } from "./store-thread.js";
 
 /**
@@ -30,8 +31,8 @@ export class GroupCommit {
   #deferTimer: NodeJS.Timeout | undefined;
   /** When a commit was last asked for with `run` (-Infinity: never). */
   #lastAskedAt = Number.NEGATIVE_INFINITY;
-  readonly #all: Transaction<(batch: Pending[]) => unknown[]>;
-  readonly #one: Transaction<(write: () => unknown) => unknown>;
+  readonly #all: (batch: Pending[]) => unknown[];
+  readonly #one: (write: () => unknown) => unknown;
 
   /**
    * `gate`: while it holds (the store thread moves spooled deliveries in or starts the WAL over), writes wait rather than block.
@@ -44,12 +45,12 @@ export class GroupCommit {
     beforeCommit?: () => void,
     private readonly now: () => number = Date.now,
   ) {
-    this.#all = db.transaction((batch: Pending[]) => {
+    this.#all = writeTransaction(db, (batch: Pending[]) => {
       const results = batch.map((p) => p.write());
       beforeCommit?.();
       return results;
     });
-    this.#one = db.transaction((write: () => unknown) => {
+    this.#one = writeTransaction(db, (write: () => unknown) => {
       const result = write();
       beforeCommit?.();
       return result;
@@ -175,9 +176,7 @@ export class GroupCommit {
     }
     let results: unknown[];
     try {
-      // IMMEDIATE: take the write lock before the first read, so a write by another process
-      // (the CLI) in between cannot invalidate this transaction's snapshot.
-      results = this.#all.immediate(batch);
+      results = this.#all(batch);
     } catch (error) {
       if (batch.length === 1) batch[0]!.reject(error);
       else for (const p of batch) this.#alone(p);
@@ -188,7 +187,7 @@ export class GroupCommit {
 
   #alone(p: Pending): void {
     try {
-      p.resolve(this.#one.immediate(p.write));
+      p.resolve(this.#one(p.write));
     } catch (error) {
       p.reject(error);
     }

@@ -2,6 +2,7 @@
 // scheduled tasks, handler key/value state and the audit trail, all in one file.
 import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
+import { writeTransaction } from "./write-transaction.js";
 
 const schemaVersion = 11;
 
@@ -161,7 +162,10 @@ export function migrate(db: Database): void {
     throw new Error(`store schema version ${current} is newer than this Steward understands (${schemaVersion})`);
   }
   if (current === schemaVersion) return;
-  db.transaction(() => {
+  writeTransaction(db, () => {
+    // Another process may have migrated between the look above and this transaction's lock.
+    const current = db.pragma("user_version", { simple: true }) as number;
+    if (current === schemaVersion) return;
     if (current === 0) db.exec(statements);
     for (const step of upgrades.slice(Math.max(0, current - 1))) {
       if (typeof step === "string") db.exec(step);

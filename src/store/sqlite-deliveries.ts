@@ -22,6 +22,7 @@ import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
 import { PayloadLog, type Collected, type PayloadRef } from "./payload-log.js";
 import { IdFilter } from "./id-filter.js";
 import { inBatches } from "./in-batches.js";
+import { writeTransaction } from "./write-transaction.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
 const MOVE_MS = 5;
@@ -440,7 +441,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   #recoverSpool(spool: SpoolFile): void {
     const mark = (this.#movedSeq.get() as number | undefined) ?? 0;
     const left = SpoolFile.leftIn(spool.path).filter((f) => f.seq > mark);
-    if (left.length > 0) this.db.transaction(() => this.#insertMoved(left))();
+    if (left.length > 0) writeTransaction(this.db, () => this.#insertMoved(left))();
     this.#seq = Math.max(mark, left.at(-1)?.seq ?? 0);
     spool.discard();
   }
@@ -612,7 +613,7 @@ export class SqliteDeliveries implements DeliveriesPart {
 
 
   async replayDelivery(id: string): Promise<boolean> {
-    return this.db.transaction(() => {
+    return writeTransaction(this.db, () => {
       const now = Date.now();
       const changed = this.db
         .prepare(
@@ -629,7 +630,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   async purgeFinished(beforeDate: Date): Promise<number> {
     const before = beforeDate.getTime();
     // Each batch its own transaction (in-batches.ts).
-    const batch = this.db.transaction((limit: number) => {
+    const batch = writeTransaction(this.db, (limit: number) => {
       const ids = (this.db.prepare(PURGE_FINISHED_SQL).all(before, before, limit) as { id: string }[]).map((r) => r.id);
       if (ids.length === 0) return 0;
       const list = JSON.stringify(ids);
@@ -657,7 +658,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       if (bytes !== undefined && !PayloadLog.sparse(size, bytes)) continue;
       if (bytes !== undefined) {
         try {
-          done.moved += this.db.transaction(() => {
+          done.moved += writeTransaction(this.db, () => {
             const bodies = this.#bodiesIn.all({ file }) as { id: string; offset: number; length: number; inRow: number }[];
             for (const b of bodies) {
               const payload = this.payloads.readBytes({ file, offset: b.offset, length: b.length });

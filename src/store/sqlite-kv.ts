@@ -3,6 +3,7 @@ import type { Database, Statement } from "better-sqlite3";
 import type { AuditEntry, KeyValue } from "./types.js";
 import type { KvPart } from "./contract.js";
 import { inBatches } from "./in-batches.js";
+import { writeTransaction } from "./write-transaction.js";
 
 interface KvRow {
   key: string;
@@ -64,12 +65,12 @@ export class SqliteKv implements KvPart {
     this.#list = db.prepare(LIST_BY_PREFIX_SQL);
     this.#purge = db.prepare(PURGE_EXPIRED_SQL);
     this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
-    this.#claim = db.transaction((key: string, value: string, expiresAt: number | null, now: number) => {
+    this.#claim = writeTransaction(db, (key: string, value: string, expiresAt: number | null, now: number) => {
       this.#dropExpired.run(key, now);
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
     });
     // One transaction: nobody writes between the read and the write (better-sqlite3 is synchronous, SQLite serialises writers across processes).
-    this.#replaceIf = db.transaction((key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
+    this.#replaceIf = writeTransaction(db, (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
       const row = this.#get.get(key, now) as KvRow | undefined;
       if (!row || !holds(JSON.parse(row.value), field, equals)) return false;
       if (next === undefined) this.#delete.run(key);

@@ -1,11 +1,12 @@
 // Scheduled tasks in SQLite: one row per (handler, key), leased while running. A task
 // re-scheduled during its own run becomes a new generation, so finishing the old run
 // does not delete it (periodic work re-schedules itself from onTask).
-import type { Database, Statement, Transaction } from "better-sqlite3";
+import type { Database, Statement } from "better-sqlite3";
 import type { ScheduleRequest } from "../handler.js";
 import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "./records.js";
 import type { TasksPart } from "./contract.js";
 import { leaseOwnerDead, newLeaseToken } from "./lease.js";
+import { writeTransaction } from "./write-transaction.js";
 
 interface TaskRow {
   handler: string;
@@ -44,7 +45,7 @@ export class SqliteTasks implements TasksPart {
   readonly #lease: Statement;
   readonly #schedule: (handler: string, r: ScheduleRequest) => void;
   // IMMEDIATE: another process on the same file cannot claim the same task in between.
-  readonly #claim: Transaction<(leaseMs: number) => ClaimedTask | undefined>;
+  readonly #claim: (leaseMs: number) => ClaimedTask | undefined;
 
   constructor(private readonly db: Database) {
     this.#find = db.prepare("SELECT * FROM tasks WHERE handler = ? AND key = ?");
@@ -78,7 +79,7 @@ export class SqliteTasks implements TasksPart {
     this.#lease = db.prepare(
       "UPDATE tasks SET status = 'running', lease_token = ?, lease_until = ?, updated_at = ? WHERE handler = ? AND key = ? RETURNING *",
     );
-    this.#claim = db.transaction((leaseMs: number) => {
+    this.#claim = writeTransaction(db, (leaseMs: number) => {
       const now = Date.now();
       const due = this.#due.get({ now }) as TaskRow | undefined;
       if (!due) return undefined;
@@ -86,7 +87,7 @@ export class SqliteTasks implements TasksPart {
       const row = this.#lease.get(token, now + leaseMs, now, due.handler, due.key) as TaskRow;
       return { token, generation: row.generation, task: toTask(row) };
     });
-    this.#schedule = db.transaction((handler: string, r: ScheduleRequest) => {
+    this.#schedule = writeTransaction(db, (handler: string, r: ScheduleRequest) => {
       const now = Date.now();
       const data = JSON.stringify(r.data === undefined ? null : r.data);
       const existing = this.#find.get(handler, r.key) as TaskRow | undefined;
@@ -111,7 +112,7 @@ export class SqliteTasks implements TasksPart {
   async claimTask(leaseMs: number): Promise<ClaimedTask | undefined> {
     // The engine asks after every run; looking is a read, only a due task takes the write lock.
     if (!this.#anyDue.get({ now: Date.now() })) return undefined;
-    return this.#claim.immediate(leaseMs);
+    return this.#claim(leaseMs);
   }
 
   async finishTask(claim: ClaimedTask, decision: TaskDecision): Promise<void> {

@@ -13,6 +13,8 @@ export function createIntake(
   pool: WorkerPool,
   leaseMs: number,
   intakeFirst?: IntakeFirst,
+  /** Whether some handler takes deliveries of this event and action; one none takes is recorded settled. */
+  routed: (event: string, action: string | undefined) => boolean = () => true,
 ): DeliveryIntake {
   async function recordAndRun(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     const claim: ClaimedDelivery | "duplicate" = await pool.reserveWorker(() => store.deliveries.recordLeased(delivery, leaseMs));
@@ -30,6 +32,12 @@ export function createIntake(
       // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
       const { parsed } = delivery;
       delivery.parsed = undefined;
+      // Nothing to run (a job queued or in progress, a check run created, an event only some other
+      // app of the installation wants): recorded done, and the pool is neither woken nor given it.
+      if (!routed(delivery.event, delivery.action)) {
+        delivery.settled = true;
+        return (intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined) ?? store.deliveries.record(delivery);
+      }
       if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
       // During a flood, one write to the spool rather than a commit each; the pool is woken by the move.
       const spooled = intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined;

@@ -17,6 +17,11 @@ export interface IncomingDelivery {
   /** `payload`'s UTF-8 bytes as received, when the body was the payload (JSON deliveries): stored as they are, not encoded again. */
   payloadBytes?: Buffer;
   receivedAt: Date;
+  /**
+   * No handler takes this delivery (its event and action route to none): it is recorded done and
+   * never queued, claimed or run. Kept for the console and `deliveries replay` like any other.
+   */
+  settled?: boolean;
   /** `payload` as the intake parsed it, for a run in this process to use (never stored). */
   parsed?: Record<string, unknown>;
   /**

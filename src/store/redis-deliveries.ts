@@ -12,14 +12,18 @@ import type { DeliveriesPart } from "./contract.js";
 import { newLeaseToken } from "./lease.js";
 import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
 
-// KEYS: body, state, due, all, by repository, by event, leased, leases.
-// ARGV: body json, id, event, action, installation, repository, receivedAt, now, leaseUntil, token ('' = queue it)
+// KEYS: body, state, due, all, by repository, by event, leased, leases, done.
+// ARGV: body json, id, event, action, installation, repository, receivedAt, now, leaseUntil,
+// token ('' = queue it, '-' = settled: no handler takes it, recorded done)
 const recordLua = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
   'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
 if ARGV[10] == '' then
   redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
+elseif ARGV[10] == '-' then
+  redis.call('HSET', KEYS[2], 'status', 'done')
+  redis.call('ZADD', KEYS[9], ARGV[8], ARGV[2])
 else
   -- leased to the recording replica at once: the claim (and attempt) a free worker would make now
   redis.call('HSET', KEYS[2], 'status', 'running', 'attempts', 1, 'leaseToken', ARGV[10], 'leaseUntil', ARGV[9])
@@ -162,7 +166,7 @@ export class RedisDeliveries implements DeliveriesPart {
     private readonly keys: RedisKeys,
     private readonly leases: RedisLeases,
   ) {
-    this.#record = defineScript(client, "stewardRecord", 8, recordLua);
+    this.#record = defineScript(client, "stewardRecord", 9, recordLua);
     this.#outcome = defineScript(client, "stewardRecordOutcome", 5, outcomeLua);
     this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
     this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
@@ -171,7 +175,7 @@ export class RedisDeliveries implements DeliveriesPart {
 
   /** Resolves once Redis acknowledged the write (durable as far as Redis' own persistence goes). */
   async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
-    return (await this.#insert(d, "", 0)) ? "recorded" : "duplicate";
+    return (await this.#insert(d, d.settled ? "-" : "", 0)) ? "recorded" : "duplicate";
   }
 
   /** As `record`, but inserted as running under a new lease, in the same script. */
@@ -187,7 +191,7 @@ export class RedisDeliveries implements DeliveriesPart {
     const k = this.keys;
     const body = JSON.stringify({ headers, payload: d.payload });
     const result = await this.#record(
-      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.leased, k.leases],
+      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.leased, k.leases, k.done],
       [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now, leaseUntil, token],
     );
     return result === 1;

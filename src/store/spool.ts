@@ -38,6 +38,8 @@ interface FrameMeta {
   receivedAt: number;
   headers: Record<string, string>;
   ref?: PayloadRef;
+  /** Recorded done: no handler takes it. */
+  settled?: true;
 }
 
 /** One frame holding `delivery` (its parsed tree, if any, is not kept), its payload or, with `ref`, the payload's place in the log. */
@@ -47,6 +49,7 @@ export function encodeFrame(seq: number, d: IncomingDelivery, ref?: PayloadRef):
   if (d.installationId !== undefined) meta.installationId = d.installationId;
   if (d.repository !== undefined) meta.repository = d.repository;
   if (ref) meta.ref = ref;
+  if (d.settled) meta.settled = true;
   const head = `${JSON.stringify(meta)}\n`;
   const payload = ref ? "" : d.payload;
   const headBytes = Buffer.byteLength(head);
@@ -103,6 +106,7 @@ function frameAt(bytes: Buffer, at: number): SpooledDelivery | undefined {
       headers: meta.headers,
       payload: body.toString("utf8", newline + 1),
       receivedAt: new Date(meta.receivedAt),
+      ...(meta.settled === true ? { settled: true } : {}),
     },
   };
 }

@@ -82,7 +82,7 @@ const withBody = `SELECT d.*, ${bodyColumns} FROM deliveries d LEFT JOIN deliver
 /** A delivery into the queue, its body in the row (the payload's place in the log), or nothing when its id is there. */
 export const INSERT_QUEUED_SQL = `INSERT OR IGNORE INTO deliveries
    (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload_file, payload_offset, payload_length)
- VALUES (?, ?, ?, ?, ?, ?, 'queued', 0, ?, ?, ?, ?, ?, ?)`;
+ VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`;
 /**
  * One batch of the purge of finished deliveries: those finished before the cutoff. Read through the
  * receipt index (a delivery finished before the cutoff was received before it), so a batch reads
@@ -99,9 +99,9 @@ function routedValues(d: IncomingDelivery): unknown[] {
   return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
 }
 
-/** INSERT_QUEUED_SQL's values before the body's four. */
+/** INSERT_QUEUED_SQL's values before the body's four: queued, or done when no handler takes it. */
 function queuedValues(d: IncomingDelivery, now: number): unknown[] {
-  return [...routedValues(d), now, now];
+  return [...routedValues(d), d.settled ? "done" : "queued", now, now];
 }
 
 /** The body's four values of a queue row whose payload is in the log at `ref`. */

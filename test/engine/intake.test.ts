@@ -1,0 +1,133 @@
+// The engine's intake (src/engine/intake.ts): a delivery no handler takes (a job queued or in
+// progress, a check run created, an event only another app wants) is recorded done at once and
+// never queued, claimed or run, on either store and through the spool during a flood; one a
+// handler takes is queued and run as before. Replay and the retention purge treat it as any
+// finished delivery.
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defineHandler } from "../../src/handler.js";
+import type { StewardStore } from "../../src/store/contract.js";
+import type { SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
+import { decodeFrames, encodeFrame } from "../../src/store/spool.js";
+import type { Engine } from "../../src/engine/index.js";
+import { deliveryOf, examplePayload, tempDir, testEngine } from "./helpers.js";
+import { redisStores, redisUp } from "../redis/support.js";
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function pushCounter() {
+  const ran: string[] = [];
+  const handler = defineHandler<unknown>({
+    name: "pushes",
+    events: ["push", "workflow_job.completed"],
+    async handle(ctx) {
+      ran.push(ctx.deliveryId);
+      return { status: "done", summary: "ran" };
+    },
+  });
+  return { ran, handler };
+}
+
+/** Records a mix through the engine and checks what became of each delivery. */
+async function settledAndRun(store: StewardStore, engine: Engine, ran: string[], between: () => Promise<void> = async () => undefined) {
+  const taken = [deliveryOf("push", examplePayload("push")), deliveryOf("workflow_job", examplePayload("workflow_job", "completed"))];
+  const untaken = [deliveryOf("issues", examplePayload("issues", "opened")), deliveryOf("workflow_job", examplePayload("workflow_job", "in_progress"))];
+  for (const d of [untaken[0]!, taken[0]!, untaken[1]!, taken[1]!]) {
+    expect(await engine.intake.record(d)).toBe("recorded");
+    await between();
+  }
+  // Redelivered: still a duplicate, settled or not.
+  for (const d of [...taken, ...untaken]) expect(await engine.intake.record({ ...d, settled: undefined })).toBe("duplicate");
+  await engine.idle();
+  expect(ran.sort()).toEqual(taken.map((d) => d.id).sort());
+  for (const d of untaken) {
+    const got = await store.deliveries.getDelivery(d.id);
+    expect(got?.delivery).toMatchObject({ id: d.id, status: "done", attempts: 0, event: d.event, action: d.action });
+    expect(got?.outcomes).toEqual([]);
+    expect(got?.delivery.payload).toBe(d.payload);
+  }
+  for (const d of taken) expect((await store.deliveries.getDelivery(d.id))?.delivery).toMatchObject({ status: "done", attempts: 1 });
+  expect(await store.deliveries.depth()).toBe(0);
+  // Replayed like any finished delivery: queued, claimed and finished again (no handler takes it).
+  expect(await store.deliveries.replayDelivery(untaken[0]!.id)).toBe(true);
+  await waitUntil(async () => {
+    const again = (await store.deliveries.getDelivery(untaken[0]!.id))?.delivery;
+    return again?.attempts === 1 && again.status === "done";
+  });
+  // And purged with the finished ones.
+  expect(await store.deliveries.purgeFinished(new Date(Date.now() + 60_000))).toBe(4);
+  return { taken, untaken };
+}
+
+async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 2_000; i++) {
+    if (await condition()) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error("condition never held");
+}
+
+describe("deliveries no handler takes", { timeout: 60_000 }, () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let engine: Engine | undefined;
+  let store: StewardStore | undefined;
+  beforeEach(async () => ({ dir, cleanup } = await tempDir()));
+  afterEach(async () => {
+    await engine?.stop(1_000);
+    await store?.close();
+    engine = store = undefined;
+    await cleanup();
+  });
+
+  it("are recorded done at once on SQLite, and never claimed or run", async () => {
+    const { ran, handler } = pushCounter();
+    store = openSqliteStore(dir);
+    engine = testEngine(store, [handler]);
+    await engine.start();
+    await settledAndRun(store, engine, ran);
+  });
+
+  it("go through the spool during a flood, recorded done, and stay done after a crash leaves their frames", async () => {
+    const { ran, handler } = pushCounter();
+    store = openSqliteStore(dir, { spool: true });
+    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    engine = testEngine(store, [handler], { intakeFirst });
+    await engine.start();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(true);
+    const d = store.deliveries as SqliteDeliveries;
+    let spooled = 0;
+    await settledAndRun(store, engine, ran, async () => {
+      spooled = Math.max(spooled, d.spooled);
+      await nextTurn();
+    });
+    expect(spooled).toBeGreaterThan(0);
+    // A frame a crash leaves is moved in as it was recorded: done, not queued.
+    const settled = { ...deliveryOf("issues", examplePayload("issues", "opened")), settled: true };
+    const [frame] = decodeFrames(encodeFrame(7, settled));
+    expect(frame?.delivery).toMatchObject({ id: settled.id, settled: true, payload: settled.payload });
+    expect(decodeFrames(encodeFrame(8, { ...settled, settled: undefined }))[0]?.delivery.settled).toBeUndefined();
+  });
+});
+
+describe.skipIf(!redisUp)("deliveries no handler takes, on Redis", { timeout: 60_000 }, () => {
+  let stores: ReturnType<typeof redisStores>;
+  let engine: Engine | undefined;
+  beforeEach(() => (stores = redisStores()));
+  afterEach(async () => {
+    await engine?.stop(1_000);
+    engine = undefined;
+    await stores.dispose();
+  });
+
+  it("are recorded done at once, never claimed or run, and purged with the finished ones", async () => {
+    const { ran, handler } = pushCounter();
+    const store = await stores.open();
+    engine = testEngine(store, [handler]);
+    await engine.start();
+    await settledAndRun(store, engine, ran);
+  });
+});

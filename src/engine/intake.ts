@@ -34,9 +34,11 @@ export function createIntake(
       delivery.parsed = undefined;
       // Nothing to run (a job queued or in progress, a check run created, an event only some other
       // app of the installation wants): recorded done, and the pool is neither woken nor given it.
+      // Spooled whenever the spool takes it, flood or not: nobody waits for its row, and a commit
+      // of its own would hold its sender for the commit.
       if (!routed(delivery.event, delivery.action)) {
         delivery.settled = true;
-        return (intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined) ?? store.deliveries.record(delivery);
+        return store.deliveries.recordSpooled?.(delivery) ?? store.deliveries.record(delivery);
       }
       if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
       // During a flood, one write to the spool rather than a commit each; the pool is woken by the move.

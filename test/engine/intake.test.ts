@@ -89,6 +89,25 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     await settledAndRun(store, engine, ran);
   });
 
+  it("go through the spool outside a flood too (nobody waits for their row), where a delivery a handler takes does not", async () => {
+    const { ran, handler } = pushCounter();
+    store = openSqliteStore(dir, { spool: true });
+    engine = testEngine(store, [handler]);
+    await engine.start();
+    const d = store.deliveries as SqliteDeliveries;
+    await nextTurn();
+    expect(await engine.intake.record(deliveryOf("push", examplePayload("push")))).toBe("recorded");
+    expect(d.spooled).toBe(0);
+    await nextTurn();
+    const untaken = deliveryOf("check_run", examplePayload("check_run", "created"));
+    expect(await engine.intake.record(untaken)).toBe("recorded");
+    expect(d.spooled).toBe(1);
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+    expect((await d.getDelivery(untaken.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
+    await engine.idle();
+    expect(ran).toHaveLength(1);
+  });
+
   it("go through the spool during a flood, recorded done, and stay done after a crash leaves their frames", async () => {
     const { ran, handler } = pushCounter();
     store = openSqliteStore(dir, { spool: true });

@@ -22,6 +22,9 @@ interface LockValue {
 
 const queues = new Map<string, Promise<void>>();
 
+/** Tries of a release before its error is the holder's (the store failing that long is not a blip). */
+const RELEASE_ATTEMPTS = 4;
+
 export async function withStoreLock<T>(store: Store, key: string, fn: () => Promise<T>, opts: StoreLockOptions = {}): Promise<T> {
   const previous = queues.get(key) ?? Promise.resolve();
   let done!: () => void;
@@ -33,11 +36,24 @@ export async function withStoreLock<T>(store: Store, key: string, fn: () => Prom
     try {
       return await fn();
     } finally {
-      await store.replaceIf(key, { field: "token", equals: token });
+      await release(store, key, token);
     }
   } finally {
     done();
     if (queues.get(key) === mine) queues.delete(key);
+  }
+}
+
+/** Tries a failed release again a few times: a lock left behind holds its key's next holders off for its whole TTL. */
+async function release(store: Store, key: string, token: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await store.replaceIf(key, { field: "token", equals: token });
+      return;
+    } catch (e) {
+      if (attempt === RELEASE_ATTEMPTS) throw e;
+      await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+    }
   }
 }
 

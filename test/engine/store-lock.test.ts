@@ -24,6 +24,12 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** The store's nine methods, bound, to override one of them. */
+function bound(s: Store): Store {
+  const methods = ["claim", "release", "replaceIf", "get", "set", "delete", "list", "audit", "auditLog"] as const;
+  return Object.fromEntries(methods.map((m) => [m, (s[m] as (...a: unknown[]) => unknown).bind(s)])) as unknown as Store;
+}
+
 /** The pid of a process that has exited. */
 function deadPid(): number {
   const r = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]);
@@ -48,6 +54,23 @@ describe("withStoreLock", () => {
   it("releases the lock when the work throws", async () => {
     await expect(withStoreLock(store, "k:lock", async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
     expect(await store.claim("k:lock")).toBe(true);
+  });
+
+  it("tries a release that failed again: the key's next holder gets the lock at once", async () => {
+    // The real store, whose compare-and-replace fails the first time it is asked (a busy store).
+    let failures = 1;
+    const blinking: Store = {
+      ...bound(store),
+      replaceIf: (...args) => (failures-- > 0 ? Promise.reject(new Error("database is locked")) : store.replaceIf(...args)),
+    };
+    expect(await withStoreLock(blinking, "k:lock", async () => "first")).toBe("first");
+    expect(await store.get("k:lock")).toBeUndefined();
+    expect(await withStoreLock(store, "k:lock", async () => "next", { waitMs: 0 })).toBe("next");
+  });
+
+  it("says so when the release keeps failing, rather than returning as if the lock were free", async () => {
+    const failing: Store = { ...bound(store), replaceIf: () => Promise.reject(new Error("database is locked")) };
+    await expect(withStoreLock(failing, "k:lock", async () => "done")).rejects.toThrow("database is locked");
   });
 
   it("takes a lock left by a killed process over at once", async () => {

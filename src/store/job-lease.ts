@@ -9,6 +9,7 @@ import type { Store } from "./types.js";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
 import { pause } from "../lifecycle/backoff.js";
 import { linkSignals, throwIfStopped } from "../lifecycle/abort-scope.js";
+import { releaseHeld } from "./lock.js";
 
 export interface LeaseHolder {
   /** The holding process incarnation (see PROCESS_OWNER). */
@@ -105,6 +106,6 @@ export async function withJobLease<T>(
   } finally {
     linked.unlink();
     clearInterval(renew);
-    await store.replaceIf(key, { field: "token", equals: mine.token }).catch(() => undefined);
+    await releaseHeld(store, key, mine.token).catch(() => undefined);
   }
 }

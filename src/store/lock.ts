@@ -36,7 +36,7 @@ export async function withStoreLock<T>(store: Store, key: string, fn: () => Prom
     try {
       return await fn();
     } finally {
-      await release(store, key, token);
+      await releaseHeld(store, key, token);
     }
   } finally {
     done();
@@ -44,8 +44,11 @@ export async function withStoreLock<T>(store: Store, key: string, fn: () => Prom
   }
 }
 
-/** Tries a failed release again a few times: a lock left behind holds its key's next holders off for its whole TTL. */
-async function release(store: Store, key: string, token: string): Promise<void> {
+/**
+ * Deletes `key` if `token` still holds it (a lock's or a job lease's release), trying again a few
+ * times when the store fails: one left behind holds the key's next holders off for its whole TTL.
+ */
+export async function releaseHeld(store: Store, key: string, token: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       await store.replaceIf(key, { field: "token", equals: token });

@@ -69,7 +69,7 @@ export class SqliteKv implements KvPart {
       this.#dropExpired.run(key, now);
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
     });
-    // One transaction: nobody writes between the read and the write (better-sqlite3 is synchronous, SQLite serialises writers across processes).
+    // One IMMEDIATE transaction (write-transaction.ts): no other connection, the store thread's or another process's, writes between the read and the write.
     this.#replaceIf = writeTransaction(db, (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
       const row = this.#get.get(key, now) as KvRow | undefined;
       if (!row || !holds(JSON.parse(row.value), field, equals)) return false;

@@ -9,6 +9,7 @@ import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import { withStoreLock } from "../../src/store/lock.js";
 import { processOwnerGone } from "../../src/store/lease.js";
 import type { Store } from "../../src/store/types.js";
+import { storeWith } from "../support/store-faults.js";
 
 let dir: string;
 let opened: SqliteStore;
@@ -23,12 +24,6 @@ afterEach(async () => {
   await opened.close();
   await rm(dir, { recursive: true, force: true });
 });
-
-/** The store's nine methods, bound, to override one of them. */
-function bound(s: Store): Store {
-  const methods = ["claim", "release", "replaceIf", "get", "set", "delete", "list", "audit", "auditLog"] as const;
-  return Object.fromEntries(methods.map((m) => [m, (s[m] as (...a: unknown[]) => unknown).bind(s)])) as unknown as Store;
-}
 
 /** The pid of a process that has exited. */
 function deadPid(): number {
@@ -59,17 +54,16 @@ describe("withStoreLock", () => {
   it("tries a release that failed again: the key's next holder gets the lock at once", async () => {
     // The real store, whose compare-and-replace fails the first time it is asked (a busy store).
     let failures = 1;
-    const blinking: Store = {
-      ...bound(store),
+    const blinking = storeWith(store, {
       replaceIf: (...args) => (failures-- > 0 ? Promise.reject(new Error("database is locked")) : store.replaceIf(...args)),
-    };
+    });
     expect(await withStoreLock(blinking, "k:lock", async () => "first")).toBe("first");
     expect(await store.get("k:lock")).toBeUndefined();
     expect(await withStoreLock(store, "k:lock", async () => "next", { waitMs: 0 })).toBe("next");
   });
 
   it("says so when the release keeps failing, rather than returning as if the lock were free", async () => {
-    const failing: Store = { ...bound(store), replaceIf: () => Promise.reject(new Error("database is locked")) };
+    const failing = storeWith(store, { replaceIf: () => Promise.reject(new Error("database is locked")) });
     await expect(withStoreLock(failing, "k:lock", async () => "done")).rejects.toThrow("database is locked");
   });
 

@@ -10,6 +10,7 @@ import { openSqliteStore } from "../../src/store/sqlite.js";
 import { withJobLease, type LeaseHolder } from "../../src/store/job-lease.js";
 import { withStoreLock } from "../../src/store/lock.js";
 import type { Store } from "../../src/store/types.js";
+import { storeWith } from "../support/store-faults.js";
 import { redisStores, redisUp } from "../redis/support.js";
 
 interface Backend {
@@ -162,3 +163,22 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
     }, 90_000);
   });
 }
+
+describe("a release the store fails once", () => {
+  it("is tried again, so the job's next run takes the lease at once", async () => {
+    const { a, dispose } = await sqlite.open();
+    try {
+      // The real store, whose compare-and-replace fails once the job has run (a busy store).
+      let failures = 0;
+      const blinking = storeWith(a, {
+        replaceIf: (...args) => (failures-- > 0 ? Promise.reject(new Error("database is locked")) : a.replaceIf(...args)),
+      });
+      expect(await withJobLease(blinking, "sync:acme", "sync acme", "test", async () => ((failures = 1), "first"))).toBe("first");
+      expect(failures).toBe(-1); // the failed try and the one after it
+      expect(await a.get("sync:acme")).toBeUndefined();
+      expect(await withJobLease(a, "sync:acme", "sync acme", "test", async () => "next")).toBe("next");
+    } finally {
+      await dispose();
+    }
+  });
+});

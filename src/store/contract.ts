@@ -20,8 +20,15 @@ import type {
 import type { ActivityRow, DeliveryPage, DeliveryQuery } from "./browse.js";
 import type { Store } from "./types.js";
 
+/**
+ * Audit entries a store keeps, the newest; older ones go as new ones are written (Redis: about as
+ * many, its stream trims whole nodes). Approvals, re-runs and secret writes each add one, so
+ * without a bound the trail grows for as long as the service runs.
+ */
+export const DEFAULT_AUDIT_CAP = 100_000;
+
 export interface KvPart extends Store {
-  /** Reclaim space of expired entries (housekeeping). Returns how many went. */
+  /** Reclaim space of expired entries, and of audit entries beyond the cap (housekeeping). Returns how many went. */
   purgeExpired(): Promise<number>;
 }
 

@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import type { AuditEntry, KeyValue } from "./types.js";
 import type { RedisKeys } from "./redis-keys.js";
 import { defineScript, type Script } from "./redis-script.js";
-import type { KvPart } from "./contract.js";
+import { DEFAULT_AUDIT_CAP, type KvPart } from "./contract.js";
 
 // KEYS: entry, index. ARGV: key, value json, ttlMs ('' = none)
 const claimLua = `
@@ -52,8 +52,6 @@ function lexEnd(prefix: string): Buffer {
 }
 
 const page = 500;
-/** Approximate bound of the audit stream; the oldest entries go first. */
-export const defaultAuditCap = 100_000;
 
 export class RedisKv implements KvPart {
   readonly #claim: Script;
@@ -63,7 +61,7 @@ export class RedisKv implements KvPart {
   constructor(
     private readonly client: Redis,
     private readonly keys: RedisKeys,
-    private readonly auditCap = defaultAuditCap,
+    private readonly auditCap = DEFAULT_AUDIT_CAP,
   ) {
     this.#claim = defineScript(client, "stewardClaimKey", 2, claimLua);
     this.#set = defineScript(client, "stewardSet", 2, setLua);

@@ -8,14 +8,14 @@
 // appendfsync everysec loses at most ~1 s of writes, always loses none). See docs/redis.md.
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import type { BrowsePart, DeliveriesPart, KvPart, LeasesPart, StewardStore, TasksPart } from "./contract.js";
+import { DEFAULT_AUDIT_CAP, type BrowsePart, type DeliveriesPart, type KvPart, type LeasesPart, type StewardStore, type TasksPart } from "./contract.js";
 import { connectRedis, describeRedisUrl, persistenceOf, warnAboutPersistence } from "./redis-connect.js";
 import { defaultRedisPrefix, RedisKeys } from "./redis-keys.js";
 import { RedisDeliveries } from "./redis-deliveries.js";
 import { RedisBrowse } from "./redis-browse.js";
 import { RedisTasks } from "./redis-tasks.js";
 import { RedisLeases } from "./redis-leases.js";
-import { defaultAuditCap, RedisKv } from "./redis-kv.js";
+import { RedisKv } from "./redis-kv.js";
 
 export interface RedisStoreOptions {
   /** Prefix of every key (default `{steward}:`, a hash tag). Replicas of one deployment share it. */
@@ -42,7 +42,7 @@ export class RedisStore implements StewardStore {
     this.#client = client;
     this.where = where;
     this.keys = new RedisKeys(opts.prefix ?? defaultRedisPrefix);
-    this.kv = new RedisKv(client, this.keys, opts.auditCap ?? defaultAuditCap);
+    this.kv = new RedisKv(client, this.keys, opts.auditCap ?? DEFAULT_AUDIT_CAP);
     const leases = new RedisLeases(client, this.keys);
     this.leases = leases;
     this.#deliveries = new RedisDeliveries(client, this.keys, leases);

@@ -1,7 +1,7 @@
 // The handler-facing Store (claims, key/value state with TTLs, audit trail) over SQLite.
 import type { Database, Statement } from "better-sqlite3";
 import type { AuditEntry, KeyValue } from "./types.js";
-import type { KvPart } from "./contract.js";
+import { DEFAULT_AUDIT_CAP, type KvPart } from "./contract.js";
 import { inBatches } from "./in-batches.js";
 import { writeTransaction } from "./write-transaction.js";
 
@@ -38,6 +38,16 @@ function holds(value: unknown, field: string, equals: string): boolean {
 export const LIST_BY_PREFIX_SQL = `SELECT key, value, updated_at FROM kv
   WHERE key >= @prefix AND key < @prefix || CAST(x'F4908080' AS TEXT) AND (expires_at IS NULL OR expires_at > @now) ORDER BY key`;
 
+/**
+ * The audit trail's oldest entries beyond the cap, a batch at a time through the primary key (ids
+ * only grow: AUTOINCREMENT). Bounded so a store that kept more (one from before the cap, or a
+ * lowered cap) catches up over several writes and housekeeping passes rather than in one long
+ * delete on the event loop.
+ */
+export const TRIM_AUDIT_SQL = "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE id <= ? ORDER BY id LIMIT ?)";
+/** Entries an audit write removes at most (the steady state removes one). */
+const TRIM_ON_WRITE = 100;
+
 /** One batch of the purge: expired entries found through the expiry index (schema 11), never a scan of the table. */
 export const PURGE_EXPIRED_SQL = "DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)";
 
@@ -50,10 +60,16 @@ export class SqliteKv implements KvPart {
   readonly #list: Statement;
   readonly #purge: Statement;
   readonly #audit: Statement;
+  readonly #trimAudit: Statement;
+  readonly #lastAuditId: Statement;
   readonly #claim: (key: string, value: string, expiresAt: number | null, now: number) => boolean;
   readonly #replaceIf: (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => boolean;
 
-  constructor(private readonly db: Database) {
+  /** `auditCap`: the audit entries kept, the newest (as the Redis store's stream keeps about as many). */
+  constructor(
+    private readonly db: Database,
+    private readonly auditCap = DEFAULT_AUDIT_CAP,
+  ) {
     this.#dropExpired = db.prepare("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?");
     this.#insertIfAbsent = db.prepare("INSERT OR IGNORE INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?)");
     this.#upsert = db.prepare(
@@ -65,6 +81,8 @@ export class SqliteKv implements KvPart {
     this.#list = db.prepare(LIST_BY_PREFIX_SQL);
     this.#purge = db.prepare(PURGE_EXPIRED_SQL);
     this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
+    this.#trimAudit = db.prepare(TRIM_AUDIT_SQL);
+    this.#lastAuditId = db.prepare("SELECT max(id) FROM audit").pluck();
     this.#claim = writeTransaction(db, (key: string, value: string, expiresAt: number | null, now: number) => {
       this.#dropExpired.run(key, now);
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
@@ -114,7 +132,9 @@ export class SqliteKv implements KvPart {
 
   async audit(entry: AuditEntry): Promise<void> {
     const at = entry.at ?? new Date();
-    this.#audit.run(entry.kind, entry.source, JSON.stringify(entry.details ?? {}), at.getTime());
+    const { lastInsertRowid } = this.#audit.run(entry.kind, entry.source, JSON.stringify(entry.details ?? {}), at.getTime());
+    const oldestKept = Number(lastInsertRowid) - this.auditCap + 1;
+    if (oldestKept > 1) this.#trimAudit.run(oldestKept - 1, TRIM_ON_WRITE);
   }
 
   /** The most recent entries (all, or `limit`), oldest first. */
@@ -129,9 +149,15 @@ export class SqliteKv implements KvPart {
       .map((r) => ({ kind: r.kind, source: r.source, details: JSON.parse(r.details) as Record<string, unknown>, at: new Date(r.at) }));
   }
 
-  /** Drop expired entries (they are already invisible; this reclaims space). */
+  /**
+   * Drop expired entries (they are already invisible; this reclaims space), and audit entries
+   * beyond the cap that writes have not trimmed yet.
+   */
   async purgeExpired(now = Date.now()): Promise<number> {
     // An hour of expired entries: one per delivery that called the API, decision facts, read-ahead logs.
-    return inBatches((limit) => this.#purge.run(now, limit).changes);
+    const expired = await inBatches((limit) => this.#purge.run(now, limit).changes);
+    const last = this.#lastAuditId.get() as number | null;
+    if (last === null || last - this.auditCap < 1) return expired;
+    return expired + (await inBatches((limit) => this.#trimAudit.run(last - this.auditCap, limit).changes));
   }
 }

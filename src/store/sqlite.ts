@@ -35,6 +35,8 @@ export interface SqliteStoreOptions {
   payloadLog?: boolean;
   /** The payload log rolls to a new file at this size (tests: small, to span several). */
   payloadSegmentBytes?: number;
+  /** Audit entries kept, the newest (default DEFAULT_AUDIT_CAP, as the Redis store). */
+  auditCap?: number;
 }
 
 /** The payload log's directory inside the data directory. */
@@ -104,7 +106,7 @@ export class SqliteStore implements StewardStore {
     } else {
       this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     }
-    this.kv = new SqliteKv(this.#db);
+    this.kv = new SqliteKv(this.#db, opts?.auditCap);
     const payloads = new PayloadLog(join(dataDir, payloadDirName), {
       writable: opts.payloadLog ?? true,
       sync: opts.durability === "power",

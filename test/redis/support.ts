@@ -51,8 +51,8 @@ export function redisStores() {
   const opened: RedisStore[] = [];
   return {
     prefix,
-    async open(): Promise<RedisStore> {
-      const store = await openRedisStore(redisUrl, { prefix });
+    async open(opts: { auditCap?: number } = {}): Promise<RedisStore> {
+      const store = await openRedisStore(redisUrl, { prefix, ...opts });
       opened.push(store);
       return store;
     },

@@ -11,7 +11,7 @@ import { redisStores, redisUp } from "../redis/support.js";
 
 type AnyStore = SqliteStore | RedisStore;
 interface Backend {
-  open(): Promise<AnyStore>;
+  open(opts?: { auditCap?: number }): Promise<AnyStore>;
   dispose(): Promise<void>;
 }
 
@@ -19,8 +19,8 @@ async function sqliteBackend(): Promise<Backend> {
   const { dir, cleanup } = await tempDir();
   const opened: SqliteStore[] = [];
   return {
-    async open() {
-      const s = openSqliteStore(dir);
+    async open(opts = {}) {
+      const s = openSqliteStore(dir, opts);
       opened.push(s);
       return s;
     },
@@ -116,6 +116,18 @@ function contract(makeBackend: () => Promise<Backend>) {
       const lastTwo = await store.kv.auditLog({ limit: 2 });
       expect(lastTwo.map((e) => e.details.i)).toEqual([3, 4]);
       expect(lastTwo[0]!.at).toBeInstanceOf(Date);
+    });
+
+    it("bounds the audit trail: the newest entries stay, in order, and the oldest go", async () => {
+      const capped = await backend.open({ auditCap: 100 });
+      for (let i = 0; i < 450; i++) await capped.kv.audit({ kind: "secret_write", source: "t", details: { i } });
+      await capped.kv.purgeExpired();
+      const kept = (await capped.kv.auditLog()).map((e) => e.details.i as number);
+      // SQLite keeps exactly the cap; Redis's stream trims whole nodes (100 entries by default), so it may keep up to a node more.
+      expect(kept.length).toBeGreaterThanOrEqual(100);
+      expect(kept.length).toBeLessThanOrEqual(200);
+      expect(kept).toEqual(Array.from({ length: kept.length }, (_, k) => 450 - kept.length + k));
+      if ("path" in capped) expect(kept).toHaveLength(100);
     });
   });
 

@@ -4,7 +4,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { migrate } from "../../src/store/schema.js";
-import { LIST_BY_PREFIX_SQL, PURGE_EXPIRED_SQL, SqliteKv } from "../../src/store/sqlite-kv.js";
+import { LIST_BY_PREFIX_SQL, PURGE_EXPIRED_SQL, SqliteKv, TRIM_AUDIT_SQL } from "../../src/store/sqlite-kv.js";
 import { PURGE_FINISHED_SQL } from "../../src/store/sqlite-deliveries.js";
 
 describe("sqlite kv listing", () => {
@@ -56,6 +56,37 @@ describe("sqlite kv listing", () => {
     migrate(db);
     expect(db.pragma("user_version", { simple: true })).toBe(11);
     expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'kv_expires'").all()).toHaveLength(1);
+    db.close();
+  });
+
+  it("trims the audit trail through its primary key", () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${TRIM_AUDIT_SQL}`).all(10, 100) as { detail: string }[]).map((r) => r.detail).join("\n");
+    expect(plan).toMatch(/SEARCH audit USING INTEGER PRIMARY KEY \(rowid<\?\)/);
+    expect(plan).not.toMatch(/SCAN audit/);
+    db.close();
+  });
+
+  it("catches a trail longer than its cap up a bounded batch at a time: writes, then housekeeping", async () => {
+    const db = new Database(":memory:");
+    migrate(db);
+    // Kept before the cap (or under a larger one): 1,000 entries.
+    const uncapped = new SqliteKv(db, 10_000);
+    for (let i = 0; i < 1_000; i++) await uncapped.audit({ kind: "deployment_answer", source: "t", details: { i } });
+    const kv = new SqliteKv(db, 50);
+    const count = () => db.prepare("SELECT count(*) FROM audit").pluck().get() as number;
+    await kv.audit({ kind: "deployment_answer", source: "t", details: { i: 1_000 } });
+    // One write removes at most a batch (100), not the 951 entries over the cap.
+    expect(count()).toBe(901);
+    await kv.audit({ kind: "deployment_answer", source: "t", details: { i: 1_001 } });
+    expect(count()).toBe(802);
+    expect(await kv.purgeExpired()).toBe(752);
+    expect((await kv.auditLog()).map((e) => e.details.i)).toEqual(Array.from({ length: 50 }, (_, k) => 952 + k));
+    // At the cap, each write removes the one oldest entry.
+    await kv.audit({ kind: "secret_write", source: "t", details: { i: 1_002 } });
+    expect((await kv.auditLog()).map((e) => e.details.i)).toEqual(Array.from({ length: 50 }, (_, k) => 953 + k));
+    expect(await kv.purgeExpired()).toBe(0);
     db.close();
   });
 });

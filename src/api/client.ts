@@ -81,7 +81,7 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
   return async (input, init) => {
     const auth = new Headers(init?.headers).get("authorization");
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
-    if (token) registerSecret(token);
+    if (token) registerSecret(token, { rotating: true });
     try {
       const response = await inner(input, init);
       const remaining = response.headers.get("x-ratelimit-remaining");

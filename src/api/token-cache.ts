@@ -27,7 +27,7 @@ export interface TokenTimes {
  */
 export function tokenTimes(value: string, now: number): TokenTimes & { token: string } {
   const [token = "", createdAt, expiresAt] = value.split("|");
-  registerSecret(token);
+  registerSecret(token, { rotating: true });
   const expiry = Date.parse(expiresAt ?? "");
   const created = Date.parse(createdAt ?? "");
   if (!Number.isFinite(expiry)) return { token, refreshAt: now + FALLBACK_TTL_MS, expiresAt: now + FALLBACK_TTL_MS };

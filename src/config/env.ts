@@ -152,7 +152,7 @@ function webhookSecrets(env: Env): string[] {
     throw new ConfigError("WEBHOOK_SECRET", "is not set (the app's webhook secret; a comma-separated list during rotation)");
   }
   const secrets = raw.split(",").map((s) => s.trim());
-  secrets.forEach(registerSecret);
+  secrets.forEach((s) => registerSecret(s));
   if (secrets.some((s) => s === "")) {
     throw new ConfigError("WEBHOOK_SECRET", "has an empty entry in its comma-separated list");
   }

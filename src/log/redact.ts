@@ -7,8 +7,12 @@
 export const MASK = "[REDACTED]";
 /** Shorter values would mask ordinary words; such secrets are too weak to matter anyway. */
 const MIN_LENGTH = 4;
-/** Installation tokens rotate hourly; keep the newest ones only, the token patterns catch the rest. */
-const MAX_VALUES = 10_000;
+/**
+ * Installation tokens rotate hourly, one per installation: keep the newest ones only (the token
+ * patterns catch the rest). The configuration's secrets are never let go: a webhook secret has
+ * no shape a pattern could catch, and it was registered before every token.
+ */
+export const MAX_ROTATING_VALUES = 10_000;
 
 // Credentials recognisable by shape, whether or not they were registered. A pattern whose first
 // group is a label (a header name, "bearer") keeps the label and masks what follows it.
@@ -27,9 +31,22 @@ const PATTERNS: readonly RegExp[] = [
   /\b((?:bearer|token)\s+)(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{8,}=*/gi,
 ];
 
-const values = new Set<string>();
+/** The configuration's secrets (a handful), kept for the process's life. */
+const pinned = new Set<string>();
+/** Installation tokens, oldest first. */
+const rotating = new Set<string>();
 const listeners = new Set<(value: string) => void>();
+/** Every registered form as one pattern, rebuilt when next needed after a registration. */
 let matcher: RegExp | undefined;
+let matcherStale = false;
+
+function registered(): RegExp | undefined {
+  if (matcherStale) {
+    matcher = matcherOf([...pinned, ...rotating]);
+    matcherStale = false;
+  }
+  return matcher;
+}
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -53,19 +70,31 @@ function formsOf(value: string): string[] {
   return [...forms].filter((f) => f.length >= MIN_LENGTH);
 }
 
-/** Register a secret value: from now on it is masked in every log line and scrubbed message. */
-export function registerSecret(value: string | undefined | null): void {
+/**
+ * Register a secret value: from now on it is masked in every log line and scrubbed message.
+ * `rotating`: a credential replaced every so often (an installation token), of which only the
+ * newest MAX_ROTATING_VALUES are kept; anything else is kept for as long as the process runs.
+ */
+export function registerSecret(value: string | undefined | null, opts: { rotating?: boolean } = {}): void {
   if (typeof value !== "string") return;
+  // Seen before (the API client registers the token of every request it sends): nothing to do.
+  if (pinned.has(value) || (opts.rotating && rotating.has(value))) return;
   for (const listener of listeners) listener(value);
   let added = false;
   for (const form of formsOf(value)) {
-    if (values.has(form)) continue;
-    values.add(form);
+    if (pinned.has(form)) continue;
+    if (opts.rotating) {
+      if (rotating.has(form)) continue;
+      rotating.add(form);
+    } else {
+      rotating.delete(form);
+      pinned.add(form);
+    }
     added = true;
   }
   if (!added) return;
-  while (values.size > MAX_VALUES) values.delete(values.values().next().value as string);
-  matcher = matcherOf(values);
+  while (rotating.size > MAX_ROTATING_VALUES) rotating.delete(rotating.values().next().value as string);
+  matcherStale = true;
 }
 
 /**
@@ -75,7 +104,8 @@ export function registerSecret(value: string | undefined | null): void {
 export function scrub(text: string, secrets: readonly string[] = []): string {
   const given = secrets.length === 0 ? undefined : matcherOf(secrets.flatMap(formsOf));
   let out = given ? text.replace(given, MASK) : text;
-  if (matcher) out = out.replace(matcher, MASK);
+  const known = registered();
+  if (known) out = out.replace(known, MASK);
   for (const pattern of PATTERNS) {
     out = out.replace(pattern, (match: string, prefix?: unknown) =>
       typeof prefix === "string" ? prefix + MASK : MASK,
@@ -86,10 +116,11 @@ export function scrub(text: string, secrets: readonly string[] = []): string {
 
 /** Whether `text` contains a registered secret (Steward's own credentials and the tokens it holds). */
 export function containsRegisteredSecret(text: string): boolean {
-  if (!matcher) return false;
-  matcher.lastIndex = 0;
-  const found = matcher.test(text);
-  matcher.lastIndex = 0;
+  const known = registered();
+  if (!known) return false;
+  known.lastIndex = 0;
+  const found = known.test(text);
+  known.lastIndex = 0;
   return found;
 }
 
@@ -107,8 +138,10 @@ export function safeErrorMessage(error: unknown, secrets: readonly string[] = []
 
 /** Test hook: forget registered values. */
 export function clearSecretsForTests(): void {
-  values.clear();
+  pinned.clear();
+  rotating.clear();
   matcher = undefined;
+  matcherStale = false;
 }
 
 /** Test hook: be told of every registered value (the suite-wide leak guard collects them). */

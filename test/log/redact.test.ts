@@ -2,7 +2,10 @@
 // secrets and a configuration's own, one mask everywhere, and ordinary text left readable.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { MASK, containsRegisteredSecret, errorText, registerSecret, safeErrorMessage, scrub } from "../../src/log/redact.js";
+import { MASK, MAX_ROTATING_VALUES, containsRegisteredSecret, errorText, registerSecret, safeErrorMessage, scrub } from "../../src/log/redact.js";
+import { loadConfig } from "../../src/config/env.js";
+import { createTokenCache } from "../../src/api/token-cache.js";
+import { appKey } from "../support/app-key.js";
 import { maskSecretKeys } from "../../src/log/mask-keys.js";
 
 const alnum = (n: number) => randomBytes(n * 2).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, n);
@@ -77,6 +80,36 @@ describe("secrets by value", () => {
     const bodyLine = pem.split("\n")[1]!;
     expect(scrub(`line: ${bodyLine}`)).toBe(`line: ${MASK}`);
   });
+
+  it("the configuration's secrets stay masked however many installation tokens came after them", () => {
+    // A webhook secret has no shape a pattern knows: only its registration masks it.
+    const webhookSecret = `hook-${alnum(24)}`;
+    const reviewer = `reviewer-${alnum(24)}`;
+    loadConfig({ APP_ID: "4242", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: webhookSecret, STEWARD_REVIEWER_TOKEN: reviewer });
+    expect(scrub(`signed with ${webhookSecret}`)).toBe(`signed with ${MASK}`);
+    // A year of hourly tokens of a few installations, through the token cache as auth-app stores them
+    // (no token shape either: a server may issue any string).
+    const cache = createTokenCache();
+    const issued = (i: number) => `tok${String(i).padStart(8, "0")}${alnum(12)}`;
+    const first = issued(0);
+    cache.set("installation-1", `${first}|2026-11-27T00:00:00Z|2026-11-27T01:00:00Z|{}|`);
+    let last = first;
+    for (let i = 1; i <= MAX_ROTATING_VALUES + 10; i++) {
+      last = issued(i);
+      cache.set(`installation-${i % 7}`, `${last}|2026-11-27T00:00:00Z|2026-11-27T01:00:00Z|{}|`);
+    }
+    expect(scrub(`signed with ${webhookSecret}`)).toBe(`signed with ${MASK}`);
+    expect(scrub(`reviewing as ${reviewer}`)).toBe(`reviewing as ${MASK}`);
+    expect(containsRegisteredSecret(`x ${webhookSecret} y`)).toBe(true);
+    // Only the tokens are bounded: the newest stay, the oldest went.
+    expect(scrub(`token ${last}`)).not.toContain(last);
+    expect(containsRegisteredSecret(last)).toBe(true);
+    expect(containsRegisteredSecret(first)).toBe(false);
+    // A configuration secret seen again as a token (the same string) is not made rotating.
+    registerSecret(webhookSecret, { rotating: true });
+    for (let i = 0; i < MAX_ROTATING_VALUES + 1; i++) registerSecret(`again${String(i).padStart(8, "0")}${alnum(8)}`, { rotating: true });
+    expect(containsRegisteredSecret(webhookSecret)).toBe(true);
+  }, 60_000);
 
   it("values handed in (a configuration's own, never registered) are masked the same way", () => {
     const own = `own-${alnum(20)}`;

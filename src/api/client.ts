@@ -65,7 +65,17 @@ export interface OctokitFactoryOptions {
    * (STEWARD_API_TIMEOUT). A request past it fails like a network error (request-abort.ts).
    */
   timeoutMs?: number;
+  /**
+   * Installations whose clients are kept for the next request (default 500), the most recently
+   * used. A client let go is built again when its installation next needs one: throttling state
+   * (keyed by installation in Bottleneck's groups), write slots and tokens live outside it, and
+   * work already holding it goes on using it.
+   */
+  maxInstallations?: number;
 }
+
+/** Installation clients kept by default: more than an organisation-installed app usually serves at once, bounded for one installed everywhere. */
+export const DEFAULT_MAX_INSTALLATIONS = 500;
 
 /** The write slots this process holds now, for the operator's view of a cluster. */
 export interface SlotHolds {
@@ -312,17 +322,20 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   }
 
   const installations = new Map<number, InstallationOctokit>();
+  const maxInstallations = Math.max(1, opts.maxInstallations ?? DEFAULT_MAX_INSTALLATIONS);
   let app: InstallationOctokit | undefined;
   return {
     async octokitFor(installationId) {
       if (!Number.isSafeInteger(installationId) || installationId < 1) {
         throw new Error(`not an installation id: ${String(installationId)}`);
       }
+      // Map order is the LRU order: a hit moves to the end, the oldest goes first. Each client
+      // holds ~14 KB and its plugins' state, and installations come and go over a process's life.
       let octokit = installations.get(installationId);
-      if (!octokit) {
-        octokit = build(installationId);
-        installations.set(installationId, octokit);
-      }
+      if (octokit) installations.delete(installationId);
+      else octokit = build(installationId);
+      installations.set(installationId, octokit);
+      while (installations.size > maxInstallations) installations.delete(installations.keys().next().value!);
       return octokit;
     },
     async appOctokit() {

@@ -37,8 +37,12 @@ export function tokenTimes(value: string, now: number): TokenTimes & { token: st
   return { token, refreshAt: expiry - margin, expiresAt: expiry };
 }
 
+/** Tokens cached before the cache looks for ones past renewal that nobody asked for again. */
+const SWEEP_ABOVE = 1_000;
+
 export function createTokenCache(now: () => number = Date.now): TokenCache & { get(key: string): string | undefined; size(): number } {
   const entries = new Map<string, { value: string; until: number }>();
+  let sweepAt = SWEEP_ABOVE;
   return {
     get(key) {
       const entry = entries.get(key);
@@ -51,6 +55,12 @@ export function createTokenCache(now: () => number = Date.now): TokenCache & { g
     },
     set(key, value) {
       entries.set(key, { value, until: tokenTimes(value, now()).refreshAt });
+      // A token is dropped when asked for after its time; one for an installation that is never
+      // asked about again (uninstalled, idle) would stay for the process's life without this.
+      if (entries.size <= sweepAt) return;
+      const at = now();
+      for (const [k, e] of entries) if (e.until <= at) entries.delete(k);
+      sweepAt = Math.max(SWEEP_ABOVE, entries.size * 2);
     },
     size: () => entries.size,
   };

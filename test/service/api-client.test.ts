@@ -13,7 +13,7 @@ let observed: { who: number | "app"; status: number; remaining?: number }[];
 let logs: () => string;
 let acme: number;
 
-function factory(extra: { writeIntervalMs?: number } = {}) {
+function factory(extra: { writeIntervalMs?: number; maxInstallations?: number } = {}) {
   const { logger, output } = collectingLogger();
   logs = output;
   return createOctokitFactory({
@@ -21,6 +21,7 @@ function factory(extra: { writeIntervalMs?: number } = {}) {
     logger,
     observe: { request: (who, status, remaining) => observed.push({ who, status, remaining }) },
     writeIntervalMs: extra.writeIntervalMs ?? 0,
+    ...(extra.maxInstallations ? { maxInstallations: extra.maxInstallations } : {}),
   });
 }
 
@@ -64,6 +65,33 @@ describe("API client", () => {
     expect(token1).not.toBe(token2);
     expect(scrub(`oops ${token1} and ${token2}`)).toBe("oops [REDACTED] and [REDACTED]");
     expect(logs()).not.toContain(token1);
+  });
+
+  it("keeps the clients of the installations used last; one let go is built again and its token reused", async () => {
+    const installed = ["beta", "gamma"].map((org) => {
+      hub.control.createOrg(org, { owners: ["octo-admin"] });
+      hub.control.createRepo({ owner: org, name: "app", private: true });
+      return hub.control.install(org, { repositories: "all" }).id;
+    });
+    const [beta, gamma] = installed as [number, number];
+    const octokits = factory({ maxInstallations: 2 });
+    const forAcme = await octokits.octokitFor(acme);
+    const forBeta = await octokits.octokitFor(beta);
+    expect((await forBeta.request("GET /repos/{owner}/{repo}", { owner: "beta", repo: "app" })).status).toBe(200);
+    // Used again, acme's client is the newest: gamma's arrival lets beta's go, not acme's.
+    expect(await octokits.octokitFor(acme)).toBe(forAcme);
+    const forGamma = await octokits.octokitFor(gamma);
+    expect(await octokits.octokitFor(acme)).toBe(forAcme);
+    expect(await octokits.octokitFor(gamma)).toBe(forGamma);
+    const betaAgain = await octokits.octokitFor(beta);
+    expect(betaAgain).not.toBe(forBeta);
+    // Both work: the one a run still holds and the one built again, on the token minted first.
+    expect((await forBeta.request("GET /repos/{owner}/{repo}", { owner: "beta", repo: "app" })).status).toBe(200);
+    expect((await betaAgain.request("GET /repos/{owner}/{repo}", { owner: "beta", repo: "app" })).status).toBe(200);
+    expect(hits(`/app/installations/${beta}/access_tokens`)).toHaveLength(1);
+    // Beta's arrival let acme's go (gamma was used after it).
+    expect(await octokits.octokitFor(gamma)).toBe(forGamma);
+    expect(await octokits.octokitFor(acme)).not.toBe(forAcme);
   });
 
   it("sends steward's User-Agent and the vnd.github+json media type", async () => {
@@ -233,5 +261,19 @@ describe("token cache", () => {
     expect(cache.get("2")).toBeUndefined(); // 2 min token: renewed at its half-life
     now += 2 * 60_000; // 56 min: within 5 min of expiry
     expect(cache.get("1")).toBeUndefined();
+  });
+
+  it("lets go of tokens past renewal that nobody asks for again, however many installations came and went", () => {
+    let now = Date.parse("2030-01-01T00:00:00Z");
+    const cache = createTokenCache(() => now);
+    const token = (i: number) => `tok-${i}|${new Date(now).toISOString()}|${new Date(now + 3_600_000).toISOString()}|all|checks!`;
+    // A day of installations each seen once an hour apart: only the last hour's are worth keeping.
+    for (let hour = 0; hour < 24; hour++) {
+      for (let i = 0; i < 500; i++) cache.set(`${hour * 500 + i}`, token(hour * 500 + i));
+      now += 3_600_000;
+    }
+    expect(cache.size()).toBeLessThanOrEqual(2_000);
+    now -= 3_600_000;
+    expect(cache.get(`${23 * 500}`)).toMatch(/^tok-11500\|/);
   });
 });

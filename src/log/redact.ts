@@ -8,11 +8,15 @@ export const MASK = "[REDACTED]";
 /** Shorter values would mask ordinary words; such secrets are too weak to matter anyway. */
 const MIN_LENGTH = 4;
 /**
- * Installation tokens rotate hourly, one per installation: keep the newest ones only (the token
- * patterns catch the rest). The configuration's secrets are never let go: a webhook secret has
- * no shape a pattern could catch, and it was registered before every token.
+ * Installation tokens rotate hourly, one per installation: each is masked by value for two hours
+ * after it was first seen (its whole life and then some), and at most the newest 10,000 are; the
+ * token patterns catch GitHub's after that. Every registered value makes each log line's scrub
+ * longer (25 µs a line with 10,000 of them, 2-4 µs with a few hundred), so dead tokens go. The
+ * configuration's secrets are never let go: a webhook secret has no shape a pattern could
+ * catch, and it was registered before every token.
  */
 export const MAX_ROTATING_VALUES = 10_000;
+export const ROTATING_KEEP_MS = 2 * 3_600_000;
 
 // Credentials recognisable by shape, whether or not they were registered. A pattern whose first
 // group is a label (a header name, "bearer") keeps the label and masks what follows it.
@@ -33,8 +37,8 @@ const PATTERNS: readonly RegExp[] = [
 
 /** The configuration's secrets (a handful), kept for the process's life. */
 const pinned = new Set<string>();
-/** Installation tokens, oldest first. */
-const rotating = new Set<string>();
+/** Installation tokens' forms, oldest first, with when each was first seen. */
+const rotating = new Map<string, number>();
 const listeners = new Set<(value: string) => void>();
 /** Every registered form as one pattern, rebuilt when next needed after a registration. */
 let matcher: RegExp | undefined;
@@ -42,7 +46,7 @@ let matcherStale = false;
 
 function registered(): RegExp | undefined {
   if (matcherStale) {
-    matcher = matcherOf([...pinned, ...rotating]);
+    matcher = matcherOf([...pinned, ...rotating.keys()]);
     matcherStale = false;
   }
   return matcher;
@@ -72,29 +76,35 @@ function formsOf(value: string): string[] {
 
 /**
  * Register a secret value: from now on it is masked in every log line and scrubbed message.
- * `rotating`: a credential replaced every so often (an installation token), of which only the
- * newest MAX_ROTATING_VALUES are kept; anything else is kept for as long as the process runs.
+ * `rotating`: a credential replaced every so often (an installation token), kept ROTATING_KEEP_MS
+ * after it was first seen and among the newest MAX_ROTATING_VALUES; anything else is kept for as
+ * long as the process runs.
  */
 export function registerSecret(value: string | undefined | null, opts: { rotating?: boolean } = {}): void {
   if (typeof value !== "string") return;
   // Seen before (the API client registers the token of every request it sends): nothing to do.
   if (pinned.has(value) || (opts.rotating && rotating.has(value))) return;
   for (const listener of listeners) listener(value);
-  let added = false;
+  const now = Date.now();
+  let changed = false;
   for (const form of formsOf(value)) {
     if (pinned.has(form)) continue;
     if (opts.rotating) {
       if (rotating.has(form)) continue;
-      rotating.add(form);
+      rotating.set(form, now);
     } else {
       rotating.delete(form);
       pinned.add(form);
     }
-    added = true;
+    changed = true;
   }
-  if (!added) return;
-  while (rotating.size > MAX_ROTATING_VALUES) rotating.delete(rotating.values().next().value as string);
-  matcherStale = true;
+  // The oldest first: insertion order is the order they were first seen.
+  for (const [form, seen] of rotating) {
+    if (rotating.size <= MAX_ROTATING_VALUES && now - seen < ROTATING_KEEP_MS) break;
+    rotating.delete(form);
+    changed = true;
+  }
+  if (changed) matcherStale = true;
 }
 
 /**

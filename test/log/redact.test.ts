@@ -1,8 +1,8 @@
 // The one redactor (src/log/redact.ts): each credential shape it masks by itself, registered
 // secrets and a configuration's own, one mask everywhere, and ordinary text left readable.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
-import { describe, expect, it } from "vitest";
-import { MASK, MAX_ROTATING_VALUES, containsRegisteredSecret, errorText, registerSecret, safeErrorMessage, scrub } from "../../src/log/redact.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { MASK, MAX_ROTATING_VALUES, ROTATING_KEEP_MS, containsRegisteredSecret, errorText, registerSecret, safeErrorMessage, scrub } from "../../src/log/redact.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createTokenCache } from "../../src/api/token-cache.js";
 import { appKey } from "../support/app-key.js";
@@ -67,6 +67,8 @@ describe("credential shapes, never registered", () => {
 });
 
 describe("secrets by value", () => {
+  afterEach(() => void vi.useRealTimers());
+
   it("registered values: as they are, JSON-escaped and a PEM's body lines", () => {
     const value = `value-${alnum(16)}`;
     registerSecret(value);
@@ -110,6 +112,32 @@ describe("secrets by value", () => {
     for (let i = 0; i < MAX_ROTATING_VALUES + 1; i++) registerSecret(`again${String(i).padStart(8, "0")}${alnum(8)}`, { rotating: true });
     expect(containsRegisteredSecret(webhookSecret)).toBe(true);
   }, 60_000);
+
+  it("lets an installation token go two hours after it was first seen, never a configuration's secret", () => {
+    vi.useFakeTimers({ now: Date.parse("2030-01-01T00:00:00Z"), toFake: ["Date"] });
+    const webhookSecret = `hook-${alnum(24)}`;
+    loadConfig({ APP_ID: "4242", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: webhookSecret });
+    const cache = createTokenCache();
+    const mint = () => {
+      const token = `tok${alnum(30)}`;
+      const at = new Date(Date.now());
+      cache.set("installation-1", `${token}|${at.toISOString()}|${new Date(at.getTime() + 3_600_000).toISOString()}|{}|`);
+      return token;
+    };
+    const first = mint();
+    vi.advanceTimersByTime(ROTATING_KEEP_MS - 60_000);
+    const second = mint();
+    expect(containsRegisteredSecret(first)).toBe(true);
+    vi.advanceTimersByTime(120_000);
+    const third = mint();
+    expect(containsRegisteredSecret(first)).toBe(false);
+    expect(containsRegisteredSecret(second)).toBe(true);
+    expect(containsRegisteredSecret(third)).toBe(true);
+    vi.advanceTimersByTime(10 * ROTATING_KEEP_MS);
+    mint();
+    expect(containsRegisteredSecret(second)).toBe(false);
+    expect(scrub(`signed with ${webhookSecret}`)).toBe(`signed with ${MASK}`);
+  });
 
   it("values handed in (a configuration's own, never registered) are masked the same way", () => {
     const own = `own-${alnum(20)}`;

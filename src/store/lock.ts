@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { Store } from "./types.js";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
+import { backoffWait, type Backoff } from "../lifecycle/backoff.js";
 
 export interface StoreLockOptions {
   /** How long a held lock lives if its holder never releases it. */
@@ -24,6 +25,8 @@ const queues = new Map<string, Promise<void>>();
 
 /** Tries of a release before its error is the holder's (the store failing that long is not a blip). */
 const RELEASE_ATTEMPTS = 4;
+/** Waits between them: 50, 100, 200 ms. */
+const RELEASE_BACKOFF: Backoff = { minMs: 50, maxMs: 200 };
 
 export async function withStoreLock<T>(store: Store, key: string, fn: () => Promise<T>, opts: StoreLockOptions = {}): Promise<T> {
   const previous = queues.get(key) ?? Promise.resolve();
@@ -55,7 +58,7 @@ export async function releaseHeld(store: Store, key: string, token: string): Pro
       return;
     } catch (e) {
       if (attempt === RELEASE_ATTEMPTS) throw e;
-      await new Promise((r) => setTimeout(r, 25 * 2 ** attempt));
+      await new Promise((r) => setTimeout(r, backoffWait(RELEASE_BACKOFF, attempt)));
     }
   }
 }

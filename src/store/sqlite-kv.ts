@@ -59,7 +59,7 @@ export class SqliteKv implements KvPart {
   readonly #delete: Statement;
   readonly #list: Statement;
   readonly #purge: Statement;
-  readonly #audit: Statement;
+  readonly #audit: (kind: string, source: string, details: string, at: number) => void;
   readonly #trimAudit: Statement;
   readonly #lastAuditId: Statement;
   readonly #claim: (key: string, value: string, expiresAt: number | null, now: number) => boolean;
@@ -80,9 +80,15 @@ export class SqliteKv implements KvPart {
     this.#delete = db.prepare("DELETE FROM kv WHERE key = ?");
     this.#list = db.prepare(LIST_BY_PREFIX_SQL);
     this.#purge = db.prepare(PURGE_EXPIRED_SQL);
-    this.#audit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
     this.#trimAudit = db.prepare(TRIM_AUDIT_SQL);
     this.#lastAuditId = db.prepare("SELECT max(id) FROM audit").pluck();
+    const insertAudit = db.prepare("INSERT INTO audit (kind, source, details, at) VALUES (?, ?, ?, ?)");
+    // The entry and the trim it makes room with, in one commit.
+    this.#audit = writeTransaction(db, (kind: string, source: string, details: string, at: number) => {
+      const { lastInsertRowid } = insertAudit.run(kind, source, details, at);
+      const cutoff = this.#auditCutoff(Number(lastInsertRowid));
+      if (cutoff !== undefined) this.#trimAudit.run(cutoff, TRIM_ON_WRITE);
+    });
     this.#claim = writeTransaction(db, (key: string, value: string, expiresAt: number | null, now: number) => {
       this.#dropExpired.run(key, now);
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
@@ -132,9 +138,12 @@ export class SqliteKv implements KvPart {
 
   async audit(entry: AuditEntry): Promise<void> {
     const at = entry.at ?? new Date();
-    const { lastInsertRowid } = this.#audit.run(entry.kind, entry.source, JSON.stringify(entry.details ?? {}), at.getTime());
-    const oldestKept = Number(lastInsertRowid) - this.auditCap + 1;
-    if (oldestKept > 1) this.#trimAudit.run(oldestKept - 1, TRIM_ON_WRITE);
+    this.#audit(entry.kind, entry.source, JSON.stringify(entry.details ?? {}), at.getTime());
+  }
+
+  /** The highest audit id that goes when `last` is the newest: the cap's worth up to it stays. Undefined: nothing goes. */
+  #auditCutoff(last: number | null): number | undefined {
+    return last === null || last - this.auditCap < 1 ? undefined : last - this.auditCap;
   }
 
   /** The most recent entries (all, or `limit`), oldest first. */
@@ -156,8 +165,8 @@ export class SqliteKv implements KvPart {
   async purgeExpired(now = Date.now()): Promise<number> {
     // An hour of expired entries: one per delivery that called the API, decision facts, read-ahead logs.
     const expired = await inBatches((limit) => this.#purge.run(now, limit).changes);
-    const last = this.#lastAuditId.get() as number | null;
-    if (last === null || last - this.auditCap < 1) return expired;
-    return expired + (await inBatches((limit) => this.#trimAudit.run(last - this.auditCap, limit).changes));
+    const cutoff = this.#auditCutoff(this.#lastAuditId.get() as number | null);
+    if (cutoff === undefined) return expired;
+    return expired + (await inBatches((limit) => this.#trimAudit.run(cutoff, limit).changes));
   }
 }

@@ -16,6 +16,7 @@ import { closeSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readdirSync, 
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
+import { PageRelease, type PageReleaseOptions } from "./page-release.js";
 
 /** A file is rolled once it reaches this size. */
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
@@ -64,6 +65,8 @@ export interface PayloadLogOptions {
   /** Sync each file's new bytes before the commit that refers to them (durability `power`). */
   sync?: boolean;
   segmentBytes?: number;
+  /** How much of what was appended stays in the page cache (page-release.ts). */
+  pageRelease?: PageReleaseOptions;
 }
 
 const SUFFIX = ".log";
@@ -96,12 +99,14 @@ export class PayloadLog {
   #unsynced = false;
   /** Tells this log's files from another log's in the same process. */
   readonly #instance = randomUUID().slice(0, 8);
+  readonly #release: PageRelease;
 
   constructor(dir: string, opts: PayloadLogOptions) {
     this.dir = dir;
     this.#writable = opts.writable;
     this.#sync = opts.sync ?? false;
     this.#segmentBytes = opts.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    this.#release = new PageRelease((file) => this.#fds.get(file), opts.pageRelease);
   }
 
   get writable(): boolean {
@@ -128,6 +133,7 @@ export class PayloadLog {
       current.zeroed = Math.max(current.zeroed, current.size);
     }
     this.#unsynced = true;
+    this.#release.appended(current.file, offset, current.size);
     this.#fillAhead(current);
     return { file: current.file, offset, length: bytes.length };
   }

@@ -11,6 +11,8 @@ export interface Usage {
   maxRss: number;
   /** CPU time, microseconds. */
   cpu: { user: number; system: number };
+  /** Page faults served without I/O over the process's life: each is a fresh page of memory. */
+  minorFaults?: number;
   /** Deliveries the handler ran (Steward only). */
   processed?: number;
   /** Deliveries waiting or running (Steward only). */

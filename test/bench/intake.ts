@@ -71,10 +71,13 @@ async function measure(server: "steward" | "probot", child: ServerChild, payload
       if (server === "steward") drainSeconds = (Date.now() - loadEnded) / 1000;
     }
     const cpuMsPerDelivery = answered > 0 ? ((cpuSeconds(after) - cpuSeconds(before)) * 1000) / answered : undefined;
+    const faults = answered > 0 && after.minorFaults !== undefined && before.minorFaults !== undefined ? (after.minorFaults - before.minorFaults) / answered : undefined;
     rows.push({ server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) });
     log(
       `  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}` +
-        (cpuMsPerDelivery !== undefined ? `, ${cpuMsPerDelivery.toFixed(2)} CPU ms/delivery` : ""),
+        (cpuMsPerDelivery !== undefined ? `, ${cpuMsPerDelivery.toFixed(2)} CPU ms/delivery` : "") +
+        (faults !== undefined ? `, ${faults.toFixed(2)} page faults/delivery` : "") +
+        `, ${((100 * (after.cpu.system - before.cpu.system)) / Math.max(1, after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system)).toFixed(0)}% of CPU in the kernel`,
     );
   }
   const end = await child.ask("usage");

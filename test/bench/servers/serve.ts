@@ -8,7 +8,7 @@ export function serveAsChild(server: Server): void {
     if (address && typeof address === "object") process.stdout.write(`PORT=${address.port}\n`);
   });
   process.on("message", (m) => {
-    if (m === "usage") process.send?.({ rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage() });
+    if (m === "usage") process.send?.({ rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), minorFaults: process.resourceUsage().minorPageFault });
   });
   process.on("SIGTERM", () => server.close(() => process.exit(0)));
 }

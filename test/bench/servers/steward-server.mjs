@@ -45,7 +45,7 @@ const memPeak = {};
 if (process.env.BENCH_MEMTRACE === "1") setInterval(() => { for (const [k, v] of Object.entries(process.memoryUsage())) memPeak[k] = Math.max(memPeak[k] ?? 0, v); }, 100).unref();
 async function usage() {
   const mem = process.memoryUsage();
-  return { memPeak, mem, rss: mem.rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), ...(noopMode ? { processed: noop.processed() } : {}), depth: await steward.engine.intake.depth() };
+  return { memPeak, mem, rss: mem.rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage(), minorFaults: process.resourceUsage().minorPageFault, ...(noopMode ? { processed: noop.processed() } : {}), depth: await steward.engine.intake.depth() };
 }
 // CPU profile of a window the bench chooses (after warm-up, start-up excluded), written as .cpuprofile.
 let inspector;

@@ -1,6 +1,7 @@
 // Section 1: intake throughput and latency, Steward against a minimal Probot app, same payloads,
-// same load generator, same machine. Each server runs in its own process; between concurrency
-// levels Steward's worker is allowed to catch up so a backlog does not leak into the next level.
+// same load generator, same machine. Each server runs in its own process; both run side by side
+// and take turns level by level. After each of Steward's levels its worker is allowed to catch
+// up, so a backlog does not leak into the next level.
 import { fileURLToPath } from "node:url";
 import type { SignedPayload } from "./payloads.js";
 import { runLoad, type LoadResult } from "./load.js";
@@ -48,41 +49,45 @@ const SECRET = "bench-secret";
 const file = (name: string) => fileURLToPath(new URL(`./servers/${name}`, import.meta.url));
 const cpuSeconds = (u: Usage) => (u.cpu.user + u.cpu.system) / 1e6;
 
-async function measure(server: "steward" | "probot", child: ServerChild, payloads: SignedPayload[], o: { concurrencies: number[]; seconds: number; warmupSeconds: number }, log: (s: string) => void) {
-  const rows: IntakeRow[] = [];
+type Server = "steward" | "probot";
+
+/** What one server has done so far in the run. */
+interface Tally {
+  accepted: number;
+  cpuAtTop: number;
+  topSeconds: number;
+  drainSeconds?: number;
+}
+
+async function warmUp(server: Server, child: ServerChild, payloads: SignedPayload[], o: { warmupSeconds: number }): Promise<void> {
   await runLoad({ url: child.url, payloads, connections: 10, seconds: o.warmupSeconds });
   if (server === "steward") await child.ask("drain");
-  let accepted = 0;
-  let cpuAtTop = 0;
-  let topSeconds = 0;
-  let drainSeconds: number | undefined;
-  for (const connections of o.concurrencies) {
-    const before = await child.ask("usage");
-    const started = Date.now();
-    const r = await runLoad({ url: child.url, payloads, connections, seconds: o.seconds });
-    const loadEnded = Date.now();
-    // Steward answers 202 before processing: count the work it still owes as part of this level.
-    const after = server === "steward" ? await child.ask("drain") : await child.ask("usage");
-    const answered = r.requests - r.non2xx - r.errors;
-    accepted += answered;
-    if (connections === Math.max(...o.concurrencies)) {
-      cpuAtTop = cpuSeconds(after) - cpuSeconds(before);
-      topSeconds = (Date.now() - started) / 1000;
-      if (server === "steward") drainSeconds = (Date.now() - loadEnded) / 1000;
-    }
-    const cpuMsPerDelivery = answered > 0 ? ((cpuSeconds(after) - cpuSeconds(before)) * 1000) / answered : undefined;
-    const faults = answered > 0 && after.minorFaults !== undefined && before.minorFaults !== undefined ? (after.minorFaults - before.minorFaults) / answered : undefined;
-    rows.push({ server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) });
-    log(
-      `  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}` +
-        (cpuMsPerDelivery !== undefined ? `, ${cpuMsPerDelivery.toFixed(2)} CPU ms/delivery` : "") +
-        (faults !== undefined ? `, ${faults.toFixed(2)} page faults/delivery` : "") +
-        `, ${((100 * (after.cpu.system - before.cpu.system)) / Math.max(1, after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system)).toFixed(0)}% of CPU in the kernel`,
-    );
+}
+
+async function measureLevel(server: Server, child: ServerChild, payloads: SignedPayload[], connections: number, top: boolean, tally: Tally, o: { seconds: number }, log: (s: string) => void): Promise<IntakeRow> {
+  const before = await child.ask("usage");
+  const started = Date.now();
+  const r = await runLoad({ url: child.url, payloads, connections, seconds: o.seconds });
+  const loadEnded = Date.now();
+  // Steward answers 202 before processing: count the work it still owes as part of this level.
+  const after = server === "steward" ? await child.ask("drain") : await child.ask("usage");
+  const answered = r.requests - r.non2xx - r.errors;
+  tally.accepted += answered;
+  if (top) {
+    tally.cpuAtTop = cpuSeconds(after) - cpuSeconds(before);
+    tally.topSeconds = (Date.now() - started) / 1000;
+    if (server === "steward") tally.drainSeconds = (Date.now() - loadEnded) / 1000;
   }
-  const end = await child.ask("usage");
-  const usage: ServerUsage = { server, peakRss: end.maxRss, cpuAtTop, topSeconds, accepted, ...(end.processed !== undefined ? { processed: end.processed } : {}), ...(drainSeconds !== undefined ? { drainSeconds } : {}) };
-  return { rows, usage };
+  const cpuMsPerDelivery = answered > 0 ? ((cpuSeconds(after) - cpuSeconds(before)) * 1000) / answered : undefined;
+  const faults = answered > 0 && after.minorFaults !== undefined && before.minorFaults !== undefined ? (after.minorFaults - before.minorFaults) / answered : undefined;
+  const cpuUs = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
+  log(
+    `  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}` +
+      (cpuMsPerDelivery !== undefined ? `, ${cpuMsPerDelivery.toFixed(2)} CPU ms/delivery` : "") +
+      (faults !== undefined ? `, ${faults.toFixed(2)} page faults/delivery` : "") +
+      `, ${((100 * (after.cpu.system - before.cpu.system)) / Math.max(1, cpuUs)).toFixed(0)}% of CPU in the kernel`,
+  );
+  return { server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) };
 }
 
 export async function benchIntake(
@@ -95,27 +100,42 @@ export async function benchIntake(
   const rows: IntakeRow[] = [];
   const usage: ServerUsage[] = [];
   let work: string | undefined;
+  // Both servers run side by side and take turns level by level (Probot, then Steward, at each
+  // concurrency), so the two rates of a ratio are measured a minute apart, not several: a shared
+  // machine's speed drifts over minutes, and that drift went into the ratios when each server ran
+  // all its levels in turn.
+  const servers = ["probot", "steward"] as const;
+  const children = new Map<Server, ServerChild>();
+  const tallies = new Map<Server, Tally>(servers.map((server) => [server, { accepted: 0, cpuAtTop: 0, topSeconds: 0 }]));
   try {
-    for (const server of ["probot", "steward"] as const) {
-      const child =
+    for (const server of servers) {
+      children.set(
+        server,
         server === "steward"
           ? await startSteward({ WEBHOOK_SECRET: SECRET, STEWARD_DURABILITY: o.durability }, api)
-          : await startChild(file(`${server}-server.ts`), { WEBHOOK_SECRET: SECRET }, WEBHOOK_PATH);
-      try {
-        const m = await measure(server, child, payloads, o, log);
-        if (server === "steward") {
-          const w = await describeWork(child, api);
-          work = w.text;
-          m.usage.processed ??= w.finished;
-          log(`  steward's worker, ${w.text}`);
-        }
-        rows.push(...m.rows);
-        usage.push(m.usage);
-      } finally {
-        await child.stop();
+          : await startChild(file(`${server}-server.ts`), { WEBHOOK_SECRET: SECRET }, WEBHOOK_PATH),
+      );
+    }
+    for (const server of servers) await warmUp(server, children.get(server)!, payloads, o);
+    const topLevel = Math.max(...o.concurrencies);
+    for (const connections of o.concurrencies) {
+      for (const server of servers) rows.push(await measureLevel(server, children.get(server)!, payloads, connections, connections === topLevel, tallies.get(server)!, o, log));
+    }
+    for (const server of servers) {
+      const child = children.get(server)!;
+      const end = await child.ask("usage");
+      const t = tallies.get(server)!;
+      const u: ServerUsage = { server, peakRss: end.maxRss, cpuAtTop: t.cpuAtTop, topSeconds: t.topSeconds, accepted: t.accepted, ...(end.processed !== undefined ? { processed: end.processed } : {}), ...(t.drainSeconds !== undefined ? { drainSeconds: t.drainSeconds } : {}) };
+      if (server === "steward") {
+        const w = await describeWork(child, api);
+        work = w.text;
+        u.processed ??= w.finished;
+        log(`  steward's worker, ${w.text}`);
       }
+      usage.push(u);
     }
   } finally {
+    for (const child of children.values()) await child.stop();
     await api?.stop();
   }
   const sizes = payloads.map((p) => p.bytes);

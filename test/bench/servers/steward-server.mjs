@@ -36,7 +36,9 @@ const steward = await createSteward({
   config,
   // Without `handlers` createSteward runs the built-in set, as `steward start` does. The hub asks
   // for no spacing between writes (as in the sandbox stack); GitHub's 1 s would pace, not cost.
-  ...(noopMode ? { handlers: [noop.handler] } : { api: { writeIntervalMs: 0 } }),
+  // BENCH_NO_HANDLERS=1: no handler at all, so every delivery is settled at the intake (the
+  // upper bound of what the intake alone costs; analysis.md).
+  ...(process.env.BENCH_NO_HANDLERS === "1" ? { handlers: [] } : noopMode ? { handlers: [noop.handler] } : { api: { writeIntervalMs: 0 } }),
   logger: createLogger({ level: "warn", format: "json" }),
 });
 process.stdout.write(`PORT=${new URL(steward.url).port}\n`);

@@ -4,7 +4,7 @@ import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
 import { writeTransaction } from "./write-transaction.js";
 
-const schemaVersion = 11;
+const schemaVersion = 12;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -148,6 +148,12 @@ const upgrades: (string | ((db: Database) => void))[] = [
   `
   CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at IS NOT NULL;
   `,
+  // 11 -> 12: a handler's latest run is its outcome row, and `attempts` keeps the runs before it,
+  // each logged when the next one replaces it: a delivery run once (nearly all of them) writes no
+  // attempt row, a row and an index entry at a random page less per handler run. `logged` says
+  // whether the outcome's run is in `attempts` already: every row written before was logged as it
+  // was written, so they default to 1.
+  (db) => addMissingColumns(db, "outcomes", [["logged", "INTEGER NOT NULL DEFAULT 1"]]),
 ];
 
 /** Adds the columns `table` lacks (a step that added some before it failed is run again whole). */

@@ -165,7 +165,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #body: Statement;
   readonly #byId: Statement;
   readonly #outcomesOf: Statement;
-  readonly #logAttempt: Statement;
+  readonly #logPrevious: Statement;
+  readonly #logAllPrevious: Statement;
   readonly #attemptsOf: Statement;
   readonly #holds: Statement;
   readonly #upsertOutcome: Statement;
@@ -247,19 +248,28 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#body = db.prepare("SELECT headers, payload, payload_file, payload_offset, payload_length FROM delivery_bodies WHERE id = ?");
     this.#byId = db.prepare(`${withBody} WHERE d.id = ?`);
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
-    this.#logAttempt = db.prepare(
-      `INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at)
-       SELECT delivery_id, handler, attempts, status, detail, updated_at FROM outcomes WHERE delivery_id = ? AND handler = ?`,
-    );
+    // A handler's latest run is its outcome row; `attempts` keeps the runs before it, each logged
+    // when the next run replaces it or a replay clears it (schema 12): a delivery run once writes
+    // no attempt row. `logged = 0` marks an outcome whose run is not in `attempts` yet.
+    const logOutcomes = `INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at)
+       SELECT delivery_id, handler, attempts, status, detail, updated_at FROM outcomes WHERE logged = 0 AND delivery_id = ?`;
+    this.#logPrevious = db.prepare(`${logOutcomes} AND handler = ?`);
+    this.#logAllPrevious = db.prepare(logOutcomes);
     this.#attemptsOf = db.prepare(
-      `SELECT * FROM (SELECT * FROM attempts WHERE delivery_id = ? ORDER BY seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN}) ORDER BY seq`,
+      `SELECT * FROM (
+         SELECT seq, 0 AS latest, handler, attempt, status, detail, at FROM attempts WHERE delivery_id = @id
+         UNION ALL
+         SELECT NULL, 1, handler, attempts, status, detail, updated_at FROM outcomes WHERE delivery_id = @id AND logged = 0
+         ORDER BY at DESC, latest DESC, seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN})
+       ORDER BY at, latest, seq, handler`,
     );
     this.#holds = db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND lease_token = ? AND status = 'running'");
     this.#upsertOutcome = db.prepare(
-      `INSERT INTO outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
-       VALUES (?, ?, ?, ?, ?, 1, ?, ?)
+      `INSERT INTO outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at, logged)
+       VALUES (?, ?, ?, ?, ?, 1, ?, ?, 0)
        ON CONFLICT (delivery_id, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
-         retryable = excluded.retryable, attempts = outcomes.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at`,
+         retryable = excluded.retryable, attempts = outcomes.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at,
+         logged = 0`,
     );
     this.#finish = db.prepare(
       `UPDATE deliveries SET status = ?, next_run_at = ?, last_error = ?, lease_token = NULL, lease_until = NULL, updated_at = ?
@@ -561,8 +571,8 @@ export class SqliteDeliveries implements DeliveriesPart {
     const { status, detail, retryable } = outcomeRecord(outcome);
     return this.#writes.runDeferred(() => {
       if (!this.#holds.get(deliveryId, token)) return false;
+      this.#logPrevious.run(deliveryId, handler);
       this.#upsertOutcome.run(deliveryId, handler, status, detail ?? null, retryable ? 1 : 0, seconds, Date.now());
-      this.#logAttempt.run(deliveryId, handler);
       return true;
     });
   }
@@ -601,7 +611,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
     const row = this.#byId.get(id) as DeliveryRow | undefined;
     if (!row) return undefined;
-    const attempts = (this.#attemptsOf.all(id) as AttemptRow[]).map((a) => ({
+    const attempts = (this.#attemptsOf.all({ id }) as AttemptRow[]).map((a) => ({
       handler: a.handler,
       attempt: a.attempt,
       status: a.status,
@@ -622,6 +632,8 @@ export class SqliteDeliveries implements DeliveriesPart {
         )
         .run(now, now, id).changes;
       if (changed === 0) return false;
+      // The runs so far stay in the history; the replay's runs start again from attempt 1.
+      this.#logAllPrevious.run(id);
       this.db.prepare("DELETE FROM outcomes WHERE delivery_id = ?").run(id);
       return true;
     })();

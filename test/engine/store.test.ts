@@ -58,7 +58,7 @@ describe("schema upgrade", () => {
     `);
     scratch.reopen();
     const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
-    expect(version).toBe(11);
+    expect(version).toBe(12);
     expect(indexes).toEqual(expect.arrayContaining(["kv_expires", "deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await scratch.store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
@@ -109,7 +109,7 @@ describe("schema upgrade", () => {
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(11);
+    expect(check.pragma("user_version", { simple: true })).toBe(12);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();
   });
@@ -126,7 +126,7 @@ describe("schema upgrade", () => {
     `);
     scratch.reopen();
     const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
-    expect(version).toBe(11);
+    expect(version).toBe(12);
     expect(indexes).not.toContain("deliveries_lease");
     expect(indexes).toContain("deliveries_leased");
     // The renewal reads the running rows' index, not the whole table.
@@ -153,7 +153,7 @@ describe("schema upgrade", () => {
       PRAGMA user_version = 8;
     `);
     scratch.reopen();
-    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(11);
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(12);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
     await scratch.store.deliveries.record(fresh);
     expect((await scratch.store.deliveries.getDelivery(old.id))?.delivery.payload).toBe(old.payload);
@@ -182,7 +182,7 @@ describe("schema upgrade", () => {
       PRAGMA user_version = 9;
     `);
     scratch.reopen();
-    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(11);
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(12);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
     await scratch.store.deliveries.record(fresh);
     const shown = (await scratch.store.deliveries.getDelivery(old.id))!.delivery;
@@ -199,6 +199,37 @@ describe("schema upgrade", () => {
     const inRow = check.prepare("SELECT id FROM deliveries WHERE headers IS NOT NULL").all();
     check.close();
     expect([inBodies, inRow]).toEqual([[{ id: old.id }], [{ id: fresh.id }]]);
+  });
+
+  it("opens a version-11 store: runs it logged as they were written are shown once, and later runs are logged as they are replaced", async () => {
+    const d = deliveryOf("push", examplePayload("push"));
+    await scratch.store.deliveries.record(d);
+    const first = (await scratch.store.deliveries.claimDelivery(60_000))!;
+    await scratch.store.deliveries.recordOutcome(first.token, d.id, "a", { status: "failed", error: "boom" }, 0);
+    await scratch.store.deliveries.finishDelivery(first.token, d.id, { status: "failed", retryAt: new Date(Date.now() - 1), lastError: "a: boom" });
+    scratch.store.close();
+    // Version 11 logged every run, the latest too, as it was written; outcomes had no `logged`.
+    rewrite(`
+      INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at)
+        SELECT delivery_id, handler, attempts, status, detail, updated_at FROM outcomes;
+      ALTER TABLE outcomes DROP COLUMN logged;
+      PRAGMA user_version = 11;
+    `);
+    scratch.reopen();
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(12);
+    const runs = async () => (await scratch.store.deliveries.getDelivery(d.id))!.attempts.map((a) => `${a.handler}#${a.attempt}:${a.detail}`);
+    expect(await runs()).toEqual(["a#1:boom"]);
+    const second = (await scratch.store.deliveries.claimDelivery(60_000))!;
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    await scratch.store.deliveries.recordOutcome(second.token, d.id, "a", { status: "failed", error: "again" }, 0);
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    await scratch.store.deliveries.recordOutcome(second.token, d.id, "a", { status: "done", summary: "ok" }, 0);
+    expect(await runs()).toEqual(["a#1:boom", "a#2:again", "a#3:ok"]);
+    // The run before version 12 and the replaced one are rows; the latest is its outcome alone.
+    const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
+    const logged = check.prepare("SELECT attempt FROM attempts WHERE delivery_id = ? ORDER BY seq").pluck().all(d.id);
+    check.close();
+    expect(logged).toEqual([1, 2]);
   });
 });
 

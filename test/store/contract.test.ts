@@ -2,7 +2,7 @@
 // engine, the intake, the console and handlers rely on must hold for SQLite and Redis alike.
 // Redis cases skip (with a printed reason) when no Redis answers.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { defineHandler } from "../../src/handler.js";
+import { defineHandler, type Outcome } from "../../src/handler.js";
 import type { Store } from "../../src/store/types.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
 import type { RedisStore } from "../../src/store/redis.js";
@@ -213,6 +213,34 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(dead?.delivery).toMatchObject({ status: "dead", lastError: "a: again" });
       expect(dead?.outcomes).toMatchObject([{ handler: "a", status: "failed", detail: "again", retryable: false, attempts: 2 }]);
       expect(await store.deliveries.replayDelivery("no-such-id")).toBe(false);
+    });
+
+    it("shows every handler run in the history once, oldest first, across retries and a replay", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(d);
+      const runs = async () => (await store.deliveries.getDelivery(d.id))!.attempts.map((a) => `${a.handler}#${a.attempt}:${a.status}:${a.detail ?? ""}`);
+      // Runs are ordered by when they were recorded; a few ms apart so each has its own time.
+      const record = async (token: string, handler: string, outcome: Outcome) => {
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        expect(await store.deliveries.recordOutcome(token, d.id, handler, outcome, 0)).toBe(true);
+      };
+      const c1 = (await store.deliveries.claimDelivery(60_000))!;
+      await record(c1.token, "a", { status: "failed", error: "boom" });
+      await record(c1.token, "b", { status: "skipped", reason: "n/a" });
+      // The latest run of each handler is in the history as soon as it is recorded.
+      expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a"]);
+      await record(c1.token, "a", { status: "failed", error: "twice" });
+      expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a", "a#2:failed:twice"]);
+      await store.deliveries.finishDelivery(c1.token, d.id, { status: "failed", retryAt: new Date(Date.now() + 60_000), lastError: "a: twice" });
+      // A replay clears the outcomes (attempts count from 1 again), not the runs made so far.
+      expect(await store.deliveries.replayDelivery(d.id)).toBe(true);
+      expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a", "a#2:failed:twice"]);
+      const c2 = (await store.deliveries.claimDelivery(60_000))!;
+      await record(c2.token, "a", { status: "failed", error: "boom" });
+      await record(c2.token, "a", { status: "done", summary: "ok" });
+      await store.deliveries.finishDelivery(c2.token, d.id, { status: "done" });
+      expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a", "a#2:failed:twice", "a#1:failed:boom", "a#2:done:ok"]);
+      expect((await store.deliveries.getDelivery(d.id))!.outcomes).toMatchObject([{ handler: "a", status: "done", attempts: 2 }]);
     });
 
     it("lists newest first with filters and limit", async () => {

@@ -19,6 +19,7 @@ import { abortableFetch } from "./request-abort.js";
 import { parseAnswersNatively } from "./native-json.js";
 import { packageVersion } from "../package-root.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
+import { keepRecent } from "../lifecycle/recently-used.js";
 
 export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
@@ -329,13 +330,10 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       if (!Number.isSafeInteger(installationId) || installationId < 1) {
         throw new Error(`not an installation id: ${String(installationId)}`);
       }
-      // Map order is the LRU order: a hit moves to the end, the oldest goes first. Each client
-      // holds ~14 KB and its plugins' state, and installations come and go over a process's life.
-      let octokit = installations.get(installationId);
-      if (octokit) installations.delete(installationId);
-      else octokit = build(installationId);
-      installations.set(installationId, octokit);
-      while (installations.size > maxInstallations) installations.delete(installations.keys().next().value!);
+      // Each client holds ~14 KB and its plugins' state, and installations come and go over a
+      // process's life: the ones used last are kept.
+      const octokit = installations.get(installationId) ?? build(installationId);
+      keepRecent(installations, installationId, octokit, maxInstallations);
       return octokit;
     },
     async appOctokit() {

@@ -11,6 +11,7 @@ import { POLICY_FILE, sameName } from "./paths.js";
 import { resolvePolicy, type PolicySource } from "./resolve.js";
 import type { LoadedPolicy, PolicyLoader, Problem } from "./types.js";
 import { validatePolicyText } from "./validate.js";
+import { keepRecent } from "../lifecycle/recently-used.js";
 
 export interface PolicyLoaderOptions {
   adminRepo: string;
@@ -53,8 +54,7 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
     const key = fileKey(owner, repo, path, ref);
     const cached = files.get(key);
     if (cached) {
-      files.delete(key); // re-insert below: Map order is the LRU order
-      files.set(key, cached);
+      keepRecent(files, key, cached, maxEntries);
       const immutable = ref !== undefined && SHA.test(ref);
       if (immutable || (!cached.stale && now() - cached.checkedAt < freshMs)) return cached;
     }
@@ -64,9 +64,7 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
       inflight.set(key, pending);
     }
     const entry = await pending;
-    files.delete(key);
-    files.set(key, entry);
-    while (files.size > maxEntries) files.delete(files.keys().next().value!);
+    keepRecent(files, key, entry, maxEntries);
     return entry;
   }
 
@@ -137,9 +135,7 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
         sources: result.sources,
         given: unusable.length > 0 ? [] : result.given,
       };
-      resolved.delete(key);
-      resolved.set(key, { inputs, policy });
-      while (resolved.size > maxEntries) resolved.delete(resolved.keys().next().value!);
+      keepRecent(resolved, key, { inputs, policy }, maxEntries);
       return policy;
     },
 

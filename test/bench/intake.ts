@@ -72,20 +72,21 @@ async function measureLevel(server: Server, child: ServerChild, payloads: Signed
   // Steward answers 202 before processing: count the work it still owes as part of this level.
   const after = server === "steward" ? await child.ask("drain") : await child.ask("usage");
   const answered = r.requests - r.non2xx - r.errors;
+  const cpuSpent = cpuSeconds(after) - cpuSeconds(before);
   tally.accepted += answered;
   if (top) {
-    tally.cpuAtTop = cpuSeconds(after) - cpuSeconds(before);
+    tally.cpuAtTop = cpuSpent;
     tally.topSeconds = (Date.now() - started) / 1000;
     if (server === "steward") tally.drainSeconds = (Date.now() - loadEnded) / 1000;
   }
-  const cpuMsPerDelivery = answered > 0 ? ((cpuSeconds(after) - cpuSeconds(before)) * 1000) / answered : undefined;
+  const cpuMsPerDelivery = answered > 0 ? (cpuSpent * 1000) / answered : undefined;
   const faults = answered > 0 && after.minorFaults !== undefined && before.minorFaults !== undefined ? (after.minorFaults - before.minorFaults) / answered : undefined;
-  const cpuUs = after.cpu.user + after.cpu.system - before.cpu.user - before.cpu.system;
+  const kernelSeconds = (after.cpu.system - before.cpu.system) / 1e6;
   log(
     `  ${server} c=${connections}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms non2xx ${r.non2xx} errors ${r.errors}` +
       (cpuMsPerDelivery !== undefined ? `, ${cpuMsPerDelivery.toFixed(2)} CPU ms/delivery` : "") +
       (faults !== undefined ? `, ${faults.toFixed(2)} page faults/delivery` : "") +
-      `, ${((100 * (after.cpu.system - before.cpu.system)) / Math.max(1, cpuUs)).toFixed(0)}% of CPU in the kernel`,
+      (cpuSpent > 0 ? `, ${((100 * kernelSeconds) / cpuSpent).toFixed(0)}% of CPU in the kernel` : ""),
   );
   return { server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) };
 }

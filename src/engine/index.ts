@@ -64,8 +64,12 @@ export function createEngine(opts: EngineOptions): Engine {
     log.debug({ yielding }, yielding ? "deliveries flood in: the intake comes first" : "the flood is over: the pool runs at full speed");
     if (!yielding) pool.wake();
   });
-  // Spooled deliveries are claimable once moved into the queue (store/spool.ts).
-  store.deliveries.onMoved?.(() => pool.wake());
+  // Spooled deliveries are claimable once moved into the queue (store/spool.ts). A move of only
+  // settled ones (no handler takes them) leaves nothing to claim: a pump for it would be a claim
+  // round, a due-time lookup and a timer for nothing, several a second while such events arrive.
+  store.deliveries.onMoved?.((queued) => {
+    if (queued > 0) pool.wake();
+  });
   const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
   const pool = createWorkerPool({
     store,

@@ -50,7 +50,8 @@ export interface DeliveriesPart {
    * move). Undefined when the backend cannot take it now: use `record`.
    */
   recordSpooled?(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined;
-  onMoved?(listener: () => void): void;
+  /** `listener` hears of each move, with how many of the moved deliveries wait to run (the rest were recorded settled). */
+  onMoved?(listener: (queued: number) => void): void;
   /** Deliveries waiting or running (metrics). */
   depth(): Promise<number>;
   /** Lease the next due delivery (queued, retry due, or a lease that expired or whose owner died). */

@@ -191,7 +191,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   /** Every id stored or spooled, when there is a spool (id-filter.ts): rules out most duplicate lookups once `#idsReady`. */
   readonly #ids: IdFilter | undefined;
   #idsReady = false;
-  readonly #movedListeners: (() => void)[] = [];
+  readonly #movedListeners: ((queued: number) => void)[] = [];
 
   readonly #filesOfBodies: Statement;
   readonly #bodiesIn: Statement;
@@ -388,8 +388,8 @@ export class SqliteDeliveries implements DeliveriesPart {
     return Promise.resolve("recorded");
   }
 
-  /** `listener` hears each time spooled deliveries reached the tables (the engine wakes its pool). */
-  onMoved(listener: () => void): void {
+  /** `listener` hears each time spooled deliveries reached the tables, with how many of them wait to run. */
+  onMoved(listener: (queued: number) => void): void {
     this.#movedListeners.push(listener);
   }
 
@@ -407,7 +407,8 @@ export class SqliteDeliveries implements DeliveriesPart {
         for (const { delivery } of batch) this.#unmoved.delete(delivery.id);
         this.spool!.release(batch.length);
         if (this.#toMove.length > 0) this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
-        for (const listener of this.#movedListeners) listener();
+        const queued = batch.reduce((n, { delivery }) => (delivery.settled ? n : n + 1), 0);
+        for (const listener of this.#movedListeners) listener(queued);
       },
       () => {
         // Still in the spool, still answered for: back to the front of the line, tried again later.

@@ -102,10 +102,50 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     const untaken = deliveryOf("check_run", examplePayload("check_run", "created"));
     expect(await engine.intake.record(untaken)).toBe("recorded");
     expect(d.spooled).toBe(1);
-    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
     expect((await d.getDelivery(untaken.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
     await engine.idle();
     expect(ran).toHaveLength(1);
+  });
+
+  it("moved in from the spool wake the pool only when the move holds work: settled ones cost no claim round", async () => {
+    const { ran, handler } = pushCounter();
+    store = openSqliteStore(dir, { spool: true });
+    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    // No poll within the test: only a wake makes the pool claim.
+    engine = testEngine(store, [handler], { intakeFirst, pollMs: 600_000 });
+    await engine.start();
+    await engine.idle();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(true);
+    const d = store.deliveries as SqliteDeliveries;
+    let claims = 0;
+    const claim = d.claimDeliveries.bind(d);
+    d.claimDeliveries = (leaseMs, max) => {
+      claims++;
+      return claim(leaseMs, max);
+    };
+    const moves: number[] = [];
+    d.onMoved((queued) => moves.push(queued));
+    const untaken = [deliveryOf("issues", examplePayload("issues", "opened")), deliveryOf("check_run", examplePayload("check_run", "created")), deliveryOf("workflow_job", examplePayload("workflow_job", "in_progress"))];
+    for (const u of untaken) {
+      expect(await engine.intake.record(u)).toBe("recorded");
+      await nextTurn();
+    }
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+    await nextTurn();
+    expect(moves.length).toBeGreaterThan(0);
+    expect(moves.every((n) => n === 0)).toBe(true);
+    expect(claims).toBe(0);
+    for (const u of untaken) expect((await d.getDelivery(u.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
+    // A move holding a delivery a handler takes wakes the pool, which claims and runs it (spooled
+    // straight into the store: the intake would hand it to the idle pool at once).
+    const taken = deliveryOf("push", examplePayload("push"));
+    expect(await d.recordSpooled(taken)).toBe("recorded");
+    await waitUntil(async () => ran.includes(taken.id));
+    expect(moves.at(-1)).toBe(1);
+    expect(claims).toBeGreaterThan(0);
   });
 
   it("go through the spool during a flood, recorded done, and stay done after a crash leaves their frames", async () => {

@@ -126,7 +126,7 @@ describe.each([
 
   it("answers at once, counts it as waiting, and moves it into the tables a moment later, whole", async () => {
     const d = deliveriesOf(open());
-    const moved = new Promise<void>((resolve) => d.onMoved(resolve));
+    const moved = new Promise<void>((resolve) => d.onMoved(() => resolve()));
     expect(await d.recordSpooled(delivery("one"))).toBe("recorded");
     expect(await d.depth()).toBe(1);
     expect(d.recordSpooled(delivery("two"))).toBeUndefined(); // the same turn: the caller commits it
@@ -154,7 +154,7 @@ describe.each([
     expect(await spoolOne(d, delivery("new"))).toBe("recorded");
     await nextTurn();
     expect(await spoolOne(d, delivery("new"))).toBe("duplicate");
-    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
     expect(await spoolOne(d, delivery("new"))).toBe("duplicate"); // in the tables now
     expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "new"]);
   });
@@ -172,7 +172,7 @@ describe.each([
     expect(d.spooled).toBe(2);
     await nextTurn();
     expect(await d.recordSpooled({ ...delivery("other-b"), connection: other })).toBe("recorded");
-    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
     const stored = await d.listDeliveries();
     expect(stored.map((x) => x.id).sort()).toEqual(["one-a", "one-b", "other-b"]);
     expect(JSON.stringify(stored)).not.toContain("connection");
@@ -313,7 +313,7 @@ describe("spool: moves on the store thread", () => {
       await vi.waitFor(() => expect(thread.holding()).toBe(true), { timeout: 45_000, interval: 5 });
       expect(d.spooled).toBe(1);
       expect(db.prepare("SELECT count(*) FROM deliveries").pluck().get()).toBe(0);
-      const moved = new Promise<void>((resolve) => d.onMoved(resolve));
+      const moved = new Promise<void>((resolve) => d.onMoved(() => resolve()));
       thread.leave();
       await moved;
       expect(d.spooled).toBe(0);
@@ -331,7 +331,7 @@ describe("spool: moves on the store thread", () => {
       // A commit of ours in progress would keep a move on the thread waiting; the main connection's goes ahead.
       expect(thread.tryEnter()).toBe(true);
       expect(await spoolOne(d, delivery("spooled"))).toBe("recorded");
-      await new Promise<void>((resolve) => d.onMoved(resolve));
+      await new Promise<void>((resolve) => d.onMoved(() => resolve()));
       expect(thread.holding()).toBe(false);
       thread.leave();
       expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "spooled"]);
@@ -345,7 +345,7 @@ describe("spool: moves on the store thread", () => {
     try {
       await thread.stop();
       for (let i = 0; i < 3; i++) expect(await spoolOne(d, delivery(`g${i}`))).toBe("recorded");
-      while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(resolve));
+      while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
       expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["g0", "g1", "g2"]);
     } finally {
       await close();

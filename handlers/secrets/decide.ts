@@ -72,8 +72,15 @@ export interface PullRequestFacts {
   fork?: string;
 }
 
-/** Pull request actions that change the plan, and a merge group's `checks_requested` (its head is planned too). */
-const PLAN_ACTIONS = new Set(["opened", "synchronize", "reopened", "edited", "checks_requested"]);
+/**
+ * Pull request actions that can change the plan. The handler takes only these: a pull request is
+ * labelled, assigned, reviewed or closed far more often than it changes, and a delivery no handler
+ * takes is recorded done at the intake instead of being queued, claimed and run to be skipped.
+ */
+export const PLAN_PULL_REQUEST_ACTIONS = ["opened", "synchronize", "reopened", "edited"] as const;
+
+/** The pull request actions above, and a merge group's `checks_requested` (its head is planned too). */
+const PLAN_ACTIONS = new Set<string>([...PLAN_PULL_REQUEST_ACTIONS, "checks_requested"]);
 
 /** First call without `files` to learn whether they are worth reading; then with them. */
 export function decidePullRequest(facts: PullRequestFacts, adminRepo: string): Decision | { decision: "need_files" } {

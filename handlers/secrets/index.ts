@@ -5,7 +5,7 @@ import { defineHandler, type HandlerContext, type Outcome, type ServiceContext, 
 import { forkOf, type RepoIdentity } from "../shared/fork.js";
 import { groupPull, mergeGroupOf } from "../shared/merge-group.js";
 import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
-import { decideNewRepositories, decidePullRequest, decidePush, isAdminRepo, periodicTask, type Decision } from "./decide.js";
+import { decideNewRepositories, decidePullRequest, decidePush, isAdminRepo, periodicTask, PLAN_PULL_REQUEST_ACTIONS, type Decision } from "./decide.js";
 import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
 import { secretsDocument } from "./policy.js";
@@ -229,7 +229,14 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
 
 export default defineHandler({
   name: "secrets",
-  events: ["push", "pull_request", "merge_group.checks_requested", "repository.created", "installation.created", "installation_repositories.added"],
+  events: [
+    "push",
+    ...PLAN_PULL_REQUEST_ACTIONS.map((action) => `pull_request.${action}` as const),
+    "merge_group.checks_requested",
+    "repository.created",
+    "installation.created",
+    "installation_repositories.added",
+  ],
   documents: [secretsDocument],
 
   async handle(ctx) {

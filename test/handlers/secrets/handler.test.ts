@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import type { Steward } from "../../../src/app.js";
 import secrets from "../../../handlers/secrets/index.js";
+import webhookExamples from "@octokit/webhooks-examples";
 
 const ORG = "acme";
 const ADMIN = ".github";
@@ -152,6 +153,37 @@ describe("secrets handler through the sandbox stack", () => {
 });
 
 describe("secrets handler: deliveries that are not triggers", () => {
+  it("takes only the pull request actions that can change a plan: the others are recorded done at the intake and never run", async () => {
+    const store = (stack.steward as unknown as Steward).store;
+    const repo = stack.hub.control.repo(ORG, ADMIN)!;
+    const example = (action: string) => {
+      const found = (webhookExamples as unknown as { name: string; examples: Record<string, any>[] }[]).find((g) => g.name === "pull_request")!.examples.find((e) => e.action === action);
+      if (!found) throw new Error(`no pull_request.${action} example`);
+      return { ...structuredClone(found), repository: { ...found.repository, id: repo.id, name: ADMIN, full_name: `${ORG}/${ADMIN}`, owner: { ...found.repository.owner, login: ORG } } };
+    };
+    const sent = new Map<string, string>();
+    for (const action of ["labeled", "closed", "assigned", "review_requested", "converted_to_draft", "ready_for_review", "opened"]) {
+      const record = await stack.hub.state.deliver("pull_request", example(action));
+      expect(record?.status_code, action).toBe(202);
+      sent.set(action, record!.guid);
+    }
+    await settle();
+    for (const [action, id] of sent) {
+      const got = await store.deliveries.getDelivery(id);
+      expect(got?.delivery.status, action).toBe("done");
+      if (action === "opened") {
+        // Taken and run (what the handler made of it is the other tests' business).
+        expect(got?.delivery.attempts).toBe(1);
+        expect(got?.outcomes.map((o) => o.handler)).toEqual(["secrets"]);
+      } else {
+        expect(got?.delivery.attempts, action).toBe(0);
+        expect(got?.outcomes, action).toEqual([]);
+      }
+    }
+    for (const action of ["opened", "synchronize", "reopened", "edited"]) expect(secrets.events).toContain(`pull_request.${action}`);
+    expect(secrets.events).not.toContain("pull_request");
+  });
+
   it("skips an action it does not act on without reading the payload (the engine parses it only when read)", async () => {
     for (const [name, action] of [["pull_request", "labeled"], ["pull_request", "closed"], ["repository", "archived"], ["installation", "deleted"]] as const) {
       const ctx = {

@@ -7,6 +7,7 @@ import type { Store } from "./store/types.js";
 import type { PolicySection, PolicyDocumentSpec } from "./policy/types.js";
 import type { CheckReporter } from "./check-runs/types.js";
 import type { InstallationOctokit } from "./api/types.js";
+import type { StewardConfig } from "./config/types.js";
 
 /** An Octokit authenticated as one installation; the API client declares it (`src/api/types.ts`). */
 export type { InstallationOctokit };
@@ -144,11 +145,27 @@ export interface ServiceContext {
   signal: AbortSignal;
 }
 
+/** What the intake reads of a delivery before anything parses it: enough to route it. */
+export interface RoutedDelivery {
+  event: string;
+  action: string | undefined;
+  /** `owner/name` of `payload.repository`, when the payload has one. */
+  repository: string | undefined;
+}
+
 export interface HandlerModule<P = unknown, E extends HandlerEventName = HandlerEventName> {
   /** Unique name, e.g. `rerun`. Used in outcomes, metrics, logs and idempotency keys. */
   name: string;
   /** Events it takes: `workflow_run` (every action) or `workflow_run.completed`. */
   events: readonly E[];
+  /**
+   * Optional narrowing of `events`, judged when the delivery arrives from its event, action and
+   * repository (and the service's configuration): false when `handle` would skip it whatever its
+   * payload and policy say, e.g. a handler that acts only in the admin repository. A delivery no
+   * handler takes is recorded done at the intake, never queued, claimed or run. It must be cheap
+   * and must not throw (a throw counts as taking the delivery).
+   */
+  takes?(delivery: RoutedDelivery, config: StewardConfig): boolean;
   /** Its section of `.github/steward.yml` (schema, defaults, extra checks). Optional. */
   policy?: PolicySection<P>;
   /** Extra admin-repository policy documents it owns, e.g. `.github/steward/secrets.yml`. */

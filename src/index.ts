@@ -6,6 +6,7 @@ export {
   type HandlerModule,
   type HandlerContext,
   type HandlerEventName,
+  type RoutedDelivery,
   type PayloadOf,
   type TaskContext,
   type RunContext,

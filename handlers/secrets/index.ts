@@ -227,6 +227,9 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
   }
 }
 
+/** Events that concern the secrets policy only in the admin repository, where its documents live. */
+const ADMIN_REPOSITORY_EVENTS = new Set(["push", "pull_request", "merge_group"]);
+
 export default defineHandler({
   name: "secrets",
   events: [
@@ -237,6 +240,13 @@ export default defineHandler({
     "installation.created",
     "installation_repositories.added",
   ],
+  // A push, pull request or merge group elsewhere than the admin repository is never a trigger
+  // (decide.ts): such a delivery, most of an organisation's pushes, is settled at the intake.
+  takes(delivery, config) {
+    if (!ADMIN_REPOSITORY_EVENTS.has(delivery.event) || delivery.repository === undefined) return true;
+    const slash = delivery.repository.indexOf("/");
+    return isAdminRepo(config.adminRepo, delivery.repository.slice(0, slash), delivery.repository.slice(slash + 1));
+  },
   documents: [secretsDocument],
 
   async handle(ctx) {

@@ -1,4 +1,6 @@
 // Which handler modules take a delivery, and whether a push touched policy files.
+import type { StewardConfig } from "../config/types.js";
+import type { RoutedDelivery } from "../handler.js";
 import { DOCUMENT_DIR, POLICY_FILE } from "../policy/paths.js";
 
 /** `*` takes every delivery; `workflow_run` every action of it; `workflow_run.completed` only that action. */
@@ -6,8 +8,32 @@ export function takesEvent(events: readonly string[], event: string, action: str
   return events.some((e) => e === "*" || e === event || (action !== undefined && e === `${event}.${action}`));
 }
 
-export function routeDelivery<H extends { events: readonly string[] }>(handlers: readonly H[], event: string, action: string | undefined): H[] {
-  return handlers.filter((h) => takesEvent(h.events, event, action));
+interface Routable {
+  events: readonly string[];
+  takes?(delivery: RoutedDelivery, config: StewardConfig): boolean;
+}
+
+/** A handler's own narrowing; one that throws takes the delivery (its run then decides), never fails the intake. */
+function narrowedIn(handler: Routable, delivery: RoutedDelivery, config: StewardConfig): boolean {
+  if (!handler.takes) return true;
+  try {
+    return handler.takes(delivery, config) !== false;
+  } catch {
+    return true;
+  }
+}
+
+/** The handlers that take `delivery`: subscribed to its event and action, and not narrowing it out. */
+export function routeDelivery<H extends Routable>(handlers: readonly H[], delivery: RoutedDelivery, config: StewardConfig): H[] {
+  return handlers.filter((h) => takesEvent(h.events, delivery.event, delivery.action) && narrowedIn(h, delivery, config));
+}
+
+/**
+ * Whether the engine itself needs the delivery run, whichever handlers take it: a push that may
+ * add, change or remove a policy file, so the cached policy of its repository is dropped.
+ */
+export function engineTakes(delivery: { event: string; payload: string }): boolean {
+  return delivery.event === "push" && pushMayTouchPolicy(delivery.payload);
 }
 
 /** GitHub lists at most this many commits in a push delivery: a longer push may touch paths it does not list. */

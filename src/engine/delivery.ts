@@ -11,7 +11,7 @@ import { decideDelivery, type RetryPolicy } from "./retry.js";
 import { handlerContext, type ContextDeps, type DeliveryFacts } from "../dispatch/contexts.js";
 import { gatePolicy } from "../dispatch/policy-gate.js";
 import { errorText } from "../log/redact.js";
-import { pushMayTouchPolicy, pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
+import { engineTakes, pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import type { ApiCallLog } from "./api-calls.js";
 import { outcomeRecord } from "../store/recorded.js";
@@ -146,17 +146,17 @@ async function runHandlers(
 ): Promise<OutcomeSummary[]> {
   const d = claim.delivery;
   const prior = new Map(claim.outcomes.map((o) => [o.handler, o]));
-  const routed = routeDelivery(deps.handlers, d.event, d.action);
+  const routed = routeDelivery(deps.handlers, d, deps.config);
   const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
-  if (toRun.length === 0) return kept;
 
   const payload = new LazyPayload(d.payload, claim.parsed);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
-  // nothing; a push that may touch a policy file is parsed at once, as it may change the policy
-  // its handlers are gated by.
-  let repo = d.event === "push" && pushMayTouchPolicy(d.payload) ? undefined : repositoryNamed(d.repository);
+  // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
+  // queues it for that: engineTakes), as it may change the policy its handlers are gated by.
+  let repo = engineTakes(d) ? undefined : repositoryNamed(d.repository);
   if (!repo) {
+    if (toRun.length === 0 && !engineTakes(d)) return kept;
     const parsed = payload.get();
     if (!parsed) {
       for (const h of toRun) recordOutcome(h.name, UNPARSABLE, 0);
@@ -165,6 +165,7 @@ async function runHandlers(
     repo = repositoryOf(parsed.value);
     if (repo && pushTouchesPolicy(d.event, parsed.value)) deps.policies.invalidate(repo.owner, repo.repo);
   }
+  if (toRun.length === 0) return kept;
 
   // One for all the delivery's handlers: the first to read `payload` parses it.
   const facts: DeliveryFacts = {

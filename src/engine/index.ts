@@ -13,7 +13,7 @@ import { systemClock } from "../lifecycle/clock.js";
 import { createLeaseKeeper } from "./leases.js";
 import { createWorkerPool } from "./pool.js";
 import { createIntake } from "./intake.js";
-import { routeDelivery } from "../dispatch/route.js";
+import { engineTakes, routeDelivery } from "../dispatch/route.js";
 import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "./intake-first.js";
 import { runClaimedDelivery } from "./delivery.js";
 import { runClaimedTask } from "./task.js";
@@ -97,7 +97,7 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   return {
-    intake: createIntake(store, pool, leaseMs, intakeFirst, (event, action) => routeDelivery(opts.handlers, event, action).length > 0),
+    intake: createIntake(store, pool, leaseMs, intakeFirst, (d) => routeDelivery(opts.handlers, d, config).length > 0 || engineTakes(d)),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {

@@ -13,8 +13,8 @@ export function createIntake(
   pool: WorkerPool,
   leaseMs: number,
   intakeFirst?: IntakeFirst,
-  /** Whether some handler takes deliveries of this event and action; one none takes is recorded settled. */
-  routed: (event: string, action: string | undefined) => boolean = () => true,
+  /** Whether some handler (or the engine itself) takes the delivery; one none takes is recorded settled. */
+  routed: (delivery: IncomingDelivery) => boolean = () => true,
 ): DeliveryIntake {
   async function recordAndRun(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     const claim: ClaimedDelivery | "duplicate" = await pool.reserveWorker(() => store.deliveries.recordLeased(delivery, leaseMs));
@@ -36,7 +36,7 @@ export function createIntake(
       // app of the installation wants): recorded done, and the pool is neither woken nor given it.
       // Spooled whenever the spool takes it, flood or not: nobody waits for its row, and a commit
       // of its own would hold its sender for the commit.
-      if (!routed(delivery.event, delivery.action)) {
+      if (!routed(delivery)) {
         delivery.settled = true;
         return store.deliveries.recordSpooled?.(delivery) ?? store.deliveries.record(delivery);
       }

@@ -1,8 +1,12 @@
-// Routing (src/dispatch/route.ts): which pushes may touch a policy file, judged from the text
-// before it is parsed, never saying "no" where the parsed payload would say "yes".
+// Routing (src/dispatch/route.ts): which handlers take a delivery (their events, then their own
+// narrowing), and which pushes may touch a policy file, judged from the text before it is parsed,
+// never saying "no" where the parsed payload would say "yes".
 import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples";
-import { PUSH_COMMITS_LISTED, pushMayTouchPolicy, pushTouchesPolicy } from "../../src/dispatch/route.js";
+import { engineTakes, PUSH_COMMITS_LISTED, pushMayTouchPolicy, pushTouchesPolicy, routeDelivery } from "../../src/dispatch/route.js";
+import type { RoutedDelivery } from "../../src/handler.js";
+import secrets from "../../handlers/secrets/index.js";
+import { testConfig } from "../engine/helpers.js";
 
 interface Example {
   name: string;
@@ -49,5 +53,52 @@ describe("pushMayTouchPolicy", () => {
     expect(pushMayTouchPolicy(text)).toBe(true);
     const shorter = { ...long, commits: long.commits.slice(1) };
     expect(pushTouchesPolicy("push", shorter)).toBe(false);
+  });
+});
+
+describe("routeDelivery", () => {
+  const config = testConfig({ adminRepo: ".github" });
+  const onlyAcme = { name: "acme-only", events: ["push", "issues.opened"], takes: (d: RoutedDelivery) => d.repository?.startsWith("acme/") ?? true };
+  const everything = { name: "all", events: ["*"] };
+  const broken = {
+    name: "broken",
+    events: ["push"],
+    takes(): boolean {
+      throw new Error("a bug in the predicate");
+    },
+  };
+
+  it("takes a handler by its events, then by its own narrowing from the event, action and repository", () => {
+    const names = (d: RoutedDelivery) => routeDelivery([onlyAcme, everything], d, config).map((h) => h.name);
+    expect(names({ event: "push", action: undefined, repository: "acme/web" })).toEqual(["acme-only", "all"]);
+    expect(names({ event: "push", action: undefined, repository: "other/web" })).toEqual(["all"]);
+    expect(names({ event: "push", action: undefined, repository: undefined })).toEqual(["acme-only", "all"]);
+    expect(names({ event: "issues", action: "closed", repository: "acme/web" })).toEqual(["all"]);
+  });
+
+  it("counts a narrowing that throws as taking the delivery: the handler's run decides, the intake never fails", () => {
+    expect(routeDelivery([broken], { event: "push", action: undefined, repository: "acme/web" }, config)).toEqual([broken]);
+  });
+
+  it("hands the narrowing the service's configuration (the built-in secrets handler: pushes of the admin repository only)", () => {
+    const route = (repository: string, event = "push", action?: string) => routeDelivery([secrets], { event, action, repository }, config).length;
+    expect(route("acme/.github")).toBe(1);
+    expect(route("acme/.GitHub")).toBe(1);
+    expect(route("acme/web")).toBe(0);
+    expect(route("acme/web", "pull_request", "opened")).toBe(0);
+    expect(route("acme/.github", "pull_request", "opened")).toBe(1);
+    expect(route("acme/.github", "pull_request", "labeled")).toBe(0);
+    // A repository created anywhere gets its secrets.
+    expect(route("acme/web", "repository", "created")).toBe(1);
+    expect(routeDelivery([secrets], { event: "push", action: undefined, repository: "acme/.github" }, testConfig({ adminRepo: "other-org/.github" })).length).toBe(0);
+  });
+});
+
+describe("engineTakes", () => {
+  it("takes a push that may touch a policy file, whichever handlers take it, and no other delivery", () => {
+    const plain = JSON.stringify(pushes[0]);
+    expect(engineTakes({ event: "push", payload: plain })).toBe(false);
+    expect(engineTakes({ event: "push", payload: JSON.stringify(touching(".github/steward.yml")) })).toBe(true);
+    expect(engineTakes({ event: "issues", payload: JSON.stringify({ title: ".github/steward.yml" }) })).toBe(false);
   });
 });

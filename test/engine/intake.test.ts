@@ -11,7 +11,7 @@ import { openSqliteStore } from "../../src/store/sqlite.js";
 import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
 import { decodeFrames, encodeFrame } from "../../src/store/spool.js";
 import type { Engine } from "../../src/engine/index.js";
-import { deliveryOf, examplePayload, tempDir, testEngine } from "./helpers.js";
+import { deliveryOf, examplePayload, fakePolicies, tempDir, testEngine } from "./helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -146,6 +146,49 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     await waitUntil(async () => ran.includes(taken.id));
     expect(moves.at(-1)).toBe(1);
     expect(claims).toBeGreaterThan(0);
+  });
+
+  it("include those every handler of their event narrows out (its `takes`), judged from the repository the intake read", async () => {
+    const ran: string[] = [];
+    const handler = defineHandler<unknown>({
+      name: "acme-pushes",
+      events: ["push"],
+      takes: (d) => d.repository === "acme/web",
+      async handle(ctx) {
+        ran.push(ctx.deliveryId);
+        return { status: "done", summary: "ran" };
+      },
+    });
+    store = openSqliteStore(dir);
+    engine = testEngine(store, [handler]);
+    await engine.start();
+    const elsewhere = deliveryOf("push", examplePayload("push"));
+    const payload = examplePayload("push");
+    payload.repository.full_name = "acme/web";
+    const ours = deliveryOf("push", payload);
+    for (const d of [elsewhere, ours]) expect(await engine.intake.record(d)).toBe("recorded");
+    await engine.idle();
+    expect(ran).toEqual([ours.id]);
+    expect((await store.deliveries.getDelivery(elsewhere.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
+    expect((await store.deliveries.getDelivery(elsewhere.id))?.outcomes).toEqual([]);
+    expect((await store.deliveries.getDelivery(ours.id))?.delivery).toMatchObject({ status: "done", attempts: 1 });
+  });
+
+  it("exclude a push that may touch a policy file: the engine runs it to drop the cached policy, though no handler takes pushes", async () => {
+    const policies = fakePolicies();
+    store = openSqliteStore(dir);
+    engine = testEngine(store, [pushCounter().handler].map((h) => ({ ...h, events: ["workflow_job.completed"] as const })), { policies });
+    await engine.start();
+    const plain = deliveryOf("push", examplePayload("push"));
+    const payload = examplePayload("push");
+    payload.commits = [{ id: "1".repeat(40), message: "policy", added: [], removed: [], modified: [".github/steward.yml"] }];
+    const touching = deliveryOf("push", payload);
+    for (const d of [plain, touching]) expect(await engine.intake.record(d)).toBe("recorded");
+    await engine.idle();
+    expect(policies.invalidated).toEqual([`${payload.repository.owner.login}/${payload.repository.name}`]);
+    expect((await store.deliveries.getDelivery(plain.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
+    expect((await store.deliveries.getDelivery(touching.id))?.delivery).toMatchObject({ status: "done", attempts: 1 });
+    expect((await store.deliveries.getDelivery(touching.id))?.outcomes).toEqual([]);
   });
 
   it("go through the spool during a flood, recorded done, and stay done after a crash leaves their frames", async () => {

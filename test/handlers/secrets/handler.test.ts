@@ -184,6 +184,22 @@ describe("secrets handler: deliveries that are not triggers", () => {
     expect(secrets.events).not.toContain("pull_request");
   });
 
+  it("takes a push only in the admin repository: one elsewhere is recorded done at the intake and never run", async () => {
+    const store = (stack.steward as unknown as Steward).store;
+    const before = stack.hub.control.deliveries().length;
+    stack.hub.control.pushFiles({ owner: ORG, repo: "api", files: { "README.md": "elsewhere" }, message: "elsewhere" });
+    stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { "README.md": "admin" }, message: "admin" });
+    await settle();
+    const pushes = stack.hub.control.deliveries().slice(before).filter((d) => d.event === "push");
+    expect(pushes.map((d) => (d.request.payload.repository as { name: string }).name)).toEqual(["api", ADMIN]);
+    const [elsewhere, admin] = await Promise.all(pushes.map((d) => store.deliveries.getDelivery(d.guid)));
+    expect(elsewhere?.delivery).toMatchObject({ status: "done", attempts: 0 });
+    expect(elsewhere?.outcomes).toEqual([]);
+    // In the admin repository the push runs (and is skipped: it does not touch the secrets document).
+    expect(admin?.delivery).toMatchObject({ status: "done", attempts: 1 });
+    expect(admin?.outcomes.map((o) => [o.handler, o.status])).toEqual([["secrets", "skipped"]]);
+  });
+
   it("skips an action it does not act on without reading the payload (the engine parses it only when read)", async () => {
     for (const [name, action] of [["pull_request", "labeled"], ["pull_request", "closed"], ["repository", "archived"], ["installation", "deleted"]] as const) {
       const ctx = {

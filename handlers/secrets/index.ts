@@ -245,6 +245,7 @@ export default defineHandler({
   takes(delivery, config) {
     if (!ADMIN_REPOSITORY_EVENTS.has(delivery.event) || delivery.repository === undefined) return true;
     const slash = delivery.repository.indexOf("/");
+    if (slash <= 0) return true;
     return isAdminRepo(config.adminRepo, delivery.repository.slice(0, slash), delivery.repository.slice(slash + 1));
   },
   documents: [secretsDocument],

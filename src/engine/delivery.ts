@@ -154,9 +154,10 @@ async function runHandlers(
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.
-  let repo = engineTakes(d) ? undefined : repositoryNamed(d.repository);
+  const policyMayChange = engineTakes(d);
+  let repo = policyMayChange ? undefined : repositoryNamed(d.repository);
   if (!repo) {
-    if (toRun.length === 0 && !engineTakes(d)) return kept;
+    if (toRun.length === 0 && !policyMayChange) return kept;
     const parsed = payload.get();
     if (!parsed) {
       for (const h of toRun) recordOutcome(h.name, UNPARSABLE, 0);

@@ -79,6 +79,10 @@ export async function loadHandlerModules(
   for (const raw of listed(paths)) {
     const { path, exported } = await importModule(raw);
     if (isHandlerModule(exported)) {
+      // Routing calls it on every delivery of its events: a wrong type is refused here, by name, not per delivery.
+      if (exported.takes !== undefined && typeof exported.takes !== "function") {
+        throw new Error(`handler module ${raw}: \`takes\` must be a function (delivery, config) => boolean, not ${typeof exported.takes}`);
+      }
       modules.push(exported);
     } else if (typeof exported === "function") {
       const name = nameFromPath(path);

@@ -68,6 +68,9 @@ describe("loading handler modules", () => {
     await expect(loadHandlerModules([fixture("not-a-handler.ts")], opts)).rejects.toThrow(
       new RegExp(`handler module ${fixture("not-a-handler.ts")}: its default export is neither`),
     );
+    await expect(loadHandlerModules([fixture("bad-takes.ts")], opts)).rejects.toThrow(
+      new RegExp(`handler module ${fixture("bad-takes.ts")}: \`takes\` must be a function .* not string`),
+    );
     expect(await loadHandlerModules([" ", ""], opts)).toEqual([]);
   });
 });

@@ -81,6 +81,20 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     await cleanup();
   });
 
+  /** An engine over a spooled SQLite store, started and then put in a flood (the pool yields to the intake). */
+  async function startedInAFlood(overrides: { pollMs?: number } = {}) {
+    const { ran, handler } = pushCounter();
+    store = openSqliteStore(dir, { spool: true });
+    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    engine = testEngine(store, [handler], { intakeFirst, ...overrides });
+    await engine.start();
+    await engine.idle();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    expect(intakeFirst.yielding()).toBe(true);
+    return { ran, store, engine, d: store.deliveries as SqliteDeliveries };
+  }
+
   it("are recorded done at once on SQLite, and never claimed or run", async () => {
     const { ran, handler } = pushCounter();
     store = openSqliteStore(dir);
@@ -109,17 +123,8 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
   });
 
   it("moved in from the spool wake the pool only when the move holds work: settled ones cost no claim round", async () => {
-    const { ran, handler } = pushCounter();
-    store = openSqliteStore(dir, { spool: true });
-    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
     // No poll within the test: only a wake makes the pool claim.
-    engine = testEngine(store, [handler], { intakeFirst, pollMs: 600_000 });
-    await engine.start();
-    await engine.idle();
-    intakeFirst.arrived();
-    intakeFirst.sample();
-    expect(intakeFirst.yielding()).toBe(true);
-    const d = store.deliveries as SqliteDeliveries;
+    const { ran, engine, d } = await startedInAFlood({ pollMs: 600_000 });
     let claims = 0;
     const claim = d.claimDeliveries.bind(d);
     d.claimDeliveries = (leaseMs, max) => {
@@ -192,15 +197,7 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
   });
 
   it("go through the spool during a flood, recorded done, and stay done after a crash leaves their frames", async () => {
-    const { ran, handler } = pushCounter();
-    store = openSqliteStore(dir, { spool: true });
-    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
-    engine = testEngine(store, [handler], { intakeFirst });
-    await engine.start();
-    intakeFirst.arrived();
-    intakeFirst.sample();
-    expect(intakeFirst.yielding()).toBe(true);
-    const d = store.deliveries as SqliteDeliveries;
+    const { ran, store, engine, d } = await startedInAFlood();
     let spooled = 0;
     await settledAndRun(store, engine, ran, async () => {
       spooled = Math.max(spooled, d.spooled);

@@ -1,6 +1,7 @@
 // The worker pool: up to `concurrency` runs at once. It claims due work from the queue when
 // woken (new work, a finished run) or when its timer fires (the next due time, or the poll
 // that notices work queued by other processes), alternating deliveries and tasks.
+import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
 import type { ClaimedDelivery } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
@@ -184,7 +185,9 @@ export function createWorkerPool(opts: {
     const { signal } = controller;
     if (opts.shutdown.aborted) controller.abort(opts.shutdown.reason);
     opts.leases.keep(token, (reason) => controller.abort(reason));
-    const startedAt = Date.now();
+    // Below a millisecond: most runs take less than one, and read in whole milliseconds they took
+    // none, so the pause that keeps the pool to its share while the intake comes first was none.
+    const startedAt = performance.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
       .catch((e) => {
         // After the shutdown bound the store is closed; what a late run failed to write is moot.
@@ -194,8 +197,7 @@ export function createWorkerPool(opts: {
       .finally(() => {
         opts.leases.drop(token);
         inflight.delete(token);
-        const now = Date.now();
-        intakeFirst?.ran(now - startedAt, now);
+        intakeFirst?.ran(performance.now() - startedAt, Date.now());
         // A delivery run always waited for its finish to be written (a group commit in a later
         // turn, or a network round trip), so claiming the next one right here cannot chain the
         // backlog into one turn; a task's run may not have, so it waits for the next turn.

@@ -12,7 +12,7 @@
 // never append to one file and a file is only collected once its writer has moved past it (a
 // rolled file) or is gone. Collection, after a purge: a file nobody references goes; a file whose
 // live payloads are a small part of it has them copied forward into the current file first.
-import { closeSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, write, writeSync } from "node:fs";
+import { closeSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, rmSync, write, writeSync, writevSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
@@ -84,6 +84,17 @@ function ownerOf(file: string): string | undefined {
   return parts.length === 4 ? parts.slice(0, 3).join("/") : undefined;
 }
 
+/** Writes `parts` one after another at `offset`, in one system call when it takes them all. */
+function writeAll(fd: number, parts: Buffer[], offset: number): void {
+  let written = parts.length === 1 ? writeSync(fd, parts[0]!, 0, parts[0]!.length, offset) : writevSync(fd, parts, offset);
+  for (const part of parts) {
+    let done = Math.min(written, part.length);
+    written -= done;
+    while (done < part.length) done += writeSync(fd, part, done, part.length - done, offset + done);
+    offset += part.length;
+  }
+}
+
 export class PayloadLog {
   readonly dir: string;
   readonly #writable: boolean;
@@ -113,29 +124,58 @@ export class PayloadLog {
     return this.#writable;
   }
 
-  /** Writes `payload` at the end of the current file now; the caller commits the row that refers to it. */
-  append(payload: string | Buffer): PayloadRef {
+  /**
+   * Writes `payload` at the end of the current file now; the caller commits the row that refers to
+   * it. `head`: bytes that go just before it in the same write (a spool frame's, spool.ts).
+   */
+  append(payload: string | Buffer, head?: Buffer): PayloadRef {
     if (!this.#writable) throw new Error("this store only reads payloads");
     const bytes = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+    const length = (head?.length ?? 0) + bytes.length;
     if (!this.#current || this.#current.size >= this.#segmentBytes) this.#roll();
     const current = this.#current!;
     let offset = current.size;
     // Never into a range being filled: past it instead (the gap stays zeros no row refers to).
     const fill = current.filling;
-    if (fill && offset < fill.to && offset + bytes.length > fill.from) offset = fill.to;
-    let written = 0;
+    if (fill && offset < fill.to && offset + length > fill.from) offset = fill.to;
     try {
-      while (written < bytes.length) written += writeSync(current.fd, bytes, written, bytes.length - written, offset + written);
+      writeAll(current.fd, head ? [head, bytes] : [bytes], offset);
     } finally {
       // After a short or failed write (disk full) the range holds junk no row refers to: the next
       // payload goes after it, never over bytes a reader may still be given.
-      current.size = offset + bytes.length;
+      current.size = offset + length;
       current.zeroed = Math.max(current.zeroed, current.size);
     }
     this.#unsynced = true;
     this.#release.appended(current.file, offset, current.size);
     this.#fillAhead(current);
-    return { file: current.file, offset, length: bytes.length };
+    return { file: current.file, offset: offset + length - bytes.length, length: bytes.length };
+  }
+
+  /** Where the next append goes: the current file's end, or the start of the file the first append makes. */
+  position(): { file: string; offset: number } {
+    if (this.#current) return { file: this.#current.file, offset: this.#current.size };
+    return { file: this.#fileName(this.#number + 1), offset: 0 };
+  }
+
+  /** `file` and the files its writer made after it, in the order it made them (those in `dir` now). */
+  static filesFrom(dir: string, file: string): string[] {
+    const at = file.lastIndexOf("-");
+    const number = Number(file.slice(at + 1, -SUFFIX.length));
+    if (ownerOf(file) === undefined || at < 0 || !Number.isInteger(number)) return [];
+    const writer = file.slice(0, at + 1);
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return [];
+    }
+    return names
+      .filter((f) => f.startsWith(writer) && f.endsWith(SUFFIX))
+      .map((f) => ({ f, n: Number(f.slice(writer.length, -SUFFIX.length)) }))
+      .filter(({ n }) => Number.isInteger(n) && n >= number)
+      .sort((a, b) => a.n - b.n)
+      .map(({ f }) => f);
   }
 
   #fillAhead(current: Current): void {
@@ -189,11 +229,15 @@ export class PayloadLog {
     } else {
       mkdirSync(this.dir, { recursive: true });
     }
-    const file = `${ownerTag}~${this.#instance}-${++this.#number}${SUFFIX}`;
+    const file = this.#fileName(++this.#number);
     // A new name each time (this incarnation's own): "wx+" refuses to reuse a file that exists.
     const fd = openSync(join(this.dir, file), "wx+");
     this.#fds.set(file, fd);
     this.#current = { file, fd, size: 0, zeroed: 0 };
+  }
+
+  #fileName(number: number): string {
+    return `${ownerTag}~${this.#instance}-${number}${SUFFIX}`;
   }
 
   /** The payload `ref` points at, or undefined when its file or bytes are gone. */

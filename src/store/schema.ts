@@ -4,7 +4,7 @@ import type { Database } from "better-sqlite3";
 import { countDeliveries } from "./schema-counts.js";
 import { writeTransaction } from "./write-transaction.js";
 
-const schemaVersion = 12;
+const schemaVersion = 13;
 
 const statements = `
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -154,6 +154,9 @@ const upgrades: (string | ((db: Database) => void))[] = [
   // whether the outcome's run is in `attempts` already: every row written before was logged as it
   // was written, so they default to 1.
   (db) => addMissingColumns(db, "outcomes", [["logged", "INTEGER NOT NULL DEFAULT 1"]]),
+  // 12 -> 13: spooled deliveries are frames in the payload log, no longer in a ring file of their
+  // own (spool.ts): the mark also says where the last moved frame ends, where recovery reads from.
+  (db) => addMissingColumns(db, "spool_moved", [["log_file", "TEXT"], ["log_offset", "INTEGER"]]),
 ];
 
 /** Adds the columns `table` lacks (a step that added some before it failed is run again whole). */

@@ -18,7 +18,7 @@ import { GroupCommit } from "./group-commit.js";
 import type { StoreThread } from "./store-thread.js";
 import type { DeliveriesPart } from "./contract.js";
 import { keptHeaders, leasedAsRecorded, outcomeRecord } from "./recorded.js";
-import { encodeFrame, SpoolFile, type SpooledDelivery } from "./spool.js";
+import { DEFAULT_MAX_UNMOVED, frameHead, framesInLog, framesInRing, removeRing, type LogPosition, type SpooledDelivery, type SpoolSettings } from "./spool.js";
 import { PayloadLog, type Collected, type PayloadRef } from "./payload-log.js";
 import { IdFilter } from "./id-filter.js";
 import { inBatches } from "./in-batches.js";
@@ -91,8 +91,16 @@ export const INSERT_QUEUED_SQL = `INSERT OR IGNORE INTO deliveries
  * added to the intake's hot path for it.
  */
 export const PURGE_FINISHED_SQL = "SELECT id FROM deliveries WHERE received_at < ? AND status = 'done' AND updated_at < ? ORDER BY received_at LIMIT ?";
-/** The highest spool frame number in the tables (spool.ts): recovery moves only frames above it. */
-export const SET_MOVED_SEQ_SQL = "INSERT INTO spool_moved (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)";
+/**
+ * The highest spool frame number in the tables, and where in the payload log the frame ends
+ * (spool.ts): recovery reads the log from there and moves only frames numbered above it. A batch
+ * moved again (its first move's answer lost) never lowers either.
+ */
+export const SET_MOVED_SEQ_SQL = `INSERT INTO spool_moved (id, seq, log_file, log_offset) VALUES (1, ?, ?, ?)
+  ON CONFLICT (id) DO UPDATE SET
+    log_file = CASE WHEN excluded.seq >= seq THEN excluded.log_file ELSE log_file END,
+    log_offset = CASE WHEN excluded.seq >= seq THEN excluded.log_offset ELSE log_offset END,
+    seq = max(seq, excluded.seq)`;
 
 /** The first values of an inserted queue row, as both inserts list their columns. */
 function routedValues(d: IncomingDelivery): unknown[] {
@@ -174,7 +182,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #depth: Statement;
   readonly #nextDue: Statement;
   readonly #exists: Statement;
-  readonly #movedSeq: Statement;
+  readonly #moveMark: Statement;
   readonly #setMovedSeq: Statement;
   /** Spooled and not yet in the tables: ids (duplicates, depth) and the deliveries, oldest first, waiting for a move. */
   readonly #unmoved = new Set<string>();
@@ -200,7 +208,8 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   /**
    * `payloads`: where payloads are written and read (payload-log.ts). `spool`: the service's
-   * (spool.ts); what a crash left in it is moved into the tables here, before anything else.
+   * (spool.ts), in the payload log; what a crash left unmoved is moved into the tables here,
+   * before anything else.
    * `thread`: the store's thread (store-thread.ts): the group commit keeps out of its way, and
    * spooled deliveries are moved there while it runs.
    */
@@ -208,7 +217,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     private readonly db: Database,
     private readonly payloads: PayloadLog,
     private readonly thread?: StoreThread,
-    private readonly spool?: SpoolFile,
+    private readonly spool?: SpoolSettings,
   ) {
     this.#writes = new GroupCommit(db, thread, () => payloads.syncAppended());
     this.#insert = db.prepare(INSERT_QUEUED_SQL);
@@ -282,7 +291,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       )
       .pluck();
     this.#exists = db.prepare("SELECT 1 FROM deliveries WHERE id = ?").pluck();
-    this.#movedSeq = db.prepare("SELECT seq FROM spool_moved WHERE id = 1").pluck();
+    this.#moveMark = db.prepare("SELECT seq, log_file AS file, log_offset AS offset FROM spool_moved WHERE id = 1");
     this.#setMovedSeq = db.prepare(SET_MOVED_SEQ_SQL);
     if (spool) {
       this.#recoverSpool(spool);
@@ -350,10 +359,10 @@ export class SqliteDeliveries implements DeliveriesPart {
   /**
    * As `record`, through the spool (spool.ts): durable against a crash of the process once
    * resolved, in the tables (claimable, listed) a few milliseconds later, when `onMoved` listeners
-   * hear of it. Undefined when this store has no spool or the spool is full: use `record`.
+   * hear of it. Undefined when this store has no spool, or too many wait for their move: use `record`.
    */
   recordSpooled(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined {
-    if (!this.spool || this.#closed) return undefined;
+    if (!this.spool || this.#closed || !this.payloads.writable) return undefined;
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
     // One connection a turn of the event loop: when deliveries arrive together, one commit for the
     // rest costs less than a spool write each; the spool pays when they arrive one at a time (no
@@ -363,26 +372,27 @@ export class SqliteDeliveries implements DeliveriesPart {
     // one only waiting for a worker's deferred writes is not (the sender would wait for it).
     const from = delivery.connection ?? {};
     if ((this.#spooledFrom !== undefined && this.#spooledFrom !== from) || this.#writes.asked || Date.now() < this.#spoolRestsUntil) return undefined;
+    if (this.#unmoved.size >= (this.spool.maxUnmoved ?? DEFAULT_MAX_UNMOVED)) return undefined;
     if (this.#spooledFrom === undefined) setImmediate(() => (this.#spooledFrom = undefined));
     this.#spooledFrom = from;
     const maybeStored = !this.#idsReady || this.#ids!.mightHave(delivery.id);
     if (maybeStored && this.#exists.get(delivery.id) !== undefined) return Promise.resolve("duplicate");
     const seq = this.#seq + 1;
-    let ref: PayloadRef | undefined;
+    let ref: PayloadRef;
     try {
-      // The payload goes to the log first, so the frame (written after it) holds only its place.
-      if (this.payloads.writable) ref = this.#appendPayload(delivery);
-      if (!this.spool.append(encodeFrame(seq, delivery, ref))) return undefined;
+      // One write: the frame's fields, then the payload, which the moved row points at.
+      const payload = delivery.payloadBytes ?? Buffer.from(delivery.payload, "utf8");
+      ref = this.payloads.append(payload, frameHead(seq, delivery, payload));
     } catch {
-      // The file cannot be made or written (disk full, permissions): the caller commits this one,
-      // and the spool rests a while rather than failing (and zero-filling) on every delivery.
+      // The log cannot be written (disk full, permissions): the caller commits this one (and says
+      // so if that fails too), and the spool rests a while rather than failing on every delivery.
       this.#spoolRestsUntil = Date.now() + SPOOL_REST_MS;
       return undefined;
     }
     this.#seq = seq;
     const { parsed: _dropped, payloadBytes: _written, connection: _socket, ...kept } = delivery;
     // Its id goes into the filter with the move's insert; until then `#unmoved` answers for it.
-    this.#toMove.push({ seq, delivery: ref ? { ...kept, payload: "" } : kept, ...(ref ? { ref } : {}) });
+    this.#toMove.push({ seq, delivery: { ...kept, payload: "" }, ref });
     this.#unmoved.add(delivery.id);
     this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
     return Promise.resolve("recorded");
@@ -405,7 +415,6 @@ export class SqliteDeliveries implements DeliveriesPart {
         this.#moving = undefined;
         if (this.#closed) return;
         for (const { delivery } of batch) this.#unmoved.delete(delivery.id);
-        this.spool!.release(batch.length);
         if (this.#toMove.length > 0) this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
         const queued = batch.reduce((n, { delivery }) => (delivery.settled ? n : n + 1), 0);
         for (const listener of this.#movedListeners) listener(queued);
@@ -439,22 +448,42 @@ export class SqliteDeliveries implements DeliveriesPart {
       this.#ids?.add(d.id);
       return [...queuedValues(d, now), ...loggedBodyValues(keptHeaders(d.headers), ref!)];
     });
-    return this.thread.move(rows, batch[batch.length - 1]!.seq).catch(onMain);
+    const end = this.#endOf(batch);
+    return this.thread.move(rows, batch[batch.length - 1]!.seq, end.file, end.offset).catch(onMain);
   }
 
-  /** Inside a transaction: `batch` (oldest first) into the tables, and its highest number as the mark. */
+  /** Where the batch's last frame ends in the log (its payload is the frame's last part). */
+  #endOf(batch: SpooledDelivery[]): LogPosition {
+    const ref = batch[batch.length - 1]!.ref;
+    return ref ? { file: ref.file, offset: ref.offset + ref.length } : this.payloads.position();
+  }
+
+  /** Inside a transaction: `batch` (oldest first) into the tables, and its highest number and end as the mark. */
   #insertMoved(batch: SpooledDelivery[]): void {
     for (const { delivery, ref } of batch) this.#insertQueued(delivery, ref);
-    this.#setMovedSeq.run(batch[batch.length - 1]!.seq);
+    const end = this.#endOf(batch);
+    this.#setMovedSeq.run(batch[batch.length - 1]!.seq, end.file, end.offset);
   }
 
-  /** At open: the frames a crash left numbered above the last move go into the tables, and the file goes. */
-  #recoverSpool(spool: SpoolFile): void {
-    const mark = (this.#movedSeq.get() as number | undefined) ?? 0;
-    const left = SpoolFile.leftIn(spool.path).filter((f) => f.seq > mark);
-    if (left.length > 0) writeTransaction(this.db, () => this.#insertMoved(left))();
-    this.#seq = Math.max(mark, left.at(-1)?.seq ?? 0);
-    spool.discard();
+  /**
+   * At open: the frames a crash left numbered above the last move (in the log from the mark on, and
+   * in a ring file of an older version) go into the tables. The mark then points where this
+   * process's log begins: its frames can only be there or later.
+   */
+  #recoverSpool(spool: SpoolSettings): void {
+    const mark = this.#moveMark.get() as { seq: number; file: string | null; offset: number | null } | undefined;
+    const above = (f: SpooledDelivery) => f.seq > (mark?.seq ?? 0);
+    const left = [
+      ...(spool.ringPath ? framesInRing(spool.ringPath).filter(above) : []),
+      ...(mark?.file ? framesInLog(this.payloads.dir, { file: mark.file, offset: mark.offset ?? 0 }).filter(above) : []),
+    ].sort((a, b) => a.seq - b.seq);
+    this.#seq = Math.max(mark?.seq ?? 0, left.at(-1)?.seq ?? 0);
+    writeTransaction(this.db, () => {
+      for (const { delivery, ref } of left) this.#insertQueued(delivery, ref);
+      const start = this.payloads.position();
+      this.#setMovedSeq.run(this.#seq, start.file, start.offset);
+    })();
+    if (spool.ringPath) removeRing(spool.ringPath);
   }
 
   /**
@@ -520,7 +549,6 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (batch.length > 0) void this.#writes.run(() => this.#insertMoved(batch));
     this.#writes.close();
     this.#closed = true;
-    this.spool?.close();
     this.payloads.close();
   }
 
@@ -666,7 +694,10 @@ export class SqliteDeliveries implements DeliveriesPart {
   collectPayloads(): Collected {
     const live = new Map((this.#filesOfBodies.all() as { file: string; bytes: number }[]).map((r) => [r.file, r.bytes]));
     const done: Collected = { removed: 0, moved: 0, kept: 0 };
+    // A file holding spooled deliveries not moved yet is referenced by no row, and still needed.
+    const spooled = new Set([...(this.#moving ?? []), ...this.#toMove].map((s) => s.ref?.file));
     for (const { file, size } of this.payloads.finishedFiles()) {
+      if (spooled.has(file)) continue;
       const bytes = live.get(file);
       if (bytes !== undefined && !PayloadLog.sparse(size, bytes)) continue;
       if (bytes !== undefined) {

@@ -13,7 +13,6 @@ import { SqliteTasks } from "./sqlite-tasks.js";
 import { SqliteLeases } from "./sqlite-leases.js";
 import { startStoreThread, type StoreThread } from "./store-thread.js";
 import { PayloadLog } from "./payload-log.js";
-import { SpoolFile } from "./spool.js";
 
 export const storeFileName = "steward.db";
 
@@ -42,6 +41,7 @@ export interface SqliteStoreOptions {
 /** The payload log's directory inside the data directory. */
 export const payloadDirName = "payloads";
 
+/** The spool's own file before schema 13 (spool.ts): read once at open, then removed. */
 export const spoolFileName = "intake.spool";
 
 /**
@@ -89,7 +89,7 @@ export class SqliteStore implements StewardStore {
     migrate(this.#db);
     // After a checkpoint lets the WAL start over, its file is cut back to this size.
     this.#db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-    const spool = opts.spool && opts.durability !== "power" ? new SpoolFile(join(dataDir, spoolFileName)) : undefined;
+    const spool = opts.spool && opts.durability !== "power" ? { ringPath: join(dataDir, spoolFileName) } : undefined;
     if (opts.backgroundCheckpoints) {
       // The thread checkpoints and starts the WAL over; this bound only matters if it cannot.
       this.#db.pragma(`wal_autocheckpoint = ${BOUND_WITH_THREAD_PAGES}`);

@@ -69,15 +69,15 @@ function move(m) {
   if (!moveBatch) {
     const insert = db.prepare(workerData.moveSql.insert);
     const mark = db.prepare(workerData.moveSql.mark);
-    moveBatch = db.transaction((rows, seq) => {
-      for (const row of rows) insert.run(...row);
-      mark.run(seq);
+    moveBatch = db.transaction((m) => {
+      for (const row of m.rows) insert.run(...row);
+      mark.run(m.seq, m.file, m.offset);
     });
   }
   // A move waits as long as the service would for a writer of another process (the CLI, say).
   db.pragma("busy_timeout = " + workerData.moveTimeoutMs);
   try {
-    holding(() => moveBatch.immediate(m.rows, m.seq));
+    holding(() => moveBatch.immediate(m));
     parentPort.postMessage({ moved: m.id });
   } catch (e) {
     parentPort.postMessage({ moveFailed: m.id, message: String((e && e.message) || e) });
@@ -125,7 +125,7 @@ export interface StoreThreadOptions {
   /** A WAL this long (frames) is started over as soon as a pass leaves at most `tailFrames` behind. */
   restartFrames?: number;
   tailFrames?: number;
-  /** The statements a move runs: each row's insert (its values as `move` is given them), then the mark (the batch's highest number). */
+  /** The statements a move runs: each row's insert (its values as `move` is given them), then the mark (the batch's highest number, and its end in the log). */
   moveSql?: { insert: string; mark: string };
   /** The thread failed: the caller checkpoints itself again, and makes its moves itself. */
   onFailure(error: Error): void;
@@ -148,11 +148,11 @@ export interface CommitGate {
 
 export interface StoreThread extends CommitGate {
   /**
-   * Inserts `rows` and records `seq` as the highest number moved, in one transaction on the
-   * thread. Rejects when the thread could not (the rows are then not in the tables, unless a
+   * Inserts `rows` and records `seq` as the highest number moved and `file` at `offset` as where
+   * its frame ends in the payload log, in one transaction on the thread. Rejects when the thread could not (the rows are then not in the tables, unless a
    * thread that died had committed them first: inserts are to be idempotent) or is gone.
    */
-  move(rows: unknown[][], seq: number): Promise<void>;
+  move(rows: unknown[][], seq: number, file: string, offset: number): Promise<void>;
   /**
    * The thread closes its connection and ends. Resolves once it has (bounded): until then it may
    * still touch the database's files, so a caller removing the data directory must wait.
@@ -257,12 +257,12 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
       if (holding()) released.push(listener);
       else listener();
     },
-    move(rows, seq) {
+    move(rows, seq, file, offset) {
       if (done || !opts.moveSql) return Promise.reject(new Error("the store thread is not running"));
       const id = ++nextMove;
       return new Promise<void>((resolve, reject) => {
         moves.set(id, { resolve, reject });
-        worker.postMessage({ id, rows, seq });
+        worker.postMessage({ id, rows, seq, file, offset });
       });
     },
     async stop() {

@@ -122,6 +122,23 @@ describe("intake first: the worker pool", () => {
     expect(starts).toHaveLength(12);
   });
 
+  it("paces by each run's time measured below a millisecond: a run shorter than one still pauses the next", async () => {
+    const handler = defineHandler<unknown>({ name: "quick", events: ["push"], handle: async () => ({ status: "done", summary: "ran" }) });
+    const intakeFirst = createIntakeFirst({ ...s, share: 0.2, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const ran: number[] = [];
+    const measured = { ...intakeFirst, ran: (ms: number, now: number) => (ran.push(ms), intakeFirst.ran(ms, now)) };
+    const engine = (scratch.engine = testEngine(scratch.store, [handler], { concurrency: 2, intakeFirst: measured }));
+    await engine.start();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    for (let i = 0; i < 6; i++) expect(await engine.intake.record(deliveryOf("push", examplePayload("push")))).toBe("recorded");
+    await engine.idle();
+    expect(ran).toHaveLength(6);
+    // Whole milliseconds (Date.now) read a run of a fraction of one as 0 ms: no pause, no share kept.
+    expect(ran.every((ms) => ms > 0)).toBe(true);
+    expect(ran.some((ms) => !Number.isInteger(ms))).toBe(true);
+  });
+
   it("runs more at once as its share grows while the loop has room", async () => {
     let inflight = 0;
     let most = 0;

@@ -58,7 +58,7 @@ describe("schema upgrade", () => {
     `);
     scratch.reopen();
     const { version, indexes } = schemaOf(join(scratch.dir, storeFileName));
-    expect(version).toBe(12);
+    expect(version).toBe(13);
     expect(indexes).toEqual(expect.arrayContaining(["kv_expires", "deliveries_ready", "deliveries_leased", "deliveries_repository", "deliveries_event", "attempts_delivery", "deliveries_dead"]));
     expect(indexes).not.toContain("deliveries_due");
     expect((await scratch.store.deliveries.claimDelivery(60_000))?.delivery).toMatchObject({ id: d.id, payload: d.payload });
@@ -109,7 +109,7 @@ describe("schema upgrade", () => {
     expect(left.filter((r) => r.status === "done")).toEqual([]);
     expect(left.reduce((n, r) => n + r.count, 0)).toBe(7);
     const check = new Database(join(scratch.dir, storeFileName), { readonly: true });
-    expect(check.pragma("user_version", { simple: true })).toBe(12);
+    expect(check.pragma("user_version", { simple: true })).toBe(13);
     expect(check.prepare("SELECT count(*) FROM delivery_minutes WHERE count = 0").pluck().get()).toBe(0);
     check.close();
   });
@@ -126,7 +126,7 @@ describe("schema upgrade", () => {
     `);
     scratch.reopen();
     const { version, indexes, plan } = schemaOf(join(scratch.dir, storeFileName), "UPDATE deliveries SET lease_until = 1 WHERE status = 'running' AND lease_token = 'x'");
-    expect(version).toBe(12);
+    expect(version).toBe(13);
     expect(indexes).not.toContain("deliveries_lease");
     expect(indexes).toContain("deliveries_leased");
     // The renewal reads the running rows' index, not the whole table.
@@ -153,7 +153,7 @@ describe("schema upgrade", () => {
       PRAGMA user_version = 8;
     `);
     scratch.reopen();
-    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(12);
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(13);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
     await scratch.store.deliveries.record(fresh);
     expect((await scratch.store.deliveries.getDelivery(old.id))?.delivery.payload).toBe(old.payload);
@@ -182,7 +182,7 @@ describe("schema upgrade", () => {
       PRAGMA user_version = 9;
     `);
     scratch.reopen();
-    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(12);
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(13);
     const fresh = deliveryOf("workflow_run", examplePayload("workflow_run"));
     await scratch.store.deliveries.record(fresh);
     const shown = (await scratch.store.deliveries.getDelivery(old.id))!.delivery;
@@ -216,7 +216,7 @@ describe("schema upgrade", () => {
       PRAGMA user_version = 11;
     `);
     scratch.reopen();
-    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(12);
+    expect(schemaOf(join(scratch.dir, storeFileName)).version).toBe(13);
     const runs = async () => (await scratch.store.deliveries.getDelivery(d.id))!.attempts.map((a) => `${a.handler}#${a.attempt}:${a.detail}`);
     expect(await runs()).toEqual(["a#1:boom"]);
     const second = (await scratch.store.deliveries.claimDelivery(60_000))!;

@@ -1,7 +1,8 @@
-// The intake spool (src/store/spool.ts): the ring's placement, the frame format, and the SQLite
-// store's use of it: answered deliveries reach the tables, survive a SIGKILL before their move, are
-// moved once, and a moved delivery is never brought back.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+// The intake spool (src/store/spool.ts): the frame format, frames found in the payload log, and the
+// SQLite store's use of them: answered deliveries reach the tables, survive a SIGKILL before their
+// move, are moved once, and a moved delivery is never brought back.
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { crc32 } from "node:zlib";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
@@ -9,8 +10,8 @@ import { openSqliteStore, payloadDirName, spoolFileName, storeFileName, type Sql
 import { INSERT_QUEUED_SQL, SET_MOVED_SEQ_SQL, SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
 import { startStoreThread } from "../../src/store/store-thread.js";
 import { migrate } from "../../src/store/schema.js";
-import { PayloadLog } from "../../src/store/payload-log.js";
-import { decodeFrames, encodeFrame, placeFrame, SpoolFile } from "../../src/store/spool.js";
+import { PayloadLog, type PayloadRef } from "../../src/store/payload-log.js";
+import { decodeFrames, encodeFrame, frameHead, framesInLog, framesInRing } from "../../src/store/spool.js";
 import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { defineHandler } from "../../src/handler.js";
@@ -46,17 +47,19 @@ async function spoolOne(d: SqliteDeliveries, incoming: IncomingDelivery): Promis
   throw new Error(`${incoming.id} was never spooled`);
 }
 
-describe("spool: the ring and the frames", () => {
-  it("places a frame after the last one, round to the start before the oldest held, or nowhere", () => {
-    expect(placeFrame(100, 37, undefined, 30)).toBe(0); // empty: from the start again
-    expect(placeFrame(100, 40, 0, 30)).toBe(40);
-    expect(placeFrame(100, 80, 30, 30)).toBe(0); // wraps: 0..30 is free
-    expect(placeFrame(100, 80, 20, 30)).toBeUndefined(); // would overwrite the oldest held frame
-    expect(placeFrame(100, 10, 50, 30)).toBe(10); // wrapped: room before the oldest
-    expect(placeFrame(100, 30, 50, 30)).toBeUndefined();
-    expect(placeFrame(100, 0, undefined, 101)).toBeUndefined(); // larger than the ring
-  });
+/** A frame as the ring file of versions before schema 13 held it: with `ref`, the payload's place in the log instead of the payload. */
+function ringFrame(seq: number, d: IncomingDelivery, ref?: PayloadRef): Buffer {
+  const meta = { id: d.id, event: d.event, action: d.action, installationId: d.installationId, repository: d.repository, receivedAt: d.receivedAt.getTime(), headers: d.headers, ...(ref ? { ref } : {}) };
+  const body = Buffer.from(`${JSON.stringify(meta)}\n${ref ? "" : d.payload}`, "utf8");
+  const header = Buffer.alloc(20);
+  header.writeUInt32LE(0x31575053, 0);
+  header.writeUInt32LE(body.length, 4);
+  header.writeBigUInt64LE(BigInt(seq), 8);
+  header.writeUInt32LE(crc32(body), 16);
+  return Buffer.concat([header, body]);
+}
 
+describe("spool: the frames", () => {
   it("reads back every whole frame wherever it lies, in number order, and drops a damaged one", () => {
     const frames = [encodeFrame(3, delivery("c")), encodeFrame(1, delivery("a")), encodeFrame(2, delivery("b", "{\"x\":\"\\n\"}"))];
     const bytes = Buffer.concat([Buffer.from("noise"), frames[0]!, Buffer.alloc(17), frames[1]!, frames[2]!, Buffer.alloc(9)]);
@@ -64,7 +67,7 @@ describe("spool: the ring and the frames", () => {
     expect(read.map((f) => [f.seq, f.delivery.id])).toEqual([[1, "a"], [2, "b"], [3, "c"]]);
     expect(read[0]!.delivery).toEqual(delivery("a"));
     expect(read[1]!.delivery.payload).toBe("{\"x\":\"\\n\"}");
-    // One byte of a body changed: that frame fails its check, the others stand.
+    // One byte of a payload changed: that frame fails its check, the others stand.
     const damaged = Buffer.from(bytes);
     damaged[5 + frames[0]!.length - 3] ^= 0xff;
     expect(decodeFrames(damaged).map((f) => f.delivery.id)).toEqual(["a", "b"]);
@@ -72,35 +75,43 @@ describe("spool: the ring and the frames", () => {
     expect(decodeFrames(bytes.subarray(0, 5 + frames[0]!.length - 1))).toEqual([]);
   });
 
-  it("holds the payload's place in the payload log instead of the payload when given one", () => {
+  it("reads a ring frame of an older version, with its payload or with the payload's place in the log", () => {
     const d = delivery("r", JSON.stringify({ pad: "p".repeat(20_000) }));
     const ref = { file: "host~1~u~s-1.log", offset: 4096, length: 20_012 };
-    const withRef = encodeFrame(7, d, ref);
-    expect(withRef.length).toBeLessThan(1_000);
-    expect(encodeFrame(7, d).length - withRef.length).toBeGreaterThan(19_900);
-    const [read] = decodeFrames(Buffer.concat([Buffer.alloc(3), withRef]));
+    const [read] = decodeFrames(Buffer.concat([Buffer.alloc(3), ringFrame(7, d, ref)]));
     expect(read).toEqual({ seq: 7, ref, delivery: { ...d, payload: "" } });
-    expect(decodeFrames(encodeFrame(8, d))[0]).not.toHaveProperty("ref");
+    expect(decodeFrames(ringFrame(8, d))[0]).toEqual({ seq: 8, delivery: d });
   });
 
-  it("wraps round the file and finds the frames still held after a crash", async () => {
+  it("finds the frames in the payload log from a place on, across its writer's later files, past raw payloads and what is inside a payload", async () => {
     const { dir, cleanup } = await tempDir();
     try {
-      const path = join(dir, "ring");
-      const frame = (n: number) => encodeFrame(n, delivery(`d${n}`, JSON.stringify({ n, pad: "p".repeat(200) })));
-      const size = frame(1).length * 3 + 10;
-      const ring = new SpoolFile(path, size);
-      expect([ring.append(frame(1)), ring.append(frame(2)), ring.append(frame(3))]).toEqual([true, true, true]);
-      expect(ring.append(frame(4))).toBe(false); // full
-      ring.release(2); // 1 and 2 moved
-      expect(ring.append(frame(4))).toBe(true); // at the start again
-      expect(ring.append(frame(5))).toBe(true);
-      expect(ring.append(frame(6))).toBe(false); // 3 is still held
-      expect(ring.held).toBe(3);
-      // Every whole frame is found; the store keeps those above its mark (here: 2).
-      expect(SpoolFile.leftIn(path).filter((f) => f.seq > 2).map((f) => f.seq)).toEqual([3, 4, 5]);
-      ring.close();
-      expect(SpoolFile.leftIn(join(dir, "none"))).toEqual([]);
+      const logDir = join(dir, payloadDirName);
+      const log = new PayloadLog(logDir, { writable: true, segmentBytes: 9_000 });
+      const spooled = (seq: number, payload: string | Buffer) => {
+        const bytes = Buffer.from(payload);
+        return log.append(bytes, frameHead(seq, delivery(`d${seq}`, bytes.toString("utf8")), bytes));
+      };
+      const big = (n: number) => JSON.stringify({ n, text: "ünïcode ✓", pad: "p".repeat(2_500) });
+      const first = spooled(1, big(1));
+      const from = { file: first.file, offset: first.offset + first.length };
+      log.append(big(100)); // committed the usual way: a raw payload, no frame
+      // A payload holding a whole frame, byte for byte: only the frame around it is a spooled delivery.
+      const holder = Buffer.concat([Buffer.from('{"inner":"'), encodeFrame(99, delivery("inner")), Buffer.from('"}')]);
+      const refs = [spooled(2, big(2)), spooled(3, holder), spooled(4, big(4)), spooled(5, big(5))];
+      log.close();
+      expect(new Set(refs.map((r) => r.file)).size).toBeGreaterThan(1); // the writer rolled: the scan goes on into its later files
+      const found = framesInLog(logDir, from);
+      expect(found.map((f) => f.seq)).toEqual([2, 3, 4, 5]);
+      expect(found.map((f) => f.ref)).toEqual(refs);
+      expect(found[0]!.delivery).toEqual({ ...delivery("d2", big(2)), payload: "" });
+      const reader = new PayloadLog(logDir, { writable: false });
+      expect(reader.read(found[2]!.ref!)).toBe(big(4));
+      expect(reader.readBytes(found[1]!.ref!)).toEqual(holder);
+      reader.close();
+      // From the start: frame 1 too; from a file that is not the log's: nothing.
+      expect(framesInLog(logDir, { file: first.file, offset: 0 }).map((f) => f.seq)).toEqual([1, 2, 3, 4, 5]);
+      expect(framesInLog(logDir, { file: "elsewhere.log", offset: 0 })).toEqual([]);
     } finally {
       await cleanup();
     }
@@ -210,30 +221,61 @@ describe.each([
     expect((await store.deliveries.listDeliveries()).map((x) => x.id).sort()).toEqual(["c0", "c1", "c2", "c3", "c4"]);
   });
 
-  it("answered deliveries survive a SIGKILL before their move, are moved once, and the spool file goes", async () => {
+  it("answered deliveries survive a SIGKILL before their move, are moved once, and recovery reads only the log's new part", async () => {
     const out = await runChild(dir, 40, thread ? "thread" : undefined);
     const unmoved = Number(/SPOOLED (\d+)/.exec(out)?.[1]);
     expect(unmoved).toBeGreaterThan(0); // the SIGKILL came before these were moved
-    expect(existsSync(join(dir, spoolFileName))).toBe(true);
     const d = deliveriesOf(open());
     const listed = await d.listDeliveries();
     expect(listed.map((x) => x.id).sort()).toEqual(Array.from({ length: 40 }, (_, i) => `spooled-${i}`).sort());
     expect(listed.every((x) => x.status === "queued")).toBe(true);
-    expect((await d.getDelivery("spooled-7"))?.delivery.payload).toContain("ünïcode spooled-7");
-    expect(existsSync(join(dir, spoolFileName))).toBe(false);
+    expect((await d.getDelivery("spooled-39"))?.delivery.payload).toContain("ünïcode spooled-39");
+    // The mark now points where this process's log begins, not into the dead one's.
+    const mark = new Database(join(dir, storeFileName), { readonly: true }).prepare("SELECT seq, log_file AS file FROM spool_moved").get() as { seq: number; file: string };
+    expect(mark.seq).toBe(40);
+    expect(readdirSync(join(dir, payloadDirName))).not.toContain(mark.file);
     await store!.close();
     // Opened again: nothing moved twice.
     const again = open();
     expect(await again.deliveries.listDeliveries()).toHaveLength(40);
   });
 
+  it("what a crash left across several files of the payload log is found and moved", async () => {
+    const out = await runChild(dir, 30, thread ? "thread,small-segments" : "small-segments");
+    expect(Number(/SPOOLED (\d+)/.exec(out)?.[1])).toBeGreaterThan(0);
+    expect(readdirSync(join(dir, payloadDirName)).length).toBeGreaterThan(5);
+    const d = deliveriesOf(open());
+    expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(Array.from({ length: 30 }, (_, i) => `spooled-${i}`).sort());
+    for (const id of ["spooled-0", "spooled-17", "spooled-29"]) expect((await d.getDelivery(id))?.delivery.payload).toContain(`ünïcode ${id}`);
+  });
+
   it("a delivery moved and then pruned is not brought back by the frames a crash left", async () => {
     await runChild(dir, 1, thread ? "thread,moved-then-pruned" : "moved-then-pruned");
-    // The pruned delivery's frame is still whole in the file (the child placed it so).
-    expect(SpoolFile.leftIn(join(dir, spoolFileName)).map((f) => f.delivery.id)).toContain("pruned");
+    // The pruned delivery's frame is still whole in the log, below the mark.
+    const files = readdirSync(join(dir, payloadDirName));
+    expect(files.flatMap((f) => framesInLog(join(dir, payloadDirName), { file: f, offset: 0 })).map((f) => f.delivery.id)).toContain("pruned");
     const d = deliveriesOf(open());
     const ids = (await d.listDeliveries()).map((x) => x.id).sort();
-    expect(ids).toEqual(["keepme-00000000", "spooled-0"]);
+    expect(ids).toEqual(["keepme", "spooled-0"]);
+  });
+
+  it("a version-12 store and the ring file its crash left: frames above the mark are moved at open, the file goes", async () => {
+    // The store as version 12 left it: frame 1 moved (its mark), frames 2 and 3 not; no log place in the mark.
+    open();
+    await store!.close();
+    store = undefined;
+    const db = new Database(join(dir, storeFileName));
+    db.exec("ALTER TABLE spool_moved DROP COLUMN log_file; ALTER TABLE spool_moved DROP COLUMN log_offset; UPDATE spool_moved SET seq = 1; PRAGMA user_version = 12;");
+    db.close();
+    writeFileSync(join(dir, spoolFileName), Buffer.concat([ringFrame(1, delivery("old-moved")), Buffer.alloc(40), ringFrame(3, delivery("old-3")), ringFrame(2, delivery("old-2"))]));
+    const d = deliveriesOf(open());
+    expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["old-2", "old-3"]);
+    expect((await d.getDelivery("old-3"))?.delivery.payload).toBe(delivery("old-3").payload);
+    expect(existsSync(join(dir, spoolFileName))).toBe(false);
+    // Numbering goes on above them.
+    expect(await spoolOne(d, delivery("new"))).toBe("recorded");
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+    expect(new Database(join(dir, storeFileName), { readonly: true }).prepare("SELECT seq FROM spool_moved").pluck().get()).toBe(4);
   });
 
   it("during a flood the engine's intake spools deliveries one a turn, and the pool runs every one", async () => {
@@ -266,20 +308,41 @@ describe.each([
     await engine.stop(1_000);
   });
 
-  it("a spool file that cannot be written leaves the delivery to a commit, and nothing is lost", async () => {
+  it("a payload log that cannot be written leaves the delivery to the commit, which fails and says so, and the spool rests", async () => {
     const d = deliveriesOf(open());
-    mkdirSync(join(dir, spoolFileName)); // a directory where the file would be made: every open fails
+    writeFileSync(join(dir, payloadDirName), "a file where the log's folder would be made");
     expect(d.recordSpooled(delivery("w"))).toBeUndefined();
-    expect(await d.record(delivery("w"))).toBe("recorded");
+    await expect(d.record(delivery("w"))).rejects.toThrow(/EEXIST|ENOTDIR/);
+    rmSync(join(dir, payloadDirName));
     await nextTurn();
     expect(d.recordSpooled(delivery("v"))).toBeUndefined(); // resting: not tried on every delivery
-    expect((await d.listDeliveries()).map((x) => x.id)).toEqual(["w"]);
+    expect(await d.record(delivery("v"))).toBe("recorded");
+    expect((await d.listDeliveries()).map((x) => x.id)).toEqual(["v"]);
   });
 
-  it("a spool file of garbage is read as no frames", async () => {
+  it("a finished file of the log holding deliveries not moved yet is not collected", async () => {
+    store = openSqliteStore(dir, { spool: true, backgroundCheckpoints: thread, payloadSegmentBytes: 100 });
+    const d = deliveriesOf(store);
+    const connection = {};
+    await nextTurn();
+    // Each append rolls the log: the first file is finished once the second is written.
+    expect(await d.recordSpooled({ ...delivery("first"), connection })).toBe("recorded");
+    expect(await d.recordSpooled({ ...delivery("second"), connection })).toBe("recorded");
+    expect(d.spooled).toBe(2);
+    expect(d.collectPayloads().removed).toBe(0);
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+    expect((await d.getDelivery("first"))?.delivery.payload).toBe(delivery("first").payload);
+  });
+
+  it("garbage in a ring file or in the payload log is read as no frames", async () => {
     writeFileSync(join(dir, spoolFileName), Buffer.from("SPW1 not a frame SPW1\u0000\u0000"));
     const d = deliveriesOf(open());
     expect(await d.listDeliveries()).toEqual([]);
+    await store!.close();
+    const mark = new Database(join(dir, storeFileName), { readonly: true }).prepare("SELECT log_file FROM spool_moved").pluck().get() as string;
+    mkdirSync(join(dir, payloadDirName), { recursive: true });
+    writeFileSync(join(dir, payloadDirName, mark), Buffer.concat([Buffer.from("SPW1"), Buffer.alloc(16, 0xff), Buffer.from("SPW1\u0001\u0000\u0000\u0000garbage")]));
+    expect(await deliveriesOf(open()).listDeliveries()).toEqual([]);
   });
 });
 
@@ -296,7 +359,7 @@ describe("spool: moves on the store thread", () => {
     db.pragma("journal_mode = WAL");
     migrate(db);
     const thread = startStoreThread({ path, synchronous: "NORMAL", moveSql: { insert: INSERT_QUEUED_SQL, mark: SET_MOVED_SEQ_SQL }, onFailure: () => undefined });
-    const d = new SqliteDeliveries(db, new PayloadLog(join(dir, payloadDirName), { writable: true, sync: false }), thread, new SpoolFile(join(dir, spoolFileName)));
+    const d = new SqliteDeliveries(db, new PayloadLog(join(dir, payloadDirName), { writable: true, sync: false }), thread, { ringPath: join(dir, spoolFileName), maxUnmoved: 3 });
     const close = async () => {
       d.markClosed();
       await thread.stop();
@@ -319,6 +382,22 @@ describe("spool: moves on the store thread", () => {
       expect(d.spooled).toBe(0);
       expect((await d.claimDelivery(60_000))?.delivery).toMatchObject({ id: "t1", repository: "acme/web", payload: delivery("t1").payload });
       expect(db.prepare("SELECT seq FROM spool_moved").pluck().get()).toBe(1);
+    } finally {
+      await close();
+    }
+  });
+
+  it("past its bound of deliveries waiting for a move, the spool leaves the next to a commit", async () => {
+    const { thread, d, close } = parts(); // bound: 3
+    try {
+      expect(thread.tryEnter()).toBe(true); // moves wait on the thread meanwhile
+      for (const id of ["b1", "b2", "b3"]) expect(await spoolOne(d, delivery(id))).toBe("recorded");
+      await nextTurn();
+      expect(d.spooled).toBe(3);
+      expect(d.recordSpooled(delivery("b4"))).toBeUndefined();
+      thread.leave();
+      while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+      expect(await spoolOne(d, delivery("b4"))).toBe("recorded");
     } finally {
       await close();
     }

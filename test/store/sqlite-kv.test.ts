@@ -54,7 +54,7 @@ describe("sqlite kv listing", () => {
     db.exec("DROP INDEX kv_expires");
     db.pragma("user_version = 10");
     migrate(db);
-    expect(db.pragma("user_version", { simple: true })).toBe(12);
+    expect(db.pragma("user_version", { simple: true })).toBe(13);
     expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'kv_expires'").all()).toHaveLength(1);
     db.close();
   });

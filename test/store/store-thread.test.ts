@@ -75,16 +75,17 @@ describe("the store thread", () => {
     const path = join(dir, storeFileName);
     const db = new Database(path);
     db.pragma("journal_mode = WAL");
-    db.exec(`CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER); CREATE TABLE m (id INTEGER PRIMARY KEY, seq INTEGER);
+    db.exec(`CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER); CREATE TABLE m (id INTEGER PRIMARY KEY, seq INTEGER, file TEXT, at INTEGER);
       CREATE TRIGGER refused BEFORE INSERT ON t WHEN NEW.k = 'refused' BEGIN SELECT RAISE(ABORT, 'refused row'); END`);
-    const moveSql = { insert: "INSERT OR IGNORE INTO t (k, v) VALUES (?, ?)", mark: "INSERT INTO m (id, seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq)" };
+    const moveSql = { insert: "INSERT OR IGNORE INTO t (k, v) VALUES (?, ?)", mark: "INSERT INTO m (id, seq, file, at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = max(seq, excluded.seq), file = excluded.file, at = excluded.at" };
     const thread = startStoreThread({ path, synchronous: "NORMAL", moveSql, onFailure: () => undefined });
     const rows = () => db.prepare("SELECT k, v FROM t ORDER BY k").all();
     const mark = () => db.prepare("SELECT seq FROM m").pluck().get();
+    const markAt = () => db.prepare("SELECT file || ':' || at FROM m").pluck().get();
     try {
       expect(thread.tryEnter()).toBe(true);
       let done = false;
-      const moved = thread.move([["a", 1], ["b", 2]], 7).then(() => (done = true));
+      const moved = thread.move([["a", 1], ["b", 2]], 7, "f-1.log", 120).then(() => (done = true));
       await vi.waitFor(() => expect(thread.holding()).toBe(true), { timeout: 45_000, interval: 5 });
       await sleep(50);
       expect(done).toBe(false); // waits for our commit to end
@@ -93,19 +94,22 @@ describe("the store thread", () => {
       await moved;
       expect(rows()).toEqual([{ k: "a", v: 1 }, { k: "b", v: 2 }]);
       expect(mark()).toBe(7);
+      expect(markAt()).toBe("f-1.log:120");
 
       // A row the database refuses: nothing of the batch goes in, the mark stays, the caller is told.
-      await expect(thread.move([["c", 3], ["refused", 4]], 9)).rejects.toThrow(/move on the store thread failed: refused row/);
+      await expect(thread.move([["c", 3], ["refused", 4]], 9, "f-1.log", 300)).rejects.toThrow(/move on the store thread failed: refused row/);
       expect(rows()).toHaveLength(2);
       expect(mark()).toBe(7);
+      expect(markAt()).toBe("f-1.log:120");
       // Ids already there are ignored: a batch moved twice is harmless.
-      await thread.move([["a", 5], ["c", 3]], 8);
+      await thread.move([["a", 5], ["c", 3]], 8, "f-2.log", 40);
       expect(rows()).toEqual([{ k: "a", v: 1 }, { k: "b", v: 2 }, { k: "c", v: 3 }]);
       expect(mark()).toBe(8);
+      expect(markAt()).toBe("f-2.log:40");
     } finally {
       await thread.stop();
     }
-    await expect(thread.move([["z", 1]], 10)).rejects.toThrow(/not running/);
+    await expect(thread.move([["z", 1]], 10, "f-2.log", 90)).rejects.toThrow(/not running/);
     expect(rows()).toHaveLength(3);
     db.close();
   }, 120_000);

@@ -1,11 +1,8 @@
 // Which of a pull request's changed files are Steward policy files, and how they changed.
 import { isPolicyPath } from "../../src/policy/index.js";
+import type { ChangedFile } from "../shared/pull-files.js";
 
-export interface ChangedFile {
-  filename: string;
-  status: string;
-  previous_filename?: string;
-}
+export type { ChangedFile } from "../shared/pull-files.js";
 
 export interface PolicyChange {
   path: string;

@@ -5,7 +5,8 @@
 import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome } from "../../src/index.js";
 import { POLICY_FILE } from "../../src/policy/index.js";
 import { evaluate, type FileVersions } from "./evaluate.js";
-import { policyChanges, type ChangedFile } from "./files.js";
+import { policyChanges } from "./files.js";
+import { changedGithubFiles } from "../shared/pull-files.js";
 import { checksSection, type ChecksPolicy } from "./policy.js";
 import { renderCheck } from "./render.js";
 import { CHECK_NAME, targetsOf, type PullTarget } from "./targets.js";
@@ -54,7 +55,7 @@ export function createChecksHandler(opts: ChecksHandlerOptions): HandlerModule<C
 async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
   const { owner, repo } = target;
   const adminRepo = ctx.config.adminRepo || ".github";
-  const listed = (await ctx.octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner, repo, pull_number: target.number, per_page: 100 })) as ChangedFile[];
+  const listed = await changedGithubFiles(ctx.octokit, { owner, repo, number: target.number, headSha: target.headSha, ...(target.baseSha ? { baseSha: target.baseSha } : {}) });
   const changes = policyChanges(listed, repo, adminRepo);
   if (changes.length === 0) return `#${target.number}: no policy file changed`;
 

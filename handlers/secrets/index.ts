@@ -13,6 +13,7 @@ import { forkPlanNote, forkPlanSummary, planSummary, problemsSummary, syncSummar
 import { loggedProgress, progressKey } from "./progress.js";
 import { describeHolder, LeaseHeld } from "../../src/index.js";
 import { stoppedError } from "../../src/index.js";
+import { changedGithubFiles, type PullCommits } from "../shared/pull-files.js";
 
 type Delivery = HandlerContext<any, unknown>;
 type Ctx = Delivery | TaskContext;
@@ -152,15 +153,9 @@ async function forkPlan(ctx: Delivery, decision: Extract<Decision, { decision: "
   return { status: "done", summary: `plan: not computed for fork ${fork}` };
 }
 
-async function pullRequestFiles(ctx: Delivery, owner: string, repo: string, pull: number): Promise<string[]> {
-  const files: string[] = [];
-  // A pull request lists at most 3000 files; the policy file is either among them or not changed.
-  for (let page = 1; page <= 30; page++) {
-    const res = await ctx.octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner, repo, pull_number: pull, per_page: 100, page });
-    files.push(...res.data.map((f: { filename: string; previous_filename?: string }) => f.filename).concat(res.data.flatMap((f: { previous_filename?: string }) => (f.previous_filename ? [f.previous_filename] : []))));
-    if (res.data.length < 100) break;
-  }
-  return files;
+/** The file names (and former names) a pull request changes under `.github/`, where the secrets document is. */
+async function pullRequestFiles(ctx: Delivery, pull: PullCommits): Promise<string[]> {
+  return (await changedGithubFiles(ctx.octokit, pull)).flatMap((f) => (f.previous_filename ? [f.filename, f.previous_filename] : [f.filename]));
 }
 
 /** `steward/plan` on a merge group's head: the plan of the pull request it names, at the group's head. */
@@ -171,7 +166,7 @@ async function decideMergeGroup(ctx: Delivery, adminRepo: string): Promise<Decis
   const pull = await groupPull(ctx.octokit, group);
   const fork = forkOf(pull.head.repo, (ctx.payload as { repository?: RepoIdentity }).repository);
   const facts = { action: "checks_requested", owner: group.owner, repo: group.repo, number: group.number, headSha: group.headSha, headRef: pull.head.ref, baseRef: group.baseRef, defaultBranch: (ctx.payload as any).repository.default_branch, ...(fork === null ? {} : { fork: fork ?? "(unknown head repository)" }) };
-  const decision = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, group.owner, group.repo, group.number) }, adminRepo);
+  const decision = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, { owner: group.owner, repo: group.repo, number: group.number }) }, adminRepo);
   return decision.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : decision;
 }
 
@@ -207,7 +202,8 @@ async function decideDelivery(ctx: Delivery): Promise<Decision> {
       };
       const first = decidePullRequest(facts, adminRepo);
       if (first.decision !== "need_files") return first;
-      const second = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, facts.owner, facts.repo, facts.number) }, adminRepo);
+      const files = await pullRequestFiles(ctx, { owner: facts.owner, repo: facts.repo, number: facts.number, headSha: facts.headSha, baseSha: p.pull_request.base.sha });
+      const second = decidePullRequest({ ...facts, files }, adminRepo);
       return second.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : second;
     }
     case "merge_group.checks_requested":

@@ -295,6 +295,8 @@ describe("checks handler: steward/config", () => {
     expect(runs()).toHaveLength(1);
     expect(runs()[0]!.annotations).toHaveLength(1);
     expect(writes().filter((w) => w.method === "POST")).toHaveLength(1);
+    // The three name the same two commits: the pull request's files were listed once.
+    expect(gh.sent.filter((r) => r.path.endsWith(`/pulls/${pr.number}/files`))).toHaveLength(1);
   });
 
   it("answers a re-run of a fork's check, whose payload names no pull request, from its record", async () => {
@@ -303,7 +305,8 @@ describe("checks handler: steward/config", () => {
     await run(await pr.event(), { store });
     const rerun = checkEvent("check_run", pr, { pullRequests: false });
     expect(await run(rerun, { store })).toMatchObject({ status: "done" });
-    expect(gh.sent.filter((r) => r.path.endsWith(`/pulls/${pr.number}/files`))).toHaveLength(2);
+    // Its files were listed once: the re-run names the same two commits (handlers/shared/pull-files.ts).
+    expect(gh.sent.filter((r) => r.path.endsWith(`/pulls/${pr.number}/files`))).toHaveLength(1);
     expect(await run(rerun, { store: memoryStore() })).toMatchObject({ status: "skipped" });
   });
 

@@ -151,6 +151,13 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       "deployment_status",
     ],
     policy: deploymentsSection,
+    // Runs and jobs are taken only to answer a run waiting for review, as its required reviewer:
+    // without a reviewer (no STEWARD_REVIEWER_TOKEN) none is ever acted on, and every one of them
+    // (each run and job of every workflow, requested, queued, in progress) is settled at the intake.
+    takes(delivery, config) {
+      if (delivery.event !== "workflow_run" && delivery.event !== "workflow_job") return true;
+      return reviewerOf(config) !== undefined;
+    },
 
     async handle(ctx) {
       if (ctx.name === "deployment_protection_rule") return onProtectionRule(ctx);

@@ -5,7 +5,6 @@
 // What the listing says is fixed by the two commits compared, so it is kept, keyed by them, per
 // installation client (a Steward's own, so nothing crosses between services or installations).
 import type { InstallationOctokit } from "../../src/index.js";
-import { keepRecent } from "../../src/lifecycle/recently-used.js";
 
 export interface ChangedFile {
   filename: string;
@@ -30,13 +29,20 @@ const UNDER = ".github/";
 
 const keptBy = new WeakMap<InstallationOctokit, Map<string, ChangedFile[]>>();
 
+/** The most recently used last (a Map keeps insertion order), the least recently used let go past KEPT. */
+function remember(kept: Map<string, ChangedFile[]>, key: string, files: ChangedFile[]): void {
+  kept.delete(key);
+  kept.set(key, files);
+  if (kept.size > KEPT) kept.delete(kept.keys().next().value!);
+}
+
 /** The changed files of `pull` whose name or former name is under `.github/`, as GitHub lists them. */
 export async function changedGithubFiles(octokit: InstallationOctokit, pull: PullCommits): Promise<ChangedFile[]> {
   const key = pull.headSha && pull.baseSha ? `${pull.owner}/${pull.repo}#${pull.number}@${pull.baseSha}...${pull.headSha}`.toLowerCase() : undefined;
   let kept = keptBy.get(octokit);
   const known = key ? kept?.get(key) : undefined;
   if (known) {
-    keepRecent(kept!, key!, known, KEPT);
+    remember(kept!, key!, known);
     return known;
   }
   const files: ChangedFile[] = [];
@@ -51,7 +57,7 @@ export async function changedGithubFiles(octokit: InstallationOctokit, pull: Pul
   }
   if (key) {
     if (!kept) keptBy.set(octokit, (kept = new Map()));
-    keepRecent(kept, key, files, KEPT);
+    remember(kept, key, files);
   }
   return files;
 }

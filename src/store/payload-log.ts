@@ -111,6 +111,7 @@ export class PayloadLog {
   /** Tells this log's files from another log's in the same process. */
   readonly #instance = randomUUID().slice(0, 8);
   readonly #release: PageRelease;
+  readonly #rollListeners: ((file: string) => void)[] = [];
 
   constructor(dir: string, opts: PayloadLogOptions) {
     this.dir = dir;
@@ -234,6 +235,12 @@ export class PayloadLog {
     const fd = openSync(join(this.dir, file), "wx+");
     this.#fds.set(file, fd);
     this.#current = { file, fd, size: 0, zeroed: 0 };
+    for (const listener of this.#rollListeners) listener(file);
+  }
+
+  /** `listener` hears the name of each new file appends go to, before the first is written. */
+  onRoll(listener: (file: string) => void): void {
+    this.#rollListeners.push(listener);
   }
 
   #fileName(number: number): string {

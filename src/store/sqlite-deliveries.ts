@@ -196,6 +196,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   /** What this turn's spooled deliveries arrived on (receiver.ts): undefined when none was spooled this turn. */
   #spooledFrom: object | undefined;
   #spoolRestsUntil = 0;
+  /** The log file the mark pointed at when the store opened (the first this process writes). */
+  #openedAt: string | undefined;
   /** Every id stored or spooled, when there is a spool (id-filter.ts): rules out most duplicate lookups once `#idsReady`. */
   readonly #ids: IdFilter | undefined;
   #idsReady = false;
@@ -295,6 +297,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#setMovedSeq = db.prepare(SET_MOVED_SEQ_SQL);
     if (spool) {
       this.#recoverSpool(spool);
+      payloads.onRoll((file) => this.#markFrom(file));
       this.#ids = new IdFilter();
       this.#fillIds(this.#ids, db.prepare("SELECT rowid AS r, id FROM deliveries WHERE rowid > ? ORDER BY rowid LIMIT 20000").raw(), 0);
     }
@@ -466,6 +469,20 @@ export class SqliteDeliveries implements DeliveriesPart {
   }
 
   /**
+   * The log rolled to `file`: with nothing waiting for a move, no frame before it is unmoved, so
+   * recovery may start there. Without this a service whose deliveries are mostly committed (no
+   * flood, every delivery taken) keeps its mark where its log began, and recovery after a crash
+   * would read everything the process ever wrote.
+   */
+  #markFrom(file: string): void {
+    // The log's first file is where the mark was put at open.
+    if (this.#closed || this.#unmoved.size > 0 || this.#moving || file === this.#openedAt) return;
+    const seq = this.#seq;
+    // Deferred: the roll may happen inside a commit's writes; a move numbered above `seq` meanwhile keeps its own place.
+    this.#writes.runDeferred(() => this.#setMovedSeq.run(seq, file, 0)).catch(() => undefined);
+  }
+
+  /**
    * At open: the frames a crash left numbered above the last move (in the log from the mark on, and
    * in a ring file of an older version) go into the tables. The mark then points where this
    * process's log begins: its frames can only be there or later.
@@ -481,6 +498,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     writeTransaction(this.db, () => {
       for (const { delivery, ref } of left) this.#insertQueued(delivery, ref);
       const start = this.payloads.position();
+      this.#openedAt = start.file;
       this.#setMovedSeq.run(this.#seq, start.file, start.offset);
     })();
     if (spool.ringPath) removeRing(spool.ringPath);

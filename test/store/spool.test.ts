@@ -334,6 +334,21 @@ describe.each([
     expect((await d.getDelivery("first"))?.delivery.payload).toBe(delivery("first").payload);
   });
 
+  it("the mark follows the log to each new file while nothing waits for a move, so recovery reads only the newest", async () => {
+    store = openSqliteStore(dir, { spool: true, backgroundCheckpoints: thread, payloadSegmentBytes: 100 });
+    const d = deliveriesOf(store);
+    const markFile = () => new Database(join(dir, storeFileName), { readonly: true }).prepare("SELECT log_file FROM spool_moved").pluck().get() as string;
+    expect(await spoolOne(d, delivery("spooled"))).toBe("recorded");
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+    // Committed, not spooled (as deliveries arriving together are): each rolls the log.
+    for (let i = 0; i < 4; i++) expect(await d.record(delivery(`committed-${i}`, JSON.stringify({ i, pad: "p".repeat(200) })))).toBe("recorded");
+    const numbered = (f: string) => Number(/-(\d+)\.log$/.exec(f)![1]);
+    const files = readdirSync(join(dir, payloadDirName)).sort((a, b) => numbered(a) - numbered(b));
+    expect(files.length).toBeGreaterThanOrEqual(5);
+    await vi.waitFor(() => expect(markFile()).toBe(files.at(-1)), { timeout: 20_000, interval: 10 });
+    expect(PayloadLog.filesFrom(join(dir, payloadDirName), markFile())).toEqual([files.at(-1)]);
+  });
+
   it("garbage in a ring file or in the payload log is read as no frames", async () => {
     writeFileSync(join(dir, spoolFileName), Buffer.from("SPW1 not a frame SPW1\u0000\u0000"));
     const d = deliveriesOf(open());

@@ -85,7 +85,7 @@ export function frameHead(seq: number, d: IncomingDelivery, payload: Buffer): Bu
   return head;
 }
 
-/** A whole frame in one buffer (`frameHead` and the payload): tests, and the frames of the old ring file. */
+/** A whole frame in one buffer (`frameHead`, then the payload), as it lies in the log; the store writes the two parts in one call instead. */
 export function encodeFrame(seq: number, d: IncomingDelivery): Buffer {
   const payload = Buffer.from(d.payload, "utf8");
   return Buffer.concat([frameHead(seq, d, payload), payload]);

@@ -84,6 +84,17 @@ function ownerOf(file: string): string | undefined {
   return parts.length === 4 ? parts.slice(0, 3).join("/") : undefined;
 }
 
+/** Reads `length` bytes at `position` into `into`; fewer when the file ends first (the count read). */
+export function readAt(fd: number, into: Buffer, position: number, length: number): number {
+  let got = 0;
+  while (got < length) {
+    const n = readSync(fd, into, got, length - got, position + got);
+    if (n === 0) break;
+    got += n;
+  }
+  return got;
+}
+
 /** Writes `parts` one after another at `offset`, in one system call when it takes them all. */
 function writeAll(fd: number, parts: Buffer[], offset: number): void {
   let written = parts.length === 1 ? writeSync(fd, parts[0]!, 0, parts[0]!.length, offset) : writevSync(fd, parts, offset);
@@ -257,13 +268,7 @@ export class PayloadLog {
     const fd = this.#open(ref.file);
     if (fd === undefined) return undefined;
     const buffer = Buffer.allocUnsafe(ref.length);
-    let got = 0;
-    while (got < ref.length) {
-      const n = readSync(fd, buffer, got, ref.length - got, ref.offset + got);
-      if (n === 0) return undefined;
-      got += n;
-    }
-    return buffer;
+    return readAt(fd, buffer, ref.offset, ref.length) === ref.length ? buffer : undefined;
   }
 
   #open(file: string): number | undefined {

@@ -15,11 +15,11 @@
 // the highest number moved and where in the log the last moved frame ends; frames are appended in
 // number order, so after a crash every whole frame from there on numbered above the mark is one
 // that was answered and not yet moved, and is moved then, in number order.
-import { closeSync, fstatSync, openSync, readFileSync, readSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import type { IncomingDelivery } from "../intake/delivery-intake.js";
-import { PayloadLog, type PayloadRef } from "./payload-log.js";
+import { PayloadLog, readAt, type PayloadRef } from "./payload-log.js";
 
 const MAGIC = 0x31575053;
 const HEADER_BYTES = 20;
@@ -103,13 +103,18 @@ export function decodeFrames(bytes: Buffer): SpooledDelivery[] {
     if (at + HEADER_BYTES > bytes.length) break;
     const end = at + HEADER_BYTES + bytes.readUInt32LE(at + 4);
     if (end > bytes.length) continue;
-    const frame = frameOf(bytes.subarray(at, at + HEADER_BYTES), bytes.subarray(at + HEADER_BYTES, end));
-    if (frame) found.push(frame.spooled);
+    const body = bytes.subarray(at + HEADER_BYTES, end);
+    const frame = frameOf(bytes.subarray(at, at + HEADER_BYTES), body);
+    if (frame) found.push({ ...frame.spooled, delivery: { ...frame.spooled.delivery, payload: body.toString("utf8", frame.fieldsBytes) } });
   }
   return found.sort((a, b) => a.seq - b.seq);
 }
 
-/** The frame made of `header` and `body`, or undefined when they are not one (its check fails, its fields do not parse). */
+/**
+ * The frame made of `header` and `body`, or undefined when they are not one (its check fails, its
+ * fields do not parse). Its payload, `body` from `fieldsBytes` on, is left to the caller to decode
+ * or not (recovery from the log only points at it): `delivery.payload` is empty.
+ */
 function frameOf(header: Buffer, body: Buffer): { spooled: SpooledDelivery; fieldsBytes: number } | undefined {
   if (header.readUInt32LE(0) !== MAGIC || header.readUInt32LE(4) !== body.length) return undefined;
   if (crc32(body) !== header.readUInt32LE(16)) return undefined;
@@ -135,7 +140,7 @@ function frameOf(header: Buffer, body: Buffer): { spooled: SpooledDelivery; fiel
         installationId: meta.installationId,
         repository: meta.repository,
         headers: meta.headers,
-        payload: body.toString("utf8", newline + 1),
+        payload: "",
         receivedAt: new Date(meta.receivedAt),
         ...(meta.settled === true ? { settled: true } : {}),
       },
@@ -194,20 +199,10 @@ function scanFile(fd: number, file: string, from: number, found: SpooledDelivery
     }
     const { spooled, fieldsBytes } = frame;
     const payloadAt = start + HEADER_BYTES + fieldsBytes;
-    found.push({ seq: spooled.seq, delivery: { ...spooled.delivery, payload: "" }, ref: { file, offset: payloadAt, length: end - payloadAt } });
+    found.push({ seq: spooled.seq, delivery: spooled.delivery, ref: { file, offset: payloadAt, length: end - payloadAt } });
     // Past the whole frame: nothing inside a payload is taken for a frame.
     pos = end;
   }
-}
-
-function readAt(fd: number, into: Buffer, position: number, length: number): number {
-  let got = 0;
-  while (got < length) {
-    const n = readSync(fd, into, got, length - got, position + got);
-    if (n === 0) break;
-    got += n;
-  }
-  return got;
 }
 
 /** What a crash left in the ring file `path` of versions before schema 13 (nothing when there is none). */

@@ -461,11 +461,13 @@ export class SqliteDeliveries implements DeliveriesPart {
     return ref ? { file: ref.file, offset: ref.offset + ref.length } : this.payloads.position();
   }
 
-  /** Inside a transaction: `batch` (oldest first) into the tables, and its highest number and end as the mark. */
-  #insertMoved(batch: SpooledDelivery[]): void {
+  /**
+   * Inside a transaction: `batch` (oldest first) into the tables, and the mark: by default its
+   * highest number and where its last frame ends.
+   */
+  #insertMoved(batch: SpooledDelivery[], mark: { seq: number; at: LogPosition } = { seq: batch[batch.length - 1]!.seq, at: this.#endOf(batch) }): void {
     for (const { delivery, ref } of batch) this.#insertQueued(delivery, ref);
-    const end = this.#endOf(batch);
-    this.#setMovedSeq.run(batch[batch.length - 1]!.seq, end.file, end.offset);
+    this.#setMovedSeq.run(mark.seq, mark.at.file, mark.at.offset);
   }
 
   /**
@@ -476,7 +478,7 @@ export class SqliteDeliveries implements DeliveriesPart {
    */
   #markFrom(file: string): void {
     // The log's first file is where the mark was put at open.
-    if (this.#closed || this.#unmoved.size > 0 || this.#moving || file === this.#openedAt) return;
+    if (this.#closed || this.#unmoved.size > 0 || file === this.#openedAt) return;
     const seq = this.#seq;
     // Deferred: the roll may happen inside a commit's writes; a move numbered above `seq` meanwhile keeps its own place.
     this.#writes.runDeferred(() => this.#setMovedSeq.run(seq, file, 0)).catch(() => undefined);
@@ -495,12 +497,9 @@ export class SqliteDeliveries implements DeliveriesPart {
       ...(mark?.file ? framesInLog(this.payloads.dir, { file: mark.file, offset: mark.offset ?? 0 }).filter(above) : []),
     ].sort((a, b) => a.seq - b.seq);
     this.#seq = Math.max(mark?.seq ?? 0, left.at(-1)?.seq ?? 0);
-    writeTransaction(this.db, () => {
-      for (const { delivery, ref } of left) this.#insertQueued(delivery, ref);
-      const start = this.payloads.position();
-      this.#openedAt = start.file;
-      this.#setMovedSeq.run(this.#seq, start.file, start.offset);
-    })();
+    const start = this.payloads.position();
+    this.#openedAt = start.file;
+    writeTransaction(this.db, () => this.#insertMoved(left, { seq: this.#seq, at: start }))();
     if (spool.ringPath) removeRing(spool.ringPath);
   }
 

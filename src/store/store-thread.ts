@@ -149,8 +149,9 @@ export interface CommitGate {
 export interface StoreThread extends CommitGate {
   /**
    * Inserts `rows` and records `seq` as the highest number moved and `file` at `offset` as where
-   * its frame ends in the payload log, in one transaction on the thread. Rejects when the thread could not (the rows are then not in the tables, unless a
-   * thread that died had committed them first: inserts are to be idempotent) or is gone.
+   * its frame ends in the payload log, in one transaction on the thread. Rejects when the thread
+   * could not (the rows are then not in the tables, unless a thread that died had committed them
+   * first: inserts are to be idempotent) or is gone.
    */
   move(rows: unknown[][], seq: number, file: string, offset: number): Promise<void>;
   /**

@@ -32,6 +32,7 @@ export class GroupCommit {
   /** When a commit was last asked for with `run` (-Infinity: never). */
   #lastAskedAt = Number.NEGATIVE_INFINITY;
   readonly #all: (batch: Pending[]) => unknown[];
+  #beforeTransaction: (() => void) | undefined;
   readonly #one: (write: () => unknown) => unknown;
 
   /**
@@ -100,6 +101,15 @@ export class GroupCommit {
         }, DEFER_MS);
       }
     });
+  }
+
+  /**
+   * `hook` runs before each transaction, outside it: work the turn's writes share and that need
+   * not hold the write lock (their payloads appended in one system call). A write must not count
+   * on it having run: when it throws, each write does its own part.
+   */
+  beforeTransaction(hook: () => void): void {
+    this.#beforeTransaction = hook;
   }
 
   /** Writes waiting for the next commit. */
@@ -173,6 +183,11 @@ export class GroupCommit {
     if (this.#closed) {
       for (const p of batch) p.reject(new Error("store is closed"));
       return;
+    }
+    try {
+      this.#beforeTransaction?.();
+    } catch {
+      // Each write does its part itself, and fails alone if it still cannot.
     }
     let results: unknown[];
     try {

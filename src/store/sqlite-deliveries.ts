@@ -189,6 +189,10 @@ export class SqliteDeliveries implements DeliveriesPart {
   #toMove: SpooledDelivery[] = [];
   #seq = 0;
   #moveTimer: NodeJS.Timeout | undefined;
+  /** Deliveries recorded since the last commit began, their payloads not yet appended (#appendTurn). */
+  #toAppend: IncomingDelivery[] = [];
+  /** Where #appendTurn put each payload, for the delivery's insert (weak: nothing to clear). */
+  readonly #appended = new WeakMap<IncomingDelivery, PayloadRef>();
   /** The batch a move is taking into the tables (one at a time, so the mark only rises over moved frames). */
   #moving: SpooledDelivery[] | undefined;
   /** Deliveries the intake committed (not spooled) since the last move: they arrive together. */
@@ -222,6 +226,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     private readonly spool?: SpoolSettings,
   ) {
     this.#writes = new GroupCommit(db, thread, () => payloads.syncAppended());
+    this.#writes.beforeTransaction(() => this.#appendTurn());
     this.#insert = db.prepare(INSERT_QUEUED_SQL);
     this.#insertBody = db.prepare(
       "INSERT OR REPLACE INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length) VALUES (?, ?, ?, ?, ?, ?)",
@@ -317,6 +322,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
     this.#intakeCommits++;
+    this.#toAppend.push(delivery);
     return this.#writes.run(() => (this.#insertQueued(delivery) ? "recorded" : "duplicate"));
   }
 
@@ -344,9 +350,23 @@ export class SqliteDeliveries implements DeliveriesPart {
     return insert.run(...row, ...loggedBodyValues(headers, this.#appendPayload(d))).changes === 1;
   }
 
-  /** The request's bytes as received when there are any (not encoded again), else the text. */
+  /** The payload's place: appended with the turn's others (#appendTurn), or now. */
   #appendPayload(d: IncomingDelivery): PayloadRef {
-    return this.payloads.append(d.payloadBytes ?? d.payload);
+    return this.#appended.get(d) ?? this.payloads.append(d.payloadBytes ?? d.payload);
+  }
+
+  /**
+   * Before a commit: the payloads of the deliveries recorded since the last one, in one write
+   * (the request's bytes as received when there are any, not encoded again). A payload not
+   * appended here (the write failed, or the delivery is not in the list) is appended by its insert.
+   */
+  #appendTurn(): void {
+    const turn = this.#toAppend;
+    if (turn.length === 0) return;
+    this.#toAppend = [];
+    if (!this.payloads.writable) return;
+    const refs = this.payloads.appendMany(turn.map((d) => d.payloadBytes ?? Buffer.from(d.payload, "utf8")));
+    turn.forEach((d, i) => this.#appended.set(d, refs[i]!));
   }
 
   /**
@@ -531,6 +551,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
     this.#intakeCommits++;
+    this.#toAppend.push(delivery);
     const token = newLeaseToken();
     return this.#writes.run(() => {
       const d = delivery;

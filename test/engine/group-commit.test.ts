@@ -28,6 +28,20 @@ describe("group commit", () => {
     expect(rows()).toEqual([{ k: "a", v: 2 }]);
   });
 
+  it("runs its hook once before each transaction, outside it, and commits the writes when the hook throws", async () => {
+    const hooks: boolean[] = [];
+    writes.beforeTransaction(() => hooks.push(db.inTransaction));
+    await Promise.all([writes.run(insert("a", 1)), writes.run(insert("b", 2))]);
+    expect(hooks).toEqual([false]);
+    await writes.run(insert("c", 3));
+    expect(hooks).toEqual([false, false]);
+    writes.beforeTransaction(() => {
+      throw new Error("disk full");
+    });
+    await expect(writes.run(insert("d", 4))).resolves.toBe(1);
+    expect(rows()).toHaveLength(4);
+  });
+
   it("rejects only the write that failed; the others of its turn are committed", async () => {
     const settled = await Promise.allSettled([writes.run(insert("a", 1)), writes.run(insert("a", 2)), writes.run(insert("b", 3))]);
     expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);

@@ -7,7 +7,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import Database from "better-sqlite3";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSqliteStore, payloadDirName, type SqliteStore } from "../../src/store/sqlite.js";
 import type { SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
 import { PayloadLog } from "../../src/store/payload-log.js";
@@ -96,6 +96,60 @@ describe("payload log", () => {
     expect((await s.deliveries.getDelivery("b"))!.delivery.payload).toBe(sent[1]!.payload);
     const listed = await s.deliveries.listDeliveries({ limit: 10 });
     expect(listed.map((d) => d.payload).sort()).toEqual(sent.map((d) => d.payload).sort());
+  });
+
+  it("appends the payloads of deliveries recorded in one turn in one write, each where its row says", async () => {
+    const s = store();
+    const deliveries = s.deliveries as SqliteDeliveries;
+    const many = vi.spyOn(PayloadLog.prototype, "appendMany");
+    const one = vi.spyOn(PayloadLog.prototype, "append");
+    try {
+      const ids = Array.from({ length: 20 }, (_, i) => `turn-${i}`);
+      // One a turn before, so the log's first file exists and the twenty are one write on their own.
+      await deliveries.record(delivery("before"));
+      many.mockClear();
+      one.mockClear();
+      // Two of them again in the same turn: a duplicate's bytes are written too, and left unreferenced.
+      const results = await Promise.all([...ids, "turn-3", "before"].map((id, i) => deliveries.record(delivery(id, 1000 + i * 37))));
+      expect(results).toEqual([...ids.map(() => "recorded"), "duplicate", "duplicate"]);
+      expect(many).toHaveBeenCalledTimes(1);
+      expect(many.mock.calls[0]![0]).toHaveLength(22);
+      expect(one).not.toHaveBeenCalled();
+      const rows = bodyRows(s).filter((r) => r.id.startsWith("turn-"));
+      expect(rows).toHaveLength(20);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      // In the order they were recorded, back to back in one file.
+      const refs = ids.map((id) => byId.get(id)!);
+      expect(new Set(refs.map((r) => r.payload_file)).size).toBe(1);
+      for (let i = 1; i < refs.length; i++) expect(refs[i]!.payload_offset).toBe(refs[i - 1]!.payload_offset! + refs[i - 1]!.payload_length!);
+      for (const id of ids) expect((await s.deliveries.getDelivery(id))?.delivery.payload).toBe(delivery(id, 1000 + ids.indexOf(id) * 37).payload);
+    } finally {
+      many.mockRestore();
+      one.mockRestore();
+    }
+  });
+
+  it("a turn whose one write fails is written payload by payload, and a payload that cannot be written fails only its delivery", async () => {
+    const s = store();
+    const deliveries = s.deliveries as SqliteDeliveries;
+    const append = PayloadLog.prototype.append;
+    const many = vi.spyOn(PayloadLog.prototype, "appendMany").mockImplementation(() => {
+      throw new Error("ENOSPC: no space left on device");
+    });
+    const one = vi.spyOn(PayloadLog.prototype, "append").mockImplementation(function (this: PayloadLog, payload, head) {
+      if (String(payload).includes("refused-payload")) throw new Error("ENOSPC: no space left on device");
+      return append.call(this, payload, head);
+    });
+    try {
+      const results = await Promise.allSettled(["a", "b", "refused-payload", "c"].map((id) => deliveries.record(delivery(id))));
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+      expect(one).toHaveBeenCalled();
+      for (const id of ["a", "b", "c"]) expect((await s.deliveries.getDelivery(id))?.delivery.payload).toBe(delivery(id).payload);
+      expect(await s.deliveries.getDelivery("refused-payload")).toBeUndefined();
+    } finally {
+      many.mockRestore();
+      one.mockRestore();
+    }
   });
 
   it("reads the payloads a store kept in SQLite (before the log, or with it off) beside the log's", async () => {

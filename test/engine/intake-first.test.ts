@@ -11,8 +11,11 @@ describe("intake first: the decision", () => {
   const calm = { yielding: false, share: s.share };
   const at = (share: number) => ({ yielding: true, share });
 
-  it("steps back only when the loop is saturated while deliveries arrive", () => {
+  it("steps back only when the loop is mostly busy while deliveries arrive", () => {
     expect(nextState(calm, { utilisation: 0.95, arrivals: 40 }, s)).toEqual(at(s.share));
+    // One sender waiting for each answer: the loop never saturates, yet answers wait behind runs.
+    expect(nextState(calm, { utilisation: 0.75, arrivals: 200 }, s)).toEqual(at(s.share));
+    expect(nextState(calm, { utilisation: 0.65, arrivals: 200 }, s)).toEqual(calm);
     expect(nextState(calm, { utilisation: 0.95, arrivals: 0 }, s)).toEqual(calm); // busy with its own work: no one to make room for
     expect(nextState(calm, { utilisation: 0.6, arrivals: 40 }, s)).toEqual(calm); // arrivals the loop can take
     // The loop busy with the pool's own work (a log matched) while deliveries trickle in: no flood.

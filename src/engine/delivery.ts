@@ -64,7 +64,8 @@ class LazyPayload {
   #state: "unread" | "parsed" | "unparsable";
 
   constructor(
-    private readonly text: string,
+    /** The stored text, read when first asked for (a store may read it from disk only then). */
+    private readonly text: () => string,
     parsed: unknown,
   ) {
     this.#value = parsed;
@@ -75,7 +76,7 @@ class LazyPayload {
   get(): { value: unknown } | undefined {
     if (this.#state === "unread") {
       try {
-        this.#value = JSON.parse(this.text);
+        this.#value = JSON.parse(this.text());
         this.#state = "parsed";
       } catch {
         this.#state = "unparsable";
@@ -150,7 +151,7 @@ async function runHandlers(
   const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
 
-  const payload = new LazyPayload(d.payload, claim.parsed);
+  const payload = new LazyPayload(() => d.payload, claim.parsed);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { PayloadLog } from "../../src/store/payload-log.js";
 import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
 import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, testEngine } from "./helpers.js";
@@ -177,6 +178,33 @@ describe("routing and outcomes", () => {
     expect(ran.sort()).toEqual(["on<-workflow_run:object", "quiet<-push", "quiet<-workflow_run", "quiet<-workflow_run"]);
     // The policy was loaded for the repository the intake read from the payload, without parsing it.
     expect(policies.loads.sort()).toEqual([run.repository, push.repository, fine.repository].sort());
+  });
+
+  it("reads a queued payload from the store's log only for a run that reads it", async () => {
+    const read = vi.spyOn(PayloadLog.prototype, "readBytes");
+    try {
+      const seen: string[] = [];
+      const quiet = defineHandler<unknown>({ name: "quiet", events: ["workflow_run"], async handle(ctx) { seen.push(`quiet:${ctx.action}`); } });
+      const reader = defineHandler<unknown>({
+        name: "reader",
+        events: ["workflow_run.requested"],
+        async handle(ctx) {
+          seen.push(`reader:${(ctx.payload as { workflow_run: { id: number } }).workflow_run.id}`);
+        },
+      });
+      const { engine: e } = makeEngine([quiet, reader]);
+      // Recorded before the pool runs: queued, then claimed, as a backlog is.
+      const completed = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
+      const requested = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "requested")));
+      expect(await e.intake.record(completed)).toBe("recorded");
+      expect(await e.intake.record(requested)).toBe("recorded");
+      await e.start();
+      await e.idle();
+      expect(seen.sort()).toEqual(["quiet:completed", "quiet:requested", `reader:${JSON.parse(requested.payload).workflow_run.id}`]);
+      expect(read).toHaveBeenCalledTimes(1);
+    } finally {
+      read.mockRestore();
+    }
   });
 
   it("invalidates the policy cache when a push touches policy files, before routing", async () => {

@@ -152,6 +152,25 @@ describe("payload log", () => {
     }
   });
 
+  it("reads a claimed delivery's payload from the log only when something reads it, once", async () => {
+    const s = store();
+    await s.deliveries.record(delivery("lazy"));
+    const read = vi.spyOn(PayloadLog.prototype, "readBytes");
+    try {
+      const [claim] = await s.deliveries.claimDeliveries(60_000, 1);
+      expect(claim!.delivery.id).toBe("lazy");
+      expect(read).not.toHaveBeenCalled();
+      expect(JSON.parse(claim!.delivery.payload).text).toBe("ünïcode ✓ lazy");
+      expect(claim!.delivery.payload).toBe(delivery("lazy").payload);
+      expect(read).toHaveBeenCalledTimes(1);
+      // A copy of the record carries the text, as any other field.
+      expect({ ...claim!.delivery }.payload).toBe(delivery("lazy").payload);
+      expect(read).toHaveBeenCalledTimes(1);
+    } finally {
+      read.mockRestore();
+    }
+  });
+
   it("reads the payloads a store kept in SQLite (before the log, or with it off) beside the log's", async () => {
     const inline = store({ payloadLog: false });
     await inline.deliveries.record(delivery("old"));

@@ -16,7 +16,7 @@ import { closeSync, fdatasyncSync, fstatSync, mkdirSync, openSync, readdirSync, 
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { PROCESS_OWNER, processOwnerGone } from "./lease.js";
-import { PageRelease, type PageReleaseOptions } from "./page-release.js";
+import { PageRelease, type AppendedPlace, type PageReleaseOptions } from "./page-release.js";
 
 /** A file is rolled once it reaches this size. */
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
@@ -267,6 +267,11 @@ export class PayloadLog {
     this.#fds.set(file, fd);
     this.#current = { file, fd, size: 0, zeroed: 0 };
     for (const listener of this.#rollListeners) listener(file);
+  }
+
+  /** `from` names the oldest payload still to be read back soon: its pages and later ones stay cached (page-release.ts). */
+  holdPagesFrom(from: () => AppendedPlace | undefined): void {
+    this.#release.holdFrom(from);
   }
 
   /** `listener` hears the name of each new file appends go to, before the first is written. */

@@ -26,6 +26,8 @@ import { writeTransaction } from "./write-transaction.js";
 
 /** How long spooled deliveries wait to be moved into the store together. */
 const MOVE_MS = 5;
+/** A queued delivery due within this long keeps its payload's pages cached (PayloadLog.holdPagesFrom). */
+const HOLD_DUE_WITHIN_MS = 60_000;
 /** How long the spool is left alone after its file could not be written. */
 const SPOOL_REST_MS = 60_000;
 /** How long a move that failed (the disk full, say) waits before it tries again; the spool holds them meanwhile. */
@@ -270,6 +272,12 @@ export class SqliteDeliveries implements DeliveriesPart {
     const ready = "FROM deliveries WHERE status IN ('queued', 'failed') AND next_run_at <= @now";
     const expired = "FROM deliveries WHERE status = 'running' AND lease_until <= @now";
     this.#readyIds = db.prepare(`SELECT id ${ready} ORDER BY next_run_at, received_at LIMIT @max`);
+    // The payload the pool reads next, or soon (a retry due within a minute): the log keeps its pages, and later ones, cached.
+    const nextToRead = db.prepare(`SELECT payload_file AS file, payload_offset AS offset ${ready} ORDER BY next_run_at, received_at LIMIT 1`);
+    payloads.holdPagesFrom(() => {
+      const row = nextToRead.get({ now: Date.now() + HOLD_DUE_WITHIN_MS }) as { file: string | null; offset: number | null } | undefined;
+      return row?.file ? { file: row.file, offset: row.offset ?? 0 } : undefined;
+    });
     this.#expiredIds = db.prepare(`SELECT id ${expired} ORDER BY lease_until LIMIT @max`);
     this.#anyDue = db.prepare(`SELECT EXISTS (SELECT 1 ${expired}) OR EXISTS (SELECT 1 ${ready}) AS due`).pluck();
     this.#orphans = db.prepare("SELECT id, lease_token FROM deliveries WHERE status = 'running'");

@@ -1,6 +1,7 @@
 // The payload log lets go of cached pages behind its writer (src/store/page-release.ts): the newest
 // `keepBytes` stay in the page cache, older pages are dropped once written back, every byte is
-// still read back whole, and the advice covers each appended page exactly, across file rolls.
+// still read back whole, the advice covers each appended page exactly, across file rolls, and
+// pages a queued delivery will still read are held within a bound.
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -76,7 +77,7 @@ describe("the advice given", () => {
     length: number;
   }
 
-  function observed(keepBytes: number, stepBytes: number) {
+  function observed(keepBytes: number, stepBytes: number, maxHoldBytes?: number) {
     const fds = new Map<string, number>([
       ["a", 10],
       ["b", 11],
@@ -86,6 +87,7 @@ describe("the advice given", () => {
     const release = new PageRelease((file) => fds.get(file), {
       keepBytes,
       stepBytes,
+      ...(maxHoldBytes !== undefined ? { maxHoldBytes } : {}),
       advise: (fd, offset, length, kind) => {
         expect(kind).toBe(4);
         advice.push({ fd, offset, length });
@@ -134,6 +136,40 @@ describe("the advice given", () => {
       }
       streamAt += size;
     }
+  });
+
+  it("keeps the pages from the oldest payload still to be read, within maxHoldBytes, and drops them once it moves on", () => {
+    const { release, advice } = observed(16 * KB, 4 * KB, 64 * KB);
+    /** Bytes of file `a` advised to drop (the second advice of a page), by the end of each range. */
+    const droppedTo = () => {
+      const seen = new Map<number, number>();
+      let to = 0;
+      for (const a of advice) {
+        const times = (seen.get(a.offset) ?? 0) + 1;
+        seen.set(a.offset, times);
+        if (times === 2) to = Math.max(to, a.offset + a.length);
+      }
+      return to;
+    };
+    let hold: { file: string; offset: number } | undefined = { file: "a", offset: 8 * KB };
+    release.holdFrom(() => hold);
+    for (let at = 0; at < 48 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    // 48 KiB written, 16 kept: without the hold 32 KiB would be dropped; with it, what is before 8 KiB.
+    expect(droppedTo()).toBe(8 * KB);
+    // The backlog lags further than maxHoldBytes: the hold gives way there.
+    for (let at = 48 * KB; at < 128 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    expect(droppedTo()).toBe(128 * KB - 64 * KB);
+    // The pool caught up: the hold is near the writer, and everything older than keepBytes goes.
+    hold = { file: "a", offset: 124 * KB };
+    for (let at = 128 * KB; at < 140 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    expect(droppedTo()).toBe(140 * KB - 16 * KB);
+    // No hold (nothing queued), or a place in no span it knows: keepBytes alone.
+    hold = undefined;
+    for (let at = 140 * KB; at < 160 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    expect(droppedTo()).toBe(160 * KB - 16 * KB);
+    hold = { file: "gone", offset: 0 };
+    for (let at = 160 * KB; at < 180 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    expect(droppedTo()).toBe(180 * KB - 16 * KB);
   });
 
   it("skips files whose descriptor is gone (removed by a purge) and goes on with the rest", () => {

@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSqliteStore, payloadDirName, type SqliteStore } from "../../src/store/sqlite.js";
 import type { SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
 import { PayloadLog } from "../../src/store/payload-log.js";
+import { PageRelease } from "../../src/store/page-release.js";
 import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
 import { tempDir } from "../engine/helpers.js";
 import { runUntilKilled } from "./fixtures/killed.js";
@@ -168,6 +169,31 @@ describe("payload log", () => {
       expect(read).toHaveBeenCalledTimes(1);
     } finally {
       read.mockRestore();
+    }
+  });
+
+  it("holds the log's cached pages from the payload of the delivery the pool claims next", async () => {
+    const holds: (() => { file: string; offset: number } | undefined)[] = [];
+    const spy = vi.spyOn(PageRelease.prototype, "holdFrom").mockImplementation(function (this: PageRelease, from) {
+      holds.push(from);
+    });
+    try {
+      const s = store();
+      const hold = holds.at(-1)!;
+      expect(hold()).toBeUndefined();
+      for (const id of ["first", "second", "third"]) await s.deliveries.record(delivery(id));
+      const place = (id: string) => {
+        const row = bodyRows(s).find((r) => r.id === id)!;
+        return { file: row.payload_file!, offset: row.payload_offset! };
+      };
+      expect(hold()).toEqual(place("first"));
+      const [claim] = await s.deliveries.claimDeliveries(60_000, 1);
+      expect(claim!.delivery.id).toBe("first");
+      expect(hold()).toEqual(place("second"));
+      await s.deliveries.claimDeliveries(60_000, 2);
+      expect(hold()).toBeUndefined();
+    } finally {
+      spy.mockRestore();
     }
   });
 

@@ -32,8 +32,8 @@ export class GroupCommit {
   /** When a commit was last asked for with `run` (-Infinity: never). */
   #lastAskedAt = Number.NEGATIVE_INFINITY;
   readonly #all: (batch: Pending[]) => unknown[];
-  #beforeTransaction: (() => void) | undefined;
   readonly #one: (write: () => unknown) => unknown;
+  #beforeTransaction: (() => void) | undefined;
 
   /**
    * `gate`: while it holds (the store thread moves spooled deliveries in or starts the WAL over), writes wait rather than block.

@@ -323,6 +323,35 @@ describe("payload log", () => {
 });
 
 describe("payload log: the file filled ahead of the writer", () => {
+  it("puts a turn's payloads written together back to back, whole, past a running fill and across rolls", async () => {
+    const log = new PayloadLog(join(dir, payloadDirName), { writable: true, segmentBytes: 4 * 1024 * 1024 });
+    try {
+      const written: { ref: ReturnType<PayloadLog["append"]>; bytes: Buffer }[] = [];
+      for (let turn = 0; turn < 60; turn++) {
+        // A turn of 1-40 payloads of 2-30 KB; every fifth turn waits for the fills, the others overtake them.
+        const batch = Array.from({ length: 1 + ((turn * 7) % 40) }, (_, i) => Buffer.from(JSON.stringify({ turn, i, pad: "q".repeat(2_000 + ((turn * 131 + i * 977) % 28_000)) })));
+        const refs = turn % 3 === 0 ? batch.map((b) => log.append(b)) : log.appendMany(batch);
+        expect(refs).toHaveLength(batch.length);
+        for (let i = 1; i < refs.length; i++) {
+          if (turn % 3 !== 0) expect(refs[i]).toEqual({ file: refs[0]!.file, offset: refs[i - 1]!.offset + refs[i - 1]!.length, length: batch[i]!.length });
+        }
+        batch.forEach((bytes, i) => written.push({ ref: refs[i]!, bytes }));
+        if (turn % 5 === 0) await log.fillsDone();
+      }
+      await log.fillsDone();
+      for (const w of written) expect(log.readBytes(w.ref)?.equals(w.bytes)).toBe(true);
+      const files = new Set(written.map((w) => w.ref.file));
+      expect(files.size).toBeGreaterThan(1);
+      // No two payloads overlap in any file.
+      for (const file of files) {
+        const refs = written.map((w) => w.ref).filter((r) => r.file === file).sort((a, b) => a.offset - b.offset);
+        for (let i = 1; i < refs.length; i++) expect(refs[i]!.offset).toBeGreaterThanOrEqual(refs[i - 1]!.offset + refs[i - 1]!.length);
+      }
+    } finally {
+      log.close();
+    }
+  });
+
   it("puts every payload whole where its row says, however far the fill has got, and rolls at the segment size", async () => {
     const log = new PayloadLog(join(dir, payloadDirName), { writable: true, segmentBytes: 4 * 1024 * 1024 });
     try {

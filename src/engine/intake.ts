@@ -41,7 +41,7 @@ export function createIntake(
         return store.deliveries.recordSpooled?.(delivery) ?? store.deliveries.record(delivery);
       }
       if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
-      // During a flood, one write to the spool rather than a commit each; the pool is woken by the move.
+      // During a flood, the turn's deliveries in one write to the spool rather than a commit; the pool is woken by the move.
       const spooled = intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined;
       if (spooled) {
         pool.markBacklogged();

@@ -24,12 +24,6 @@ export interface IncomingDelivery {
   settled?: boolean;
   /** `payload` as the intake parsed it, for a run in this process to use (never stored). */
   parsed?: Record<string, unknown>;
-  /**
-   * What the delivery arrived on (the request's socket; never stored). Deliveries on one
-   * connection come one after another, each sent once the last was answered: two of them in one
-   * turn of the event loop did not arrive together.
-   */
-  connection?: object;
 }
 
 export interface DeliveryIntake {

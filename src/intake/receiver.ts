@@ -100,7 +100,6 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       }
       let result: "recorded" | "duplicate";
       try {
-        parsed.delivery.connection = req.socket;
         result = await opts.intake.record(parsed.delivery);
       } catch (error) {
         log.error({ deliveryId, event, error: safeErrorMessage(error) }, "delivery could not be recorded");

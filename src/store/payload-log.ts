@@ -147,12 +147,14 @@ export class PayloadLog {
   }
 
   /**
-   * As `append` for each of `payloads`, one after another in one write: the group commit appends
-   * the payloads of a turn's deliveries together, one system call rather than one each.
+   * As `append` for each of `payloads` (and its `heads[i]`, if given), one after another in one
+   * write: the group commit appends the payloads of a turn's deliveries together, and the spool a
+   * turn's frames, one system call rather than one each.
    */
-  appendMany(payloads: Buffer[]): PayloadRef[] {
-    let { file, offset } = this.#appendParts(payloads);
-    return payloads.map((bytes) => {
+  appendMany(payloads: Buffer[], heads?: Buffer[]): PayloadRef[] {
+    let { file, offset } = this.#appendParts(heads ? payloads.flatMap((bytes, i) => [heads[i]!, bytes]) : payloads);
+    return payloads.map((bytes, i) => {
+      offset += heads?.[i]!.length ?? 0;
       const ref = { file, offset, length: bytes.length };
       offset += bytes.length;
       return ref;

@@ -13,7 +13,7 @@ export function keptHeaders(headers: Record<string, string>): Record<string, str
 
 /** The claim of a delivery inserted as running under `token` at `now` (its first attempt). */
 export function leasedAsRecorded(d: IncomingDelivery, headers: Record<string, string>, token: string, now: number): ClaimedDelivery {
-  const { parsed, payloadBytes: _stored, connection: _socket, ...incoming } = d;
+  const { parsed, payloadBytes: _stored, ...incoming } = d;
   const at = new Date(now);
   return {
     token,

@@ -1,10 +1,11 @@
 // The intake spool: while deliveries flood in, and for deliveries no handler takes, the SQLite
-// store makes each one durable against a crash of the process with one write and lets the intake
-// answer, then moves what was spooled into SQLite in batches a few milliseconds later. A commit per
+// store makes them durable against a crash of the process with one write a turn of the event loop
+// and lets the intake answer, then moves what was spooled into SQLite in batches a few
+// milliseconds later (on the store's thread, store-thread.ts). A commit per
 // delivery costs a dozen WAL frames (the row, its indexes), each two writes; a batch shares the
 // index pages and the commit.
 //
-// The one write is the payload log's (payload-log.ts): a spooled delivery is appended there as a
+// The one write is the payload log's (payload-log.ts): each spooled delivery is appended there as a
 // frame, its fields before its payload, and the row moved into SQLite points at the payload inside
 // the frame. (Until schema 13 the frame went to a ring file of its own, `intake.spool`, after the
 // payload went to the log: two writes a delivery, and on a machine where a system call is a trip to

@@ -215,8 +215,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   #moving: SpooledDelivery[] | undefined;
   /** Deliveries the intake committed (not spooled) since the last move: they arrive together. */
   #intakeCommits = 0;
-  /** What this turn's spooled deliveries arrived on (receiver.ts): undefined when none was spooled this turn. */
-  #spooledFrom: object | undefined;
+  /** Deliveries spooled in this turn of the event loop, written together at its end (#writeSpoolTurn). */
+  #spoolTurn: { seq: number; delivery: IncomingDelivery; resolve(result: "recorded" | "duplicate"): void; reject(error: unknown): void }[] = [];
   #spoolRestsUntil = 0;
   /** The log file the mark pointed at when the store opened (the first this process writes). */
   #openedAt: string | undefined;
@@ -407,42 +407,54 @@ export class SqliteDeliveries implements DeliveriesPart {
    * As `record`, through the spool (spool.ts): durable against a crash of the process once
    * resolved, in the tables (claimable, listed) a few milliseconds later, when `onMoved` listeners
    * hear of it. Undefined when this store has no spool, or too many wait for their move: use `record`.
+   *
+   * The deliveries spooled in one turn of the event loop are written together at its end, in one
+   * system call (#writeSpoolTurn): during a flood every connection's delivery goes there, and the
+   * main thread runs no insert and no commit for any of them (the store's thread moves them in).
    */
   recordSpooled(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined {
-    if (!this.spool || this.#closed || !this.payloads.writable) return undefined;
+    if (!this.spool || this.#closed || !this.payloads.writable || Date.now() < this.#spoolRestsUntil) return undefined;
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
-    // One connection a turn of the event loop: when deliveries arrive together, one commit for the
-    // rest costs less than a spool write each; the spool pays when they arrive one at a time (no
-    // one to share a commit with, and the move's commit runs while the sender reads its answer).
-    // A connection's next delivery is often read in the turn its last was answered in: it came
-    // after that answer, not with it, and is spooled too. A commit already asked for is joined;
-    // one only waiting for a worker's deferred writes is not (the sender would wait for it).
-    const from = delivery.connection ?? {};
-    if ((this.#spooledFrom !== undefined && this.#spooledFrom !== from) || this.#writes.asked || Date.now() < this.#spoolRestsUntil) return undefined;
     if (this.#unmoved.size >= (this.spool.maxUnmoved ?? DEFAULT_MAX_UNMOVED)) return undefined;
-    if (this.#spooledFrom === undefined) setImmediate(() => (this.#spooledFrom = undefined));
-    this.#spooledFrom = from;
     const maybeStored = !this.#idsReady || this.#ids!.mightHave(delivery.id);
     if (maybeStored && this.#exists.get(delivery.id) !== undefined) return Promise.resolve("duplicate");
-    const seq = this.#seq + 1;
-    let ref: PayloadRef;
-    try {
-      // One write: the frame's fields, then the payload, which the moved row points at.
-      const payload = delivery.payloadBytes ?? Buffer.from(delivery.payload, "utf8");
-      ref = this.payloads.append(payload, frameHead(seq, delivery, payload));
-    } catch {
-      // The log cannot be written (disk full, permissions): the caller commits this one (and says
-      // so if that fails too), and the spool rests a while rather than failing on every delivery.
-      this.#spoolRestsUntil = Date.now() + SPOOL_REST_MS;
-      return undefined;
-    }
-    this.#seq = seq;
-    const { parsed: _dropped, payloadBytes: _written, connection: _socket, ...kept } = delivery;
-    // Its id goes into the filter with the move's insert; until then `#unmoved` answers for it.
-    this.#toMove.push({ seq, delivery: { ...kept, payload: "" }, ref });
+    // Numbered and counted as unmoved now, so that the same id later in this turn is a duplicate.
+    const seq = ++this.#seq;
     this.#unmoved.add(delivery.id);
+    if (this.#spoolTurn.length === 0) setImmediate(() => this.#writeSpoolTurn());
+    return new Promise((resolve, reject) => this.#spoolTurn.push({ seq, delivery, resolve, reject }));
+  }
+
+  /**
+   * The turn's spooled deliveries into the log in one write, each a frame (its fields, then its
+   * payload, which the moved row points at), answered once written. If the write fails (disk
+   * full, permissions) each is committed as `record` would (and says so if that fails too), and
+   * the spool rests a while rather than failing on every delivery. Frames of the failed write
+   * that did land whole are moved again after a crash: their inserts ignore the id.
+   */
+  #writeSpoolTurn(): void {
+    const turn = this.#spoolTurn;
+    if (turn.length === 0) return;
+    this.#spoolTurn = [];
+    const payloads = turn.map(({ delivery: d }) => d.payloadBytes ?? Buffer.from(d.payload, "utf8"));
+    let refs: PayloadRef[];
+    try {
+      refs = this.payloads.appendMany(payloads, turn.map(({ seq, delivery }, i) => frameHead(seq, delivery, payloads[i]!)));
+    } catch {
+      this.#spoolRestsUntil = Date.now() + SPOOL_REST_MS;
+      for (const { delivery, resolve, reject } of turn) {
+        this.#unmoved.delete(delivery.id);
+        this.record(delivery).then(resolve, reject);
+      }
+      return;
+    }
+    turn.forEach(({ seq, delivery, resolve }, i) => {
+      const { parsed: _dropped, payloadBytes: _written, ...kept } = delivery;
+      // Its id goes into the filter with the move's insert; until then `#unmoved` answers for it.
+      this.#toMove.push({ seq, delivery: { ...kept, payload: "" }, ref: refs[i]! });
+      resolve("recorded");
+    });
     this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
-    return Promise.resolve("recorded");
   }
 
   /** `listener` hears each time spooled deliveries reached the tables, with how many of them wait to run. */
@@ -606,6 +618,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     // What is spooled goes into the tables with the last commit; the spool file is then empty. A
     // batch the store's thread is moving goes too: its inserts are ignored if the thread's came first.
     clearTimeout(this.#moveTimer);
+    this.#writeSpoolTurn();
     const batch = [...(this.#moving ?? []), ...this.#toMove];
     this.#toMove = [];
     if (batch.length > 0) void this.#writes.run(() => this.#insertMoved(batch));

@@ -1,8 +1,8 @@
 // Load generator: autocannon as a library, cycling through signed payloads and giving
 // every request a fresh X-GitHub-Delivery so each is a new delivery to record.
 import autocannon from "autocannon";
-import { randomUUID } from "node:crypto";
 import type { SignedPayload } from "./payloads.js";
+import { deliveryId } from "./delivery-ids.js";
 
 export interface LoadResult {
   connections: number;
@@ -37,7 +37,7 @@ export async function runLoad(opts: { url: string; payloads: SignedPayload[]; co
             headers: {
               "content-type": "application/json",
               "x-github-event": p.event,
-              "x-github-delivery": randomUUID(),
+              "x-github-delivery": deliveryId(),
               "x-hub-signature-256": p.signature,
               "user-agent": "GitHub-Hookshot/bench",
             },

@@ -135,12 +135,11 @@ describe.each([
   const open = () => (store = openSqliteStore(dir, { spool: true, backgroundCheckpoints: thread }));
   const deliveriesOf = (s: SqliteStore) => s.deliveries as SqliteDeliveries;
 
-  it("answers at once, counts it as waiting, and moves it into the tables a moment later, whole", async () => {
+  it("answers in the same turn, counts it as waiting, and moves it into the tables a moment later, whole", async () => {
     const d = deliveriesOf(open());
     const moved = new Promise<void>((resolve) => d.onMoved(() => resolve()));
     expect(await d.recordSpooled(delivery("one"))).toBe("recorded");
     expect(await d.depth()).toBe(1);
-    expect(d.recordSpooled(delivery("two"))).toBeUndefined(); // the same turn: the caller commits it
     expect(await d.recordSpooled(delivery("one"))).toBe("duplicate");
     expect(await d.record(delivery("one"))).toBe("duplicate");
     await moved;
@@ -170,38 +169,42 @@ describe.each([
     expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["committed", "new"]);
   });
 
-  it("spools a connection's next delivery read in the same turn; another connection's is committed with the turn's others", async () => {
+  it("writes a turn's spooled deliveries together, in one write, and answers each once it is written", async () => {
     const d = deliveriesOf(open());
-    const one = {};
-    const other = {};
+    const many = vi.spyOn(PayloadLog.prototype, "appendMany");
+    const one = vi.spyOn(PayloadLog.prototype, "append");
     await nextTurn();
-    expect(await d.recordSpooled({ ...delivery("one-a"), connection: one })).toBe("recorded");
-    // Sent after "one-a" was answered, read in the same turn: it did not arrive with anything.
-    expect(await d.recordSpooled({ ...delivery("one-b"), connection: one })).toBe("recorded");
-    // Arrived together with them: the caller commits it (with any others of the turn).
-    expect(d.recordSpooled({ ...delivery("other-a"), connection: other })).toBeUndefined();
-    expect(d.spooled).toBe(2);
-    await nextTurn();
-    expect(await d.recordSpooled({ ...delivery("other-b"), connection: other })).toBe("recorded");
+    const ids = Array.from({ length: 6 }, (_, i) => `turn-${i}`);
+    let answered = 0;
+    const results = ids.map((id) => d.recordSpooled(delivery(id, JSON.stringify({ id, pad: "p".repeat(50 + id.length) })))!.then((r) => (answered++, r)));
+    // The same id again in the same turn is a duplicate, not a second frame.
+    const again = d.recordSpooled(delivery("turn-3"));
+    await Promise.resolve();
+    expect(answered).toBe(0); // nothing is answered before its frame is written
+    expect(await Promise.all(results)).toEqual(ids.map(() => "recorded"));
+    expect(await again).toBe("duplicate");
+    expect(many).toHaveBeenCalledTimes(1);
+    expect(many.mock.calls[0]![0]).toHaveLength(6);
+    expect(many.mock.calls[0]![1]).toHaveLength(6); // each payload after its frame's fields
+    expect(one).not.toHaveBeenCalled();
     while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
-    const stored = await d.listDeliveries();
-    expect(stored.map((x) => x.id).sort()).toEqual(["one-a", "one-b", "other-b"]);
-    expect(JSON.stringify(stored)).not.toContain("connection");
+    for (const id of ids) expect((await d.getDelivery(id))?.delivery.payload).toBe(JSON.stringify({ id, pad: "p".repeat(50 + id.length) }));
+    many.mockRestore();
+    one.mockRestore();
   });
 
-  it("joins a commit asked for this turn, but not one only a worker's deferred writes wait for", async () => {
+  it("spools beside a commit asked for in the same turn, and beside a worker's deferred writes", async () => {
     const d = deliveriesOf(open());
     expect(await d.record(delivery("queued"))).toBe("recorded");
     const claim = (await d.claimDelivery(60_000))!;
     await nextTurn();
-    // A finish is deferred: it waits for a commit, and the sender of a spooled delivery would wait with it.
     const finished = d.finishDelivery(claim.token, "queued", { status: "done" });
-    expect(await d.recordSpooled({ ...delivery("alone"), connection: {} })).toBe("recorded");
-    expect(await finished).toBe(true);
-    await nextTurn();
     const committing = d.record(delivery("asked"));
-    expect(d.recordSpooled({ ...delivery("joins"), connection: {} })).toBeUndefined();
+    expect(await d.recordSpooled(delivery("beside"))).toBe("recorded");
     expect(await committing).toBe("recorded");
+    expect(await finished).toBe(true);
+    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+    expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["asked", "beside", "queued"]);
   });
 
   it("a store without a spool, or at durability power, says so and the caller records as before", async () => {
@@ -212,13 +215,16 @@ describe.each([
     expect(deliveriesOf(store).recordSpooled(delivery("x"))).toBeUndefined();
   });
 
-  it("what is spooled at close is in the tables after it", async () => {
+  it("what is spooled at close is in the tables after it, its turn's write included", async () => {
     const d = deliveriesOf(open());
     for (let i = 0; i < 5; i++) expect(await spoolOne(d, delivery(`c${i}`))).toBe("recorded");
     expect(d.spooled).toBeGreaterThan(0); // the last one at least: its move waits for a timer and a commit
+    // Asked for in the turn that closes: written before the last commit, and answered.
+    const late = d.recordSpooled(delivery("c5"))!;
     await store!.close();
+    expect(await late).toBe("recorded");
     store = openSqliteStore(dir);
-    expect((await store.deliveries.listDeliveries()).map((x) => x.id).sort()).toEqual(["c0", "c1", "c2", "c3", "c4"]);
+    expect((await store.deliveries.listDeliveries()).map((x) => x.id).sort()).toEqual(["c0", "c1", "c2", "c3", "c4", "c5"]);
   });
 
   it("answered deliveries survive a SIGKILL before their move, are moved once, and recovery reads only the log's new part", async () => {
@@ -308,26 +314,41 @@ describe.each([
     await engine.stop(1_000);
   });
 
-  it("a payload log that cannot be written leaves the delivery to the commit, which fails and says so, and the spool rests", async () => {
+  it("a payload log that cannot be written leaves the turn's deliveries to the commit, which fails and says so, and the spool rests", async () => {
     const d = deliveriesOf(open());
     writeFileSync(join(dir, payloadDirName), "a file where the log's folder would be made");
-    expect(d.recordSpooled(delivery("w"))).toBeUndefined();
-    await expect(d.record(delivery("w"))).rejects.toThrow(/EEXIST|ENOTDIR/);
+    await nextTurn();
+    const both = [d.recordSpooled(delivery("w1")), d.recordSpooled(delivery("w2"))];
+    for (const r of both) await expect(r).rejects.toThrow(/EEXIST|ENOTDIR/);
     rmSync(join(dir, payloadDirName));
     await nextTurn();
     expect(d.recordSpooled(delivery("v"))).toBeUndefined(); // resting: not tried on every delivery
     expect(await d.record(delivery("v"))).toBe("recorded");
-    expect((await d.listDeliveries()).map((x) => x.id)).toEqual(["v"]);
+    expect(await d.record(delivery("w1"))).toBe("recorded"); // the failed one was not taken for stored
+    expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["v", "w1"]);
+  });
+
+  it("a turn's write that fails is committed delivery by delivery, and each is answered by its commit", async () => {
+    const d = deliveriesOf(open());
+    const many = vi.spyOn(PayloadLog.prototype, "appendMany").mockImplementationOnce(() => {
+      throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    });
+    await nextTurn();
+    const results = ["f1", "f2", "f3"].map((id) => d.recordSpooled(delivery(id)));
+    expect(await Promise.all(results)).toEqual(["recorded", "recorded", "recorded"]);
+    expect(d.spooled).toBe(0); // committed, not waiting for a move
+    expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["f1", "f2", "f3"]);
+    expect((await d.getDelivery("f2"))?.delivery.payload).toBe(delivery("f2").payload);
+    many.mockRestore();
   });
 
   it("a finished file of the log holding deliveries not moved yet is not collected", async () => {
     store = openSqliteStore(dir, { spool: true, backgroundCheckpoints: thread, payloadSegmentBytes: 100 });
     const d = deliveriesOf(store);
-    const connection = {};
     await nextTurn();
-    // Each append rolls the log: the first file is finished once the second is written.
-    expect(await d.recordSpooled({ ...delivery("first"), connection })).toBe("recorded");
-    expect(await d.recordSpooled({ ...delivery("second"), connection })).toBe("recorded");
+    // Each turn's write rolls the log: the first file is finished once the second is written.
+    expect(await d.recordSpooled(delivery("first"))).toBe("recorded");
+    expect(await d.recordSpooled(delivery("second"))).toBe("recorded");
     expect(d.spooled).toBe(2);
     expect(d.collectPayloads().removed).toBe(0);
     while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));

@@ -24,8 +24,13 @@ import { IdFilter } from "./id-filter.js";
 import { inBatches } from "./in-batches.js";
 import { writeTransaction } from "./write-transaction.js";
 
-/** How long spooled deliveries wait to be moved into the store together. */
-const MOVE_MS = 5;
+/**
+ * How long spooled deliveries wait to be moved into the store together. Nobody waits for a move:
+ * a delivery no handler takes is settled, and during a flood a queued one has a backlog ahead of
+ * it. A larger batch shares more index pages and one commit: the store thread's CPU a delivery fell
+ * by a third from 5 ms (test/bench/analysis.md, stop 40).
+ */
+const MOVE_MS = 25;
 /** A queued delivery due within this long keeps its payload's pages cached (PayloadLog.holdPagesFrom). */
 const HOLD_DUE_WITHIN_MS = 60_000;
 /** How long the spool is left alone after its file could not be written. */

@@ -151,11 +151,13 @@ async function runHandlers(
   const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
 
-  const payload = new LazyPayload(() => d.payload, claim.parsed);
+  // A push's text is read once, both to see whether it may touch a policy file and to parse it.
+  const pushed = d.event === "push" ? d.payload : undefined;
+  const payload = new LazyPayload(pushed === undefined ? () => d.payload : () => pushed, claim.parsed);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.
-  const policyMayChange = engineTakes(d);
+  const policyMayChange = pushed !== undefined && engineTakes({ event: d.event, payload: pushed });
   let repo = policyMayChange ? undefined : repositoryNamed(d.repository);
   if (!repo) {
     if (toRun.length === 0 && !policyMayChange) return kept;

@@ -180,7 +180,7 @@ describe("routing and outcomes", () => {
     expect(policies.loads.sort()).toEqual([run.repository, push.repository, fine.repository].sort());
   });
 
-  it("reads a queued payload from the store's log only for a run that reads it", async () => {
+  it("reads a queued payload from the store's log only for a run that reads it, once a run", async () => {
     const read = vi.spyOn(PayloadLog.prototype, "readBytes");
     try {
       const seen: string[] = [];
@@ -190,18 +190,26 @@ describe("routing and outcomes", () => {
         events: ["workflow_run.requested"],
         async handle(ctx) {
           seen.push(`reader:${(ctx.payload as { workflow_run: { id: number } }).workflow_run.id}`);
+          await new Promise((resolve) => setImmediate(resolve));
+          // Read again later in the run: the parse is kept, the text is not read again.
+          seen.push(`reader again:${(ctx.payload as { workflow_run: { id: number } }).workflow_run.id}`);
         },
       });
-      const { engine: e } = makeEngine([quiet, reader]);
+      // A push is read once for both the engine (may it touch a policy file?) and its handler.
+      const pusher = defineHandler<unknown>({ name: "pusher", events: ["push"], async handle(ctx) { seen.push(`pusher:${(ctx.payload as { ref: string }).ref}`); } });
+      const { engine: e } = makeEngine([quiet, reader, pusher]);
       // Recorded before the pool runs: queued, then claimed, as a backlog is.
       const completed = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
       const requested = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "requested")));
+      const push = deliveryOf("push", withInstallation(examplePayload("push")));
       expect(await e.intake.record(completed)).toBe("recorded");
       expect(await e.intake.record(requested)).toBe("recorded");
+      expect(await e.intake.record(push)).toBe("recorded");
       await e.start();
       await e.idle();
-      expect(seen.sort()).toEqual(["quiet:completed", "quiet:requested", `reader:${JSON.parse(requested.payload).workflow_run.id}`]);
-      expect(read).toHaveBeenCalledTimes(1);
+      const id = JSON.parse(requested.payload).workflow_run.id;
+      expect(seen.sort()).toEqual([`pusher:${JSON.parse(push.payload).ref}`, "quiet:completed", "quiet:requested", `reader again:${id}`, `reader:${id}`]);
+      expect(read).toHaveBeenCalledTimes(2);
     } finally {
       read.mockRestore();
     }

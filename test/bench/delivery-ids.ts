@@ -24,6 +24,9 @@ export function timeBasedId(now = Date.now()): string {
   return `${low}-${mid}-${high}-${seq}-${nodeHex}`;
 }
 
-/** The id of each request the bench sends: GitHub's shape, or random with BENCH_DELIVERY_IDS=random. */
-export const deliveryId: () => string = process.env.BENCH_DELIVERY_IDS === "random" ? () => randomUUID() : () => timeBasedId();
+export type DeliveryIdForm = "time-based" | "random";
+export const deliveryIdForm: DeliveryIdForm = process.env.BENCH_DELIVERY_IDS === "random" ? "random" : "time-based";
+
+/** The id of each request the bench sends: GitHub's form, or random with BENCH_DELIVERY_IDS=random. */
+export const deliveryId: () => string = deliveryIdForm === "random" ? () => randomUUID() : () => timeBasedId();
 

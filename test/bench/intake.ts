@@ -7,6 +7,7 @@ import type { SignedPayload } from "./payloads.js";
 import { runLoad, type LoadResult } from "./load.js";
 import { startChild, type ServerChild, type Usage } from "./child.js";
 import { describeWork, payloadsFor, startBenchApi, startSteward } from "./steward-child.js";
+import { deliveryIdForm, type DeliveryIdForm } from "./delivery-ids.js";
 
 export interface IntakeRow extends LoadResult {
   server: "steward" | "probot";
@@ -39,6 +40,8 @@ export interface IntakeResult {
   /** What the worker did over the run: deliveries by status, handler outcomes, the hub's API requests. */
   work?: string;
   payloads: { count: number; minBytes: number; maxBytes: number; events: string[] };
+  /** The X-GitHub-Delivery values sent: GitHub's time-based form, or random (BENCH_DELIVERY_IDS=random); absent in runs before stop 40 (random). */
+  deliveryIds?: DeliveryIdForm;
   seconds: number;
   rows: IntakeRow[];
   usage: ServerUsage[];
@@ -144,6 +147,7 @@ export async function benchIntake(
     durability: o.durability,
     handlers: o.noop ? "noop" : "builtin",
     ...(work ? { work } : {}),
+    deliveryIds: deliveryIdForm,
     payloads: { count: payloads.length, minBytes: Math.min(...sizes), maxBytes: Math.max(...sizes), events: [...new Set(payloads.map((p) => p.event))] },
     seconds: o.seconds,
     rows,

@@ -1,5 +1,6 @@
 // Load generator: autocannon as a library, cycling through signed payloads and giving
-// every request a fresh X-GitHub-Delivery so each is a new delivery to record.
+// every request a fresh X-GitHub-Delivery (GitHub's form: delivery-ids.ts) so each is a new
+// delivery to record.
 import autocannon from "autocannon";
 import type { SignedPayload } from "./payloads.js";
 import { deliveryId } from "./delivery-ids.js";

@@ -218,7 +218,7 @@ export function renderReport(r: BenchResults, notes: string): string {
       ...heading("## 1. Intake: Steward against Probot"),
       `Signed deliveries over loopback from autocannon (library), ${i.seconds} s per level after a warm-up, ${i.payloads.count} real payloads from ` +
         `@octokit/webhooks-examples (${i.payloads.events.join(", ")}; ${fmt(i.payloads.minBytes / 1024, 1)}-${fmt(i.payloads.maxBytes / 1024, 1)} KB), a fresh ` +
-        `X-GitHub-Delivery on every request. Each server runs in its own process; both run side by side and take turns at each level (Probot, then Steward), so a ratio's two rates are measured a minute apart. Steward records every delivery durably in SQLite ` +
+        `X-GitHub-Delivery on every request (${i.deliveryIds === "time-based" ? "time-based version-1 GUIDs, the form GitHub sends: test/bench/delivery-ids.ts" : "random version-4 GUIDs"}). Each server runs in its own process; both run side by side and take turns at each level (Probot, then Steward), so a ratio's two rates are measured a minute apart. Steward records every delivery durably in SQLite ` +
         `(durability \`${i.durability}\`: ${i.durability === "power" ? "synchronous=FULL, survives power loss" : "WAL with synchronous=NORMAL, survives a crash of the process"}) and then answers 202; ` +
         (i.handlers === "noop" || i.handlers === undefined
           ? "a no-op handler runs on the worker pool (`--noop`: no API). "

@@ -178,7 +178,8 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
   });
 
   it("waits for the delay in the durable queue, then re-runs", async () => {
-    const { repo } = newRepo(stack, rerunPolicyYaml("").replace("delay: 0s", "delay: 1s"));
+    // A delay the test's own steps cannot outlast on a loaded machine, brought due by moving the hub's clock (Steward's).
+    const { repo } = newRepo(stack, rerunPolicyYaml("").replace("delay: 0s", "delay: 10m"));
     const run = startCi(stack, repo);
     stack.hub.domains.actions.failJob({ runId: run.id, job: "integration-db", runnerLost: true });
     await settle(stack);
@@ -186,7 +187,8 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     expect(rerunPosts(stack, repo)).toEqual([]);
     expect((await stewardOf(stack).store.tasks.listTasks()).some((t) => JSON.stringify(t).includes(`rerun:`) && JSON.stringify(t).includes(`"id":${run.id}`))).toBe(true);
 
-    // The task comes due in the background: wait for its write (a fixed 10 s loop fell through on a loaded machine).
+    stack.hub.control.advanceClock(11 * 60_000);
+    // The task comes due in the background: wait for its write.
     await vi.waitFor(() => expect(rerunPosts(stack, repo)).not.toEqual([]), { timeout: 45_000, interval: 100 });
     await settle(stack);
     expect(rerunPosts(stack, repo)).toEqual(["rerun-failed-jobs 201"]);

@@ -57,11 +57,14 @@ describe("rerun in merge queues", () => {
   });
 
   it("a planned re-run whose group is gone stands down even when the destroyed event never arrived", async () => {
-    const { repo, group, runId } = await queuedRun(rerunPolicyYaml("  events: [merge_group]\n").replace("delay: 0s", "delay: 1s"));
+    // Planned well ahead and brought due by moving the hub's clock (Steward's), once the group is
+    // gone: a real delay raced the test's own steps on a loaded machine and ran the re-run first.
+    const { repo, group, runId } = await queuedRun(rerunPolicyYaml("  events: [merge_group]\n").replace("delay: 0s", "delay: 10m"));
+    expect(await plannedTasks(runId)).toHaveLength(1);
     const held = await holdDeliveries(stack);
     stack.hub.control.destroyMergeGroup(group, "invalidated");
     await held.release();
-    // The task comes due in the background: wait for it to leave the queue (a fixed 10 s loop fell through on a loaded machine).
+    stack.hub.control.advanceClock(11 * 60_000);
     await vi.waitFor(async () => expect(await plannedTasks(runId)).toEqual([]), { timeout: 45_000, interval: 100 });
     await settle(stack);
 

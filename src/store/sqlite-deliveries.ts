@@ -27,10 +27,11 @@ import { writeTransaction } from "./write-transaction.js";
 /**
  * How long spooled deliveries wait to be moved into the store together. Nobody waits for a move:
  * a delivery no handler takes is settled, and during a flood a queued one has a backlog ahead of
- * it. A larger batch shares more index pages and one commit: the store thread's CPU a delivery fell
- * by a third from 5 ms (test/bench/analysis.md, stop 40).
+ * it. A larger batch shares more index pages and one commit, but what waits for its move longer
+ * outlives young-generation collections: 25 ms raised peak RSS by about 10 MB and was no faster.
+ * Against 5 ms, A/B: 1.10x / 1.08x / 1.06x at 1 / 10 / 50 connections (analysis.md, stop 40).
  */
-const MOVE_MS = 25;
+const MOVE_MS = 10;
 /** A queued delivery due within this long keeps its payload's pages cached (PayloadLog.holdPagesFrom). */
 const HOLD_DUE_WITHIN_MS = 60_000;
 /** How long the spool is left alone after its file could not be written. */
@@ -221,8 +222,11 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #appended = new WeakMap<IncomingDelivery, PayloadRef>();
   /** The batch a move is taking into the tables (one at a time, so the mark only rises over moved frames). */
   #moving: SpooledDelivery[] | undefined;
-  /** Deliveries the intake committed (not spooled) since the last move: they arrive together. */
-  #intakeCommits = 0;
+  /**
+   * Since the last move, deliveries arrived together: the intake committed some (not spooled), or
+   * spooled more than one in a turn.
+   */
+  #together = 0;
   /** Deliveries spooled in this turn of the event loop, written together at its end (#writeSpoolTurn). */
   #spoolTurn: { seq: number; delivery: IncomingDelivery; resolve(result: "recorded" | "duplicate"): void; reject(error: unknown): void }[] = [];
   #spoolRestsUntil = 0;
@@ -353,7 +357,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
-    this.#intakeCommits++;
+    this.#together++;
     this.#toAppend.push(delivery);
     return this.#writes.run(() => (this.#insertQueued(delivery) ? "recorded" : "duplicate"));
   }
@@ -444,6 +448,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     const turn = this.#spoolTurn;
     if (turn.length === 0) return;
     this.#spoolTurn = [];
+    if (turn.length > 1) this.#together++;
     const payloads = turn.map(({ delivery: d }) => d.payloadBytes ?? Buffer.from(d.payload, "utf8"));
     let refs: PayloadRef[];
     try {
@@ -497,18 +502,20 @@ export class SqliteDeliveries implements DeliveriesPart {
   }
 
   /**
-   * On the store's thread when deliveries arrive one at a time (no intake commit since the last
-   * move), the thread runs and every payload is in the log (the rows are then one insert each).
-   * Else by this connection's group commit: when deliveries arrive together the intake commits
-   * every turn anyway and the batch shares such a commit, where the thread's would hold those
-   * commits, and their senders' answers, off (measured: c=10 16% slower on the thread). The
-   * inserts ignore an id that is there, so a batch the thread committed just before it failed is
-   * moved again harmlessly.
+   * On the store's thread when deliveries arrive one at a time (none arrived together since the
+   * last move), the thread runs and every payload is in the log (the rows are then one insert each):
+   * the sender of the next one waits while the event loop works, and the thread's commit keeps it
+   * off that path. Else by this connection's group commit. Each connection's page cache is dropped
+   * whenever the other has committed, so while both write all the time (a flood: the pool's claims
+   * and finishes here, moves there) every move on the thread read its index pages again, and the
+   * next commit here did too: at 50 connections the thread's moves cost more, over both threads,
+   * than the inserts here (analysis.md, stop 40). The inserts ignore an id that is there, so a
+   * batch the thread committed just before it failed is moved again harmlessly.
    */
   #moveBatch(batch: SpooledDelivery[]): Promise<void> {
     const onMain = () => this.#writes.run(() => this.#insertMoved(batch));
-    const together = this.#intakeCommits > 0;
-    this.#intakeCommits = 0;
+    const together = this.#together > 0;
+    this.#together = 0;
     if (together || !this.thread || !batch.every((s) => s.ref)) return onMain();
     const now = Date.now();
     const rows = batch.map(({ delivery: d, ref }) => {
@@ -594,7 +601,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
     if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
-    this.#intakeCommits++;
+    this.#together++;
     this.#toAppend.push(delivery);
     const token = newLeaseToken();
     return this.#writes.run(() => {

@@ -455,6 +455,29 @@ describe("spool: moves on the store thread", () => {
     }
   });
 
+  it("deliveries spooled together in one turn are moved by the main connection's group commit; one a turn, by the thread", async () => {
+    const { thread, d, close } = parts();
+    const onThread = vi.spyOn(thread, "move");
+    try {
+      await nextTurn();
+      // Two in one turn: they arrived together. A commit of ours in progress would keep a move on the thread waiting.
+      expect(thread.tryEnter()).toBe(true);
+      const both = [d.recordSpooled(delivery("t1")), d.recordSpooled(delivery("t2"))];
+      expect(await Promise.all(both)).toEqual(["recorded", "recorded"]);
+      await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+      thread.leave();
+      expect(onThread).not.toHaveBeenCalled();
+      // Then one alone: the thread moves it.
+      expect(await spoolOne(d, delivery("alone"))).toBe("recorded");
+      while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
+      expect(onThread).toHaveBeenCalledTimes(1);
+      expect((await d.listDeliveries()).map((x) => x.id).sort()).toEqual(["alone", "t1", "t2"]);
+    } finally {
+      onThread.mockRestore();
+      await close();
+    }
+  });
+
   it("with the thread gone, the main connection moves what is spooled, and nothing is lost", async () => {
     const { db, thread, d, close } = parts();
     try {

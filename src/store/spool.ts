@@ -1,7 +1,7 @@
 // The intake spool: while deliveries flood in, and for deliveries no handler takes, the SQLite
 // store makes them durable against a crash of the process with one write a turn of the event loop
 // and lets the intake answer, then moves what was spooled into SQLite in batches a few
-// milliseconds later (on the store's thread, store-thread.ts). A commit per
+// milliseconds later (sqlite-deliveries.ts, #moveBatch). A commit per
 // delivery costs a dozen WAL frames (the row, its indexes), each two writes; a batch shares the
 // index pages and the commit.
 //

@@ -422,7 +422,7 @@ export class SqliteDeliveries implements DeliveriesPart {
    *
    * The deliveries spooled in one turn of the event loop are written together at its end, in one
    * system call (#writeSpoolTurn): during a flood every connection's delivery goes there, and the
-   * main thread runs no insert and no commit for any of them (the store's thread moves them in).
+   * intake runs no insert and no commit for any of them; they are moved in batches (#moveBatch).
    */
   recordSpooled(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined {
     if (!this.spool || this.#closed || !this.payloads.writable || Date.now() < this.#spoolRestsUntil) return undefined;

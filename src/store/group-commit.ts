@@ -26,8 +26,6 @@ export class GroupCommit {
   #scheduled = false;
   #closed = false;
   #waiting = false;
-  /** A commit was asked for with `run` since the last one (deferred writes alone do not ask). */
-  #asked = false;
   #deferTimer: NodeJS.Timeout | undefined;
   /** When a commit was last asked for with `run` (-Infinity: never). */
   #lastAskedAt = Number.NEGATIVE_INFINITY;
@@ -64,7 +62,6 @@ export class GroupCommit {
     return new Promise<T>((resolve, reject) => {
       this.#pending.push({ write, resolve: resolve as (v: unknown) => void, reject });
       this.#lastAskedAt = this.now();
-      this.#asked = true;
       this.#schedule();
     });
   }
@@ -117,11 +114,6 @@ export class GroupCommit {
     return this.#pending.length;
   }
 
-  /** Whether the next commit was asked for (`run`), rather than only waited for by deferred writes. */
-  get asked(): boolean {
-    return this.#asked;
-  }
-
   /** True while writes wait for the gate: `runNow` would block, so ask with `run` instead. */
   get held(): boolean {
     return this.gate?.holding() ?? false;
@@ -172,7 +164,6 @@ export class GroupCommit {
     const batch = this.#pending;
     this.#pending = [];
     this.#scheduled = false;
-    this.#asked = false;
     if (this.#deferTimer) clearTimeout(this.#deferTimer);
     this.#deferTimer = undefined;
     return batch;

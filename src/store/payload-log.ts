@@ -136,14 +136,11 @@ export class PayloadLog {
     return this.#writable;
   }
 
-  /**
-   * Writes `payload` at the end of the current file now; the caller commits the row that refers to
-   * it. `head`: bytes that go just before it in the same write (a spool frame's, spool.ts).
-   */
-  append(payload: string | Buffer, head?: Buffer): PayloadRef {
+  /** Writes `payload` at the end of the current file now; the caller commits the row that refers to it. */
+  append(payload: string | Buffer): PayloadRef {
     const bytes = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
-    const { file, offset } = this.#appendParts(head ? [head, bytes] : [bytes]);
-    return { file, offset: offset + (head?.length ?? 0), length: bytes.length };
+    const { file, offset } = this.#appendParts([bytes]);
+    return { file, offset, length: bytes.length };
   }
 
   /**

@@ -137,9 +137,9 @@ describe("payload log", () => {
     const many = vi.spyOn(PayloadLog.prototype, "appendMany").mockImplementation(() => {
       throw new Error("ENOSPC: no space left on device");
     });
-    const one = vi.spyOn(PayloadLog.prototype, "append").mockImplementation(function (this: PayloadLog, payload, head) {
+    const one = vi.spyOn(PayloadLog.prototype, "append").mockImplementation(function (this: PayloadLog, payload) {
       if (String(payload).includes("refused-payload")) throw new Error("ENOSPC: no space left on device");
-      return append.call(this, payload, head);
+      return append.call(this, payload);
     });
     try {
       const results = await Promise.allSettled(["a", "b", "refused-payload", "c"].map((id) => deliveries.record(delivery(id))));

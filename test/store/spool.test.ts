@@ -90,7 +90,7 @@ describe("spool: the frames", () => {
       const log = new PayloadLog(logDir, { writable: true, segmentBytes: 9_000 });
       const spooled = (seq: number, payload: string | Buffer) => {
         const bytes = Buffer.from(payload);
-        return log.append(bytes, frameHead(seq, delivery(`d${seq}`, bytes.toString("utf8")), bytes));
+        return log.appendMany([bytes], [frameHead(seq, delivery(`d${seq}`, bytes.toString("utf8")), bytes)])[0]!;
       };
       const big = (n: number) => JSON.stringify({ n, text: "ünïcode ✓", pad: "p".repeat(2_500) });
       const first = spooled(1, big(1));

@@ -3,10 +3,20 @@ import type { StewardConfig } from "../config/types.js";
 import type { RoutedDelivery } from "../handler.js";
 import { DOCUMENT_DIR, POLICY_FILE } from "../policy/paths.js";
 
-/** `*` takes every delivery; `workflow_run` every action of it; `workflow_run.completed` only that action. */
+/**
+ * `*` takes every delivery; `workflow_run` every action of it; `workflow_run.completed` only that
+ * action. Asked for every delivery the intake receives, for every handler: compared in place,
+ * without building `event.action` strings or a closure each time.
+ */
 export function takesEvent(events: readonly string[], event: string, action: string | undefined): boolean {
-  return events.some((e) => e === "*" || e === event || (action !== undefined && e === `${event}.${action}`));
+  for (const e of events) {
+    if (e === "*" || e === event) return true;
+    if (action !== undefined && e.length === event.length + 1 + action.length && e.charCodeAt(event.length) === DOT && e.startsWith(event) && e.endsWith(action)) return true;
+  }
+  return false;
 }
+
+const DOT = 0x2e;
 
 interface Routable {
   events: readonly string[];

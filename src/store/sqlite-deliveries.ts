@@ -110,19 +110,28 @@ export const SET_MOVED_SEQ_SQL = `INSERT INTO spool_moved (id, seq, log_file, lo
     log_offset = CASE WHEN excluded.seq >= seq THEN excluded.log_offset ELSE log_offset END,
     seq = max(seq, excluded.seq)`;
 
-/** The first values of an inserted queue row, as both inserts list their columns. */
-function routedValues(d: IncomingDelivery): unknown[] {
-  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
-}
+// Row values are built as one array a row and bound as it is (no spread into arguments): every
+// delivery the intake takes is inserted through these, and each intermediate array was garbage
+// the young generation had to make room for.
 
-/** INSERT_QUEUED_SQL's values before the body's four: queued, or done when no handler takes it. */
+/** INSERT_QUEUED_SQL's values with the body's four as null (filled in by `withLoggedBody`): queued, or done when no handler takes it. */
 function queuedValues(d: IncomingDelivery, now: number): unknown[] {
-  return [...routedValues(d), d.settled ? "done" : "queued", now, now];
+  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), d.settled ? "done" : "queued", now, now, null, null, null, null];
 }
 
-/** The body's four values of a queue row whose payload is in the log at `ref`. */
-function loggedBodyValues(headers: Record<string, string>, ref: PayloadRef): unknown[] {
-  return [JSON.stringify(headers), ref.file, ref.offset, ref.length];
+/** INSERT_LEASED_SQL's values, body's four null as above. */
+function leasedValues(d: IncomingDelivery, now: number, token: string, leaseUntil: number): unknown[] {
+  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, token, leaseUntil, now, null, null, null, null];
+}
+
+/** `row` (ending in the body's four) with the body of a payload in the log at `ref`. */
+function withLoggedBody(row: unknown[], headers: Record<string, string>, ref: PayloadRef): unknown[] {
+  const at = row.length - 4;
+  row[at] = JSON.stringify(headers);
+  row[at + 1] = ref.file;
+  row[at + 2] = ref.offset;
+  row[at + 3] = ref.length;
+  return row;
 }
 
 /** `payload`: the row's, read from the payload log when it is there. */
@@ -377,13 +386,13 @@ export class SqliteDeliveries implements DeliveriesPart {
   #insertWithBody(insert: Statement, row: unknown[], d: IncomingDelivery, headers: Record<string, string>, appended?: PayloadRef): boolean {
     // Added even if the transaction then rolls back: a filter that says "maybe" too often is still right.
     this.#ids?.add(d.id);
-    if (appended) return insert.run(...row, ...loggedBodyValues(headers, appended)).changes === 1;
+    if (appended) return insert.run(withLoggedBody(row, headers, appended)).changes === 1;
     if (!this.payloads.writable) {
-      if (insert.run(...row, null, null, null, null).changes === 0) return false;
+      if (insert.run(row).changes === 0) return false;
       this.#insertBody.run(d.id, JSON.stringify(headers), d.payload, null, null, null);
       return true;
     }
-    return insert.run(...row, ...loggedBodyValues(headers, this.#appendPayload(d))).changes === 1;
+    return insert.run(withLoggedBody(row, headers, this.#appendPayload(d))).changes === 1;
   }
 
   /** The payload's place: appended with the turn's others (#appendTurn), or now. */
@@ -520,7 +529,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     const now = Date.now();
     const rows = batch.map(({ delivery: d, ref }) => {
       this.#ids?.add(d.id);
-      return [...queuedValues(d, now), ...loggedBodyValues(keptHeaders(d.headers), ref!)];
+      return withLoggedBody(queuedValues(d, now), keptHeaders(d.headers), ref!);
     });
     const end = this.#endOf(batch);
     return this.thread.move(rows, batch[batch.length - 1]!.seq, end.file, end.offset).catch(onMain);
@@ -607,7 +616,7 @@ export class SqliteDeliveries implements DeliveriesPart {
     return this.#writes.run(() => {
       const d = delivery;
       const now = Date.now();
-      const row = [...routedValues(d), now, token, now + leaseMs, now];
+      const row = leasedValues(d, now, token, now + leaseMs);
       const headers = keptHeaders(d.headers);
       if (!this.#insertWithBody(this.#insertLeased, row, d, headers)) return "duplicate";
       return leasedAsRecorded(d, headers, token, now);

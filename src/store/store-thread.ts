@@ -70,7 +70,7 @@ function move(m) {
     const insert = db.prepare(workerData.moveSql.insert);
     const mark = db.prepare(workerData.moveSql.mark);
     moveBatch = db.transaction((m) => {
-      for (const row of m.rows) insert.run(...row);
+      for (const row of m.rows) insert.run(row);
       mark.run(m.seq, m.file, m.offset);
     });
   }

@@ -3,7 +3,7 @@
 // never saying "no" where the parsed payload would say "yes".
 import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples";
-import { engineTakes, PUSH_COMMITS_LISTED, pushMayTouchPolicy, pushTouchesPolicy, routeDelivery } from "../../src/dispatch/route.js";
+import { engineTakes, PUSH_COMMITS_LISTED, pushMayTouchPolicy, pushTouchesPolicy, routeDelivery, takesEvent } from "../../src/dispatch/route.js";
 import type { RoutedDelivery } from "../../src/handler.js";
 import secrets from "../../handlers/secrets/index.js";
 import { testConfig } from "../engine/helpers.js";
@@ -53,6 +53,35 @@ describe("pushMayTouchPolicy", () => {
     expect(pushMayTouchPolicy(text)).toBe(true);
     const shorter = { ...long, commits: long.commits.slice(1) };
     expect(pushTouchesPolicy("push", shorter)).toBe(false);
+  });
+});
+
+describe("takesEvent", () => {
+  it("matches every event, an event with any action, or one action of it, and nothing that only looks alike", () => {
+    const events = ["workflow_run.completed", "push", "pull_request.opened"];
+    expect(takesEvent(events, "workflow_run", "completed")).toBe(true);
+    expect(takesEvent(events, "workflow_run", "requested")).toBe(false);
+    expect(takesEvent(events, "push", undefined)).toBe(true);
+    expect(takesEvent(events, "push", "anything")).toBe(true);
+    expect(takesEvent(events, "pull_request", "opened")).toBe(true);
+    expect(takesEvent(events, "pull_request", "reopened")).toBe(false);
+    expect(takesEvent(events, "pull_request", undefined)).toBe(false);
+    // Same length, same ends, a different separator or middle: not a match.
+    expect(takesEvent(["workflow_runXcompleted"], "workflow_run", "completed")).toBe(false);
+    expect(takesEvent(["workflow.run.completed"], "workflow", "run_completed")).toBe(false);
+    expect(takesEvent(["a.b.c"], "a.b", "c")).toBe(true);
+    expect(takesEvent(["a.b.c"], "a", "b.c")).toBe(true);
+    expect(takesEvent(["*"], "anything", undefined)).toBe(true);
+    expect(takesEvent([], "push", undefined)).toBe(false);
+    // Against the plain definition, over every example event and action and a few event lists.
+    const all = (examples as unknown as Example[]).flatMap((g) => g.examples.map((e) => ({ event: g.name, action: typeof e.action === "string" ? e.action : undefined })));
+    const lists = [["push"], ["issues.opened", "issues.closed"], ["workflow_run.completed", "workflow_job"], ["check_suite.requested", "check_run.rerequested", "pull_request"]];
+    for (const list of lists) {
+      for (const { event, action } of all) {
+        const plain = list.some((e) => e === "*" || e === event || (action !== undefined && e === `${event}.${action}`));
+        expect(takesEvent(list, event, action), `${list.join(",")} ${event}.${action}`).toBe(plain);
+      }
+    }
   });
 });
 

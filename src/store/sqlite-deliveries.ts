@@ -114,14 +114,23 @@ export const SET_MOVED_SEQ_SQL = `INSERT INTO spool_moved (id, seq, log_file, lo
 // delivery the intake takes is inserted through these, and each intermediate array was garbage
 // the young generation had to make room for.
 
+/** The first values of an inserted queue row, as both inserts list their columns; the caller pushes the rest. */
+function routedValues(d: IncomingDelivery): unknown[] {
+  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime()];
+}
+
 /** INSERT_QUEUED_SQL's values with the body's four as null (filled in by `withLoggedBody`): queued, or done when no handler takes it. */
 function queuedValues(d: IncomingDelivery, now: number): unknown[] {
-  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), d.settled ? "done" : "queued", now, now, null, null, null, null];
+  const row = routedValues(d);
+  row.push(d.settled ? "done" : "queued", now, now, null, null, null, null);
+  return row;
 }
 
 /** INSERT_LEASED_SQL's values, body's four null as above. */
 function leasedValues(d: IncomingDelivery, now: number, token: string, leaseUntil: number): unknown[] {
-  return [d.id, d.event, d.action ?? null, d.installationId ?? null, d.repository ?? null, d.receivedAt.getTime(), now, token, leaseUntil, now, null, null, null, null];
+  const row = routedValues(d);
+  row.push(now, token, leaseUntil, now, null, null, null, null);
+  return row;
 }
 
 /** `row` (ending in the body's four) with the body of a payload in the log at `ref`. */

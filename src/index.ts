@@ -30,6 +30,7 @@ export { didYouMean, suggestionNote } from "./policy/suggest.js";
 export { withStoreLock, type StoreLockOptions } from "./store/lock.js";
 export { cachedGet, requestFnOf, ResponseCache, type RequestFn, type RawResponse } from "./api/conditional.js";
 export { downloadWithoutAuth } from "./api/client.js";
+export { StewardOctokit } from "./api/octokit.js";
 // Long work: stop between steps when told, hold a job lease so one copy runs at a time, and keep
 // pattern matching within a delivery's CPU budget.
 export { stoppedError, isStopped, throwIfStopped } from "./lifecycle/abort-scope.js";

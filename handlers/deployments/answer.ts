@@ -1,8 +1,7 @@
 // The two ways of answering GitHub: the protection-rule callback (installation token) and the
 // review of pending deployments (a required reviewer's token). Both go to the configured API
 // host only: a callback URL from a payload is never followed with a token.
-import { ProbotOctokit } from "probot";
-import type { InstallationOctokit, StewardConfig } from "../../src/index.js";
+import { StewardOctokit, type InstallationOctokit, type StewardConfig } from "../../src/index.js";
 import type { RepoRef } from "./facts.js";
 
 export type FinalState = "approved" | "rejected";
@@ -61,7 +60,7 @@ export async function reviewPendingDeployment(
 /** An Octokit acting as the required reviewer, or undefined when no reviewer token is configured. */
 export function reviewerOctokitFrom(config: Readonly<StewardConfig>): InstallationOctokit | undefined {
   if (!config.reviewerToken) return undefined;
-  return new ProbotOctokit({
+  return new StewardOctokit({
     auth: { token: config.reviewerToken },
     baseUrl: config.apiUrl,
     // Requests are logged by the framework's own log; Octokit's default logger would print to the console.

@@ -1,10 +1,10 @@
-// Authenticated API clients on Probot's Octokit (app auth via octokit-auth-probot and
+// Authenticated API clients on Steward's Octokit (octokit.ts: app auth via octokit-auth-probot and
 // auth-app, throttling via bottleneck, retries, pagination). One Octokit per installation,
 // cached, so throttling and rate-limit state are kept per installation: one busy or
 // limited installation never stalls the others.
 import Bottleneck from "bottleneck";
 import type { Redis } from "ioredis";
-import { ProbotOctokit } from "probot";
+import { StewardOctokit } from "./octokit.js";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
 import type { InstallationOctokit, OctokitFactory } from "./types.js";
@@ -284,7 +284,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   function build(who: number | "app"): InstallationOctokit {
     const auth: Record<string, unknown> = { appId: config.appId, privateKey: config.privateKey, cache: tokens };
     if (who !== "app") auth.installationId = who;
-    const octokit = new ProbotOctokit({
+    const octokit = new StewardOctokit({
       auth,
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,

@@ -11,7 +11,6 @@ import type { ApplicationFunction } from "probot";
 import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
 import type { StewardConfig } from "../config/types.js";
-import { probotAppAsHandler } from "./probot-app.js";
 
 function isHandlerModule(value: unknown): value is HandlerModule<any> {
   if (typeof value !== "object" || value === null) return false;
@@ -86,6 +85,8 @@ export async function loadHandlerModules(
       modules.push(exported);
     } else if (typeof exported === "function") {
       const name = nameFromPath(path);
+      // Probot (and express, for the app's routes) is loaded only for a service that hosts a Probot app.
+      const { probotAppAsHandler } = await import("./probot-app.js");
       modules.push(await probotAppAsHandler(exported as ApplicationFunction, { name, config: opts.config, logger: opts.logger }));
     } else {
       throw new Error(

@@ -2,12 +2,18 @@
 // Steward's own server. Each call returns an Express router (Probot's contract) mounted at the
 // path given, or at `/probot/<app name>` without one. A mount that would take one of Steward's
 // own paths is refused while the app loads, naming both, so it never fails a request later.
-import express, { type NextFunction, type Request, type Response, type Router } from "express";
+import type { NextFunction, Request, Response, Router } from "express";
+import { createRequire } from "node:module";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
 import type { MountedPages } from "../intake/server.js";
 import { safeErrorMessage } from "../log/redact.js";
+
+/** express, loaded when a Probot app first mounts routes: a service that hosts none never loads it. */
+function express(): typeof import("express") {
+  return createRequire(import.meta.url)("express") as typeof import("express");
+}
 
 /** Paths Steward serves itself, besides the webhook path; a prefix owns everything under it. */
 export const STEWARD_OWN_PATHS = ["/", "/console", "/healthz", "/readyz", "/metrics", "/steward.schema.json"] as const;
@@ -50,7 +56,7 @@ export function routeMounter(app: string, reserved: readonly string[]) {
       if (conflict) {
         throw new Error(`Probot app "${app}" called ${call} to serve routes under "${prefix || "/"}", which would shadow Steward's own ${conflict}; give getRouter a path of its own (no path: /probot/${app})`);
       }
-      const router = express.Router();
+      const router = express().Router();
       mounts.push({ app, prefix, router });
       return router;
     },
@@ -66,7 +72,7 @@ export function probotRoutePages(handlers: readonly HandlerModule<any>[], logger
   const mounts = handlers.flatMap((h) => mountsOf.get(h) ?? []);
   if (mounts.length === 0) return undefined;
   const log = logger.child({ component: "probot-routes" });
-  const app = express();
+  const app = express()();
   app.disable("x-powered-by");
   for (const m of mounts) {
     // Probot's logging middleware gave routes `req.log`; apps written for it use it.

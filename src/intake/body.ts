@@ -49,7 +49,9 @@ export function readBody(req: IncomingMessage, limit: number, timeoutMs = Number
       }
       chunks.push(chunk);
     };
-    const onEnd = () => finish({ ok: true, body: Buffer.concat(chunks, size) });
+    // Node's HTTP parser hands each body chunk over in a buffer of its own, so a body that came
+    // in one chunk (most deliveries) is kept as it is rather than copied into another.
+    const onEnd = () => finish({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
     const onAbort = () => finish({ ok: false, reason: "aborted" });
     const timer = Number.isFinite(timeoutMs)
       ? setTimeout(() => {

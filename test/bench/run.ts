@@ -55,7 +55,7 @@ async function main(): Promise<void> {
   }
   if (o.sections.has("profile")) {
     log("profile (Steward intake at concurrency 50)");
-    results.profile = await profileStewardIntake({ connections: 50, seconds: o.profileSeconds, durability: o.durability, noop: o.noop });
+    results.profile = await profileStewardIntake({ connections: Number(process.env.BENCH_PROFILE_CONNECTIONS ?? 50), seconds: o.profileSeconds, durability: o.durability, noop: o.noop });
   }
   if (o.sections.has("e2e")) {
     log(`end-to-end (${o.e2e.count} per flow at ${o.e2e.rate}/s)`);

@@ -1,0 +1,71 @@
+// What a running service loads: Probot (its index pulls in its HTTP server, express and their
+// middleware, several MB of heap) only when it hosts a Probot app. The built-in handlers' API
+// clients come from Steward's own Octokit (src/api/octokit.ts).
+import { readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { describe, expect, it, vi } from "vitest";
+import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { deliveryId, postDelivery } from "./helpers.js";
+import { startChild } from "./child.js";
+import { perTest } from "./per-test.js";
+
+const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
+const preload = resolve(import.meta.dirname, "fixtures/record-loads.mjs");
+const probotApp = resolve(import.meta.dirname, "../dispatch/fixtures/router-probot-app.cjs");
+
+const scope = perTest();
+
+/** Runs `steward start` against the hub until a delivery was handled, and lists the packages it loaded. */
+async function packagesLoaded(extra: Record<string, string>): Promise<Set<string>> {
+  const hub = await scope.hub();
+  const dir = await scope.dataDir("loads");
+  const keyPath = join(dir, "app.pem");
+  await writeFile(keyPath, hub.env.PRIVATE_KEY);
+  const loads = join(dir, "loads.txt");
+  await writeFile(loads, "");
+  const secret = "loads-webhook-secret";
+  const run = await scope.stopAfter(
+    startChild({
+      APP_ID: hub.env.APP_ID,
+      PRIVATE_KEY_PATH: keyPath,
+      WEBHOOK_SECRET: secret,
+      GITHUB_API_URL: hub.url,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      STEWARD_DATA_DIR: join(dir, "data"),
+      NODE_OPTIONS: `--import ${preload}`,
+      STEWARD_TEST_LOADS: loads,
+      ...extra,
+    }),
+    (r) => r.proc.exitCode === null && r.proc.kill("SIGKILL"),
+  );
+  const url = await run.listening;
+  expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
+  // The built-in secrets handler lists the app's installations on a ping: an API call made with the service's Octokit.
+  await vi.waitFor(() => expect(hub.control.requests().filter((r) => r.path === "/app/installations").map((r) => r.status)).toContain(200), { timeout: 45_000, interval: 50 });
+  run.proc.kill("SIGTERM");
+  expect(await run.exited).toBe(0);
+  const packages = (await readFile(loads, "utf8"))
+    .split("\n")
+    .map((line) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(line)?.[1])
+    .filter((p): p is string => p !== undefined);
+  return new Set(packages);
+}
+
+describe("modules a running service loads", () => {
+  it("with the built-in handlers: Octokit and its plugins, and neither Probot nor express", async () => {
+    const loaded = await packagesLoaded({});
+    // The recording sees both kinds of module: ES (Octokit) and CommonJS (better-sqlite3).
+    expect(loaded).toContain("@octokit/core");
+    expect(loaded).toContain("@octokit/plugin-throttling");
+    expect(loaded).toContain("octokit-auth-probot");
+    expect(loaded).toContain("better-sqlite3");
+    expect([...loaded].filter((p) => ["probot", "express", "pino-http", "@probot/pino"].includes(p))).toEqual([]);
+  }, 90_000);
+
+  it("hosting a Probot app: Probot is loaded for it", async () => {
+    const loaded = await packagesLoaded({ STEWARD_HANDLERS: probotApp });
+    expect(loaded).toContain("probot");
+    expect(loaded).toContain("express");
+  }, 90_000);
+});

@@ -16,8 +16,8 @@ import { createProbotAuth } from "octokit-auth-probot";
 
 type Options = NonNullable<ConstructorParameters<typeof Octokit>[0]> & { throttle?: Record<string, unknown> };
 
-/** A client built without its own rate-limit answers waits once, as Probot's does, and says so. */
-const RETRY_ONCE = (retryAfter: number, options: { method: string; url: string }, octokit: Octokit) => {
+/** A client built without its own rate-limit answers waits as GitHub asks and tries again, as Probot's does, and says so. */
+const WAIT_AND_RETRY = (retryAfter: number, options: { method: string; url: string }, octokit: Octokit) => {
   octokit.log.warn(`rate limit reached by ${options.method} ${options.url}; retrying in ${retryAfter} s`);
   return true;
 };
@@ -26,6 +26,6 @@ export const StewardOctokit = Octokit.plugin(throttling, retry, paginateRest, re
   (instance: Options) => ({
     authStrategy: createProbotAuth,
     ...instance,
-    throttle: { enabled: true, onRateLimit: RETRY_ONCE, onSecondaryRateLimit: RETRY_ONCE, ...instance?.throttle },
+    throttle: { enabled: true, onRateLimit: WAIT_AND_RETRY, onSecondaryRateLimit: WAIT_AND_RETRY, ...instance?.throttle },
   }),
 );

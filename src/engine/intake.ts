@@ -25,34 +25,49 @@ export function createIntake(
     return "recorded";
   }
 
+  /** A queued delivery's row is committed: the pool learns of it. */
+  const queued = (result: "recorded" | "duplicate") => {
+    if (result === "recorded") {
+      pool.markBacklogged();
+      pool.wake();
+    }
+    return result;
+  };
+
+  // Not an async function: each path returns the store's own promise, so a delivery costs no
+  // promise of this layer's and no turns of the microtask queue to adopt the store's.
+  function record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    intakeFirst?.arrived();
+    // Taken off the caller's object: the largest object of a request must not live on with the
+    // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
+    const { parsed } = delivery;
+    delivery.parsed = undefined;
+    // Nothing to run (a job queued or in progress, a check run created, an event only some other
+    // app of the installation wants): recorded done, and the pool is neither woken nor given it.
+    // Spooled whenever the spool takes it, flood or not: nobody waits for its row, and a commit
+    // of its own would hold its sender for the commit.
+    if (!routed(delivery)) {
+      delivery.settled = true;
+      return store.deliveries.recordSpooled?.(delivery) ?? store.deliveries.record(delivery);
+    }
+    if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
+    // During a flood, the turn's deliveries in one write to the spool rather than a commit; the pool is woken by the move.
+    const spooled = intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined;
+    if (spooled) {
+      pool.markBacklogged();
+      return spooled;
+    }
+    return store.deliveries.record(delivery).then(queued);
+  }
+
   return {
-    record: async (delivery) => {
-      intakeFirst?.arrived();
-      // Taken off the caller's object: the largest object of a request must not live on with the
-      // request (past a scavenge it is promoted, and the old generation grows) when no run uses it.
-      const { parsed } = delivery;
-      delivery.parsed = undefined;
-      // Nothing to run (a job queued or in progress, a check run created, an event only some other
-      // app of the installation wants): recorded done, and the pool is neither woken nor given it.
-      // Spooled whenever the spool takes it, flood or not: nobody waits for its row, and a commit
-      // of its own would hold its sender for the commit.
-      if (!routed(delivery)) {
-        delivery.settled = true;
-        return store.deliveries.recordSpooled?.(delivery) ?? store.deliveries.record(delivery);
+    record: (delivery) => {
+      try {
+        return record(delivery);
+      } catch (error) {
+        // A caller that chains on the promise sees the failure there, as from an async function.
+        return Promise.reject(error);
       }
-      if (pool.mayRunAtOnce()) return recordAndRun({ ...delivery, parsed });
-      // During a flood, the turn's deliveries in one write to the spool rather than a commit; the pool is woken by the move.
-      const spooled = intakeFirst?.yielding() ? store.deliveries.recordSpooled?.(delivery) : undefined;
-      if (spooled) {
-        pool.markBacklogged();
-        return spooled;
-      }
-      const result = await store.deliveries.record(delivery);
-      if (result === "recorded") {
-        pool.markBacklogged();
-        pool.wake();
-      }
-      return result;
     },
     ready: async () => pool.state() !== "stopping" && pool.state() !== "stopped" && (await store.ready()),
     depth: () => store.deliveries.depth(),

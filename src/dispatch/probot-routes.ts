@@ -10,8 +10,8 @@ import type { HandlerModule } from "../handler.js";
 import type { MountedPages } from "../intake/server.js";
 import { safeErrorMessage } from "../log/redact.js";
 
-/** express, loaded when a Probot app first mounts routes: a service that hosts none never loads it. */
-function express(): typeof import("express") {
+/** The express module, loaded when a Probot app first mounts routes: a service that hosts none never loads it. */
+function loadExpress(): typeof import("express") {
   return createRequire(import.meta.url)("express") as typeof import("express");
 }
 
@@ -56,7 +56,7 @@ export function routeMounter(app: string, reserved: readonly string[]) {
       if (conflict) {
         throw new Error(`Probot app "${app}" called ${call} to serve routes under "${prefix || "/"}", which would shadow Steward's own ${conflict}; give getRouter a path of its own (no path: /probot/${app})`);
       }
-      const router = express().Router();
+      const router = loadExpress().Router();
       mounts.push({ app, prefix, router });
       return router;
     },
@@ -72,7 +72,8 @@ export function probotRoutePages(handlers: readonly HandlerModule<any>[], logger
   const mounts = handlers.flatMap((h) => mountsOf.get(h) ?? []);
   if (mounts.length === 0) return undefined;
   const log = logger.child({ component: "probot-routes" });
-  const app = express()();
+  const express = loadExpress();
+  const app = express();
   app.disable("x-powered-by");
   for (const m of mounts) {
     // Probot's logging middleware gave routes `req.log`; apps written for it use it.

@@ -1,9 +1,28 @@
 // `steward` as a child process, for tests of what an operator sees: its output, its exit, and
 // what it does with signals.
 import { spawn } from "node:child_process";
-import { resolve } from "node:path";
+import { writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
 
 export const BIN = resolve(__dirname, "../../bin/steward.js");
+
+/**
+ * The environment of `steward start` as a real app of the hub: its app id, its key written to a
+ * file under `dir` (as an operator keeps it), the webhook secret, and a data directory under `dir`.
+ */
+export async function realAppEnv(hub: { url: string; env: { APP_ID: string; PRIVATE_KEY: string } }, dir: string, secret: string): Promise<Record<string, string>> {
+  const keyPath = join(dir, "app.pem");
+  await writeFile(keyPath, hub.env.PRIVATE_KEY);
+  return {
+    APP_ID: hub.env.APP_ID,
+    PRIVATE_KEY_PATH: keyPath,
+    WEBHOOK_SECRET: secret,
+    GITHUB_API_URL: hub.url,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    STEWARD_DATA_DIR: join(dir, "data"),
+  };
+}
 
 export function startChild(env: Record<string, string>, args: string[] = ["start"]) {
   const proc = spawn(process.execPath, [BIN, ...args], {

@@ -1,9 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { deliveryId, postDelivery } from "./helpers.js";
-import { startChild } from "./child.js";
+import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";
 
 const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
@@ -16,17 +15,9 @@ describe("steward start (child process)", () => {
   it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {
     const hub = await scope.hub();
     const dir = await scope.dataDir("cli");
-    const keyPath = join(dir, "app.pem");
-    await writeFile(keyPath, hub.env.PRIVATE_KEY);
     const secret = "cli-webhook-secret-value";
     const run = start({
-      APP_ID: hub.env.APP_ID,
-      PRIVATE_KEY_PATH: keyPath,
-      WEBHOOK_SECRET: secret,
-      GITHUB_API_URL: hub.url,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      STEWARD_DATA_DIR: join(dir, "data"),
+      ...(await realAppEnv(hub, dir, secret)),
       STEWARD_SHUTDOWN_TIMEOUT: "5s",
       LOG_LEVEL: "info",
     });

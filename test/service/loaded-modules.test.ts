@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { deliveryId, postDelivery } from "./helpers.js";
-import { startChild } from "./child.js";
+import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";
 
 const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
@@ -19,20 +19,12 @@ const scope = perTest();
 async function packagesLoaded(extra: Record<string, string>): Promise<Set<string>> {
   const hub = await scope.hub();
   const dir = await scope.dataDir("loads");
-  const keyPath = join(dir, "app.pem");
-  await writeFile(keyPath, hub.env.PRIVATE_KEY);
   const loads = join(dir, "loads.txt");
   await writeFile(loads, "");
   const secret = "loads-webhook-secret";
   const run = await scope.stopAfter(
     startChild({
-      APP_ID: hub.env.APP_ID,
-      PRIVATE_KEY_PATH: keyPath,
-      WEBHOOK_SECRET: secret,
-      GITHUB_API_URL: hub.url,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      STEWARD_DATA_DIR: join(dir, "data"),
+      ...(await realAppEnv(hub, dir, secret)),
       NODE_OPTIONS: `--import ${preload}`,
       STEWARD_TEST_LOADS: loads,
       ...extra,

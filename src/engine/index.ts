@@ -14,6 +14,7 @@ import { createLeaseKeeper } from "./leases.js";
 import { createWorkerPool } from "./pool.js";
 import { createIntake } from "./intake.js";
 import { engineTakes, routeDelivery } from "../dispatch/route.js";
+import { createPushHints } from "./push-hints.js";
 import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "./intake-first.js";
 import { runClaimedDelivery } from "./delivery.js";
 import { runClaimedTask } from "./task.js";
@@ -56,7 +57,8 @@ export function createEngine(opts: EngineOptions): Engine {
     clock,
   };
   const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
-  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
+  const pushHints = createPushHints();
+  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log), pushHints };
   const taskDeps = { ...runDeps, handlersByName };
   const intakeFirst =
     opts.intakeFirst ?? createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: (config.busyWorkerShare ?? DEFAULT_INTAKE_FIRST.share * 100) / 100 });
@@ -97,7 +99,13 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   return {
-    intake: createIntake(store, pool, leaseMs, intakeFirst, (d) => routeDelivery(opts.handlers, d, config).length > 0 || engineTakes(d)),
+    intake: createIntake(store, pool, leaseMs, intakeFirst, (d) => {
+      if (d.event !== "push") return routeDelivery(opts.handlers, d, config).length > 0;
+      // Asked of every push, so that its run need not read the text back to ask again.
+      const takes = engineTakes(d);
+      pushHints.note(d.id, takes);
+      return takes || routeDelivery(opts.handlers, d, config).length > 0;
+    }),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {

@@ -101,10 +101,11 @@ export function createEngine(opts: EngineOptions): Engine {
   return {
     intake: createIntake(store, pool, leaseMs, intakeFirst, (d) => {
       if (d.event !== "push") return routeDelivery(opts.handlers, d, config).length > 0;
-      // Asked of every push, so that its run need not read the text back to ask again.
+      // Asked of every push that will run, so that its run need not read the text back to ask again.
       const takes = engineTakes(d);
-      pushHints.note(d.id, takes);
-      return takes || routeDelivery(opts.handlers, d, config).length > 0;
+      const runs = takes || routeDelivery(opts.handlers, d, config).length > 0;
+      if (runs) pushHints.note(d.id, takes);
+      return runs;
     }),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],

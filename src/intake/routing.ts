@@ -236,6 +236,18 @@ class Scanner {
   }
 }
 
+/**
+ * A copy of `value` that holds none of the text it was cut from. V8 makes a slice of 13 characters
+ * or more a view into its parent string, and the parent is kept while the slice is: a repository's
+ * full name kept with the delivery (the spool's queue for its move, a run, a cache key) held the
+ * whole payload text, 2-25 KB, past the young generation's collections, and most of what each
+ * collection copied and promoted at one connection was payload texts (analysis.md). Joined to a
+ * character and sliced off again, the value's characters are copied into a string of their own.
+ */
+function own(value: string | undefined): string | undefined {
+  return value === undefined || value.length < 13 ? value : ` ${value}`.slice(1);
+}
+
 /** The routing fields of a payload, or why the text is not a JSON object. */
 export function routingFields(text: string): RoutingResult {
   const s = new Scanner(text);
@@ -249,7 +261,7 @@ export function routingFields(text: string): RoutingResult {
       return { ok: false, message: "payload must be a JSON object" };
     }
     s.object(() => {
-      if (s.keyIs("action")) fields.action = s.stringOrSkip();
+      if (s.keyIs("action")) fields.action = own(s.stringOrSkip());
       else if (s.keyIs("installation")) {
         // A repeated key counts as JSON.parse counts it: the last one.
         fields.installationId = undefined;
@@ -267,7 +279,7 @@ export function routingFields(text: string): RoutingResult {
         fields.repository = undefined;
         if (s.text[s.i] !== "{") return s.skipValue();
         s.object(() => {
-          if (s.keyIs("full_name")) fields.repository = s.stringOrSkip();
+          if (s.keyIs("full_name")) fields.repository = own(s.stringOrSkip());
           else s.skipValue();
         });
       } else s.skipValue();

@@ -3,6 +3,8 @@
 // full JSON.parse gives, and refuse exactly the texts JSON.parse refuses (cut-off, garbled) or
 // that are not one JSON object.
 import { createRequire } from "node:module";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { routingFields } from "../../src/intake/routing.js";
 import { parseDelivery } from "../../src/intake/delivery.js";
@@ -119,5 +121,26 @@ describe("routing fields without a full parse", () => {
       const text = JSON.stringify({ nested: { s: v, list: [v, { v }] }, action: v, repository: { full_name: v, x: [v] }, installation: { id: 3 } });
       expect(routingFields(text), text).toEqual(expected(text));
     }
+  });
+
+  it("keeps none of the payload text in the fields it returns: a thousand kept fields hold kilobytes, not their payloads", () => {
+    // A slice of a V8 string can be a view that keeps the whole text alive; routing fields outlive
+    // the request (queued with the delivery, cache keys), so each would hold its payload.
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const kept: unknown[] = [];
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < 1000; i++) {
+      const text = JSON.stringify({ action: "requested_action_long", padding: `${i}`.padEnd(20_000, "x"), repository: { full_name: "octo-organisation/octo-repository" } });
+      const got = routingFields(text);
+      if (!got.ok) throw new Error("a JSON object");
+      kept.push(got.fields);
+    }
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    // 1,000 texts of 20 KB are 20 MB; the fields alone are well under one.
+    expect(held).toBeLessThan(4 * 1024 * 1024);
+    expect(kept[999]).toEqual({ action: "requested_action_long", installationId: undefined, repository: "octo-organisation/octo-repository" });
   });
 });

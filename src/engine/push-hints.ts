@@ -1,8 +1,8 @@
 // What the intake learned of a push it recorded: whether its text may name a policy file
 // (route.ts, engineTakes). A run must know that before its handlers, and without the intake's
 // word it reads the payload back from the store to find out: in the bench's traffic four runs
-// in five that read a payload read it for this alone, a system call each that blocked the event
-// loop for 27 µs on average under load (analysis.md). A hint is taken once, by the first run of
+// in five that read a payload read it for this alone, a read from the payload log and a string of
+// 2-25 KB each, on the event loop (analysis.md). A hint is taken once, by the first run of
 // the delivery; one never taken (a duplicate, a run on another replica) is dropped, oldest
 // first, past MAX_HINTS, and a run that finds none reads the text as before.
 

@@ -239,10 +239,10 @@ class Scanner {
 /**
  * A copy of `value` that holds none of the text it was cut from. V8 makes a slice of 13 characters
  * or more a view into its parent string, and the parent is kept while the slice is: a repository's
- * full name kept with the delivery (the spool's queue for its move, a run, a cache key) held the
- * whole payload text, 2-25 KB, past the young generation's collections, and most of what each
- * collection copied and promoted at one connection was payload texts (analysis.md). Joined to a
- * character and sliced off again, the value's characters are copied into a string of their own.
+ * full name kept with the delivery (the spool's queue until its move, a run, a cache key) held the
+ * whole payload text, 2-25 KB, for as long as it was kept (a thousand kept names held 20 MB).
+ * Joined to a character and sliced off again, the value's characters are copied into a string of
+ * their own.
  */
 function own(value: string | undefined): string | undefined {
   return value === undefined || value.length < 13 ? value : ` ${value}`.slice(1);

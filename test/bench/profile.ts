@@ -26,6 +26,8 @@ export interface Hotspot {
 export interface ProfileSummary {
   /** Share of the profiled window the main thread was running JavaScript or native code (not idle). */
   busyShare?: number;
+  /** The load's concurrency while profiled (absent in results written before it was kept). */
+  connections?: number;
   functions: Hotspot[];
   areas: Hotspot[];
 }
@@ -103,7 +105,7 @@ export async function profileStewardIntake(o: { connections: number; seconds: nu
       await child.stop();
     }
     if (process.env.BENCH_PROFILE_KEEP) await writeFile(process.env.BENCH_PROFILE_KEEP, await readFile(file));
-    return summariseProfile(JSON.parse(await readFile(file, "utf8")) as CpuProfile);
+    return { ...summariseProfile(JSON.parse(await readFile(file, "utf8")) as CpuProfile), connections: o.connections };
   } finally {
     await api?.stop();
     await rm(dir, { recursive: true, force: true });

@@ -108,8 +108,8 @@ function memoryTable(m: MemoryResult): string {
 }
 
 function profileTables(p: ProfileSummary): string {
-  const t = (items: { name: string; share: number }[], head: string) => table([head, "Share of busy CPU"], items.map((x) => [`\`${x.name}\``, pct(x.share)]));
-  const busy = p.busyShare === undefined ? "" : `The process was busy ${pct(p.busyShare)} of the profiled window (the rest idle: waiting for requests, commits or the checkpoint thread).\n\n`;
+  const t = (items: { name: string; share: number }[], head: string) => table([head, "Share of busy time"], items.map((x) => [`\`${x.name}\``, pct(x.share)]));
+  const busy = p.busyShare === undefined ? "" : `The main thread was in JavaScript or a native call ${pct(p.busyShare)} of the profiled window (the rest idle in the event loop: waiting for requests, commits or the checkpoint thread).\n\n`;
   return `${busy}${t(p.areas, "Area (native calls charged to their caller)")}\n\n${t(p.functions, "Function")}`;
 }
 
@@ -325,7 +325,14 @@ export function renderReport(r: BenchResults, notes: string): string {
     );
   }
   if (r.profile) {
-    parts.push(...heading("## Where Steward's intake CPU goes"), "V8 profile of the Steward server during a concurrency-50 load (after warm-up; start-up excluded).", "", profileTables(r.profile));
+    parts.push(
+      ...heading("## Where Steward's intake CPU goes"),
+      `V8's sampling profile of the Steward server's main thread during a concurrency-${r.profile.connections ?? 50} load (after warm-up; start-up excluded). ` +
+        "It records where the thread is, not whether it runs: a native call that waits (a system call that blocks, a lock) counts as busy, " +
+        "so rows for file and SQLite calls can overstate their CPU (analysis.md compares them with `perf`).",
+      "",
+      profileTables(r.profile),
+    );
   }
   if (notes.trim()) parts.push("", notes.trim());
   return parts.join("\n") + "\n";

@@ -126,6 +126,18 @@ function isSpace(code: number): boolean {
   return code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09;
 }
 
+/**
+ * A copy of `value` that holds none of the text it was cut from. V8 makes a slice of 13 characters
+ * or more a view into its parent string, and the parent is kept while the slice is: a repository's
+ * full name kept with the delivery (the spool's queue until its move, a run, a cache key) held the
+ * whole payload text, 2-25 KB, for as long as it was kept (a thousand kept names held 20 MB).
+ * Joined to a character and sliced off again, the value's characters are copied into a string of
+ * their own.
+ */
+function own(value: string): string {
+  return value.length < 13 ? value : ` ${value}`.slice(1);
+}
+
 class Scanner {
   i = 0;
   /** Whether the last string `endOfString` passed held an escape. */
@@ -152,12 +164,12 @@ class Scanner {
     return end + 1;
   }
 
-  /** At an opening quote: the decoded string, moving past it. */
+  /** At an opening quote: the decoded string, moving past it (a string of its own, never a view into the text). */
   string(): string {
     const start = this.i;
     const end = this.endOfString();
     this.i = end;
-    return this.escaped ? this.decode(start, end) : this.text.slice(start + 1, end - 1);
+    return this.escaped ? this.decode(start, end) : own(this.text.slice(start + 1, end - 1));
   }
 
   decode(start: number, end: number): string {
@@ -236,18 +248,6 @@ class Scanner {
   }
 }
 
-/**
- * A copy of `value` that holds none of the text it was cut from. V8 makes a slice of 13 characters
- * or more a view into its parent string, and the parent is kept while the slice is: a repository's
- * full name kept with the delivery (the spool's queue until its move, a run, a cache key) held the
- * whole payload text, 2-25 KB, for as long as it was kept (a thousand kept names held 20 MB).
- * Joined to a character and sliced off again, the value's characters are copied into a string of
- * their own.
- */
-function own(value: string | undefined): string | undefined {
-  return value === undefined || value.length < 13 ? value : ` ${value}`.slice(1);
-}
-
 /** The routing fields of a payload, or why the text is not a JSON object. */
 export function routingFields(text: string): RoutingResult {
   const s = new Scanner(text);
@@ -261,7 +261,7 @@ export function routingFields(text: string): RoutingResult {
       return { ok: false, message: "payload must be a JSON object" };
     }
     s.object(() => {
-      if (s.keyIs("action")) fields.action = own(s.stringOrSkip());
+      if (s.keyIs("action")) fields.action = s.stringOrSkip();
       else if (s.keyIs("installation")) {
         // A repeated key counts as JSON.parse counts it: the last one.
         fields.installationId = undefined;
@@ -279,7 +279,7 @@ export function routingFields(text: string): RoutingResult {
         fields.repository = undefined;
         if (s.text[s.i] !== "{") return s.skipValue();
         s.object(() => {
-          if (s.keyIs("full_name")) fields.repository = own(s.stringOrSkip());
+          if (s.keyIs("full_name")) fields.repository = s.stringOrSkip();
           else s.skipValue();
         });
       } else s.skipValue();

@@ -16,6 +16,13 @@ export interface IntakeRow extends LoadResult {
    * Steward's catch-up included: ms. Less sensitive to other load on the machine than the rate.
    */
   cpuMsPerDelivery?: number;
+  /**
+   * With several rounds a level (the row's rates and latencies are then their medians, its counts
+   * their sums, its max the largest): each round's rate.
+   */
+  roundRps?: number[];
+  /** Steward's rows: each round's rate over Probot's in the same round (the ratio is their median). */
+  ratios?: number[];
 }
 
 export interface ServerUsage {
@@ -43,6 +50,8 @@ export interface IntakeResult {
   /** The X-GitHub-Delivery values sent: GitHub's time-based form, or random (BENCH_DELIVERY_IDS=random); absent in runs before stop 40 (random). */
   deliveryIds?: DeliveryIdForm;
   seconds: number;
+  /** Rounds a level (absent: one, in runs before stop 44). */
+  rounds?: number;
   rows: IntakeRow[];
   usage: ServerUsage[];
 }
@@ -94,8 +103,37 @@ async function measureLevel(server: Server, child: ServerChild, payloads: Signed
   return { server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) };
 }
 
+/** The middle value (the mean of the two middle ones for an even count). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** One server's rounds at one level as one row. */
+function combine(rounds: IntakeRow[]): IntakeRow {
+  if (rounds.length === 1) return rounds[0]!;
+  const mid = (pick: (r: IntakeRow) => number) => median(rounds.map(pick));
+  const sum = (pick: (r: IntakeRow) => number) => rounds.reduce((n, r) => n + pick(r), 0);
+  const cpu = rounds.map((r) => r.cpuMsPerDelivery).filter((x): x is number => x !== undefined);
+  return {
+    server: rounds[0]!.server,
+    connections: rounds[0]!.connections,
+    requests: sum((r) => r.requests),
+    rps: mid((r) => r.rps),
+    p50: mid((r) => r.p50),
+    p99: mid((r) => r.p99),
+    max: Math.max(...rounds.map((r) => r.max)),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    ...(cpu.length ? { cpuMsPerDelivery: median(cpu) } : {}),
+    roundRps: rounds.map((r) => r.rps),
+  };
+}
+
 export async function benchIntake(
-  o: { concurrencies: number[]; seconds: number; warmupSeconds: number; durability: "process" | "power"; noop: boolean },
+  o: { concurrencies: number[]; seconds: number; rounds?: number; warmupSeconds: number; durability: "process" | "power"; noop: boolean },
   log: (s: string) => void,
 ): Promise<IntakeResult> {
   const api = await startBenchApi(o.noop);
@@ -122,8 +160,17 @@ export async function benchIntake(
     }
     for (const server of servers) await warmUp(server, children.get(server)!, payloads, o);
     const topLevel = Math.max(...o.concurrencies);
+    const rounds = Math.max(1, o.rounds ?? 1);
     for (const connections of o.concurrencies) {
-      for (const server of servers) rows.push(await measureLevel(server, children.get(server)!, payloads, connections, connections === topLevel, tallies.get(server)!, o, log));
+      const measured = new Map<Server, IntakeRow[]>(servers.map((server) => [server, []]));
+      for (let round = 1; round <= rounds; round++) {
+        if (rounds > 1) log(`  c=${connections}, round ${round} of ${rounds}`);
+        for (const server of servers) measured.get(server)!.push(await measureLevel(server, children.get(server)!, payloads, connections, connections === topLevel, tallies.get(server)!, o, log));
+      }
+      const probot = measured.get("probot")!;
+      const steward = combine(measured.get("steward")!);
+      if (rounds > 1) steward.ratios = measured.get("steward")!.map((s, i) => s.rps / probot[i]!.rps);
+      rows.push(combine(probot), steward);
     }
     for (const server of servers) {
       const child = children.get(server)!;
@@ -150,6 +197,7 @@ export async function benchIntake(
     deliveryIds: deliveryIdForm,
     payloads: { count: payloads.length, minBytes: Math.min(...sizes), maxBytes: Math.max(...sizes), events: [...new Set(payloads.map((p) => p.event))] },
     seconds: o.seconds,
+    rounds: Math.max(1, o.rounds ?? 1),
     rows,
     usage,
   };

@@ -7,6 +7,8 @@ export interface BenchOptions {
   burst: { deliveries: number; connections: number };
   concurrencies: number[];
   seconds: number;
+  /** Intake: rounds at each level, each server once a round (Probot, then Steward). */
+  rounds: number;
   warmupSeconds: number;
   durability: "process" | "power";
   /** Steward runs a no-op handler and no API (intake, burst, profile) instead of its built-in handlers against the sandbox hub. */
@@ -29,7 +31,7 @@ export interface BenchOptions {
 const ALL = ["intake", "burst", "e2e", "cost", "memory", "profile", "tokens", "console"] as const;
 
 export const USAGE = `usage: npm run bench -- [--quick] [--only=intake,burst,e2e,cost,memory,profile,tokens,console] [--seconds=N]
-  [--durability=process|power] [--noop] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
+  [--rounds=N] [--durability=process|power] [--noop] [--deliveries=N] [--sizes=100,1000] [--write | --no-write]
   npm run bench -- --render    (RESULTS.md again from results.json, e.g. after editing analysis.md)`;
 
 export function parseOptions(argv: readonly string[]): BenchOptions {
@@ -39,7 +41,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     if (!m) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
     flags.set(m[1]!, m[2] ?? "true");
   }
-  const known = new Set(["quick", "only", "seconds", "durability", "deliveries", "sizes", "write", "no-write", "render", "help", "noop"]);
+  const known = new Set(["quick", "only", "seconds", "durability", "deliveries", "sizes", "write", "no-write", "render", "help", "noop", "rounds"]);
   for (const k of flags.keys()) if (!known.has(k)) throw new Error(`unknown option --${k}\n${USAGE}`);
   const quick = flags.has("quick");
   const number = (name: string, fallback: number) => {
@@ -60,7 +62,10 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     quick,
     sections: new Set(only as BenchOptions["sections"] extends Set<infer T> ? T[] : never),
     concurrencies: [1, 10, 50, 200],
-    seconds: number("seconds", quick ? 1 : 10),
+    // Three short rounds a level rather than one long one: runs of one build on a shared machine
+    // differ by a fifth, and a median of three paired rounds moves less than one sample.
+    seconds: number("seconds", quick ? 1 : 6),
+    rounds: Math.round(number("rounds", quick ? 1 : 3)),
     warmupSeconds: quick ? 1 : 3,
     durability,
     noop: flags.has("noop"),

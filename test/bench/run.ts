@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   };
   if (o.sections.has("intake")) {
     log(`intake (${o.seconds} s per level, durability ${o.durability})`);
-    results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, warmupSeconds: o.warmupSeconds, durability: o.durability, noop: o.noop }, log);
+    results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, rounds: o.rounds, warmupSeconds: o.warmupSeconds, durability: o.durability, noop: o.noop }, log);
   }
   if (o.sections.has("burst")) {
     log(`burst (${o.burst.deliveries} deliveries over ${o.burst.connections} connections, 10 s client timeout)`);

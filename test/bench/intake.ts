@@ -8,6 +8,7 @@ import { runLoad, type LoadResult } from "./load.js";
 import { startChild, type ServerChild, type Usage } from "./child.js";
 import { describeWork, payloadsFor, startBenchApi, startSteward } from "./steward-child.js";
 import { deliveryIdForm, type DeliveryIdForm } from "./delivery-ids.js";
+import { median } from "./stats.js";
 
 export interface IntakeRow extends LoadResult {
   server: "steward" | "probot";
@@ -101,13 +102,6 @@ async function measureLevel(server: Server, child: ServerChild, payloads: Signed
       (cpuSpent > 0 ? `, ${((100 * kernelSeconds) / cpuSpent).toFixed(0)}% of CPU in the kernel` : ""),
   );
   return { server, ...r, ...(cpuMsPerDelivery !== undefined ? { cpuMsPerDelivery } : {}) };
-}
-
-/** The middle value (the mean of the two middle ones for an even count). */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** One server's rounds at one level as one row. */

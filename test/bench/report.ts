@@ -1,6 +1,7 @@
 // Renders a bench run as Markdown (stdout and RESULTS.md) and judges it against the issue's
 // targets. Pure: results in, text out.
-import { median, type IntakeResult, type IntakeRow } from "./intake.js";
+import type { IntakeResult, IntakeRow } from "./intake.js";
+import { median } from "./stats.js";
 import type { E2eResult } from "./e2e.js";
 import type { CostRow } from "./api-cost.js";
 import type { TokenRow } from "./tokens.js";

@@ -46,7 +46,7 @@ async function main(): Promise<void> {
     },
   };
   if (o.sections.has("intake")) {
-    log(`intake (${o.seconds} s per level, durability ${o.durability})`);
+    log(`intake (${o.rounds > 1 ? `${o.rounds} rounds of ${o.seconds} s` : `${o.seconds} s`} per level, durability ${o.durability})`);
     results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, rounds: o.rounds, warmupSeconds: o.warmupSeconds, durability: o.durability, noop: o.noop }, log);
   }
   if (o.sections.has("burst")) {

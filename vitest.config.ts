@@ -8,7 +8,8 @@ export default defineConfig({
   ssr: { resolve: { conditions: ["steward-source", ...defaultServerConditions] } },
   test: {
     include: ["test/**/*.test.ts", "handlers/**/*.test.ts", "packages/*/test/**/*.test.ts"],
-    exclude: ["test/bench/**", "node_modules/**"],
+    // test/bench holds the benchmark itself (no *.test.ts) and the tests of how its servers are set up.
+    exclude: ["node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

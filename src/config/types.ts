@@ -21,7 +21,7 @@ export interface StewardConfig {
   concurrency: number;
   /**
    * Percent of the event loop the worker pool keeps while deliveries flood in faster than this
-   * process answers and works them off (STEWARD_BUSY_WORKER_SHARE, default 10; 100: never
+   * process answers and works them off (STEWARD_BUSY_WORKER_SHARE, default 1; 100: never
    * steps back). Optional so hand-built configs may omit it.
    */
   busyWorkerShare?: number;

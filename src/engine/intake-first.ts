@@ -10,6 +10,12 @@
 // pool's share follows the loop: doubled while the loop has room (the intake alone does not fill
 // it), halved back towards the setting when the loop is mostly busy again, so a long flood the
 // intake alone cannot fill does not leave the backlog growing at a fixed small share.
+// The floor is small (1%) because a run made during a flood is the dearest run there is: it
+// holds the next sender's answer for its length, and its claim and finish are transactions of
+// their own whose pages the spool's moves keep changing, nearly twice the CPU of the same run
+// once the flood is over (analysis.md, stop 45). At one connection the answer rate fell with
+// every step of the floor (10%: 0.84-0.91x Probot's, 2%: 0.92-1.00x, 1%: 0.99-1.08x), while the
+// CPU a delivery, the drain included, fell with it.
 import { performance } from "node:perf_hooks";
 
 export interface IntakeFirstSettings {
@@ -35,7 +41,7 @@ export interface IntakeFirstSettings {
 }
 
 /** Per 50 ms sample: a flood is 500 deliveries a second or more; it is over below 100 a second. */
-export const DEFAULT_INTAKE_FIRST: IntakeFirstSettings = { share: 0.1, enterUtilisation: 0.7, leaveUtilisation: 0.5, enterArrivals: 25, leaveArrivals: 5 };
+export const DEFAULT_INTAKE_FIRST: IntakeFirstSettings = { share: 0.01, enterUtilisation: 0.7, leaveUtilisation: 0.5, enterArrivals: 25, leaveArrivals: 5 };
 
 /** One sample: how busy the event loop was (0..1) and how many deliveries arrived meanwhile. */
 export interface LoadSample {

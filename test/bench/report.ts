@@ -22,6 +22,14 @@ export interface Machine {
   kept?: { sections: string[]; from: string };
   /** Kept sections measured at other times: section -> the date of the run that measured it. */
   keptFrom?: Record<string, string>;
+  /** Steward settings the run took from its environment (servers/bench-steward.mjs), when any. */
+  settings?: Record<string, string>;
+}
+
+/** " Steward ran with NAME=value, ... from the environment." or "" when it ran with the bench's own. */
+function settingsNote(m: Machine): string {
+  const given = Object.entries(m.settings ?? {});
+  return given.length === 0 ? "" : ` Steward ran with ${given.map(([k, v]) => `${k}=${v}`).join(", ")} from the environment.`;
 }
 
 import { consoleTable, type ConsoleBenchResult } from "./console.js";
@@ -216,6 +224,7 @@ export function renderReport(r: BenchResults, notes: string): string {
     "",
     `Run: ${m.date}, ${m.mode} mode, ${fmt(m.seconds)} s. Node ${m.node}, ${m.cpu}, ${m.cores} cores. ` +
       `Load average before ${m.loadBefore.map((x) => x.toFixed(2)).join(" / ")}, after ${m.loadAfter.map((x) => x.toFixed(2)).join(" / ")} (1/5/15 min).` +
+      settingsNote(m) +
       keptNote(m),
     "",
     "Regenerate with `npm run bench` (a few minutes; writes this file) or `npm run bench -- --quick` (under a minute, prints only).",

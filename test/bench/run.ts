@@ -15,6 +15,7 @@ import { benchTokenMints } from "./tokens.js";
 import { renderReport, type BenchResults } from "./report.js";
 import { benchConsole } from "./console.js";
 import { ensureCompiled } from "./build.js";
+import { settingsFromEnv } from "./servers/bench-steward.mjs";
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 const log = (s: string) => process.stderr.write(`${s}\n`);
@@ -45,6 +46,12 @@ async function main(): Promise<void> {
       seconds: 0,
     },
   };
+  // Durability is the bench's own option (--durability), whatever the environment says.
+  const { STEWARD_DURABILITY: _option, ...settings } = settingsFromEnv(process.env);
+  if (Object.keys(settings).length > 0) {
+    results.machine.settings = settings;
+    log(`Steward runs with ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(", ")} from the environment`);
+  }
   if (o.sections.has("intake")) {
     log(`intake (${o.rounds > 1 ? `${o.rounds} rounds of ${o.seconds} s` : `${o.seconds} s`} per level, durability ${o.durability})`);
     results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, rounds: o.rounds, warmupSeconds: o.warmupSeconds, durability: o.durability, noop: o.noop }, log);

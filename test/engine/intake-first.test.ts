@@ -5,7 +5,8 @@ import { createIntakeFirst, DEFAULT_INTAKE_FIRST, nextState, pauseAfter } from "
 import { deliveryOf, examplePayload, testEngine } from "./helpers.js";
 import { sqliteStorePerTest } from "./scratch-store.js";
 
-const s = DEFAULT_INTAKE_FIRST;
+// The rule with a floor of 10%, so that halving and doubling show (the default floor is 1%).
+const s = { ...DEFAULT_INTAKE_FIRST, share: 0.1 };
 
 describe("intake first: the decision", () => {
   const calm = { yielding: false, share: s.share };

@@ -10,6 +10,7 @@ import { createDeploymentsHandler } from "../../handlers/deployments/index.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { stampArrivals, type ArrivalStamps } from "./arrivals.js";
 import { summarise, type Summary } from "./stats.js";
+import { settingsFromEnv } from "./servers/bench-steward.mjs";
 
 export interface E2eRow {
   flow: "workflow_run.completed -> re-run" | "deployment_protection_rule -> answer";
@@ -179,7 +180,8 @@ async function protectionRuleFlow(stack: SandboxStack, stamps: ArrivalStamps, o:
 }
 
 export async function benchEndToEnd(o: { rate: number; count: number }, log: (s: string) => void): Promise<E2eResult> {
-  const stack = await startSandboxStack({ handlers: [rerun, createDeploymentsHandler()] });
+  // The environment's STEWARD_* settings reach this Steward too, as they do the intake's.
+  const stack = await startSandboxStack({ handlers: [rerun, createDeploymentsHandler()], env: settingsFromEnv() });
   const stamps = stampArrivals(stack.config.webhookPath);
   try {
     const rows: E2eRow[] = [];

@@ -5,6 +5,9 @@
 /** Steward settings the environment may not give a benchmarked Steward: its own data, a credential. */
 const NOT_TAKEN = new Set(["STEWARD_DATA_DIR", "STEWARD_REVIEWER_TOKEN"]);
 
+/** A STEWARD_* name that is Steward's setting, not the tests' own (STEWARD_TEST_REDIS_URL, ...). */
+const isSetting = (name) => name.startsWith("STEWARD_") && !name.startsWith("STEWARD_TEST_") && !NOT_TAKEN.has(name);
+
 /**
  * The STEWARD_* settings of `env` that a benchmarked Steward runs with, so that a setting tried
  * from the shell (`STEWARD_BUSY_WORKER_SHARE=2 npm run bench`) reaches the server measured. Until
@@ -13,7 +16,7 @@ const NOT_TAKEN = new Set(["STEWARD_DATA_DIR", "STEWARD_REVIEWER_TOKEN"]);
 export function settingsFromEnv(env = process.env) {
   return Object.fromEntries(
     Object.entries(env)
-      .filter(([name, value]) => name.startsWith("STEWARD_") && !NOT_TAKEN.has(name) && value !== undefined && value !== "")
+      .filter(([name, value]) => isSetting(name) && value !== undefined && value !== "")
       .sort(([a], [b]) => (a < b ? -1 : 1)),
   );
 }

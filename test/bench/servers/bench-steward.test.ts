@@ -18,8 +18,8 @@ describe("the benchmarked Steward's settings", () => {
     expect(config).toMatchObject({ busyWorkerShare: 2, concurrency: 3, redeliverIntervalMs: 3_600_000, durability: "power" });
   });
 
-  it("never takes the data directory or a credential from the environment", () => {
-    const env = { STEWARD_DATA_DIR: "/var/lib/steward", STEWARD_REVIEWER_TOKEN: "ghp_not-for-the-bench", STEWARD_MAX_ATTEMPTS: "2" };
+  it("never takes the data directory, a credential or the tests' own variables from the environment", () => {
+    const env = { STEWARD_DATA_DIR: "/var/lib/steward", STEWARD_REVIEWER_TOKEN: "ghp_not-for-the-bench", STEWARD_TEST_REDIS_URL: "redis://127.0.0.1:6379/9", STEWARD_MAX_ATTEMPTS: "2" };
     expect(settingsFromEnv(env)).toEqual({ STEWARD_MAX_ATTEMPTS: "2" });
     const config = loadConfig(benchSettings({ privateKeyPem, dataDir: "/tmp/steward-bench-x", env }));
     expect(config).toMatchObject({ dataDir: "/tmp/steward-bench-x", reviewerToken: undefined, maxAttempts: 2 });

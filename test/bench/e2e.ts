@@ -179,9 +179,10 @@ async function protectionRuleFlow(stack: SandboxStack, stamps: ArrivalStamps, o:
   return { flow: "deployment_protection_rule -> answer", rate: o.rate, sent: runIds.length, ...timings(stack, stamps, answered, runOf) };
 }
 
-export async function benchEndToEnd(o: { rate: number; count: number }, log: (s: string) => void): Promise<E2eResult> {
-  // The environment's STEWARD_* settings reach this Steward too, as they do the intake's.
-  const stack = await startSandboxStack({ handlers: [rerun, createDeploymentsHandler()], env: settingsFromEnv() });
+export async function benchEndToEnd(o: { rate: number; count: number; durability: "process" | "power" }, log: (s: string) => void): Promise<E2eResult> {
+  // The environment's STEWARD_* settings reach this Steward too, as they do the intake's, and so
+  // does the bench's --durability, as it does every other section's.
+  const stack = await startSandboxStack({ handlers: [rerun, createDeploymentsHandler()], env: { ...settingsFromEnv(), STEWARD_DURABILITY: o.durability } });
   const stamps = stampArrivals(stack.config.webhookPath);
   try {
     const rows: E2eRow[] = [];

@@ -26,10 +26,16 @@ export interface Machine {
   settings?: Record<string, string>;
 }
 
+/** "NAME=value, NAME=value": settings as the shell gives them. */
+export function settingsText(settings: Record<string, string>): string {
+  return Object.entries(settings)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(", ");
+}
+
 /** " Steward ran with NAME=value, ... from the environment." or "" when it ran with the bench's own. */
 function settingsNote(m: Machine): string {
-  const given = Object.entries(m.settings ?? {});
-  return given.length === 0 ? "" : ` Steward ran with ${given.map(([k, v]) => `${k}=${v}`).join(", ")} from the environment.`;
+  return Object.keys(m.settings ?? {}).length === 0 ? "" : ` Steward ran with ${settingsText(m.settings!)} from the environment.`;
 }
 
 import { consoleTable, type ConsoleBenchResult } from "./console.js";

@@ -12,7 +12,7 @@ import { benchApiCost } from "./api-cost.js";
 import { benchMemory } from "./memory.js";
 import { profileStewardIntake } from "./profile.js";
 import { benchTokenMints } from "./tokens.js";
-import { renderReport, type BenchResults } from "./report.js";
+import { renderReport, settingsText, type BenchResults } from "./report.js";
 import { benchConsole } from "./console.js";
 import { ensureCompiled } from "./build.js";
 import { settingsFromEnv } from "./servers/bench-steward.mjs";
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
   const { STEWARD_DURABILITY: _option, ...settings } = settingsFromEnv(process.env);
   if (Object.keys(settings).length > 0) {
     results.machine.settings = settings;
-    log(`Steward runs with ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(", ")} from the environment`);
+    log(`Steward runs with ${settingsText(settings)} from the environment`);
   }
   if (o.sections.has("intake")) {
     log(`intake (${o.rounds > 1 ? `${o.rounds} rounds of ${o.seconds} s` : `${o.seconds} s`} per level, durability ${o.durability})`);
@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   }
   if (o.sections.has("e2e")) {
     log(`end-to-end (${o.e2e.count} per flow at ${o.e2e.rate}/s)`);
-    results.e2e = await benchEndToEnd(o.e2e, log);
+    results.e2e = await benchEndToEnd({ ...o.e2e, durability: o.durability }, log);
   }
   if (o.sections.has("cost")) {
     log(`API cost (N = ${o.costSizes.join(", ")})`);

@@ -87,7 +87,7 @@ export interface IntakeFirst {
   share(): number;
   /** Milliseconds before the pool may launch again (0: now). */
   launchDelay(now: number): number;
-  /** A run took `ranMs` of wall time and ended at `now`: while yielding, the next launch waits. */
+  /** A run took `ranMs` of wall time (its claim included) and ended at `now`: while yielding, the next launch waits. */
   ran(ranMs: number, now: number): void;
   /** `listener` hears each change (the engine wakes the pool when the intake lets go). */
   onChange(listener: (yielding: boolean) => void): void;

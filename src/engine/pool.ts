@@ -123,8 +123,11 @@ export function createWorkerPool(opts: {
         pumpAgain = false;
         while (state === "running" && inflight.size + reserved < limit() && paced() === 0) {
           const free = limit() - inflight.size - reserved;
+          // The claim is the run's first step on this loop (a query whose pages a flood's moves
+          // keep changing): the pause that keeps the pool to its share counts it with the run.
+          const claimedFrom = performance.now();
           const work = await claimRound(free);
-          for (const w of work) launch(w);
+          for (const w of work) launch(w, claimedFrom);
           if (work.length < free) {
             backlogged = false;
             break;
@@ -178,7 +181,7 @@ export function createWorkerPool(opts: {
     for (const w of waiters) w();
   }
 
-  function launch(work: Work): void {
+  function launch(work: Work, claimedFrom?: number): void {
     const token = work.claim.token;
     // One controller a run, aborted by the shutdown (the listener above) or a lost lease.
     const controller = new AbortController();
@@ -187,7 +190,7 @@ export function createWorkerPool(opts: {
     opts.leases.keep(token, (reason) => controller.abort(reason));
     // Below a millisecond: most runs take less than one, and read in whole milliseconds they took
     // none, so the pause that keeps the pool to its share while the intake comes first was none.
-    const startedAt = performance.now();
+    const startedAt = claimedFrom ?? performance.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
       .catch((e) => {
         // After the shutdown bound the store is closed; what a late run failed to write is moot.

@@ -143,6 +143,29 @@ describe("intake first: the worker pool", () => {
     expect(ran.some((ms) => !Number.isInteger(ms))).toBe(true);
   });
 
+  it("counts each run's claim in the pause that keeps the pool to its share", async () => {
+    const handler = defineHandler<unknown>({ name: "quick", events: ["push"], handle: async () => ({ status: "done", summary: "ran" }) });
+    const intakeFirst = createIntakeFirst({ ...s, share: 0.2, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+    const ran: number[] = [];
+    const measured = { ...intakeFirst, ran: (ms: number, now: number) => (ran.push(ms), intakeFirst.ran(ms, now)) };
+    // A claim that takes a while, as one does during a flood (its pages read again after the spool's moves).
+    const deliveries = scratch.store.deliveries;
+    const claim = deliveries.claimDeliveries.bind(deliveries);
+    deliveries.claimDeliveries = async (...args) => {
+      await delay(15);
+      return claim(...args);
+    };
+    const engine = (scratch.engine = testEngine(scratch.store, [handler], { concurrency: 1, intakeFirst: measured }));
+    await engine.start();
+    intakeFirst.arrived();
+    intakeFirst.sample();
+    for (let i = 0; i < 3; i++) expect(await engine.intake.record(deliveryOf("push", examplePayload("push")))).toBe("recorded");
+    await engine.idle();
+    expect(ran).toHaveLength(3);
+    // The handler itself takes well under a millisecond; the claim's 15 ms are the run's too.
+    expect(ran.every((ms) => ms >= 14)).toBe(true);
+  });
+
   it("runs more at once as its share grows while the loop has room", async () => {
     let inflight = 0;
     let most = 0;

@@ -72,6 +72,18 @@ describe("intake first: the decision", () => {
   });
 });
 
+/**
+ * A handler that returns at once, and the rule at a 20% floor (sampled only when a test says so)
+ * with each run's paced time, as the pool reports it, recorded in `ran`.
+ */
+function pacedQuickRuns() {
+  const handler = defineHandler<unknown>({ name: "quick", events: ["push"], handle: async () => ({ status: "done", summary: "ran" }) });
+  const intakeFirst = createIntakeFirst({ ...s, share: 0.2, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
+  const ran: number[] = [];
+  const measured = { ...intakeFirst, ran: (ms: number, now: number) => (ran.push(ms), intakeFirst.ran(ms, now)) };
+  return { handler, intakeFirst, measured, ran };
+}
+
 describe("intake first: the worker pool", () => {
   const scratch = sqliteStorePerTest();
 
@@ -127,10 +139,7 @@ describe("intake first: the worker pool", () => {
   });
 
   it("paces by each run's time measured below a millisecond: a run shorter than one still pauses the next", async () => {
-    const handler = defineHandler<unknown>({ name: "quick", events: ["push"], handle: async () => ({ status: "done", summary: "ran" }) });
-    const intakeFirst = createIntakeFirst({ ...s, share: 0.2, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
-    const ran: number[] = [];
-    const measured = { ...intakeFirst, ran: (ms: number, now: number) => (ran.push(ms), intakeFirst.ran(ms, now)) };
+    const { handler, intakeFirst, measured, ran } = pacedQuickRuns();
     const engine = (scratch.engine = testEngine(scratch.store, [handler], { concurrency: 2, intakeFirst: measured }));
     await engine.start();
     intakeFirst.arrived();
@@ -144,10 +153,7 @@ describe("intake first: the worker pool", () => {
   });
 
   it("counts each run's claim in the pause that keeps the pool to its share", async () => {
-    const handler = defineHandler<unknown>({ name: "quick", events: ["push"], handle: async () => ({ status: "done", summary: "ran" }) });
-    const intakeFirst = createIntakeFirst({ ...s, share: 0.2, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
-    const ran: number[] = [];
-    const measured = { ...intakeFirst, ran: (ms: number, now: number) => (ran.push(ms), intakeFirst.ran(ms, now)) };
+    const { handler, intakeFirst, measured, ran } = pacedQuickRuns();
     // A claim that takes a while, as one does during a flood (its pages read again after the spool's moves).
     const deliveries = scratch.store.deliveries;
     const claim = deliveries.claimDeliveries.bind(deliveries);

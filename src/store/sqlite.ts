@@ -12,6 +12,7 @@ import { SqliteBrowse } from "./sqlite-browse.js";
 import { SqliteTasks } from "./sqlite-tasks.js";
 import { SqliteLeases } from "./sqlite-leases.js";
 import { startStoreThread, type StoreThread } from "./store-thread.js";
+import { adviseAddonPath } from "./page-release.js";
 import { PayloadLog } from "./payload-log.js";
 
 export const storeFileName = "steward.db";
@@ -93,10 +94,12 @@ export class SqliteStore implements StewardStore {
     if (opts.backgroundCheckpoints) {
       // The thread checkpoints and starts the WAL over; this bound only matters if it cannot.
       this.#db.pragma(`wal_autocheckpoint = ${BOUND_WITH_THREAD_PAGES}`);
+      const fadvise = adviseAddonPath();
       this.#thread = startStoreThread({
         path: this.path,
         synchronous,
         ...(spool ? { moveSql: { insert: INSERT_QUEUED_SQL, mark: SET_MOVED_SEQ_SQL } } : {}),
+        ...(fadvise ? { fadvise } : {}),
         onFailure: (error) => {
           if (this.#closed) return;
           this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
@@ -107,8 +110,11 @@ export class SqliteStore implements StewardStore {
       this.#db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
     }
     this.kv = new SqliteKv(this.#db, opts?.auditCap);
-    const payloads = new PayloadLog(join(dataDir, payloadDirName), {
+    const payloadDir = join(dataDir, payloadDirName);
+    const thread = this.#thread;
+    const payloads = new PayloadLog(payloadDir, {
       writable: opts.payloadLog ?? true,
+      ...(thread ? { pageRelease: { elsewhere: (file: string, offset: number, length: number) => thread.dontNeed(join(payloadDir, file), offset, length) } } : {}),
       sync: opts.durability === "power",
       ...(opts.payloadSegmentBytes !== undefined ? { segmentBytes: opts.payloadSegmentBytes } : {}),
     });

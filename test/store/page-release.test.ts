@@ -172,6 +172,28 @@ describe("the advice given", () => {
     expect(droppedTo()).toBe(180 * KB - 16 * KB);
   });
 
+  it("hands each piece of advice to another thread when one takes it, and gives it itself when that thread cannot", () => {
+    const inline: Advice[] = [];
+    const handed: { file: string; offset: number; length: number }[] = [];
+    let threadUp = true;
+    const release = new PageRelease((file) => (file === "a" ? 10 : undefined), {
+      keepBytes: 16 * KB,
+      stepBytes: 4 * KB,
+      advise: (fd, offset, length) => inline.push({ fd, offset, length }) && 0,
+      elsewhere: (file, offset, length) => threadUp && handed.push({ file, offset, length }) > 0,
+    });
+    for (let at = 0; at < 40 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    expect(inline).toEqual([]);
+    expect(handed.length).toBeGreaterThan(0);
+    expect(handed.every((h) => h.file === "a" && h.offset % 4096 === 0)).toBe(true);
+    threadUp = false;
+    const handedBefore = handed.length;
+    for (let at = 40 * KB; at < 80 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);
+    expect(handed.length).toBe(handedBefore);
+    expect(inline.length).toBeGreaterThan(0);
+    expect(inline.every((a) => a.fd === 10)).toBe(true);
+  });
+
   it("skips files whose descriptor is gone (removed by a purge) and goes on with the rest", () => {
     const { release, advice, fds } = observed(16 * KB, 4 * KB);
     for (let at = 0; at < 40 * KB; at += 4 * KB) release.appended("a", at, at + 4 * KB);

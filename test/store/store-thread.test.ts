@@ -1,9 +1,12 @@
-import { statSync } from "node:fs";
+import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, statSync, writeSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { getPriority } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
 import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite.js";
-import { startStoreThread } from "../../src/store/store-thread.js";
+import { startStoreThread, THREAD_NICENESS } from "../../src/store/store-thread.js";
+import { adviseAddonPath } from "../../src/store/page-release.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
 
 let dir: string;
@@ -19,6 +22,7 @@ afterEach(async () => {
   await cleanup();
 });
 
+const MB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("the store thread", () => {
@@ -120,4 +124,70 @@ describe("the store thread", () => {
     });
     expect(failure.message).toMatch(/open|exited/i);
   });
+
+  /** Each thread of this process and its nice value (/proc/self/task/<tid>/stat, the 19th field). */
+  function threadNiceness(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const tid of readdirSync("/proc/self/task")) {
+      try {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+        out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]));
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+    return out;
+  }
+
+  it.runIf(process.platform === "linux")("runs below the event loop's priority, so its work never takes a core from an answer", async () => {
+    const own = getPriority();
+    const before = threadNiceness();
+    const thread = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", onFailure: () => undefined });
+    try {
+      // Every thread the store started runs lower: its own, and none at the process's priority.
+      await vi.waitFor(() => {
+        const started = [...threadNiceness()].filter(([tid]) => !before.has(tid));
+        expect(started.some(([, n]) => n === Math.min(19, own + THREAD_NICENESS))).toBe(true);
+      }, { timeout: 45_000, interval: 20 });
+      // The event loop's own thread keeps the process's priority.
+      expect(threadNiceness().get(process.pid)).toBe(own);
+    } finally {
+      await thread.stop();
+    }
+  }, 60_000);
+
+  /** Bytes of `file` in the page cache, by util-linux's fincore. */
+  function cachedBytes(file: string): number {
+    const out = spawnSync("fincore", ["--bytes", "--noheadings", "--output", "RES", file], { encoding: "utf8" });
+    if (out.status !== 0) throw new Error(`fincore failed: ${out.stderr}`);
+    return Number(out.stdout.trim());
+  }
+
+  it.runIf(process.platform === "linux")("gives page-cache advice on its own descriptor, and says when it cannot", async () => {
+    const file = join(dir, "payloads.log");
+    const fd = openSync(file, "w");
+    writeSync(fd, Buffer.alloc(8 * MB, 0x61));
+    fdatasyncSync(fd);
+    closeSync(fd);
+    expect(cachedBytes(file)).toBeGreaterThan(7 * MB);
+    const fadvise = adviseAddonPath();
+    expect(fadvise).toBeDefined();
+    const thread = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", fadvise: fadvise!, onFailure: () => undefined });
+    try {
+      // The first half goes; the rest stays cached (advice covers only the range it names; the
+      // kernel may cache in folios of up to 2 MiB and keeps one the range only cuts).
+      expect(thread.dontNeed(file, 0, 4 * MB)).toBe(true);
+      await vi.waitFor(() => expect(cachedBytes(file)).toBeLessThanOrEqual(4 * MB), { timeout: 45_000, interval: 20 });
+      expect(cachedBytes(file)).toBeGreaterThanOrEqual(4 * MB);
+      // A file removed before the thread got to it is no error: the thread goes on with its work.
+      expect(thread.dontNeed(join(dir, "gone.log"), 0, 4096)).toBe(true);
+    } finally {
+      await thread.stop();
+    }
+    // Gone: the caller is told to advise itself.
+    expect(thread.dontNeed(file, 0, 4096)).toBe(false);
+    const without = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", onFailure: () => undefined });
+    expect(without.dontNeed(file, 0, 4096)).toBe(false);
+    await without.stop();
+  }, 60_000);
 });

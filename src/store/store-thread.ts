@@ -220,7 +220,7 @@ function realPathOf(path: string): string {
 
 const HOLD = 0;
 const BUSY = 1;
-/** Measured at one connection: 1.06x the rate (median of paired rounds, twice) against the thread at the loop's priority. */
+/** Measured at one connection: 1.06x the rate (median of paired rounds, three runs) against the thread at the loop's priority; +19 let its moves fall behind. */
 export const THREAD_NICENESS = 10;
 
 export function startStoreThread(opts: StoreThreadOptions): StoreThread {

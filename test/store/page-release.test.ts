@@ -2,13 +2,13 @@
 // `keepBytes` stay in the page cache, older pages are dropped once written back, every byte is
 // still read back whole, the advice covers each appended page exactly, across file rolls, and
 // pages a queued delivery will still read are held within a bound.
-import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PayloadLog } from "../../src/store/payload-log.js";
 import { PageRelease, pageReleaseAvailable } from "../../src/store/page-release.js";
 import { tempDir } from "../engine/helpers.js";
+import { cachedBytes } from "../support/page-cache.js";
 
 const KB = 1024;
 const MB = 1024 * KB;
@@ -21,13 +21,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await cleanup();
 });
-
-/** Bytes of `file` in the page cache, by util-linux's fincore. */
-function cachedBytes(file: string): number {
-  const out = spawnSync("fincore", ["--bytes", "--noheadings", "--output", "RES", file], { encoding: "utf8" });
-  if (out.status !== 0) throw new Error(`fincore failed: ${out.stderr}`);
-  return Number(out.stdout.trim());
-}
 
 function payload(n: number, size: number): Buffer {
   const bytes = Buffer.alloc(size, 0x61 + (n % 26));

@@ -1,5 +1,4 @@
 import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, statSync, writeSync } from "node:fs";
-import { spawnSync } from "node:child_process";
 import { getPriority } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -8,6 +7,7 @@ import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/stor
 import { startStoreThread, THREAD_NICENESS } from "../../src/store/store-thread.js";
 import { adviseAddonPath } from "../../src/store/page-release.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
+import { cachedBytes } from "../support/page-cache.js";
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -144,7 +144,7 @@ describe("the store thread", () => {
     const before = threadNiceness();
     const thread = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", onFailure: () => undefined });
     try {
-      // Every thread the store started runs lower: its own, and none at the process's priority.
+      // The thread the store started runs lower than the process.
       await vi.waitFor(() => {
         const started = [...threadNiceness()].filter(([tid]) => !before.has(tid));
         expect(started.some(([, n]) => n === Math.min(19, own + THREAD_NICENESS))).toBe(true);
@@ -155,13 +155,6 @@ describe("the store thread", () => {
       await thread.stop();
     }
   }, 60_000);
-
-  /** Bytes of `file` in the page cache, by util-linux's fincore. */
-  function cachedBytes(file: string): number {
-    const out = spawnSync("fincore", ["--bytes", "--noheadings", "--output", "RES", file], { encoding: "utf8" });
-    if (out.status !== 0) throw new Error(`fincore failed: ${out.stderr}`);
-    return Number(out.stdout.trim());
-  }
 
   it.runIf(process.platform === "linux")("gives page-cache advice on its own descriptor, and says when it cannot", async () => {
     const file = join(dir, "payloads.log");

@@ -62,6 +62,8 @@ try {
   const addon = workerData.fadvise && require(workerData.fadvise);
   if (addon && !addon.failed_to_load) posixFadvise = addon.posix_fadvise;
 } catch {}
+// Given the addon and unable to load it: the caller is told, and gives its advice itself.
+if (workerData.fadvise && !posixFadvise) parentPort.postMessage("noAdvice");
 // On a descriptor of its own, opened by path: the log's may be closed (a roll, a purge) before
 // this runs and its number given to another file. A file removed meanwhile needs no advice.
 function dontNeed(m) {
@@ -254,6 +256,8 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
     released = [];
     for (const listener of listeners) listener();
   };
+  /** Whether the thread gives the advice (it was given the addon and loaded it). */
+  let adviceHere = opts.fadvise !== undefined;
   let nextMove = 0;
   const moves = new Map<number, { resolve(): void; reject(error: Error): void }>();
   const settleMoves = (error: Error) => {
@@ -262,6 +266,7 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
   };
   worker.on("message", (m: unknown) => {
     if (m === "released") return release();
+    if (m === "noAdvice") return void (adviceHere = false);
     if (typeof m !== "object" || m === null) return;
     const { moved, moveFailed, message } = m as { moved?: number; moveFailed?: number; message?: string };
     const id = moved ?? moveFailed;
@@ -319,7 +324,7 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
       });
     },
     dontNeed(path, offset, length) {
-      if (done || !opts.fadvise) return false;
+      if (done || !adviceHere) return false;
       worker.postMessage({ dontNeed: path, offset, length });
       return true;
     },

@@ -156,7 +156,7 @@ describe("the store thread", () => {
     }
   }, 60_000);
 
-  it.runIf(process.platform === "linux")("gives page-cache advice on its own descriptor, and says when it cannot", async () => {
+  it.runIf(process.platform === "linux")("gives page-cache advice on its own descriptor, and says when it cannot (gone, or no addon it can load)", async () => {
     const file = join(dir, "payloads.log");
     const fd = openSync(file, "w");
     writeSync(fd, Buffer.alloc(8 * MB, 0x61));
@@ -182,5 +182,12 @@ describe("the store thread", () => {
     const without = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", onFailure: () => undefined });
     expect(without.dontNeed(file, 0, 4096)).toBe(false);
     await without.stop();
+    // Given an addon it cannot load: it says so, and the caller advises itself from then on.
+    const broken = startStoreThread({ path: join(dir, storeFileName), synchronous: "NORMAL", fadvise: join(dir, "no-such-addon.node"), onFailure: () => undefined });
+    try {
+      await vi.waitFor(() => expect(broken.dontNeed(file, 0, 4096)).toBe(false), { timeout: 45_000, interval: 20 });
+    } finally {
+      await broken.stop();
+    }
   }, 60_000);
 });

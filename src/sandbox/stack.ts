@@ -8,7 +8,7 @@ import type { HandlerModule } from "../handler.js";
 import { loadConfig } from "../config/env.js";
 import type { StewardConfig } from "../config/types.js";
 import { createSteward } from "../app.js";
-import { createHub, type HubHandle } from "./hub.js";
+import { createHub, type HubEnv, type HubHandle } from "./hub.js";
 import type { Clock } from "../lifecycle/clock.js";
 
 export interface SandboxStack {
@@ -36,29 +36,42 @@ export function hubClock(hub: HubHandle): Clock {
   return { now: () => clock.now(), onMove: (listener) => clock.onMove(listener) };
 }
 
+/**
+ * Steward's environment against a hub: its app, secret, API and login, the release manager's
+ * token as the reviewer's, and `env` over them. Also for a hub in another process (the bench's
+ * end-to-end section), which sends its `env` and that token over.
+ */
+export function sandboxStewardEnv(hubEnv: HubEnv, reviewerToken: string, o: { dataDir: string; port?: number | undefined; env?: Record<string, string> | undefined }): Record<string, string> {
+  return {
+    APP_ID: hubEnv.APP_ID,
+    PRIVATE_KEY_PATH: hubEnv.PRIVATE_KEY_PATH,
+    WEBHOOK_SECRET: hubEnv.WEBHOOK_SECRET,
+    GITHUB_API_URL: hubEnv.GITHUB_API_URL,
+    PORT: String(o.port ?? 0),
+    HOST: "127.0.0.1",
+    STEWARD_DATA_DIR: o.dataDir,
+    STEWARD_ADMIN_REPO: ".github",
+    STEWARD_REVIEWER_TOKEN: reviewerToken,
+    GITHUB_CLIENT_ID: hubEnv.GITHUB_CLIENT_ID,
+    GITHUB_CLIENT_SECRET: hubEnv.GITHUB_CLIENT_SECRET,
+    LOG_LEVEL: "warn",
+    ...(o.env ?? {}),
+  };
+}
+
+/** The hub has no abuse detection to respect: no 1 s spacing between writes (unless `env` asks for it). */
+export function sandboxApiOptions(env?: Record<string, string>): Pick<Parameters<typeof createSteward>[0], "api"> {
+  return env?.STEWARD_WRITE_INTERVAL === undefined ? { api: { writeIntervalMs: 0 } } : {};
+}
+
 export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise<SandboxStack> {
   const hub = await createHub(opts.hub);
   const ownDataDir = opts.dataDir ? undefined : await mkdtemp(join(tmpdir(), "steward-stack-"));
   try {
-    const config = loadConfig({
-      APP_ID: hub.env.APP_ID,
-      PRIVATE_KEY_PATH: hub.env.PRIVATE_KEY_PATH,
-      WEBHOOK_SECRET: hub.env.WEBHOOK_SECRET,
-      GITHUB_API_URL: hub.env.GITHUB_API_URL,
-      PORT: String(opts.port ?? 0),
-      HOST: "127.0.0.1",
-      STEWARD_DATA_DIR: opts.dataDir ?? ownDataDir!,
-      STEWARD_ADMIN_REPO: ".github",
-      STEWARD_REVIEWER_TOKEN: hub.control.userToken("release-manager"),
-      GITHUB_CLIENT_ID: hub.env.GITHUB_CLIENT_ID,
-      GITHUB_CLIENT_SECRET: hub.env.GITHUB_CLIENT_SECRET,
-      LOG_LEVEL: "warn",
-      ...(opts.env ?? {}),
-    });
+    const config = loadConfig(sandboxStewardEnv(hub.env, hub.control.userToken("release-manager"), { dataDir: opts.dataDir ?? ownDataDir!, port: opts.port, env: opts.env }));
     const steward = await createSteward({
       config,
-      // The hub has no abuse detection to respect: no 1 s spacing between writes (unless asked for).
-      ...(opts.env?.STEWARD_WRITE_INTERVAL === undefined ? { api: { writeIntervalMs: 0 } } : {}),
+      ...sandboxApiOptions(opts.env),
       ...(opts.handlers ? { handlers: opts.handlers } : {}),
       ...(opts.logger ? { logger: opts.logger } : {}),
       clock: hubClock(hub),

@@ -1,5 +1,5 @@
 // The bench measures Steward as production runs it: the compiled JavaScript in dist/. Before a
-// section that starts the compiled server, dist/ is rebuilt (`npm run build`) when any source
+// section that starts the compiled server (or the compiled sandbox hub), dist/ is rebuilt (`npm run build`) when any source
 // file is newer than it, so a bench never measures stale code.
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -20,7 +20,7 @@ function newest(dir: string): number {
 
 export function ensureCompiled(log: (s: string) => void): void {
   const marker = join(root, "dist/src/app.js");
-  const sources = Math.max(newest(join(root, "src")), newest(join(root, "handlers")));
+  const sources = Math.max(newest(join(root, "src")), newest(join(root, "handlers")), newest(join(root, "packages/sandbox-hub/src")));
   if (existsSync(marker) && statSync(marker).mtimeMs >= sources) return;
   log("dist/ is older than src/: npm run build");
   const result = spawnSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root, stdio: "inherit" });

@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     log("rendered test/bench/RESULTS.md from test/bench/results.json");
     return;
   }
-  if (o.sections.has("intake") || o.sections.has("burst") || o.sections.has("profile")) ensureCompiled(log);
+  if (o.sections.has("intake") || o.sections.has("burst") || o.sections.has("profile") || o.sections.has("e2e")) ensureCompiled(log);
   const started = Date.now();
   const results: BenchResults = {
     machine: {

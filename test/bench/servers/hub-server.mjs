@@ -27,7 +27,44 @@ const world = {
   repository: { id: repo.id, node_id: repo.node_id, name: repo.name, full_name: repo.full_name, private: repo.private, owner: repo.owner },
 };
 process.stdout.write(`WORLD=${JSON.stringify(world)}\nPORT=${new URL(hub.url).port}\n`);
+// The end-to-end section drives this hub from the bench's process (bench e2e: the hub in a
+// process of its own, as GitHub is): calls to its control and domain functions, Steward's
+// settings, the clock, and what it answered and delivered, trimmed to what the section reads.
+const targets = { control: hub.control, domains: hub.domains };
+const e2e = {
+  call: ({ target, fn, args }) => {
+    const [root, domain] = target.split(".");
+    const object = domain ? targets[root][domain] : targets[root];
+    const value = object[fn](...args);
+    // A run's jobs are what the section reads of it (its id, and its jobs' ids).
+    return value && typeof value === "object" && "id" in value ? { id: value.id, jobs: value.jobs?.map?.((j) => ({ id: j.id })) } : value ?? null;
+  },
+  // WEBHOOK_SECRET and the rest stay out of WORLD: the intake's Steward signs with the bench's own secret.
+  stackEnv: () => ({ ...hub.env, STEWARD_REVIEWER_TOKEN: hub.control.userToken("release-manager") }),
+  // Both clocks at one instant: performance.now() here, and the machine's monotonic clock under it.
+  clock: () => ({ monotonicNs: process.hrtime.bigint().toString(), now: performance.now() }),
+  requestsFrom: ({ from }) => hub.control.requests().slice(from).map((r) => ({ method: r.method, path: r.path, status: r.status, auth: r.auth, receivedAtHr: r.receivedAtHr })),
+  // By the hub's ids (increasing), not by place: the hub keeps only its latest deliveries.
+  deliveriesAfter: ({ id }) =>
+    hub.control.deliveries().filter((d) => d.id > id).map((d) => ({
+      id: d.id,
+      guid: d.guid,
+      event: d.event,
+      action: d.payload?.action,
+      runId: d.payload?.workflow_run?.id,
+      callbackUrl: d.payload?.deployment_callback_url,
+    })),
+  lastDeliveryId: () => hub.control.deliveries().at(-1)?.id ?? 0,
+};
 process.on("message", (m) => {
+  if (m && typeof m === "object" && typeof m.e2e === "string") {
+    try {
+      process.send?.({ result: e2e[m.e2e](m) });
+    } catch (err) {
+      process.send?.({ error: err instanceof Error ? err.message : String(err) });
+    }
+    return;
+  }
   if (m === "usage") process.send?.({ rss: process.memoryUsage().rss, maxRss: process.resourceUsage().maxRSS * 1024, cpu: process.cpuUsage() });
   // API requests the hub answered, by who asked (installation, app, ...): the handlers' real work.
   if (m === "requests") {

@@ -18,6 +18,7 @@ import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
 import { abortableFetch } from "./request-abort.js";
 import { parseAnswersNatively } from "./native-json.js";
 import { packageVersion } from "../package-root.js";
+import { createHttpFetch } from "./http-fetch.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
 import { keepRecent } from "../lifecycle/recently-used.js";
 
@@ -44,7 +45,7 @@ export interface OctokitFactoryOptions {
   maxRateLimitWaitSeconds?: number;
   /** Retries of 5xx and network errors (backoff 1 s, 4 s, 9 s, ...). */
   retries?: number;
-  /** Underlying fetch (tests, proxies). */
+  /** Underlying fetch (tests, proxies). Default: node:http(s) with kept-alive connections (http-fetch.ts). */
   fetch?: typeof globalThis.fetch;
   /**
    * Several replicas: throttling state (write spacing, concurrency per installation) kept in
@@ -87,10 +88,20 @@ export interface SlotHolds {
 type Fetch = typeof globalThis.fetch;
 type RetryDecision = (retryAfter: number, options: { method: string; url: string }, octokit: unknown, retryCount: number) => boolean;
 
+/** The Authorization header of a request: Octokit's are a plain object with lower-case names (no Headers built for it). */
+function authorizationOf(headers: RequestInit["headers"]): string | null {
+  if (!headers) return null;
+  if (headers instanceof Headers || Array.isArray(headers)) return new Headers(headers).get("authorization");
+  const plain = headers as Record<string, string>;
+  if (typeof plain.authorization === "string") return plain.authorization;
+  const name = Object.keys(plain).find((k) => k.toLowerCase() === "authorization");
+  return name === undefined ? null : plain[name]!;
+}
+
 /** A fetch that reports every exchange of one installation and registers the tokens it sends. */
 function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined): Fetch {
   return async (input, init) => {
-    const auth = new Headers(init?.headers).get("authorization");
+    const auth = authorizationOf(init?.headers);
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
     if (token) registerSecret(token, { rotating: true });
     try {
@@ -252,7 +263,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   if (!removeBottleneckYieldDelay()) log.debug("bottleneck internals changed; API calls keep its 1 ms yields");
   const tokens = opts.tokenCache ?? createTokenCache();
   // One abortable fetch for the whole factory: the hard stop has one listener, however many requests are in flight.
-  const abortable = abortableFetch(opts.fetch ?? globalThis.fetch, { hardStop: opts.signal, timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS });
+  const abortable = abortableFetch(opts.fetch ?? createHttpFetch().fetch, { hardStop: opts.signal, timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS });
   const redirecting = createRedirectingFetch(abortable);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).

@@ -10,6 +10,7 @@
 // parsed here as Octokit would (JSON by media type, text for text/* and UTF-8, bytes otherwise);
 // a caller that asked for the body unparsed itself (a stream) gets it untouched. Error answers
 // (4xx, 5xx, 304) are still parsed by Octokit: they are few and carry small bodies.
+import { wholeBody } from "./http-fetch.js";
 import type { InstallationOctokit } from "./types.js";
 
 const JSON_TYPES = /^application\/(?:json|scim\+json)\s*(?:;|$)/i;
@@ -17,7 +18,9 @@ const UTF8 = /;\s*charset\s*=\s*"?utf-8"?/i;
 
 /** What Octokit's own parse would make of `body` answered with `contentType`. */
 export async function parseBody(body: ReadableStream<Uint8Array>, contentType: string | undefined): Promise<unknown> {
-  const response = new Response(body);
+  // The transport's answers are held whole (http-fetch.ts): read as bytes, not through the stream.
+  const whole = wholeBody(body);
+  const response = whole ? { text: async () => whole.toString("utf8"), arrayBuffer: async () => whole.buffer.slice(whole.byteOffset, whole.byteOffset + whole.length) } : new Response(body);
   if (contentType === undefined) return response.text();
   if (JSON_TYPES.test(contentType)) {
     const text = await response.text();

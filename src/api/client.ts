@@ -8,7 +8,7 @@ import { StewardOctokit } from "./octokit.js";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
 import type { InstallationOctokit, OctokitFactory } from "./types.js";
-import { createRedirectingFetch } from "./redirects.js";
+import { createRedirectingFetch, type RedirectingFetch } from "./redirects.js";
 import { createTokenCache, type TokenCache } from "./token-cache.js";
 import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
 import { createLocalWriteSlots } from "./local-write-slots.js";
@@ -355,6 +355,10 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   };
 }
 
+/** The downloads' transport (a re-run's log is on its path), redirects followed by the client's own rules. */
+let downloading: RedirectingFetch | undefined;
+const downloads = () => (downloading ??= createRedirectingFetch(createHttpFetch().fetch));
+
 /**
  * Download a document at `url` without any credential: for a log or artifact redirect to
  * another host (the signed URL is the credential; sending the installation token along
@@ -363,7 +367,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
 export async function downloadWithoutAuth(url: string, opts: { fetch?: Fetch; maxBytes?: number } = {}): Promise<string> {
   const target = new URL(url);
   if (target.protocol !== "https:" && target.protocol !== "http:") throw new Error(`cannot download ${target.protocol} URLs`);
-  const response = await (opts.fetch ?? globalThis.fetch)(target, { redirect: "follow", headers: { "user-agent": USER_AGENT } });
+  const response = await (opts.fetch ?? downloads().fetch)(target.href, { redirect: "follow", headers: { "user-agent": USER_AGENT } });
   // The query string of a signed URL is a credential: never put it in a message.
   const where = `${target.origin}${target.pathname}`;
   if (!response.ok) {

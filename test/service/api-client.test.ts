@@ -249,6 +249,34 @@ describe("API client", () => {
   });
 });
 
+describe("downloadWithoutAuth", () => {
+  it("follows a redirect to another host, and refuses a document past its bound, declared or not", async () => {
+    const { createServer } = await import("node:http");
+    const seen: { url: string; authorization?: string }[] = [];
+    const servers = [0, 1].map(() =>
+      createServer((req, res) => {
+        seen.push({ url: req.url!, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+        if (req.url === "/moved") return void res.writeHead(307, { location: `${origins[1]}/log.txt?sig=s` }).end();
+        if (req.url === "/declared") return void res.writeHead(200, { "content-length": "2048" }).end(Buffer.alloc(2048, 0x62));
+        // No Content-Length: the bound is found while reading.
+        if (req.url === "/chunked") return void res.writeHead(200).end(Buffer.alloc(4096, 0x63));
+        res.writeHead(200, { "content-type": "text/plain" }).end("the job's log");
+      }),
+    );
+    const origins = await Promise.all(servers.map((srv) => new Promise<string>((resolve) => srv.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(srv.address() as { port: number }).port}`)))));
+    try {
+      expect(await downloadWithoutAuth(`${origins[0]}/moved`)).toBe("the job's log");
+      expect(seen).toEqual([{ url: "/moved" }, { url: "/log.txt?sig=s" }]);
+      await expect(downloadWithoutAuth(`${origins[0]}/declared`, { maxBytes: 1024 })).rejects.toThrow(/declared is larger than 1024 bytes/);
+      await expect(downloadWithoutAuth(`${origins[0]}/chunked`, { maxBytes: 1024 })).rejects.toThrow(/chunked is larger than 1024 bytes/);
+      expect(await downloadWithoutAuth(`${origins[0]}/chunked`, { maxBytes: 4096 })).toHaveLength(4096);
+    } finally {
+      for (const srv of servers) srv.closeAllConnections();
+      await Promise.all(servers.map((srv) => new Promise((resolve) => srv.close(resolve))));
+    }
+  });
+});
+
 describe("token cache", () => {
   it("keeps a token until shortly before its expiry, honouring short lifetimes", () => {
     let now = Date.parse("2030-01-01T00:00:00Z");

@@ -119,14 +119,6 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
  */
 export const TOGETHER_HEADROOM = 50;
 
-/**
- * One turn of the event loop: a request just started has been written to its connection by then
- * (unless it waits for a token first). The first read leaves before the others are even built,
- * since building a request is CPU on the loop that would otherwise hold the first one back,
- * and the others are built while the first one's answer is on its way.
- */
-const sent = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
@@ -165,11 +157,11 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     return new Map(ids.map((id) => [id, got.get(id) ?? read.get(id) ?? null] as const));
   };
   const alone = (rateLimitRemaining(ctx.octokit) ?? 0) < TOGETHER_HEADROOM;
-  if (noted.first) await (alone ? noted.first : sent());
+  if (noted.first && alone) await noted.first;
   const listing = listJobs(ctx.octokit, ref, run.id, run.runAttempt);
   // Without a note the jobs list is the first request: when it goes alone nothing else leaves
   // before it is answered, and a list that fails fails the decision with nothing else asked.
-  if (!noted.first) await (alone ? listing : sent());
+  if (!noted.first && alone) await listing;
   const [{ jobs, read }, current, runNow, withheld] = await Promise.all([
     listing.then(async (jobs) => ({ jobs, read: await readLogs(logsToFetch(policy, run, jobs)) })),
     currentHead(ctx.octokit, ref, run),

@@ -29,7 +29,7 @@ export { didYouMean, suggestionNote } from "./policy/suggest.js";
 // Effects and state shared across replicas.
 export { withStoreLock, type StoreLockOptions } from "./store/lock.js";
 export { cachedGet, requestFnOf, ResponseCache, type RequestFn, type RawResponse } from "./api/conditional.js";
-export { downloadWithoutAuth, rateLimitRemaining } from "./api/client.js";
+export { downloadWithoutAuth } from "./api/client.js";
 export { StewardOctokit } from "./api/octokit.js";
 // Long work: stop between steps when told, hold a job lease so one copy runs at a time, and keep
 // pattern matching within a delivery's CPU budget.

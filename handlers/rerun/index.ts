@@ -14,7 +14,7 @@ import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans, rememberPlan } from "./merge-queue.js";
 import { scanLog } from "./scan.js";
 import { policyWithheld } from "../shared/visibility.js";
-import { MatchBudget, rateLimitRemaining } from "../../src/index.js";
+import { MatchBudget } from "../../src/index.js";
 import { logsReadAhead, readAhead, type ReadAheadLog } from "./read-ahead.js";
 import { readNotedLogs, type NotedReads } from "./failed-jobs-noted.js";
 
@@ -112,19 +112,11 @@ function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
   return { status: "done", summary: [...flakes, ...(own ? [own] : [])].join("; ") };
 }
 
-/**
- * Requests the installation's rate limit must have left, as its latest answer said, for a
- * decision's reads to be sent together from the start: ten times the most it sends at once
- * without logs, so a limit this close to its end is never what they find.
- */
-export const TOGETHER_HEADROOM = 50;
-
 /** Gather the facts, decide, and carry the decision out (or schedule it). */
 async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: WorkflowRunPayload, run: RunFacts, key: string): Promise<Outcome> {
   const ref = { owner: payload.repository.owner.login, repo: payload.repository.name };
   // The re-run's latency is these round trips end to end, so reads that do not wait for another
-  // are asked together. Unless the installation's rate limit is known to have room for them
-  // (TOGETHER_HEADROOM), a first request goes alone: an exhausted rate limit is then
+  // are asked together, after a first request that goes alone: an exhausted rate limit is then
   // found by one refused request, and the client holds the others back until the reset, instead
   // of each being refused. The first is the log of a failed job noted from its own delivery
   // (failed-jobs-noted.ts) when there is one: a log is two round trips in a row (the API's
@@ -156,12 +148,11 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     const read = await fetchLogs(ctx.octokit, ref, ids.filter((id) => !got.has(id)), digest);
     return new Map(ids.map((id) => [id, got.get(id) ?? read.get(id) ?? null] as const));
   };
-  const alone = (rateLimitRemaining(ctx.octokit) ?? 0) < TOGETHER_HEADROOM;
-  if (noted.first && alone) await noted.first;
+  if (noted.first) await noted.first;
   const listing = listJobs(ctx.octokit, ref, run.id, run.runAttempt);
-  // Without a note the jobs list is the first request: when it goes alone nothing else leaves
-  // before it is answered, and a list that fails fails the decision with nothing else asked.
-  if (!noted.first && alone) await listing;
+  // Without a note the jobs list is the first request: nothing else leaves before it is answered,
+  // and a list that fails fails the decision with nothing else asked.
+  if (!noted.first) await listing;
   const [{ jobs, read }, current, runNow, withheld] = await Promise.all([
     listing.then(async (jobs) => ({ jobs, read: await readLogs(logsToFetch(policy, run, jobs)) })),
     currentHead(ctx.octokit, ref, run),

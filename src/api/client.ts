@@ -98,34 +98,8 @@ function authorizationOf(headers: RequestInit["headers"]): string | null {
   return name === undefined ? null : plain[name]!;
 }
 
-/** What the API said of a client's core rate limit in its latest answer that said. */
-interface RateLimitSeen {
-  latest?: { remaining: number; resetAt: number };
-}
-
-const rateLimitsSeen = new WeakMap<object, RateLimitSeen>();
-
-/**
- * The requests left in the installation's core rate limit, as the latest answer to this client
- * said, while that window lasts; undefined before any answer said, or once its window has reset.
- * A handler asking several reads at once may send them together while this is well above their
- * number, and otherwise send one first to find an exhausted limit with one refused request.
- */
-export function rateLimitRemaining(octokit: object): number | undefined {
-  const latest = rateLimitsSeen.get(octokit)?.latest;
-  return latest && latest.resetAt > Date.now() ? latest.remaining : undefined;
-}
-
-function noteRateLimit(seen: RateLimitSeen, headers: Headers): void {
-  const remaining = Number(headers.get("x-ratelimit-remaining") ?? Number.NaN);
-  const reset = Number(headers.get("x-ratelimit-reset") ?? Number.NaN);
-  const resource = headers.get("x-ratelimit-resource");
-  if (!Number.isFinite(remaining) || !Number.isFinite(reset) || (resource !== null && resource !== "core")) return;
-  seen.latest = { remaining, resetAt: reset * 1000 };
-}
-
 /** A fetch that reports every exchange of one installation and registers the tokens it sends. */
-function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined, seen: RateLimitSeen): Fetch {
+function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined): Fetch {
   return async (input, init) => {
     const auth = authorizationOf(init?.headers);
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
@@ -133,7 +107,6 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
     try {
       const response = await inner(input, init);
       const remaining = response.headers.get("x-ratelimit-remaining");
-      noteRateLimit(seen, response.headers);
       observe?.request(who, response.status, remaining === null ? undefined : Number(remaining));
       return response;
     } catch (error) {
@@ -320,7 +293,6 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   };
 
   function build(who: number | "app"): InstallationOctokit {
-    const seen: RateLimitSeen = {};
     const auth: Record<string, unknown> = { appId: config.appId, privateKey: config.privateKey, cache: tokens };
     if (who !== "app") auth.installationId = who;
     const octokit = new StewardOctokit({
@@ -328,7 +300,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe, seen) },
+      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         id: `steward-${who}`,
@@ -355,7 +327,6 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       // The installation-token POST is exempt: a second token is harmless.
       if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
-    rateLimitsSeen.set(octokit, seen);
     parseAnswersNatively(octokit);
     spaceWrites(octokit, String(who), writeSlots);
     recordCalls(octokit);

@@ -2,7 +2,7 @@
 // real app JWT, its rate limits (primary and secondary), faults (5xx, dropped connections),
 // renamed repositories (301/307), pagination and log redirects.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createOctokitFactory, downloadWithoutAuth, rateLimitRemaining } from "../../src/api/client.js";
+import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
 import { createTokenCache } from "../../src/api/token-cache.js";
 import { scrub } from "../../src/log/redact.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
@@ -246,19 +246,6 @@ describe("API client", () => {
     expect(stored()).toHaveLength(2);
     expect(stored()[1]).toEqual([expect.stringMatching(/^\/_sandbox\/blobs\//), 200, false]);
     await expect(downloadWithoutAuth(`${hub.url.replace(/\d+$/, "9")}/x?sig=secret-sig`)).rejects.not.toThrow(/secret-sig/);
-  });
-});
-
-describe("rateLimitRemaining", () => {
-  it("is unknown until an answer tells it, then what the latest answer said of the installation's core limit", async () => {
-    const octokit = await factory().octokitFor(acme);
-    expect(rateLimitRemaining(octokit)).toBeUndefined();
-    await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
-    const first = rateLimitRemaining(octokit)!;
-    expect(first).toBeGreaterThan(0);
-    hub.control.setRateLimit(acme, { limit: 5_000, remaining: 12 });
-    await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
-    expect(rateLimitRemaining(octokit)).toBe(11);
   });
 });
 

@@ -2,8 +2,7 @@
 // sandbox hub: the run's decision starts their log reads beside its jobs list instead of after it,
 // and still judges the jobs from its own list.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import rerun, { TOGETHER_HEADROOM } from "../../../handlers/rerun/index.js";
-import { rateLimitRemaining } from "../../../src/index.js";
+import rerun from "../../../handlers/rerun/index.js";
 import { rerunPolicy, type RerunPolicy } from "../../../handlers/rerun/policy.js";
 import { startHubClient, type HubClient } from "../../support/hub-client.js";
 import { makeHarness, type Harness } from "./harness.js";
@@ -58,39 +57,6 @@ describe("rerun: failed jobs noted for the run's decision", () => {
     expect(logReads()).toHaveLength(1);
     expect(reruns()).toEqual(["rerun-failed-jobs"]);
     expect(h.reports[0]!.summary).toMatch(/integration-db \| failure \| yes \| matched rule 1 .*log matched ECONNRESET/);
-  });
-
-  it("with room left in the rate limit, the jobs list, the branch and the run go with the noted log's read instead of after it", async () => {
-    const run = await failedRun();
-    await rerun.handle(jobContext(await jobPayload(run.id, "integration-db"), policy()));
-    // An answer has told the client its installation's limit: 4,999 of 5,000 left.
-    await gh.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
-    expect(rateLimitRemaining(gh.octokit)).toBeGreaterThanOrEqual(TOGETHER_HEADROOM);
-    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", { latencyMs: 1_000, times: 1 });
-    const before = hubRequests().length;
-    expect(await rerun.handle(h.handlerContext(await run.payload(), policy()))).toMatchObject({ status: "done" });
-    const asked = hubRequests().slice(before);
-    const [log] = asked.filter((r) => r.path.endsWith("/logs"));
-    const together = asked.filter((r) => /\/jobs$|\/branches\/|\/actions\/runs\/\d+$/.test(r.path));
-    expect(together).toHaveLength(3);
-    // All three reached the hub while the log's redirect was still held back.
-    for (const r of together) expect(r.receivedAt).toBeLessThan(log!.at);
-    expect(reruns()).toEqual(["rerun-failed-jobs"]);
-  });
-
-  it("with the rate limit nearly spent, the noted log's read goes first and alone", async () => {
-    const run = await failedRun();
-    await rerun.handle(jobContext(await jobPayload(run.id, "integration-db"), policy()));
-    gh.hub.control.setRateLimit(gh.installationId, { limit: 5_000, remaining: 30 });
-    await gh.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
-    expect(rateLimitRemaining(gh.octokit)).toBeLessThan(TOGETHER_HEADROOM);
-    const before = hubRequests().length;
-    expect(await rerun.handle(h.handlerContext(await run.payload(), policy()))).toMatchObject({ status: "done" });
-    const asked = hubRequests().slice(before);
-    const [log] = asked.filter((r) => r.path.endsWith("/logs"));
-    const others = asked.filter((r) => r.auth === "installation" && r !== log);
-    expect(others.length).toBeGreaterThanOrEqual(3);
-    expect(others.every((r) => r.receivedAt >= log!.at)).toBe(true);
   });
 
   it("a note keeps only the failed steps, however many steps the job had", async () => {

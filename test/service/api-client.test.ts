@@ -249,6 +249,21 @@ describe("API client", () => {
   });
 });
 
+describe("concurrency", () => {
+  it("has at most ten requests of an installation in flight at once; the rest leave as answers come back", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await getRepo(octokit, "web");
+    hub.control.setFault("GET /repos/{owner}/{repo}", { latencyMs: 400 });
+    const before = hub.control.requests().length;
+    await Promise.all(Array.from({ length: 15 }, () => getRepo(octokit, "web")));
+    const sent = hub.control.requests().slice(before).filter((r) => r.path === "/repos/acme/web");
+    expect(sent).toHaveLength(15);
+    const firstAnswer = Math.min(...sent.map((r) => r.at));
+    // Ten reached the hub before any was answered; the other five only after.
+    expect(sent.filter((r) => r.receivedAt < firstAnswer)).toHaveLength(10);
+  });
+});
+
 describe("downloadWithoutAuth", () => {
   it("follows a redirect to another host, and refuses a document past its bound, declared or not", async () => {
     const { createServer } = await import("node:http");

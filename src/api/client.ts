@@ -63,7 +63,7 @@ export interface OctokitFactoryOptions {
    */
   signal?: AbortSignal;
   /**
-   * Longest wait for the answer to one request (its headers), ms; 0: none. Default 30 s
+   * Longest wait for the answer to one request (its headers, and its body when read whole: up to 8 MiB), ms; 0: none. Default 30 s
    * (STEWARD_API_TIMEOUT). A request past it fails like a network error (request-abort.ts).
    */
   timeoutMs?: number;

@@ -29,10 +29,10 @@ function refusalOf(err: unknown): Refusal | undefined {
 }
 
 /**
- * Re-run now (the decision said so): re-check, request, explain. `known`: the run's attempt as read
- * with the decision's facts, for a decision carried out at once (else it is read here).
+ * Re-run now (the decision said so): re-check, request, explain. `known`: the run's attempt, read
+ * beside the decision's facts for a decision carried out at once (else it is read here).
  */
-export async function carryOut(ops: Ops, task: RerunTask, known?: { attempt: number }): Promise<Outcome> {
+export async function carryOut(ops: Ops, task: RerunTask, known?: Promise<{ attempt: number }>): Promise<Outcome> {
   const ref = { owner: task.owner, repo: task.repo };
   const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
   const requestedKey = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:requested`;
@@ -43,7 +43,7 @@ export async function carryOut(ops: Ops, task: RerunTask, known?: { attempt: num
   // record leaves it, and the retry then knows the next attempt is its own doing.
   const requested = await ops.store.get<true | "intent">(requestedKey);
   if (requested !== true) {
-    const attemptNow = known?.attempt ?? (await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1;
+    const attemptNow = known ? (await known).attempt : ((await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1);
     const ours = requested === "intent" && attemptNow === task.run.runAttempt + 1;
     // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
     if (attemptNow !== task.run.runAttempt && !ours) {

@@ -153,24 +153,49 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   // Without a note the jobs list is the first request: nothing else leaves before it is answered,
   // and a list that fails fails the decision with nothing else asked.
   if (!noted.first) await listing;
-  const [{ jobs, read }, current, runNow, withheld] = await Promise.all([
+  // The run's attempt is for carrying out a re-run at once, not for deciding: the decision (and
+  // its writes) go on while it is read, and a failure to read it fails only a re-run.
+  const runNow = delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id).then((r) => ({ attempt: r.run_attempt ?? 1 })) : undefined;
+  runNow?.catch(() => undefined);
+  const [{ jobs, read }, current, withheld] = await Promise.all([
     listing.then(async (jobs) => ({ jobs, read: await readLogs(logsToFetch(policy, run, jobs)) })),
     currentHead(ctx.octokit, ref, run),
-    delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id) : undefined,
     policyWithheld(ctx.octokit, { ...ref, adminRepo: ctx.config.adminRepo || ".github", sources: ctx.policySources, fork: Boolean(run.fromFork) }),
   ]);
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
   const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
   const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id, policy.daily_budget), ...(withheld ? { withheld } : {}) });
-  await recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
-  await ctx.store.audit({
-    kind: "rerun_decision",
-    source: "rerun",
-    details: { repository: `${ref.owner}/${ref.repo}`, runId: run.id, attempt: run.runAttempt, ...decision },
-  });
+  // The facts and the decision's audit record are written while the decision is carried out, so
+  // the re-run request does not wait out two more round trips to the store. The handler ends
+  // only once both are written: their failure fails it, and its retry finds the re-run marked
+  // requested (carryOut) and only explains it.
+  const recorded = Promise.all([
+    recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision }),
+    ctx.store.audit({
+      kind: "rerun_decision",
+      source: "rerun",
+      details: { repository: `${ref.owner}/${ref.repo}`, runId: run.id, attempt: run.runAttempt, ...decision },
+    }),
+  ]);
+  // Awaited below, once the re-run is carried out: a failure meanwhile is not an unhandled one.
+  recorded.catch(() => undefined);
+  try {
+    return await carryOutDecision(ctx, run, key, decision, taskOf(payload, ref, run, policy, decision), runNow);
+  } finally {
+    await recorded;
+    // Not left in flight past the handler's end when the decision did not need it.
+    await runNow?.then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+}
 
-  const task: RerunTask = {
+type Decision = ReturnType<typeof decide>;
+
+function taskOf(payload: WorkflowRunPayload, ref: { owner: string; repo: string }, run: RunFacts, policy: RerunPolicy, decision: Decision): RerunTask {
+  return {
     ...ref,
     repoId: payload.repository.id,
     run,
@@ -185,7 +210,9 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     tries: 0,
     scheduled: false,
   };
+}
 
+async function carryOutDecision(ctx: Context, run: RunFacts, key: string, decision: Decision, task: RerunTask, runNow: Promise<{ attempt: number }> | undefined): Promise<Outcome> {
   switch (decision.decision) {
     case "skip":
       return { status: "skipped", reason: decision.reasons.join("; ") };
@@ -200,6 +227,6 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
         await rememberPlan(opsOf(ctx), later, key);
         return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
       }
-      return carryOut(opsOf(ctx), task, runNow && { attempt: runNow.run_attempt ?? 1 });
+      return carryOut(opsOf(ctx), task, runNow);
   }
 }

@@ -263,6 +263,43 @@ describe("rerun handler", () => {
     expect(sent.filter((r) => r.startsWith("POST"))).toEqual([`POST /actions/runs/${run.id}/rerun-failed-jobs`]);
   });
 
+  it("a run read that fails stops a re-run before its request; the retry re-runs once", async () => {
+    const run = await failedRun();
+    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { status: 404, message: "Not Found", times: 1 });
+    await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-read"))).rejects.toMatchObject({ status: 404 });
+    expect(posts()).toEqual([]);
+    expect(await rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-read"))).toMatchObject({ status: "done" });
+    expect(posts()).toEqual(["rerun-failed-jobs"]);
+    expect(attemptOf(run.id)).toBe(2);
+  });
+
+  it("a run read that fails does not fail a decision not to re-run", async () => {
+    const run = await failedRun({ failures: { "integration-db": TRANSIENT, "integration-api": "ECONNRESET" } });
+    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { status: 404, message: "Not Found", times: 1 });
+    const out = await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, max_failed_jobs: 1 })));
+    expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("not re-run") });
+    expect(posts()).toEqual([]);
+    expect(gh.sent.some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${run.id}`))).toBe(true);
+  });
+
+  it("the decision's facts and audit record are written with the re-run; a failure to write them fails the handler, whose retry does not re-run again", async () => {
+    const run = await failedRun();
+    const audit = h.store.audit.bind(h.store);
+    let refused = 0;
+    h.store.audit = async (entry) => {
+      if (entry.kind === "rerun_decision" && refused++ === 0) throw new Error("database is full");
+      return audit(entry);
+    };
+    await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-audit"))).rejects.toThrow("database is full");
+    expect(posts()).toEqual(["rerun-failed-jobs"]);
+    expect(await rerun.handle(h.handlerContext(await run.payload(1), policy(logRule), "r-audit"))).toMatchObject({ status: "done" });
+    expect(posts()).toEqual(["rerun-failed-jobs"]);
+    expect(attemptOf(run.id)).toBe(2);
+    expect((await h.store.auditLog({ kind: "rerun_decision" })).map((a) => (a.details as { decision: string }).decision)).toEqual(["rerun"]);
+    expect(await h.store.auditLog({ kind: "rerun_requested" })).toHaveLength(1);
+    expect([...h.store.kv.keys()].filter((k) => k.startsWith("facts:rerun:"))).toHaveLength(2);
+  });
+
   it("does not read the run beside the facts when the re-run waits for a delay (it is read when the delay is over)", async () => {
     const run = await failedRun();
     const from = gh.sent.length;

@@ -1,7 +1,8 @@
-// Bottleneck (used by Octokit's throttling and retry plugins, and by our write spacing) yields
-// to the event loop with setTimeout(0) at every step of a job, and Node clamps that to 1 ms.
-// An Octokit request passes three limiters (retry, throttling's retry limiter, the global
-// group), about a dozen such yields: ~15 ms per API call on an idle machine, which bounded
+// Bottleneck (used by Octokit's throttling plugin, and by our write spacing) yields to the
+// event loop with setTimeout(0) at every step of a job, and Node clamps that to 1 ms. An
+// Octokit request passed three limiters (the retry plugin's, since replaced by retry.ts;
+// throttling's retry limiter; the global group), about a dozen such yields: ~15 ms per API
+// call on an idle machine, which bounded
 // Steward's end-to-end latency (SGrondin/bottleneck#144; the library is unmaintained).
 // Here the zero-delay yields become microtasks. They were setImmediate at first, which still
 // waits out the rest of a turn of the event loop: on a busy loop (the intake answering, other

@@ -1,5 +1,5 @@
 // Authenticated API clients on Steward's Octokit (octokit.ts: app auth via octokit-auth-probot and
-// auth-app, throttling via bottleneck, retries, pagination). One Octokit per installation,
+// auth-app, throttling via bottleneck, pagination; retries in retry.ts). One Octokit per installation,
 // cached, so throttling and rate-limit state are kept per installation: one busy or
 // limited installation never stalls the others.
 import Bottleneck from "bottleneck";
@@ -12,6 +12,7 @@ import { createRedirectingFetch, type RedirectingFetch } from "./redirects.js";
 import { createTokenCache, type TokenCache } from "./token-cache.js";
 import { RedisWriteSlots, type WriteSlots } from "../store/redis-write-slots.js";
 import { createLocalWriteSlots } from "./local-write-slots.js";
+import { retryFailedRequests } from "./retry.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
@@ -301,7 +302,8 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
       request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
-      retry: { retries: opts.retries ?? 3 },
+      // The plugin's retries are replaced by retryFailedRequests below (the same rules, no limiter per request).
+      retry: { enabled: false },
       throttle: {
         id: `steward-${who}`,
         write: passThrough,
@@ -311,6 +313,9 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
         ...shared.throttle,
       },
     }) as InstallationOctokit;
+    // The first of this client's hooks, so the innermost of them: a retry passes through the
+    // throttling and authentication again, not through the hooks below.
+    retryFailedRequests(octokit, { retries: opts.retries ?? 3, signal: opts.signal });
     octokit.hook.before("request", (options) => {
       // Octokit's default is the v3 media type; the current one is vnd.github+json.
       if (!options.headers.accept || options.headers.accept === "application/vnd.github.v3+json") {

@@ -4,7 +4,9 @@
 // that index loads Probot's HTTP server (express and its middleware, about 5 MB of heap), which
 // the service never uses. Probot itself is loaded only when a Probot app is hosted.
 // Left out: Probot's request-logging plugin (every request at debug level, with its body);
-// Steward records its own API calls (call-scope.ts).
+// Steward records its own API calls (call-scope.ts). The retry plugin stays in the class for
+// whoever builds one themselves; the service's clients (client.ts) turn it off for retry.ts,
+// the same rules without a Bottleneck limiter built for every request.
 import { Octokit } from "@octokit/core";
 import { enterpriseCompatibility } from "@octokit/plugin-enterprise-compatibility";
 import { paginateRest } from "@octokit/plugin-paginate-rest";

@@ -8,7 +8,7 @@ import { scrub } from "../log/redact.js";
 
 type Fetch = typeof globalThis.fetch;
 
-/** A request that got no answer in time. `status` 0: no response, as a network error (the retry plugin retries it). */
+/** A request that got no answer in time. `status` 0: no response, as a network error (the client retries it, retry.ts). */
 export class ApiTimeoutError extends Error {
   readonly status = 0;
   constructor(

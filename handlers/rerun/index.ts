@@ -156,7 +156,11 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   // The run's attempt is for carrying out a re-run at once, not for deciding: the decision (and
   // its writes) go on while it is read, and a failure to read it fails only a re-run.
   const runNow = delayMs(policy) === 0 ? getRun(ctx.octokit, ref, run.id).then((r) => ({ attempt: r.run_attempt ?? 1 })) : undefined;
-  runNow?.catch(() => undefined);
+  // Settles either way: awaited at the handler's end, and a failure meanwhile is not an unhandled one.
+  const runNowSettled = runNow?.then(
+    () => undefined,
+    () => undefined,
+  );
   const [{ jobs, read }, current, withheld] = await Promise.all([
     listing.then(async (jobs) => ({ jobs, read: await readLogs(logsToFetch(policy, run, jobs)) })),
     currentHead(ctx.octokit, ref, run),
@@ -185,10 +189,7 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   } finally {
     await recorded;
     // Not left in flight past the handler's end when the decision did not need it.
-    await runNow?.then(
-      () => undefined,
-      () => undefined,
-    );
+    await runNowSettled;
   }
 }
 

@@ -9,7 +9,8 @@
 // limiter for every request, which was a sixth of a GET's time in the client (a GET sent 55 µs
 // sooner and its answer handed over 15 µs sooner without it, analysis.md, 2026-11-29); here it
 // is a loop. The wait ends early, refusing, once the work's stop signal or the hard stop fires.
-import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
+import { currentSignal, linkSignals, throwIfStopped } from "../lifecycle/abort-scope.js";
+import { pause } from "../lifecycle/backoff.js";
 import type { InstallationOctokit } from "./types.js";
 
 /** Answers a retry would only get again. */
@@ -34,26 +35,15 @@ function retryable(error: unknown): boolean {
   return e.status >= 400 && !FINAL_STATUSES.includes(e.status);
 }
 
-/** Waits `ms`, or rejects with the stop error once one of `signals` fires. */
-function wait(ms: number, signals: (AbortSignal | undefined)[]): Promise<void> {
-  const live = signals.filter((s): s is AbortSignal => s !== undefined);
-  const fired = live.find((s) => s.aborted);
-  if (fired) return Promise.reject(stoppedError(fired));
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      clearTimeout(timer);
-      for (const s of live) s.removeEventListener("abort", stop);
-    };
-    const stop = (event: Event) => {
-      done();
-      reject(stoppedError(event.target as AbortSignal));
-    };
-    const timer = setTimeout(() => {
-      done();
-      resolve();
-    }, ms);
-    for (const s of live) s.addEventListener("abort", stop, { once: true });
-  });
+/** Waits `ms`; throws the stop error at once when one of `signals` fires first. */
+async function wait(ms: number, signals: (AbortSignal | undefined)[]): Promise<void> {
+  const { signal, unlink } = linkSignals(signals.filter((s): s is AbortSignal => s !== undefined));
+  try {
+    await pause(ms, signal, { keepAlive: true });
+  } finally {
+    unlink();
+  }
+  throwIfStopped(signal);
 }
 
 /** Installs the retries on `octokit`; registered before the hooks that must see a request once (they wrap it). */

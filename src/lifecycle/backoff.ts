@@ -15,8 +15,11 @@ export function backoffWait(backoff: Backoff, failures: number): number {
   return Math.min(backoff.maxMs, backoff.minMs * 2 ** Math.min(failures - 1, 20));
 }
 
-/** Resolves after `ms`, or at once when `signal` fires. */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms`, or at once when `signal` fires. The timer does not keep the process alive
+ * unless `keepAlive`: work waited for (an API request's retry in a one-shot command) must.
+ */
+export function pause(ms: number, signal: AbortSignal, opts: { keepAlive?: boolean } = {}): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
@@ -25,7 +28,7 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
       resolve();
     };
     const timer = setTimeout(done, ms);
-    timer.unref();
+    if (!opts.keepAlive) timer.unref();
     signal.addEventListener("abort", done, { once: true });
   });
 }

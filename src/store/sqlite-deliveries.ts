@@ -32,6 +32,15 @@ import { writeTransaction } from "./write-transaction.js";
  * Against 5 ms, A/B: 1.10x / 1.08x / 1.06x at 1 / 10 / 50 connections (analysis.md, stop 40).
  */
 const MOVE_MS = 10;
+/**
+ * As MOVE_MS, when deliveries arrive one at a time and the store's thread makes the move: nobody
+ * waits for it then either, and each move writes the tables' and indexes' last pages again on the
+ * thread, which shares the second core with whoever sends the deliveries. At one connection,
+ * moves every 50 ms and checkpoints once a second (store-thread.ts) took the thread's CPU from
+ * 0.93-1.01 s to 0.45-0.60 s over an 8 s level (analysis.md, stop 50). During a flood the moves
+ * are made here, by the group commit, and stay short (MOVE_MS).
+ */
+const THREAD_MOVE_MS = 50;
 /** A queued delivery due within this long keeps its payload's pages cached (PayloadLog.holdPagesFrom). */
 const HOLD_DUE_WITHIN_MS = 60_000;
 /** How long the spool is left alone after its file could not be written. */
@@ -485,7 +494,12 @@ export class SqliteDeliveries implements DeliveriesPart {
       this.#toMove.push({ seq, delivery: { ...kept, payload: "" }, ref: refs[i]! });
       resolve("recorded");
     });
-    this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
+    this.#moveTimer ??= setTimeout(() => this.#move(), this.#moveDelay());
+  }
+
+  /** How long the next batch waits for its move: longer when it will be the thread's (#moveBatch). */
+  #moveDelay(): number {
+    return this.thread && this.#together === 0 ? THREAD_MOVE_MS : MOVE_MS;
   }
 
   /** `listener` hears each time spooled deliveries reached the tables, with how many of them wait to run. */
@@ -505,7 +519,7 @@ export class SqliteDeliveries implements DeliveriesPart {
         this.#moving = undefined;
         if (this.#closed) return;
         for (const { delivery } of batch) this.#unmoved.delete(delivery.id);
-        if (this.#toMove.length > 0) this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_MS);
+        if (this.#toMove.length > 0) this.#moveTimer ??= setTimeout(() => this.#move(), this.#moveDelay());
         const queued = batch.reduce((n, { delivery }) => (delivery.settled ? n : n + 1), 0);
         for (const listener of this.#movedListeners) listener(queued);
       },

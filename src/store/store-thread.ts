@@ -225,6 +225,14 @@ const BUSY = 1;
 /** Measured at one connection: 1.06x the rate (median of paired rounds, three runs) against the thread at the loop's priority; +19 let its moves fall behind. */
 export const THREAD_NICENESS = 10;
 
+/**
+ * How often the thread looks at a WAL that was short last time (a longer one is checkpointed again
+ * at once). Each pass copies every page written since the last one and syncs both files: passes
+ * every 50 ms copied the tables' and indexes' last pages, rewritten by every commit, twenty times a
+ * second. Once a second, the WAL holds about a second of writes between passes.
+ */
+export const CHECKPOINT_INTERVAL_MS = 1000;
+
 export function startStoreThread(opts: StoreThreadOptions): StoreThread {
   const driver = createRequire(import.meta.url).resolve("better-sqlite3");
   const flags = new Int32Array(new SharedArrayBuffer(8));
@@ -237,7 +245,7 @@ export function startStoreThread(opts: StoreThreadOptions): StoreThread {
       driver,
       flags: flags.buffer,
       synchronous: opts.synchronous,
-      intervalMs: opts.intervalMs ?? 50,
+      intervalMs: opts.intervalMs ?? CHECKPOINT_INTERVAL_MS,
       minFrames: opts.minFrames ?? 1000,
       restartFrames: opts.restartFrames ?? 24000,
       tailFrames: opts.tailFrames ?? 512,

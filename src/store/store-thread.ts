@@ -15,8 +15,8 @@
 // deliveries arrive one at a time, on the path of the next one. The thread runs them instead.
 //
 // Priority. Everything the thread does can wait a little; the event loop's answers cannot. On a
-// machine with as many busy threads as cores, each wake of the thread (a move every 10 ms during a
-// flood, a checkpoint pass) could take a core from the event loop for a scheduler slice, in the
+// machine with as many busy threads as cores, each wake of the thread (a move every 50 ms, a checkpoint
+// pass once a second) could take a core from the event loop for a scheduler slice, in the
 // middle of an answer. The thread lowers its own priority (nice `niceness`, Linux) so the scheduler
 // prefers the loop; it still has any core nobody else wants, which is most of the time.
 //

@@ -243,6 +243,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   #toMove: SpooledDelivery[] = [];
   #seq = 0;
   #moveTimer: NodeJS.Timeout | undefined;
+  /** When `#moveTimer` fires (ms since the epoch). */
+  #moveAt = 0;
   /** Deliveries recorded since the last commit began, their payloads not yet appended (#appendTurn). */
   #toAppend: IncomingDelivery[] = [];
   /** Where #appendTurn put each payload, for the delivery's insert (weak: nothing to clear). */
@@ -494,12 +496,20 @@ export class SqliteDeliveries implements DeliveriesPart {
       this.#toMove.push({ seq, delivery: { ...kept, payload: "" }, ref: refs[i]! });
       resolve("recorded");
     });
-    this.#moveTimer ??= setTimeout(() => this.#move(), this.#moveDelay());
+    this.#armMove();
   }
 
-  /** How long the next batch waits for its move: longer when it will be the thread's (#moveBatch). */
-  #moveDelay(): number {
-    return this.thread && this.#together === 0 ? THREAD_MOVE_MS : MOVE_MS;
+  /**
+   * The next move, after MOVE_MS, or THREAD_MOVE_MS when it will be the thread's (#moveBatch). A
+   * move armed for the thread is brought forward once deliveries arrive together: a flood's first
+   * batch is then moved as soon as its others, not 50 ms of deliveries in one commit here.
+   */
+  #armMove(delay = this.thread && this.#together === 0 ? THREAD_MOVE_MS : MOVE_MS): void {
+    const at = Date.now() + delay;
+    if (this.#moveTimer !== undefined && this.#moveAt <= at) return;
+    clearTimeout(this.#moveTimer);
+    this.#moveAt = at;
+    this.#moveTimer = setTimeout(() => this.#move(), delay);
   }
 
   /** `listener` hears each time spooled deliveries reached the tables, with how many of them wait to run. */
@@ -519,7 +529,7 @@ export class SqliteDeliveries implements DeliveriesPart {
         this.#moving = undefined;
         if (this.#closed) return;
         for (const { delivery } of batch) this.#unmoved.delete(delivery.id);
-        if (this.#toMove.length > 0) this.#moveTimer ??= setTimeout(() => this.#move(), this.#moveDelay());
+        if (this.#toMove.length > 0) this.#armMove();
         const queued = batch.reduce((n, { delivery }) => (delivery.settled ? n : n + 1), 0);
         for (const listener of this.#movedListeners) listener(queued);
       },
@@ -528,7 +538,7 @@ export class SqliteDeliveries implements DeliveriesPart {
         this.#moving = undefined;
         if (this.#closed) return;
         this.#toMove = [...batch, ...this.#toMove];
-        this.#moveTimer ??= setTimeout(() => this.#move(), MOVE_RETRY_MS);
+        this.#armMove(MOVE_RETRY_MS);
       },
     );
   }

@@ -504,12 +504,17 @@ export class SqliteDeliveries implements DeliveriesPart {
    * move armed for the thread is brought forward once deliveries arrive together: a flood's first
    * batch is then moved as soon as its others, not 50 ms of deliveries in one commit here.
    */
-  #armMove(delay = this.thread && this.#together === 0 ? THREAD_MOVE_MS : MOVE_MS): void {
+  #armMove(delay = this.#threadMoves() ? THREAD_MOVE_MS : MOVE_MS): void {
     const at = Date.now() + delay;
     if (this.#moveTimer !== undefined && this.#moveAt <= at) return;
     clearTimeout(this.#moveTimer);
     this.#moveAt = at;
     this.#moveTimer = setTimeout(() => this.#move(), delay);
+  }
+
+  /** Whether the next move is the thread's (#moveBatch): there is one, and no deliveries arrived together since the last move. */
+  #threadMoves(): boolean {
+    return this.thread !== undefined && this.#together === 0;
   }
 
   /** `listener` hears each time spooled deliveries reached the tables, with how many of them wait to run. */
@@ -556,9 +561,9 @@ export class SqliteDeliveries implements DeliveriesPart {
    */
   #moveBatch(batch: SpooledDelivery[]): Promise<void> {
     const onMain = () => this.#writes.run(() => this.#insertMoved(batch));
-    const together = this.#together > 0;
+    const onThread = this.#threadMoves();
     this.#together = 0;
-    if (together || !this.thread || !batch.every((s) => s.ref)) return onMain();
+    if (!onThread || !this.thread || !batch.every((s) => s.ref)) return onMain();
     const now = Date.now();
     const rows = batch.map(({ delivery: d, ref }) => {
       this.#ids?.add(d.id);

@@ -22,6 +22,7 @@ import { packageVersion } from "../package-root.js";
 import { createHttpFetch } from "./http-fetch.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
 import { keepRecent } from "../lifecycle/recently-used.js";
+import { createConcurrencyGroup, createRetryLimiter } from "./local-limiters.js";
 
 export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
@@ -275,6 +276,8 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
     ? new RedisWriteSlots(opts.sharedWriteSlots.client, opts.sharedWriteSlots.prefix, writeInterval)
     : createLocalWriteSlots(writeInterval);
   const passThrough = passThroughGroup();
+  // At most ten requests of an installation in flight, as the plugin's own group; in one process a counter (local-limiters.ts).
+  const local = opts.sharedThrottle ? {} : { global: createConcurrencyGroup(10) };
   // Writes that notify people (issues, comments) get three times the spacing, as Octokit does.
   const notifications = expireSlotsAfter(
     new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.slots("notifications") }),
@@ -310,6 +313,9 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
         notifications,
         onRateLimit,
         onSecondaryRateLimit,
+        // The plugin's retry limiter is its own per client and never clustered: a retry loop will do.
+        // (Options the plugin reads but does not declare.)
+        ...({ retryLimiter: createRetryLimiter(opts.signal), ...local } as object),
         ...shared.throttle,
       },
     }) as InstallationOctokit;

@@ -45,6 +45,23 @@ function streamOf(bytes: Buffer): ReadableStream<Uint8Array> {
   return stream;
 }
 
+/** A stand-in for a stream over `bytes`, which only `wholeBody` reads. */
+function handleOf(bytes: Buffer): ReadableStream<Uint8Array> {
+  const handle = Object.freeze({});
+  wholeBodies.set(handle, bytes);
+  return handle as ReadableStream<Uint8Array>;
+}
+
+/**
+ * For a reader that takes `response.body` only to hand it to `wholeBody`: the body read from
+ * `response` is then a handle on the bytes rather than a web stream over them (building one
+ * costs more of the event loop than parsing a small answer). Nothing for other responses.
+ */
+export function handOverWhole(response: Response): Response {
+  if (response instanceof NodeResponse) response.handOverWhole();
+  return response;
+}
+
 /** The Response members Octokit, the redirecting fetch and the client's observers read. */
 class NodeResponse {
   readonly ok: boolean;
@@ -53,6 +70,7 @@ class NodeResponse {
   #bytes: Buffer | undefined;
   #stream: ReadableStream<Uint8Array> | null | undefined;
   #used = false;
+  #handle = false;
 
   constructor(
     readonly status: number,
@@ -68,8 +86,13 @@ class NodeResponse {
   }
 
   get body(): ReadableStream<Uint8Array> | null {
-    if (this.#stream === undefined) this.#stream = streamOf(this.#bytes!);
+    if (this.#stream === undefined) this.#stream = this.#handle ? handleOf(this.#bytes!) : streamOf(this.#bytes!);
     return this.#stream;
+  }
+
+  /** See `handOverWhole`. */
+  handOverWhole(): void {
+    this.#handle = true;
   }
 
   get bodyUsed(): boolean {
@@ -108,10 +131,77 @@ class NodeResponse {
   }
 }
 
+/**
+ * An answer's headers as fetch's `Headers` reads them (names case-insensitive, repeated ones
+ * joined with ", ", iterated by name), without building an undici `Headers` for every answer:
+ * Octokit copies them all into an object, and nothing changes an answer's headers.
+ */
+class AnswerHeaders {
+  readonly #values = new Map<string, string>();
+  #cookies: string[] | undefined;
+
+  constructor(raw: string[]) {
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      const value = raw[i + 1]!.trim();
+      if (name === "set-cookie") (this.#cookies ??= []).push(value);
+      const had = this.#values.get(name);
+      this.#values.set(name, had === undefined ? value : `${had}, ${value}`);
+    }
+  }
+
+  get(name: string): string | null {
+    return this.#values.get(name.toLowerCase()) ?? null;
+  }
+
+  has(name: string): boolean {
+    return this.#values.has(name.toLowerCase());
+  }
+
+  getSetCookie(): string[] {
+    return [...(this.#cookies ?? [])];
+  }
+
+  *entries(): IterableIterator<[string, string]> {
+    const names = [...this.#values.keys()].sort();
+    for (const name of names) {
+      if (name === "set-cookie") for (const cookie of this.#cookies!) yield [name, cookie];
+      else yield [name, this.#values.get(name)!];
+    }
+  }
+
+  *keys(): IterableIterator<string> {
+    for (const [name] of this.entries()) yield name;
+  }
+
+  *values(): IterableIterator<string> {
+    for (const [, value] of this.entries()) yield value;
+  }
+
+  forEach(fn: (value: string, name: string, headers: this) => void, thisArg?: unknown): void {
+    for (const [name, value] of this.entries()) fn.call(thisArg, value, name, this);
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
+
+  // An answer's headers are immutable, as fetch's are.
+  append(): never {
+    throw new TypeError("immutable");
+  }
+
+  set(): never {
+    throw new TypeError("immutable");
+  }
+
+  delete(): never {
+    throw new TypeError("immutable");
+  }
+}
+
 function headersOf(raw: string[]): Headers {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-  return headers;
+  return new AnswerHeaders(raw) as unknown as Headers;
 }
 
 function requestHeaders(init: RequestInit["headers"]): Record<string, string> {

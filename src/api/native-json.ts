@@ -10,7 +10,7 @@
 // parsed here as Octokit would (JSON by media type, text for text/* and UTF-8, bytes otherwise);
 // a caller that asked for the body unparsed itself (a stream) gets it untouched. Error answers
 // (4xx, 5xx, 304) are still parsed by Octokit: they are few and carry small bodies.
-import { wholeBody } from "./http-fetch.js";
+import { handOverWhole, wholeBody } from "./http-fetch.js";
 import type { InstallationOctokit } from "./types.js";
 
 const JSON_TYPES = /^application\/(?:json|scim\+json)\s*(?:;|$)/i;
@@ -41,12 +41,15 @@ export function parseAnswersNatively(octokit: InstallationOctokit): void {
   octokit.hook.wrap("request", async (request, options) => {
     const own = options.request as { parseSuccessResponseBody?: boolean } | undefined;
     if (own?.parseSuccessResponseBody === false) return request(options);
-    options.request = { ...own, parseSuccessResponseBody: false } as typeof options.request;
+    // Octokit hands the answer's body over untouched; parseBody reads the transport's bytes behind it.
+    const send = (own as { fetch?: typeof fetch } | undefined)?.fetch ?? globalThis.fetch;
+    const fetchWhole = (input: Parameters<typeof fetch>[0], init?: RequestInit) => send(input, init).then(handOverWhole);
+    options.request = { ...own, parseSuccessResponseBody: false, fetch: fetchWhole } as typeof options.request;
     const response = await request(options);
     const body = response.data as unknown;
-    if (body instanceof ReadableStream) {
+    if (wholeBody(body) !== undefined || body instanceof ReadableStream) {
       const contentType = response.headers["content-type"];
-      response.data = (await parseBody(body, typeof contentType === "string" ? contentType : undefined)) as typeof response.data;
+      response.data = (await parseBody(body as ReadableStream<Uint8Array>, typeof contentType === "string" ? contentType : undefined)) as typeof response.data;
     } else if (body === null) {
       // No body at all (Octokit hands over `fetchResponse.body`): what its parse makes of an empty one.
       response.data = "" as typeof response.data;

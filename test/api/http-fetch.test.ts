@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BUFFER_LIMIT, createHttpFetch, wholeBody, type HttpFetch } from "../../src/api/http-fetch.js";
+import { BUFFER_LIMIT, createHttpFetch, handOverWhole, wholeBody, type HttpFetch } from "../../src/api/http-fetch.js";
 
 type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;
 
@@ -50,6 +50,52 @@ describe("createHttpFetch", () => {
     expect(await response.json()).toEqual({ path: "/repos/o/r?page=2", auth: "token t" });
     expect(response.bodyUsed).toBe(true);
     await expect(response.text()).rejects.toThrow(/already been read/);
+  });
+
+  it("reads an answer's headers as fetch's Headers reads the same ones, and refuses to change them", async () => {
+    const raw = ["Content-Type", "application/json", "X-Repeat", "one", "Link", "<a>; rel=\"next\"", "x-repeat", "two", "ETag", "W/\"abc\"", "Set-Cookie", "a=1", "set-cookie", "b=2"];
+    handler = (_req, _body, res) => {
+      res.sendDate = false;
+      res.writeHead(200, raw);
+      res.end("{}");
+    };
+    const response = await transport.fetch(`${base}/h`);
+    // The reference: Node's own fetch reading the same answer (the server's own headers included).
+    const expected = (await fetch(`${base}/h`)).headers;
+    expect(expected.get("x-repeat")).toBe("one, two");
+    const { headers } = response;
+    expect([...headers]).toEqual([...expected]);
+    expect([...headers.keys()]).toEqual([...expected.keys()]);
+    expect([...headers.values()]).toEqual([...expected.values()]);
+    for (const name of ["x-repeat", "X-REPEAT", "etag", "link", "set-cookie", "missing"]) {
+      expect(headers.get(name)).toBe(expected.get(name));
+      expect(headers.has(name)).toBe(expected.has(name));
+    }
+    expect(headers.getSetCookie()).toEqual(expected.getSetCookie());
+    const seen: string[] = [];
+    headers.forEach((value, name) => seen.push(`${name}=${value}`));
+    expect(seen).toEqual([...expected].map(([n, v]) => `${n}=${v}`));
+    expect(() => headers.set("etag", "x")).toThrow(TypeError);
+    expect(() => headers.append("etag", "x")).toThrow(TypeError);
+    expect(() => headers.delete("etag")).toThrow(TypeError);
+    expect(headers.get("etag")).toBe('W/"abc"');
+  });
+
+  it("hands a whole answer's body over as a handle on its bytes when asked, and as a stream otherwise", async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end('{"n":1}');
+    };
+    const handed = handOverWhole(await transport.fetch(`${base}/a`));
+    expect(handed.body).not.toBeInstanceOf(ReadableStream);
+    expect(wholeBody(handed.body)?.toString("utf8")).toBe('{"n":1}');
+    expect(await handed.json()).toEqual({ n: 1 });
+    const streamed = await transport.fetch(`${base}/b`);
+    expect(streamed.body).toBeInstanceOf(ReadableStream);
+    expect(await new Response(streamed.body).text()).toBe('{"n":1}');
+    // A response of another fetch is left as it is.
+    const other = new Response("x");
+    expect(handOverWhole(other).body).toBeInstanceOf(ReadableStream);
   });
 
   it("sends a body with its length, and the method asked for", async () => {

@@ -13,7 +13,7 @@ let observed: { who: number | "app"; status: number; remaining?: number }[];
 let logs: () => string;
 let acme: number;
 
-function factory(extra: { writeIntervalMs?: number; maxInstallations?: number } = {}) {
+function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; signal?: AbortSignal } = {}) {
   const { logger, output } = collectingLogger();
   logs = output;
   return createOctokitFactory({
@@ -22,6 +22,7 @@ function factory(extra: { writeIntervalMs?: number; maxInstallations?: number } 
     observe: { request: (who, status, remaining) => observed.push({ who, status, remaining }) },
     writeIntervalMs: extra.writeIntervalMs ?? 0,
     ...(extra.maxInstallations ? { maxInstallations: extra.maxInstallations } : {}),
+    ...(extra.signal ? { signal: extra.signal } : {}),
   });
 }
 
@@ -126,6 +127,20 @@ describe("API client", () => {
     expect(refused!.status).toBe(403);
     expect(retried!.receivedAt).toBeGreaterThanOrEqual(resetAt.getTime());
     expect(observed.some((o) => o.who === acme && o.status === 403 && o.remaining === 0)).toBe(true);
+  });
+
+  it("gives up waiting out a rate limit when the process stops, without sending the request again", async () => {
+    const stop = new AbortController();
+    const octokit = await factory({ signal: stop.signal }).octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    // Reset ten minutes ahead: within the client's longest wait, so it waits rather than failing.
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 10 * 60_000) });
+    const pending = getRepo(octokit, "web");
+    // Stopped once the refusal is in and the client has decided to wait.
+    while (!logs().includes("primary rate limit reached")) await new Promise((r) => setTimeout(r, 10));
+    stop.abort(new Error("steward is stopping"));
+    await expect(pending).rejects.toThrow("steward is stopping");
+    expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);
   });
 
   it("sends an installation's writes one at a time, each the write interval after the previous answer", async () => {

@@ -171,17 +171,20 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
   const decision = decide({ policy, run, jobs, logs, current, usedToday: await usedToday(ctx.store, payload.repository.id, policy.daily_budget), ...(withheld ? { withheld } : {}) });
   ctx.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
   // The facts and the decision's audit record are written while the decision is carried out, so
-  // the re-run request does not wait out two more round trips to the store. The handler ends
-  // only once both are written: their failure fails it, and its retry finds the re-run marked
-  // requested (carryOut) and only explains it.
-  const recorded = Promise.all([
-    recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision }),
-    ctx.store.audit({
-      kind: "rerun_decision",
-      source: "rerun",
-      details: { repository: `${ref.owner}/${ref.repo}`, runId: run.id, attempt: run.runAttempt, ...decision },
-    }),
-  ]);
+  // the re-run request does not wait out two more round trips to the store. They start a turn of
+  // the event loop later: an embedded store writes on the loop itself, and the request should be
+  // on its way first. The handler ends only once both are written: their failure fails it, and
+  // its retry finds the re-run marked requested (carryOut) and only explains it.
+  const recorded = nextTurn().then(() =>
+    Promise.all([
+      recordRerunFacts(ctx.store, { repository: fullNameOf(payload), run, jobs, logs: tails, current, decision: decision.decision }),
+      ctx.store.audit({
+        kind: "rerun_decision",
+        source: "rerun",
+        details: { repository: `${ref.owner}/${ref.repo}`, runId: run.id, attempt: run.runAttempt, ...decision },
+      }),
+    ]),
+  );
   // Awaited below, once the re-run is carried out: a failure meanwhile is not an unhandled one.
   recorded.catch(() => undefined);
   try {
@@ -192,6 +195,8 @@ async function decideAndAct(ctx: Context, policy: RerunPolicy, payload: Workflow
     await runNowSettled;
   }
 }
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 type Decision = ReturnType<typeof decide>;
 

@@ -15,7 +15,7 @@ import { createLocalWriteSlots } from "./local-write-slots.js";
 import { retryFailedRequests } from "./retry.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
-import { currentSignal, stoppedError } from "../lifecycle/abort-scope.js";
+import { currentSignal, stoppedError, stopsHere } from "../lifecycle/abort-scope.js";
 import { abortableFetch } from "./request-abort.js";
 import { parseAnswersNatively } from "./native-json.js";
 import { packageVersion } from "../package-root.js";
@@ -137,13 +137,15 @@ const ANSWERS = /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deploymen
  * (throttling's limiters, retries, authentication), so a write waiting for its turn holds none
  * of their slots; a token mint inside a write passes through.
  */
-function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots): void {
+function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots, hardStop: AbortSignal | undefined): void {
   octokit.hook.wrap("request", (request, options) => {
     const method = options.method.toUpperCase();
     if (method === "GET" || method === "HEAD") return request(options);
     const { pathname } = new URL(options.url, "http://github.test");
     if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
-    return slots.run(who, async () => request(options), { first: ANSWERS.test(pathname) });
+    // Stopped work gives up its place in the queue (a caller's own `request.signal` counts too).
+    const own = (options.request as RequestOptions | undefined)?.signal;
+    return slots.run(who, async () => request(options), { first: ANSWERS.test(pathname), stops: stopsHere(hardStop, own) });
   });
 }
 
@@ -339,7 +341,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
     parseAnswersNatively(octokit);
-    spaceWrites(octokit, String(who), writeSlots);
+    spaceWrites(octokit, String(who), writeSlots, opts.signal);
     recordCalls(octokit);
     return octokit;
   }

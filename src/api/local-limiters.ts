@@ -6,6 +6,7 @@
 // process does not need: limits shared through Redis. The same two rules are a retry loop and a
 // counter. Measured on a 2-core VM (one GET after another against the sandbox hub): see
 // test/bench/analysis.md. Clients that share their throttling through Redis keep Bottleneck.
+import { stoppableDelay, stopsHere } from "../lifecycle/abort-scope.js";
 
 /** What the throttling plugin calls on its retry limiter. */
 export interface RetryLimiter {
@@ -18,13 +19,14 @@ type FailedHandler = (error: unknown, info: { args: unknown[]; retryCount: numbe
 
 /**
  * A job that fails is handed to the "failed" handler; when it answers a number of milliseconds,
- * the job runs again after that wait (as Bottleneck does). `signal`, the client's hard stop, ends
- * a wait early: the retry would be refused anyway, and a 15-minute rate-limit wait must not keep
- * a stopping process alive.
+ * the job runs again after that wait (as Bottleneck does). A wait ends early, failing the job
+ * with the stop's error, when `hardStop` (the client's) fires or when the work that made the
+ * request is told to stop (its signal in the async context, abort-scope.ts): the retry would be
+ * refused anyway, and a rate-limit wait of up to 15 minutes must not hold a stopping service.
  */
-export function createRetryLimiter(signal?: AbortSignal): RetryLimiter {
+export function createRetryLimiter(hardStop?: AbortSignal): RetryLimiter {
   let failed: FailedHandler | undefined;
-  const attempt = async (fn: (...args: any[]) => Promise<unknown>, args: unknown[], retryCount: number): Promise<unknown> => {
+  const attempt = async (fn: (...args: any[]) => Promise<unknown>, args: unknown[], retryCount: number, stops: AbortSignal[]): Promise<unknown> => {
     try {
       return await fn(...args);
     } catch (error) {
@@ -36,8 +38,8 @@ export function createRetryLimiter(signal?: AbortSignal): RetryLimiter {
         wait = undefined;
       }
       if (typeof wait !== "number" || !Number.isFinite(wait)) throw error;
-      await pause(wait, signal);
-      return attempt(fn, args, retryCount + 1);
+      await stoppableDelay(wait, stops);
+      return attempt(fn, args, retryCount + 1, stops);
     }
   };
   const limiter: RetryLimiter = {
@@ -45,24 +47,9 @@ export function createRetryLimiter(signal?: AbortSignal): RetryLimiter {
       if (event === "failed") failed = handler as FailedHandler;
       return limiter;
     },
-    schedule: (fn, ...args) => attempt(fn, args, 0),
+    schedule: (fn, ...args) => attempt(fn, args, 0, stopsHere(hardStop)),
   };
   return limiter;
-}
-
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, ms));
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 interface Waiting {

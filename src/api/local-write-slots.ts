@@ -3,10 +3,10 @@
 // content-creating requests to be made serially and about a second apart, and it measures the
 // spacing between the requests it receives: a turn that ended when the write was sent (rather
 // than answered) would let a slow write and the next one overlap.
-import type { WriteSlots } from "../store/redis-write-slots.js";
+import { refuseIfStopped, type WriteSlots } from "../store/redis-write-slots.js";
+import { stoppableDelay } from "../lifecycle/abort-scope.js";
 import { createKeyedQueue } from "../store/keyed-queue.js";
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export function createLocalWriteSlots(intervalMs: number, now: () => number = Date.now): WriteSlots {
   const queue = createKeyedQueue();
@@ -14,9 +14,10 @@ export function createLocalWriteSlots(intervalMs: number, now: () => number = Da
   const nextAt = new Map<string, number>();
   const holding = new Set<string>();
 
-  async function turn<T>(who: string, send: () => Promise<T>): Promise<T> {
+  async function turn<T>(who: string, send: () => Promise<T>, stops: readonly AbortSignal[]): Promise<T> {
+    refuseIfStopped(stops);
     const wait = (nextAt.get(who) ?? 0) - now();
-    if (wait > 0) await sleep(wait);
+    if (wait > 0) await stoppableDelay(wait, stops);
     holding.add(who);
     try {
       return await send();
@@ -27,7 +28,7 @@ export function createLocalWriteSlots(intervalMs: number, now: () => number = Da
   }
 
   return {
-    run: (who, send, opts) => queue.run(who, () => turn(who, send), opts),
+    run: (who, send, opts) => queue.run(who, () => turn(who, send, opts?.stops ?? []), opts),
     held: () => [...holding],
   };
 }

@@ -9,8 +9,7 @@
 // limiter for every request, which was a sixth of a GET's time in the client (a GET sent 55 µs
 // sooner and its answer handed over 15 µs sooner without it, analysis.md, 2026-11-29); here it
 // is a loop. The wait ends early, refusing, once the work's stop signal or the hard stop fires.
-import { currentSignal, linkSignals, throwIfStopped } from "../lifecycle/abort-scope.js";
-import { pause } from "../lifecycle/backoff.js";
+import { currentSignal, stoppableDelay } from "../lifecycle/abort-scope.js";
 import type { InstallationOctokit } from "./types.js";
 
 /** Answers a retry would only get again. */
@@ -35,17 +34,6 @@ function retryable(error: unknown): boolean {
   return e.status >= 400 && !FINAL_STATUSES.includes(e.status);
 }
 
-/** Waits `ms`; throws the stop error at once when one of `signals` fires first. */
-async function wait(ms: number, signals: (AbortSignal | undefined)[]): Promise<void> {
-  const { signal, unlink } = linkSignals(signals.filter((s): s is AbortSignal => s !== undefined));
-  try {
-    await pause(ms, signal, { keepAlive: true });
-  } finally {
-    unlink();
-  }
-  throwIfStopped(signal);
-}
-
 /** Installs the retries on `octokit`; registered before the hooks that must see a request once (they wrap it). */
 export function retryFailedRequests(octokit: InstallationOctokit, opts: RetryOptions): void {
   const unit = opts.unitMs ?? 1_000;
@@ -67,7 +55,7 @@ export function retryFailedRequests(octokit: InstallationOctokit, opts: RetryOpt
         if (tries >= retries || !retryable(error)) throw error;
         // Read by the throttling plugin: a retry does not count against the installation's concurrency.
         own.retryCount = tries + 1;
-        await wait((tries + 1) ** 2 * unit, [stop, opts.signal]);
+        await stoppableDelay((tries + 1) ** 2 * unit, [stop, opts.signal].filter((s): s is AbortSignal => s !== undefined));
       }
     }
   });

@@ -57,3 +57,35 @@ export function isStopped(error: unknown): boolean {
 export function throwIfStopped(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw stoppedError(signal);
 }
+
+/**
+ * Resolves after `ms`, or rejects with the stop's error as soon as one of `stops` fires (at once
+ * when one already has): a wait whose work was told to stop has nothing left to wait for.
+ */
+export function stoppableDelay(ms: number, stops: readonly AbortSignal[]): Promise<void> {
+  const fired = stops.find((s) => s.aborted);
+  if (fired) return Promise.reject(stoppedError(fired));
+  return new Promise<void>((resolve, reject) => {
+    const listeners = stops.map((stop) => {
+      const onAbort = () => {
+        clear();
+        reject(stoppedError(stop));
+      };
+      stop.addEventListener("abort", onAbort, { once: true });
+      return () => stop.removeEventListener("abort", onAbort);
+    });
+    const clear = () => {
+      clearTimeout(timer);
+      for (const remove of listeners) remove();
+    };
+    const timer = setTimeout(() => {
+      clear();
+      resolve();
+    }, Math.max(0, ms));
+  });
+}
+
+/** The stops that apply to work asked now: `own` (e.g. the client's hard stop) and the signal of the work in this async context. */
+export function stopsHere(...own: (AbortSignal | undefined)[]): AbortSignal[] {
+  return [...own, currentSignal()].filter((s): s is AbortSignal => s !== undefined);
+}

@@ -15,6 +15,7 @@ import type { Redis } from "ioredis";
 import { PROCESS_OWNER } from "./lease.js";
 import { defineScript, type Script } from "./redis-script.js";
 import { createKeyedQueue } from "./keyed-queue.js";
+import { stoppableDelay, stoppedError } from "../lifecycle/abort-scope.js";
 
 // KEYS: slot. ARGV: owner, ttlMs, intervalMs. 0: granted; otherwise how long to wait (ms).
 const acquireLua = `
@@ -50,7 +51,6 @@ export const WRITE_SLOT_TTL_MS = 3_000;
 /** While another holder writes, look again this often (a write takes tens to hundreds of ms). */
 const POLL_HELD_MS = 25;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface WriteSlots {
   /**
@@ -58,9 +58,26 @@ export interface WriteSlots {
    * the interval passed. `first`: ahead of this process's writes of `who` queued without it
    * (keyed-queue.ts); across replicas turns go to whichever asks first.
    */
-  run<T>(who: string, send: () => Promise<T>, opts?: { first?: boolean }): Promise<T>;
+  run<T>(who: string, send: () => Promise<T>, opts?: WriteTurnOptions): Promise<T>;
   /** Installations whose slot this process holds now. */
   held(): string[];
+}
+
+export interface WriteTurnOptions {
+  /** Ahead of this process's writes of `who` queued without it. */
+  first?: boolean;
+  /**
+   * Once one of these fires the write gives up its place, at once or while it waits for its turn,
+   * and fails with the stop's error without taking a turn: a stopped write would be refused
+   * anyway, and must not make the writes queued behind it wait out an interval for nothing.
+   */
+  stops?: readonly AbortSignal[];
+}
+
+/** Throws the stop's error when one of `stops` has fired. */
+export function refuseIfStopped(stops: readonly AbortSignal[] | undefined): void {
+  const fired = stops?.find((s) => s.aborted);
+  if (fired) throw stoppedError(fired);
 }
 
 export function slotKey(prefix: string, who: string): string {
@@ -86,22 +103,23 @@ export class RedisWriteSlots implements WriteSlots {
     this.#keep = defineScript(client, "stewardWriteSlotKeep", 1, keepLua);
   }
 
-  run<T>(who: string, send: () => Promise<T>, opts?: { first?: boolean }): Promise<T> {
-    return this.#queue.run(who, () => this.#turn(who, send), opts);
+  run<T>(who: string, send: () => Promise<T>, opts?: WriteTurnOptions): Promise<T> {
+    return this.#queue.run(who, () => this.#turn(who, send, opts?.stops ?? []), opts);
   }
 
   held(): string[] {
     return [...this.#held];
   }
 
-  async #turn<T>(who: string, send: () => Promise<T>): Promise<T> {
+  async #turn<T>(who: string, send: () => Promise<T>, stops: readonly AbortSignal[]): Promise<T> {
     const key = slotKey(this.prefix, who);
     // Each turn has its own holder name (this process, then a counter): a late release of an earlier turn cannot free a later one.
     const holder = `${this.owner}#${++this.#seq}`;
     for (;;) {
+      refuseIfStopped(stops);
       const wait = Number(await this.#acquire([key], [holder, this.ttlMs, this.intervalMs]));
       if (wait === 0) break;
-      await sleep(wait < 0 ? Math.min(-wait, POLL_HELD_MS) : wait);
+      await stoppableDelay(wait < 0 ? Math.min(-wait, POLL_HELD_MS) : wait, stops);
     }
     this.#held.add(who);
     const renew = setInterval(() => void this.#keep([key], [holder, this.ttlMs, this.intervalMs, "renew"]).catch(() => undefined), this.ttlMs / 3);

@@ -4,6 +4,7 @@
 // happens rather than timed.
 import { describe, expect, it } from "vitest";
 import { createConcurrencyGroup, createRetryLimiter } from "../../src/api/local-limiters.js";
+import { isStopped, runWithSignal } from "../../src/lifecycle/abort-scope.js";
 
 /** A job the test finishes by hand, recording when it started. */
 function manual(started: string[], name: string) {
@@ -126,9 +127,39 @@ describe("createRetryLimiter", () => {
     });
     await turn();
     stop.abort(new Error("stopping"));
-    await expect(result).rejects.toThrow("stopping");
+    const error = await result.catch((e: unknown) => e);
+    expect(isStopped(error)).toBe(true);
+    expect(String(error)).toContain("stopping");
     expect(calls).toBe(1);
     // Already stopped: a failure is not waited on at all.
     await expect(limiter.schedule(async () => Promise.reject(new Error("again")))).rejects.toThrow("stopping");
+  });
+
+  it("gives up a wait when the work that asked is told to stop, and leaves other work's requests waiting", async () => {
+    const limiter = createRetryLimiter().on("failed", (_e: unknown, info: { retryCount: number }) => (info.retryCount === 0 ? 200 : undefined));
+    const work = new AbortController();
+    let stoppedCalls = 0;
+    let otherCalls = 0;
+    const stopped = runWithSignal(work.signal, () =>
+      limiter.schedule(async () => {
+        stoppedCalls += 1;
+        throw new Error("rate limited");
+      }),
+    );
+    const other = runWithSignal(new AbortController().signal, () =>
+      limiter.schedule(async () => {
+        otherCalls += 1;
+        if (otherCalls === 1) throw new Error("rate limited");
+        return "sent after its wait";
+      }),
+    );
+    await turn();
+    work.abort(new Error("delivery cancelled"));
+    const error = await stopped.catch((e: unknown) => e);
+    expect(isStopped(error)).toBe(true);
+    expect(String(error)).toContain("delivery cancelled");
+    expect(stoppedCalls).toBe(1);
+    expect(await other).toBe("sent after its wait");
+    expect(otherCalls).toBe(2);
   });
 });

@@ -2,6 +2,7 @@
 // next after the previous answer (and the interval); other installations never wait for it.
 import { describe, expect, it } from "vitest";
 import { createLocalWriteSlots } from "../../src/api/local-write-slots.js";
+import { isStopped } from "../../src/lifecycle/abort-scope.js";
 
 /** A write the test answers (or fails) when it chooses. */
 function pendingWrite(log: string[], name: string) {
@@ -89,5 +90,29 @@ describe("createLocalWriteSlots", () => {
     await second;
     // A lower bound only (timers never fire early by more than the clock's rounding).
     expect(secondAt - answeredAt).toBeGreaterThanOrEqual(99);
+  });
+
+  it("lets a stopped write give up its place, at once or while it waits, without taking a turn", async () => {
+    let clock = 0;
+    // Ten minutes between writes, on a clock the test moves: a write that waited out its turn would never finish here.
+    const slots = createLocalWriteSlots(600_000, () => clock);
+    const log: string[] = [];
+    await slots.run("7", async () => log.push("a"));
+    const work = new AbortController();
+    const waiting = slots.run("7", async () => log.push("b"), { stops: [work.signal] });
+    const behind = slots.run("7", async () => log.push("c"), { stops: [work.signal] });
+    await turns();
+    work.abort(new Error("delivery cancelled"));
+    for (const refused of [waiting, behind]) {
+      const error = await refused.catch((e: unknown) => e);
+      expect(isStopped(error)).toBe(true);
+      expect(String(error)).toContain("delivery cancelled");
+    }
+    // Already stopped: refused before anything else.
+    await expect(slots.run("8", async () => log.push("d"), { stops: [work.signal] })).rejects.toThrow(/stopped/);
+    // The refused writes took no turn: the next live one goes when a's interval is over, not later.
+    clock = 600_000;
+    await slots.run("7", async () => log.push("e"));
+    expect(log).toEqual(["a", "e"]);
   });
 });

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { RedisWriteSlots, slotKey, WRITE_SLOT_TTL_MS } from "../../src/store/redis-write-slots.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
+import { isStopped } from "../../src/lifecycle/abort-scope.js";
 
 const clients: Redis[] = [];
 const prefixes: string[] = [];
@@ -106,5 +107,24 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     const all = [slots.run("9", write("report 1")), slots.run("9", write("report 2")), slots.run("9", write("report 3")), slots.run("9", write("re-run"), { first: true })];
     await Promise.all(all);
     expect(order).toEqual(["report 1", "re-run", "report 2", "report 3"]);
+  });
+
+  it("a stopped write gives up its place while it waits for the slot, and takes no turn", async () => {
+    const { prefix, client } = setUp();
+    // Ten minutes between writes: a write that waited out its turn would never finish here.
+    const a = new RedisWriteSlots(client(), prefix, 600_000, "replica-a");
+    const b = new RedisWriteSlots(client(), prefix, 600_000, "replica-b");
+    const sent: string[] = [];
+    await a.run("7", async () => sent.push("a"));
+    const work = new AbortController();
+    const waiting = b.run("7", async () => sent.push("b"), { stops: [work.signal] });
+    await sleep(50);
+    work.abort(new Error("delivery cancelled"));
+    const error = await waiting.catch((e: unknown) => e);
+    expect(isStopped(error)).toBe(true);
+    expect(String(error)).toContain("delivery cancelled");
+    await expect(b.run("7", async () => sent.push("c"), { stops: [work.signal] })).rejects.toThrow(/stopped/);
+    expect(sent).toEqual(["a"]);
+    expect(b.held()).toEqual([]);
   });
 });

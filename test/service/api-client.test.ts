@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
 import { createTokenCache } from "../../src/api/token-cache.js";
 import { scrub } from "../../src/log/redact.js";
+import { isStopped, runWithSignal } from "../../src/lifecycle/abort-scope.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { collectingLogger, testConfig } from "./helpers.js";
 
@@ -140,6 +141,20 @@ describe("API client", () => {
     while (!logs().includes("primary rate limit reached")) await new Promise((r) => setTimeout(r, 10));
     stop.abort(new Error("steward is stopping"));
     await expect(pending).rejects.toThrow("steward is stopping");
+    expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);
+  });
+
+  it("gives up waiting out a rate limit when the work that made the request is told to stop", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 10 * 60_000) });
+    const work = new AbortController();
+    const pending = runWithSignal(work.signal, () => getRepo(octokit, "web"));
+    while (!logs().includes("primary rate limit reached")) await new Promise((r) => setTimeout(r, 10));
+    work.abort(new Error("delivery cancelled"));
+    const error = await pending.catch((e: unknown) => e);
+    expect(isStopped(error)).toBe(true);
+    expect(String(error)).toContain("delivery cancelled");
     expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);
   });
 

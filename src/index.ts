@@ -33,7 +33,7 @@ export { downloadWithoutAuth } from "./api/client.js";
 export { StewardOctokit } from "./api/octokit.js";
 // Long work: stop between steps when told, hold a job lease so one copy runs at a time, and keep
 // pattern matching within a delivery's CPU budget.
-export { stoppedError, isStopped, throwIfStopped } from "./lifecycle/abort-scope.js";
+export { stoppedError, isStopped, throwIfStopped, stoppableDelay } from "./lifecycle/abort-scope.js";
 export { withJobLease, describeHolder, LeaseHeld, type JobLeaseOptions, type LeaseHolder } from "./store/job-lease.js";
 export { MatchBudget, MatchBudgetExceeded } from "./policy/match-budget.js";
 // Secret hygiene: Steward's own settings and credentials are never a policy's to read.

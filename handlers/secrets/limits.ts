@@ -4,7 +4,7 @@
 // caller can schedule the rest (records make a later run skip what is done).
 import Bottleneck from "bottleneck";
 import { rateLimitResumeAt, rateLimitWaitMs } from "./api.js";
-import { throwIfStopped } from "../../src/index.js";
+import { stoppableDelay, throwIfStopped } from "../../src/index.js";
 
 export class RateLimitPause extends Error {
   constructor(readonly resumeAt: Date) {
@@ -39,8 +39,6 @@ function lane(id: string, concurrency: number): Lane {
   return l;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 export class FanOut {
   private readonly lane: Lane;
   private readonly maxPauseMs: number;
@@ -70,7 +68,8 @@ export class FanOut {
         if (this.stopped) throw this.stopped;
         throwIfStopped(this.signal);
         const wait = this.lane.pausedUntil - Date.now();
-        if (wait > 0) await sleep(wait);
+        // A stop ends the pause (up to `maxPauseMs`, a minute by default) at once rather than after it.
+        if (wait > 0) await stoppableDelay(wait, this.signal ? [this.signal] : []);
         throwIfStopped(this.signal);
         try {
           return await job();

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { describeError, rateLimitWaitMs } from "../../../handlers/secrets/api.js";
 import { FanOut, RateLimitPause } from "../../../handlers/secrets/limits.js";
+import { isStopped } from "../../../src/index.js";
 
 /** The shape of an Octokit RequestError: status plus the response's headers and body. */
 function apiError(status: number, headers: Record<string, string>, message = "limited") {
@@ -62,6 +63,23 @@ describe("FanOut", () => {
     await expect(next).rejects.toBeInstanceOf(RateLimitPause);
     expect(later).toBe(0);
     expect(fan.pausedUntil()!.getTime()).toBeGreaterThan(Date.now() + 3_500_000);
+  });
+
+  it("ends a pause at once when the run is stopped, without starting the job again", async () => {
+    const stop = new AbortController();
+    // A pause inside the budget (ten minutes): waited out in place, unless the run is stopped.
+    const fan = new FanOut(`lane-stop-${Math.random()}`, { concurrency: 1, maxPauseMs: 20 * 60_000, signal: stop.signal });
+    let calls = 0;
+    const job = fan.run(async () => {
+      calls++;
+      throw apiError(403, { "retry-after": "600" });
+    });
+    while (fan.pauses === 0) await new Promise((r) => setTimeout(r, 5));
+    stop.abort(new Error("sync cancelled"));
+    const error = await job.catch((e: unknown) => e);
+    expect(isStopped(error)).toBe(true);
+    expect(String(error)).toContain("sync cancelled");
+    expect(calls).toBe(1);
   });
 
   it("passes other errors through untouched", async () => {

@@ -3,10 +3,9 @@
 // content-creating requests to be made serially and about a second apart, and it measures the
 // spacing between the requests it receives: a turn that ended when the write was sent (rather
 // than answered) would let a slow write and the next one overlap.
-import { refuseIfStopped, type WriteSlots } from "../store/redis-write-slots.js";
-import { stoppableDelay } from "../lifecycle/abort-scope.js";
+import type { WriteSlots } from "../store/redis-write-slots.js";
+import { stoppableDelay, throwIfAnyStopped } from "../lifecycle/abort-scope.js";
 import { createKeyedQueue } from "../store/keyed-queue.js";
-
 
 export function createLocalWriteSlots(intervalMs: number, now: () => number = Date.now): WriteSlots {
   const queue = createKeyedQueue();
@@ -15,7 +14,7 @@ export function createLocalWriteSlots(intervalMs: number, now: () => number = Da
   const holding = new Set<string>();
 
   async function turn<T>(who: string, send: () => Promise<T>, stops: readonly AbortSignal[]): Promise<T> {
-    refuseIfStopped(stops);
+    throwIfAnyStopped(stops);
     const wait = (nextAt.get(who) ?? 0) - now();
     if (wait > 0) await stoppableDelay(wait, stops);
     holding.add(who);

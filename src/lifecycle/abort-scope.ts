@@ -58,14 +58,19 @@ export function throwIfStopped(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw stoppedError(signal);
 }
 
+/** Throws the stop error of the first of `stops` that fired, if any. */
+export function throwIfAnyStopped(stops: readonly AbortSignal[]): void {
+  const fired = stops.find((s) => s.aborted);
+  if (fired) throw stoppedError(fired);
+}
+
 /**
  * Resolves after `ms`, or rejects with the stop's error as soon as one of `stops` fires (at once
  * when one already has): a wait whose work was told to stop has nothing left to wait for.
  */
 export function stoppableDelay(ms: number, stops: readonly AbortSignal[]): Promise<void> {
-  const fired = stops.find((s) => s.aborted);
-  if (fired) return Promise.reject(stoppedError(fired));
   return new Promise<void>((resolve, reject) => {
+    throwIfAnyStopped(stops);
     const listeners = stops.map((stop) => {
       const onAbort = () => {
         clear();

@@ -15,7 +15,7 @@ import type { Redis } from "ioredis";
 import { PROCESS_OWNER } from "./lease.js";
 import { defineScript, type Script } from "./redis-script.js";
 import { createKeyedQueue } from "./keyed-queue.js";
-import { stoppableDelay, stoppedError } from "../lifecycle/abort-scope.js";
+import { stoppableDelay, throwIfAnyStopped } from "../lifecycle/abort-scope.js";
 
 // KEYS: slot. ARGV: owner, ttlMs, intervalMs. 0: granted; otherwise how long to wait (ms).
 const acquireLua = `
@@ -74,12 +74,6 @@ export interface WriteTurnOptions {
   stops?: readonly AbortSignal[];
 }
 
-/** Throws the stop's error when one of `stops` has fired. */
-export function refuseIfStopped(stops: readonly AbortSignal[] | undefined): void {
-  const fired = stops?.find((s) => s.aborted);
-  if (fired) throw stoppedError(fired);
-}
-
 export function slotKey(prefix: string, who: string): string {
   return `${prefix}slot:write:${who}`;
 }
@@ -116,7 +110,7 @@ export class RedisWriteSlots implements WriteSlots {
     // Each turn has its own holder name (this process, then a counter): a late release of an earlier turn cannot free a later one.
     const holder = `${this.owner}#${++this.#seq}`;
     for (;;) {
-      refuseIfStopped(stops);
+      throwIfAnyStopped(stops);
       const wait = Number(await this.#acquire([key], [holder, this.ttlMs, this.intervalMs]));
       if (wait === 0) break;
       await stoppableDelay(wait < 0 ? Math.min(-wait, POLL_HELD_MS) : wait, stops);

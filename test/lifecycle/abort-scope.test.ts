@@ -4,7 +4,7 @@ import { getEventListeners } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { linkSignals } from "../../src/lifecycle/abort-scope.js";
+import { isStopped, linkSignals, stoppableDelay, throwIfAnyStopped } from "../../src/lifecycle/abort-scope.js";
 
 /** What a signal holds under symbol keys (Node keeps its dependants there): the sizes of its collections. */
 function heldBy(signal: AbortSignal): number {
@@ -57,5 +57,28 @@ describe("linkSignals", () => {
     const files = readdirSync(root, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
     expect(files.length).toBeGreaterThan(50);
     expect(files.filter((f) => readFileSync(join(root, f), "utf8").includes("AbortSignal.any("))).toEqual([]);
+  });
+});
+
+describe("stoppableDelay", () => {
+  it("resolves after its time when nothing fires, and leaves no listener behind", async () => {
+    const stop = new AbortController();
+    await stoppableDelay(5, [stop.signal]);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+  });
+
+  it("rejects with the stop's error as soon as one of its signals fires, or at once when one already has", async () => {
+    const quiet = new AbortController();
+    const stop = new AbortController();
+    // Ten minutes: only the stop can end it within the test.
+    const waiting = stoppableDelay(600_000, [quiet.signal, stop.signal]);
+    stop.abort(new Error("shutting down"));
+    const error = await waiting.catch((e: unknown) => e);
+    expect(isStopped(error)).toBe(true);
+    expect(String(error)).toContain("shutting down");
+    expect(getEventListeners(quiet.signal, "abort")).toHaveLength(0);
+    await expect(stoppableDelay(600_000, [stop.signal])).rejects.toThrow(/stopped: shutting down/);
+    expect(() => throwIfAnyStopped([quiet.signal, stop.signal])).toThrow(/stopped: shutting down/);
+    expect(() => throwIfAnyStopped([quiet.signal])).not.toThrow();
   });
 });

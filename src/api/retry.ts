@@ -9,7 +9,7 @@
 // limiter for every request, which was a sixth of a GET's time in the client (a GET sent 55 µs
 // sooner and its answer handed over 15 µs sooner without it, analysis.md, 2026-11-29); here it
 // is a loop. The wait ends early, refusing, once the work's stop signal or the hard stop fires.
-import { currentSignal, stoppableDelay } from "../lifecycle/abort-scope.js";
+import { stoppableDelay, stopsHere } from "../lifecycle/abort-scope.js";
 import type { InstallationOctokit } from "./types.js";
 
 /** Answers a retry would only get again. */
@@ -38,7 +38,8 @@ function retryable(error: unknown): boolean {
 export function retryFailedRequests(octokit: InstallationOctokit, opts: RetryOptions): void {
   const unit = opts.unitMs ?? 1_000;
   octokit.hook.wrap("request", async (request, options) => {
-    const stop = currentSignal();
+    // The stops that apply: the process's, and the work's that made the request.
+    const stops = stopsHere(opts.signal);
     const own = options.request as RequestOptions;
     const retries = own.retries ?? opts.retries;
     for (let tries = 0; ; tries++) {
@@ -55,7 +56,7 @@ export function retryFailedRequests(octokit: InstallationOctokit, opts: RetryOpt
         if (tries >= retries || !retryable(error)) throw error;
         // Read by the throttling plugin: a retry does not count against the installation's concurrency.
         own.retryCount = tries + 1;
-        await stoppableDelay((tries + 1) ** 2 * unit, [stop, opts.signal].filter((s): s is AbortSignal => s !== undefined));
+        await stoppableDelay((tries + 1) ** 2 * unit, stops);
       }
     }
   });

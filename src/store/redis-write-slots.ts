@@ -51,7 +51,6 @@ export const WRITE_SLOT_TTL_MS = 3_000;
 /** While another holder writes, look again this often (a write takes tens to hundreds of ms). */
 const POLL_HELD_MS = 25;
 
-
 export interface WriteSlots {
   /**
    * Send one write of `who` in its turn: after the previous write (any replica's) was answered and

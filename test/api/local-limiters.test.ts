@@ -4,7 +4,8 @@
 // happens rather than timed.
 import { describe, expect, it } from "vitest";
 import { createConcurrencyGroup, createRetryLimiter } from "../../src/api/local-limiters.js";
-import { isStopped, runWithSignal } from "../../src/lifecycle/abort-scope.js";
+import { runWithSignal } from "../../src/lifecycle/abort-scope.js";
+import { expectStoppedWith } from "../support/stopped.js";
 
 /** A job the test finishes by hand, recording when it started. */
 function manual(started: string[], name: string) {
@@ -127,9 +128,7 @@ describe("createRetryLimiter", () => {
     });
     await turn();
     stop.abort(new Error("stopping"));
-    const error = await result.catch((e: unknown) => e);
-    expect(isStopped(error)).toBe(true);
-    expect(String(error)).toContain("stopping");
+    await expectStoppedWith(result, "stopping");
     expect(calls).toBe(1);
     // Already stopped: a failure is not waited on at all.
     await expect(limiter.schedule(async () => Promise.reject(new Error("again")))).rejects.toThrow("stopping");
@@ -155,9 +154,7 @@ describe("createRetryLimiter", () => {
     );
     await turn();
     work.abort(new Error("delivery cancelled"));
-    const error = await stopped.catch((e: unknown) => e);
-    expect(isStopped(error)).toBe(true);
-    expect(String(error)).toContain("delivery cancelled");
+    await expectStoppedWith(stopped, "delivery cancelled");
     expect(stoppedCalls).toBe(1);
     expect(await other).toBe("sent after its wait");
     expect(otherCalls).toBe(2);

@@ -2,7 +2,7 @@
 // next after the previous answer (and the interval); other installations never wait for it.
 import { describe, expect, it } from "vitest";
 import { createLocalWriteSlots } from "../../src/api/local-write-slots.js";
-import { isStopped } from "../../src/lifecycle/abort-scope.js";
+import { expectStoppedWith } from "../support/stopped.js";
 
 /** A write the test answers (or fails) when it chooses. */
 function pendingWrite(log: string[], name: string) {
@@ -104,9 +104,7 @@ describe("createLocalWriteSlots", () => {
     await turns();
     work.abort(new Error("delivery cancelled"));
     for (const refused of [waiting, behind]) {
-      const error = await refused.catch((e: unknown) => e);
-      expect(isStopped(error)).toBe(true);
-      expect(String(error)).toContain("delivery cancelled");
+      await expectStoppedWith(refused, "delivery cancelled");
     }
     // Already stopped: refused before anything else.
     await expect(slots.run("8", async () => log.push("d"), { stops: [work.signal] })).rejects.toThrow(/stopped/);

@@ -4,7 +4,8 @@ import { getEventListeners } from "node:events";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { isStopped, linkSignals, stoppableDelay, throwIfAnyStopped } from "../../src/lifecycle/abort-scope.js";
+import { linkSignals, stoppableDelay, throwIfAnyStopped } from "../../src/lifecycle/abort-scope.js";
+import { expectStoppedWith } from "../support/stopped.js";
 
 /** What a signal holds under symbol keys (Node keeps its dependants there): the sizes of its collections. */
 function heldBy(signal: AbortSignal): number {
@@ -73,9 +74,7 @@ describe("stoppableDelay", () => {
     // Ten minutes: only the stop can end it within the test.
     const waiting = stoppableDelay(600_000, [quiet.signal, stop.signal]);
     stop.abort(new Error("shutting down"));
-    const error = await waiting.catch((e: unknown) => e);
-    expect(isStopped(error)).toBe(true);
-    expect(String(error)).toContain("shutting down");
+    await expectStoppedWith(waiting, "shutting down");
     expect(getEventListeners(quiet.signal, "abort")).toHaveLength(0);
     await expect(stoppableDelay(600_000, [stop.signal])).rejects.toThrow(/stopped: shutting down/);
     expect(() => throwIfAnyStopped([quiet.signal, stop.signal])).toThrow(/stopped: shutting down/);

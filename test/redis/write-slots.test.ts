@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { RedisWriteSlots, slotKey, WRITE_SLOT_TTL_MS } from "../../src/store/redis-write-slots.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
-import { isStopped } from "../../src/lifecycle/abort-scope.js";
+import { expectStoppedWith } from "../support/stopped.js";
 
 const clients: Redis[] = [];
 const prefixes: string[] = [];
@@ -120,9 +120,7 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     const waiting = b.run("7", async () => sent.push("b"), { stops: [work.signal] });
     await sleep(50);
     work.abort(new Error("delivery cancelled"));
-    const error = await waiting.catch((e: unknown) => e);
-    expect(isStopped(error)).toBe(true);
-    expect(String(error)).toContain("delivery cancelled");
+    await expectStoppedWith(waiting, "delivery cancelled");
     await expect(b.run("7", async () => sent.push("c"), { stops: [work.signal] })).rejects.toThrow(/stopped/);
     expect(sent).toEqual(["a"]);
     expect(b.held()).toEqual([]);

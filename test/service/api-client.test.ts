@@ -5,9 +5,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
 import { createTokenCache } from "../../src/api/token-cache.js";
 import { scrub } from "../../src/log/redact.js";
-import { isStopped, runWithSignal } from "../../src/lifecycle/abort-scope.js";
+import { runWithSignal } from "../../src/lifecycle/abort-scope.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { collectingLogger, testConfig } from "./helpers.js";
+import { expectStoppedWith } from "../support/stopped.js";
 
 let hub: HubHandle;
 let observed: { who: number | "app"; status: number; remaining?: number }[];
@@ -152,9 +153,7 @@ describe("API client", () => {
     const pending = runWithSignal(work.signal, () => getRepo(octokit, "web"));
     while (!logs().includes("primary rate limit reached")) await new Promise((r) => setTimeout(r, 10));
     work.abort(new Error("delivery cancelled"));
-    const error = await pending.catch((e: unknown) => e);
-    expect(isStopped(error)).toBe(true);
-    expect(String(error)).toContain("delivery cancelled");
+    await expectStoppedWith(pending, "delivery cancelled");
     expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);
   });
 

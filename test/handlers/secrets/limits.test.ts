@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { describeError, rateLimitWaitMs } from "../../../handlers/secrets/api.js";
 import { FanOut, RateLimitPause } from "../../../handlers/secrets/limits.js";
-import { isStopped } from "../../../src/index.js";
+import { expectStoppedWith } from "../../support/stopped.js";
 
 /** The shape of an Octokit RequestError: status plus the response's headers and body. */
 function apiError(status: number, headers: Record<string, string>, message = "limited") {
@@ -76,9 +76,7 @@ describe("FanOut", () => {
     });
     while (fan.pauses === 0) await new Promise((r) => setTimeout(r, 5));
     stop.abort(new Error("sync cancelled"));
-    const error = await job.catch((e: unknown) => e);
-    expect(isStopped(error)).toBe(true);
-    expect(String(error)).toContain("sync cancelled");
+    await expectStoppedWith(job, "sync cancelled");
     expect(calls).toBe(1);
   });
 

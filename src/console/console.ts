@@ -17,6 +17,7 @@ import { secretsPage } from "./pages/secrets.js";
 import { policyPage } from "./pages/policy.js";
 import { flakesPage } from "./pages/flakes.js";
 import { liveStream } from "./live.js";
+import { ownsAny } from "./pages/scope.js";
 
 const SESSION_COOKIE = "steward_session";
 const SIGNIN_COOKIE = "steward_signin";
@@ -26,6 +27,19 @@ const SIGNIN_TTL_MS = 10 * 60_000;
 const ACCESS_TTL_MS = 5 * 60_000;
 const MAX_CACHED_ACCESS = 1_000;
 const MAX_FORM_BYTES = 16 * 1024;
+/** A console URL longer than this is refused (400): every filter, cursor and link fits well inside. */
+export const MAX_URL_CHARS = 4_096;
+/** Requests one person (a login) may have in flight at once, live streams aside; more wait for a 429. */
+export const MAX_IN_FLIGHT_PER_LOGIN = 8;
+/** "Replay all" runs at once: one per person, a few in all (each may queue up to 1,000). */
+const MAX_BULK_REPLAYS = 4;
+/** Revocations remembered in memory besides the store (the store is the authority). */
+const MAX_REMEMBERED_REVOCATIONS = 10_000;
+/** The intake's form of a delivery id (X-GitHub-Delivery): anything else names no delivery. */
+const DELIVERY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Account and repository names as GitHub gives them. */
+const OWNER_NAME = /^[A-Za-z0-9_-]{1,39}$/;
+const REPO_NAME = /^[A-Za-z0-9._-]{1,100}$/;
 
 interface Session {
   sid: string;
@@ -44,6 +58,34 @@ export interface ConsoleRoutes {
 }
 
 type Page = (ctx: PageContext) => Promise<PageOut>;
+
+/** The store key that says a session was signed out (kept as long as the session could live). */
+export function revokedKey(sid: string): string {
+  return `console:revoked:${sid}`;
+}
+
+/**
+ * The path's segments after `/console/`, percent-decoded, or a reason it is malformed: a bad escape,
+ * or an id or name in a place where the console only ever links well-formed ones.
+ */
+function segmentsOf(path: string): { ok: true; segments: string[] } | { ok: false; reason: string } {
+  if (!path.startsWith("/console/")) return { ok: true, segments: [] };
+  const segments: string[] = [];
+  for (const raw of path.slice("/console/".length).split("/")) {
+    try {
+      segments.push(decodeURIComponent(raw));
+    } catch {
+      return { ok: false, reason: "malformed percent-escape in the path" };
+    }
+  }
+  if (segments[0] === "deliveries" && segments.length >= 2 && segments[1] !== "" && !DELIVERY_ID.test(segments[1]!)) {
+    return { ok: false, reason: "not a delivery id" };
+  }
+  if (segments[0] === "policies" && segments.length === 3 && !(OWNER_NAME.test(segments[1]!) && REPO_NAME.test(segments[2]!) && !/^\.+$/.test(segments[2]!))) {
+    return { ok: false, reason: "not a repository name" };
+  }
+  return { ok: true, segments };
+}
 
 const pages: { pattern: RegExp; page: Page; ownersOnly?: boolean }[] = [
   { pattern: /^\/console\/?$/, page: overviewPage },
@@ -71,7 +113,13 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
   const log = deps.logger.child({ component: "console" });
   const sealer = createSealer(deps.sessionSecret);
   const accessCache = new Map<string, { access: Access; at: number }>();
+  /** One question to GitHub per session at a time: concurrent requests of a session share it. */
+  const accessAsked = new Map<string, Promise<Access>>();
   const live = liveStream(deps);
+  /** Sessions signed out, as seen by this process (the store's record is what every process reads). */
+  const revokedHere = new Set<string>();
+  const inFlight = new Map<string, number>();
+  const bulkReplays = new Set<string>();
 
   function secure(): boolean {
     return deps.baseUrl().startsWith("https:");
@@ -108,10 +156,41 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
   async function accessOf(session: Session): Promise<Access> {
     const cached = accessCache.get(session.sid);
     if (cached && Date.now() - cached.at < ACCESS_TTL_MS) return cached.access;
-    const access = await userClient(deps.apiUrl, session.token).access(deps.appId);
-    if (accessCache.size >= MAX_CACHED_ACCESS) accessCache.delete(accessCache.keys().next().value!);
-    accessCache.set(session.sid, { access, at: Date.now() });
-    return access;
+    let asked = accessAsked.get(session.sid);
+    if (!asked) {
+      asked = userClient(deps.apiUrl, session.token).access(deps.appId).then((access) => {
+        if (accessCache.size >= MAX_CACHED_ACCESS) accessCache.delete(accessCache.keys().next().value!);
+        if (!revokedHere.has(session.sid)) accessCache.set(session.sid, { access, at: Date.now() });
+        return access;
+      }).finally(() => accessAsked.delete(session.sid));
+      accessAsked.set(session.sid, asked);
+    }
+    return asked;
+  }
+
+  /** Whether a session was signed out (here, on another replica, or before a restart). Throws when the store cannot say. */
+  async function revoked(sid: string): Promise<boolean> {
+    if (revokedHere.has(sid)) return true;
+    return (await deps.store.kv.get(revokedKey(sid))) !== undefined;
+  }
+
+  async function revoke(session: Session): Promise<void> {
+    if (revokedHere.size >= MAX_REMEMBERED_REVOCATIONS) revokedHere.delete(revokedHere.values().next().value!);
+    revokedHere.add(session.sid);
+    accessCache.delete(session.sid);
+    live.endSession(session.sid);
+    // Kept as long as the cookie could still open: after that it is expired anyway.
+    await deps.store.kv.set(revokedKey(session.sid), { at: Date.now() }, { ttlMs: SESSION_TTL_MS });
+  }
+
+  function badRequest(res: ServerResponse, reason: string): void {
+    // A stranger's malformed URL is not Steward's fault: noted at debug, never as an error.
+    log.debug({ reason }, "console request refused as malformed");
+    send(res, 400, `<!doctype html><title>Bad request</title><p>Bad request: ${reason.replace(/[<>&"']/g, "")}.</p>`, { connection: "close" });
+  }
+
+  function tooMany(res: ServerResponse, what: string): void {
+    send(res, 429, `<!doctype html><title>Too many requests</title><p>${what} Try again in a moment.</p>`, { "retry-after": "5" });
   }
 
   function offPage(res: ServerResponse, status: number): void {
@@ -182,9 +261,19 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://console.invalid");
+    const raw = req.url ?? "/";
+    if (raw.length > MAX_URL_CHARS) return badRequest(res, `the address is longer than ${MAX_URL_CHARS} characters`);
+    let url: URL;
+    try {
+      url = new URL(raw, "http://console.invalid");
+    } catch {
+      return badRequest(res, "malformed address");
+    }
     const path = url.pathname;
     const method = req.method ?? "GET";
+    const parsed = segmentsOf(path);
+    if (!parsed.ok) return badRequest(res, parsed.reason);
+    const segments = parsed.segments;
     if (path === "/") return redirect(res, "/console");
     if (path === "/steward.schema.json") {
       res.writeHead(200, { "content-type": "application/schema+json", "content-length": Buffer.byteLength(deps.schemaJson), "cache-control": "public, max-age=300", "access-control-allow-origin": "*" });
@@ -195,11 +284,30 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     if (path === "/console/login" && method === "GET") return signIn(req, res, url);
     if (path === "/console/callback" && method === "GET") return callback(req, res, url);
 
-    const session = sessionOf(req);
+    let session = sessionOf(req);
+    if (session) {
+      try {
+        if (await revoked(session.sid)) session = undefined;
+      } catch (error) {
+        // Fail closed: a session the store cannot vouch for opens nothing.
+        log.warn({ error: safeErrorMessage(error) }, "console could not check whether a session was signed out");
+        send(res, 503, "<!doctype html><title>Unavailable</title><p>The console cannot check your session now; try again shortly.</p>", { "retry-after": "5" });
+        return;
+      }
+    }
+    const signedOut = cookie(SESSION_COOKIE, "", { maxAgeSeconds: 0, secure: secure() });
     if (path === "/console/logout" && method === "POST") {
-      if (session && !(await checkedForm(req, res, session))) return;
-      if (session) accessCache.delete(session.sid);
-      return redirect(res, "/console", [cookie(SESSION_COOKIE, "", { maxAgeSeconds: 0, secure: secure() })]);
+      if (session) {
+        if (!(await checkedForm(req, res, session))) return;
+        try {
+          await revoke(session);
+        } catch (error) {
+          log.warn({ error: safeErrorMessage(error) }, "console sign-out could not be recorded in the store");
+          send(res, 503, "<!doctype html><title>Unavailable</title><p>Signing out could not be recorded; try again shortly.</p>", { "retry-after": "5" });
+          return;
+        }
+      }
+      return redirect(res, "/console", [signedOut]);
     }
     if (!session) {
       if (method !== "GET" && method !== "HEAD") {
@@ -210,7 +318,9 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
         return renderPage(res, { title: "Console", body: html`<p>Steward's console shows what Steward decided and why, for the repositories you can access.</p>
           <p><a href="/console/login">Sign in with GitHub</a></p>` }, undefined);
       }
-      return redirect(res, `/console/login?next=${encodeURIComponent(path + url.search)}`);
+      // Only a short way back rides along: the sign-in address must stay within the URL bound.
+      const back = path + url.search;
+      return redirect(res, `/console/login?next=${encodeURIComponent(back.length <= 1_024 ? back : path.slice(0, 1_024))}`);
     }
 
     let access: Access;
@@ -220,29 +330,68 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       log.warn({ error: safeErrorMessage(error) }, "console could not ask GitHub what the user may see");
       return renderPage(res, { status: 502, title: "GitHub unavailable", body: html`<p>GitHub did not say what you may see; try again shortly, or <a href="/console/login">sign in again</a>.</p>` }, undefined);
     }
-    const viewer: Viewer = { login: access.login, owner: access.ownerOf.length > 0, csrf: session.csrf };
-    const ctx: PageContext = { viewer, access, scope: access.repositories, url, deps };
+    const viewer: Viewer = { login: access.login, owner: ownsAny({ access }), csrf: session.csrf };
+    const ctx: PageContext = { viewer, access, scope: access.repositories, url, segments, deps };
+    const person = access.login.toLowerCase();
+    const sid = session.sid;
 
-    if (path === "/console/events" && method === "GET") return live.serve(req, res, ctx);
-    if (method === "POST" && (path === "/console/dead/replay" || /^\/console\/deliveries\/[^/]+\/replay$/.test(path))) {
+    if (path === "/console/events" && method === "GET") {
+      return live.serve(req, res, ctx, {
+        login: person,
+        sid,
+        alive: () => revoked(sid).then((r) => !r, () => false),
+      });
+    }
+    // Per person, not only in all: one person's burst of requests waits for its own answers.
+    const held = inFlight.get(person) ?? 0;
+    if (held >= MAX_IN_FLIGHT_PER_LOGIN) return tooMany(res, `At most ${MAX_IN_FLIGHT_PER_LOGIN} requests at once per person.`);
+    inFlight.set(person, held + 1);
+    try {
+      await route(req, res, ctx, session, person);
+    } finally {
+      const left = (inFlight.get(person) ?? 1) - 1;
+      if (left > 0) inFlight.set(person, left);
+      else inFlight.delete(person);
+    }
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse, ctx: PageContext, session: Session, person: string): Promise<void> {
+    const { viewer, url } = ctx;
+    const path = url.pathname;
+    const method = req.method ?? "GET";
+    const bulk = path === "/console/dead/replay";
+    if (method === "POST" && (bulk || (ctx.segments[0] === "deliveries" && ctx.segments.length === 3 && ctx.segments[2] === "replay"))) {
       const form = await checkedForm(req, res, session);
       if (!form) return;
       if (!viewer.owner) {
         return renderPage(res, { status: 403, title: "Not allowed", body: html`<p>Only organisation owners replay deliveries.</p>` }, viewer);
       }
-      const done = await replayAction(ctx, form);
+      if (bulk) {
+        if (bulkReplays.has(person)) return tooMany(res, "Your previous replay of all matching dead letters is still running.");
+        if (bulkReplays.size >= MAX_BULK_REPLAYS) return tooMany(res, "Other replays of all matching dead letters are running.");
+        bulkReplays.add(person);
+      }
+      let done: string | undefined;
+      try {
+        done = await replayAction(ctx, form);
+      } finally {
+        if (bulk) bulkReplays.delete(person);
+      }
+      if (done === undefined) {
+        return renderPage(res, { status: 403, title: "Not allowed", body: html`<p>You may not replay this delivery: only owners of the organisation that received it do.</p>` }, viewer);
+      }
       return redirect(res, done);
     }
     if (method !== "GET" && method !== "HEAD") {
       send(res, 405, "<!doctype html><title>Method not allowed</title><p>Method not allowed.</p>", { allow: "GET, HEAD" });
       return;
     }
-    const route = pages.find((p) => p.pattern.test(path));
-    if (!route) return renderPage(res, { status: 404, title: "Not found", body: html`<p>No such page.</p>` }, viewer);
-    if (route.ownersOnly && !viewer.owner) {
+    const entry = pages.find((p) => p.pattern.test(path));
+    if (!entry) return renderPage(res, { status: 404, title: "Not found", body: html`<p>No such page.</p>` }, viewer);
+    if (entry.ownersOnly && !viewer.owner) {
       return renderPage(res, { status: 403, title: "Owners only", body: html`<p>This page is for organisation owners.</p>` }, viewer);
     }
-    renderPage(res, await route.page(ctx), viewer);
+    renderPage(res, await entry.page(ctx), viewer);
   }
 
   return {

@@ -14,6 +14,20 @@ export interface Access {
   installations: number[];
   /** Organisations (lower case) whose owner (membership role `admin`) the person is. */
   ownerOf: string[];
+  /**
+   * Per installation of this app the person can reach: its account, whether the person owns that
+   * account (an organisation's owner, or the personal account itself), and the repositories of it
+   * the person can access. Every decision about a delivery is taken against its own installation here.
+   */
+  grants: InstallationGrant[];
+}
+
+export interface InstallationGrant {
+  id: number;
+  /** The account's login, lower case. */
+  account: string;
+  owner: boolean;
+  repositories: string[];
 }
 
 export class GitHubError extends Error {}
@@ -79,17 +93,24 @@ export function userClient(apiUrl: string, token: string) {
       if (user.status !== 200 || typeof user.body?.login !== "string") throw new GitHubError(`GitHub answered ${user.status} to /user`);
       type Inst = { id: number; app_id: number; account: { login: string; type: string } | null };
       const installations = (await list<Inst>("/user/installations", "installations")).filter((i) => i.app_id === appId);
+      const login = user.body.login;
       const repositories: string[] = [];
       const ownerOf: string[] = [];
+      const grants: InstallationGrant[] = [];
       for (const inst of installations) {
-        const repos = await list<{ full_name: string }>(`/user/installations/${inst.id}/repositories`, "repositories");
-        repositories.push(...repos.map((r) => r.full_name));
+        const repos = (await list<{ full_name: string }>(`/user/installations/${inst.id}/repositories`, "repositories")).map((r) => r.full_name);
+        repositories.push(...repos);
+        let owner = false;
         if (inst.account?.type === "Organization") {
           const m = await get<{ role?: string; state?: string }>(`/user/memberships/orgs/${encodeURIComponent(inst.account.login)}`);
-          if (m.status === 200 && m.body?.role === "admin" && m.body.state === "active") ownerOf.push(inst.account.login.toLowerCase());
+          owner = m.status === 200 && m.body?.role === "admin" && m.body.state === "active";
+          if (owner) ownerOf.push(inst.account.login.toLowerCase());
+        } else if (inst.account?.type === "User") {
+          owner = inst.account.login.toLowerCase() === login.toLowerCase();
         }
+        grants.push({ id: inst.id, account: (inst.account?.login ?? "").toLowerCase(), owner, repositories: repos });
       }
-      return { login: user.body.login, repositories, installations: installations.map((i) => i.id), ownerOf };
+      return { login, repositories, installations: installations.map((i) => i.id), ownerOf, grants };
     },
   };
 }

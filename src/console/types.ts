@@ -9,7 +9,8 @@ import type { ReplicaEntry } from "../store/redis-replicas.js";
 export interface ConsoleStore {
   readonly browse: StewardStore["browse"];
   readonly deliveries: Pick<StewardStore["deliveries"], "getDelivery">;
-  readonly kv: Pick<StewardStore["kv"], "get" | "list" | "auditLog">;
+  /** `set`: sign-out's revocation record, which every replica and every later process reads. */
+  readonly kv: Pick<StewardStore["kv"], "get" | "set" | "list" | "auditLog">;
   readonly tasks: Pick<StewardStore["tasks"], "listTasks">;
 }
 
@@ -50,5 +51,7 @@ export interface PageContext {
   /** Repositories the viewer may see: every query is limited to these. */
   scope: readonly string[];
   url: URL;
+  /** The path's segments after `/console/`, percent-decoded (malformed escapes never reach a page: 400). */
+  segments: readonly string[];
   deps: ConsoleDeps;
 }

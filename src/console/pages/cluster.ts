@@ -8,7 +8,7 @@ import type { PageContext } from "../types.js";
 export async function clusterSection(ctx: PageContext): Promise<Html> {
   const source = ctx.deps.replicas;
   if (!source || !ctx.viewer.owner) return html``;
-  const mine = new Set(ctx.access.installations.map(String));
+  const mine = new Set(ctx.access.grants.filter((g) => g.owner).map((g) => String(g.id)));
   // Installations are named only where the viewer owns one of them; the others are counted.
   const named = (ids: readonly string[]) => {
     const shown = ids.filter((i) => mine.has(i));

@@ -4,20 +4,17 @@ import { html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
 import { deliveryRows } from "./deliveries.js";
 import { filterQuery, filtersOf } from "./filters.js";
-import { ownsRepository } from "./scope.js";
+import { mayAct, ownedScope } from "./scope.js";
 
 /** Replays one request may start at most: a bigger backlog takes several clicks, not one unbounded loop. */
 const MAX_REPLAY = 1_000;
 
-/** Repositories of organisations the viewer owns: dead letters and replay are theirs. */
-function ownedScope(ctx: PageContext): string[] {
-  return ctx.scope.filter((r) => ownsRepository(ctx, r));
-}
-
 export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
   const filters = filtersOf(p, ctx.deps.handlers);
-  const page = await ctx.deps.store.browse.browseDeliveries({ ...filters, status: "dead", repositories: ownedScope(ctx) });
+  const found = await ctx.deps.store.browse.browseDeliveries({ ...filters, status: "dead", repositories: ownedScope(ctx) });
+  // The repository names the installation; a row recorded under another installation is not shown.
+  const page = { ...found, items: found.items.filter((d) => mayAct(ctx, d)) };
   const older = filterQuery(p);
   if (page.next) older.set("cursor", page.next);
   const done = p.get("replayed");
@@ -38,23 +35,23 @@ export async function deadPage(ctx: PageContext): Promise<PageOut> {
   };
 }
 
-/** Runs a replay form; returns where to go next. Only deliveries of organisations the viewer owns. */
-export async function replayAction(ctx: PageContext, form: URLSearchParams): Promise<string> {
-  const path = ctx.url.pathname;
-  const one = /^\/console\/deliveries\/([^/]+)\/replay$/.exec(path);
+/**
+ * Runs a replay form; returns where to go next, or undefined when the viewer may not replay the
+ * delivery named (unknown ones alike: the answer does not tell whether it exists). Only deliveries
+ * of installations whose account the viewer owns, each checked by its installation and repository.
+ */
+export async function replayAction(ctx: PageContext, form: URLSearchParams): Promise<string | undefined> {
   const back = form.get("back");
-  if (one) {
-    const id = decodeURIComponent(one[1]!);
+  if (ctx.segments[0] === "deliveries") {
+    const id = ctx.segments[1]!;
     const found = await ctx.deps.store.deliveries.getDelivery(id);
-    const allowed = found && (found.delivery.repository !== undefined ? ownsRepository(ctx, found.delivery.repository) : ctx.viewer.owner && found.delivery.installationId !== undefined && ctx.access.installations.includes(found.delivery.installationId));
+    if (!found || !mayAct(ctx, found.delivery)) return undefined;
     let count = 0;
-    if (allowed) {
-      try {
-        await ctx.deps.replay(id);
-        count = 1;
-      } catch {
-        count = 0;
-      }
+    try {
+      await ctx.deps.replay(id);
+      count = 1;
+    } catch {
+      count = 0;
     }
     const target = back === "/console/dead" ? "/console/dead" : `/console/deliveries/${encodeURIComponent(id)}`;
     return `${target}${target.includes("?") ? "&" : "?"}replayed=${count}`;
@@ -66,7 +63,7 @@ export async function replayAction(ctx: PageContext, form: URLSearchParams): Pro
   do {
     const page = await ctx.deps.store.browse.browseDeliveries({ ...filters, ...(cursor ? { cursor } : {}), status: "dead", repositories: ownedScope(ctx), limit: 200 });
     for (const d of page.items) {
-      if (count >= MAX_REPLAY || seen.has(d.id)) continue;
+      if (count >= MAX_REPLAY || seen.has(d.id) || !mayAct(ctx, d)) continue;
       seen.add(d.id);
       try {
         await ctx.deps.replay(d.id);

@@ -3,6 +3,7 @@ import { html, statusBadge, time, type Html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
 import { DELIVERY_STATUSES, filterQuery, filtersOf, OUTCOMES } from "./filters.js";
 import type { DeliveryPage } from "../../store/browse.js";
+import { maySee } from "./scope.js";
 
 export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string } } = {}): Html {
   if (page.items.length === 0) {
@@ -20,7 +21,9 @@ export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string
 }
 
 export async function deliveriesFragment(ctx: PageContext): Promise<Html> {
-  const page = await ctx.deps.store.browse.browseDeliveries({ ...filtersOf(ctx.url.searchParams, ctx.deps.handlers), repositories: ctx.scope });
+  const found = await ctx.deps.store.browse.browseDeliveries({ ...filtersOf(ctx.url.searchParams, ctx.deps.handlers), repositories: ctx.scope });
+  // The query selects by repository name; each row is checked by its installation too.
+  const page = { ...found, items: found.items.filter((d) => maySee(ctx, d)) };
   const older = new URLSearchParams(filterQuery(ctx.url.searchParams));
   if (page.next) older.set("cursor", page.next);
   return html`${deliveryRows(page)}${page.next ? html`<p><a href="/console/deliveries?${older.toString()}" rel="next">Older deliveries</a></p>` : ""}`;

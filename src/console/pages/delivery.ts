@@ -4,7 +4,7 @@
 import { html, statusBadge, time, type Html, type PageOut } from "../html.js";
 import { storedApiCalls, type HandlerRunCalls } from "../../engine/api-calls.js";
 import type { PageContext } from "../types.js";
-import { maySee, ownsRepository } from "./scope.js";
+import { mayAct, maySee } from "./scope.js";
 
 // Signatures are dropped when stored; anything credential-like is also never shown.
 const hiddenHeaders = /signature|authorization|cookie|token|secret/i;
@@ -32,7 +32,8 @@ function apiCallsSection(runs: HandlerRunCalls[]): Html {
 }
 
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
-  const id = decodeURIComponent(ctx.url.pathname.slice("/console/deliveries/".length));
+  // The router checked the id's form (a 400 otherwise).
+  const id = ctx.segments[1]!;
   const found = await ctx.deps.store.deliveries.getDelivery(id);
   // Unknown and not-yours look the same: the page does not tell whether a delivery exists.
   if (!found || !maySee(ctx, found.delivery)) {
@@ -41,7 +42,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const d = found.delivery;
   const headers = Object.entries(d.headers).filter(([k]) => !hiddenHeaders.test(k)).sort(([a], [b]) => a.localeCompare(b));
   const showPayload = ctx.url.searchParams.get("payload") === "1";
-  const canReplay = ownsRepository(ctx, d.repository) || (d.repository === undefined && ctx.viewer.owner);
+  const canReplay = mayAct(ctx, d);
   const [owner, repo] = (d.repository ?? "").split("/");
   const calls = await storedApiCalls(ctx.deps.store.kv, d.id);
   return {

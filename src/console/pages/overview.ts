@@ -20,7 +20,8 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const minutes = [...new Set(activity.map((a) => a.minute))].sort((a, b) => b - a);
   const count = (m: number, s: DeliveryStatus) => activity.find((a) => a.minute === m && a.status === s)?.count ?? 0;
   const budget = deps.budget.rows().filter((r) => r.installation !== "app" && ctx.access.installations.includes(r.installation));
-  const orgs = new Set(ctx.access.repositories.map((r) => r.split("/")[0]!.toLowerCase()));
+  // A sync is an organisation's (the secrets page, owners only): shown to the owners of that organisation.
+  const orgs = new Set(ctx.access.grants.filter((g) => g.owner).map((g) => g.account));
   const syncs = tasks.filter((t) => t.handler === "secrets" && typeof (t.data as { org?: unknown })?.org === "string" && orgs.has(((t.data as { org: string }).org).toLowerCase()));
   return html`
   <section aria-labelledby="now"><h2 id="now">Now</h2>

@@ -3,7 +3,8 @@ import { html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
 
 export async function policyPage(ctx: PageContext): Promise<PageOut> {
-  const [, , , owner = "", repo = ""] = ctx.url.pathname.split("/").map((s) => decodeURIComponent(s));
+  // Decoded and checked by the router (a 400 for a name GitHub would not give).
+  const [, owner = "", repo = ""] = ctx.segments;
   const full = `${owner}/${repo}`;
   const known = ctx.access.repositories.find((r) => r.toLowerCase() === full.toLowerCase());
   if (!known) return { status: 404, title: "Repository not found", body: html`<p>No repository <code>${full}</code> that you can see.</p>` };

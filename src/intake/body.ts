@@ -5,7 +5,27 @@ import type { IncomingMessage } from "node:http";
 
 export type BodyResult =
   | { ok: true; body: Buffer }
-  | { ok: false; reason: "too-large" | "aborted" | "timeout" };
+  | { ok: false; reason: "too-large" | "aborted" | "timeout" | "too-slow" | "no-room" };
+
+/** A floor under how fast a body must arrive, after a grace period. */
+export interface MinRate {
+  bytesPerSecond: number;
+  graceMs: number;
+}
+
+export interface ReadOptions {
+  /** The whole body must have arrived within this. */
+  timeoutMs?: number;
+  /**
+   * From `graceMs` on, a body must have delivered `bytesPerSecond` for every second past the
+   * grace: a sender that trickles is cut off soon after the grace, whatever its declared length.
+   */
+  minRate?: MinRate;
+  /** Each chunk is charged here before it is kept; false refuses the body ("no-room"). */
+  charge?: (bytes: number) => boolean;
+  /** Aborted when the body must give its room up ("no-room"). */
+  signal?: AbortSignal;
+}
 
 /** The declared Content-Length, or undefined when the body is chunked (or the header is not a number). */
 export function declaredLength(req: IncomingMessage): number | undefined {
@@ -22,46 +42,66 @@ export function declaredTooLarge(req: IncomingMessage, limit: number): boolean {
  * Reads the whole body, at most `limit` bytes, within `timeoutMs` (a sender that stalls or
  * trickles is cut off long before the server's request timeout).
  */
-export function readBody(req: IncomingMessage, limit: number, timeoutMs = Number.POSITIVE_INFINITY): Promise<BodyResult> {
+export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: number | ReadOptions = {}): Promise<BodyResult> {
+  const opts: ReadOptions = typeof timeoutOrOptions === "number" ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
+  const timeoutMs = opts.timeoutMs ?? Number.POSITIVE_INFINITY;
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    const startedAt = performance.now();
+    let rateTimer: NodeJS.Timeout | undefined;
+    let rateRecheck: NodeJS.Immediate | undefined;
     const finish = (result: BodyResult) => {
       if (settled) return;
       settled = true;
       if (timer) clearTimeout(timer);
+      if (rateTimer) clearTimeout(rateTimer);
+      if (rateRecheck) clearImmediate(rateRecheck);
       // What was held is let go at once, whatever the outcome.
       if (!result.ok) chunks.length = 0;
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onAbort);
       req.off("aborted", onAbort);
+      opts.signal?.removeEventListener("abort", onEvicted);
       resolve(result);
+    };
+    const refuse = (reason: "too-large" | "timeout" | "too-slow" | "no-room") => {
+      req.pause();
+      finish({ ok: false, reason });
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        req.pause();
-        finish({ ok: false, reason: "too-large" });
-        return;
-      }
+      if (size > limit) return refuse("too-large");
+      if (opts.charge && !opts.charge(chunk.length)) return refuse("no-room");
       chunks.push(chunk);
     };
     // Node's HTTP parser hands each body chunk over in a buffer of its own, so a body that came
     // in one chunk (most deliveries) is kept as it is rather than copied into another.
     const onEnd = () => finish({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
     const onAbort = () => finish({ ok: false, reason: "aborted" });
-    const timer = Number.isFinite(timeoutMs)
-      ? setTimeout(() => {
-          req.pause();
-          finish({ ok: false, reason: "timeout" });
-        }, timeoutMs)
-      : undefined;
+    const onEvicted = () => refuse("no-room");
+    const timer = Number.isFinite(timeoutMs) ? setTimeout(() => refuse("timeout"), timeoutMs) : undefined;
+    const rate = opts.minRate && opts.minRate.bytesPerSecond > 0 ? opts.minRate : undefined;
+    const behind = () => size < (rate!.bytesPerSecond * (performance.now() - startedAt - rate!.graceMs)) / 1000;
+    // Checked when the bytes so far stop covering the floor, not on every chunk.
+    const armRateCheck = () => {
+      const dueAt = startedAt + rate!.graceMs + (size * 1000) / rate!.bytesPerSecond;
+      rateTimer = setTimeout(checkRate, Math.max(250, dueAt - performance.now()));
+    };
+    const checkRate = () => {
+      if (!behind()) return armRateCheck();
+      // A timer can fire before bytes that arrived while the event loop was busy were read: judge
+      // again after this turn's reads, so our own stall never counts against a sender.
+      rateRecheck = setImmediate(() => (behind() ? refuse("too-slow") : armRateCheck()));
+    };
+    if (rate) armRateCheck();
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", onAbort);
     req.on("aborted", onAbort);
+    if (opts.signal?.aborted) onEvicted();
+    else opts.signal?.addEventListener("abort", onEvicted, { once: true });
   });
 }

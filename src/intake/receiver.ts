@@ -5,8 +5,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import type { DeliveryIntake } from "./delivery-intake.js";
 import { safeErrorMessage } from "../log/redact.js";
-import { declaredLength, declaredTooLarge, readBody } from "./body.js";
-import { BodyBudget, type Reservation } from "./budget.js";
+import { declaredTooLarge, readBody } from "./body.js";
+import { BodyBudget, type Admission } from "./budget.js";
 import { eventLabel, metricEventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
 import { prepareJson, sendJson, sendJsonAndClose, sendPrepared } from "./respond.js";
 import { verifySignature } from "./signature.js";
@@ -22,15 +22,23 @@ export interface ReceiverOptions {
   /** True once shutdown began: new deliveries are refused with 503 so the sender retries elsewhere/later. */
   isDraining: () => boolean;
   maxBodyBytes?: number;
-  /** Bytes and bodies held at once before new deliveries are answered 503 (shared by the server). */
+  /** Bytes and bodies held at once, in all and per peer, before deliveries are answered 503 (shared by the server). */
   budget?: BodyBudget;
   /** A body must arrive whole within this (default DEFAULT_BODY_TIMEOUT_MS). */
   bodyTimeoutMs?: number;
+  /** Bytes a second a body must arrive at after BODY_GRACE_MS (default DEFAULT_BODY_MIN_RATE; 0: no floor). */
+  bodyMinRate?: number;
   now?: () => Date;
 }
 
 /** Well before the server's 60 s request timeout: GitHub sends a 25 MB body in far less. */
 export const DEFAULT_BODY_TIMEOUT_MS = 15_000;
+/**
+ * A body must arrive at 16 KiB a second, counted from BODY_GRACE_MS after its headers: far below
+ * what GitHub sends at, far above what holds a place for free (a 1 MiB delivery may take a minute).
+ */
+export const DEFAULT_BODY_MIN_RATE = 16 * 1024;
+export const BODY_GRACE_MS = 2_000;
 /** What a sender refused for lack of room is told to wait. */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -42,7 +50,8 @@ export type WebhookReceiver = (req: IncomingMessage, res: ServerResponse) => Pro
 
 export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
   const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
-  const budget = opts.budget ?? new BodyBudget();
+  const budget = opts.budget ?? new BodyBudget({ largestBody: limit });
+  const minRate = { bytesPerSecond: opts.bodyMinRate ?? DEFAULT_BODY_MIN_RATE, graceMs: BODY_GRACE_MS };
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const now = opts.now ?? (() => new Date());
   const log = opts.logger.child({ component: "intake" });
@@ -56,7 +65,11 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       if (close) sendJsonAndClose(req, res, status, message, headers);
       else sendJson(res, status, { message }, headers);
     };
-    let reservation: Reservation | undefined;
+    let admission: Admission | undefined;
+    const noRoom = () => {
+      log.warn({ deliveryId, event }, "delivery refused: request bodies in flight are at the intake budget");
+      return answer(503, "too many request bodies in flight; deliver again later", true, { "retry-after": String(RETRY_AFTER_SECONDS) });
+    };
     try {
       if (opts.isDraining()) return answer(503, "shutting down; deliver again later", true);
       const refusal = refuseByHeaders(req.headers);
@@ -68,13 +81,13 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         log.warn({ deliveryId, event }, "delivery refused: declared body over the size limit");
         return answer(413, `body larger than ${limit} bytes`, true);
       }
-      reservation = budget.tryReserve(declaredLength(req) ?? limit);
-      if (!reservation) {
-        log.warn({ deliveryId, event }, "delivery refused: request bodies in flight are at the intake budget");
-        return answer(503, "too many request bodies in flight; deliver again later", true, { "retry-after": String(RETRY_AFTER_SECONDS) });
-      }
-      const read = await readBody(req, limit, bodyTimeoutMs);
-      if (!read.ok) reservation.release();
+      // Charged as bytes arrive, never by the declared length: a body that declares 24 MiB and
+      // sends nothing holds nothing, and is cut off by the rate floor.
+      admission = budget.admit(req.socket.remoteAddress);
+      if (!admission) return noRoom();
+      const read = await readBody(req, limit, { timeoutMs: bodyTimeoutMs, minRate, charge: admission.charge, signal: admission.signal });
+      if (read.ok) admission.complete();
+      else admission.release();
       if (!read.ok) {
         if (read.reason === "aborted") {
           opts.metrics?.deliveryReceived(metricEventLabel(req.headers, false), 0);
@@ -84,6 +97,11 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
           log.warn({ deliveryId, event }, "delivery refused: body did not arrive in time");
           return answer(408, `body did not arrive within ${bodyTimeoutMs} ms`, true);
         }
+        if (read.reason === "too-slow") {
+          log.warn({ deliveryId, event }, "delivery refused: body arrived too slowly");
+          return answer(408, `body arrived slower than ${minRate.bytesPerSecond} bytes a second`, true);
+        }
+        if (read.reason === "no-room") return noRoom();
         log.warn({ deliveryId, event }, "delivery refused: body over the size limit");
         return answer(413, `body larger than ${limit} bytes`, true);
       }
@@ -124,7 +142,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       if (!res.headersSent) answer(503, "temporarily unable to accept deliveries", true);
       else res.destroy();
     } finally {
-      reservation?.release();
+      admission?.release();
     }
   };
 }

@@ -4,8 +4,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import type { DeliveryIntake } from "./delivery-intake.js";
 import type { Metrics } from "../ops/metrics.js";
-import { createWebhookReceiver, DEFAULT_BODY_TIMEOUT_MS, type WebhookReceiver } from "./receiver.js";
-import { BodyBudget } from "./budget.js";
+import { createWebhookReceiver, DEFAULT_BODY_TIMEOUT_MS, MAX_BODY_BYTES, type WebhookReceiver } from "./receiver.js";
+import { BodyBudget, peerKey, type BudgetLimits } from "./budget.js";
 import { createOpsRoutes, type OpsRoute } from "../ops/endpoints.js";
 import { sendJson, sendJsonAndClose } from "./respond.js";
 import { safeErrorMessage } from "../log/redact.js";
@@ -49,7 +49,16 @@ export interface ServiceServerOptions {
   pages?: MountedPages;
   logger: Logger;
   timeouts?: Partial<ServerTimeouts>;
+  /** Connections one peer (IPv4 address, IPv6 /64) may hold open (default DEFAULT_MAX_CONNECTIONS_PER_PEER; 0: no cap). */
+  maxConnectionsPerPeer?: number;
 }
+
+/**
+ * Connections one peer may hold open at once. Node's own timeouts end each idle or slow one
+ * (headers, keep-alive, request), but not a peer opening thousands; past this its new
+ * connections are closed at once. Above what GitHub, or a load test's 200 connections, open.
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_PEER = 256;
 
 export interface ServiceServer {
   server: Server;
@@ -115,6 +124,7 @@ export function createServiceServer(opts: ServiceServerOptions & { drainState: D
     },
     handle,
   );
+  limitConnectionsPerPeer(server, opts.maxConnectionsPerPeer ?? DEFAULT_MAX_CONNECTIONS_PER_PEER);
   // Malformed HTTP must not reach the process: answer 400 and close.
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     const status =
@@ -131,6 +141,22 @@ export function createServiceServer(opts: ServiceServerOptions & { drainState: D
     beginDrain: () => opts.drainState.begin(),
     isDraining: () => opts.drainState.draining,
   };
+}
+
+function limitConnectionsPerPeer(server: Server, max: number): void {
+  if (!(max > 0)) return;
+  const open = new Map<string, number>();
+  server.on("connection", (socket) => {
+    const key = peerKey(socket.remoteAddress);
+    const count = (open.get(key) ?? 0) + 1;
+    if (count > max) return void socket.destroy();
+    open.set(key, count);
+    socket.once("close", () => {
+      const left = open.get(key)! - 1;
+      if (left === 0) open.delete(key);
+      else open.set(key, left);
+    });
+  });
 }
 
 /** Shared shutdown flag: the receiver and readiness read it, shutdown sets it. */
@@ -151,6 +177,11 @@ export function createStewardHttp(opts: {
   maxBodyBytes?: number;
   /** Request body bytes held at once, all deliveries together (default DEFAULT_MAX_BYTES_IN_FLIGHT). */
   maxBytesInFlight?: number;
+  /** The rest of the intake budget's limits (bodies, and each peer's share). */
+  budget?: Partial<BudgetLimits>;
+  /** Bytes a second a body must arrive at after its grace (default DEFAULT_BODY_MIN_RATE; 0: no floor). */
+  bodyMinRate?: number;
+  maxConnectionsPerPeer?: number;
   timeouts?: Partial<ServerTimeouts>;
   pages?: MountedPages;
 }): ServiceServer {
@@ -164,8 +195,13 @@ export function createStewardHttp(opts: {
     metrics: opts.metrics,
     isDraining,
     maxBodyBytes: opts.maxBodyBytes,
-    budget: new BodyBudget(opts.maxBytesInFlight),
+    budget: new BodyBudget({
+      ...opts.budget,
+      ...(opts.maxBytesInFlight === undefined ? {} : { maxBytes: opts.maxBytesInFlight }),
+      largestBody: opts.maxBodyBytes ?? MAX_BODY_BYTES,
+    }),
     bodyTimeoutMs: opts.timeouts?.bodyTimeoutMs ?? DEFAULT_TIMEOUTS.bodyTimeoutMs,
+    ...(opts.bodyMinRate === undefined ? {} : { bodyMinRate: opts.bodyMinRate }),
   });
   const ops = createOpsRoutes({ intake: opts.intake, metrics: opts.metrics, logger: opts.logger, isDraining });
   return createServiceServer({
@@ -175,6 +211,7 @@ export function createStewardHttp(opts: {
     logger: opts.logger,
     timeouts: opts.timeouts,
     drainState,
+    ...(opts.maxConnectionsPerPeer === undefined ? {} : { maxConnectionsPerPeer: opts.maxConnectionsPerPeer }),
     ...(opts.pages ? { pages: opts.pages } : {}),
   });
 }

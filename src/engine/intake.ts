@@ -8,8 +8,14 @@ import type { ClaimedDelivery } from "../store/records.js";
 import type { WorkerPool } from "./pool.js";
 import type { IntakeFirst } from "./intake-first.js";
 
+/** Readiness probes the store at most this often while recording fails (a busy prober gets the last answer). */
+export const RECORD_PROBE_INTERVAL_MS = 1_000;
+/** A probe writes the failed delivery's payload size, within these bounds: like it, and cheap. */
+const PROBE_MIN_BYTES = 4 * 1024;
+const PROBE_MAX_BYTES = 1024 * 1024;
+
 export function createIntake(
-  store: Pick<StewardStore, "deliveries" | "leases" | "ready">,
+  store: Pick<StewardStore, "deliveries" | "leases" | "ready" | "canRecord">,
   pool: WorkerPool,
   leaseMs: number,
   intakeFirst?: IntakeFirst,
@@ -60,16 +66,61 @@ export function createIntake(
     return store.deliveries.record(delivery).then(queued);
   }
 
+  // Readiness must not say "ready" while the intake refuses deliveries (the disk full, Redis
+  // refusing writes): the last outcome of recording is kept, and while it is a failure readiness
+  // asks the store for a probe write shaped like the failed delivery, so it recovers on its own,
+  // without waiting for a delivery GitHub may not send again.
+  /** Set while the last delivery could not be recorded and nothing was recorded since. */
+  let failing: { bytes: number; generation: number } | undefined;
+  let generation = 0;
+  let probing: Promise<boolean> | undefined;
+  let probedAt = Number.NEGATIVE_INFINITY;
+  const recorded = () => {
+    failing = undefined;
+  };
+
+  function canRecordAgain(): Promise<boolean> {
+    if (probing) return probing;
+    const now = failing;
+    if (!now) return Promise.resolve(true);
+    // The last probe failed moments ago (else `failing` would be cleared): its answer stands.
+    if (Date.now() - probedAt < RECORD_PROBE_INTERVAL_MS) return Promise.resolve(false);
+    probing = store
+      .canRecord(Math.min(PROBE_MAX_BYTES, Math.max(PROBE_MIN_BYTES, now.bytes)))
+      .catch(() => false)
+      .then((ok) => {
+        // A delivery that failed while the probe ran is newer news than the probe.
+        if (ok && failing?.generation === now.generation) failing = undefined;
+        return failing === undefined;
+      })
+      .finally(() => {
+        probing = undefined;
+        probedAt = Date.now();
+      });
+    return probing;
+  }
+
   return {
     record: (delivery) => {
+      let result: Promise<"recorded" | "duplicate">;
       try {
-        return record(delivery);
+        result = record(delivery);
       } catch (error) {
         // A caller that chains on the promise sees the failure there, as from an async function.
-        return Promise.reject(error);
+        result = Promise.reject(error);
       }
+      // The caller still gets the store's own promise; this only watches it.
+      const bytes = delivery.payloadBytes?.length ?? delivery.payload.length;
+      result.then(recorded, () => {
+        failing = { bytes, generation: ++generation };
+      });
+      return result;
     },
-    ready: async () => pool.state() !== "stopping" && pool.state() !== "stopped" && (await store.ready()),
+    ready: async () => {
+      if (pool.state() === "stopping" || pool.state() === "stopped") return false;
+      if (!(await store.ready())) return false;
+      return failing === undefined || (await canRecordAgain());
+    },
     depth: () => store.deliveries.depth(),
   };
 }

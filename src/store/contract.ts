@@ -105,6 +105,12 @@ export interface StewardStore {
   readonly leases: LeasesPart;
   /** True while the store is open and reachable (GET /readyz). */
   ready(): Promise<boolean>;
+  /**
+   * A probe write shaped like recording a delivery whose payload is `payloadBytes` long (written
+   * and removed at once): true when it succeeded. GET /readyz asks it while the last delivery
+   * could not be recorded (disk full, writes refused), so readiness recovers without a delivery.
+   */
+  canRecord(payloadBytes: number): Promise<boolean>;
   /** Idempotent; resolves once nothing of the store is in use any more. */
   close(): Promise<void>;
 }

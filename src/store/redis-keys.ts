@@ -53,4 +53,7 @@ export class RedisKeys {
   get kvIndex(): string { return `${this.prefix}kvidx`; }
   /** Stream: the audit trail, capped. */
   get audit(): string { return `${this.prefix}audit`; }
+
+  /** String written by readiness while recording fails (RedisStore.canRecord); expires on its own. */
+  get recordProbe(): string { return `${this.prefix}record-probe`; }
 }

@@ -25,6 +25,9 @@ export interface RedisStoreOptions {
   auditCap?: number;
 }
 
+/** The probe key lives this long; a probe overwrites it. */
+const RECORD_PROBE_TTL_MS = 60_000;
+
 export class RedisStore implements StewardStore {
   /** The server, without credentials (for logs and status output). */
   readonly where: string;
@@ -55,6 +58,21 @@ export class RedisStore implements StewardStore {
     if (this.#closed || this.#client.status !== "ready") return false;
     try {
       return (await this.#client.ping()) === "PONG";
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * StewardStore.canRecord: a short-lived key written, as recording writes, so a Redis that answers
+   * PING but refuses writes (out of memory, a failed snapshot under stop-writes-on-bgsave-error,
+   * a read-only replica) is not taken for one that can record. The payload's size does not matter
+   * to Redis's refusals; a small value is written.
+   */
+  async canRecord(_payloadBytes: number): Promise<boolean> {
+    if (!(await this.ready())) return false;
+    try {
+      return (await this.#client.set(this.keys.recordProbe, String(Date.now()), "PX", RECORD_PROBE_TTL_MS)) === "OK";
     } catch {
       return false;
     }

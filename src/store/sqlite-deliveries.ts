@@ -23,6 +23,7 @@ import { PayloadLog, type Collected, type PayloadRef } from "./payload-log.js";
 import { IdFilter } from "./id-filter.js";
 import { inBatches } from "./in-batches.js";
 import { writeTransaction } from "./write-transaction.js";
+import { probeFileWrite } from "./record-probe.js";
 
 /**
  * How long spooled deliveries wait to be moved into the store together. Nobody waits for a move:
@@ -45,6 +46,10 @@ const THREAD_MOVE_MS = 50;
 const HOLD_DUE_WITHIN_MS = 60_000;
 /** How long the spool is left alone after its file could not be written. */
 const SPOOL_REST_MS = 60_000;
+/** The kv row canRecord writes and deletes in the same commit: a key no handler or housekeeping uses (it starts with NUL). */
+const PROBE_KEY = "\u0000steward:record-probe";
+/** About a delivery's row and headers. */
+const PROBE_ROW_BYTES = 512;
 /** How long a move that failed (the disk full, say) waits before it tries again; the spool holds them meanwhile. */
 const MOVE_RETRY_MS = 1_000;
 
@@ -220,6 +225,8 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #insertBody: Statement;
   readonly #insertLeased: Statement;
   readonly #readyIds: Statement;
+  readonly #probeRow: Statement;
+  readonly #probeRowGone: Statement;
   readonly #expiredIds: Statement;
   readonly #anyDue: Statement;
   readonly #orphans: Statement;
@@ -287,6 +294,8 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#writes = new GroupCommit(db, thread, () => payloads.syncAppended());
     this.#writes.beforeTransaction(() => this.#appendTurn());
     this.#insert = db.prepare(INSERT_QUEUED_SQL);
+    this.#probeRow = db.prepare("INSERT OR REPLACE INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, NULL, ?)");
+    this.#probeRowGone = db.prepare("DELETE FROM kv WHERE key = ?");
     this.#insertBody = db.prepare(
       "INSERT OR REPLACE INTO delivery_bodies (id, headers, payload, payload_file, payload_offset, payload_length) VALUES (?, ?, ?, ?, ?, ?)",
     );
@@ -666,6 +675,26 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (this.#closed) return false;
     try {
       this.db.prepare("SELECT 1").get();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * StewardStore.canRecord: what recording a delivery writes, written and taken back. The
+   * payload's bytes where the payload log writes (a scratch file), then a row inserted and deleted
+   * in one commit of the group commit, so the probe waits its turn like any write and leaves
+   * nothing a reader could see.
+   */
+  async canRecord(payloadBytes: number): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      if (this.payloads.writable) await probeFileWrite(this.payloads.dir, payloadBytes);
+      await this.#writes.run(() => {
+        this.#probeRow.run(PROBE_KEY, "x".repeat(PROBE_ROW_BYTES), Date.now());
+        this.#probeRowGone.run(PROBE_KEY);
+      });
       return true;
     } catch {
       return false;

@@ -129,6 +129,8 @@ export class SqliteStore implements StewardStore {
 
   ready(): Promise<boolean> { return this.#closed ? Promise.resolve(false) : this.#deliveries.ready(); }
 
+  canRecord(payloadBytes: number): Promise<boolean> { return this.#closed ? Promise.resolve(false) : this.#deliveries.canRecord(payloadBytes); }
+
   /** Resolves once no thread of this store can touch its files any more. */
   async close(): Promise<void> {
     if (this.#closed) return;

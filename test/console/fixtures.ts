@@ -1,5 +1,6 @@
 // The console tests' world: the sandbox stack with one extra handler that refuses, for good,
 // a push whose commit message says "break" (its delivery becomes a dead letter), counting runs.
+import type { Logger } from "pino";
 import { defineHandler } from "../../src/handler.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { builtinHandlers } from "../../handlers/index.js";
@@ -12,7 +13,7 @@ export interface ConsoleWorld {
   settle(): Promise<void>;
 }
 
-export async function consoleWorld(): Promise<ConsoleWorld> {
+export async function consoleWorld(opts: { logger?: Logger } = {}): Promise<ConsoleWorld> {
   let runs = 0;
   const picky = defineHandler<unknown>({
     name: "picky",
@@ -24,7 +25,7 @@ export async function consoleWorld(): Promise<ConsoleWorld> {
       return { status: "done", summary: `accepted commit "${message}" because it does not say break` };
     },
   });
-  const stack = await startSandboxStack({ handlers: [...builtinHandlers, picky], env: { STEWARD_MAX_ATTEMPTS: "1" } });
+  const stack = await startSandboxStack({ handlers: [...builtinHandlers, picky], env: { STEWARD_MAX_ATTEMPTS: "1" }, ...(opts.logger ? { logger: opts.logger } : {}) });
   return {
     stack,
     base: stack.steward.url,

@@ -323,6 +323,22 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       return redirect(res, `/console/login?next=${encodeURIComponent(back.length <= 1_024 ? back : path.slice(0, 1_024))}`);
     }
 
+    // Per person (the login the session was opened for), not only in all: one person's burst of
+    // requests, including the questions to GitHub it causes, waits for its own answers.
+    const person = session.login.toLowerCase();
+    const held = inFlight.get(person) ?? 0;
+    if (held >= MAX_IN_FLIGHT_PER_LOGIN) return tooMany(res, `At most ${MAX_IN_FLIGHT_PER_LOGIN} requests at once per person.`);
+    inFlight.set(person, held + 1);
+    try {
+      await signedIn(req, res, url, segments, session, person);
+    } finally {
+      const left = (inFlight.get(person) ?? 1) - 1;
+      if (left > 0) inFlight.set(person, left);
+      else inFlight.delete(person);
+    }
+  }
+
+  async function signedIn(req: IncomingMessage, res: ServerResponse, url: URL, segments: string[], session: Session, person: string): Promise<void> {
     let access: Access;
     try {
       access = await accessOf(session);
@@ -332,27 +348,16 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     }
     const viewer: Viewer = { login: access.login, owner: ownsAny({ access }), csrf: session.csrf };
     const ctx: PageContext = { viewer, access, scope: access.repositories, url, segments, deps };
-    const person = access.login.toLowerCase();
     const sid = session.sid;
-
-    if (path === "/console/events" && method === "GET") {
+    if (url.pathname === "/console/events" && req.method === "GET") {
+      // The stream outlives this request: it is bounded by the streams' own per-person count.
       return live.serve(req, res, ctx, {
         login: person,
         sid,
         alive: () => revoked(sid).then((r) => !r, () => false),
       });
     }
-    // Per person, not only in all: one person's burst of requests waits for its own answers.
-    const held = inFlight.get(person) ?? 0;
-    if (held >= MAX_IN_FLIGHT_PER_LOGIN) return tooMany(res, `At most ${MAX_IN_FLIGHT_PER_LOGIN} requests at once per person.`);
-    inFlight.set(person, held + 1);
-    try {
-      await route(req, res, ctx, session, person);
-    } finally {
-      const left = (inFlight.get(person) ?? 1) - 1;
-      if (left > 0) inFlight.set(person, left);
-      else inFlight.delete(person);
-    }
+    await route(req, res, ctx, session, person);
   }
 
   async function route(req: IncomingMessage, res: ServerResponse, ctx: PageContext, session: Session, person: string): Promise<void> {

@@ -65,6 +65,8 @@ export interface ServiceServer {
   /** Refuse new deliveries (503) and report not ready from now on. */
   beginDrain(): void;
   isDraining(): boolean;
+  /** The intake's body budget (what it holds: `inFlight`), when the server has the webhook receiver. */
+  budget?: BodyBudget;
 }
 
 function pathOf(req: IncomingMessage): string {
@@ -188,6 +190,11 @@ export function createStewardHttp(opts: {
   const drainState = new DrainState();
   const isDraining = () => drainState.draining;
   opts.metrics.setQueueDepthSource(() => opts.intake.depth());
+  const budget = new BodyBudget({
+    ...opts.budget,
+    ...(opts.maxBytesInFlight === undefined ? {} : { maxBytes: opts.maxBytesInFlight }),
+    largestBody: opts.maxBodyBytes ?? MAX_BODY_BYTES,
+  });
   const receiver = createWebhookReceiver({
     secrets: opts.secrets,
     intake: opts.intake,
@@ -195,16 +202,12 @@ export function createStewardHttp(opts: {
     metrics: opts.metrics,
     isDraining,
     maxBodyBytes: opts.maxBodyBytes,
-    budget: new BodyBudget({
-      ...opts.budget,
-      ...(opts.maxBytesInFlight === undefined ? {} : { maxBytes: opts.maxBytesInFlight }),
-      largestBody: opts.maxBodyBytes ?? MAX_BODY_BYTES,
-    }),
+    budget,
     bodyTimeoutMs: opts.timeouts?.bodyTimeoutMs ?? DEFAULT_TIMEOUTS.bodyTimeoutMs,
     ...(opts.bodyMinRate === undefined ? {} : { bodyMinRate: opts.bodyMinRate }),
   });
   const ops = createOpsRoutes({ intake: opts.intake, metrics: opts.metrics, logger: opts.logger, isDraining });
-  return createServiceServer({
+  const surface = createServiceServer({
     webhookPath: opts.webhookPath,
     receiver,
     ops,
@@ -214,4 +217,5 @@ export function createStewardHttp(opts: {
     ...(opts.maxConnectionsPerPeer === undefined ? {} : { maxConnectionsPerPeer: opts.maxConnectionsPerPeer }),
     ...(opts.pages ? { pages: opts.pages } : {}),
   });
+  return { ...surface, budget };
 }

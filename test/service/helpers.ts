@@ -50,7 +50,14 @@ export interface RunningHttp {
 }
 
 export async function startHttp(
-  opts: { secrets?: string[]; maxBodyBytes?: number; timeouts?: Partial<ServerTimeouts>; path?: string } = {},
+  opts: {
+    secrets?: string[];
+    maxBodyBytes?: number;
+    timeouts?: Partial<ServerTimeouts>;
+    path?: string;
+    /** The intake's admission limits (budget, body rate floor, connections per peer). */
+    admission?: Pick<Parameters<typeof createStewardHttp>[0], "maxBytesInFlight" | "budget" | "bodyMinRate" | "maxConnectionsPerPeer">;
+  } = {},
 ): Promise<RunningHttp> {
   const intake = new MemoryIntake();
   const metrics = createMetrics({ defaultMetrics: false });
@@ -63,6 +70,7 @@ export async function startHttp(
     metrics,
     maxBodyBytes: opts.maxBodyBytes,
     timeouts: opts.timeouts,
+    ...opts.admission,
   });
   await new Promise<void>((resolve) => surface.server.listen(0, "127.0.0.1", resolve));
   const { port } = surface.server.address() as AddressInfo;

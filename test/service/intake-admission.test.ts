@@ -122,6 +122,8 @@ describe("admission under attack from other addresses", () => {
     attackers.push(attack(port, "127.0.0.8", 4, headers(24 * MiB), () => undefined));
     attackers.push(attack(port, "127.0.0.8", 4, headers("chunked"), () => undefined));
     // Every attacker connection is open and has sent its headers before the first delivery.
+    let mostReading = 0;
+    const sampler = setInterval(() => (mostReading = Math.max(mostReading, running!.surface.budget!.inFlight.bodies)), 100);
     await new Promise((r) => setTimeout(r, 1_500));
 
     // GitHub delivers over a few connections at once; one delivery starts every 50 ms, so the
@@ -135,14 +137,112 @@ describe("admission under attack from other addresses", () => {
       }),
     );
     const totalMs = performance.now() - started;
+    clearInterval(sampler);
     agent.destroy();
     const opened = attackers.reduce((n, a) => n + a.opened(), 0);
     const slowest = Math.max(...results.map((r) => r.ms));
     console.log(
-      `admission under attack: 100 deliveries in ${Math.round(totalMs)} ms (slowest answer ${Math.round(slowest)} ms); attacker connections opened ${opened}`,
+      `admission under attack: 100 deliveries in ${Math.round(totalMs)} ms (slowest answer ${Math.round(slowest)} ms); attacker connections opened ${opened}; most bodies being read at once ${mostReading}`,
     );
+    // The attack did fill the places for bodies (256), more than two peers' shares (64 each).
+    expect(mostReading).toBeGreaterThan(128);
     expect(results.filter((r) => r.status < 200 || r.status > 299).map((r) => r.status)).toEqual([]);
     expect(slowest).toBeLessThan(10_000);
     expect(running.intake.deliveries.size).toBe(100);
+  }, 60_000);
+});
+
+/** Opens a connection from `localAddress`, sends `text`, and collects the answer until the server closes. */
+function exchange(port: number, localAddress: string, text: string | Buffer, feed?: (socket: Socket) => void) {
+  const socket = connect({ port, host: "127.0.0.1", localAddress });
+  let answer = "";
+  const startedAt = performance.now();
+  socket.on("error", () => undefined);
+  socket.on("data", (d) => (answer += d.toString("latin1")));
+  socket.on("connect", () => {
+    socket.write(text);
+    feed?.(socket);
+  });
+  const closed = new Promise<{ status: number; answer: string; ms: number }>((resolve) =>
+    socket.once("close", () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), answer, ms: performance.now() - startedAt })),
+  );
+  let isClosed = false;
+  socket.once("close", () => (isClosed = true));
+  return { socket, closed, answered: () => answer.length > 0, isClosed: () => isClosed };
+}
+
+async function until(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const KiB = 1024;
+const small = PAYLOADS.find((p) => p.event === "ping") ?? PAYLOADS[0]!;
+
+describe("the intake budget", () => {
+  it("refuses with 503 when real bytes exceed the global cap, taking room only from a peer holding more", async () => {
+    running = await startHttp({ secrets: [SECRET], maxBodyBytes: 1 * MiB, admission: { maxBytesInFlight: 2 * MiB } });
+    const port = running.port;
+    const budget = running.surface.budget!;
+    // Four peers each deliver 500 KiB of a 1 MiB body and stall: 2000 of the 2048 KiB are held.
+    const holders = [2, 3, 4, 5].map((i) =>
+      exchange(port, `127.0.0.${i}`, headers(1 * MiB), (socket) => socket.write(Buffer.alloc(500 * KiB, 0x20))),
+    );
+    await until(() => budget.inFlight.bytes === 4 * 500 * KiB, "the holders' bytes");
+    // A fifth sends a whole 1 MiB body at once: it takes room from one holder (which holds more
+    // than it), then, holding as much as each other, finds none: 503, memory never over the cap.
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, budget.inFlight.bytes)), 5);
+    const big = await exchange(port, "127.0.0.6", Buffer.concat([Buffer.from(headers(1 * MiB)), Buffer.alloc(1 * MiB, 0x20)])).closed;
+    clearInterval(sampler);
+    expect(big.status).toBe(503);
+    expect(big.answer.toLowerCase()).toContain("retry-after: 5");
+    await until(() => holders.filter((h) => h.answered()).length === 1, "one holder to be answered");
+    const evicted = await holders.find((h) => h.answered())!.closed;
+    expect(evicted.status).toBe(503);
+    expect(most).toBeLessThanOrEqual(2 * MiB);
+    expect(budget.inFlight.bytes).toBe(3 * 500 * KiB);
+    // A genuine delivery from yet another peer holds less than anyone: admitted.
+    const agent = new Agent({ localAddress: "127.0.0.7" } as ConstructorParameters<typeof Agent>[0]);
+    expect((await deliver(port, agent, small)).status).toBe(202);
+    agent.destroy();
+    for (const h of holders) h.socket.destroy();
+  }, 60_000);
+
+  it("cuts a body that trickles, or declares 24 MiB and sends nothing, soon after the grace (408), long before the body timeout", async () => {
+    running = await startHttp({ secrets: [SECRET] });
+    const idle = exchange(running.port, "127.0.0.2", headers(24 * MiB));
+    const slow = exchange(running.port, "127.0.0.2", headers(1_000), trickle);
+    const chunked = exchange(running.port, "127.0.0.2", headers("chunked"), (s) => s.write("1\r\n{\r\n"));
+    for (const { closed } of [idle, slow, chunked]) {
+      const r = await closed;
+      expect(r.status).toBe(408);
+      // The grace is 2 s, the body timeout 15 s: a bound, not a race.
+      expect(r.ms).toBeLessThan(10_000);
+    }
+    expect(running.surface.budget!.inFlight).toEqual({ bytes: 0, bodies: 0, peers: 0 });
+  }, 60_000);
+
+  it("gives one peer at most its share of bodies being read, and of connections; other peers are served", async () => {
+    // No rate floor here: the held bodies stay held for the whole test.
+    running = await startHttp({ secrets: [SECRET], admission: { budget: { maxBodiesPerPeer: 4 }, maxConnectionsPerPeer: 8, bodyMinRate: 0 } });
+    const port = running.port;
+    const budget = running.surface.budget!;
+    const bodies = Array.from({ length: 6 }, () => exchange(port, "127.0.0.2", headers(1_000)));
+    await until(() => bodies.filter((b) => b.isClosed()).length === 2, "two bodies refused");
+    for (const b of bodies.filter((b) => b.isClosed())) expect((await b.closed).status).toBe(503);
+    expect(budget.inFlight.bodies).toBe(4);
+    // 4 connections of the peer are open: of 6 more, the 2 past its cap of 8 are closed unanswered.
+    const extra = Array.from({ length: 6 }, () => exchange(port, "127.0.0.2", ""));
+    await until(() => extra.filter((e) => e.isClosed()).length === 2, "two connections cut");
+    for (const e of extra.filter((e) => e.isClosed())) expect((await e.closed).status).toBe(0);
+    // Another peer is served meanwhile.
+    const agent = new Agent({ localAddress: "127.0.0.3" } as ConstructorParameters<typeof Agent>[0]);
+    expect((await deliver(port, agent, small)).status).toBe(202);
+    agent.destroy();
+    for (const e of [...bodies, ...extra]) e.socket.destroy();
   }, 60_000);
 });

@@ -19,6 +19,8 @@ import { createCheckReporter } from "./check-runs/reporter.js";
 import { createEngine, type Engine } from "./engine/index.js";
 import { loadHandlerModules } from "./dispatch/load-handlers.js";
 import { probotRoutePages } from "./dispatch/probot-routes.js";
+import { createContainment } from "./dispatch/containment.js";
+import { configSecrets } from "./engine/run.js";
 import { startWebhookProxy } from "./intake/webhook-proxy.js";
 import { startRedeliverySweeper } from "./recovery/sweeper.js";
 import { builtinHandlers } from "../handlers/index.js";
@@ -96,10 +98,13 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
 export async function createSteward(opts: CreateStewardOptions): Promise<Steward> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
-  const handlers = opts.handlers ?? [
-    ...builtinHandlers,
-    ...(await loadHandlerModules(config.handlerPaths, { config, logger })),
-  ];
+  // Hosted code is contained (dispatch/containment.ts): a module that cannot load is left out,
+  // and what one does outside its awaited work is attributed to it, never stopping the service.
+  const containment = createContainment({ logger, secrets: configSecrets(config) });
+  const handlers = containment.contain(
+    opts.handlers ?? [...builtinHandlers, ...(await loadHandlerModules(config.handlerPaths, { config, logger, containment }))],
+    { builtin: builtinHandlers },
+  );
   const metrics = createMetrics();
   const budget = new ApiBudget();
   let listening: string | undefined;
@@ -182,13 +187,15 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       logger,
     });
     const http = createStewardHttp({
-      pages: withPages(consoleRoutes, probotRoutePages(handlers, logger)),
+      pages: withPages(consoleRoutes, probotRoutePages(handlers, logger, (app) => containment.scope(app, "a route"))),
       webhookPath: config.webhookPath,
       secrets: config.webhookSecrets,
       intake: engine.intake,
       logger,
       metrics,
       timeouts: { ...(config.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: config.bodyTimeoutMs }), ...opts.timeouts },
+      ...(config.bodyMinRate === undefined ? {} : { bodyMinRate: config.bodyMinRate }),
+      ...(config.maxConnectionsPerAddress === undefined ? {} : { maxConnectionsPerPeer: config.maxConnectionsPerAddress }),
     });
     // Recover work a previous process left behind before taking new deliveries.
     await engine.start();
@@ -239,6 +246,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           hardStop.abort(new Error("shut down"));
           await store.close();
           await cluster?.close();
+          containment.release();
           logger.info("shut down");
         })();
         return closing;
@@ -248,6 +256,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     await engine?.stop(0).catch(() => undefined);
     await store.close();
     await cluster?.close();
+    containment.release();
     throw error;
   }
 }

@@ -7,6 +7,8 @@
 // Steward records its own API calls (call-scope.ts). The retry plugin stays in the class for
 // whoever builds one themselves; the service's clients (client.ts) turn it off for retry.ts,
 // the same rules without a Bottleneck limiter built for every request.
+// Composed in: credentials go to the API origin only (origin-guard.ts), and a handler run counts
+// the requests it made (lifecycle/hosted-scope.ts).
 import { Octokit } from "@octokit/core";
 import { enterpriseCompatibility } from "@octokit/plugin-enterprise-compatibility";
 import { paginateRest } from "@octokit/plugin-paginate-rest";
@@ -15,6 +17,8 @@ import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import { config } from "@probot/octokit-plugin-config";
 import { createProbotAuth } from "octokit-auth-probot";
+import { credentialsToApiOnly } from "./origin-guard.js";
+import { countHostedRequests } from "../lifecycle/hosted-scope.js";
 
 type Options = NonNullable<ConstructorParameters<typeof Octokit>[0]> & { throttle?: Record<string, unknown> };
 
@@ -24,7 +28,7 @@ const WAIT_AND_RETRY = (retryAfter: number, options: { method: string; url: stri
   return true;
 };
 
-export const StewardOctokit = Octokit.plugin(throttling, retry, paginateRest, restEndpointMethods, enterpriseCompatibility, config).defaults(
+export const StewardOctokit = Octokit.plugin(throttling, retry, paginateRest, restEndpointMethods, enterpriseCompatibility, config, credentialsToApiOnly, countHostedRequests).defaults(
   (instance: Options) => ({
     authStrategy: createProbotAuth,
     ...instance,

@@ -11,6 +11,10 @@ import type { ApplicationFunction } from "probot";
 import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
 import type { StewardConfig } from "../config/types.js";
+import type { Containment } from "./containment.js";
+import { runHosted } from "../lifecycle/hosted-scope.js";
+import { safeErrorMessage } from "../log/redact.js";
+import { configSecrets } from "../engine/run.js";
 
 function isHandlerModule(value: unknown): value is HandlerModule<any> {
   if (typeof value !== "object" || value === null) return false;
@@ -69,31 +73,65 @@ async function importModule(raw: string): Promise<{ path: string; exported: unkn
   }
 }
 
-/** Every module at `paths`, Probot apps wrapped as handlers; a path that is neither throws, naming it. */
+/** Longest a module may take to load (its import and a Probot app's function) in a service that contains them. */
+export const LOAD_TIMEOUT_MS = 30_000;
+
+/** The module at `raw`, a Probot app wrapped as a handler; what is neither throws, naming it. */
+async function loadOne(raw: string, opts: { config: StewardConfig; logger: Logger }): Promise<HandlerModule<any>> {
+  const { path, exported } = await importModule(raw);
+  if (isHandlerModule(exported)) {
+    // Routing calls it on every delivery of its events: a wrong type is refused here, by name, not per delivery.
+    if (exported.takes !== undefined && typeof exported.takes !== "function") {
+      throw new Error(`handler module ${raw}: \`takes\` must be a function (delivery, config) => boolean, not ${typeof exported.takes}`);
+    }
+    return exported;
+  }
+  if (typeof exported === "function") {
+    // Probot (and express, for the app's routes) is loaded only for a service that hosts a Probot app.
+    const { probotAppAsHandler } = await import("./probot-app.js");
+    return probotAppAsHandler(exported as ApplicationFunction, { name: nameFromPath(path), config: opts.config, logger: opts.logger });
+  }
+  throw new Error(`handler module ${raw}: its default export is neither a handler module ({ name, events, handle }) nor a Probot app function`);
+}
+
+function withinLoadTime<T>(raw: string, work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`handler module ${raw}: did not finish loading within ${ms / 1000} s`)), ms);
+    timer.unref();
+  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Every module at `paths`, Probot apps wrapped as handlers. Alone, a path that cannot be loaded
+ * throws, naming it. With `containment` (the service), each module loads in its own hosted scope
+ * (what it leaves running is attributed to it) within LOAD_TIMEOUT_MS, and one that throws,
+ * rejects or overruns is disabled with one line naming it and why: the others and the service go on.
+ */
 export async function loadHandlerModules(
   paths: readonly string[],
-  opts: { config: StewardConfig; logger: Logger },
+  opts: { config: StewardConfig; logger: Logger; containment?: Containment; loadTimeoutMs?: number },
 ): Promise<HandlerModule<any>[]> {
   const modules: HandlerModule<any>[] = [];
   for (const raw of listed(paths)) {
-    const { path, exported } = await importModule(raw);
-    if (isHandlerModule(exported)) {
-      // Routing calls it on every delivery of its events: a wrong type is refused here, by name, not per delivery.
-      if (exported.takes !== undefined && typeof exported.takes !== "function") {
-        throw new Error(`handler module ${raw}: \`takes\` must be a function (delivery, config) => boolean, not ${typeof exported.takes}`);
+    let module: HandlerModule<any>;
+    if (opts.containment) {
+      const name = nameFromPath(resolve(process.cwd(), raw));
+      const loading = runHosted(opts.containment.scope(name, "loading"), () => loadOne(raw, opts));
+      // Settled either way: a load that rejects after its time ran out is not an unhandled rejection.
+      loading.catch(() => undefined);
+      try {
+        module = await withinLoadTime(raw, loading, opts.loadTimeoutMs ?? LOAD_TIMEOUT_MS);
+      } catch (e) {
+        opts.logger.error({ path: raw, handler: name, error: safeErrorMessage(e, configSecrets(opts.config)) }, `handler module ${name} disabled: it could not be loaded; Steward serves without it`);
+        continue;
       }
-      modules.push(exported);
-    } else if (typeof exported === "function") {
-      const name = nameFromPath(path);
-      // Probot (and express, for the app's routes) is loaded only for a service that hosts a Probot app.
-      const { probotAppAsHandler } = await import("./probot-app.js");
-      modules.push(await probotAppAsHandler(exported as ApplicationFunction, { name, config: opts.config, logger: opts.logger }));
     } else {
-      throw new Error(
-        `handler module ${raw}: its default export is neither a handler module ({ name, events, handle }) nor a Probot app function`,
-      );
+      module = await loadOne(raw, opts);
     }
-    opts.logger.info({ path: raw, handler: modules[modules.length - 1]!.name }, "handler module loaded");
+    modules.push(module);
+    opts.logger.info({ path: raw, handler: module.name }, "handler module loaded");
   }
   return modules;
 }

@@ -8,6 +8,8 @@ import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
 import type { StewardConfig } from "../config/types.js";
 import { attachMounts, routeMounter, STEWARD_OWN_PATHS } from "./probot-routes.js";
+import { credentialsToApiOnly } from "../api/origin-guard.js";
+import { countHostedRequests } from "../lifecycle/hosted-scope.js";
 
 /**
  * Probot 12 and older exposed every REST namespace at the top of the octokit
@@ -17,7 +19,9 @@ import { attachMounts, routeMounter, STEWARD_OWN_PATHS } from "./probot-routes.j
 function legacyNamespaces(octokit: object): Record<string, unknown> {
   return { ...((octokit as { rest?: Record<string, unknown> }).rest ?? {}) };
 }
-const LegacyOctokit = ProbotOctokit.plugin(legacyNamespaces);
+// Composed in as for Steward's own clients: the app's credentials go to the API origin only, and
+// the requests it makes from a delivery are counted, so its run waits for those it did not await.
+const LegacyOctokit = ProbotOctokit.plugin(legacyNamespaces, credentialsToApiOnly, countHostedRequests);
 
 /** Probot 13's `addHandler` takes raw requests for every path, which would come before Steward's own: refused by name. */
 function refuseAddHandler(name: string): never {

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
 import type { MountedPages } from "../intake/server.js";
 import { safeErrorMessage } from "../log/redact.js";
+import { runHosted, type HostedRun } from "../lifecycle/hosted-scope.js";
 
 /** The express module, loaded when a Probot app first mounts routes: a service that hosts none never loads it. */
 function loadExpress(): typeof import("express") {
@@ -67,8 +68,19 @@ export function attachMounts(handler: HandlerModule<any>, mounts: Mount[]): void
   if (mounts.length > 0) mountsOf.set(handler, mounts);
 }
 
+/** `to` (a wrapper of `from`) serves the routes `from` mounted. */
+export function carryMounts(from: HandlerModule<any>, to: HandlerModule<any>): void {
+  const mounts = mountsOf.get(from);
+  if (mounts) mountsOf.set(to, mounts);
+}
+
 /** Every Probot app route among the handlers, as pages of Steward's server; undefined when there is none. */
-export function probotRoutePages(handlers: readonly HandlerModule<any>[], logger: Logger): MountedPages | undefined {
+export function probotRoutePages(
+  handlers: readonly HandlerModule<any>[],
+  logger: Logger,
+  /** The hosted scope a route of `app` runs in: what it leaves unawaited is attributed to the app. */
+  scopeOf?: (app: string) => HostedRun,
+): MountedPages | undefined {
   const mounts = handlers.flatMap((h) => mountsOf.get(h) ?? []);
   if (mounts.length === 0) return undefined;
   const log = logger.child({ component: "probot-routes" });
@@ -76,10 +88,12 @@ export function probotRoutePages(handlers: readonly HandlerModule<any>[], logger
   const app = express();
   app.disable("x-powered-by");
   for (const m of mounts) {
+    const scope = scopeOf?.(m.app);
     // Probot's logging middleware gave routes `req.log`; apps written for it use it.
     app.use(m.prefix, (req, _res, next) => {
       (req as Request & { log?: Logger }).log = log.child({ handler: m.app });
-      next();
+      if (scope) runHosted(scope, next);
+      else next();
     }, m.router);
   }
   app.use((req: Request, res: Response) => {

@@ -10,9 +10,16 @@
 // `JSON.stringify(body)`, which is GitHub's compact serialisation for ordinary payloads, and
 // the signature is verified as for any delivery. A payload GitHub serialised differently
 // (escaped characters, number forms) fails verification with 401 and is logged saying why.
-import { EventSource } from "eventsource";
+//
+// The channel is input from outside, even in development: it is read with a bounded parser
+// (bounded-sse.ts), never more than one event at a time. An event whose data passes 64 KiB
+// without an `x-hub-signature-256` header (the relay writes headers before the body), or that
+// passes 8 MiB, is dropped as it arrives, without being kept; smaller events are judged whole.
+// Forwarded events are paced (10 a second, bursts of 20), and the next event is not read while
+// one is being forwarded, so a flooding channel waits in its own socket, not in Steward's memory.
 import type { Logger } from "pino";
-import { backoffWait, type Backoff } from "../lifecycle/backoff.js";
+import { backoffWait, pause, type Backoff } from "../lifecycle/backoff.js";
+import { BoundedSseParser, type SseDrop, type SseEvent } from "./bounded-sse.js";
 
 export interface WebhookProxyOptions {
   /** The channel (WEBHOOK_PROXY_URL). */
@@ -22,6 +29,11 @@ export interface WebhookProxyOptions {
   logger: Logger;
   /** Waits between reconnections (default 1 s doubling to 1 min; reset once connected). */
   backoff?: Backoff;
+  /** Largest event data forwarded (default 8 MiB); a larger event is dropped as it arrives. */
+  maxEventBytes?: number;
+  /** Events forwarded per second on average (default 10), and in a burst (default 20). */
+  eventsPerSecond?: number;
+  burst?: number;
 }
 
 export interface WebhookProxy {
@@ -29,10 +41,29 @@ export interface WebhookProxy {
   close(): Promise<void>;
 }
 
-/** Deliveries waiting to be forwarded; past this the channel is read faster than Steward records, and newer ones are dropped with an error. */
-const MAX_PENDING = 1_000;
+/** Largest event forwarded by default: room for GitHub's large pushes, and a bound on what one event costs to parse. */
+export const DEFAULT_MAX_EVENT_BYTES = 8 * 1024 * 1024;
+/** An event whose data reaches this size is judged by its head: it must name a signature there. */
+export const SIGNATURE_HEAD_BYTES = 64 * 1024;
+const DEFAULT_EVENTS_PER_SECOND = 10;
+const DEFAULT_BURST = 20;
+/** One line per drop reason at most this often, counting what it left out. */
+const DROP_LOG_MS = 10_000;
 /** Headers of the relayed request that describe its transport, not the delivery. */
 const TRANSPORT_HEADERS = new Set(["host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te", "upgrade"]);
+/** GitHub's signature header in the relay's JSON, as the relay writes it (lowercase, the value a string). */
+const SIGNED = /"x-hub-signature-256"\s*:\s*"sha256=[0-9a-fA-F]{64}"/;
+/** The length GitHub declared, when the relay kept it. */
+const DECLARED_LENGTH = /"content-length"\s*:\s*"(\d{1,15})"/;
+
+/** Why an event whose data reached SIGNATURE_HEAD_BYTES is dropped now, from its head. */
+export function screenHead(head: Buffer, maxEventBytes: number): string | undefined {
+  const text = head.toString("latin1");
+  if (!SIGNED.test(text)) return "it is unsigned (no x-hub-signature-256 header before its body)";
+  const declared = DECLARED_LENGTH.exec(text);
+  if (declared && Number(declared[1]) > maxEventBytes) return `its body is declared larger than ${maxEventBytes} bytes`;
+  return undefined;
+}
 
 export interface RelayedDelivery {
   headers: Record<string, string>;
@@ -51,6 +82,8 @@ export function relayedDelivery(data: string): RelayedDelivery | { error: string
   const fields = parsed as Record<string, unknown>;
   if (typeof fields["x-github-event"] !== "string") return { error: "it has no x-github-event header" };
   if (typeof fields.body !== "object" || fields.body === null) return { error: "it has no body object" };
+  // Steward's intake refuses it anyway (401): not forwarded, it costs nothing more.
+  if (typeof fields["x-hub-signature-256"] !== "string") return { error: "it is unsigned (no x-hub-signature-256 header)" };
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(fields)) {
     if (name === "body" || name === "query" || name === "timestamp" || TRANSPORT_HEADERS.has(name.toLowerCase())) continue;
@@ -77,12 +110,44 @@ function originOf(url: string): string {
 export function startWebhookProxy(opts: WebhookProxyOptions): WebhookProxy {
   const log = opts.logger.child({ component: "webhook-proxy", channel: originOf(opts.source) });
   const backoff = opts.backoff ?? { minMs: 1_000, maxMs: 60_000 };
-  let source: EventSource | undefined;
-  let reconnect: NodeJS.Timeout | undefined;
+  const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+  const perSecond = opts.eventsPerSecond ?? DEFAULT_EVENTS_PER_SECOND;
+  const burst = opts.burst ?? DEFAULT_BURST;
+  const stop = new AbortController();
+  let tokens = burst;
+  let refilledAt = Date.now();
+  let lastEventId = "";
+  /** Connections in a row that failed or ended; the wait before the next grows with it. */
   let failures = 0;
-  let closed = false;
-  let pending = 0;
-  let chain: Promise<void> = Promise.resolve();
+  const dropLog = new Map<string, { at: number; left: number }>();
+
+  /** A log line for a dropped event, at most one per reason every DROP_LOG_MS (a channel can send thousands). */
+  function dropped(reason: string, detail: Record<string, unknown> = {}): void {
+    const now = Date.now();
+    const seen = dropLog.get(reason);
+    if (seen && now - seen.at < DROP_LOG_MS) {
+      seen.left++;
+      return;
+    }
+    if (!seen && dropLog.size >= 100) dropLog.clear();
+    dropLog.set(reason, { at: now, left: 0 });
+    log.warn({ ...detail, ...(seen?.left ? { droppedSinceLastLine: seen.left } : {}) }, `relayed event skipped: ${reason}`);
+  }
+
+  /** Waits for the pace (a token bucket): a channel sending faster waits in its socket. */
+  async function paced(): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      tokens = Math.min(burst, tokens + ((now - refilledAt) / 1000) * perSecond);
+      refilledAt = now;
+      if (tokens >= 1) {
+        tokens -= 1;
+        return;
+      }
+      await pause(Math.ceil(((1 - tokens) / perSecond) * 1000), stop.signal);
+      if (stop.signal.aborted) return;
+    }
+  }
 
   async function forward(delivery: RelayedDelivery): Promise<void> {
     const who = { event: delivery.headers["x-github-event"], deliveryId: delivery.headers["x-github-delivery"] };
@@ -101,53 +166,84 @@ export function startWebhookProxy(opts: WebhookProxyOptions): WebhookProxy {
     }
   }
 
-  function onMessage(event: MessageEvent): void {
-    const delivery = relayedDelivery(String(event.data));
+  async function onEvent(event: SseEvent | SseDrop): Promise<void> {
+    if ("reason" in event) {
+      dropped(event.reason);
+      return;
+    }
+    lastEventId = event.lastEventId;
+    const delivery = relayedDelivery(event.data.toString("utf8"));
     if ("error" in delivery) {
-      log.warn({ eventId: event.lastEventId || undefined }, `relayed event skipped: ${delivery.error}`);
+      dropped(delivery.error, { eventId: event.lastEventId || undefined });
       return;
     }
-    if (pending >= MAX_PENDING) {
-      log.error({ event: delivery.headers["x-github-event"], deliveryId: delivery.headers["x-github-delivery"] }, "relayed delivery dropped: too many waiting to be forwarded");
-      return;
-    }
-    pending++;
-    // One at a time, in the channel's order.
-    chain = chain.then(() => forward(delivery)).finally(() => pending--);
+    await paced();
+    if (stop.signal.aborted) return;
+    // One at a time, in the channel's order: the next event is not read meanwhile.
+    await forward(delivery);
   }
 
-  function connect(): void {
-    if (closed) return;
-    const es = new EventSource(opts.source);
-    source = es;
-    es.addEventListener("open", () => {
-      failures = 0;
-      log.info("connected to the webhook proxy channel");
+  /** One connection: resolves when the stream ends, throws when it cannot be read. */
+  async function readChannel(): Promise<void> {
+    const res = await fetch(opts.source, {
+      headers: { accept: "text/event-stream", "cache-control": "no-cache", ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
+      signal: stop.signal,
     });
-    es.addEventListener("message", onMessage);
-    // The library's own reconnection has a fixed delay and gives up on an HTTP error: Steward
-    // closes the source on any error and reconnects itself, with backoff.
-    es.addEventListener("error", (event) => {
-      if (closed || source !== es) return;
-      es.close();
+    if (res.status !== 200 || !res.body) {
+      await res.body?.cancel().catch(() => undefined);
+      throw Object.assign(new Error(`the channel answered ${res.status}`), { status: res.status });
+    }
+    if (!/^text\/event-stream\b/i.test(res.headers.get("content-type") ?? "")) {
+      await res.body.cancel().catch(() => undefined);
+      throw new Error("the channel is not an event stream");
+    }
+    failures = 0;
+    log.info("connected to the webhook proxy channel");
+    const parser = new BoundedSseParser({
+      maxEventBytes,
+      headBytes: SIGNATURE_HEAD_BYTES,
+      screen: (head) => screenHead(head, maxEventBytes),
+      wanted: (type) => type === "message",
+    });
+    const reader = res.body.getReader();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        for (const event of parser.push(value)) {
+          await onEvent(event);
+          if (stop.signal.aborted) return;
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+
+  async function run(): Promise<void> {
+    while (!stop.signal.aborted) {
+      let status: number | undefined;
+      try {
+        await readChannel();
+      } catch (error) {
+        status = (error as { status?: number }).status;
+      }
+      if (stop.signal.aborted) return;
       failures++;
       const wait = backoffWait(backoff, failures);
-      const status = (event as { code?: number }).code;
       log.warn({ retryInMs: wait, ...(status ? { status } : {}) }, "webhook proxy channel disconnected; reconnecting");
-      reconnect = setTimeout(connect, wait);
-    });
+      await pause(wait, stop.signal);
+    }
   }
 
-  connect();
+  const running = run();
   log.info("forwarding deliveries from WEBHOOK_PROXY_URL to the webhook path");
   let closing: Promise<void> | undefined;
   return {
     close() {
       closing ??= (async () => {
-        closed = true;
-        clearTimeout(reconnect);
-        source?.close();
-        await chain;
+        stop.abort();
+        await running;
         log.info("webhook proxy stopped");
       })();
       return closing;

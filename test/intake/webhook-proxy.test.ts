@@ -163,7 +163,9 @@ describe("relayedDelivery", () => {
   });
 
   it("encodes a form-encoded delivery back as a form", () => {
-    const out = relayedDelivery(JSON.stringify({ "x-github-event": "ping", "content-type": "application/x-www-form-urlencoded", body: { payload: '{"zen":"x"}' } }));
+    const out = relayedDelivery(
+      JSON.stringify({ "x-github-event": "ping", "x-hub-signature-256": "sha256=00", "content-type": "application/x-www-form-urlencoded", body: { payload: '{"zen":"x"}' } }),
+    );
     if ("error" in out) throw new Error(out.error);
     expect(new URLSearchParams(out.body).get("payload")).toBe('{"zen":"x"}');
   });
@@ -171,5 +173,6 @@ describe("relayedDelivery", () => {
   it("names what is wrong with a malformed event", () => {
     expect(relayedDelivery("[1]")).toEqual({ error: "its data is not a JSON object" });
     expect(relayedDelivery(JSON.stringify({ "x-github-event": "push" }))).toEqual({ error: "it has no body object" });
+    expect(relayedDelivery(JSON.stringify({ "x-github-event": "push", body: {} }))).toEqual({ error: "it is unsigned (no x-hub-signature-256 header)" });
   });
 });

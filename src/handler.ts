@@ -166,6 +166,12 @@ export interface HandlerModule<P = unknown, E extends HandlerEventName = Handler
    * and must not throw (a throw counts as taking the delivery).
    */
   takes?(delivery: RoutedDelivery, config: StewardConfig): boolean;
+  /**
+   * GitHub App permissions it needs beyond those its events imply, e.g. `{ issues: "write" }` for a
+   * module that labels issues. `steward manifest` and `steward register` grant them only when the
+   * module is loaded (STEWARD_HANDLERS). Optional; Steward never checks them at run time.
+   */
+  permissions?: Readonly<Record<string, "read" | "write">>;
   /** Its section of `.github/steward.yml` (schema, defaults, extra checks). Optional. */
   policy?: PolicySection<P>;
   /** Extra admin-repository policy documents it owns, e.g. `.github/steward/secrets.yml`. */

@@ -5,14 +5,21 @@ import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { manifestFromAppYml } from "../register/manifest.js";
 import { startRegistration } from "../register/flow.js";
+import { loadHandlerPaths } from "../../config/env.js";
+import { appNeeds, consoleCallbackUrl, declaredModules, parseNeedsFlag, selectBuiltins, unionNeeds, withNeeds, type AppNeeds, type PermissionSet } from "../register/least-privilege.js";
 
 export const usage = `usage: steward register [--port P] [--org ORG] [--app-yml FILE] [--env-file FILE] [--webhook-url URL]
+                        [--handlers LIST] [--permission NAME=LEVEL]... [--event NAME]... [--console-url URL]
   registers Steward as a GitHub App from app.yml (GitHub's App Manifest flow): open the page it
   serves on http://127.0.0.1:P (default 3000), confirm on GitHub, and APP_ID, PRIVATE_KEY,
   WEBHOOK_SECRET, GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are written to .env (mode 0600,
   other lines kept). --org registers it under an organisation. Deliveries go to --webhook-url,
   else WEBHOOK_PROXY_URL, else app.yml's hook_attributes.url.
-  GITHUB_URL (default https://github.com, or from GHE_HOST) and GITHUB_API_URL choose the server`;
+  GITHUB_URL (default https://github.com, or from GHE_HOST) and GITHUB_API_URL choose the server.
+  Events and permissions are app.yml's; with --handlers, only what those built-in handlers need
+  (as \`steward manifest --handlers LIST\` prints). Either way the events and permissions that
+  STEWARD_HANDLERS' modules declare, and --permission and --event, are added. The console's OAuth
+  callback (--console-url, else STEWARD_STATUS_URL, + /console/callback) is registered when known`;
 
 interface RegisterArgs {
   port: number;
@@ -20,11 +27,21 @@ interface RegisterArgs {
   appYml: string;
   envFile: string;
   webhookUrl?: string;
+  handlers?: string;
+  permissions: PermissionSet;
+  events: string[];
+  consoleUrl?: string;
 }
 
 export function parseRegisterArgs(args: string[]): RegisterArgs | string {
-  const out: RegisterArgs = { port: 3000, appYml: "app.yml", envFile: ".env" };
+  const out: RegisterArgs = { port: 3000, appYml: "app.yml", envFile: ".env", permissions: {}, events: [] };
   for (let i = 0; i < args.length; i++) {
+    const shared = parseNeedsFlag(args, i, out);
+    if (typeof shared === "string") return shared;
+    if (shared) {
+      i = shared.next;
+      continue;
+    }
     const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
     if (!["--port", "--org", "--app-yml", "--env-file", "--webhook-url"].includes(flag)) return `unknown option "${args[i]}"`;
     const value = inline ?? args[++i];
@@ -42,6 +59,30 @@ export function parseRegisterArgs(args: string[]): RegisterArgs | string {
     }
   }
   return out;
+}
+
+/**
+ * The events and permissions to register when they differ from app.yml's: --handlers' built-in
+ * handlers only, and in any case what STEWARD_HANDLERS' modules declare and --permission/--event add.
+ */
+async function registerNeeds(parsed: RegisterArgs, appYml: string, env: NodeJS.ProcessEnv): Promise<Pick<AppNeeds, "default_events" | "default_permissions"> | undefined> {
+  const paths = loadHandlerPaths(env);
+  if (parsed.handlers === undefined && paths.length === 0 && parsed.events.length === 0 && Object.keys(parsed.permissions).length === 0) return undefined;
+  const { builtinHandlers } = await import("../../../handlers/index.js");
+  const modules = await declaredModules(paths);
+  for (const m of modules) {
+    if ("undeclared" in m || m.events.includes("*")) process.stderr.write(`steward register: ${m.name} does not declare its events (a Probot app?): add what its own manifest asks for with --event and --permission\n`);
+  }
+  const needs = appNeeds({
+    builtins: selectBuiltins(parsed.handlers ?? "none", builtinHandlers),
+    modules,
+    reviewer: (env.STEWARD_REVIEWER_TOKEN ?? "").trim() !== "",
+    permissions: parsed.permissions,
+    events: parsed.events,
+  });
+  if (parsed.handlers !== undefined) return needs;
+  const manifest = manifestFromAppYml(appYml, { redirectUrl: "http://127.0.0.1/callback" });
+  return unionNeeds({ default_events: (manifest.default_events as string[] | undefined) ?? [], default_permissions: (manifest.default_permissions as PermissionSet | undefined) ?? {} }, needs);
 }
 
 /** GitHub's web site and REST API for this environment. */
@@ -68,12 +109,25 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     return 1;
   }
   const hookUrl = parsed.webhookUrl ?? env.WEBHOOK_PROXY_URL;
+  const consoleUrl = parsed.consoleUrl ?? env.STEWARD_STATUS_URL?.trim();
+  let needs: Pick<AppNeeds, "default_events" | "default_permissions"> | undefined;
+  try {
+    needs = await registerNeeds(parsed, appYml, env);
+  } catch (e) {
+    process.stderr.write(`steward register: ${(e as Error).message}\n`);
+    return 1;
+  }
   const { githubUrl, apiUrl } = serverUrls(env);
   let registration;
   try {
     manifestFromAppYml(appYml, { redirectUrl: "http://127.0.0.1/callback" }); // refuse a bad app.yml before serving
     registration = await startRegistration({
-      manifest: (redirectUrl) => manifestFromAppYml(appYml, { redirectUrl, ...(hookUrl ? { hookUrl } : {}) }),
+      manifest: (redirectUrl) => {
+        const manifest = manifestFromAppYml(appYml, { redirectUrl, ...(hookUrl ? { hookUrl } : {}) });
+        const callback = consoleUrl ? consoleCallbackUrl(consoleUrl) : undefined;
+        if (needs) return withNeeds(manifest, needs, callback);
+        return callback ? { ...manifest, callback_urls: [callback] } : manifest;
+      },
       githubUrl,
       apiUrl,
       ...(parsed.org ? { org: parsed.org } : {}),

@@ -20,6 +20,7 @@ export const commands: Record<string, Command> = {
   simulate: { summary: "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]", load: () => import("./commands/simulate.js") },
   receive: { summary: "run one payload through the handlers and print their outcomes: steward receive --event E --payload FILE", load: () => import("./commands/receive.js") },
   register: { summary: "register Steward as a GitHub App from app.yml (manifest flow) and write .env: steward register [--port P] [--org ORG]", load: () => import("./commands/register.js") },
+  manifest: { summary: "print a least-privilege app manifest for the enabled handlers: steward manifest [--handlers rerun,deployments]", load: () => import("./commands/manifest.js") },
   deliveries: { summary: "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead", load: () => import("./commands/deliveries.js") },
 };
 

@@ -27,6 +27,8 @@ export interface FreezeSpec {
   to: string;
   reason?: string;
   timezone?: string;
+  /** `from` and `to` as instants, when already known (periods of rules and calendars). */
+  period?: { start: number; end: number };
 }
 
 /** A concrete open or frozen period [start, end). */
@@ -90,14 +92,65 @@ function segmentsAround(window: WindowSpec, at: number): Segment[] {
   return segments;
 }
 
+/** Disjoint sorted intervals: `starts[i]` < `ends[i]` <= `starts[i + 1]`. */
+interface Union {
+  starts: number[];
+  ends: number[];
+}
+
+function unionOf(periods: readonly { start: number; end: number }[]): Union {
+  const sorted = periods.filter((p) => p.end > p.start).sort((a, b) => a.start - b.start);
+  const starts: number[] = [];
+  const ends: number[] = [];
+  for (const p of sorted) {
+    const last = ends.length - 1;
+    if (last >= 0 && p.start <= ends[last]!) ends[last] = Math.max(ends[last]!, p.end);
+    else {
+      starts.push(p.start);
+      ends.push(p.end);
+    }
+  }
+  return { starts, ends };
+}
+
+/** Index of the last interval starting at or before `at`, or -1. */
+function lastStartingBy(u: Union, at: number): number {
+  let lo = 0;
+  let hi = u.starts.length - 1;
+  let found = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (u.starts[mid]! <= at) {
+      found = mid;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+/** Periods of a window, merged once per window (a decision asks about them many times). */
+const unions = new WeakMap<readonly Period[], Union>();
+function windowUnion(periods: readonly Period[]): Union {
+  let u = unions.get(periods);
+  if (!u) unions.set(periods, (u = unionOf(periods)));
+  return u;
+}
+
 /** True when `at` falls inside the window. */
 export function windowOpen(window: WindowSpec, at: number): boolean {
-  return (window.periods ?? segmentsAround(window, at)).some((s) => s.start <= at && at < s.end);
+  if (!window.periods) return segmentsAround(window, at).some((s) => s.start <= at && at < s.end);
+  const u = windowUnion(window.periods);
+  const i = lastStartingBy(u, at);
+  return i >= 0 && at < u.ends[i]!;
 }
 
 /** The next instant after `at` at which the window opens, or undefined if it never does. */
 export function nextWindowStart(window: WindowSpec, at: number): number | undefined {
-  const starts = (window.periods ?? segmentsAround(window, at))
+  if (window.periods) {
+    const u = windowUnion(window.periods);
+    return u.starts[lastStartingBy(u, at) + 1];
+  }
+  const starts = segmentsAround(window, at)
     .map((s) => s.start)
     .filter((s) => s > at);
   return starts.length ? Math.min(...starts) : undefined;
@@ -109,29 +162,36 @@ export interface ActiveFreeze {
   to: number;
 }
 
+function freezeRange(freeze: FreezeSpec): { start: number; end: number } | undefined {
+  if (freeze.period) return freeze.period;
+  const from = parseInstant(freeze.from, freeze.timezone);
+  const to = parseInstant(freeze.to, freeze.timezone);
+  return "error" in from || "error" in to ? undefined : { start: from.ms, end: to.ms };
+}
+
 /** The freeze containing `at`, if any (latest end first, so one answer covers back-to-back freezes). */
 export function activeFreeze(freezes: readonly FreezeSpec[], at: number): ActiveFreeze | undefined {
   let found: ActiveFreeze | undefined;
   for (const freeze of freezes) {
-    const from = parseInstant(freeze.from, freeze.timezone);
-    const to = parseInstant(freeze.to, freeze.timezone);
-    if ("error" in from || "error" in to) continue;
-    if (from.ms <= at && at < to.ms && (!found || to.ms > found.to)) found = { freeze, from: from.ms, to: to.ms };
+    const range = freezeRange(freeze);
+    if (!range) continue;
+    if (range.start <= at && at < range.end && (!found || range.end > found.to)) found = { freeze, from: range.start, to: range.end };
   }
   return found;
 }
 
 /**
  * The earliest instant at or after `at` that is inside a window (or any time when there are no
- * windows) and outside every freeze. Undefined when no such instant exists within a year.
+ * windows) and outside every freeze. Undefined when no such instant exists up to `limit` (a year,
+ * or less when the windows and freezes are not known that far).
  */
-export function nextOpening(windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], at: number): number | undefined {
-  const limit = at + 366 * 86_400_000;
+export function nextOpening(windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], at: number, limit = at + 366 * 86_400_000): number | undefined {
+  const frozen = unionOf(freezes.map(freezeRange).filter((r): r is { start: number; end: number } => r !== undefined));
   let candidate = at;
   while (candidate <= limit) {
-    const freeze = activeFreeze(freezes, candidate);
-    if (freeze) {
-      candidate = freeze.to;
+    const i = lastStartingBy(frozen, candidate);
+    if (i >= 0 && candidate < frozen.ends[i]!) {
+      candidate = frozen.ends[i]!;
       continue;
     }
     if (windows.length === 0 || windows.some((w) => windowOpen(w, candidate))) return candidate;

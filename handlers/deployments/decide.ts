@@ -4,6 +4,7 @@ import { matchesAny } from "../../src/index.js";
 import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen, type FreezeSpec, type WindowSpec } from "./calendar.js";
 import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
 import { buildTimetable, type CalendarTexts } from "./timetable.js";
+import { CalendarBudget } from "./recurrence.js";
 
 /** GitHub abandons a waiting protection rule after 30 days; Steward answers a day before that. */
 export const GIVE_UP_AFTER_MS = 29 * 86_400_000;
@@ -150,18 +151,19 @@ function checkAfter(rule: EnvironmentRule, request: DeploymentRequest, facts: Fa
  * `withheld`: why the policy's words must not be shown here; then a freeze's reason and the
  * windows' definitions are left out (when the deployment may go ahead still is said).
  */
-function checkTime(rule: EnvironmentRule, facts: Facts, now: number, out: Findings, withheld?: string): { opening?: number; unreadable: boolean } {
+function checkTime(rule: EnvironmentRule, facts: Facts, now: number, out: Findings, withheld?: string, budget?: CalendarBudget): { opening?: number; unreadable: boolean } {
   if (!rule.windows?.length && !rule.freeze?.length) return { unreadable: false };
-  const { windows, freezes, problems } = buildTimetable(rule, facts.calendars ?? {}, now);
+  const { windows, freezes, problems, knownUntil } = buildTimetable(rule, facts.calendars ?? {}, now, budget);
   if (problems.length) {
-    // Without the calendar Steward cannot tell whether this is a holiday: it waits and looks again.
+    // Without the calendar, or a rule Steward could not evaluate within its bounds, it cannot tell
+    // whether this is a holiday: it waits and looks again (and never approves on a guess).
     out.waiting.push(...problems);
     return { unreadable: true };
   }
-  return { ...checkTimetable(rule, windows, freezes, now, out, withheld), unreadable: false };
+  return { ...checkTimetable(rule, windows, freezes, now, out, withheld, knownUntil), unreadable: false };
 }
 
-function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], now: number, out: Findings, withheld?: string): { opening?: number } {
+function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], now: number, out: Findings, withheld?: string, knownUntil = Infinity): { opening?: number } {
   const windowsText = (list: readonly WindowSpec[]) => (withheld ? `(its definition is withheld: ${withheld})` : list.map(describeWindow).join(" or "));
   if (windows.length === 0 && freezes.length === 0) return {};
   const freeze = activeFreeze(freezes, now);
@@ -170,7 +172,10 @@ function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], f
     if (windows.length) out.passed.push(`inside deploy window ${windowsText(windows.filter((w) => windowOpen(w, now)))}`);
     return {};
   }
-  const opening = nextOpening(windows, freezes, now);
+  const yearAhead = now + 366 * 86_400_000;
+  // Dense rules are known only so far ahead: past that, nothing is decided (Steward looks again then).
+  const partial = knownUntil < yearAhead;
+  const opening = nextOpening(windows, freezes, now, Math.min(yearAhead, knownUntil));
   const parts: string[] = [];
   if (freeze) {
     const zone = freeze.freeze.timezone ?? "UTC";
@@ -178,25 +183,33 @@ function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], f
     parts.push(`deploy freeze until ${formatInstant(freeze.to, zone)}${why}`);
   }
   if (!inWindow) parts.push(`outside deploy window ${windowsText(windows)}`);
-  if (opening === undefined) parts.push("no deploy window opens within a year");
+  if (opening === undefined && partial) parts.push(`no deploy window opens before ${formatInstant(knownUntil)}, as far as Steward expands these rules; it looks again then`);
+  else if (opening === undefined) parts.push("no deploy window opens within a year");
   else if (windows.length) {
     const zone = windows.find((w) => windowOpen(w, opening))?.timezone ?? windows[0]?.timezone ?? "UTC";
     parts.push(`next window opens ${formatInstant(opening, zone)}`);
   }
   const reason = parts.join("; ");
-  if (rule.outside_window === "reject" || opening === undefined) {
+  if (rule.outside_window === "reject" || (opening === undefined && !partial)) {
     out.blocking.push(reason);
     return {};
   }
   out.waiting.push(reason);
-  return { opening };
+  return { opening: opening ?? knownUntil };
+}
+
+export interface EvaluateOptions {
+  /** Why the policy's own words must not appear in the answer, if so. */
+  withheld?: string;
+  /** What calendars may cost this decision (shared by every rule it evaluates); a fresh one when absent. */
+  budget?: CalendarBudget;
 }
 
 /**
  * Decide whether the deployment may proceed. `approve` and `reject` are final; `wait` says until
  * when (`waitUntil`) and on what (`recheckOn`) to evaluate again, and by when to give up.
  */
-export function evaluate(policy: DeploymentsPolicy | undefined, request: DeploymentRequest, facts: Facts, now: Date, opts: { withheld?: string } = {}): Evaluation {
+export function evaluate(policy: DeploymentsPolicy | undefined, request: DeploymentRequest, facts: Facts, now: Date, opts: EvaluateOptions = {}): Evaluation {
   const match = matchEnvironment(policy, request.environment);
   if (!match) return { decision: "none", reasons: [`no deployments policy matches environment ${request.environment}`] };
   const { pattern, rule } = match;
@@ -213,7 +226,7 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
   checkBranch(rule, request, env, out);
   const pendingChecks = checkChecks(rule, request, facts, out);
   const pendingEnvs = checkAfter(rule, request, facts, out);
-  const time = checkTime(rule, facts, now.getTime(), out, opts.withheld);
+  const time = checkTime(rule, facts, now.getTime(), out, opts.withheld, opts.budget);
   const opening = time.opening;
 
   if (out.blocking.length) return { decision: "reject", matched: pattern, reasons: [...out.blocking, ...out.waiting] };

@@ -3,7 +3,8 @@
 // repository's own rule, so a repository file can only add conditions (tighten); what would loosen
 // the gate has no effect and is said so. Pure.
 import { matchesAny } from "../../src/index.js";
-import { evaluate, matchEnvironment, type DeploymentRequest, type Evaluation, type Facts } from "./decide.js";
+import { evaluate, matchEnvironment, type DeploymentRequest, type EvaluateOptions, type Evaluation, type Facts } from "./decide.js";
+import { CalendarBudget } from "./recurrence.js";
 import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
 
 /** Custom property values of one repository (a multi-select property has several). */
@@ -77,7 +78,9 @@ export function factsRule(rules: readonly EnvironmentRule[]): EnvironmentRule {
  * The repository's rule and every organisation gate, all of which must let the deployment through:
  * any rejection rejects, else any wait waits (until the latest opening), else it is approved.
  */
-export function evaluateGated(policy: DeploymentsPolicy | undefined, gates: readonly OrgGate[], request: DeploymentRequest, facts: Facts, now: Date, opts: { withheld?: string } = {}): Evaluation {
+export function evaluateGated(policy: DeploymentsPolicy | undefined, gates: readonly OrgGate[], request: DeploymentRequest, facts: Facts, now: Date, options: EvaluateOptions = {}): Evaluation {
+  // One budget for every rule of the decision: gates do not multiply what calendars may cost.
+  const opts = { ...options, budget: options.budget ?? new CalendarBudget() };
   const own = evaluate(policy, request, facts, now, opts);
   if (gates.length === 0) return own;
   const repoRule = matchEnvironment(policy, request.environment)?.rule;

@@ -2,7 +2,17 @@
 // wins), what a deployment needs before Steward approves it.
 import { type PolicySection, type SemanticCheck, globError } from "../../src/index.js";
 import { DAYS, parseHours, parseInstant, zoneError, type Day } from "./calendar.js";
-import { parseDuration, recurrenceError } from "./recurrence.js";
+import { CalendarBudget, parseDuration, recurrenceCost, recurrenceError } from "./recurrence.js";
+
+/** Windows an environment may list (each is evaluated on every decision). */
+export const MAX_WINDOWS = 32;
+/** Freezes an environment may list. */
+export const MAX_FREEZES = 64;
+/** Recurring (`rrule`) and calendar entries an environment may list, windows and freezes together. */
+export const MAX_RECURRING = 16;
+/** What validation spends trying a file's rules near the present: per rule, and for the whole file. */
+const PROBE_MS = 100;
+const PROBES_MS = 300;
 
 /** Recurring periods (RFC 5545): `rrule` from `start` (wall clock in `timezone`), each lasting `duration`. */
 interface Recurring {
@@ -145,13 +155,32 @@ const RULE_KEYS = ["branches", "checks", "after", "windows", "freeze", "outside_
 
 /** Checks a schema cannot express: globs, time zones, hour ranges, freeze ranges and their overlaps. */
 export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report) => {
-  checkEnvironments(value.environments ?? {}, ["environments"], report);
+  const probes: Probes = { now: Date.now(), spentMs: 0 };
+  checkEnvironments(value.environments ?? {}, ["environments"], report, probes);
   (value.by_property ?? []).forEach((gate, i) => {
-    if (gate.environments) checkEnvironments(gate.environments, ["by_property", i, "environments"], report);
+    if (gate.environments) checkEnvironments(gate.environments, ["by_property", i, "environments"], report, probes);
   });
 };
 
-function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix: (string | number)[], report: Report): void {
+/** Trying rules near the present at validation: the clock, and the time spent on it so far. */
+interface Probes {
+  now: number;
+  spentMs: number;
+}
+
+/** Reports windows, freezes and recurring entries past what one decision evaluates. */
+function checkSizes(rule: EnvironmentRule, at: (string | number)[], report: Report): void {
+  const windows = rule.windows ?? [];
+  const freezes = rule.freeze ?? [];
+  if (windows.length > MAX_WINDOWS) report([...at, "windows", MAX_WINDOWS], `at most ${MAX_WINDOWS} windows per environment; this one lists ${windows.length}`);
+  if (freezes.length > MAX_FREEZES) report([...at, "freeze", MAX_FREEZES], `at most ${MAX_FREEZES} freezes per environment; this one lists ${freezes.length}`);
+  const recurring = [...windows.map((w, i) => ({ e: w, path: ["windows", i] })), ...freezes.map((f, i) => ({ e: f, path: ["freeze", i] }))].filter(({ e }) => e.rrule !== undefined || e.calendar !== undefined);
+  if (recurring.length > MAX_RECURRING) {
+    report([...at, ...recurring[MAX_RECURRING]!.path], `at most ${MAX_RECURRING} recurring or calendar windows and freezes per environment; this one lists ${recurring.length}`);
+  }
+}
+
+function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix: (string | number)[], report: Report, probes: Probes): void {
   for (const [name, rule] of Object.entries(environments)) {
     const at = [...prefix, name];
     const nameProblem = globError(name);
@@ -169,8 +198,9 @@ function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix
       });
     }
     if (rule.after?.includes(name)) report([...at, "after"], `environment "${name}" cannot come after itself`);
-    checkWindows(rule.windows ?? [], [...at, "windows"], report);
-    checkFreezes(rule.freeze ?? [], [...at, "freeze"], report);
+    checkSizes(rule, at, report);
+    checkWindows(rule.windows ?? [], [...at, "windows"], report, probes);
+    checkFreezes(rule.freeze ?? [], [...at, "freeze"], report, probes);
     if (rule.report_every !== undefined) {
       const every = parseDuration(rule.report_every);
       if ("error" in every) report([...at, "report_every"], every.error);
@@ -188,7 +218,7 @@ const CALENDAR_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*\.ics$/;
  * An entry is one kind: recurring (`rrule` + `start` + `duration`), a `calendar`, or the plain kind
  * (`plainKeys`). Reports mixed or incomplete entries; returns the kind, or undefined when invalid.
  */
-function entryKind(e: Recurring & Record<string, unknown>, plainKeys: readonly string[], at: (string | number)[], report: Report): "recurring" | "calendar" | "plain" | undefined {
+function entryKind(e: Recurring & Record<string, unknown>, plainKeys: readonly string[], at: (string | number)[], report: Report, probes: Probes): "recurring" | "calendar" | "plain" | undefined {
   const recurring = RECURRING_KEYS.filter((k) => e[k] !== undefined);
   const plain = plainKeys.filter((k) => e[k] !== undefined);
   const kinds = [recurring.length > 0, e.calendar !== undefined, plain.length > 0].filter(Boolean).length;
@@ -210,15 +240,24 @@ function entryKind(e: Recurring & Record<string, unknown>, plainKeys: readonly s
     report([...at, recurring[0]!], `a recurring entry needs ${missing.map((k) => `"${k}"`).join(" and ")} too`);
     return undefined;
   }
-  const problem = recurrenceError({ rrule: e.rrule!, start: e.start!, duration: e.duration!, ...(typeof e.timezone === "string" ? { timezone: e.timezone } : {}) });
+  const spec = { rrule: e.rrule!, start: e.start!, duration: e.duration!, ...(typeof e.timezone === "string" ? { timezone: e.timezone } : {}) };
+  const problem = recurrenceError(spec);
   if (problem) {
     report([...at, problem.key], problem.message);
     return undefined;
   }
+  // Try the rule near the present, as a decision would: one that cannot be evaluated within the
+  // bounds would hold every deployment it guards. Validation spends a bounded time on this.
+  if (probes.spentMs < PROBES_MS) {
+    const started = performance.now();
+    const cost = recurrenceCost(spec, probes.now, new CalendarBudget(undefined, PROBE_MS));
+    probes.spentMs += performance.now() - started;
+    if (cost) report([...at, "rrule"], cost.message, cost.severity);
+  }
   return "recurring";
 }
 
-function checkWindows(windows: DeployWindow[], at: (string | number)[], report: Report): void {
+function checkWindows(windows: DeployWindow[], at: (string | number)[], report: Report, probes: Probes): void {
   const parsed: { i: number; days: Set<Day>; zone: string; start: number; end: number }[] = [];
   windows.forEach((w, i) => {
     let ok = true;
@@ -230,7 +269,7 @@ function checkWindows(windows: DeployWindow[], at: (string | number)[], report: 
       }
     }
     if (!ok) return;
-    if (entryKind(w as DeployWindow & Record<string, unknown>, ["days", "hours"], [...at, i], report) !== "plain") return;
+    if (entryKind(w as DeployWindow & Record<string, unknown>, ["days", "hours"], [...at, i], report, probes) !== "plain") return;
     const days = w.days ?? [...DAYS];
     if (new Set(days).size !== days.length) report([...at, i, "days"], "a day is listed twice");
     let range = { start: 0, end: 24 * 60 };
@@ -256,7 +295,7 @@ function checkWindows(windows: DeployWindow[], at: (string | number)[], report: 
   }
 }
 
-function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report): void {
+function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report, probes: Probes): void {
   const parsed: { i: number; from: number; to: number }[] = [];
   freezes.forEach((f, i) => {
     if (f.timezone !== undefined) {
@@ -266,7 +305,7 @@ function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report
         return;
       }
     }
-    if (entryKind(f as Freeze & Record<string, unknown>, ["from", "to"], [...at, i], report) !== "plain") return;
+    if (entryKind(f as Freeze & Record<string, unknown>, ["from", "to"], [...at, i], report, probes) !== "plain") return;
     if (f.from === undefined || f.to === undefined) {
       report([...at, i], `a freeze needs "from" and "to", or "rrule" + "start" + "duration", or "calendar"`);
       return;

@@ -319,6 +319,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     statusUrl: statusUrl === undefined ? undefined : httpUrl("STEWARD_STATUS_URL", statusUrl),
     durability: oneOf(env, "STEWARD_DURABILITY", ["process", "power"] as const, "process"),
     bodyTimeoutMs: duration(env, "STEWARD_BODY_TIMEOUT", "15s"),
+    bodyMinRate: integer(env, "STEWARD_BODY_MIN_RATE", 16_384, 0, 1 << 30),
+    maxConnectionsPerAddress: integer(env, "STEWARD_MAX_CONNECTIONS_PER_ADDRESS", 256, 0, 1_000_000),
     ...(redis === undefined ? {} : { redisUrl: redis }),
     ...(proxy === undefined ? {} : { webhookProxyUrl: proxy }),
     ...oauthClient(env),

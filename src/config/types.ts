@@ -31,6 +31,10 @@ export interface StewardConfig {
   shutdownTimeoutMs: number;
   /** A webhook body must arrive whole within this (STEWARD_BODY_TIMEOUT, default 15 s). */
   bodyTimeoutMs?: number;
+  /** Bytes a second a webhook body must arrive at after a 2 s grace (STEWARD_BODY_MIN_RATE, default 16384; 0: no floor). */
+  bodyMinRate?: number;
+  /** Connections one address (an IPv6 /64) may hold open (STEWARD_MAX_CONNECTIONS_PER_ADDRESS, default 256; 0: no cap). */
+  maxConnectionsPerAddress?: number;
   /**
    * Spacing of writes per installation, ms (STEWARD_WRITE_INTERVAL; GitHub asks for about one
    * second). Optional so hand-built configs may omit it; absent means 1 s.

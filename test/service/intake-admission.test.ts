@@ -7,7 +7,9 @@ import { request, Agent } from "node:http";
 import { connect, type Socket } from "node:net";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config/env.js";
 import { signBody } from "../../src/intake/signature.js";
+import { appKey } from "../support/app-key.js";
 import { deliveryId, startHttp, type RunningHttp } from "./helpers.js";
 
 const SECRET = "test-secret";
@@ -245,4 +247,17 @@ describe("the intake budget", () => {
     agent.destroy();
     for (const e of [...bodies, ...extra]) e.socket.destroy();
   }, 60_000);
+});
+
+describe("admission settings", () => {
+  it("reads STEWARD_BODY_MIN_RATE and STEWARD_MAX_CONNECTIONS_PER_ADDRESS, with defaults, and refuses malformed values by name", () => {
+    const base = { APP_ID: "123", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: "whsec-value-1" };
+    expect(loadConfig(base)).toMatchObject({ bodyMinRate: 16_384, maxConnectionsPerAddress: 256 });
+    expect(loadConfig({ ...base, STEWARD_BODY_MIN_RATE: "0", STEWARD_MAX_CONNECTIONS_PER_ADDRESS: "1000" })).toMatchObject({
+      bodyMinRate: 0,
+      maxConnectionsPerAddress: 1000,
+    });
+    expect(() => loadConfig({ ...base, STEWARD_BODY_MIN_RATE: "16KiB" })).toThrow(/STEWARD_BODY_MIN_RATE/);
+    expect(() => loadConfig({ ...base, STEWARD_MAX_CONNECTIONS_PER_ADDRESS: "-1" })).toThrow(/STEWARD_MAX_CONNECTIONS_PER_ADDRESS/);
+  });
 });

@@ -36,6 +36,7 @@ export { StewardOctokit } from "./api/octokit.js";
 export { stoppedError, isStopped, throwIfStopped, stoppableDelay } from "./lifecycle/abort-scope.js";
 export { withJobLease, describeHolder, LeaseHeld, type JobLeaseOptions, type LeaseHolder } from "./store/job-lease.js";
 export { MatchBudget, MatchBudgetExceeded } from "./policy/match-budget.js";
+export { boundedMatch, INLINE_WORK, MAX_LINE_CHARS, matchInline, matchWork, type BoundedMatch } from "./policy/bounded-match.js";
 // Secret hygiene: Steward's own settings and credentials are never a policy's to read.
 export { isSettingName, settingPaths } from "./config/setting-names.js";
 export { containsRegisteredSecret } from "./log/redact.js";

@@ -61,6 +61,8 @@ export interface JobVerdict {
   rule?: number;
   /** Why the job is (or is not) transient. */
   reason: string;
+  /** Set when a rule could not be evaluated (its log matching was stopped at its bound): why. */
+  stopped?: string;
 }
 
 export type Decision =
@@ -194,8 +196,14 @@ export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: str
         misses.push(`rule ${i + 1}: log unavailable`);
         continue;
       }
-      const matched = typeof log === "string" ? scanLogSync(log, rule.log) : log.matched;
-      const hit = rule.log.find((spec) => matched.has(spec));
+      const scanned = typeof log === "string" ? scanLogSync(log, rule.log) : log;
+      const hit = rule.log.find((spec) => scanned.matched.has(spec));
+      if (!hit && scanned.stopped) {
+        // Not known whether the rule matches: fail closed, no later rule decides in its place.
+        const stopped = `rule ${i + 1}: ${scanned.stopped}, so the rule was not evaluated`;
+        misses.push(stopped);
+        return { ...base, transient: false, stopped, reason: `cannot evaluate the rules (${misses.join("; ")})` };
+      }
       if (!hit) {
         misses.push(`rule ${i + 1}: log matches none of ${withheld ? "the rule's patterns" : `[${rule.log.join(", ")}]`}`);
         continue;
@@ -255,6 +263,8 @@ export function decide(input: DecideInput): Decision {
   // Mode `jobs` re-runs the transient jobs alone; the other modes need every failure transient.
   const partial = policy.mode === "jobs" && transient.length > 0;
   if (real.length > 0 && !partial) reasons.push(`${real.length} of ${verdicts.length} failed jobs are not transient: ${real.map((v) => v.name).join(", ")}`);
+  // A rule that could not be evaluated never counts as matching: said here, not only in the job's verdict.
+  for (const v of verdicts) if (v.stopped) reasons.push(`${v.name} is not re-run: ${v.stopped}`);
 
   const stop = attemptOrBudgetStop(policy, run, input.usedToday ?? 0);
   if (stop) reasons.push(stop);

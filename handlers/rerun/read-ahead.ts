@@ -105,22 +105,25 @@ export async function readAhead(ctx: HandlerContext<any, RerunPolicy>): Promise<
   if (held.has(key)) return { status: "skipped", reason: `the log of ${label} was already read ahead` };
   if (held.size >= policy.max_failed_jobs) return { status: "skipped", reason: `${held.size} logs of run ${job.run_id} attempt ${attempt} read ahead already (rerun.max_failed_jobs)` };
   const specs = specsOf(policy);
-  const reading = (async (): Promise<ReadAheadRecord | undefined> => {
+  const reading = (async (): Promise<ReadAheadRecord | { stopped: string } | undefined> => {
     const log = await fetchJobLog(ctx.octokit, { owner: payload.repository.owner.login, repo: payload.repository.name }, job.id);
     // Not there (yet: GitHub may take a moment to publish it): the decision reads it itself.
     if (log === null) return undefined;
     const scanned = await scanLog(log, specs, new MatchBudget());
+    // Not kept: the decision reads the log itself, and fails closed if it cannot match it either.
+    if (scanned.stopped) return { stopped: scanned.stopped };
     const record: ReadAheadRecord = { specs, matched: [...scanned.matched], tail: log.slice(-LOG_TAIL_CHARS) };
     await ctx.store.set(key, record, { ttlMs: READ_AHEAD_TTL_MS });
     return record;
   })();
   inFlight.set(key, reading);
-  let record: ReadAheadRecord | undefined;
+  let record: ReadAheadRecord | { stopped: string } | undefined;
   try {
     record = await reading;
   } finally {
     inFlight.delete(key);
   }
+  if (record && "stopped" in record) return { status: "skipped", reason: `the log of ${label} was not kept: ${record.stopped}` };
   if (!record) return { status: "skipped", reason: `the log of ${label} is not available yet; the run's decision reads it` };
   return { status: "done", summary: `read the log of ${label} ahead of the run's decision` };
 }

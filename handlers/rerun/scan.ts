@@ -1,52 +1,35 @@
 // Log matching for `rerun.rules[].log`: a log is read line by line (`^`/`$` are a line's start and
 // end, a pattern never spans lines), with long lines cut into pieces, so no single match sees more
-// than MAX_LINE_CHARS. Scanning yields to the event loop between slices, so a multi-MiB log never
-// keeps `/healthz` or other deliveries waiting, and charges each slice to the delivery's budget.
-import { MatchBudget } from "../../src/index.js";
-import { textMatcher, type TextMatcher } from "../../src/index.js";
+// than MAX_LINE_CHARS. Matching a log runs in a worker thread stopped at the delivery's remaining
+// matching time (src/policy/bounded-match.ts): the event loop is never held by it, and a log
+// that could not be matched in time says so (`stopped`) for the decision to fail closed.
+import { boundedMatch, INLINE_WORK, MAX_LINE_CHARS, matchInline, matchWork, textMatcher, type MatchBudget } from "../../src/index.js";
 
-/** Longest piece of one line a pattern is matched against. */
-export const MAX_LINE_CHARS = 64 * 1024;
-/** Text matched between two yields to the event loop. */
-const SLICE_CHARS = 256 * 1024;
+export { MAX_LINE_CHARS };
 
 /** A log already matched: the log patterns (as written) that matched one of its lines. */
 export interface ScannedLog {
   matched: ReadonlySet<string>;
+  /** Why matching stopped before every pattern was decided (then `matched` is empty). */
+  stopped?: string;
 }
 
-/** Matches the lines of `log` from `from` on until about SLICE_CHARS are read; returns where it stopped. */
-function scanSlice(log: string, from: number, matchers: TextMatcher[], matched: Set<string>, sliceChars: number): number {
-  let pos = from;
-  const stop = Math.min(log.length, from + sliceChars);
-  while (pos < stop && matched.size < matchers.length) {
-    let end = log.indexOf("\n", pos);
-    if (end === -1) end = log.length;
-    end = Math.min(end, pos + MAX_LINE_CHARS);
-    const line = log.slice(pos, end);
-    for (const m of matchers) if (!matched.has(m.source) && m.test(line)) matched.add(m.source);
-    pos = log[end] === "\n" ? end + 1 : end;
-  }
-  return matched.size < matchers.length ? pos : log.length;
-}
-
-/** The specs of `specs` that match some line of `log`, synchronously (small logs, pure callers). */
-export function scanLogSync(log: string, specs: readonly string[]): Set<string> {
+/**
+ * The specs of `specs` that match some line of `log`, on the calling thread: only when that is
+ * little work (short texts, as the stored tails a simulation replays); otherwise `stopped`.
+ */
+export function scanLogSync(log: string, specs: readonly string[]): ScannedLog {
   const matchers = [...new Set(specs)].map(textMatcher);
-  const matched = new Set<string>();
-  scanSlice(log, 0, matchers, matched, log.length + 1);
-  return matched;
+  if (matchWork(log, matchers) > INLINE_WORK) {
+    return { matched: new Set(), stopped: `matching ${specs.length} log patterns against a ${log.length}-character log is more work than is done without a deadline` };
+  }
+  return { matched: matchInline(log, matchers) };
 }
 
-/** The specs of `specs` that match some line of `log`, in budgeted slices with yields in between. */
+/** The specs of `specs` that match some line of `log`, within what is left of the delivery's `budget`. */
 export async function scanLog(log: string, specs: readonly string[], budget: MatchBudget): Promise<ScannedLog> {
   const matchers = [...new Set(specs)].map(textMatcher);
-  const matched = new Set<string>();
-  let pos = 0;
-  while (pos < log.length) {
-    const from = pos;
-    pos = budget.charge(`matching ${specs.length} log patterns against a ${log.length}-character job log`, () => scanSlice(log, from, matchers, matched, SLICE_CHARS));
-    if (pos < log.length) await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-  return { matched };
+  const result = await boundedMatch(log, matchers, { deadlineMs: budget.remaining, what: `${specs.length} log patterns against a ${log.length}-character job log` });
+  budget.spend(result.ms);
+  return result.stopped ? { matched: result.matched, stopped: result.stopped } : { matched: result.matched };
 }

@@ -3,8 +3,8 @@
 // the bound is on what matters: the number of values the document expands to.
 import { isAlias, isCollection, isPair, isScalar, type Document, type Node } from "yaml";
 
-/** Most values (scalars, list items, map entries) a policy document may expand to through aliases. */
-export const MAX_EXPANDED_VALUES = 100_000;
+/** Most values (scalars, list items, map entries) a policy document may have, counting what aliases expand to. */
+export const MAX_EXPANDED_VALUES = 20_000;
 
 export interface ExpansionProblem {
   /** Offset in the source text of the alias that went over the bound or refers to its own ancestor. */
@@ -20,6 +20,7 @@ export function checkExpandedSize(doc: Document, max = MAX_EXPANDED_VALUES): Exp
   const sizes = new Map<unknown, number>();
   const open = new Set<unknown>();
   let problem: ExpansionProblem | undefined;
+  let aliases = false;
 
   const size = (node: unknown): number => {
     if (problem || node === null || node === undefined) return 0;
@@ -27,6 +28,7 @@ export function checkExpandedSize(doc: Document, max = MAX_EXPANDED_VALUES): Exp
     if (known !== undefined) return known;
     let n = 1;
     if (isAlias(node)) {
+      aliases = true;
       const target = node.resolve(doc);
       const offset = node.range?.[0] ?? 0;
       if (open.has(target)) {
@@ -50,7 +52,7 @@ export function checkExpandedSize(doc: Document, max = MAX_EXPANDED_VALUES): Exp
       open.delete(node);
     }
     sizes.set(node, n);
-    if (!problem && n > max) problem = { offset: (node as Node).range?.[0] ?? 0, message: `the document expands to more than ${max} values through aliases` };
+    if (!problem && n > max) problem = { offset: (node as Node).range?.[0] ?? 0, message: aliases ? `the document expands to more than ${max} values through aliases` : `the document has more than ${max} values` };
     return n;
   };
   size(doc.contents);

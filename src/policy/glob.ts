@@ -9,6 +9,7 @@
 // `+(a|b)`, `*(a|b)` extglobs; `\x` a literal x; a leading `!` negates the whole glob.
 // `!(…)` extglobs need lookaround, which no linear-time engine offers: they are rejected.
 import { RE2JS } from "re2js";
+import { MAX_PROGRAM_SIZE } from "./regex.js";
 
 export const MAX_GLOB_LENGTH = 1024;
 
@@ -166,6 +167,8 @@ class Translator {
 
 export interface GlobMatcher {
   (value: string): boolean;
+  /** Instructions of the compiled program (what compiling and matching cost grows with). */
+  readonly size: number;
 }
 
 /** A linear-time matcher for `glob`; throws GlobSyntaxError when it is malformed. */
@@ -177,5 +180,7 @@ export function compileGlob(glob: string, opts: { ignoreCase?: boolean } = {}): 
   } catch (e) {
     throw new GlobSyntaxError(`invalid glob "${glob}": ${(e as Error).message.replace(/^error parsing regexp: /, "")}`);
   }
-  return (value: string) => re.matches(value) !== negated;
+  const size = re.programSize();
+  if (size > MAX_PROGRAM_SIZE) throw new GlobSyntaxError(`glob "${glob.length > 80 ? `${glob.slice(0, 77)}...` : glob}" compiles to ${size} instructions, more than the ${MAX_PROGRAM_SIZE} Steward runs`);
+  return Object.assign((value: string) => re.matches(value) !== negated, { size });
 }

@@ -1,9 +1,9 @@
-// Defence in depth behind the linear-time engines: the CPU time one delivery may spend matching
-// policy patterns. Matching runs in bounded slices (see handlers/rerun/scan.ts), each charged here;
-// a delivery over budget fails with a clear error, is retried like any failure and ends dead after
-// its attempts, instead of holding the process (and every installation) hostage.
+// The time one delivery may spend matching policy patterns against text. Each matching job runs in
+// a worker thread terminated at the time the delivery has left (bounded-match.ts), so the budget is
+// enforced within a call, not only between calls; what was stopped is reported, and a decision
+// that needed it fails closed.
 
-/** Default CPU time one delivery may spend matching patterns against text. */
+/** Default time one delivery may spend matching patterns against text. */
 export const DEFAULT_MATCH_BUDGET_MS = 5_000;
 
 export class MatchBudgetExceeded extends Error {
@@ -19,6 +19,16 @@ export class MatchBudget {
 
   get spent(): number {
     return this.spentMs;
+  }
+
+  /** Time left, in ms (0 once spent). */
+  get remaining(): number {
+    return Math.max(0, this.limitMs - this.spentMs);
+  }
+
+  /** Counts `ms` of matching done elsewhere (a worker) against the budget. */
+  spend(ms: number): void {
+    this.spentMs += ms;
   }
 
   /** Runs one bounded slice of matching and charges its time; throws once the budget is spent. */

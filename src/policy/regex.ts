@@ -5,6 +5,13 @@
 import { RE2JS } from "re2js";
 
 export const MAX_REGEX_LENGTH = 2048;
+/**
+ * Most instructions a compiled pattern may have. Matching costs about the text's length times the
+ * program's size, and counted repetitions multiply the program (`[a-z]{1000}` is 1,002 instructions,
+ * twenty of them 20,003): a short pattern can cost seconds per line, so the program is bounded, not
+ * only the text of the pattern.
+ */
+export const MAX_PROGRAM_SIZE = 2000;
 
 const UNSUPPORTED: readonly [RegExp, string][] = [
   [/\\[1-9]|\\k</, "backreferences (\\1, \\k<name>)"],
@@ -25,12 +32,24 @@ export function compileRegex(spec: string, body: string, flags: string): RE2JS {
   }
   let flagBits = 0;
   for (const f of flags) flagBits |= FLAGS[f]!;
+  let re: RE2JS;
   try {
-    return RE2JS.compile(RE2JS.translateRegExp(body), flagBits);
+    re = RE2JS.compile(RE2JS.translateRegExp(body), flagBits);
   } catch (e) {
     const reason = (e as Error).message.replace(/^error parsing regexp: /, "");
     throw new Error(`invalid regular expression ${spec}: ${reason} (patterns use RE2 syntax)`);
   }
+  if (re.programSize() > MAX_PROGRAM_SIZE) {
+    throw new Error(
+      `regular expression ${shorten(spec)} compiles to ${re.programSize()} instructions, more than the ${MAX_PROGRAM_SIZE} Steward runs ` +
+        `(counted repetitions such as {1000} multiply the pattern; use fewer or smaller counts, or .* / + instead)`,
+    );
+  }
+  return re;
+}
+
+function shorten(spec: string): string {
+  return spec.length > 80 ? `${spec.slice(0, 77)}...` : spec;
 }
 
 /** `\\1` is a backslash then `1`, not a backreference: drop escaped backslashes before looking. */

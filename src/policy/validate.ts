@@ -7,8 +7,10 @@ import { isMap, isPair, isScalar, LineCounter, parseDocument, type Document } fr
 import type { HandlerModule } from "../handler.js";
 import { isPlainObject, mergePolicy, policyDocuments, policySections } from "./merge.js";
 import { checkExpandedSize } from "./expanded-size.js";
+import { MAX_NESTING, tooDeep } from "./nesting.js";
 import { locatePath, offsetRange, type PathSegment } from "./positions.js";
 import { describeSchemaErrors } from "./schema-errors.js";
+import { withPatternTally } from "./patterns.js";
 import { didYouMean, suggestionNote } from "./suggest.js";
 import type { CheckOptions, JsonSchema, Problem, SemanticCheck } from "./types.js";
 
@@ -48,6 +50,14 @@ export interface PolicyAnalysis {
   locate(path: readonly PathSegment[], opts?: { key?: boolean }): { line: number; column: number; endColumn?: number; exact: boolean };
 }
 
+/**
+ * Largest policy file read, in characters. Parsing, validating and locating problems run on the
+ * event loop; a sane policy is a few KiB, and the contents API would serve up to 1 MB.
+ */
+export const MAX_POLICY_CHARS = 128 * 1024;
+/** Schema problems reported per part: locating each costs a walk of the document. */
+export const MAX_REPORTED_PROBLEMS = 50;
+
 export function validatePolicyText(text: string, opts: ValidateOptions): { value: unknown; problems: Problem[] } {
   const { value, problems } = analysePolicyText(text, opts);
   return { value, problems };
@@ -55,6 +65,10 @@ export function validatePolicyText(text: string, opts: ValidateOptions): { value
 
 /** Full analysis of one file (what `validatePolicyText` returns, plus what merging needs). */
 export function analysePolicyText(text: string, opts: ValidateOptions): PolicyAnalysis {
+  return withPatternTally(() => analyse(text, opts));
+}
+
+function analyse(text: string, opts: ValidateOptions): PolicyAnalysis {
   const lineCounter = new LineCounter();
   let doc: Document | undefined;
   const problems: Problem[] = [];
@@ -64,10 +78,28 @@ export function analysePolicyText(text: string, opts: ValidateOptions): PolicyAn
   let value: unknown;
   try {
     if (typeof text !== "string") throw new TypeError("policy text is not a string");
-    doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true, strict: true });
+    if (text.length > MAX_POLICY_CHARS) {
+      push({ line: 1, column: 1, message: `the file is ${text.length} characters long, more than the ${MAX_POLICY_CHARS} Steward reads`, path: [], severity: "error" });
+      invalid.add(opts.document === undefined ? "*" : "");
+      return { value: undefined, problems, invalid, locate };
+    }
+    const deep = tooDeep(text);
+    if (deep !== undefined) {
+      const before = text.slice(0, deep);
+      const line = before.split("\n").length;
+      push({ line, column: deep - before.lastIndexOf("\n"), message: `the document nests deeper than ${MAX_NESTING} levels`, path: [], severity: "error" });
+      invalid.add(opts.document === undefined ? "*" : "");
+      return { value: undefined, problems, invalid, locate };
+    }
+    // Duplicate keys are found below in one pass: the library's own check compares every pair of a map's keys.
+    doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false, strict: true });
     for (const e of [...doc.errors, ...doc.warnings]) {
       const pos = offsetRange(lineCounter, e.pos[0], e.pos[1]);
       push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: yamlMessage(e.code, e.message), path: [], severity: e.name === "YAMLWarning" ? "warning" : "error" });
+    }
+    if (doc.errors.length === 0 && reportDuplicateKeys(doc, lineCounter, push) > 0) {
+      invalid.add(opts.document === undefined ? "*" : "");
+      return { value: undefined, problems, invalid, locate };
     }
     if (doc.errors.length > 0) {
       invalid.add(opts.document === undefined ? "*" : "");
@@ -105,6 +137,34 @@ function yamlMessage(code: string, message: string): string {
   if (code === "DUPLICATE_KEY") return "duplicate key: " + message.charAt(0).toLowerCase() + message.slice(1);
   if (/call stack/i.test(message)) return "YAML syntax error: nested too deeply";
   return `YAML syntax error: ${message}`;
+}
+
+/** Reports each key that repeats one before it in the same map, at the repeat; returns how many. */
+function reportDuplicateKeys(doc: Document, lineCounter: LineCounter, push: (p: Omit<Problem, "file">) => void): number {
+  let found = 0;
+  const walk = (node: unknown) => {
+    if (!node || typeof node !== "object") return;
+    const items = (node as { items?: unknown[] }).items;
+    if (!Array.isArray(items)) return;
+    const seen = new Set<unknown>();
+    for (const item of items) {
+      if (isPair(item)) {
+        if (isMap(node) && isScalar(item.key)) {
+          const key = item.key.value;
+          if (seen.has(key)) {
+            const range = item.key.range;
+            const pos = range ? offsetRange(lineCounter, range[0], range[1]) : { line: 1, column: 1 };
+            push({ ...pos, message: "duplicate key: map keys must be unique", path: [], severity: "error" });
+            found++;
+          }
+          seen.add(key);
+        }
+        walk(item.value);
+      } else walk(item);
+    }
+  };
+  walk(doc.contents);
+  return found;
 }
 
 /** Keys like `? [a, b]` turn into strings silently; in a policy they are always a mistake. */
@@ -207,10 +267,14 @@ function validatePart(
   }
   if (!validate(value)) {
     const findings = describeSchemaErrors(validate.errors ?? [], part.prefix);
-    for (const f of findings) {
+    for (const f of findings.slice(0, MAX_REPORTED_PROBLEMS)) {
       const path = [...part.prefix, ...f.path];
       const pos = locate(path, { key: f.atKey });
       push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: f.message, path, severity: "error", ...(f.suggestion ? { suggestion: f.suggestion } : {}) });
+    }
+    if (findings.length > MAX_REPORTED_PROBLEMS) {
+      const pos = locate(part.prefix, { key: true });
+      push({ line: pos.line, column: pos.column, message: `${findings.length - MAX_REPORTED_PROBLEMS} more problems in ${label} not shown`, path: part.prefix, severity: "error" });
     }
     // Typos are the commonest mistake: when unknown keys are the only schema problem, the
     // rest of the section is still checked, so one pass shows every problem of the file.

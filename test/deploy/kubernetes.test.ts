@@ -4,7 +4,7 @@
 // Steward with two replicas, a rolling update or an autoscaler is caught by the checks below,
 // and the API server's admission policy (CEL, evaluated here) denies the same objects.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -37,12 +37,12 @@ function render(dir: string): Obj[] {
 }
 
 /** A kustomization of its own (as an operator would write on top of ours), rendered. */
-function renderOwn(kustomization: Obj, files: Record<string, string> = {}): Obj[] {
+function renderOwn(kustomization: Obj | string, files: Record<string, string> = {}): Obj[] {
   const dir = mkdtempSync(join(tmpdir(), "steward-kustomize-"));
   temps.push(dir);
   const rel = (p: string) => relative(dir, join(ROOT, p));
-  const k = JSON.parse(JSON.stringify(kustomization).replace(/@ROOT@\/([^"]+)/g, (_m, p: string) => rel(p)));
-  writeFileSync(join(dir, "kustomization.yaml"), JSON.stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", ...k }));
+  const text = typeof kustomization === "string" ? kustomization : JSON.stringify({ apiVersion: "kustomize.config.k8s.io/v1beta1", kind: "Kustomization", ...kustomization });
+  writeFileSync(join(dir, "kustomization.yaml"), text.replace(/@ROOT@\/([^"\s]+)/g, (_m, p: string) => rel(p)));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return render(dir);
 }
@@ -267,6 +267,16 @@ describe.skipIf(!hasKubectl)("Kubernetes manifests (kubectl kustomize)", () => {
   it("the common component alone is not a deployable Steward", () => {
     const docs = render(join(ROOT, "components/steward"));
     expect(problems(docs)).toEqual(expect.arrayContaining([expect.stringMatching(/volume data is mounted at \/var\/lib\/steward and not defined/), expect.stringMatching(/no steward.dev\/store label/)]));
+  });
+
+  it.each(OVERLAYS)("the guide's own overlay (docs/deploy/kubernetes.md) on overlays/%s renders and holds", async (overlay) => {
+    const guide = readFileSync(resolve(ROOT, "../../docs/deploy/kubernetes.md"), "utf8");
+    const block = /```yaml\n(# my-steward\/kustomization\.yaml\n[\s\S]*?)```/.exec(guide)![1]!;
+    const docs = renderOwn(block.replaceAll("../steward/deploy/kubernetes/", "@ROOT@/").replace("overlays/sqlite", `overlays/${overlay}`));
+    for (const doc of docs) new (await modelOf(doc))(doc).validate();
+    expect(problems(docs)).toEqual([]);
+    expect(docs.find((d) => d.kind === "Deployment")!.spec.template.spec.containers[0].image).toBe("ghcr.io/YOUR_ORG/steward:0.1.0");
+    expect(docs.find((d) => d.kind === "Ingress" && d.metadata.name === "steward-webhook")!.spec.rules[0].host).toBe("hooks.steward.example.com");
   });
 
   it("queue autoscaling renders on the shared store, scaling on steward_queue_depth", async () => {

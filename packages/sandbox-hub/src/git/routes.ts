@@ -83,6 +83,50 @@ export function installContentRoutes(hub: SandboxHub, router: RouteTable): void 
     }
     return hub.paginate(req, list);
   }, CONTENTS);
+  // Compare two commits as GitHub does (`BASE...HEAD`, each a branch, tag or sha): where HEAD
+  // stands relative to BASE (identical, ahead, behind, diverged), by how many commits, from which
+  // merge base; the commits HEAD has that BASE lacks (oldest first, up to 250) and the files changed.
+  router.add("GET", "/repos/{owner}/{repo}/compare/{basehead+}", (req) => {
+    const repo = hub.requireRepo(req, req.params.owner!, req.params.repo!);
+    const basehead = req.params.basehead!;
+    const dots = basehead.indexOf("...");
+    if (dots <= 0 || dots + 3 >= basehead.length) throw notFound();
+    const git = hub.git(repo);
+    const base = git.resolve(basehead.slice(0, dots), repo.default_branch);
+    const head = git.resolve(basehead.slice(dots + 3), repo.default_branch);
+    if (!base || !head) throw notFound();
+    const fromBase = git.ancestors(base);
+    const fromHead = git.ancestors(head);
+    // The nearest commit of HEAD's history (breadth first) that BASE's history holds.
+    const mergeBase = [...fromHead.keys()].find((sha) => fromBase.has(sha));
+    if (!mergeBase) throw notFound();
+    const aheadOnly = [...fromHead.keys()].filter((sha) => !fromBase.has(sha));
+    const behindBy = [...fromBase.keys()].filter((sha) => !fromHead.has(sha)).length;
+    const status = base === head ? "identical" : aheadOnly.length === 0 ? "behind" : behindBy === 0 ? "ahead" : "diverged";
+    const full = `${repo.owner}/${repo.name}`;
+    const commits = aheadOnly
+      .map((sha) => git.commits.get(sha)!)
+      .sort((a, b) => a.date.getTime() - b.date.getTime() || fromHead.get(b.sha)! - fromHead.get(a.sha)!)
+      .slice(0, 250);
+    return {
+      status: 200,
+      body: {
+        url: `${hub.baseUrl}/repos/${full}/compare/${basehead}`,
+        html_url: `${hub.baseUrl}/${full}/compare/${basehead}`,
+        permalink_url: `${hub.baseUrl}/${full}/compare/${repo.owner}:${base.slice(0, 7)}...${repo.owner}:${head.slice(0, 7)}`,
+        diff_url: `${hub.baseUrl}/${full}/compare/${basehead}.diff`,
+        patch_url: `${hub.baseUrl}/${full}/compare/${basehead}.patch`,
+        base_commit: commitJson(hub, repo, git.commits.get(base)!, false),
+        merge_base_commit: commitJson(hub, repo, git.commits.get(mergeBase)!, false),
+        status,
+        ahead_by: aheadOnly.length,
+        behind_by: behindBy,
+        total_commits: aheadOnly.length,
+        commits: commits.map((c) => commitJson(hub, repo, c, false)),
+        files: git.diff(mergeBase, head).map((ch) => ({ sha: ch.after ?? ch.before ?? null, filename: ch.path, status: ch.status })),
+      },
+    };
+  }, CONTENTS);
   getOne(
     "/repos/{owner}/{repo}/git/blobs/{sha}",
     (repo, req) => hub.git(repo).blobs.get(req.params.sha!),

@@ -54,6 +54,21 @@ export class RepoGit {
     return undefined;
   }
 
+  /** Every commit reachable from `sha` (itself included), breadth first, with its distance. */
+  ancestors(sha: string): Map<string, number> {
+    const seen = new Map<string, number>([[sha, 0]]);
+    const queue = [sha];
+    for (let i = 0; i < queue.length; i++) {
+      const at = queue[i]!;
+      for (const parent of this.commits.get(at)?.parents ?? []) {
+        if (seen.has(parent)) continue;
+        seen.set(parent, seen.get(at)! + 1);
+        queue.push(parent);
+      }
+    }
+    return seen;
+  }
+
   tree(sha: string): Map<string, string> {
     return this.commits.get(sha)?.tree ?? new Map();
   }

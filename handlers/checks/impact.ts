@@ -16,7 +16,7 @@ export async function impactSection(store: Pick<Store, "list">, repository: stri
   for (const f of files) {
     if (f.kind !== "policy" || !f.effective) continue;
     const changed = new Set(f.changes.map((c) => c.path.split(".")[0]));
-    const rerun = changed.has("rerun") && f.effective.rerun ? rerunImpact(f.effective.rerun as RerunPolicy, await readRerunFacts(store, repository)) : undefined;
+    const rerun = changed.has("rerun") && f.effective.rerun ? await rerunImpact(f.effective.rerun as RerunPolicy, await readRerunFacts(store, repository)) : undefined;
     const deployments = changed.has("deployments") && "deployments" in f.effective ? deploymentImpact(f.effective.deployments as DeploymentsPolicy, await readDeploymentFacts(store, repository)) : undefined;
     lines.push(...describeImpact({ ...(rerun ? { rerun } : {}), ...(deployments ? { deployments } : {}) }));
   }

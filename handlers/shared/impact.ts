@@ -1,6 +1,10 @@
 // Impact simulation: what a policy would have done with the requests Steward already decided, from
-// the facts it stored when it decided them. Pure: records in, counts and a sentence out.
+// the facts it stored when it decided them: records in, counts and a sentence out. The stored log
+// tails are matched against the policy's patterns off the event loop, within one matching budget
+// for the whole simulation (a log it could not match counts as not re-run).
+import { MatchBudget } from "../../src/index.js";
 import { decide, outOfScope } from "../rerun/decide.js";
+import { scanLog, type ScannedLog } from "../rerun/scan.js";
 import type { RerunPolicy } from "../rerun/policy.js";
 import type { RerunFactRecord } from "../rerun/record.js";
 import { evaluate } from "../deployments/decide.js";
@@ -25,8 +29,10 @@ function newest<T extends { at: string }>(records: readonly T[], limit: number):
   return [...records].sort((a, b) => a.at.localeCompare(b.at)).slice(-limit);
 }
 
-export function rerunImpact(policy: RerunPolicy, records: readonly RerunFactRecord[], limit = RERUN_RUNS): RerunImpact {
+export async function rerunImpact(policy: RerunPolicy, records: readonly RerunFactRecord[], limit = RERUN_RUNS): Promise<RerunImpact> {
   const last = newest(records, limit);
+  const budget = new MatchBudget();
+  const specs = policy.rules.flatMap((r) => r.log ?? []);
   let would = 0;
   let unknown = 0;
   for (const r of last) {
@@ -36,7 +42,9 @@ export function rerunImpact(policy: RerunPolicy, records: readonly RerunFactReco
     }
     const current = r.current ?? { source: "the run's commit", sha: r.run.headSha };
     // Budgets are left out: they depend on the day's other decisions, not on this run.
-    const d = decide({ policy: { ...policy, daily_budget: undefined }, run: r.run, jobs: r.jobs, logs: new Map(r.logs ?? []), current });
+    const logs = new Map<number, ScannedLog | null>();
+    for (const [id, tail] of r.logs ?? []) logs.set(id, typeof tail === "string" ? await scanLog(tail, specs, budget) : null);
+    const d = decide({ policy: { ...policy, daily_budget: undefined }, run: r.run, jobs: r.jobs, logs, current });
     if (d.decision === "rerun") would++;
   }
   return { runs: last.length, was: last.filter((r) => r.decision === "rerun").length, would, unknown };

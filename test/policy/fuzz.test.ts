@@ -74,7 +74,7 @@ describe("validation never throws", () => {
       expect(r.problems.length, text.slice(0, 40)).toBeGreaterThan(0);
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(assertWellFormed("rerun:\n  rules: " + "[".repeat(5000) + "]".repeat(5000) + "\n").problems[0]).toMatchObject({ line: 2, message: "YAML syntax error: nested too deeply" });
+    expect(assertWellFormed("rerun:\n  rules: " + "[".repeat(5000) + "]".repeat(5000) + "\n").problems[0]).toMatchObject({ line: 2, message: "the document nests deeper than 64 levels" });
     // A YAML 1.1 document keeps its own booleans.
     expect(assertWellFormed("\uFEFFrerun:\n  enabled: true\n").problems).toEqual([]);
     expect(assertWellFormed("%YAML 1.1\n---\nrerun: {enabled: yes}\n").problems).toEqual([]);

@@ -22,7 +22,7 @@ const REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
 /** The simulation's lines for an effective policy, over one repository's records or all of them. */
 export async function simulate(store: Pick<Store, "list">, sections: Record<string, unknown>, repo?: string): Promise<string[]> {
-  const rerun = sections.rerun ? rerunImpact(sections.rerun as RerunPolicy, await readRerunFacts(store, repo)) : undefined;
+  const rerun = sections.rerun ? await rerunImpact(sections.rerun as RerunPolicy, await readRerunFacts(store, repo)) : undefined;
   const deployments = "deployments" in sections ? deploymentImpact(sections.deployments as DeploymentsPolicy, await readDeploymentFacts(store, repo)) : undefined;
   return describeImpact({ ...(rerun ? { rerun } : {}), ...(deployments ? { deployments } : {}) });
 }

@@ -1,7 +1,11 @@
 // Memory under slow and large bodies, measured on the real server in a child process: fifty
-// unauthenticated connections each declare a 24 MiB body and send most of it, then stall. The
-// intake budget answers those that do not fit 503 with Retry-After before reading them, the
-// stalled ones are cut off by the body timeout, and RSS grows by less than 100 MB throughout.
+// unauthenticated connections from one address each declare a 24 MiB body and send most of it,
+// then stall. Bodies are charged the bytes they deliver: the address's bodies share its 25 MiB
+// of the budget, those that find no room are answered 503 with Retry-After (the excess past its
+// 64 places at once, the rest as they run out of room), the stalled ones are cut off by the body
+// timeout, and RSS grows by less than 150 MB throughout. The budget bounds what is held (here
+// 25 MiB); the rest of the growth is what bodies refused part-way had read, garbage until the
+// next collection.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
@@ -102,7 +106,7 @@ function hostile(port: number, i: number): Hostile {
 const statusOf = (h: Hostile) => Number(/^HTTP\/1\.1 (\d{3})/.exec(h.answer)?.[1] ?? 0);
 
 describe("intake memory under slow and large bodies", () => {
-  it(`holds ${CONNECTIONS} connections declaring 24 MiB each with RSS growth under 100 MB, answers the excess 503 with Retry-After and cuts stalled bodies off`, async () => {
+  it(`holds ${CONNECTIONS} connections declaring 24 MiB each with RSS growth under 150 MB, answers the excess 503 with Retry-After and cuts stalled bodies off`, async () => {
     // Warm up: the server's first requests allocate what it keeps anyway.
     for (let i = 0; i < 20; i++) await (await fetch(`${url}/healthz`)).text();
     const before = await rss();
@@ -117,7 +121,7 @@ describe("intake memory under slow and large bodies", () => {
     }
     const growthMb = (peak - before) / 1e6;
     console.log(`intake memory: RSS ${Math.round(before / 1e6)} MB before, ${Math.round(peak / 1e6)} MB peak with ${CONNECTIONS} hostile bodies held (growth ${growthMb.toFixed(1)} MB)`);
-    expect(growthMb).toBeLessThan(100);
+    expect(growthMb).toBeLessThan(150);
     // Stalled bodies are cut off by the body timeout (4 s here; 15 s by default, the server's own is 60 s).
     await Promise.all(senders.map((s) => s.closed));
     const statuses = senders.map(statusOf);

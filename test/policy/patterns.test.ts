@@ -66,6 +66,65 @@ describe("policy regexes", () => {
   });
 });
 
+describe("bounded programs", () => {
+  it("refuse the issue's linear-time but slow regex at validation, at FILE:LINE:COL, with the reason", () => {
+    const slow = `/${"[a-z]{1000}".repeat(20)}[#%]/`;
+    expect(slow.slice(1, -1)).toHaveLength(224);
+    const problems = brief(`rerun:\n  enabled: true\n  rules:\n    - log: ["ok", ${JSON.stringify(slow)}]\n`);
+    expect(problems).toEqual([
+      expect.stringMatching(/^\.github\/steward\.yml:4:19 regular expression \/\[a-z\]\{1000\}.*\.\.\. compiles to 20003 instructions, more than the 2000 Steward runs \(counted repetitions/),
+    ]);
+    // One counted repetition of RE2's largest count is still fine.
+    expect(brief('rerun:\n  enabled: true\n  rules:\n    - log: ["/x[a-z]{1000}y/"]\n')).toEqual([]);
+  });
+
+  it("refuse a file whose patterns add up to too much, at the pattern that goes over", () => {
+    const log = Array.from({ length: 12 }, (_, i) => `"/${i}[a-z]{999}/"`).join(", ");
+    const problems = brief(`rerun:\n  enabled: true\n  rules:\n    - log: [${log}]\n`);
+    expect(problems).toEqual([expect.stringMatching(/^\.github\/steward\.yml:4:\d+ the file's patterns add up to more than 10000 compiled instructions \(\d+ with this one\)/)]);
+    // The column is that of the tenth pattern, the first past the total.
+    const col = Number(/:4:(\d+) /.exec(problems[0]!)![1]);
+    expect(`    - log: [${log}]`.slice(col - 1)).toMatch(/^"\/9\[a-z\]/);
+  });
+
+  it("count globs into the file's total: each within its own bound, many are refused", () => {
+    const globs = Array.from({ length: 8 }, (_, i) => `'${i}${"*a".repeat(500)}'`).join(", ");
+    expect(brief(`rerun:\n  enabled: true\n  branches: [${globs}]\n`)).toEqual([
+      expect.stringMatching(/^\.github\/steward\.yml:3:\d+ the file's patterns add up to more than 10000 compiled instructions/),
+    ]);
+    expect(globError(`${"*a".repeat(500)}`)).toBeUndefined();
+  });
+});
+
+describe("policy file bounds", () => {
+  it("refuse a file larger than the bound before parsing it", () => {
+    const text = `rerun:\n  enabled: true\n${"# padding\n".repeat(14_000)}`;
+    expect(brief(text)).toEqual([`.github/steward.yml:1:1 the file is ${text.length} characters long, more than the 131072 Steward reads`]);
+  });
+
+  it("refuse a file of too many values, aliases or not, quickly", () => {
+    const started = performance.now();
+    const list = `rerun:\n  branches: [${Array(30_000).fill("1").join(",")}]\n`;
+    expect(brief(list)).toEqual([".github/steward.yml:2:13 the document has more than 20000 values"]);
+    const keys = `rerun:\n${Array.from({ length: 11_000 }, (_, i) => `  k${i}: 1`).join("\n")}\n`;
+    expect(brief(keys)).toEqual([".github/steward.yml:2:3 the document has more than 20000 values"]);
+    // Generous: on the old code these took seconds of parsing and locating problems.
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it("refuse nesting deeper than the bound at the place it goes too deep, block or flow", () => {
+    expect(brief(`rerun:\n  branches: ${"[".repeat(100)}${"]".repeat(100)}\n`)).toEqual([expect.stringMatching(/^\.github\/steward\.yml:2:\d+ the document nests deeper than 64 levels$/)]);
+    expect(brief(`rerun:\n  rules:\n${Array.from({ length: 80 }, (_, i) => `${"  ".repeat(i + 2)}- `).join("\n")}x\n`)).toEqual([expect.stringMatching(/^\.github\/steward\.yml:\d+:\d+ the document nests deeper than 64 levels$/)]);
+    // Ordinary nesting is fine.
+    expect(brief("rerun:\n  enabled: true\n  rules:\n    - jobs: [a]\n      log: [x]\n")).toEqual([]);
+  });
+
+  it("report duplicate keys at the repeat, in a map of thousands of keys", () => {
+    const keys = Array.from({ length: 5000 }, (_, i) => `  k${i}: 1`).join("\n");
+    expect(brief(`rerun:\n${keys}\n  k0: 2\n`)).toEqual([".github/steward.yml:5002:3 duplicate key: map keys must be unique"]);
+  });
+});
+
 describe("policy globs", () => {
   it("match the catastrophic examples linearly", () => {
     expect(matchesAny(["*a*a*a*a*a*a*a*a*a*a*c"], "a".repeat(40))).toBe(false);

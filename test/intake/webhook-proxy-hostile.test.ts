@@ -2,7 +2,8 @@
 // smee-style channel on 127.0.0.1 sends unsigned 4 MiB events as fast as the child reads them,
 // and oversized ones, with genuine signed deliveries among them. The child's RSS stays within a
 // bound throughout (the channel's events are dropped as they arrive, never buffered whole), and
-// every genuine delivery is recorded.
+// every genuine delivery is recorded. Then the pace: signed events forwarded no faster than the
+// rate after a burst, and a flood of dropped events logged in a line or two.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHmac } from "node:crypto";
 import { once } from "node:events";
@@ -10,9 +11,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
+import { Writable } from "node:stream";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { startWebhookProxy } from "../../src/intake/webhook-proxy.js";
+import { createLogger } from "../../src/log/logger.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { stewardChildEnv } from "../torture/crash-harness.js";
@@ -183,6 +187,54 @@ describe("a hostile WEBHOOK_PROXY_URL channel", { timeout: 180_000 }, () => {
       expect(await store.deliveries.getDelivery(`proxy-unsigned-${process.pid}`)).toBeUndefined();
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe("the webhook proxy's pace", { timeout: 60_000 }, () => {
+  it("forwards signed events no faster than its rate after the burst, and logs a flood of drops in a line or two", async () => {
+    const arrived: number[] = [];
+    const target = createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        arrived.push(Date.now());
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((r) => target.listen(0, "127.0.0.1", r));
+    let stream: ServerResponse | undefined;
+    const relay = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      stream = res;
+    });
+    await new Promise<void>((r) => relay.listen(0, "127.0.0.1", r));
+    const lines: string[] = [];
+    const logger = createLogger({ level: "debug", format: "json", destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) });
+    const proxy = startWebhookProxy({
+      source: `http://127.0.0.1:${(relay.address() as AddressInfo).port}/c`,
+      target: `http://127.0.0.1:${(target.address() as AddressInfo).port}/hook`,
+      logger,
+      eventsPerSecond: 4,
+      burst: 2,
+    });
+    try {
+      await vi.waitFor(() => expect(stream).toBeDefined(), { timeout: 10_000, interval: 20 });
+      let events = "";
+      for (let i = 0; i < 1000; i++) events += `data: {"x-github-event":"push","x-github-delivery":"u${i}","body":{}}\n\n`;
+      for (let i = 0; i < 6; i++) events += `data: ${JSON.stringify({ "x-github-event": "push", "x-github-delivery": `s${i}`, "x-hub-signature-256": "sha256=00", body: { n: i } })}\n\n`;
+      const started = Date.now();
+      stream!.write(events);
+      await vi.waitFor(() => expect(arrived).toHaveLength(6), { timeout: 20_000, interval: 20 });
+      // Two at once (the burst), then four a second: the last no sooner than a second later.
+      expect(arrived.at(-1)! - started).toBeGreaterThanOrEqual(900);
+      const unsignedLines = lines.filter((l) => l.includes("it is unsigned"));
+      expect(unsignedLines.length).toBeGreaterThanOrEqual(1);
+      expect(unsignedLines.length).toBeLessThanOrEqual(2);
+    } finally {
+      stream?.destroy();
+      await proxy.close();
+      relay.close();
+      target.close();
     }
   });
 });

@@ -4,7 +4,7 @@
 // Steward with two replicas, a rolling update or an autoscaler is caught by the checks below,
 // and the API server's admission policy (CEL, evaluated here) denies the same objects.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -277,6 +277,20 @@ describe.skipIf(!hasKubectl)("Kubernetes manifests (kubectl kustomize)", () => {
     expect(problems(docs)).toEqual([]);
     expect(docs.find((d) => d.kind === "Deployment")!.spec.template.spec.containers[0].image).toBe("ghcr.io/YOUR_ORG/steward:0.1.0");
     expect(docs.find((d) => d.kind === "Ingress" && d.metadata.name === "steward-webhook")!.spec.rules[0].host).toBe("hooks.steward.example.com");
+  });
+
+  // The image and the manifests are written apart: the pods' uid and data directory must be the image's.
+  const dockerfile = resolve(ROOT, "../../Dockerfile");
+  it.skipIf(!existsSync(dockerfile))("runs as the image's user with the image's data directory (Dockerfile)", () => {
+    const text = readFileSync(dockerfile, "utf8");
+    const uid = /^\s*USER\s+(\d+)/m.exec(text)?.[1] ?? /(?:useradd|adduser)[^\n]*?(?:--uid|-u)[ =](\d+)/.exec(text)?.[1];
+    const dataDir = /STEWARD_DATA_DIR[= ]("?)([^\s"]+)\1/.exec(text)?.[2];
+    for (const overlay of OVERLAYS) {
+      const deployment = rendered[overlay].find((d) => d.kind === "Deployment")!;
+      const config = rendered[overlay].find((d) => d.kind === "ConfigMap")!;
+      if (uid !== undefined) expect(deployment.spec.template.spec.securityContext.runAsUser).toBe(Number(uid));
+      if (dataDir !== undefined) expect(config.data.STEWARD_DATA_DIR).toBe(dataDir);
+    }
   });
 
   it("queue autoscaling renders on the shared store, scaling on steward_queue_depth", async () => {

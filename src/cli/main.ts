@@ -22,6 +22,7 @@ export const commands: Record<string, Command> = {
   register: { summary: "register Steward as a GitHub App from app.yml (manifest flow) and write .env: steward register [--port P] [--org ORG]", load: () => import("./commands/register.js") },
   manifest: { summary: "print a least-privilege app manifest for the enabled handlers: steward manifest [--handlers rerun,deployments]", load: () => import("./commands/manifest.js") },
   deliveries: { summary: "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead", load: () => import("./commands/deliveries.js") },
+  backup: { summary: "copy the SQLite data directory consistently while the service runs: steward backup DEST", load: () => import("./commands/backup.js") },
 };
 
 function usage(): string {

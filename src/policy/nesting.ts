@@ -2,18 +2,25 @@
 // state in explicit stacks, so this pass is linear whatever the input. Building the document is
 // recursive, and a text of 100,000 `[` would spend a second on the event loop before failing
 // with a stack overflow; a text nested deeper than any policy needs is refused first.
-import { Lexer, Parser } from "yaml";
+import { CST, Lexer, Parser } from "yaml";
 
 /** Deepest nesting of collections a policy file may have (a policy needs about ten). */
 export const MAX_NESTING = 64;
 
-/** The offset where `text` first nests deeper than `max` levels, or undefined. */
-export function tooDeep(text: string, max = MAX_NESTING): number | undefined {
+const VALUE_TOKENS = new Set(["scalar", "single-quoted-scalar", "double-quoted-scalar", "block-scalar", "alias"]);
+
+/**
+ * Where `text` first nests deeper than `maxDepth` levels or holds more than `maxValues` written
+ * values (what aliases expand to is counted later, on the document), or undefined.
+ */
+export function shapeProblem(text: string, maxDepth = MAX_NESTING, maxValues = Infinity): { offset: number; message: string } | undefined {
   const parser = new Parser();
+  let values = 0;
   for (const lexeme of new Lexer().lex(text)) {
     // The CST parser holds one stack entry per open collection (and one for the document).
     for (const _ of parser.next(lexeme)) void _;
-    if (parser.stack.length > max + 1) return parser.offset;
+    if (parser.stack.length > maxDepth + 1) return { offset: parser.offset, message: `the document nests deeper than ${maxDepth} levels` };
+    if (VALUE_TOKENS.has(CST.tokenType(lexeme) ?? "") && ++values > maxValues) return { offset: parser.offset, message: `the document has more than ${maxValues} values` };
   }
   return undefined;
 }

@@ -6,8 +6,8 @@ import { Ajv, type ValidateFunction } from "ajv";
 import { isMap, isPair, isScalar, LineCounter, parseDocument, type Document } from "yaml";
 import type { HandlerModule } from "../handler.js";
 import { isPlainObject, mergePolicy, policyDocuments, policySections } from "./merge.js";
-import { checkExpandedSize } from "./expanded-size.js";
-import { MAX_NESTING, tooDeep } from "./nesting.js";
+import { checkExpandedSize, MAX_EXPANDED_VALUES } from "./expanded-size.js";
+import { MAX_NESTING, shapeProblem } from "./nesting.js";
 import { locatePath, offsetRange, type PathSegment } from "./positions.js";
 import { describeSchemaErrors } from "./schema-errors.js";
 import { withPatternTally } from "./patterns.js";
@@ -54,7 +54,7 @@ export interface PolicyAnalysis {
  * Largest policy file read, in characters. Parsing, validating and locating problems run on the
  * event loop; a sane policy is a few KiB, and the contents API would serve up to 1 MB.
  */
-export const MAX_POLICY_CHARS = 128 * 1024;
+export const MAX_POLICY_CHARS = 64 * 1024;
 /** Schema problems reported per part: locating each costs a walk of the document. */
 export const MAX_REPORTED_PROBLEMS = 50;
 
@@ -83,11 +83,12 @@ function analyse(text: string, opts: ValidateOptions): PolicyAnalysis {
       invalid.add(opts.document === undefined ? "*" : "");
       return { value: undefined, problems, invalid, locate };
     }
-    const deep = tooDeep(text);
-    if (deep !== undefined) {
-      const before = text.slice(0, deep);
+    // Read once with the library's linear lexer before the document is built (see nesting.ts).
+    const shape = shapeProblem(text, MAX_NESTING, MAX_EXPANDED_VALUES);
+    if (shape) {
+      const before = text.slice(0, shape.offset);
       const line = before.split("\n").length;
-      push({ line, column: deep - before.lastIndexOf("\n"), message: `the document nests deeper than ${MAX_NESTING} levels`, path: [], severity: "error" });
+      push({ line, column: shape.offset - before.lastIndexOf("\n"), message: shape.message, path: [], severity: "error" });
       invalid.add(opts.document === undefined ? "*" : "");
       return { value: undefined, problems, invalid, locate };
     }

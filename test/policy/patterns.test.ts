@@ -99,15 +99,15 @@ describe("bounded programs", () => {
 describe("policy file bounds", () => {
   it("refuse a file larger than the bound before parsing it", () => {
     const text = `rerun:\n  enabled: true\n${"# padding\n".repeat(14_000)}`;
-    expect(brief(text)).toEqual([`.github/steward.yml:1:1 the file is ${text.length} characters long, more than the 131072 Steward reads`]);
+    expect(brief(text)).toEqual([`.github/steward.yml:1:1 the file is ${text.length} characters long, more than the 65536 Steward reads`]);
   });
 
   it("refuse a file of too many values, aliases or not, quickly", () => {
     const started = performance.now();
     const list = `rerun:\n  branches: [${Array(30_000).fill("1").join(",")}]\n`;
-    expect(brief(list)).toEqual([".github/steward.yml:2:13 the document has more than 20000 values"]);
-    const keys = `rerun:\n${Array.from({ length: 11_000 }, (_, i) => `  k${i}: 1`).join("\n")}\n`;
-    expect(brief(keys)).toEqual([".github/steward.yml:2:3 the document has more than 20000 values"]);
+    expect(brief(list)).toEqual([expect.stringMatching(/^\.github\/steward\.yml:2:\d+ the document has more than 20000 values$/)]);
+    const nested = `rerun:\n  branches: [${Array(2300).fill("[1,1,1,1,1,1,1,1,1]").join(",")}]\n`;
+    expect(brief(nested)).toEqual([expect.stringMatching(/^\.github\/steward\.yml:\d+:\d+ the document has more than 20000 values$/)]);
     // Generous: on the old code these took seconds of parsing and locating problems.
     expect(performance.now() - started).toBeLessThan(5000);
   });

@@ -76,7 +76,10 @@ describe("least-privilege manifests", () => {
     const withModule = await buildManifest(parseManifestArgs(["--handlers", "rerun"]) as never, { STEWARD_HANDLERS: `${labeller},${probotApp}` });
     expect(withModule.manifest.default_permissions).toMatchObject({ issues: "write", actions: "write" });
     expect(withModule.manifest.default_events).toEqual(expect.arrayContaining(["issues", "issue_comment", "workflow_run"]));
-    expect(withModule.undeclared).toEqual([probotApp]);
+    expect(withModule.undeclared).toEqual([`${probotApp} does not declare its events (a Probot app?)`]);
+
+    const missing = await buildManifest(parseManifestArgs([]) as never, { STEWARD_HANDLERS: join(dir, "gone.mjs") });
+    expect(missing.undeclared).toEqual([expect.stringMatching(/gone\.mjs could not be loaded: no such file/)]);
   });
 
   it("prints app.yml's fields with the callback URL, webhook URL and hand-added permissions", async () => {

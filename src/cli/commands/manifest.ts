@@ -90,8 +90,8 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     process.stderr.write(`steward manifest: ${(e as Error).message}\n`);
     return 1;
   }
-  for (const name of built.undeclared) {
-    process.stderr.write(`steward manifest: ${name} does not declare its events (a Probot app?): add what its own manifest asks for with --event and --permission\n`);
+  for (const what of built.undeclared) {
+    process.stderr.write(`steward manifest: ${what}: add what it needs with --event and --permission\n`);
   }
   if (parsed.json) process.stdout.write(`${JSON.stringify(built.manifest, null, 2)}\n`);
   else process.stdout.write(`# steward manifest ${args.join(" ")}`.trimEnd() + "\n" + stringify(built.manifest));

@@ -70,9 +70,6 @@ async function registerNeeds(parsed: RegisterArgs, appYml: string, env: NodeJS.P
   if (parsed.handlers === undefined && paths.length === 0 && parsed.events.length === 0 && Object.keys(parsed.permissions).length === 0) return undefined;
   const { builtinHandlers } = await import("../../../handlers/index.js");
   const modules = await declaredModules(paths);
-  for (const m of modules) {
-    if ("undeclared" in m || m.events.includes("*")) process.stderr.write(`steward register: ${m.name} does not declare its events (a Probot app?): add what its own manifest asks for with --event and --permission\n`);
-  }
   const needs = appNeeds({
     builtins: selectBuiltins(parsed.handlers ?? "none", builtinHandlers),
     modules,
@@ -80,6 +77,7 @@ async function registerNeeds(parsed: RegisterArgs, appYml: string, env: NodeJS.P
     permissions: parsed.permissions,
     events: parsed.events,
   });
+  for (const what of needs.undeclared) process.stderr.write(`steward register: ${what}: add what it needs with --event and --permission\n`);
   if (parsed.handlers !== undefined) return needs;
   const manifest = manifestFromAppYml(appYml, { redirectUrl: "http://127.0.0.1/callback" });
   return unionNeeds({ default_events: (manifest.default_events as string[] | undefined) ?? [], default_permissions: (manifest.default_permissions as PermissionSet | undefined) ?? {} }, needs);

@@ -88,7 +88,7 @@ const ALWAYS_SENT = new Set(["installation", "installation_repositories", "insta
 export interface AppNeeds {
   default_events: string[];
   default_permissions: PermissionSet;
-  /** Modules whose events are not declared (Probot apps, `*`): their needs must be added by hand. */
+  /** Modules whose needs are not known (Probot apps, `*`, not loadable here), each with why: add them by hand. */
   undeclared: string[];
 }
 
@@ -96,7 +96,7 @@ export interface NeedsOptions {
   /** Built-in handlers enabled (by name; see BUILTIN_NEEDS). */
   builtins: readonly HandlerModule<any>[];
   /** Other modules (STEWARD_HANDLERS): their `events` and `permissions`. */
-  modules?: readonly (HandlerModule<any> | { name: string; undeclared: true })[];
+  modules?: readonly (HandlerModule<any> | { name: string; undeclared: true; reason: string })[];
   /** STEWARD_REVIEWER_TOKEN is set: the deployments handler answers runs waiting for review. */
   reviewer: boolean;
   /** Added by hand (--permission, --event). */
@@ -125,12 +125,12 @@ export function appNeeds(opts: NeedsOptions): AppNeeds {
   }
   for (const module of opts.modules ?? []) {
     if ("undeclared" in module) {
-      undeclared.push(module.name);
+      undeclared.push(`${module.name} ${module.reason}`);
       continue;
     }
     for (const [name, level] of Object.entries(module.permissions ?? {})) grant(permissions, name, level);
     for (const e of module.events) {
-      if (e === "*") undeclared.push(module.name);
+      if (e === "*") undeclared.push(`${module.name} takes every event ("*")`);
       else events.add(e.split(".")[0]!);
     }
   }
@@ -171,24 +171,28 @@ export function parsePermission(spec: string): [string, AccessLevel] | undefined
 
 /**
  * What the modules named by STEWARD_HANDLERS declare, read from their default exports without
- * starting them: a Probot app function declares nothing (its needs are in its own app.yml).
+ * starting them: a Probot app function declares nothing (its needs are in its own app.yml), and a
+ * module that cannot be loaded here is reported as undeclared with the reason.
  */
 export async function declaredModules(paths: readonly string[]): Promise<NonNullable<NeedsOptions["modules"]>> {
   const out: NonNullable<NeedsOptions["modules"]>[number][] = [];
   for (const raw of paths.map((p) => p.trim()).filter((p) => p !== "")) {
     const path = resolve(process.cwd(), raw);
-    if (!existsSync(path)) throw new Error(`handler module ${raw}: no such file (${path})`);
     let exported: unknown;
     try {
+      if (!existsSync(path)) throw new Error(`no such file (${path})`);
+      // A TypeScript module needs tsx's loader when Steward runs compiled (as the service's loader does).
+      if (/\.[cm]?ts$/.test(path) && !import.meta.url.endsWith(".ts")) await import("tsx/esm/api").then((tsx) => tsx.register());
       const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
       exported = mod.default;
       if (typeof exported === "object" && exported !== null && "default" in exported && !("events" in exported)) exported = (exported as { default: unknown }).default;
     } catch (e) {
-      throw new Error(`handler module ${raw}: could not be loaded: ${(e as Error).message}`);
+      out.push({ name: raw, undeclared: true, reason: `could not be loaded: ${(e as Error).message.split("\n")[0]}` });
+      continue;
     }
     const m = exported as Partial<HandlerModule<any>> | undefined;
     if (m && typeof m === "object" && typeof m.name === "string" && Array.isArray(m.events)) out.push(m as HandlerModule<any>);
-    else out.push({ name: raw, undeclared: true });
+    else out.push({ name: raw, undeclared: true, reason: "does not declare its events (a Probot app?)" });
   }
   return out;
 }

@@ -32,7 +32,19 @@ export interface CheckRunFact {
 /** Where a sha stands in an environment listed under `after`. */
 export type DeployedState = "success" | "failure" | "pending" | "missing";
 
+/**
+ * What the repository says about the ref being deployed, read only for a rule with `branches` or
+ * `tags` whose globs match its name: whether the sha is on the branch of that name (its tip, or
+ * reachable from the tip), or is the commit the tag of that name points at.
+ */
+export interface RefFacts {
+  branch?: { name: string; state: "tip" | "reachable" | "off" | "missing"; status?: string };
+  tag?: { name: string; state: "at" | "elsewhere" | "missing" };
+}
+
 export interface Facts {
+  /** Where the sha stands on the branch or tag the ref names (rules with `branches` or `tags`). */
+  ref?: RefFacts;
   /** Latest check runs on the sha (`filter=latest`). */
   checkRuns: CheckRunFact[];
   /** State of the sha in each environment of `after`. */
@@ -83,15 +95,53 @@ interface Findings {
   waiting: string[];
 }
 
-function checkBranch(rule: EnvironmentRule, request: DeploymentRequest, env: string, out: Findings): void {
-  if (!rule.branches) return;
+/**
+ * `branches`: the deployed commit is on an allowed branch (its tip or reachable from it), not
+ * merely something named like one; a tag is never a branch. `tags`: the ref is an allowed tag and
+ * the tag points at the deployed commit. Either passes; a failure says which check failed.
+ */
+function checkRef(rule: EnvironmentRule, request: DeploymentRequest, facts: Facts, env: string, out: Findings): void {
+  if (!rule.branches && !rule.tags) return;
+  const allowed = [...(rule.branches ?? []), ...(rule.tags ?? []).map((t) => `tags/${t}`)];
   if (!request.ref) {
-    out.blocking.push(`the ref being deployed is unknown, and only ${quoted(rule.branches)} may deploy to ${env}`);
+    out.blocking.push(`the ref being deployed is unknown, and only ${quoted(allowed)} may deploy to ${env}`);
     return;
   }
+  const sha = short(request.sha);
+  const isTag = /^refs\/tags\//.test(request.ref);
+  const isBranch = /^refs\/heads\//.test(request.ref);
   const name = refName(request.ref);
-  if (matchesAny(rule.branches, name) || matchesAny(rule.branches, request.ref)) out.passed.push(`\`${name}\` may deploy to ${env}`);
-  else out.blocking.push(`\`${name}\` may not deploy to ${env} (allowed: ${quoted(rule.branches)})`);
+  const branchNamed = !isTag && !!rule.branches && (matchesAny(rule.branches, name) || matchesAny(rule.branches, request.ref));
+  const tagNamed = !isBranch && !!rule.tags && matchesAny(rule.tags, name);
+  const branch = facts.ref?.branch?.name === name ? facts.ref.branch : undefined;
+  const tag = facts.ref?.tag?.name === name ? facts.ref.tag : undefined;
+  if (branchNamed && (branch?.state === "tip" || branch?.state === "reachable")) {
+    out.passed.push(`\`${name}\` may deploy to ${env}`);
+    return;
+  }
+  if (tagNamed && tag?.state === "at") {
+    out.passed.push(`tag \`${name}\` may deploy to ${env}`);
+    return;
+  }
+  const failures: string[] = [];
+  if (branchNamed) {
+    const only = `only commits on ${quoted(rule.branches!)} may deploy to ${env}`;
+    if (!branch) failures.push(`branch check failed: whether ${sha} is on branch \`${name}\` is not known; ${only}`);
+    else if (branch.state === "missing") failures.push(`branch check failed: there is no branch \`${name}\` (a tag of that name is not a branch); ${only}`);
+    else failures.push(`branch check failed: ${sha} is not on branch \`${name}\` (neither its tip nor reachable from it: ${branch.status ?? "not related"}); ${only}`);
+  }
+  if (tagNamed) {
+    const only = `only tags ${quoted(rule.tags!)} may deploy to ${env}`;
+    if (!tag) failures.push(`tag check failed: whether tag \`${name}\` points at ${sha} is not known; ${only}`);
+    else if (tag.state === "missing") failures.push(`tag check failed: there is no tag \`${name}\`; ${only}`);
+    else failures.push(`tag check failed: tag \`${name}\` does not point at ${sha}; ${only}`);
+  }
+  if (failures.length === 0) {
+    if (isTag && rule.branches && !rule.tags) failures.push(`branch check failed: \`${request.ref}\` is a tag, and a tag is not a branch; only branches ${quoted(rule.branches)} may deploy to ${env}`);
+    else failures.push(`\`${name}\` may not deploy to ${env} (allowed: ${quoted(allowed)})`);
+  }
+  // A name both an allowed branch and an allowed tag fails only when both checks fail.
+  out.blocking.push(...failures);
 }
 
 function checkChecks(rule: EnvironmentRule, request: DeploymentRequest, facts: Facts, out: Findings): string[] {
@@ -223,7 +273,7 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
   if (rule.approve === "never") return { decision: "reject", matched: pattern, reasons: [`no deployment to ${env} is approved by policy`] };
 
   const out: Findings = { passed: [], blocking: [], waiting: [] };
-  checkBranch(rule, request, env, out);
+  checkRef(rule, request, facts, env, out);
   const pendingChecks = checkChecks(rule, request, facts, out);
   const pendingEnvs = checkAfter(rule, request, facts, out);
   const time = checkTime(rule, facts, now.getTime(), out, opts.withheld, opts.budget);

@@ -1,7 +1,8 @@
 // API reads for one evaluation: the check runs on the sha, where the sha stands in earlier
 // environments, and the run itself (for the ref and sha when a payload lacks them).
 import type { InstallationOctokit } from "../../src/index.js";
-import type { CheckRunFact, DeployedState, Facts } from "./decide.js";
+import { matchesAny } from "../../src/index.js";
+import { refName, type CheckRunFact, type DeployedState, type Facts, type RefFacts } from "./decide.js";
 import type { EnvironmentRule } from "./policy.js";
 import { forkOf } from "../shared/fork.js";
 import { calendarPaths, type CalendarTexts } from "./timetable.js";
@@ -83,9 +84,13 @@ async function fetchDeployedState(octokit: InstallationOctokit, target: RepoRef,
  * Everything the rule needs to be evaluated, fetched once; nothing the rule does not use. A fork's
  * code is rejected whatever the facts, so nothing is read for it.
  */
-export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, rule: EnvironmentRule, fork?: string, adminRepo?: string): Promise<Facts> {
+export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, rule: EnvironmentRule, fork?: string, adminRepo?: string, ref?: string): Promise<Facts> {
   const facts: Facts = { checkRuns: [], deployedTo: {} };
   if (rule.approve || fork) return facts;
+  if (ref && (rule.branches || rule.tags)) {
+    const refFacts = await fetchRefFacts(octokit, target, sha, ref, rule);
+    if (refFacts.branch || refFacts.tag) facts.ref = refFacts;
+  }
   const paths = calendarPaths(rule);
   if (paths.length && adminRepo) facts.calendars = await fetchCalendars(octokit, target.owner, adminRepo, paths);
   if (rule.checks?.length) facts.checkRuns = await fetchCheckRuns(octokit, target, sha);
@@ -129,5 +134,74 @@ export async function fetchPropertyValues(octokit: InstallationOctokit, target: 
   const mine = items.find((i) => i.repository_full_name.toLowerCase() === full);
   const out: Record<string, string | string[]> = {};
   for (const p of mine?.properties ?? []) if (p.value !== null) out[p.property_name] = p.value;
+  return out;
+}
+
+/**
+ * Answers about refs, per (repository, branch or tag, sha), kept a little while: a decision and
+ * its re-evaluations ask the same. Being on a branch lasts (unless the branch is rewritten), so it
+ * is kept longer than not being on it (the branch may yet reach the sha). Bounded: the oldest goes.
+ */
+const refCache = new Map<string, { value: NonNullable<RefFacts["branch"]> | NonNullable<RefFacts["tag"]>; expires: number }>();
+const REF_CACHE_ENTRIES = 2000;
+const ON_REF_MS = 10 * 60_000;
+const OFF_REF_MS = 30_000;
+
+async function cached<T extends NonNullable<RefFacts["branch"]> | NonNullable<RefFacts["tag"]>>(key: string, lasting: (v: T) => boolean, read: () => Promise<T>): Promise<T> {
+  const hit = refCache.get(key);
+  if (hit && hit.expires > Date.now()) return hit.value as T;
+  const value = await read();
+  refCache.delete(key);
+  if (refCache.size >= REF_CACHE_ENTRIES) refCache.delete(refCache.keys().next().value!);
+  refCache.set(key, { value, expires: Date.now() + (lasting(value) ? ON_REF_MS : OFF_REF_MS) });
+  return value;
+}
+
+const statusOf = (error: unknown) => (error as { status?: unknown }).status;
+
+/** The commit a ref (`heads/main`, `tags/v1`) points at, peeling an annotated tag; undefined when there is no such ref. */
+async function refTarget(octokit: InstallationOctokit, target: RepoRef, ref: string): Promise<string | undefined> {
+  try {
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/git/ref/{ref}", { owner: target.owner, repo: target.repo, ref });
+    if (data.object.type !== "tag") return data.object.sha;
+    const { data: tag } = await octokit.request("GET /repos/{owner}/{repo}/git/tags/{tag_sha}", { owner: target.owner, repo: target.repo, tag_sha: data.object.sha });
+    return tag.object.sha;
+  } catch (error) {
+    if (statusOf(error) === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Where `sha` stands on the branch and/or tag `ref` names, for the rule's globs that match it.
+ * A sha is on a branch when it is the tip, or the compare API says the sha is `behind` the tip
+ * (reachable from it) or `identical`. A ref under refs/tags/ is never looked up as a branch.
+ */
+async function fetchRefFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, ref: string, rule: EnvironmentRule): Promise<RefFacts> {
+  const out: RefFacts = {};
+  const name = refName(ref);
+  const repoKey = `${target.owner}/${target.repo}`.toLowerCase();
+  if (rule.branches && !ref.startsWith("refs/tags/") && (matchesAny(rule.branches, name) || matchesAny(rule.branches, ref))) {
+    out.branch = await cached(`${repoKey}:heads/${name}:${sha}`, (b) => b.state === "tip" || b.state === "reachable", async () => {
+      const tip = await refTarget(octokit, target, `heads/${name}`);
+      if (!tip) return { name, state: "missing" as const };
+      if (tip === sha) return { name, state: "tip" as const };
+      try {
+        const { data } = await octokit.request("GET /repos/{owner}/{repo}/compare/{basehead}", { owner: target.owner, repo: target.repo, basehead: `${tip}...${sha}`, per_page: 1 });
+        const on = data.status === "behind" || data.status === "identical";
+        return { name, state: on ? ("reachable" as const) : ("off" as const), status: data.status };
+      } catch (error) {
+        // No common history, or a sha the repository does not have: not on the branch.
+        if (statusOf(error) === 404) return { name, state: "off" as const, status: "no common history" };
+        throw error;
+      }
+    });
+  }
+  if (rule.tags && !ref.startsWith("refs/heads/") && matchesAny(rule.tags, name)) {
+    out.tag = await cached(`${repoKey}:tags/${name}:${sha}`, (t) => t.state === "at", async () => {
+      const at = await refTarget(octokit, target, `tags/${name}`);
+      return { name, state: !at ? ("missing" as const) : at === sha ? ("at" as const) : ("elsewhere" as const) };
+    });
+  }
   return out;
 }

@@ -171,7 +171,7 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
   const now = svc.now();
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
-  const facts = await fetchFacts(svc.octokit, gate, input.sha, rules.length === 1 ? rules[0]! : factsRule(rules), input.fork, svc.adminRepo);
+  const facts = await fetchFacts(svc.octokit, gate, input.sha, rules.length === 1 ? rules[0]! : factsRule(rules), input.fork, svc.adminRepo, input.ref);
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
   const withheld = await svc.withheld?.(gate);
   const evaluation = evaluateGated(policy, gates, request, facts, now, withheld ? { withheld } : {});

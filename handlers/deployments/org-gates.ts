@@ -65,8 +65,11 @@ export function looseningsByKey(gate: OrgGate, environment: string, repo: Enviro
 
 /** Every condition any of the rules needs a fact for (so facts are fetched once for all). */
 export function factsRule(rules: readonly EnvironmentRule[]): EnvironmentRule {
-  const union = (key: "checks" | "after") => [...new Set(rules.flatMap((r) => (r.approve ? [] : (r[key] ?? []))))];
+  const union = (key: "checks" | "after" | "branches" | "tags") => [...new Set(rules.flatMap((r) => (r.approve ? [] : (r[key] ?? []))))];
+  const refs = (key: "branches" | "tags") => (rules.some((r) => !r.approve && r[key]) ? { [key]: union(key) } : {});
   return {
+    ...refs("branches"),
+    ...refs("tags"),
     checks: union("checks"),
     after: union("after"),
     windows: rules.flatMap((r) => r.windows ?? []),

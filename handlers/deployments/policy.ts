@@ -46,8 +46,10 @@ export interface Freeze extends Recurring {
 export interface EnvironmentRule {
   /** `always` approves every deployment, `never` rejects every one; other keys are then not allowed. */
   approve?: "always" | "never";
-  /** Branch or tag globs allowed to deploy. */
+  /** Branch globs allowed to deploy: the deployed commit must be on the branch (its tip or reachable from it). */
   branches?: string[];
+  /** Tag globs allowed to deploy: the tag must point at the deployed commit. */
+  tags?: string[];
   /** Check-run names (or globs) that must have concluded success on the sha. */
   checks?: string[];
   /** Environments the same sha must have deployed to successfully first. */
@@ -118,6 +120,7 @@ const ruleSchema = {
   properties: {
     approve: { enum: ["always", "never"] },
     branches: stringList,
+    tags: stringList,
     checks: stringList,
     after: stringList,
     windows: { type: "array", items: windowSchema },
@@ -151,7 +154,7 @@ export const deploymentsSchema = {
 
 export const deploymentsDefaults: DeploymentsPolicy = { environments: {} };
 
-const RULE_KEYS = ["branches", "checks", "after", "windows", "freeze", "outside_window", "pending_checks", "report_every"] as const;
+const RULE_KEYS = ["branches", "tags", "checks", "after", "windows", "freeze", "outside_window", "pending_checks", "report_every"] as const;
 
 /** Checks a schema cannot express: globs, time zones, hour ranges, freeze ranges and their overlaps. */
 export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report) => {
@@ -191,7 +194,7 @@ function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix
         if (rule[key] !== undefined) report([...at, key], `"${key}" has no effect with "approve: ${rule.approve}"`);
       }
     }
-    for (const key of ["branches", "checks", "after"] as const) {
+    for (const key of ["branches", "tags", "checks", "after"] as const) {
       rule[key]?.forEach((glob, i) => {
         const problem = globError(glob);
         if (problem) report([...at, key, i], problem);

@@ -104,8 +104,8 @@ export function recurrenceError(spec: RecurrenceSpec): { key: "rrule" | "start" 
 }
 
 /**
- * What a rule costs near `now`, for validation: an error when evaluating it goes past a bound
- * (every deployment it guards would be held), a warning when it cannot be jumped to the present
+ * What a rule costs near `now`, for validation: a warning when evaluating it goes past a bound
+ * (every deployment it guards is held), or when it cannot be jumped to the present
  * (COUNT counts from the start, so each decision walks from there) or never occurs near it.
  */
 export function recurrenceCost(spec: RecurrenceSpec, now: number, budget = new CalendarBudget()): { severity: "error" | "warning"; message: string } | undefined {
@@ -122,7 +122,9 @@ export function recurrenceCost(spec: RecurrenceSpec, now: number, budget = new C
     }
     return undefined;
   } catch (error) {
-    return { severity: "error", message: `rrule "${spec.rrule}" cannot be evaluated within Steward's bounds (${(error as Error).message}): deployments it guards would be held` };
+    // A warning, not an error: an error would drop the whole file (every environment in it), and
+    // the time taken depends on the machine; the decision holds on the rule all the same.
+    return { severity: "warning", message: `rrule "${spec.rrule}" cannot be evaluated within Steward's bounds (${(error as Error).message}): deployments it guards are held` };
   }
 }
 

@@ -20,6 +20,7 @@ const request = (over: Partial<DeploymentRequest> = {}): DeploymentRequest => ({
   ...over,
 });
 const facts = (over: Partial<Facts> = {}): Facts => ({ checkRuns: [], deployedTo: {}, ...over });
+const onMain = { branch: { name: "main", state: "tip" as const } };
 const run = (name: string, conclusion: string | null, status = conclusion ? "completed" : "in_progress") => ({ name, status, conclusion });
 
 interface Case {
@@ -68,7 +69,38 @@ const cases: Case[] = [
     decision: "reject",
     reasons: ["the code comes from fork contributor/web: Steward never approves deploying a fork's code"],
   },
-  { name: "allowed branch", rule: { branches: ["main", "v*"] }, decision: "approve", reasons: ["`main` may deploy to production"] },
+  { name: "allowed branch", rule: { branches: ["main", "v*"] }, facts: { ref: onMain }, decision: "approve", reasons: ["`main` may deploy to production"] },
+  { name: "a commit reachable from the branch", rule: { branches: ["main"] }, facts: { ref: { branch: { name: "main", state: "reachable", status: "behind" } } }, decision: "approve", reasons: ["`main` may deploy to production"] },
+  {
+    name: "a commit named main that is not on main (a side branch, or a tag named main) is rejected",
+    rule: { branches: ["main"] },
+    request: { ref: "main" },
+    facts: { ref: { branch: { name: "main", state: "off", status: "diverged" } } },
+    decision: "reject",
+    reasons: ["branch check failed: abc1234 is not on branch `main` (neither its tip nor reachable from it: diverged); only commits on `main` may deploy to production"],
+  },
+  {
+    name: "a tag is not a branch",
+    rule: { branches: ["main"] },
+    request: { ref: "refs/tags/main" },
+    facts: { ref: onMain },
+    decision: "reject",
+    reasons: ["branch check failed: `refs/tags/main` is a tag, and a tag is not a branch; only branches `main` may deploy to production"],
+  },
+  {
+    name: "no branch of that name",
+    rule: { branches: ["main"] },
+    request: { ref: "main" },
+    facts: { ref: { branch: { name: "main", state: "missing" } } },
+    decision: "reject",
+    reasons: ["branch check failed: there is no branch `main` (a tag of that name is not a branch); only commits on `main` may deploy to production"],
+  },
+  {
+    name: "without the repository's answer, a branch name alone passes nothing",
+    rule: { branches: ["main"] },
+    decision: "reject",
+    reasons: ["branch check failed: whether abc1234 is on branch `main` is not known; only commits on `main` may deploy to production"],
+  },
   {
     name: "feature branch rejected",
     rule: { branches: ["main", "v*"] },
@@ -76,8 +108,16 @@ const cases: Case[] = [
     decision: "reject",
     reasons: ["`feature/login` may not deploy to production (allowed: `main`, `v*`)"],
   },
-  { name: "tag matches a glob", rule: { branches: ["main", "v*"] }, request: { ref: "refs/tags/v1.2.0" }, decision: "approve", reasons: ["`v1.2.0` may deploy to production"] },
-  { name: "bare branch name", rule: { branches: ["release/*"] }, request: { ref: "release/2026.11" }, decision: "approve", reasons: ["`release/2026.11` may deploy to production"] },
+  { name: "tag matches a glob", rule: { branches: ["main"], tags: ["v*"] }, request: { ref: "refs/tags/v1.2.0" }, facts: { ref: { tag: { name: "v1.2.0", state: "at" } } }, decision: "approve", reasons: ["tag `v1.2.0` may deploy to production"] },
+  {
+    name: "a tag that does not point at the commit",
+    rule: { tags: ["v*"] },
+    request: { ref: "refs/tags/v1.2.0" },
+    facts: { ref: { tag: { name: "v1.2.0", state: "elsewhere" } } },
+    decision: "reject",
+    reasons: ["tag check failed: tag `v1.2.0` does not point at abc1234; only tags `v*` may deploy to production"],
+  },
+  { name: "bare branch name", rule: { branches: ["release/*"] }, request: { ref: "release/2026.11" }, facts: { ref: { branch: { name: "release/2026.11", state: "tip" } } }, decision: "approve", reasons: ["`release/2026.11` may deploy to production"] },
   {
     name: "unknown ref cannot pass a branch rule",
     rule: { branches: ["main"] },
@@ -230,7 +270,7 @@ const cases: Case[] = [
   {
     name: "everything at once",
     rule: { branches: ["main"], checks: ["build"], after: ["staging"], windows: [parisWeekdays] },
-    facts: { checkRuns: [run("build", "success")], deployedTo: { staging: "success" } },
+    facts: { checkRuns: [run("build", "success")], deployedTo: { staging: "success" }, ref: onMain },
     decision: "approve",
     reasons: ["`main` may deploy to production", "check `build` succeeded on abc1234", "abc1234 deployed to staging first", "inside deploy window Mon-Fri 09:00-17:00 Europe/Paris"],
   },

@@ -12,7 +12,8 @@ const ORG: DeploymentsPolicy = {
   ],
 };
 const request = (ref: string) => ({ environment: "production", ref, sha: "b".repeat(40), requestedAt: new Date("2026-11-24T09:00:00Z") });
-const green = { checkRuns: [{ name: "build", status: "completed", conclusion: "success" }], deployedTo: {} };
+// The sha is the tip of main (what the handler reads from the repository for a rule with branches).
+const green = { checkRuns: [{ name: "build", status: "completed", conclusion: "success" }], deployedTo: {}, ref: { branch: { name: "main", state: "tip" as const } } };
 
 describe("organisation gates", () => {
   it("apply by property value, multi-select values included, and by environment glob", () => {

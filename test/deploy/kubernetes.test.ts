@@ -283,12 +283,17 @@ describe.skipIf(!hasKubectl)("Kubernetes manifests (kubectl kustomize)", () => {
   const dockerfile = resolve(ROOT, "../../Dockerfile");
   it.skipIf(!existsSync(dockerfile))("runs as the image's user with the image's data directory (Dockerfile)", () => {
     const text = readFileSync(dockerfile, "utf8");
-    const uid = /^\s*USER\s+(\d+)/m.exec(text)?.[1] ?? /(?:useradd|adduser)[^\n]*?(?:--uid|-u)[ =](\d+)/.exec(text)?.[1];
+    // The last USER: a number, a user created with --uid, or the official Node image's `node` (1000).
+    const user = [...text.matchAll(/^\s*USER\s+([^\s:]+)/gm)].at(-1)?.[1];
+    expect(user, "the Dockerfile's runtime stage sets a USER").toBeDefined();
+    const created = new RegExp(`(?:useradd|adduser)[^\\n]*?(?:--uid|-u)[ =](\\d+)[^\\n]*\\b${user}\\b`).exec(text)?.[1];
+    const uid = /^\d+$/.test(user!) ? user : created ?? (user === "node" ? "1000" : undefined);
+    expect(uid, `the uid of the Dockerfile's USER ${user}`).toBeDefined();
     const dataDir = /STEWARD_DATA_DIR[= ]("?)([^\s"]+)\1/.exec(text)?.[2];
     for (const overlay of OVERLAYS) {
       const deployment = rendered[overlay].find((d) => d.kind === "Deployment")!;
       const config = rendered[overlay].find((d) => d.kind === "ConfigMap")!;
-      if (uid !== undefined) expect(deployment.spec.template.spec.securityContext.runAsUser).toBe(Number(uid));
+      expect(deployment.spec.template.spec.securityContext.runAsUser, "runAsUser in deploy/kubernetes/components/steward/deployment.yaml").toBe(Number(uid));
       if (dataDir !== undefined) expect(config.data.STEWARD_DATA_DIR).toBe(dataDir);
     }
   });

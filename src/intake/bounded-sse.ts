@@ -40,6 +40,12 @@ const SPACE = 0x20;
 
 type Sink = "data" | "event" | "id" | "none";
 
+/** The index of the next `byte` in `chunk` from `from`, or the chunk's length when there is none. */
+function nextOf(chunk: Buffer, byte: number, from: number): number {
+  const at = chunk.indexOf(byte, from);
+  return at === -1 ? chunk.length : at;
+}
+
 export class BoundedSseParser {
   readonly #opts: BoundedSseOptions;
   // The line being read.
@@ -66,7 +72,11 @@ export class BoundedSseParser {
   }
 
   /** Reads `chunk`; returns the events (and drops) it completed, in order. */
-  push(chunk: Uint8Array): (SseEvent | SseDrop)[] {
+  push(bytes: Uint8Array): (SseEvent | SseDrop)[] {
+    const chunk = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // Where the next LF and CR are from the current position, searched natively and again only once passed.
+    let lf = -1;
+    let cr = -1;
     let i = 0;
     if (!this.#started && chunk.length > 0) {
       this.#started = true;
@@ -84,8 +94,9 @@ export class BoundedSseParser {
       }
       if (this.#inValue) {
         // The rest of the value up to the line's end, at once.
-        let end = i;
-        while (end < chunk.length && chunk[end] !== LF && chunk[end] !== CR) end++;
+        if (lf < i) lf = nextOf(chunk, LF, i);
+        if (cr < i) cr = nextOf(chunk, CR, i);
+        const end = Math.min(lf, cr);
         let from = i;
         if (this.#skipSpace && from < end) {
           this.#skipSpace = false;

@@ -10,6 +10,8 @@ import type { IntakeFirst } from "./intake-first.js";
 
 /** Readiness probes the store at most this often while recording fails (a busy prober gets the last answer). */
 export const RECORD_PROBE_INTERVAL_MS = 1_000;
+/** While recording works, readiness still probes this often, so a disk that filled up is seen before a delivery fails on it. */
+export const HEALTHY_PROBE_INTERVAL_MS = 10_000;
 /** A probe writes the failed delivery's payload size, within these bounds: like it, and cheap. */
 const PROBE_MIN_BYTES = 4 * 1024;
 const PROBE_MAX_BYTES = 1024 * 1024;
@@ -69,7 +71,8 @@ export function createIntake(
   // Readiness must not say "ready" while the intake refuses deliveries (the disk full, Redis
   // refusing writes): the last outcome of recording is kept, and while it is a failure readiness
   // asks the store for a probe write shaped like the failed delivery, so it recovers on its own,
-  // without waiting for a delivery GitHub may not send again.
+  // without waiting for a delivery GitHub may not send again. While recording works it probes
+  // now and then too, so a store that stopped taking writes is seen before a delivery is refused.
   /** Set while the last delivery could not be recorded and nothing was recorded since. */
   let failing: { bytes: number; generation: number } | undefined;
   let generation = 0;
@@ -79,18 +82,21 @@ export function createIntake(
     failing = undefined;
   };
 
-  function canRecordAgain(): Promise<boolean> {
+  /** Whether the store can record, by a probe when one is due: often while failing, now and then while not. */
+  function canRecord(): Promise<boolean> {
     if (probing) return probing;
     const now = failing;
-    if (!now) return Promise.resolve(true);
+    const since = Date.now() - probedAt;
     // The last probe failed moments ago (else `failing` would be cleared): its answer stands.
-    if (Date.now() - probedAt < RECORD_PROBE_INTERVAL_MS) return Promise.resolve(false);
+    if (now && since < RECORD_PROBE_INTERVAL_MS) return Promise.resolve(false);
+    if (!now && since < HEALTHY_PROBE_INTERVAL_MS) return Promise.resolve(true);
     probing = store
-      .canRecord(Math.min(PROBE_MAX_BYTES, Math.max(PROBE_MIN_BYTES, now.bytes)))
+      .canRecord(Math.min(PROBE_MAX_BYTES, Math.max(PROBE_MIN_BYTES, now?.bytes ?? 0)))
       .catch(() => false)
       .then((ok) => {
         // A delivery that failed while the probe ran is newer news than the probe.
-        if (ok && failing?.generation === now.generation) failing = undefined;
+        if (ok && failing?.generation === now?.generation) failing = undefined;
+        else if (!ok && !failing) failing = { bytes: PROBE_MIN_BYTES, generation: ++generation };
         return failing === undefined;
       })
       .finally(() => {
@@ -119,7 +125,7 @@ export function createIntake(
     ready: async () => {
       if (pool.state() === "stopping" || pool.state() === "stopped") return false;
       if (!(await store.ready())) return false;
-      return failing === undefined || (await canRecordAgain());
+      return await canRecord();
     },
     depth: () => store.deliveries.depth(),
   };

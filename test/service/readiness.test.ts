@@ -37,7 +37,7 @@ const noDisk = "unavailable" in disk ? disk.unavailable : undefined;
 if (noDisk) console.warn(`disk-full readiness test skipped: ${noDisk}`);
 
 describe("readiness while the disk is full", { timeout: 120_000 }, () => {
-  it.skipIf(noDisk !== undefined)("fails while a delivery cannot be recorded and recovers once space is freed, without a restart", async () => {
+  it.skipIf(noDisk !== undefined)("fails while a delivery cannot be recorded, or the disk is full before one is, and recovers once space is freed, without a restart", async () => {
     if ("unavailable" in disk) return;
     scope.stopAfter(disk, (d) => d.unmount());
     const { logger } = collectingLogger("warn");
@@ -57,6 +57,13 @@ describe("readiness while the disk is full", { timeout: 120_000 }, () => {
 
     await disk.free();
     // No delivery in between: readiness finds out by itself.
+    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
+    expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
+
+    // Full again, and no delivery arrives: readiness sees it by itself (its probe every 10 s), and recovers.
+    await disk.fill();
+    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(503), { timeout: 30_000, interval: 200 });
+    await disk.free();
     await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
     expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
     await steward.close();

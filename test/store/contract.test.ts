@@ -165,6 +165,16 @@ function contract(makeBackend: () => Promise<Backend>) {
       await store.close();
       await expect(store.deliveries.record(deliveryOf("push", examplePayload("push")))).rejects.toThrow(/closed/);
       expect(await store.ready()).toBe(false);
+      expect(await store.canRecord(4096)).toBe(false);
+    });
+
+    it("probes recording (readiness) without leaving anything a reader sees", async () => {
+      const d = deliveryOf("push", examplePayload("push"));
+      expect(await store.deliveries.record(d)).toBe("recorded");
+      expect(await store.canRecord(64 * 1024)).toBe(true);
+      expect(await store.canRecord(0)).toBe(true);
+      expect((await store.deliveries.listDeliveries({ limit: 10 })).map((r) => r.id)).toEqual([d.id]);
+      expect(await store.kv.list("")).toEqual([]);
     });
 
     it("takes back an expired lease; the old holder can no longer write", async () => {

@@ -249,6 +249,23 @@ describe("the intake budget", () => {
   }, 60_000);
 });
 
+describe("connections that hold a place without a request", () => {
+  it("closes a connection that sends nothing, and one idling after its answer, within the server's timeouts", async () => {
+    running = await startHttp({ secrets: [SECRET], timeouts: { headersTimeoutMs: 500, keepAliveTimeoutMs: 500 } });
+    const silent = exchange(running.port, "127.0.0.2", "");
+    const body = small.body;
+    const signed =
+      `POST /api/github/webhooks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: ${small.event}\r\n` +
+      `X-GitHub-Delivery: ${deliveryId()}\r\nX-Hub-Signature-256: ${signBody(SECRET, body)}\r\nContent-Length: ${body.length}\r\n\r\n`;
+    const idle = exchange(running.port, "127.0.0.3", Buffer.concat([Buffer.from(signed), body]));
+    const [s, i] = await Promise.all([silent.closed, idle.closed]);
+    // Bounds far above the timeouts (0.5 s), far below forever.
+    expect(s.ms).toBeLessThan(10_000);
+    expect(i.status).toBe(202);
+    expect(i.ms).toBeLessThan(10_000);
+  }, 30_000);
+});
+
 describe("admission settings", () => {
   it("reads STEWARD_BODY_MIN_RATE and STEWARD_MAX_CONNECTIONS_PER_ADDRESS, with defaults, and refuses malformed values by name", () => {
     const base = { APP_ID: "123", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: "whsec-value-1" };

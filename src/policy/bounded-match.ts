@@ -5,7 +5,8 @@
 // that is terminated at its deadline; the event loop only waits for a message.
 //
 // The worker is plain CommonJS evaluated from a string and loads re2js by its resolved path: the
-// same code runs under vitest, from sources through tsx and from the compiled dist/.
+// same code runs under vitest, from sources through tsx and from the compiled dist/. It starts
+// without the process's flags (loaders, --input-type), which are not for it.
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { TextMatcher } from "./patterns.js";
@@ -128,9 +129,7 @@ function takeSlot(): Slot | undefined {
   const reused = idle.pop();
   if (reused) return reused;
   if (busy.size >= MAX_MATCH_WORKERS) return undefined;
-  const slot: Slot = { worker: new Worker(workerSource(), { eval: true }) };
-  // An idle worker does not keep the process alive; a job's deadline timer does while it runs.
-  slot.worker.unref();
+  const slot: Slot = { worker: new Worker(workerSource(), { eval: true, execArgv: [] }) };
   slot.worker.on("message", (msg: { matched?: string[]; error?: string }) => {
     const job = finish(slot, true);
     if (!job) return;
@@ -139,6 +138,9 @@ function takeSlot(): Slot | undefined {
   });
   slot.worker.on("error", (err) => finish(slot, false)?.reject(new Error(`matching failed: ${err.message}`)));
   slot.worker.on("exit", () => finish(slot, false)?.reject(new Error("the matching worker exited")));
+  // An idle worker does not keep the process alive; a job's deadline timer does while it runs.
+  // (After the listeners: adding one refs the worker's port again.)
+  slot.worker.unref();
   return slot;
 }
 

@@ -1,6 +1,7 @@
 // Policy patterns are untrusted: globs and regexes run on a linear-time engine, what needs
 // backtracking is rejected at validation with its file position, and YAML aliases are bounded by
 // what they expand to, not by how often a plain value is reused.
+import { execFileSync } from "node:child_process";
 import fc from "fast-check";
 import picomatch from "picomatch";
 import { describe, expect, it } from "vitest";
@@ -224,6 +225,14 @@ describe("log scanning", () => {
     const fresh = await scanLog(`${"x\n".repeat(600_000)}npm ERR! ECONNRESET\n`, ["/^npm ERR!.*ECONNRESET$/", "ETIMEDOUT"], new MatchBudget());
     expect(fresh).toEqual({ matched: new Set(["/^npm ERR!.*ECONNRESET$/"]) });
   }, 30_000);
+
+  it("leaves no worker keeping a process alive once its matches are done (the CLI's simulate exits)", () => {
+    const code = `import { boundedMatch } from ${JSON.stringify(new URL("../../src/policy/bounded-match.ts", import.meta.url).pathname)};
+      const r = await boundedMatch("x\\nfoo#\\n".repeat(400000), [{ source: "/o#$/", size: 5, re2: { source: "o#$", flags: 0 }, test: () => false }], { deadlineMs: 10000, what: "a log" });
+      console.log([...r.matched].join());`;
+    const out = execFileSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { timeout: 30_000, encoding: "utf8" });
+    expect(out.trim()).toBe("/o#$/");
+  }, 40_000);
 
   it("matches short texts on the calling thread, and refuses to when the work is large", () => {
     expect(scanLogSync("x\nnpm ERR! ECONNRESET\n", ["ECONNRESET", "/^npm/"])).toEqual({ matched: new Set(["ECONNRESET", "/^npm/"]) });

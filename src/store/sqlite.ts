@@ -1,5 +1,6 @@
 // The embedded store: one SQLite file (WAL) in STEWARD_DATA_DIR holding the delivery
 // queue, handler outcomes, scheduled tasks, handler state and the audit trail.
+import { holdServiceLock, type ServiceLock } from "./service-lock.js";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -37,6 +38,8 @@ export interface SqliteStoreOptions {
   payloadSegmentBytes?: number;
   /** Audit entries kept, the newest (default DEFAULT_AUDIT_CAP, as the Redis store). */
   auditCap?: number;
+  /** The service's store: refuses to open while another service holds the data directory (service-lock.ts). */
+  serviceLock?: boolean;
 }
 
 /** The payload log's directory inside the data directory. */
@@ -74,10 +77,12 @@ export class SqliteStore implements StewardStore {
   readonly #db: Database.Database;
   readonly #deliveries: SqliteDeliveries;
   readonly #thread: StoreThread | undefined;
+  readonly #lock: ServiceLock | undefined;
   #closed = false;
 
-  constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
+  constructor(dataDir: string, opts: SqliteStoreOptions = {}, lock?: ServiceLock) {
     mkdirSync(dataDir, { recursive: true });
+    this.#lock = lock;
     this.path = join(dataDir, storeFileName);
     this.#db = new Database(this.path);
     this.#db.pragma("journal_mode = WAL");
@@ -139,9 +144,18 @@ export class SqliteStore implements StewardStore {
     const stopping = this.#thread?.stop();
     this.#db.close();
     await stopping;
+    this.#lock?.release();
   }
 }
 
 export function openSqliteStore(dataDir: string, opts?: SqliteStoreOptions): SqliteStore {
-  return new SqliteStore(dataDir, opts);
+  if (!opts?.serviceLock) return new SqliteStore(dataDir, opts);
+  mkdirSync(dataDir, { recursive: true });
+  const lock = holdServiceLock(dataDir);
+  try {
+    return new SqliteStore(dataDir, opts, lock);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
 }

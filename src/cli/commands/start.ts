@@ -3,6 +3,7 @@
 import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
+import { DataDirInUseError } from "../../store/service-lock.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
 
@@ -137,7 +138,7 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
       env: { PORT: "0", LOG_LEVEL: settings.logLevel, ...settingsEnv },
     });
   } catch (error) {
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof DataDirInUseError) {
       process.stderr.write(`steward: ${scrub(error.message)}\n`);
       return 1;
     }
@@ -172,7 +173,9 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     );
     return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
-    log.fatal({ err: error }, "steward could not start");
+    // A refusal that says what to do is one line, not a stack.
+    if (error instanceof DataDirInUseError) log.fatal({ error: error.message }, "steward could not start");
+    else log.fatal({ err: error }, "steward could not start");
     return 1;
   }
 }

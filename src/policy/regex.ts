@@ -30,6 +30,15 @@ export function compileRegex(spec: string, body: string, flags: string): RE2JS {
       throw new Error(`regular expression ${spec} uses ${what}, which Steward does not support: patterns are matched in linear time (RE2 syntax)`);
     }
   }
+  // Compiling itself costs time in the program's size: a pattern that is plainly too large is
+  // refused from its text, before it is compiled.
+  const estimate = expandedSize(body);
+  if (estimate > 2 * MAX_PROGRAM_SIZE) {
+    throw new Error(
+      `regular expression ${shorten(spec)} expands to at least ${estimate} instructions, more than the ${MAX_PROGRAM_SIZE} Steward runs ` +
+        `(counted repetitions such as {1000} multiply the pattern; use fewer or smaller counts, or .* / + instead)`,
+    );
+  }
   let flagBits = 0;
   for (const f of flags) flagBits |= FLAGS[f]!;
   let re: RE2JS;
@@ -46,6 +55,54 @@ export function compileRegex(spec: string, body: string, flags: string): RE2JS {
     );
   }
   return re;
+}
+
+/**
+ * A lower estimate of the program `body` compiles to: one per atom, a group the sum of its
+ * atoms, and a counted repetition `{n}`, `{n,}` or `{n,m}` its atom times its largest count.
+ */
+export function expandedSize(body: string): number {
+  const frames: number[] = [0];
+  let last = 0;
+  for (let i = 0; i < body.length; i++) {
+    const ch = body[i]!;
+    if (ch === "\\") {
+      // `\p{Greek}`, `\x{41}`: the braces belong to the escape.
+      const braces = /^[pPx]\{[^}]*\}/.exec(body.slice(i + 1, i + 40));
+      i += braces ? braces[0].length : 1;
+      last = 1;
+      frames[frames.length - 1]! += 1;
+    } else if (ch === "[") {
+      let j = i + 1;
+      if (body[j] === "^") j++;
+      if (body[j] === "]") j++;
+      while (j < body.length && body[j] !== "]") j += body[j] === "\\" ? 2 : 1;
+      i = j;
+      last = 1;
+      frames[frames.length - 1]! += 1;
+    } else if (ch === "(") {
+      frames.push(0);
+      last = 0;
+    } else if (ch === ")") {
+      last = frames.length > 1 ? frames.pop()! : 0;
+      frames[frames.length - 1]! += last;
+    } else if (ch === "{") {
+      const m = /^\{(\d+)(?:,(\d*))?\}/.exec(body.slice(i, i + 16));
+      if (m) {
+        const count = Math.max(Number(m[1]), m[2] ? Number(m[2]) : 0);
+        frames[frames.length - 1]! += last * (count - 1);
+        last *= count;
+        i += m[0].length - 1;
+      } else {
+        last = 1;
+        frames[frames.length - 1]! += 1;
+      }
+    } else if (ch !== "|" && ch !== "*" && ch !== "+" && ch !== "?") {
+      last = 1;
+      frames[frames.length - 1]! += 1;
+    }
+  }
+  return frames.reduce((a, b) => a + b, 0);
 }
 
 function shorten(spec: string): string {

@@ -1,6 +1,7 @@
 // Reads a request body with a hard size limit: the declared Content-Length is checked
 // before reading, and bytes are counted while streaming, so an oversized body is refused
-// after at most `limit` bytes and never held whole.
+// after at most `limit` bytes and never held whole. The intake also charges each chunk to its
+// budget as it arrives and holds the sender to a minimum rate.
 import type { IncomingMessage } from "node:http";
 
 export type BodyResult =
@@ -21,10 +22,11 @@ export interface ReadOptions {
    * grace: a sender that trickles is cut off soon after the grace, whatever its declared length.
    */
   minRate?: MinRate;
-  /** Each chunk is charged here before it is kept; false refuses the body ("no-room"). */
-  charge?: (bytes: number) => boolean;
-  /** Aborted when the body must give its room up ("no-room"). */
-  signal?: AbortSignal;
+  /**
+   * Each chunk is charged here before it is kept (false refuses the body, "no-room"), and the
+   * body is cut off ("no-room") if it must give its room up.
+   */
+  admission?: { charge(bytes: number): boolean; onEvict(cut: () => void): void };
 }
 
 /** The declared Content-Length, or undefined when the body is chunked (or the header is not a number). */
@@ -64,7 +66,6 @@ export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: 
       req.off("end", onEnd);
       req.off("error", onAbort);
       req.off("aborted", onAbort);
-      opts.signal?.removeEventListener("abort", onEvicted);
       resolve(result);
     };
     const refuse = (reason: "too-large" | "timeout" | "too-slow" | "no-room") => {
@@ -74,14 +75,13 @@ export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: 
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) return refuse("too-large");
-      if (opts.charge && !opts.charge(chunk.length)) return refuse("no-room");
+      if (opts.admission && !opts.admission.charge(chunk.length)) return refuse("no-room");
       chunks.push(chunk);
     };
     // Node's HTTP parser hands each body chunk over in a buffer of its own, so a body that came
     // in one chunk (most deliveries) is kept as it is rather than copied into another.
     const onEnd = () => finish({ ok: true, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
     const onAbort = () => finish({ ok: false, reason: "aborted" });
-    const onEvicted = () => refuse("no-room");
     const timer = Number.isFinite(timeoutMs) ? setTimeout(() => refuse("timeout"), timeoutMs) : undefined;
     const rate = opts.minRate && opts.minRate.bytesPerSecond > 0 ? opts.minRate : undefined;
     const behind = () => size < (rate!.bytesPerSecond * (performance.now() - startedAt - rate!.graceMs)) / 1000;
@@ -101,7 +101,6 @@ export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: 
     req.on("end", onEnd);
     req.on("error", onAbort);
     req.on("aborted", onAbort);
-    if (opts.signal?.aborted) onEvicted();
-    else opts.signal?.addEventListener("abort", onEvicted, { once: true });
+    opts.admission?.onEvict(() => refuse("no-room"));
   });
 }

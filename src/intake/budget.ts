@@ -27,8 +27,8 @@ export interface BudgetLimits {
 }
 
 export interface Admission {
-  /** Aborted when this body must give its room to a peer holding less (answered 503). */
-  readonly signal: AbortSignal;
+  /** `cut` is called (once) if this body must give its room to a peer holding less (it is answered 503). */
+  onEvict(cut: () => void): void;
   /** Counts `bytes` more received; false when there is no room for them (the body is refused). */
   charge(bytes: number): boolean;
   /** The body arrived whole: it gives back its place among the bodies being read (its bytes stay charged). */
@@ -57,8 +57,8 @@ export function peerKey(address: string | undefined): string {
 
 interface Ticket {
   readonly peer: Peer;
-  readonly controller: AbortController;
   readonly startedAt: number;
+  cut?: () => void;
   bytes: number;
   reading: boolean;
   released: boolean;
@@ -100,12 +100,12 @@ export class BodyBudget {
       this.evict(slowest(victim));
     }
     this.peers.set(key, peer);
-    const ticket: Ticket = { peer, controller: new AbortController(), startedAt: performance.now(), bytes: 0, reading: true, released: false };
+    const ticket: Ticket = { peer, startedAt: performance.now(), bytes: 0, reading: true, released: false };
     peer.tickets.add(ticket);
     peer.reading += 1;
     this.reading += 1;
     return {
-      signal: ticket.controller.signal,
+      onEvict: (cut) => (ticket.cut = cut),
       charge: (bytes) => this.charge(ticket, bytes),
       complete: () => this.complete(ticket),
       release: () => this.release(ticket),
@@ -152,7 +152,7 @@ export class BodyBudget {
 
   private evict(ticket: Ticket): void {
     this.release(ticket);
-    ticket.controller.abort();
+    ticket.cut?.();
   }
 
   /** The other peer with the most by `measure` among those with a body still arriving (only those can give room). */

@@ -85,7 +85,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       // sends nothing holds nothing, and is cut off by the rate floor.
       admission = budget.admit(req.socket.remoteAddress);
       if (!admission) return noRoom();
-      const read = await readBody(req, limit, { timeoutMs: bodyTimeoutMs, minRate, charge: admission.charge, signal: admission.signal });
+      const read = await readBody(req, limit, { timeoutMs: bodyTimeoutMs, minRate, admission });
       if (read.ok) admission.complete();
       else admission.release();
       if (!read.ok) {

@@ -73,6 +73,13 @@ async function importModule(raw: string): Promise<{ path: string; exported: unkn
   }
 }
 
+/**
+ * Modules (absolute paths) this process's service disabled because they could not load: the
+ * steward/config check validates what the service loads, so it leaves them out too, instead of
+ * failing every pull request on them.
+ */
+const disabledPaths = new Set<string>();
+
 /** Longest a module may take to load (its import and a Probot app's function) in a service that contains them. */
 export const LOAD_TIMEOUT_MS = 30_000;
 
@@ -124,6 +131,7 @@ export async function loadHandlerModules(
       try {
         module = await withinLoadTime(raw, loading, opts.loadTimeoutMs ?? LOAD_TIMEOUT_MS);
       } catch (e) {
+        disabledPaths.add(resolve(process.cwd(), raw));
         opts.logger.error({ path: raw, handler: name, error: safeErrorMessage(e, configSecrets(opts.config)) }, `handler module ${name} disabled: it could not be loaded; Steward serves without it`);
         continue;
       }
@@ -139,12 +147,13 @@ export async function loadHandlerModules(
 const policyCache = new Map<string, Promise<readonly HandlerModule<any>[]>>();
 
 /**
- * The modules at `paths` that declare policy (a section or documents), loaded once per list.
+ * The modules at `paths` that declare policy (a section or documents), loaded once per list;
+ * those the service in this process disabled are left out.
  * Probot app functions declare none and are not started here: validating a policy file runs
  * no app.
  */
 export function policyModules(paths: readonly string[] = []): Promise<readonly HandlerModule<any>[]> {
-  const wanted = listed(paths);
+  const wanted = listed(paths).filter((p) => !disabledPaths.has(resolve(process.cwd(), p)));
   const key = wanted.join(",");
   let pending = policyCache.get(key);
   if (!pending) {

@@ -2,7 +2,7 @@
 // fetches the facts, calls `evaluate`, and carries the answer out.
 import { matchesAny } from "../../src/index.js";
 import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen, type FreezeSpec, type WindowSpec } from "./calendar.js";
-import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
+import { checkEntry, type DeploymentsPolicy, type EnvironmentRule } from "./policy.js";
 import { buildTimetable, type CalendarTexts } from "./timetable.js";
 import { CalendarBudget } from "./recurrence.js";
 
@@ -27,6 +27,13 @@ export interface CheckRunFact {
   name: string;
   status: string;
   conclusion: string | null;
+  /** Slug of the GitHub App that created the run (`github-actions` for workflow jobs); unknown when absent. */
+  app?: string;
+  id?: number;
+  /** Where a person can see the run. */
+  url?: string;
+  /** Orders runs of one name and app: the newest counts. */
+  startedAt?: string | null;
 }
 
 /** Where a sha stands in an environment listed under `after`. */
@@ -45,8 +52,13 @@ export interface RefFacts {
 export interface Facts {
   /** Where the sha stands on the branch or tag the ref names (rules with `branches` or `tags`). */
   ref?: RefFacts;
-  /** Latest check runs on the sha (`filter=latest`). */
+  /**
+   * Check runs on the sha: the latest per name (`filter=latest`), or every run (`filter=all`) when
+   * an entry is pinned to apps, so another app's newer run of the name cannot hide the pinned one.
+   */
   checkRuns: CheckRunFact[];
+  /** `checkRuns` holds every run (`filter=all`), not only the latest per name. */
+  allCheckRuns?: boolean;
   /** State of the sha in each environment of `after`. */
   deployedTo: Record<string, DeployedState>;
   /** iCalendar files the rule's windows and freezes name, read from the admin repository. */
@@ -144,35 +156,58 @@ function checkRef(rule: EnvironmentRule, request: DeploymentRequest, facts: Fact
   out.blocking.push(...failures);
 }
 
+/** The newest run of each name (and, with `byApp`, of each app) among `runs`. */
+function latest(runs: readonly CheckRunFact[], byApp: boolean): CheckRunFact[] {
+  const best = new Map<string, CheckRunFact>();
+  for (const r of runs) {
+    const key = byApp ? `${r.app ?? ""}\n${r.name}` : r.name;
+    const cur = best.get(key);
+    const newer = !cur || (r.startedAt ?? "") > (cur.startedAt ?? "") || ((r.startedAt ?? "") === (cur.startedAt ?? "") && (r.id ?? 0) > (cur.id ?? 0));
+    if (newer) best.set(key, r);
+  }
+  return runs.filter((r) => best.get(byApp ? `${r.app ?? ""}\n${r.name}` : r.name) === r);
+}
+
+/**
+ * `checks`: every entry's runs succeeded. A pinned entry counts only runs by its apps (by slug): a
+ * run of the same name by another app neither satisfies nor blocks it, and the answer says so.
+ */
 function checkChecks(rule: EnvironmentRule, request: DeploymentRequest, facts: Facts, out: Findings): string[] {
   const pendingNames: string[] = [];
   if (!rule.checks?.length) return pendingNames;
   const sha = short(request.sha);
   const succeeded: string[] = [];
   const pendingReasons: string[] = [];
-  for (const wanted of rule.checks) {
-    const runs = facts.checkRuns.filter((r) => r.name === wanted || matchesAny([wanted], r.name));
+  const label = (name: string, apps: readonly string[] | undefined) => (apps ? `\`${name}\` (${apps.join(", ")})` : `\`${name}\``);
+  for (const entry of rule.checks) {
+    const { name: wanted, apps } = checkEntry(entry);
+    const named = facts.checkRuns.filter((r) => r.name === wanted || matchesAny([wanted], r.name));
+    const runs = apps ? latest(named.filter((r) => r.app !== undefined && apps.includes(r.app)), true) : facts.allCheckRuns ? latest(named, false) : named;
+    const from = apps ? ` from ${apps.join(" or ")}` : "";
     if (runs.length === 0) {
       pendingNames.push(wanted);
-      pendingReasons.push(`check \`${wanted}\` has not started on ${sha}`);
+      const others = apps ? [...new Set(named.map((r) => r.app ?? "an unknown app"))] : [];
+      const ignored = others.length ? ` (${others.length > 1 ? "runs" : "a run"} of that name from ${quoted(others)} ${others.length > 1 ? "are" : "is"} not counted)` : "";
+      pendingReasons.push(`check \`${wanted}\` has not started on ${sha}${from}${ignored}`);
       continue;
     }
     const bad = runs.filter((r) => r.status === "completed" && r.conclusion !== "success");
     const running = runs.filter((r) => r.status !== "completed");
     for (const run of bad) {
+      const what = label(run.name, apps ? [run.app!] : undefined);
       out.blocking.push(
         run.conclusion === "failure"
-          ? `check \`${run.name}\` failed on ${sha}`
-          : `check \`${run.name}\` concluded ${run.conclusion ?? "without a conclusion"} on ${sha}`,
+          ? `check ${what} failed on ${sha}`
+          : `check ${what} concluded ${run.conclusion ?? "without a conclusion"} on ${sha}`,
       );
     }
     for (const run of running) {
       pendingNames.push(run.name);
-      pendingReasons.push(`check \`${run.name}\` is ${run.status === "queued" ? "queued" : "still running"} on ${sha}`);
+      pendingReasons.push(`check ${label(run.name, apps ? [run.app!] : undefined)} is ${run.status === "queued" ? "queued" : "still running"} on ${sha}`);
     }
-    if (bad.length === 0 && running.length === 0) succeeded.push(...runs.map((r) => r.name));
+    if (bad.length === 0 && running.length === 0) succeeded.push(...runs.map((r) => label(r.name, apps ? [r.app!] : undefined)));
   }
-  if (succeeded.length) out.passed.push(`${succeeded.length > 1 ? "checks" : "check"} ${quoted(succeeded)} succeeded on ${sha}`);
+  if (succeeded.length) out.passed.push(`${succeeded.length > 1 ? "checks" : "check"} ${succeeded.join(", ")} succeeded on ${sha}`);
   if (rule.pending_checks === "reject") out.blocking.push(...pendingReasons);
   else out.waiting.push(...pendingReasons);
   return pendingNames;

@@ -3,7 +3,7 @@
 import type { InstallationOctokit } from "../../src/index.js";
 import { matchesAny } from "../../src/index.js";
 import { refName, type CheckRunFact, type DeployedState, type Facts, type RefFacts } from "./decide.js";
-import type { EnvironmentRule } from "./policy.js";
+import { checkEntry, type EnvironmentRule } from "./policy.js";
 import { forkOf } from "../shared/fork.js";
 import { calendarPaths, type CalendarTexts } from "./timetable.js";
 import { MAX_CALENDAR_BYTES } from "./recurrence.js";
@@ -38,15 +38,29 @@ export async function fetchRun(octokit: InstallationOctokit, target: RepoRef & {
   };
 }
 
-async function fetchCheckRuns(octokit: InstallationOctokit, target: RepoRef, sha: string): Promise<CheckRunFact[]> {
-  const runs = await octokit.paginate("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+/** Check runs read for one decision at most (10 pages): past it, a pinned check not seen waits. */
+const MAX_CHECK_RUNS = 1000;
+
+/**
+ * The check runs on `sha`, with the app that created each. `all`: every run, not only the latest
+ * per name, so a pinned check's own newest run is seen even when another app ran that name later.
+ */
+async function fetchCheckRuns(octokit: InstallationOctokit, target: RepoRef, sha: string, all: boolean): Promise<CheckRunFact[]> {
+  const out: CheckRunFact[] = [];
+  const pages = octokit.paginate.iterator("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
     owner: target.owner,
     repo: target.repo,
     ref: sha,
-    filter: "latest",
+    filter: all ? "all" : "latest",
     per_page: 100,
   });
-  return runs.map((r) => ({ name: r.name, status: r.status, conclusion: r.conclusion ?? null }));
+  for await (const { data } of pages) {
+    for (const r of data) {
+      out.push({ name: r.name, status: r.status, conclusion: r.conclusion ?? null, id: r.id, startedAt: r.started_at ?? null, ...(r.app?.slug ? { app: r.app.slug } : {}), ...(r.html_url ? { url: r.html_url } : {}) });
+    }
+    if (out.length >= MAX_CHECK_RUNS) break;
+  }
+  return out;
 }
 
 const SUCCEEDED = new Set(["success", "inactive"]); // inactive: it succeeded and a later deployment replaced it
@@ -93,7 +107,11 @@ export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, 
   }
   const paths = calendarPaths(rule);
   if (paths.length && adminRepo) facts.calendars = await fetchCalendars(octokit, target.owner, adminRepo, paths);
-  if (rule.checks?.length) facts.checkRuns = await fetchCheckRuns(octokit, target, sha);
+  if (rule.checks?.length) {
+    const pinned = rule.checks.some((c) => checkEntry(c).apps !== undefined);
+    facts.checkRuns = await fetchCheckRuns(octokit, target, sha, pinned);
+    if (pinned) facts.allCheckRuns = true;
+  }
   for (const environment of rule.after ?? []) {
     facts.deployedTo[environment] = await fetchDeployedState(octokit, target, sha, environment);
   }

@@ -65,12 +65,14 @@ export function looseningsByKey(gate: OrgGate, environment: string, repo: Enviro
 
 /** Every condition any of the rules needs a fact for (so facts are fetched once for all). */
 export function factsRule(rules: readonly EnvironmentRule[]): EnvironmentRule {
-  const union = (key: "checks" | "after" | "branches" | "tags") => [...new Set(rules.flatMap((r) => (r.approve ? [] : (r[key] ?? []))))];
+  const union = (key: "after" | "branches" | "tags") => [...new Set(rules.flatMap((r) => (r.approve ? [] : (r[key] ?? []))))];
+  // Pinned and unpinned entries alike: a pinned one makes the facts hold every run.
+  const checks = rules.flatMap((r) => (r.approve ? [] : (r.checks ?? [])));
   const refs = (key: "branches" | "tags") => (rules.some((r) => !r.approve && r[key]) ? { [key]: union(key) } : {});
   return {
     ...refs("branches"),
     ...refs("tags"),
-    checks: union("checks"),
+    checks,
     after: union("after"),
     windows: rules.flatMap((r) => r.windows ?? []),
     freeze: rules.flatMap((r) => r.freeze ?? []),

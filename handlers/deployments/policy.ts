@@ -43,6 +43,23 @@ export interface Freeze extends Recurring {
   timezone?: string;
 }
 
+/**
+ * A required check: any app's run of that name, or only a run by one of `app`/`apps` (GitHub App
+ * slugs, as a check run's `app.slug` says: `github-actions` for workflow jobs). Pinning matters
+ * because any app with `checks: write`, or a workflow's GITHUB_TOKEN, can create a run of any name.
+ */
+export type CheckEntry = string | { name: string; app?: string; apps?: string[] };
+
+/** GitHub App slugs: lowercase letters, digits and single hyphens. */
+export const APP_SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
+
+/** An entry's name and the apps whose runs count (undefined: any app). */
+export function checkEntry(entry: CheckEntry): { name: string; apps?: string[] } {
+  if (typeof entry === "string") return { name: entry };
+  const apps = entry.app !== undefined ? [entry.app] : entry.apps;
+  return apps ? { name: entry.name, apps } : { name: entry.name };
+}
+
 export interface EnvironmentRule {
   /** `always` approves every deployment, `never` rejects every one; other keys are then not allowed. */
   approve?: "always" | "never";
@@ -50,8 +67,11 @@ export interface EnvironmentRule {
   branches?: string[];
   /** Tag globs allowed to deploy: the tag must point at the deployed commit. */
   tags?: string[];
-  /** Check-run names (or globs) that must have concluded success on the sha. */
-  checks?: string[];
+  /**
+   * Check runs that must have concluded success on the sha: a name (or glob), run by any app, or
+   * `{ name, app }` / `{ name, apps }` counting only runs of those GitHub Apps (by slug).
+   */
+  checks?: CheckEntry[];
   /** Environments the same sha must have deployed to successfully first. */
   after?: string[];
   /** Deployments go ahead only inside one of these windows. */
@@ -121,7 +141,24 @@ const ruleSchema = {
     approve: { enum: ["always", "never"] },
     branches: stringList,
     tags: stringList,
-    checks: stringList,
+    checks: {
+      type: "array",
+      items: {
+        oneOf: [
+          { type: "string", minLength: 1 },
+          {
+            type: "object",
+            additionalProperties: false,
+            required: ["name"],
+            properties: {
+              name: { type: "string", minLength: 1 },
+              app: { type: "string", minLength: 1, maxLength: 100 },
+              apps: { type: "array", items: { type: "string", minLength: 1, maxLength: 100 }, minItems: 1, maxItems: 20 },
+            },
+          },
+        ],
+      },
+    },
     after: stringList,
     windows: { type: "array", items: windowSchema },
     freeze: { type: "array", items: freezeSchema },
@@ -194,12 +231,13 @@ function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix
         if (rule[key] !== undefined) report([...at, key], `"${key}" has no effect with "approve: ${rule.approve}"`);
       }
     }
-    for (const key of ["branches", "tags", "checks", "after"] as const) {
+    for (const key of ["branches", "tags", "after"] as const) {
       rule[key]?.forEach((glob, i) => {
         const problem = globError(glob);
         if (problem) report([...at, key, i], problem);
       });
     }
+    rule.checks?.forEach((entry, i) => checkCheckEntry(entry, [...at, "checks", i], report));
     if (rule.after?.includes(name)) report([...at, "after"], `environment "${name}" cannot come after itself`);
     checkSizes(rule, at, report);
     checkWindows(rule.windows ?? [], [...at, "windows"], report, probes);
@@ -213,6 +251,26 @@ function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix
 }
 
 type Report = Parameters<SemanticCheck<unknown>>[1];
+
+/** A `checks` entry: its name is a valid glob; a pin names apps by valid slugs, one way only. */
+function checkCheckEntry(entry: CheckEntry, at: (string | number)[], report: Report): void {
+  if (typeof entry === "string") {
+    const problem = globError(entry);
+    if (problem) report(at, problem);
+    return;
+  }
+  const problem = globError(entry.name);
+  if (problem) report([...at, "name"], problem);
+  if (entry.app !== undefined && entry.apps !== undefined) {
+    report([...at, "apps"], `use "app" or "apps" in one check, not both`);
+    return;
+  }
+  const slugs = entry.app !== undefined ? [{ slug: entry.app, path: [...at, "app"] }] : (entry.apps ?? []).map((slug, j) => ({ slug, path: [...at, "apps", j] }));
+  for (const { slug, path } of slugs) {
+    if (!APP_SLUG.test(slug)) report(path, `app "${slug}" is not a GitHub App slug (lowercase letters, digits and hyphens, as a check run's app.slug, e.g. github-actions)`);
+  }
+  if (entry.app === undefined && entry.apps === undefined) report(at, `check "${entry.name}" names no app: write it as a plain name to accept any app's run, or add "app" to pin it`, "warning");
+}
 
 const RECURRING_KEYS = ["rrule", "start", "duration"] as const;
 const CALENDAR_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*\.ics$/;

@@ -17,10 +17,13 @@ const scope = perTest();
 const start = (env: Record<string, string>, args?: string[]) =>
   scope.stopAfter(startChild(env, args), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
 
-async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number | null; out: string }> {
+/** A CLI run: its exit code, all it printed, and its stdout alone (what --json parses; a runtime may warn on stderr). */
+async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number | null; out: string; stdout: string }> {
   const run = start(env, args);
+  let stdout = "";
+  run.proc.stdout!.on("data", (d) => (stdout += d.toString()));
   const code = await run.exited;
-  return { code, out: run.out() };
+  return { code, out: run.out(), stdout };
 }
 
 describe("steward backup", () => {
@@ -51,7 +54,7 @@ describe("steward backup", () => {
     const made = await backup;
     await during;
     expect(made.code, made.out).toBe(0);
-    expect(made.out).toMatch(/^backed up \d+ deliveries \(schema \d+, \d+ payload files/);
+    expect(made.stdout).toMatch(/^backed up \d+ deliveries \(schema \d+, \d+ payload files/);
     expect(await readdir(backupDir)).toContain("steward.db");
     // A second backup to the same place is refused rather than mixed into the first.
     const again = await cli({ STEWARD_DATA_DIR: env.STEWARD_DATA_DIR! }, ["backup", backupDir]);
@@ -71,7 +74,7 @@ describe("steward backup", () => {
 
     const listed = await cli({ STEWARD_DATA_DIR: restored }, ["deliveries", "list", "--limit", "1000", "--json"]);
     expect(listed.code, listed.out).toBe(0);
-    const ids = new Set((JSON.parse(listed.out) as { id: string }[]).map((d) => d.id));
+    const ids = new Set((JSON.parse(listed.stdout) as { id: string }[]).map((d) => d.id));
     for (const id of before) expect(ids.has(id), `delivery ${id} recorded before the backup`).toBe(true);
     // Those that arrived during it are in the copy or not, never half (every listed one is one we sent).
     for (const id of ids) expect(sent.has(id)).toBe(true);
@@ -80,7 +83,7 @@ describe("steward backup", () => {
     for (const id of sample) {
       const shown = await cli({ STEWARD_DATA_DIR: restored }, ["deliveries", "show", id, "--payload", "--json"]);
       expect(shown.code, shown.out).toBe(0);
-      const payload = (JSON.parse(shown.out) as { delivery: { payload: unknown } }).delivery.payload;
+      const payload = (JSON.parse(shown.stdout) as { delivery: { payload: unknown } }).delivery.payload;
       expect(typeof payload === "string" ? JSON.parse(payload) : payload).toEqual(JSON.parse(sent.get(id)!));
     }
     restarted.proc.kill("SIGTERM");

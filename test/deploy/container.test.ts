@@ -4,7 +4,8 @@
 // the root filesystem read-only but for the data directory, as PID 1 of its own PID namespace.
 import { describe, expect, it } from "vitest";
 import { spawn, spawnSync } from "node:child_process";
-import { chmod, chown, mkdir, readFile, writeFile } from "node:fs/promises";
+import { realpathSync } from "node:fs";
+import { chmod, chown, mkdir, readFile, readlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { assembleRuntime } from "../../scripts/assemble-runtime.mjs";
@@ -46,23 +47,27 @@ function contained(command: string[], opts: { cwd: string; writable: string; env
   return { proc, exited, out: () => out };
 }
 
-/** The host pid of the namespace's PID 1 (unshare's forked child), once it has exec'd `name`. */
-async function namespaceInit(unsharePid: number, name: string): Promise<number> {
+/**
+ * The host pid of the namespace's PID 1 (unshare's forked child), once it has exec'd node (known by
+ * its executable: Node 24 and later rename the main thread, so /proc/PID/comm is not "node").
+ */
+async function namespaceInit(unsharePid: number): Promise<number> {
+  const node = realpathSync(process.execPath);
   for (let i = 0; i < 600; i++) {
     const children = (await readFile(`/proc/${unsharePid}/task/${unsharePid}/children`, "utf8").catch(() => "")).trim();
     const pid = Number(children.split(" ")[0]);
-    if (pid && (await readFile(`/proc/${pid}/comm`, "utf8").catch(() => "")).trim() === name) return pid;
+    if (pid && (await readlink(`/proc/${pid}/exe`).catch(() => "")) === node) return pid;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`no ${name} under unshare ${unsharePid}`);
+  throw new Error(`no node under unshare ${unsharePid}`);
 }
 
 describe.skipIf(reason !== undefined)("the runtime image's tree, contained", () => {
-  it("PID 1 without its own handlers ignores SIGTERM (why Steward installs them)", async () => {
+  it("PID 1 without its own handlers ignores SIGTERM (why Steward installs them)", { timeout: 90_000 }, async () => {
     const dir = await scope.dataDir("pid1");
     await chmod(dir, 0o755);
     const run = contained([process.execPath, "-e", "setInterval(() => {}, 1000)"], { cwd: dir, writable: dir, env: {} });
-    const pid = await namespaceInit(run.proc.pid!, "node");
+    const pid = await namespaceInit(run.proc.pid!);
     process.kill(pid, "SIGTERM");
     await new Promise((r) => setTimeout(r, 1000));
     expect(run.proc.exitCode).toBeNull();
@@ -108,7 +113,7 @@ describe.skipIf(reason !== undefined)("the runtime image's tree, contained", () 
       });
       void run.exited.then((code) => reject(new Error(`exited ${code}: ${run.out()}`)));
     });
-    const pid = await namespaceInit(run.proc.pid!, "node");
+    const pid = await namespaceInit(run.proc.pid!);
     const status = await readFile(`/proc/${pid}/status`, "utf8");
     expect(status).toMatch(/^NSpid:\s+\d+\s+1$/m); // PID 1 in its namespace
     expect(status).toMatch(new RegExp(`^Uid:\\s+${NOBODY}\\s+${NOBODY}\\s+${NOBODY}\\s+${NOBODY}$`, "m"));

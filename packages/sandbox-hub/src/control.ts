@@ -83,6 +83,20 @@ export class Control {
     return inst;
   }
 
+  /**
+   * Install another GitHub App (`slug`, e.g. a third-party CI) on an account and hand out an
+   * installation token for it: what it creates over the API (check runs) belongs to that app and
+   * renders its slug. Sends no deliveries; the account's installation stays the hub's own app's.
+   */
+  installOtherApp(account: string, o: { slug: string; permissions?: Record<string, "read" | "write">; repositories?: string[] | "all" }): { appId: number; installationId: number; token: string } {
+    const appId = 2_000_000 + this.hub.nextId();
+    this.hub.accounts.otherApps.set(appId, o.slug);
+    const permissions = o.permissions ?? { checks: "write" };
+    const inst = this.hub.accounts.install(appId, account, { permissions, ...(o.repositories ? { repositories: o.repositories } : {}) });
+    const token = this.hub.tokens.issueInstallationToken({ installationId: inst.id, expiresAt: new Date(this.hub.now().getTime() + this.hub.tokenTtlMs), permissions: inst.permissions, repositoryIds: undefined }, "classic", appId);
+    return { appId, installationId: inst.id, token: token.token };
+  }
+
   suspend(installationId: number): void {
     const inst = this.requireInstallation(installationId);
     inst.suspended_at = this.hub.timestamp();

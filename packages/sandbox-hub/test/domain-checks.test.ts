@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { outcome, startWorld, type World } from "./domain-helpers.js";
+import { tokenOctokit } from "./core-helpers.js";
 
 describe("hub checks over HTTP", () => {
   let w: World;
@@ -122,5 +123,20 @@ describe("hub checks over HTTP", () => {
     expect(actionsRun.data).toMatchObject({ name: "unit", status: "in_progress", app: { slug: "github-actions" } });
     const patch = await outcome(w.octokit.request("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", { ...repo, check_run_id: jobId, conclusion: "success" }));
     expect(patch.status).toBe(403);
+  });
+
+  it("another installed app creates check runs of any name as itself, which only it may change", async () => {
+    const other = w.hub.control.installOtherApp("acme", { slug: "other-ci" });
+    const otherOctokit = tokenOctokit(w.hub, other.token);
+    const made = await otherOctokit.request("POST /repos/{owner}/{repo}/check-runs", { ...repo, name: "unit", head_sha: sha, conclusion: "success" });
+    expect(made.data).toMatchObject({ name: "unit", conclusion: "success", app: { id: other.appId, slug: "other-ci" } });
+    const listed = await w.octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", { ...repo, ref: sha, check_name: "unit", filter: "all" });
+    expect(listed.data.check_runs.map((r) => r.app?.slug).sort()).toEqual(["github-actions", "other-ci"]);
+    // The hub's own app cannot change it, and the account's installation is still the hub's app's.
+    expect((await outcome(w.octokit.request("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", { ...repo, check_run_id: made.data.id, conclusion: "failure" }))).status).toBe(403);
+    expect(w.hub.control.installation("acme")!.id).toBe(w.installationId);
+    // Without checks: write, nothing is created.
+    const reader = tokenOctokit(w.hub, w.hub.control.installOtherApp("acme", { slug: "reader", permissions: { checks: "read" } }).token);
+    expect((await outcome(reader.request("POST /repos/{owner}/{repo}/check-runs", { ...repo, name: "unit", head_sha: sha, conclusion: "success" }))).status).toBe(403);
   });
 });

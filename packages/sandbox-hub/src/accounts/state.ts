@@ -18,6 +18,11 @@ export class Accounts {
   readonly owners = new Map<string, Set<string>>();
   /** repo id -> the only member logins (lower case) with access besides owners; absent = every member. */
   readonly restricted = new Map<number, Set<string>>();
+  /**
+   * Apps other than the hub's own, installed to act on repositories (app id -> slug): e.g. another
+   * CI app creating check runs. Their installations are never the account's installation of the app.
+   */
+  readonly otherApps = new Map<number, string>();
 
   constructor(private readonly ids: AccountIds) {}
 
@@ -175,7 +180,7 @@ export class Accounts {
 
   installationOn(account: string): Installation | undefined {
     const a = account.toLowerCase();
-    for (const i of this.installations.values()) if (i.account.toLowerCase() === a) return i;
+    for (const i of this.installations.values()) if (i.account.toLowerCase() === a && !this.otherApps.has(i.app_id)) return i;
     return undefined;
   }
 

@@ -42,7 +42,8 @@ export function botSender(slug: string, id: number): Record<string, unknown> {
 export function appJson(hub: Hub, appId: number): Record<string, unknown> {
   const actions = appId === ACTIONS_APP_ID;
   const own = appId === hub.appId ? (hub as Hub & { appSlug?: string }).appSlug : undefined;
-  const slug = actions ? "github-actions" : (own ?? `sandbox-app-${appId}`);
+  const other = (hub as Hub & { accounts?: { otherApps?: Map<number, string> } }).accounts?.otherApps?.get(appId);
+  const slug = actions ? "github-actions" : (own ?? other ?? `sandbox-app-${appId}`);
   return {
     id: appId,
     slug,

@@ -344,3 +344,36 @@ describe("formatComment", () => {
     expect(text.endsWith("… (cut)")).toBe(true);
   });
 });
+
+describe("checks pinned to an app", () => {
+  const byApp = (name: string, app: string, conclusion: string | null, id: number, status = conclusion ? "completed" : "in_progress") => ({ name, status, conclusion, app, id, startedAt: `2026-11-23T08:${String(id).padStart(2, "0")}:00Z` });
+  const pinned: EnvironmentRule = { checks: [{ name: "ci", app: "github-actions" }] };
+  const decide = (rule: EnvironmentRule, runs: Facts["checkRuns"], all = true) => evaluate(policyOf({ production: rule }), request(), facts({ checkRuns: runs, allCheckRuns: all }), MONDAY_MORNING);
+
+  it("does not count another app's success, and says whose run it waits for", () => {
+    const impostor = [byApp("ci", "other-app", "success", 1)];
+    // Unpinned, as before: any app's run of the name passes.
+    expect(decide({ checks: ["ci"] }, impostor, false)).toMatchObject({ decision: "approve", reasons: ["check `ci` succeeded on abc1234"] });
+    const held = decide(pinned, impostor);
+    expect(held).toMatchObject({ decision: "wait", reasons: ["check `ci` has not started on abc1234 from github-actions (a run of that name from `other-app` is not counted)"], recheckOn: { checks: ["ci"], environments: [] } });
+    expect(decide({ ...pinned, pending_checks: "reject" }, impostor).decision).toBe("reject");
+  });
+
+  it("approves on the pinned app's success, which another app's failure, newer or not, does not block", () => {
+    const runs = [byApp("ci", "github-actions", "success", 1), byApp("ci", "other-app", "failure", 2)];
+    expect(decide(pinned, runs)).toMatchObject({ decision: "approve", reasons: ["check `ci` (github-actions) succeeded on abc1234"] });
+    // Unpinned, the newest run of the name counts, whoever made it.
+    expect(decide({ checks: ["ci"] }, runs)).toMatchObject({ decision: "reject", reasons: ["check `ci` failed on abc1234"] });
+  });
+
+  it("judges the pinned app's newest run, and accepts any of several apps", () => {
+    const rerun = [byApp("ci", "github-actions", "failure", 1), byApp("ci", "github-actions", "success", 2)];
+    expect(decide(pinned, rerun).decision).toBe("approve");
+    expect(decide(pinned, [byApp("ci", "github-actions", "success", 1), byApp("ci", "github-actions", "failure", 2)])).toMatchObject({ decision: "reject", reasons: ["check `ci` (github-actions) failed on abc1234"] });
+    expect(decide(pinned, [byApp("ci", "github-actions", null, 3)])).toMatchObject({ decision: "wait", reasons: ["check `ci` (github-actions) is still running on abc1234"] });
+    const either: EnvironmentRule = { checks: [{ name: "ci", apps: ["github-actions", "buildkite"] }] };
+    expect(decide(either, [byApp("ci", "buildkite", "success", 1)])).toMatchObject({ decision: "approve", reasons: ["check `ci` (buildkite) succeeded on abc1234"] });
+    // A run whose app is unknown is never counted for a pinned check.
+    expect(decide(pinned, [{ name: "ci", status: "completed", conclusion: "success" }]).decision).toBe("wait");
+  });
+});

@@ -130,6 +130,28 @@ describe("deployments section through the policy validator", () => {
   });
 });
 
+describe("checks pinned to an app", () => {
+  it("accepts plain names and pins, and reports a bad entry at its FILE:LINE:COL", async () => {
+    const { validatePolicyText } = await import("../../../src/policy/validate.js");
+    const { default: deployments } = await import("../../../handlers/deployments/index.js");
+    const good = ["deployments:", "  environments:", "    production:", "      checks:", "        - build", "        - { name: ci, app: github-actions }", "        - name: e2e", "          apps: [github-actions, buildkite]"].join("\n");
+    expect(validatePolicyText(good, { file: ".github/steward.yml", handlers: [deployments] }).problems).toEqual([]);
+    const head = ["deployments:", "  environments:", "    production:", "      checks:"];
+    const brief = (lines: string[]) =>
+      validatePolicyText([...head, ...lines].join("\n"), { file: ".github/steward.yml", handlers: [deployments] }).problems.map((p) => `${p.file}:${p.line}:${p.column}:${p.severity}: ${p.message}`);
+    const bad = brief(["        - { name: ci, app: GitHub Actions }", "        - { name: lint, app: a, apps: [b] }", "        - { name: e2e, apps: [ok-app, -bad] }", "        - { name: deploy }"]);
+    expect(bad).toEqual([
+      '.github/steward.yml:5:28:error: app "GitHub Actions" is not a GitHub App slug (lowercase letters, digits and hyphens, as a check run\'s app.slug, e.g. github-actions)',
+      '.github/steward.yml:6:39:error: use "app" or "apps" in one check, not both',
+      '.github/steward.yml:7:39:error: app "-bad" is not a GitHub App slug (lowercase letters, digits and hyphens, as a check run\'s app.slug, e.g. github-actions)',
+      '.github/steward.yml:8:11:warning: check "deploy" names no app: write it as a plain name to accept any app\'s run, or add "app" to pin it',
+    ]);
+    const unknown = brief(["        - { name: test, ap: github-actions }", "        - { app: github-actions }"]);
+    expect(unknown).toContain('.github/steward.yml:5:25:error: unknown key "ap" in "deployments.environments.production.checks.0" (did you mean "app"?)');
+    expect(unknown).toContain('.github/steward.yml:6:11:error: "deployments.environments.production.checks.1" is missing required key "name"');
+  });
+});
+
 describe("calendar keys", () => {
   it("accepts recurring windows and freezes, calendars and report_every", () => {
     expect(

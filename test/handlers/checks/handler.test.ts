@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createChecksHandler } from "../../../handlers/checks/index.js";
+import { defineHandler } from "../../../src/handler.js";
 import secrets from "../../../handlers/secrets/index.js";
 import type { ChecksPolicy } from "../../../handlers/checks/policy.js";
 import type { StewardConfig } from "../../../src/config/types.js";
@@ -15,7 +16,14 @@ import { startHubClient, type HubClient } from "../../support/hub-client.js";
 // The handler called directly against the sandbox hub: pull requests opened there (their files
 // and contents at each commit are the hub's), check runs read back from the hub's checks domain.
 const FILE = ".github/steward.yml";
-const handler = createChecksHandler({ handlers: async () => [rerunLike, secretsLike, handler] });
+// A section of plain text (no patterns), so a policy file within its bounds can still make a long report.
+const notesLike = defineHandler<{ notes: string[] }>({
+  name: "notes",
+  events: [],
+  policy: { key: "notes", schema: { type: "object", additionalProperties: false, properties: { notes: { type: "array", items: { type: "string" } } } }, defaults: { notes: [] } },
+  handle: async () => ({ status: "skipped", reason: "fixture" }),
+});
+const handler = createChecksHandler({ handlers: async () => [rerunLike, secretsLike, notesLike, handler] });
 
 type Example = { name: string; examples: Record<string, any>[] };
 const example = (name: string, action: string): Record<string, any> =>
@@ -277,8 +285,10 @@ describe("checks handler: steward/config", () => {
   });
 
   it("cuts a summary over the size limit with a note instead of failing the request", async () => {
-    const branches = Array.from({ length: 4000 }, (_, i) => `    - release/branch-number-${i}`).join("\n");
-    const pr = await stage([{ path: FILE, head: `rerun:\n  branches:\n${branches}\n`, base: "" }]);
+    // Within the policy file's own 64 KiB and pattern bounds: a flow list of plain text, shown
+    // once as a change and once, a line an entry, in the effective policy.
+    const notes = Array.from({ length: 2_200 }, (_, i) => `release/branch-${String(i).padStart(9, "0")}`).join(", ");
+    const pr = await stage([{ path: FILE, head: `notes:\n  notes: [${notes}]\n`, base: "" }]);
     await run(await pr.event(), { config: { statusUrl: "https://steward.example/status" } });
     const r = runs()[0]!;
     expect(r.conclusion).toBe("success");

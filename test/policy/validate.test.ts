@@ -14,6 +14,16 @@ describe("validatePolicyText", () => {
     expect(r.value).toEqual({ rerun: { max_attempts: 3, branches: ["main", "release/*"] }, checks: { config: false } });
   });
 
+  it("refuses more aliases than a policy needs at the first one over, before the document is built", () => {
+    // Each alias looks its anchor up through what came before it: 3,000 of them held the event loop 3 s.
+    const lines = (n: number) => ["rerun:", "  branches: &b [main]", ...Array.from({ length: n }, (_, i) => `  x${i}: *b`)].join("\n") + "\n";
+    expect(brief(lines(3_000))).toEqual(["103:9 the document uses more than 100 aliases (*name); write the values out or use fewer"]);
+    // Within the bound the document is read as before: its problems are the unknown keys.
+    const within = validate(lines(100));
+    expect(within.problems.some((p) => p.message.includes("aliases"))).toBe(false);
+    expect(within.problems.map((p) => p.message)).toContain('unknown key "x0" in "rerun"');
+  });
+
   it("accepts an empty file and a file of comments", () => {
     expect(validate("").problems).toEqual([]);
     expect(validate("# nothing yet\n").problems).toEqual([]);

@@ -1,16 +1,30 @@
 // The control surface over HTTP under `/_sandbox/`: the same functions as `Control`
 // (and each domain's control object), for the demo and for handler authors in any language.
-import type { Control } from "./control.js";
+import { Control } from "./control.js";
 import type { RouteTable } from "./core/router.js";
-import { HubError, type HubRequest } from "./core/types.js";
+import { HubError, type DeliveryRecord, type HubRequest } from "./core/types.js";
 import type { SandboxHub } from "./sandbox-hub.js";
 
-const CONTROL_FUNCTIONS = new Set([
-  "createOrg", "restrictRepo", "createUser", "userToken", "createRepo", "renameRepo", "install", "suspend", "unsuspend",
-  "installation", "repo", "setWebhookUrl", "pushFiles", "readFile", "openPullRequest", "pushToPullRequest",
-  "closePullRequest", "setClock", "advanceClock", "now", "setRateLimit", "setSecondaryLimit", "setFault",
-  "clearFaults", "setLoginAttempts", "deliveries", "requests", "effect", "settled",
-]);
+/** Helpers of `Control` that are not part of its documented surface. */
+const INTERNAL = new Set(["constructor", "requireInstallation"]);
+
+/**
+ * Every public member of `Control` (methods and the `effects` getter), read from the class itself so a
+ * function added there (and documented in the README) is callable over HTTP without a second list to keep.
+ */
+const CONTROL_FUNCTIONS = new Set(Object.getOwnPropertyNames(Control.prototype).filter((name) => !INTERNAL.has(name)));
+
+/** Longest `waitForDeliveries` wait over HTTP, so a forgotten call does not hold a connection for long. */
+const MAX_WAIT_MS = 60_000;
+
+/**
+ * JSON has no functions: over HTTP `waitForDeliveries` takes a pattern (`{ "event": "issues", "action": "opened" }`)
+ * that a delivery matches when each given field is equal, and answers the matching deliveries.
+ */
+function deliveryPattern(value: unknown): (d: DeliveryRecord) => boolean {
+  const pattern = value && typeof value === "object" ? (value as Record<string, unknown>) : {};
+  return (d) => Object.entries(pattern).every(([k, v]) => (d as unknown as Record<string, unknown>)[k] === v);
+}
 
 /** JSON has no dates: ISO strings under date-like keys become Date objects. */
 function revive(value: unknown, key = ""): unknown {
@@ -24,13 +38,23 @@ function revive(value: unknown, key = ""): unknown {
 
 function argsOf(req: HubRequest, fn: string): unknown[] {
   const body = req.body;
-  if (body && Array.isArray(body.args)) return body.args.map((a, i) => (fn === "setClock" && i === 0 ? new Date(String(a)) : revive(a)));
-  return body === undefined ? [] : [revive(body)];
+  const args = body && Array.isArray(body.args)
+    ? body.args.map((a, i) => (fn === "setClock" && i === 0 ? new Date(String(a)) : revive(a)))
+    : body === undefined ? [] : [revive(body)];
+  if (fn === "waitForDeliveries") {
+    const opts = (args[1] && typeof args[1] === "object" ? args[1] : {}) as { count?: number; timeoutMs?: number };
+    return [deliveryPattern(args[0]), { ...opts, timeoutMs: Math.min(Number(opts.timeoutMs ?? 10_000) || 10_000, MAX_WAIT_MS) }];
+  }
+  return args;
 }
 
-async function call(target: Record<string, unknown>, fn: string, args: unknown[]) {
+async function call(target: Record<string, unknown>, fn: string, args: unknown[], values = false) {
   const f = target[fn];
-  if (typeof f !== "function") throw new HubError(404, "Not Found");
+  if (typeof f !== "function") {
+    // On `Control` (only there, where the list is its public members) a getter (`effects`) answers its value.
+    if (!values || f === undefined) throw new HubError(404, "Not Found");
+    return { status: 200, body: { result: f ?? null } };
+  }
   try {
     const result = await (f as (...a: unknown[]) => unknown).apply(target, args);
     return { status: 200, body: { result: result ?? null } };
@@ -44,7 +68,7 @@ export function installControlRoutes(hub: SandboxHub, router: RouteTable, contro
   router.add("POST", "/_sandbox/control/{fn}", (req) => {
     const fn = req.params.fn!;
     if (!CONTROL_FUNCTIONS.has(fn)) throw new HubError(404, "Not Found");
-    return call(control as unknown as Record<string, unknown>, fn, argsOf(req, fn));
+    return call(control as unknown as Record<string, unknown>, fn, argsOf(req, fn), true);
   }, open);
   router.add("POST", "/_sandbox/domains/{domain}/{fn}", (req) => {
     const target = domains[req.params.domain!];

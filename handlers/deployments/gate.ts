@@ -175,7 +175,7 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
   const withheld = await svc.withheld?.(gate);
   const evaluation = evaluateGated(policy, gates, request, facts, now, withheld ? { withheld } : {});
-  await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision);
+  await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision, gates);
   svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
   if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
   if (evaluation.decision === "wait") {

@@ -4,6 +4,7 @@
 import type { Store } from "../../src/index.js";
 import type { Decision, DeploymentRequest, Facts } from "./decide.js";
 import type { Gate } from "./waits.js";
+import type { OrgGate } from "./org-gates.js";
 
 export const DEPLOYMENT_FACTS_TTL_MS = 30 * 24 * 3_600_000;
 
@@ -13,6 +14,11 @@ export interface DeploymentFactRecord {
   /** The request, `requestedAt` as ISO text. */
   request: Omit<DeploymentRequest, "requestedAt"> & { requestedAt: string };
   facts: Facts;
+  /**
+   * The organisation gates that applied to the request (the decision had to satisfy them as well as
+   * the repository's rule): a simulation applies them as the decision did. Absent in older records.
+   */
+  gates?: OrgGate[];
   /** When it was first evaluated (the clock the decision used). */
   at: string;
   first: Decision;
@@ -24,12 +30,12 @@ export function deploymentFactsPrefix(repository?: string): string {
   return `facts:deployments:${repository ? `${repository.toLowerCase()}:` : ""}`;
 }
 
-export async function recordDeploymentFacts(store: Store, gate: Gate, request: DeploymentRequest, facts: Facts, now: Date, decision: Decision): Promise<void> {
+export async function recordDeploymentFacts(store: Store, gate: Gate, request: DeploymentRequest, facts: Facts, now: Date, decision: Decision, gates: readonly OrgGate[] = []): Promise<void> {
   const repository = `${gate.owner}/${gate.repo}`;
   const key = `${deploymentFactsPrefix(repository)}${gate.runId}:${gate.environment.toLowerCase()}`;
   const previous = await store.get<DeploymentFactRecord>(key);
   const record: DeploymentFactRecord = previous
     ? { ...previous, last: decision }
-    : { repository, runId: gate.runId, request: { ...request, requestedAt: request.requestedAt.toISOString() }, facts, at: now.toISOString(), first: decision, last: decision };
+    : { repository, runId: gate.runId, request: { ...request, requestedAt: request.requestedAt.toISOString() }, facts, ...(gates.length ? { gates: [...gates] } : {}), at: now.toISOString(), first: decision, last: decision };
   await store.set(key, record, { ttlMs: DEPLOYMENT_FACTS_TTL_MS });
 }

@@ -7,7 +7,7 @@ import { decide, outOfScope } from "../rerun/decide.js";
 import { scanLog, type ScannedLog } from "../rerun/scan.js";
 import type { RerunPolicy } from "../rerun/policy.js";
 import type { RerunFactRecord } from "../rerun/record.js";
-import { evaluate } from "../deployments/decide.js";
+import { evaluateGated } from "../deployments/org-gates.js";
 import type { DeploymentsPolicy } from "../deployments/policy.js";
 import type { DeploymentFactRecord } from "../deployments/record.js";
 
@@ -65,8 +65,10 @@ export function deploymentImpact(policy: DeploymentsPolicy | undefined, records:
   const out: DeploymentImpact = { requests: last.length, heldWereApproved: 0, rejectedWereApproved: 0, approvedWereNot: 0 };
   for (const r of last) {
     const request = { ...r.request, requestedAt: new Date(r.request.requestedAt) };
-    // Judged at the moment it was first judged: windows and freezes as they were then.
-    const now = evaluate(policy, request, r.facts, new Date(r.at)).decision;
+    // Judged at the moment it was first judged: windows and freezes as they were then, and under the
+    // organisation gates that applied then (a repository's file cannot loosen them: the decision
+    // had to satisfy both, and so does the simulation).
+    const now = evaluateGated(policy, r.gates ?? [], request, r.facts, new Date(r.at)).decision;
     const then = r.last;
     if (then === "approve" && now === "wait") out.heldWereApproved++;
     else if (then === "approve" && now === "reject") out.rejectedWereApproved++;

@@ -8,6 +8,7 @@ import { createSteward } from "../../../src/app.js";
 import { hubClock, startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import type { Effect, JobSpec } from "@steward/sandbox-hub";
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
+import type { HandlerModule } from "../../../src/index.js";
 
 export const ORG = "acme";
 export const REPO = "web";
@@ -41,13 +42,14 @@ export interface World {
 
 /**
  * `stewardClock`: the handler as shipped, deciding by `ctx.now()` (Steward's clock, which the stack
- * sets to the hub's); `setClock` then does nothing (move the hub's clock instead).
+ * sets to the hub's); `setClock` then does nothing (move the hub's clock instead). `extraHandlers`
+ * run beside it (e.g. `checks`, to read steward/config on a pull request).
  */
-export async function createWorld(o: { stewardClock?: boolean } = {}): Promise<World> {
+export async function createWorld(o: { stewardClock?: boolean; extraHandlers?: HandlerModule<any>[] } = {}): Promise<World> {
   const dataDir = await mkdtemp(join(tmpdir(), "steward-deployments-"));
   let offsetMs = 0;
   let clock: () => Date = () => new Date();
-  const handlers = () => [o.stewardClock ? createDeploymentsHandler() : createDeploymentsHandler({ now: () => clock() })];
+  const handlers = () => [o.stewardClock ? createDeploymentsHandler() : createDeploymentsHandler({ now: () => clock() }), ...(o.extraHandlers ?? [])];
   const logLines: string[] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
   const stack = await startSandboxStack({ handlers: handlers(), dataDir, logger });

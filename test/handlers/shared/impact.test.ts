@@ -10,6 +10,7 @@ import rerun from "../../../handlers/rerun/index.js";
 import { checks } from "../../../handlers/index.js";
 import { deploymentImpact, describeImpact } from "../../../handlers/shared/impact.js";
 import { readDeploymentFacts } from "../../../handlers/shared/impact-facts.js";
+import { simulate } from "../../../src/cli/commands/simulate.js";
 import { ORG, newRepo, rerunPosts, settle, startCi, stewardCli, stewardOf } from "../rerun/stack.js";
 import { createWorld } from "../deployments/world.js";
 
@@ -84,6 +85,40 @@ describe("impact simulation", () => {
       expect(describeImpact({ deployments: deploymentImpact(frozen, records) })).toEqual(["the last 2 deployment requests: 1 held that were approved"]);
       const open = { environments: { production: {} } };
       expect(describeImpact({ deployments: deploymentImpact(open, records) })).toEqual(["the last 2 deployment requests: 0 held that were approved, 1 approved that were held or rejected"]);
+    } finally {
+      await w.close();
+    }
+  });
+
+  it("applies the organisation gates the decision applied: approve: always under a critical gate approves nothing more", async () => {
+    const w = await createWorld({ extraHandlers: [checks] });
+    try {
+      w.stack.hub.control.pushFiles({
+        owner: "acme",
+        repo: ".github",
+        files: { ".github/steward.yml": "deployments:\n  environments: {}\n  by_property:\n    - property: tier\n      values: [critical]\n      environments:\n        production:\n          branches: [main]\n" },
+        message: "organisation gates",
+      });
+      w.stack.hub.domains.properties.setValues("acme", "web", { tier: "critical" });
+      w.pushPolicy("deployments:\n  environments:\n    production:\n      branches: [main]\n");
+      w.environment("production", { rule: true });
+      w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
+      w.startDeploy({ branch: "feature/x", jobs: [{ name: "deploy", environment: "production" }] });
+      await w.until(() => w.effects("protection_rule.approved").length + w.effects("protection_rule.rejected").length === 2, "both answers");
+      const records = await readDeploymentFacts(w.steward.store.kv, "acme/web");
+      expect(records.map((r) => `${r.request.ref}:${r.last}:${(r.gates ?? []).map((g) => g.label).join()}`).sort()).toEqual(["feature/x:reject:tier: critical", "main:approve:tier: critical"]);
+
+      const loose = "deployments:\n  environments:\n    production:\n      approve: always\n";
+      const pr = w.stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "loosen", title: "Deploy freely", files: { ".github/steward.yml": loose } });
+      await w.until(() => w.stack.hub.domains.checks.checkRuns({ owner: "acme", repo: "web", sha: pr.head_sha, name: "steward/config" }).length > 0, "steward/config");
+      const [check] = w.stack.hub.domains.checks.checkRuns({ owner: "acme", repo: "web", sha: pr.head_sha, name: "steward/config" }) as { output: { summary: string }; annotations: { message: string }[] }[];
+      // The gate still rejects feature/x, as the key's own warning says: nothing would be approved that was not.
+      expect(check!.annotations.map((a) => a.message)).toEqual([expect.stringContaining("`approve: always` for production has no effect")]);
+      expect(check!.output.summary).toContain("With this change, the last 2 deployment requests: 0 held that were approved.");
+      expect(check!.output.summary).not.toContain("approved that were held or rejected");
+
+      // `steward simulate` shares the function.
+      expect(await simulate(w.steward.store.kv, { deployments: { environments: { production: { approve: "always" } } } }, "acme/web")).toEqual(["the last 2 deployment requests: 0 held that were approved"]);
     } finally {
       await w.close();
     }

@@ -157,7 +157,12 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
 
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   if (args.length > 0) {
-    process.stderr.write(`steward start: unexpected argument "${args[0]}" (configuration comes from the environment)\n${usage}\n`);
+    // `probot run ./index.js` habit: say how an app is loaded here instead.
+    const app = args.find((a) => !a.startsWith("-")) ?? "./index.js";
+    process.stderr.write(
+      `steward start: unexpected argument "${args[0]}" (configuration comes from the environment)\n` +
+        `To load a handler or Probot app, name it in STEWARD_HANDLERS (comma-separated paths): STEWARD_HANDLERS=${app} steward start\n${usage}\n`,
+    );
     return 2;
   }
   if (env.APP_ID === undefined || env.APP_ID.trim() === "") return runSandbox(env);

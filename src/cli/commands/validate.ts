@@ -15,7 +15,15 @@ import { resolvePolicy } from "../../policy/resolve.js";
 import type { Problem } from "../../policy/types.js";
 import { validatePolicyText } from "../../policy/validate.js";
 
-export const usage = "usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] [--resolve --account ORG] FILE...";
+export const usage = `usage: steward validate [--org ORG_STEWARD_YML] [--document .github/steward/NAME.yml] [--resolve --account ORG] FILE...
+  checks policy files as the service loads them: FILE:LINE:COL: message per problem (exit 1),
+  or the effective policy (exit 0)
+    FILE                 a repository's .github/steward.yml, or an admin-repository document
+                         (.github/steward/secrets.yml), recognised by its name (secrets.yml)
+    --org FILE           the organisation's steward.yml, merged under each FILE
+    --document PATH      validate every FILE as this admin document whatever its name,
+                         e.g. --document .github/steward/secrets.yml
+    --resolve --account ORG   also resolve secret sources as the sync would for ORG`;
 
 interface Args {
   files: string[];
@@ -47,10 +55,22 @@ function parseArgs(args: string[]): Args | string {
   return out;
 }
 
-/** `.github/steward/secrets.yml` for a file named like `…/steward/secrets.yml`, else undefined (steward.yml). */
-export function documentFor(file: string): string | undefined {
+/**
+ * The admin document a file is: `.github/steward/secrets.yml` for a file named like `…/steward/secrets.yml`,
+ * or for any file whose name is a document's (`secrets.yml`, given `documents`, the paths handlers declare);
+ * else undefined (a `steward.yml`).
+ */
+export function documentFor(file: string, documents: ReadonlySet<string> = new Set()): string | undefined {
   const m = /(?:^|[\\/])steward[\\/]([^\\/]+\.ya?ml)$/.exec(file);
-  return m ? DOCUMENT_DIR + m[1] : undefined;
+  if (m) return DOCUMENT_DIR + m[1];
+  const name = /([^\\/]+)$/.exec(file)?.[1] ?? file;
+  return documents.has(DOCUMENT_DIR + name) ? DOCUMENT_DIR + name : undefined;
+}
+
+/** Said under the problems of a file checked as a steward.yml whose name is not `steward.yml`. */
+function documentHint(file: string, documents: ReadonlySet<string>): string {
+  const known = [...documents].join(", ") || ".github/steward/NAME.yml";
+  return `${file}: checked as a steward.yml; if it is an admin-repository document, name it with --document (${known}), e.g. steward validate --document ${[...documents][0] ?? ".github/steward/NAME.yml"} ${file}\n`;
 }
 
 export function formatProblem(p: Problem): string {
@@ -71,13 +91,15 @@ export async function validateFiles(args: Args, handlers: readonly HandlerModule
   const found: Problem[] = [];
   const effective: { file: string; value: unknown }[] = [];
   const report = (problems: Problem[]) => found.push(...problems);
+  const documents = new Set(policyDocuments(handlers).keys());
+  const hints: string[] = [];
   for (const file of args.files) {
     const text = await readText(file);
     if (typeof text !== "string") {
       report([text]);
       continue;
     }
-    const document = args.document ?? documentFor(file);
+    const document = args.document ?? documentFor(file, documents);
     if (document !== undefined) {
       const r = validatePolicyText(text, { file, handlers, document, ...(args.resolve ? { resolveSources: true, account: args.account! } : {}) });
       report(r.problems);
@@ -91,6 +113,7 @@ export async function validateFiles(args: Args, handlers: readonly HandlerModule
     }
     const r = resolvePolicy({ ...(org !== undefined ? { org: { file: args.org!, text: org } } : {}), repo: { file, text } }, handlers);
     report(r.problems);
+    if (r.problems.some((p) => p.severity === "error") && !/(^|[\\/])steward\.ya?ml$/.test(file)) hints.push(documentHint(file, documents));
     effective.push({ file, value: r.sections });
   }
   // Errors go to stdout (the output a CI problem matcher reads); warnings beside a clean
@@ -98,6 +121,7 @@ export async function validateFiles(args: Args, handlers: readonly HandlerModule
   const lines = found.map((p) => formatProblem(p) + "\n").join("");
   if (found.some((p) => p.severity === "error")) {
     out(lines);
+    if (hints.length > 0) err(hints.join(""));
     return 1;
   }
   if (lines) err(lines);

@@ -2,10 +2,9 @@
 // holds the event loop (`/healthz` within 1 s, a signed delivery within 2 s while it is decided)
 // nor approves on a rule it could not evaluate; and `branches:` judges the deployed commit, not
 // the name the run carries.
-import { createHmac, randomUUID } from "node:crypto";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createWorld, ORG, REPO, type World } from "./world.js";
+import { watchResponsiveness, type Responsiveness } from "../../support/responsiveness.js";
 
 let w: World;
 beforeEach(async () => {
@@ -15,51 +14,9 @@ afterEach(async () => {
   await w.close();
 });
 
-const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!.examples[0]!;
-
-/** Polls `/healthz` and sends signed pings until stopped; returns how long each answer took. */
-function watch(w: World): { stop(): Promise<{ health: number[]; pings: number[]; failures: string[] }> } {
+function watch(w: World): Responsiveness {
   const base = w.steward.url.replace(/\/$/, "");
-  const secret = w.stack.config.webhookSecrets[0]!;
-  const health: number[] = [];
-  const pings: number[] = [];
-  const failures: string[] = [];
-  let running = true;
-  const timed = async (into: number[], go: () => Promise<Response>) => {
-    const start = performance.now();
-    try {
-      const res = await go();
-      await res.text();
-      if (res.status >= 300) failures.push(`HTTP ${res.status}`);
-    } catch (err) {
-      failures.push((err as Error).name);
-    }
-    into.push(performance.now() - start);
-  };
-  const loop = async (into: number[], pause: number, go: () => Promise<Response>) => {
-    while (running) {
-      await timed(into, go);
-      await new Promise((r) => setTimeout(r, pause));
-    }
-  };
-  const healthLoop = loop(health, 50, () => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(5000) }));
-  const pingLoop = loop(pings, 200, () => {
-    const body = JSON.stringify(ping);
-    const headers = {
-      "content-type": "application/json",
-      "x-github-event": "ping",
-      "x-github-delivery": randomUUID(),
-      "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`,
-    };
-    return fetch(`${base}${w.stack.config.webhookPath}`, { method: "POST", headers, body, signal: AbortSignal.timeout(10_000) });
-  });
-  return {
-    async stop() {
-      running = false;
-      await Promise.all([healthLoop, pingLoop]);
-      return { health, pings, failures };
-    },
-  };
+  return watchResponsiveness(base, `${base}${w.stack.config.webhookPath}`, w.stack.config.webhookSecrets[0]!);
 }
 
 const hourlyWindows = (n: number) =>

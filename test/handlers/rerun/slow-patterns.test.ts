@@ -2,19 +2,16 @@
 // service: matching runs in a worker stopped at its deadline, so while it runs `/healthz` answers
 // within 1 s and a signed delivery within 2 s, and the run is not re-run (fail closed) with a reason
 // saying the match was stopped at its bound.
-import { createHmac, randomUUID } from "node:crypto";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
 import { validatePolicyText } from "../../../src/policy/validate.js";
 import rerun from "../../../handlers/rerun/index.js";
+import { watchResponsiveness } from "../../support/responsiveness.js";
 import { newRepo, outcomesOf, rerunPolicyYaml, rerunPosts, settle, startRerunStack, stewardOf } from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
 afterAll(() => stack?.close());
-
-const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!.examples[0]!;
 
 /**
  * Each compiles to about half the bound on one pattern. Against lines of random `a` and `b` neither
@@ -30,51 +27,6 @@ function abLog(lines: number, width: number): string {
   return Array.from({ length: lines }, () => `${line()}\n`).join("");
 }
 
-/** Polls `/healthz` and sends signed pings until stopped; returns the slowest answer of each. */
-function watch(url: string, webhookUrl: string, secret: string): { stop(): Promise<{ health: number[]; pings: number[]; failures: string[] }> } {
-  const health: number[] = [];
-  const pings: number[] = [];
-  const failures: string[] = [];
-  let running = true;
-  const timed = async (into: number[], go: () => Promise<Response>) => {
-    const start = performance.now();
-    try {
-      const res = await go();
-      await res.text();
-      if (res.status >= 300) failures.push(`HTTP ${res.status}`);
-    } catch (err) {
-      failures.push((err as Error).name);
-    }
-    into.push(performance.now() - start);
-  };
-  const healthLoop = (async () => {
-    while (running) {
-      await timed(health, () => fetch(`${url}/healthz`, { signal: AbortSignal.timeout(5000) }));
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  const pingLoop = (async () => {
-    while (running) {
-      const body = JSON.stringify(ping);
-      const headers = {
-        "content-type": "application/json",
-        "x-github-event": "ping",
-        "x-github-delivery": randomUUID(),
-        "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`,
-      };
-      await timed(pings, () => fetch(webhookUrl, { method: "POST", headers, body, signal: AbortSignal.timeout(10_000) }));
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await Promise.all([healthLoop, pingLoop]);
-      return { health, pings, failures };
-    },
-  };
-}
-
 describe("log patterns as slow as validation allows", () => {
   it("pass validation, are stopped at their bound against MiB logs, and the run is not re-run", async () => {
     const policy = rerunPolicyYaml("", `  rules:\n    - jobs: ["integration-*"]\n      log: [${SLOW.map((s) => JSON.stringify(s)).join(", ")}]\n`);
@@ -85,7 +37,7 @@ describe("log patterns as slow as validation allows", () => {
     // 4 MiB: minutes of matching on one thread.
     const log = abLog(256, 16 * 1024);
     const run = actions.startRun({ owner: "acme", repo, workflow: "CI", jobs: [{ name: "integration-db", steps: ["Set up job", "Test", "Complete job"] }] });
-    const watcher = watch(stewardOf(stack).url.replace(/\/$/, ""), stack.webhookUrl, stack.config.webhookSecrets[0]!);
+    const watcher = watchResponsiveness(stewardOf(stack).url.replace(/\/$/, ""), stack.webhookUrl, stack.config.webhookSecrets[0]!);
     actions.failJob({ runId: run.id, job: "integration-db", step: "Test", log });
     await settle(stack);
     const { health, pings, failures } = await watcher.stop();

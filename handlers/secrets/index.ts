@@ -9,7 +9,7 @@ import { decideNewRepositories, decidePullRequest, decidePush, isAdminRepo, peri
 import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
 import { secretsDocument } from "./policy.js";
-import { forkPlanNote, forkPlanSummary, planSummary, problemsSummary, syncSummary } from "./report.js";
+import { forkPlanNote, forkPlanSummary, planConclusion, planSummary, problemsSummary, syncConclusion, syncSummary } from "./report.js";
 import { loggedProgress, progressKey } from "./progress.js";
 import { describeHolder, LeaseHeld } from "../../src/index.js";
 import { stoppedError } from "../../src/index.js";
@@ -107,9 +107,9 @@ async function sync(ctx: Ctx, decision: Extract<Decision, { decision: "sync" }>)
   if (result.pausedUntil) await scheduleResume(ctx, decision.org, result.pausedUntil, decision.onlyRepos);
   const { title, summary } = syncSummary(result);
   if (report) {
-    await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: result.failures.length ? "failure" : "success", title, summary });
+    await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: syncConclusion(result), title, summary });
   }
-  ctx.log.info({ org: decision.org, applied: result.applied.length, failures: result.failures.length, paused: Boolean(result.pausedUntil) }, "secrets sync");
+  ctx.log.info({ org: decision.org, applied: result.applied.length, failures: result.failures.length, leftAlone: result.leftAlone.length, paused: Boolean(result.pausedUntil) }, "secrets sync");
   return { status: "done", summary: `${decision.org}: ${title}` };
 }
 
@@ -127,7 +127,7 @@ async function plan(ctx: Delivery, decision: Extract<Decision, { decision: "plan
     return { status: "done", summary: "plan: policy has errors" };
   }
   const { title, summary } = planSummary(outcome.result);
-  await reportCheck(ctx, { ...target, conclusion: outcome.result.failures.length ? "neutral" : "success", title, summary });
+  await reportCheck(ctx, { ...target, conclusion: planConclusion(outcome.result), title, summary });
   return { status: "done", summary: `plan: ${title}` };
 }
 

@@ -19,7 +19,7 @@ export interface PlanRow {
   desired?: DesiredTarget;
   /** Whether the target counts as created by Steward after this row is applied. */
   created: boolean;
-  /** It exists, Steward never wrote it, and the policy does not say `adopt: true`: left alone, reported as a conflict. */
+  /** It exists, Steward never wrote it, and the policy does not say `adopt: true`: left alone, reported as such (never a failure). */
   conflict?: boolean;
   /** Org targets shared with selected repositories: the repository ids to add and to remove, one at a time. */
   repositoryChanges?: { add: number[]; remove: number[] };

@@ -60,6 +60,14 @@ function afterPlan(actual: ReadonlyMap<string, ActualTarget>, rows: readonly Pla
   return after;
 }
 
+const PAST_IT_FAILS = "the writes past it will fail";
+const ITS_WRITE_FAILS = "its write will fail";
+
+/** Whether a warning says writes of the plan will fail (over a count or size limit), not just near one. */
+export function predictsFailedWrites(warning: string): boolean {
+  return warning.endsWith(PAST_IT_FAILS) || warning.endsWith(ITS_WRITE_FAILS);
+}
+
 function countWarnings(after: ReadonlyMap<string, After>): string[] {
   const counts = new Map<string, { kind: Kind; scope: Scope; n: number }>();
   for (const t of after.values()) {
@@ -72,7 +80,7 @@ function countWarnings(after: ReadonlyMap<string, After>): string[] {
   for (const { kind, scope, n } of counts.values()) {
     const limit = LIMITS[kind][scope.level];
     const words = LIMIT_WORDS[kind][scope.level];
-    if (n > limit) warnings.push(`${scopeLabel(scope)} would have ${plural(kind, n)}, over GitHub's limit of ${words}: the writes past it will fail`);
+    if (n > limit) warnings.push(`${scopeLabel(scope)} would have ${plural(kind, n)}, over GitHub's limit of ${words}: ${PAST_IT_FAILS}`);
     else if (n >= Math.ceil(limit * NEAR_FRACTION)) warnings.push(`${scopeLabel(scope)} would have ${plural(kind, n)}, near GitHub's limit of ${words}`);
   }
   return warnings;
@@ -83,7 +91,7 @@ function sizeWarnings(rows: readonly PlanRow[], sizes: ReadonlyMap<string, numbe
   for (const r of rows) {
     if ((r.action !== "create" && r.action !== "update") || !r.changes.includes("value")) continue;
     const size = sizes.get(r.key) ?? 0;
-    if (size > MAX_VALUE_BYTES) warnings.push(`${r.kind} ${r.name} in ${scopeLabel(r.scope)} is ${kb(size)}, over GitHub's limit of 48 KB per ${r.kind}: its write will fail`);
+    if (size > MAX_VALUE_BYTES) warnings.push(`${r.kind} ${r.name} in ${scopeLabel(r.scope)} is ${kb(size)}, over GitHub's limit of 48 KB per ${r.kind}: ${ITS_WRITE_FAILS}`);
   }
   return warnings;
 }

@@ -2,7 +2,8 @@
 // Rows carry scope, name, action and reason only; values never reach this module.
 import type { Problem } from "../../src/index.js";
 import { countPlan, type PlanRow } from "./plan.js";
-import type { Failure, SyncResult } from "./sync.js";
+import type { Failure, LeftAlone, SyncResult } from "./sync.js";
+import { predictsFailedWrites } from "./quotas.js";
 import { scopeLabel } from "./targets.js";
 import { estimateSeconds, formatDuration } from "./progress.js";
 
@@ -39,6 +40,43 @@ export function failureTable(failures: readonly Failure[]): string {
   return lines.join("\n");
 }
 
+/** Targets someone else created, left as they are on purpose: reported, never a failure. */
+export function leftAloneTable(rows: readonly LeftAlone[]): string {
+  const lines = ["| Scope | Name | Kind | Why |", "|---|---|---|---|"];
+  for (const r of rows.slice(0, MAX_TABLE_ROWS)) lines.push(`| ${cell(scopeLabel(r.scope))} | ${cell(r.name)} | ${r.kind} | ${cell(r.reason)} |`);
+  if (rows.length > MAX_TABLE_ROWS) lines.push("", `_${rows.length - MAX_TABLE_ROWS} more not shown._`);
+  return lines.join("\n");
+}
+
+function leftAloneSection(result: SyncResult, plan: boolean): string[] {
+  const n = result.leftAlone.length;
+  if (n === 0) return [];
+  const one = n === 1;
+  const what = one ? "This target exists but Steward did not create it" : `These ${n} targets exist but Steward did not create them`;
+  const done = plan ? `a merge leaves ${one ? "it as it is" : "them as they are"}` : one ? "it was left as it is" : "they were left as they are";
+  return ["", "### Left alone (not Steward's)", "", `${what}, and the policy does not say \`adopt: true\`: ${done}, as documented. This is not a failure.`, "", leftAloneTable(result.leftAlone)];
+}
+
+/** The warnings of a plan that say some of its writes will fail (over a GitHub limit, not near one). */
+export function failingWarnings(result: SyncResult): string[] {
+  return (result.warnings ?? []).filter(predictsFailedWrites);
+}
+
+/**
+ * `steward/plan`'s conclusion: `failure` when its own text says writes will fail (merging it would
+ * make them fail), `neutral` when part of it could not be planned, else `success`. Targets left
+ * alone on purpose do not count.
+ */
+export function planConclusion(result: SyncResult): "success" | "neutral" | "failure" {
+  if (failingWarnings(result).length) return "failure";
+  return result.failures.length ? "neutral" : "success";
+}
+
+/** `steward/sync`'s conclusion: `failure` when a read or write failed; targets left alone do not count. */
+export function syncConclusion(result: SyncResult): "success" | "failure" {
+  return result.failures.length ? "failure" : "success";
+}
+
 /** GitHub's limits the plan goes past or near, with the counts (empty when none). */
 function limitsSection(result: SyncResult): string[] {
   const warnings = result.warnings ?? [];
@@ -57,19 +95,25 @@ export function planEstimate(rows: readonly PlanRow[]): string {
 
 /** `steward/plan`: what a merge of this pull request would do. */
 export function planSummary(result: SyncResult): { title: string; summary: string } {
-  const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied. ${planEstimate(result.rows)}`, "", planTable(result.rows)];
+  const failing = failingWarnings(result).length;
+  const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied. ${planEstimate(result.rows)}`];
+  if (failing) parts.push("", `:x: Applying it would fail in part: it goes over GitHub's limits and the writes past them will fail (see GitHub's limits below).`);
+  parts.push("", planTable(result.rows));
   if (result.failures.length) parts.push("", "### Could not plan", "", failureTable(result.failures));
+  parts.push(...leftAloneSection(result, true));
   parts.push(...limitsSection(result));
-  return { title: counts(result.rows), summary: parts.join("\n") };
+  const title = counts(result.rows) + (failing ? `; writes would fail: over GitHub's limits` : "") + (result.leftAlone.length ? `; ${result.leftAlone.length} left alone` : "");
+  return { title, summary: parts.join("\n") };
 }
 
 /** `steward/sync`: what a sync applied and what failed. */
 export function syncSummary(result: SyncResult): { title: string; summary: string } {
   const applied = countPlan(result.applied);
-  const title = `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted` + (result.failures.length ? `, ${result.failures.length} failed` : "");
+  const title = `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted` + (result.failures.length ? `, ${result.failures.length} failed` : "") + (result.leftAlone.length ? `, ${result.leftAlone.length} left alone` : "");
   const parts = [`Sync of **${result.org}** across ${result.repositories} repositories.`, ""];
   parts.push(result.applied.length ? planTable(result.applied) : "_Nothing to change: everything matches the policy._");
   if (result.failures.length) parts.push("", "### Failed", "", failureTable(result.failures));
+  parts.push(...leftAloneSection(result, false));
   if (result.pausedUntil) parts.push("", `Paused by the API rate limit; the rest continues at ${result.pausedUntil.toISOString()}.`);
   parts.push(...limitsSection(result));
   return { title, summary: parts.join("\n") };
@@ -113,6 +157,7 @@ export function textReport(result: SyncResult): string {
     lines.push(`applied: ${a.create} created, ${a.update} updated, ${a.delete} deleted.`);
   } else lines.push(`dry run: nothing applied. ${planEstimate(result.rows)}`);
   for (const f of result.failures) lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);
+  for (const l of result.leftAlone) lines.push(`left alone (not Steward's): ${scopeLabel(l.scope)} ${l.name}: ${l.reason}`);
   if (result.pausedUntil) lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
   for (const w of result.warnings ?? []) lines.push(`warning: ${w}`);
   if (result.stopped) lines.push("stopped before the end: what was written is recorded; run again to finish (nothing is written twice).");

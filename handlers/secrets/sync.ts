@@ -48,8 +48,17 @@ export interface Failure {
   scope: Scope;
   kind?: Kind;
   name?: string;
-  action: Action | "read" | "resolve" | "adopt";
+  action: Action | "read" | "resolve";
   error: string;
+}
+
+/** A target that exists but Steward did not create, left as it is on purpose (no `adopt: true`). */
+export interface LeftAlone {
+  scope: Scope;
+  kind: Kind;
+  name: string;
+  /** Why, and the key that would adopt it. */
+  reason: string;
 }
 
 export interface SyncResult {
@@ -60,6 +69,11 @@ export interface SyncResult {
   /** Rows carried out (create, update, delete). */
   applied: PlanRow[];
   failures: Failure[];
+  /**
+   * Targets left alone on purpose (someone else's, no `adopt: true`): the documented behaviour,
+   * reported apart from failures and never failing a run.
+   */
+  leftAlone: LeftAlone[];
   /** Set when a rate limit ended the run early: sync again at this time to finish. */
   pausedUntil?: Date;
   /** GitHub's limits the plan goes past or near (quotas.ts), with the counts. */
@@ -84,7 +98,8 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     return result({ ...rest, stopped: true });
   };
   const failures: Failure[] = [];
-  const result = (rest: Partial<SyncResult>): SyncResult => ({ org, dryRun: req.dryRun === true, repositories: 0, rows: [], applied: [], failures, ...rest });
+  const leftAlone: LeftAlone[] = [];
+  const result = (rest: Partial<SyncResult>): SyncResult => ({ org, dryRun: req.dryRun === true, repositories: 0, rows: [], applied: [], failures, leftAlone, ...rest });
 
   let repos;
   try {
@@ -154,7 +169,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const plan = computePlan({ desired, fingerprints, actual, records, readScopes, prune: req.policy.prune === true, adopt: adoptedKeys(req.policy, desired) });
   const rows: PlanRow[] = [];
   for (const row of plan.rows) {
-    if (row.conflict) failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "adopt", error: row.reason });
+    if (row.conflict) leftAlone.push({ scope: row.scope, kind: row.kind, name: row.name, reason: row.reason });
     const why = unresolved.get(row.key);
     if (why && row.action !== "unchanged" && row.action !== "delete") {
       failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "resolve", error: why });

@@ -45,32 +45,36 @@ describe("adopting existing secrets and variables", () => {
     const mark = world.mark();
     const result = await world.sync();
     expect(result.applied.map((r) => r.name)).toEqual(["NEW_KEY"]);
-    expect(result.failures).toEqual([
-      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", action: "adopt", error: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
+    expect(result.failures).toEqual([]);
+    expect(result.leftAlone).toEqual([
+      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", reason: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
     ]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("person's");
     expect(mark().filter((r) => r.method === "PUT").map((r) => r.path)).toEqual([`/repos/${ORG}/web/actions/secrets/NEW_KEY`]);
   });
 
-  it("without adopt, a person's secret and variable are not overwritten: the plan and the sync report a conflict", async () => {
+  it("without adopt, a person's secret and variable are not overwritten: the plan and the sync report them left alone", async () => {
     world = await createWorld({ repos: ["web"], env: ENV });
     const { secrets, variables } = world.h.domains;
     secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
     variables.setVariableOutOfBand({ owner: ORG, repo: "web" }, "REGION", "us-east-1");
     world.pushPolicy("secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web] }\n");
     const expected = [
-      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", action: "adopt", error: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
-      { scope: { level: "repo", repo: "web" }, kind: "variable", name: "REGION", action: "adopt", error: CONFLICT("variables.REGION", "value differs from policy") },
+      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", reason: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
+      { scope: { level: "repo", repo: "web" }, kind: "variable", name: "REGION", reason: CONFLICT("variables.REGION", "value differs from policy") },
     ];
 
     const plan = await world.sync({ dryRun: true });
     expect(plan.rows.map((r) => [r.name, r.action, r.conflict])).toEqual([["API_KEY", "unchanged", true], ["REGION", "unchanged", true]]);
-    expect(plan.failures).toEqual(expected);
+    // Left alone on purpose, as documented: reported apart, not a failure.
+    expect(plan.failures).toEqual([]);
+    expect(plan.leftAlone).toEqual(expected);
 
     const mark = world.mark();
     const result = await world.sync();
     expect(result.applied).toEqual([]);
-    expect(result.failures).toEqual(expected);
+    expect(result.failures).toEqual([]);
+    expect(result.leftAlone).toEqual(expected);
     expect(mark().filter((r) => r.method === "PUT" || r.method === "PATCH" || r.method === "POST")).toEqual([]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("person's");
     expect(variables.valueIn({ owner: ORG, repo: "web" }, "REGION")).toBe("us-east-1");
@@ -79,6 +83,7 @@ describe("adopting existing secrets and variables", () => {
     world.pushPolicy("secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: true }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web], adopt: true }\n");
     const adopted = await world.sync();
     expect(adopted.failures).toEqual([]);
+    expect(adopted.leftAlone).toEqual([]);
     expect(adopted.applied.map((r) => [r.name, r.action, r.created])).toEqual([["API_KEY", "update", true], ["REGION", "update", true]]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("steward's value");
   });

@@ -101,6 +101,47 @@ describe("secrets handler through the sandbox stack", () => {
     expect(run?.output.summary).not.toContain("hunter2-literal");
   });
 
+  it("a plan whose text says writes will fail concludes failure and says so in its title", async () => {
+    // Over GitHub's 48 KB per secret: the plan's own limits section says its write will fail.
+    process.env.STEWARD_E2E_BIG = "b".repeat(49 * 1024);
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ADMIN,
+      head: "big-secret",
+      title: "Add a big secret",
+      files: { [POLICY]: policy("  BIG_TOKEN:\n    from: env:STEWARD_E2E_BIG\n    repositories: [api]") },
+    });
+    await settle();
+    const run = checkRun(ADMIN, pr.head_sha, "steward/plan");
+    expect(run?.output.summary).toContain("secret BIG_TOKEN in repo api is 49.0 KB, over GitHub's limit of 48 KB per secret: its write will fail");
+    expect(run?.conclusion).toBe("failure");
+    expect(run?.output.title).toMatch(/ to create, .* unchanged; writes would fail: over GitHub's limits$/);
+    expect(run?.output.summary).toContain(":x: Applying it would fail in part");
+    expect(run?.output.summary).not.toContain(process.env.STEWARD_E2E_BIG);
+  });
+
+  it("a secret someone else created is left alone, reported as such, and does not fail steward/sync or steward/plan", async () => {
+    stack.hub.domains.secrets.setSecretOutOfBand({ owner: ORG, repo: "api" }, "HUMAN_KEY", "a person's value");
+    const extra = "  HUMAN_KEY:\n    from: env:STEWARD_E2E_NPM_TOKEN\n    repositories: [api]";
+    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ADMIN, head: "human-key", title: "Manage HUMAN_KEY", files: { [POLICY]: policy(extra) } });
+    await settle();
+    const plan = checkRun(ADMIN, pr.head_sha, "steward/plan");
+    expect(plan?.conclusion).toBe("success");
+    expect(plan?.output.title).toBe("0 to create, 0 to update, 0 to delete, 3 unchanged; 1 left alone");
+    expect(plan?.output.summary).toContain("### Left alone (not Steward's)");
+    expect(plan?.output.summary).not.toContain("### Could not plan");
+
+    const push = stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy(extra) }, message: "manage HUMAN_KEY" });
+    await settle();
+    const run = checkRun(ADMIN, push.sha, "steward/sync");
+    expect(run?.conclusion).toBe("success");
+    expect(run?.output.title).toBe("0 created, 0 updated, 0 deleted, 1 left alone");
+    expect(run?.output.summary).not.toContain("### Failed");
+    expect(run?.output.summary).toContain("### Left alone (not Steward's)\n\nThis target exists but Steward did not create it, and the policy does not say `adopt: true`: it was left as it is, as documented. This is not a failure.");
+    expect(run?.output.summary).toContain("| repo api | HUMAN_KEY | secret | exists and Steward did not create it, so it is left as it is");
+    expect(stack.hub.domains.secrets.openedValue({ owner: ORG, repo: "api" }, "HUMAN_KEY")).toBe("a person's value");
+  });
+
   it("a repository created later gets its secrets", async () => {
     const repo = stack.hub.control.createRepo({ owner: ORG, name: "new-service" });
     const inst = stack.hub.control.installation(ORG)!;

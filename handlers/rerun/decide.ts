@@ -4,6 +4,7 @@ import { matchesAny } from "../../src/index.js";
 import {
   DEFAULT_RULE_CONCLUSIONS,
   GITHUB_MAX_ATTEMPTS,
+  GITHUB_MAX_RERUNS,
   delayMs,
   type RerunMode,
   type RerunPolicy,
@@ -288,15 +289,20 @@ export function decide(input: DecideInput): Decision {
   };
 }
 
+/** How each stop's reason begins, so a report can name which one stopped it. */
+export const CAP_STOP = "GitHub's re-run limit";
+export const ATTEMPTS_STOP = "attempts exhausted";
+export const BUDGET_STOP = "budget:";
+
 /** Why no further re-run may be made: GitHub's cap, the policy's attempts, or the daily budget. */
 export function attemptOrBudgetStop(policy: Pick<RerunPolicy, "max_attempts" | "daily_budget">, run: Pick<RunFacts, "runAttempt">, usedToday: number): string | undefined {
-  if (run.runAttempt >= GITHUB_MAX_ATTEMPTS) return `attempt ${run.runAttempt} reached GitHub's cap of ${GITHUB_MAX_ATTEMPTS} re-runs of one run`;
-  if (run.runAttempt >= policy.max_attempts) return `attempt ${run.runAttempt} of ${policy.max_attempts}: attempts exhausted (rerun.max_attempts)`;
+  if (run.runAttempt >= GITHUB_MAX_ATTEMPTS) return `${CAP_STOP}: attempt ${run.runAttempt} is the last GitHub allows (${GITHUB_MAX_RERUNS} re-runs of one run)`;
+  if (run.runAttempt >= policy.max_attempts) return `attempt ${run.runAttempt} of ${policy.max_attempts}: ${ATTEMPTS_STOP} (rerun.max_attempts)`;
   return budgetStop(policy, usedToday);
 }
 
 /** The daily budget's refusal, or undefined while it has room. */
 export function budgetStop(policy: Pick<RerunPolicy, "daily_budget">, usedToday: number): string | undefined {
   if (policy.daily_budget === undefined || usedToday < policy.daily_budget) return undefined;
-  return `budget: the repository's daily budget of ${policy.daily_budget} re-runs is spent (${usedToday} today, rerun.daily_budget)`;
+  return `${BUDGET_STOP} the repository's daily budget of ${policy.daily_budget} re-runs is spent (${usedToday} today, rerun.daily_budget)`;
 }

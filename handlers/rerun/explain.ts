@@ -1,6 +1,6 @@
 // What the `steward/rerun` check run says. One check run per head sha explains every decision
 // taken on that commit (several workflows, several attempts), newest first. Pure rendering.
-import type { JobVerdict } from "./decide.js";
+import { ATTEMPTS_STOP, BUDGET_STOP, CAP_STOP, type JobVerdict } from "./decide.js";
 
 export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "rerun_job" | "gave_up" | "refused" | "budget" | "cancelled";
 
@@ -16,6 +16,8 @@ export interface Explanation {
   detail?: string;
   reasons: string[];
   verdicts: JobVerdict[];
+  /** Re-run as a flake (failed between two passing commits), not by a rule. Absent in older records. */
+  flake?: boolean;
   at: string;
 }
 
@@ -23,15 +25,18 @@ export const CHECK_NAME = "steward/rerun";
 /** Older explanations beyond this many are dropped from the check run (the audit log keeps them). */
 export const MAX_EXPLANATIONS = 20;
 
-export function actionText(e: Pick<Explanation, "action" | "attempt" | "maxAttempts" | "detail">): string {
+export function actionText(e: Pick<Explanation, "action" | "attempt" | "maxAttempts" | "detail"> & { verdicts?: readonly JobVerdict[] }): string {
   const next = `attempt ${e.attempt + 1} of ${e.maxAttempts}`;
+  // Only when there are: the other failed jobs the decision judged (re-run later, or not at all).
+  const others = (e.verdicts ?? []).filter((v) => v.name !== e.detail);
+  const stay = others.some((v) => !v.transient) ? "; the other failed jobs stay failed" : others.length ? "; the other transient jobs follow, one attempt after another" : "";
   switch (e.action) {
     case "rerun_failed_jobs":
       return `re-ran the failed jobs and their dependents (${next})`;
     case "rerun_workflow":
       return `re-ran the whole workflow (${next})`;
     case "rerun_job":
-      return `re-ran job ${e.detail ?? ""} and its dependents alone; the other failed jobs stay failed (${next})`;
+      return `re-ran job ${e.detail ?? ""} and its dependents alone${stay} (${next})`;
     case "budget":
       return `not re-run: a budget stopped it${e.detail ? ` (${e.detail})` : ""}`;
     case "cancelled":
@@ -49,16 +54,24 @@ export function titleOf(e: Explanation): string {
     case "rerun_failed_jobs":
     case "rerun_workflow":
     case "rerun_job":
-      return `Re-ran ${run}: transient failure`;
+      return `Re-ran ${run}: ${e.flake ? "flake (failed between passing commits)" : "transient failure"}`;
     case "budget":
-      return `Did not re-run ${run}: budget spent`;
+      return `Did not re-run ${run}: daily budget spent`;
     case "cancelled":
       return `Did not re-run ${run}: cancelled`;
     case "refused":
       return `Could not re-run ${run}`;
     case "gave_up":
-      return `Did not re-run ${run}`;
+      return `Did not re-run ${run}${stopOf(e.reasons)}`;
   }
+}
+
+/** Which stop ended it, for the title (GitHub's limit, the policy's attempts, the daily budget). */
+function stopOf(reasons: readonly string[]): string {
+  if (reasons.some((r) => r.startsWith(CAP_STOP))) return ": GitHub's limit of re-runs reached";
+  if (reasons.some((r) => r.includes(`: ${ATTEMPTS_STOP} (`))) return ": attempts exhausted";
+  if (reasons.some((r) => r.startsWith(BUDGET_STOP))) return ": daily budget spent";
+  return "";
 }
 
 function cell(text: string): string {

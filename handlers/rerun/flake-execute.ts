@@ -59,6 +59,7 @@ async function actOn(ops: Ops, policy: RerunPolicy, scope: FlakeScope, flake: Fl
     tries: 0,
     // The red commit is not the branch's tip (C came after it): re-run it all the same.
     scheduled: false,
+    flake: true,
   };
   let rerun = false;
   let why = stop;

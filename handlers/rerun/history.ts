@@ -21,6 +21,7 @@ export async function explainAndReport(ops: Ops, task: RerunTask, action: Action
     detail,
     reasons: task.reasons,
     verdicts: task.verdicts,
+    ...(task.flake ? { flake: true } : {}),
     at: new Date().toISOString(),
   };
   const key = historyKey(task.repoId, task.run.headSha);

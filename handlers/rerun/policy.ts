@@ -59,8 +59,10 @@ export interface RerunPolicy {
 }
 
 export const DEFAULT_RULE_CONCLUSIONS: readonly RuleConclusion[] = ["failure", "timed_out"];
-/** GitHub caps the attempts of one run at 50 (the sandbox hub refuses a re-run past it too). */
-export const GITHUB_MAX_ATTEMPTS = 50;
+/** GitHub lets one run be re-run at most 50 times ("Limits in GitHub Actions": Re-run, 50 re-runs). */
+export const GITHUB_MAX_RERUNS = 50;
+/** So the last attempt of a run is 51 (the first run and 50 re-runs; the sandbox hub refuses past it too). */
+export const GITHUB_MAX_ATTEMPTS = GITHUB_MAX_RERUNS + 1;
 /** Longer delays than this are almost certainly a unit mistake (`30h` for `30s`). */
 export const MAX_DELAY_MS = 24 * 3_600_000;
 

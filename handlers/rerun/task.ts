@@ -34,6 +34,8 @@ export interface RerunTask {
   tries: number;
   /** True when the task was delayed: whether the run is superseded is checked again before acting. */
   scheduled: boolean;
+  /** A flake (failed between passing commits) re-run by the flake pattern, not by a rule. */
+  flake?: boolean;
 }
 
 export function isRerunTask(data: unknown): data is RerunTask {

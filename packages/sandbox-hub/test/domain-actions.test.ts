@@ -187,20 +187,20 @@ describe("hub actions domain over HTTP", () => {
     expect(actions.rerunRequests(run.id).map((r) => r.kind)).toEqual(["actions.rerun-job"]);
   });
 
-  it("caps attempts: a re-run that would make attempt 51 is refused", async () => {
+  it("caps attempts at GitHub's 50 re-runs: the re-run making attempt 51 is made, one that would make attempt 52 is refused", async () => {
     const actions = w.hub.domains.actions;
     const run = actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "only" }] });
     actions.failJob({ runId: run.id, job: "only" });
-    for (let n = 2; n <= 49; n++) {
+    for (let n = 2; n <= 50; n++) {
       actions.scriptAttempt(run.id, n, "failure");
       actions.rerun(run.id, "failed", "control");
       await w.settle();
     }
-    actions.scriptAttempt(run.id, 50, "failure");
+    actions.scriptAttempt(run.id, 51, "failure");
     const ok = await outcome(w.octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", { ...repo, run_id: run.id }));
     expect(ok.status).toBe(201);
     await w.settle();
-    expect((await w.octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { ...repo, run_id: run.id })).data).toMatchObject({ run_attempt: 50, status: "completed" });
+    expect((await w.octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { ...repo, run_id: run.id })).data).toMatchObject({ run_attempt: 51, status: "completed" });
     const refused = await outcome(w.octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", { ...repo, run_id: run.id }));
     expect(refused).toMatchObject({ status: 403, message: "This workflow run cannot be retried" });
   });

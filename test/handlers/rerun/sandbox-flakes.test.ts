@@ -47,7 +47,12 @@ describe("rerun.flake_pattern", () => {
 
     expect(jobRerunPosts(repo)).toEqual([`run ${b.run.id} job integration-db 201`]);
     expect(b.run.attempts.map((x) => `${x.n}:${x.mode}:${x.conclusion}`)).toEqual(["1:initial:failure", "2:job:success"]);
-    const summary = rerunChecks(stack, b.run.head_sha)[0]!.output.summary!;
+    const [flakeCheck] = rerunChecks(stack, b.run.head_sha);
+    // A flake, not a rule's transient failure; and no other failed job was judged, so none "stays failed".
+    expect(flakeCheck!.output.title).toBe("Re-ran CI attempt 1: flake (failed between passing commits)");
+    const summary = flakeCheck!.output.summary!;
+    expect(summary).toContain("**Action:** re-ran job integration-db and its dependents alone (attempt 2 of");
+    expect(summary).not.toContain("stay failed");
     expect(summary).toContain(`flake pattern: job integration-db failed on ${b.run.head_sha.slice(0, 7)} but passed on ${a.run.head_sha.slice(0, 7)} before it and ${c.run.head_sha.slice(0, 7)} after it on branch main`);
     expect(summary).toContain("re-ran job integration-db and its dependents alone");
     expect((await outcomesOf(stack, c.run.id))[0]).toMatchObject({ status: "done", detail: expect.stringContaining("flake pattern: job integration-db") });
@@ -110,6 +115,7 @@ describe("rerun.flake_pattern", () => {
 
     expect(jobRerunPosts(repo)).toEqual([]);
     expect(rerunChecks(stack, b.run.head_sha)[0]!.output.summary).toContain("budget: the repository's daily budget of 0 re-runs is spent");
+    expect(rerunChecks(stack, b.run.head_sha)[0]!.output.title).toBe("Did not re-run CI attempt 1: daily budget spent");
     const listed = await cli("--repo", `${ORG}/${repo}`);
     expect(listed.out).toMatch(/\n1 +0 +CI \/ lint /);
   });

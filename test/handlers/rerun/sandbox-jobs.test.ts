@@ -85,18 +85,19 @@ describe("budgets", () => {
     expect(check!.output.summary).toContain("budget: the repository's daily budget of 1 re-runs is spent (1 today, rerun.daily_budget)");
   });
 
-  it("never asks for more than GitHub's 50 attempts of one run", async () => {
-    const { repo } = newRepo(stack, rerunPolicyYaml("  max_attempts: 50\n", "  rules: []\n"));
+  it("makes every one of GitHub's 50 re-runs of one run (attempt 51) and asks for no more", async () => {
+    const { repo } = newRepo(stack, rerunPolicyYaml("  max_attempts: 51\n", "  rules: []\n"));
     const { actions } = stack.hub.domains;
     const run = actions.startRun({ owner: ORG, repo, workflow: "CI" });
-    for (let n = 2; n <= 50; n++) actions.scriptAttempt(run.id, n, "failure");
+    for (let n = 2; n <= 51; n++) actions.scriptAttempt(run.id, n, "failure");
     actions.failJob({ runId: run.id, job: "build" });
     await settle(stack);
 
-    expect(run.attempts).toHaveLength(50);
+    expect(run.attempts).toHaveLength(51);
     expect(rerunRequests(repo).every((r) => r.endsWith(" 201"))).toBe(true);
-    expect(rerunRequests(repo)).toHaveLength(49);
+    expect(rerunRequests(repo)).toHaveLength(50);
     const [check] = rerunChecks(stack, run.head_sha);
-    expect(check!.output.summary).toContain("attempt 50 reached GitHub's cap of 50 re-runs of one run");
+    expect(check!.output.title).toBe("Did not re-run CI attempt 51: GitHub's limit of re-runs reached");
+    expect(check!.output.summary).toContain("GitHub's re-run limit: attempt 51 is the last GitHub allows (50 re-runs of one run)");
   });
 });

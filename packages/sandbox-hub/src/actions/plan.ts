@@ -11,8 +11,11 @@ export interface JobView {
   conclusion: JobConclusion | null;
 }
 
-/** The most attempts a run may have (the service refuses a re-run beyond it). */
-export const MAX_RUN_ATTEMPTS = 50;
+/**
+ * The most attempts a run may have (the service refuses a re-run beyond it): GitHub allows 50
+ * re-runs of one run ("Limits in GitHub Actions"), so the first run and 50 re-runs, attempt 51.
+ */
+export const MAX_RUN_ATTEMPTS = 51;
 
 const FAILED: ReadonlySet<string> = new Set(["failure", "cancelled", "timed_out"]);
 

@@ -8,7 +8,7 @@ import type { Ops, RerunTask } from "./task.js";
 import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";
 import { currentHead, getRun } from "./facts.js";
 import { returnSlot, takeSlot, usedToday } from "./budget.js";
-import { rememberPlan } from "./merge-queue.js";
+import { rememberPlan, standDown } from "./merge-queue.js";
 
 /** How many times a re-run refused with "already running" is tried again before giving up. */
 export const MAX_BUSY_RETRIES = 5;
@@ -79,7 +79,10 @@ function rerunRequest(task: RerunTask): { route: string; params: Record<string, 
 async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; repo: string }, requestedKey: string): Promise<Outcome | undefined> {
   if (task.scheduled) {
     const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
-    if (stale) return { status: "skipped", reason: stale };
+    if (stale) {
+      await standDown(ops, task, stale);
+      return { status: "skipped", reason: stale };
+    }
   }
   const slot = `${task.run.id}:${task.run.runAttempt}`;
   if (!(await takeSlot(ops.store, task.repoId, slot, task.dailyBudget))) {
@@ -116,8 +119,9 @@ async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promi
     const tries = task.tries + 1;
     const key = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`;
     const later = { ...task, tries, scheduled: true };
-    await ops.scheduler.schedule({ key, runAt: new Date(Date.now() + waitMs), data: later, installationId: ops.installationId });
-    await rememberPlan(ops, later, key);
+    const runAt = new Date(Date.now() + waitMs);
+    await ops.scheduler.schedule({ key, runAt, data: later, installationId: ops.installationId });
+    await rememberPlan(ops, later, key, runAt);
     ops.log.info({ runId: task.run.id, tries }, "run still running; re-run retried later");
     return { status: "done", summary: `${runLabel}: the API said "${refusal.message}"; retrying in ${waitMs / 1000}s` };
   }

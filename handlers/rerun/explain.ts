@@ -2,7 +2,7 @@
 // taken on that commit (several workflows, several attempts), newest first. Pure rendering.
 import { ATTEMPTS_STOP, BUDGET_STOP, CAP_STOP, type JobVerdict } from "./decide.js";
 
-export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "rerun_job" | "gave_up" | "refused" | "budget" | "cancelled";
+export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "rerun_job" | "gave_up" | "refused" | "budget" | "cancelled" | "planned" | "stood_down";
 
 export interface Explanation {
   runId: number;
@@ -41,6 +41,10 @@ export function actionText(e: Pick<Explanation, "action" | "attempt" | "maxAttem
       return `not re-run: a budget stopped it${e.detail ? ` (${e.detail})` : ""}`;
     case "cancelled":
       return `not re-run: the planned re-run was cancelled${e.detail ? ` (${e.detail})` : ""}`;
+    case "planned":
+      return `re-run planned${e.detail ? ` for ${e.detail}` : ""}, not made yet (${next})`;
+    case "stood_down":
+      return `not re-run: the planned re-run stood down${e.detail ? ` (${e.detail})` : ""}`;
     case "gave_up":
       return "not re-run";
     case "refused":
@@ -59,6 +63,10 @@ export function titleOf(e: Explanation): string {
       return `Did not re-run ${run}: daily budget spent`;
     case "cancelled":
       return `Did not re-run ${run}: cancelled`;
+    case "planned":
+      return `Re-run of ${run} planned`;
+    case "stood_down":
+      return `Did not re-run ${run}: stood down`;
     case "refused":
       return `Could not re-run ${run}`;
     case "gave_up":

@@ -229,8 +229,9 @@ async function carryOutDecision(ctx: Context, run: RunFacts, key: string, decisi
       if (decision.delayMs > 0) {
         // Waiting must not hold a worker: the durable queue brings the task back to onTask.
         const later = { ...task, scheduled: true };
-        await ctx.scheduler.schedule({ key, runAt: new Date(Date.now() + decision.delayMs), data: later, installationId: ctx.installationId });
-        await rememberPlan(opsOf(ctx), later, key);
+        const runAt = new Date(Date.now() + decision.delayMs);
+        await ctx.scheduler.schedule({ key, runAt, data: later, installationId: ctx.installationId });
+        await rememberPlan(opsOf(ctx), later, key, runAt);
         return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
       }
       return carryOut(opsOf(ctx), task, runNow);

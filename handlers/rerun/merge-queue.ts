@@ -18,11 +18,21 @@ function planPrefix(repoId: number, headSha: string): string {
   return `rerun:mq:${repoId}:${headSha}:`;
 }
 
-/** Remember a scheduled re-run of a merge group's run, so the group's end can cancel it. */
-export async function rememberPlan(ops: Ops, task: RerunTask, taskKey: string): Promise<void> {
+/**
+ * Remember a scheduled re-run of a merge group's run, so the group's end can cancel it, and say in
+ * the check run that it is planned (and for when): the group's checks show it before it is made.
+ */
+export async function rememberPlan(ops: Ops, task: RerunTask, taskKey: string, runAt: Date): Promise<void> {
   if (task.run.event !== MERGE_GROUP_EVENT) return;
   const plan: PlannedRerun = { taskKey, task };
   await ops.store.set(`${planPrefix(task.repoId, task.run.headSha)}${taskKey}`, plan, { ttlMs: DECIDED_TTL_MS });
+  await explainAndReport(ops, task, "planned", runAt.toISOString());
+}
+
+/** A planned re-run of a merge group's run that found the group gone: it stands down and says so. */
+export async function standDown(ops: Ops, task: RerunTask, why: string): Promise<void> {
+  if (task.run.event !== MERGE_GROUP_EVENT) return;
+  await explainAndReport(ops, { ...task, reasons: [...task.reasons, why] }, "stood_down", why);
 }
 
 export interface DestroyedGroup {

@@ -46,6 +46,10 @@ describe("rerun in merge queues", () => {
   it("merge_group.destroyed cancels a planned re-run and the check run says so", async () => {
     const { repo, group, runId, headSha } = await queuedRun(rerunPolicyYaml("  events: [merge_group]\n").replace("delay: 0s", "delay: 10m"));
     expect(await plannedTasks(runId)).toHaveLength(1);
+    // Planned, not made: the group's check run says so before the re-run.
+    const [planned] = rerunChecks(stack, headSha);
+    expect(planned!.output.title).toBe("Re-run of CI attempt 1 planned");
+    expect(planned!.output.summary).toMatch(/\*\*Action:\*\* re-run planned for \d{4}-\d\d-\d\dT[\d:.]+Z, not made yet \(attempt 2 of 2\)\./);
     stack.hub.control.destroyMergeGroup(group, "dequeued");
     await settle(stack);
 
@@ -59,8 +63,9 @@ describe("rerun in merge queues", () => {
   it("a planned re-run whose group is gone stands down even when the destroyed event never arrived", async () => {
     // Planned well ahead and brought due by moving the hub's clock (Steward's), once the group is
     // gone: a real delay raced the test's own steps on a loaded machine and ran the re-run first.
-    const { repo, group, runId } = await queuedRun(rerunPolicyYaml("  events: [merge_group]\n").replace("delay: 0s", "delay: 10m"));
+    const { repo, group, runId, headSha } = await queuedRun(rerunPolicyYaml("  events: [merge_group]\n").replace("delay: 0s", "delay: 10m"));
     expect(await plannedTasks(runId)).toHaveLength(1);
+    expect(rerunChecks(stack, headSha)[0]!.output.title).toBe("Re-run of CI attempt 1 planned");
     const held = await holdDeliveries(stack);
     stack.hub.control.destroyMergeGroup(group, "invalidated");
     await held.release();
@@ -72,5 +77,9 @@ describe("rerun in merge queues", () => {
     expect(rerunPosts(stack, repo)).toEqual([]);
     const branchReads = requestsFor(stack, repo).filter((r) => r.path.endsWith(`/branches/${encodeURIComponent(group.headRef)}`) || r.path.endsWith(`/branches/${group.headRef}`));
     expect(branchReads.map((r) => r.status)).toContain(404);
+    // It stood down, and the check run says so instead of still saying "planned".
+    const [check] = rerunChecks(stack, headSha);
+    expect(check!.output.title).toBe("Did not re-run CI attempt 1: stood down");
+    expect(check!.output.summary).toContain("**Action:** not re-run: the planned re-run stood down (");
   }, 90_000);
 });

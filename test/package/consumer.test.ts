@@ -149,7 +149,8 @@ describe("a handler author's own package, tested against the sandbox", () => {
         "});",
       ].join("\n"),
     );
-    const { stdout } = await run(process.execPath, ["--test", "label-bugs.test.mjs"], { cwd: consumer });
+    // TAP named: Node 20 reports in TAP when not on a terminal, Node 24 in its "spec" format.
+    const { stdout } = await run(process.execPath, ["--test", "--test-reporter=tap", "label-bugs.test.mjs"], { cwd: consumer });
     expect(stdout).toMatch(/# pass 1\b/);
     expect(stdout).toMatch(/# fail 0\b/);
   }, 240_000);

@@ -141,7 +141,8 @@ async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation,
     }
   }
   const lastComment = send ? comment : previous?.lastComment;
-  const lastReportAt = send ? now.toISOString() : previous?.lastReportAt;
+  // The period counts from when the status was sent (answered), not from the decision before it.
+  const lastReportAt = send ? svc.now().toISOString() : previous?.lastReportAt;
   const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), ...(lastComment !== undefined ? { lastComment } : {}), ...(lastReportAt ? { lastReportAt } : {}) };
   await svc.store.set(waitKey(gate, input.sha), record);
   const nextReport = gate.path === "rule" && reportEvery !== undefined && lastReportAt ? Date.parse(lastReportAt) + reportEvery : undefined;

@@ -255,6 +255,9 @@ function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], f
   const inWindow = windows.length === 0 || windows.some((w) => windowOpen(w, now));
   if (!freeze && inWindow) {
     if (windows.length) out.passed.push(`inside deploy window ${windowsText(windows.filter((w) => windowOpen(w, now)))}`);
+    // Checked and passed: said, so an approval never reads as if the policy set no conditions.
+    const entries = rule.freeze?.length ?? 0;
+    if (entries) out.passed.push(`no deploy freeze in effect (${entries} freeze ${entries === 1 ? "entry" : "entries"} checked)`);
     return {};
   }
   const yearAhead = now + 366 * 86_400_000;

@@ -252,7 +252,7 @@ const cases: Case[] = [
     name: "freeze over: approve",
     rule: { freeze: [{ from: "2026-11-01T00:00:00Z", to: "2026-11-02T00:00:00Z" }] },
     decision: "approve",
-    reasons: ["the policy for production sets no conditions"],
+    reasons: ["no deploy freeze in effect (1 freeze entry checked)"],
   },
   {
     name: "waiting for 29 days: reject before GitHub gives up",

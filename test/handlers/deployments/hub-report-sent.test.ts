@@ -1,5 +1,5 @@
 // `report_every` counts from when a held deployment's status was sent, not from the decision made
-// before it: a status POST the hub answers slowly (1.5 s of added latency) moves the next report on.
+// before it; an approval after a freeze was checked says what was checked.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { WaitRecord } from "../../../handlers/deployments/waits.js";
 import { createWorld, type World } from "./world.js";
@@ -36,5 +36,24 @@ describe("report_every", { timeout: 90_000 }, () => {
     expect(wait?.lastReportAt).toBeDefined();
     // Before, it was the decision's time, 1.5 s before the hub even took the status.
     expect(Date.parse(wait!.lastReportAt!)).toBeGreaterThanOrEqual(sentAt);
+  });
+
+  it("an approval after a freeze was checked says so, not that the policy sets no conditions", async () => {
+    // A freeze that ended yesterday: checked, not in effect.
+    const ended = new Date(w.stack.hub.control.now().getTime() - 86_400_000).toISOString();
+    w.pushPolicy(`deployments:
+  environments:
+    production:
+      freeze:
+        - from: "2000-01-01T00:00:00Z"
+          to: "${ended}"
+          reason: release freeze
+`);
+    w.environment("production", { rule: true });
+    w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
+    await w.until(() => w.effects("protection_rule.approved").length > 0, "the approval");
+    const comment = w.effects("protection_rule.approved")[0]!.detail.comment as string;
+    expect(comment).toContain("no deploy freeze in effect (1 freeze entry checked)");
+    expect(comment).not.toContain("sets no conditions");
   });
 });

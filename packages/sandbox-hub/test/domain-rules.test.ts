@@ -30,8 +30,8 @@ describe("workflow run decisions", () => {
   it("refuses running runs, the attempt after the cap, and failed-jobs re-runs with nothing failed", () => {
     expect(planRerun({ status: "in_progress", attempt: 1, jobs: [] }, "all")).toMatchObject({ allowed: false, status: 403, message: "This workflow is already running" });
     expect(planRerun({ status: "waiting", attempt: 1, jobs: [] }, "failed")).toMatchObject({ allowed: false, message: "This workflow is already running" });
-    expect(planRerun({ status: "completed", attempt: 50, jobs: [job("a", "failure")] }, "failed")).toMatchObject({ allowed: false, message: "This workflow run cannot be retried" });
-    expect(planRerun({ status: "completed", attempt: 49, jobs: [job("a", "failure")] }, "failed").allowed).toBe(true);
+    expect(planRerun({ status: "completed", attempt: 51, jobs: [job("a", "failure")] }, "failed")).toMatchObject({ allowed: false, message: "This workflow run cannot be retried" });
+    expect(planRerun({ status: "completed", attempt: 50, jobs: [job("a", "failure")] }, "failed").allowed).toBe(true);
     expect(planRerun({ status: "completed", attempt: 1, jobs: [job("a", "success")] }, "failed").allowed).toBe(false);
   });
 

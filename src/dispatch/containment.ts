@@ -164,33 +164,25 @@ export function createContainment(opts: { logger: Logger; secrets: readonly stri
   }
 
   function containOne(h: HandlerModule<any>, settles: boolean): HandlerModule<any> {
+    // One delivery's or task's run in the module's scope: what escaped it while open fails the run.
+    const inRun = async <T,>(what: string, deliveryId: string | undefined, signal: AbortSignal, work: () => Promise<T>): Promise<T | Outcome> => {
+      const s = runScope(h.name, what, deliveryId);
+      try {
+        const outcome = await runHosted(s.run, work);
+        if (settles) await s.settle(true, signal);
+        const faults = s.close();
+        return faults.length > 0 ? failedBy(h.name, faults) : outcome;
+      } finally {
+        s.close();
+      }
+    };
     // Its own properties as they are, the rest (a module built by a class) through its prototype.
     const wrapped: HandlerModule<any> = Object.assign(Object.create(h) as HandlerModule<any>, h, {
-      async handle(ctx: HandlerContext<any, any>) {
-        const s = runScope(h.name, `delivery ${ctx.deliveryId}`, ctx.deliveryId);
-        try {
-          const outcome = await runHosted(s.run, () => h.handle(ctx));
-          if (settles) await s.settle(true, ctx.signal);
-          const faults = s.close();
-          return faults.length > 0 ? failedBy(h.name, faults) : outcome;
-        } finally {
-          s.close();
-        }
-      },
+      handle: (ctx: HandlerContext<any, any>) => inRun(`delivery ${ctx.deliveryId}`, ctx.deliveryId, ctx.signal, () => h.handle(ctx)),
     });
     if (h.onTask) {
       const onTask = h.onTask.bind(h);
-      wrapped.onTask = async (ctx: TaskContext<any>) => {
-        const s = runScope(h.name, `task ${ctx.key}`, undefined);
-        try {
-          const outcome = await runHosted(s.run, () => onTask(ctx));
-          if (settles) await s.settle(true, ctx.signal);
-          const faults = s.close();
-          return faults.length > 0 ? failedBy(h.name, faults) : outcome;
-        } finally {
-          s.close();
-        }
-      };
+      wrapped.onTask = (ctx: TaskContext<any>) => inRun(`task ${ctx.key}`, undefined, ctx.signal, () => onTask(ctx));
     }
     if (h.start) {
       const start = h.start.bind(h);

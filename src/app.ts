@@ -11,15 +11,15 @@ import { createMetrics, type Metrics } from "./ops/metrics.js";
 import { createOctokitFactory, type OctokitFactoryOptions } from "./api/client.js";
 import type { Clock } from "./lifecycle/clock.js";
 import { createStewardHttp, withPages, type ServerTimeouts } from "./intake/server.js";
-import { openSqliteStore, type SqliteStore } from "./store/sqlite.js";
-import type { RedisStore } from "./store/redis.js";
-import type { Cluster } from "./ops/cluster.js";
+import { openSqliteStore, type SqliteStore } from "./store/sqlite/store.js";
+import type { RedisStore } from "./store/redis/store.js";
+import type { Cluster } from "./coordination/redis/cluster.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./check-runs/reporter.js";
 import { createEngine, type Engine } from "./engine/index.js";
-import { loadHandlerModules } from "./dispatch/load-handlers.js";
-import { probotRoutePages } from "./dispatch/probot-routes.js";
-import { createContainment } from "./dispatch/containment.js";
+import { loadHandlerModules } from "./modules/load.js";
+import { probotRoutePages } from "./modules/probot-routes.js";
+import { createContainment } from "./modules/containment.js";
 import { configSecrets } from "./engine/run.js";
 import { startWebhookProxy } from "./intake/webhook-proxy.js";
 import { startRedeliverySweeper } from "./recovery/sweeper.js";
@@ -114,7 +114,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   let store: SqliteStore | RedisStore;
   if (config.redisUrl) {
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.
-    const [{ openCluster }, { openRedisStore }] = await Promise.all([import("./ops/cluster.js"), import("./store/redis.js")]);
+    const [{ openCluster }, { openRedisStore }] = await Promise.all([import("./coordination/redis/cluster.js"), import("./store/redis/store.js")]);
     const prefix = opts.redis?.prefix;
     cluster = await openCluster({ url: config.redisUrl, config, logger, prefix, namespace: opts.redis?.namespace, onMint: (id) => metrics.tokenMinted(id) });
     store = await openRedisStore(config.redisUrl, { logger, ...(prefix ? { prefix } : {}) }).catch(async (e: unknown) => {

@@ -27,14 +27,14 @@ export type { StewardConfig } from "./config/types.js";
 export { globError, matchesAny, textMatcher, textMatcherError, parseDuration, type TextMatcher } from "./policy/patterns.js";
 export { didYouMean, suggestionNote } from "./policy/suggest.js";
 // Effects and state shared across replicas.
-export { withStoreLock, type StoreLockOptions } from "./store/lock.js";
+export { withStoreLock, type StoreLockOptions } from "./coordination/lock.js";
 export { cachedGet, requestFnOf, ResponseCache, type RequestFn, type RawResponse } from "./api/conditional.js";
 export { downloadWithoutAuth } from "./api/client.js";
 export { StewardOctokit } from "./api/octokit.js";
 // Long work: stop between steps when told, hold a job lease so one copy runs at a time, and keep
 // pattern matching within a delivery's CPU budget.
 export { stoppedError, isStopped, throwIfStopped, stoppableDelay } from "./lifecycle/abort-scope.js";
-export { withJobLease, describeHolder, LeaseHeld, type JobLeaseOptions, type LeaseHolder } from "./store/job-lease.js";
+export { withJobLease, describeHolder, LeaseHeld, type JobLeaseOptions, type LeaseHolder } from "./coordination/job-lease.js";
 export { MatchBudget, MatchBudgetExceeded } from "./policy/match-budget.js";
 export { boundedMatch, INLINE_WORK, MAX_LINE_CHARS, matchInline, matchWork, type BoundedMatch } from "./policy/bounded-match.js";
 // Secret hygiene: Steward's own settings and credentials are never a policy's to read.

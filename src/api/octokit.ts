@@ -18,7 +18,7 @@ import { throttling } from "@octokit/plugin-throttling";
 import { config } from "@probot/octokit-plugin-config";
 import { createProbotAuth } from "octokit-auth-probot";
 import { credentialsToApiOnly } from "./origin-guard.js";
-import { countHostedRequests } from "../lifecycle/hosted-scope.js";
+import { countHostedRequests } from "../modules/hosted-scope.js";
 
 type Options = NonNullable<ConstructorParameters<typeof Octokit>[0]> & { throttle?: Record<string, unknown> };
 

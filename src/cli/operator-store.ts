@@ -4,8 +4,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
-import { openSqliteStore, storeFileName, type SqliteStore } from "../store/sqlite.js";
-import { openRedisStore, type RedisStore } from "../store/redis.js";
+import { openSqliteStore, storeFileName, type SqliteStore } from "../store/sqlite/store.js";
+import { openRedisStore, type RedisStore } from "../store/redis/store.js";
 
 export type OperatorStore = SqliteStore | RedisStore;
 

@@ -12,7 +12,7 @@ import { createSchedulers, followClockMoves } from "./scheduler.js";
 import { systemClock } from "../lifecycle/clock.js";
 import { createLeaseKeeper } from "./leases.js";
 import { createWorkerPool } from "./pool.js";
-import { createIntake } from "./intake.js";
+import { createIntake } from "./enqueue.js";
 import { engineTakes, routeDelivery } from "../dispatch/route.js";
 import { createPushHints } from "./push-hints.js";
 import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "./intake-first.js";

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { InstallationOctokit } from "../handler.js";
 import type { Store } from "../store/types.js";
-import { PROCESS_OWNER } from "../store/lease.js";
+import { PROCESS_OWNER } from "../lifecycle/process-owner.js";
 
 /** One attempt as listed by `GET /app/hook/deliveries`. */
 export interface HookDeliveryAttempt {

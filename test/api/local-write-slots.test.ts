@@ -1,7 +1,7 @@
 // One process's write slots: an installation's writes one at a time, in the order asked, the
 // next after the previous answer (and the interval); other installations never wait for it.
 import { describe, expect, it } from "vitest";
-import { createLocalWriteSlots } from "../../src/api/local-write-slots.js";
+import { createLocalWriteSlots } from "../../src/coordination/local-write-slots.js";
 import { expectStoppedWith } from "../support/stopped.js";
 
 /** A write the test answers (or fails) when it chooses. */

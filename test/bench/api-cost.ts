@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ProbotOctokit } from "probot";
 import { createHub, STEWARD_PERMISSIONS, type HubHandle } from "../../src/sandbox/hub.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { asRequester, statusOf, syncReads, type Requester } from "../../handlers/secrets/api.js";
 import { syncOrganisation } from "../../handlers/secrets/organisation.js";
 import { seal } from "../../handlers/secrets/seal.js";

@@ -9,7 +9,7 @@
 import { Redis } from "ioredis";
 import { createHub } from "../../src/sandbox/hub.js";
 import { createOctokitFactory } from "../../src/api/client.js";
-import { createSharedTokenCache, type SharedTokenCache } from "../../src/api/shared-token-cache.js";
+import { createSharedTokenCache, type SharedTokenCache } from "../../src/coordination/redis/token-cache.js";
 import { REFRESH_MARGIN_MS } from "../../src/api/token-cache.js";
 import { loadConfig } from "../../src/config/env.js";
 import { pino } from "pino";

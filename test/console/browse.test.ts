@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
 import type { DeliveryQuery } from "../../src/store/browse.js";
 import type { StewardStore } from "../../src/store/contract.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { redisStores, redisUp, redisUrl } from "../redis/support.js";
 

@@ -6,7 +6,7 @@ import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import pino from "pino";
 import type { HandlerModule } from "../../src/handler.js";
-import { loadHandlerModules } from "../../src/dispatch/load-handlers.js";
+import { loadHandlerModules } from "../../src/modules/load.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { STEWARD_APP } from "../../src/sandbox/hub.js";
 import { outcomeOf } from "../../src/testing.js";

@@ -5,8 +5,8 @@
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import pino from "pino";
-import { loadHandlerModules } from "../../src/dispatch/load-handlers.js";
-import { mountConflict, STEWARD_OWN_PATHS } from "../../src/dispatch/probot-routes.js";
+import { loadHandlerModules } from "../../src/modules/load.js";
+import { mountConflict, STEWARD_OWN_PATHS } from "../../src/modules/probot-routes.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 
 const fixture = (name: string) => relative(process.cwd(), join(import.meta.dirname, "fixtures", name));

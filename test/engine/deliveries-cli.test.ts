@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { runCli } from "../cli/capture.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { tempDir, testEngine } from "./helpers.js";
 import { seedDoneAndDead } from "./seed-deliveries.js";
 

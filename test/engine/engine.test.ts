@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { PayloadLog } from "../../src/store/payload-log.js";
+import { PayloadLog } from "../../src/store/sqlite/payload-log.js";
 import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
 import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, testEngine } from "./helpers.js";

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
-import { DEFER_MS, GroupCommit } from "../../src/store/group-commit.js";
+import { DEFER_MS, GroupCommit } from "../../src/store/sqlite/group-commit.js";
 
 let db: Database.Database;
 let writes: GroupCommit;

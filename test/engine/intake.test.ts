@@ -6,10 +6,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/handler.js";
 import type { StewardStore } from "../../src/store/contract.js";
-import type { SqliteDeliveries } from "../../src/store/sqlite-deliveries.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import type { SqliteDeliveries } from "../../src/store/sqlite/deliveries.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
-import { decodeFrames, encodeFrame } from "../../src/store/spool.js";
+import { decodeFrames, encodeFrame } from "../../src/store/sqlite/spool.js";
 import type { Engine } from "../../src/engine/index.js";
 import { deliveryOf, examplePayload, fakePolicies, tempDir, testEngine } from "./helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";

@@ -1,6 +1,6 @@
 import { relative, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadHandlerModules, policyModules } from "../../src/dispatch/load-handlers.js";
+import { loadHandlerModules, policyModules } from "../../src/modules/load.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { builtinHandlers, policyHandlers } from "../../handlers/index.js";
 import { deliveryOf, examplePayload, silent, testConfig, testEngine } from "./helpers.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { setTimeout as delay } from "node:timers/promises";
 import { defineHandler } from "../../src/handler.js";
-import type { SqliteStore } from "../../src/store/sqlite.js";
+import type { SqliteStore } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload, testEngine } from "./helpers.js";
 import { sqliteStorePerTest } from "./scratch-store.js";
 

@@ -2,7 +2,7 @@
 // the engine stopped, the store closed and the directory removed after the test.
 import { afterEach, beforeEach } from "vitest";
 import type { Engine } from "../../src/engine/index.js";
-import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteStore, type SqliteStoreOptions } from "../../src/store/sqlite/store.js";
 import { tempDir } from "./helpers.js";
 
 export interface ScratchStore {

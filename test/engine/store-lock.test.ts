@@ -5,9 +5,9 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import { withStoreLock } from "../../src/store/lock.js";
-import { processOwnerGone } from "../../src/store/lease.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
+import { withStoreLock } from "../../src/coordination/lock.js";
+import { processOwnerGone } from "../../src/lifecycle/process-owner.js";
 import type { Store } from "../../src/store/types.js";
 import { storeWith } from "../support/store-faults.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { storeFileName } from "../../src/store/sqlite.js";
+import { storeFileName } from "../../src/store/sqlite/store.js";
 import { keptHeaders } from "../../src/store/recorded.js";
 import { deliveryOf, examplePayload } from "./helpers.js";
 import { sqliteStorePerTest } from "./scratch-store.js";

@@ -18,7 +18,7 @@ import examples from "@octokit/webhooks-examples/api.github.com/index.json" with
 import { startWebhookProxy } from "../../src/intake/webhook-proxy.js";
 import { createLogger } from "../../src/log/logger.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { stewardChildEnv } from "../torture/crash-harness.js";
 
 const CHILD = resolve(import.meta.dirname, "../torture/fixtures/steward-child.ts");

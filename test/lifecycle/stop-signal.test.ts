@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { defineHandler } from "../../src/handler.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createOctokitFactory } from "../../src/api/client.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
 import { FIRST_SWEEP_LOOKBACK_MS, startRedeliverySweeper, sweepLookbackMs } from "../../src/recovery/sweeper.js";
 import type { OctokitFactory } from "../../src/api/types.js";
 

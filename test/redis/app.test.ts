@@ -8,8 +8,8 @@ import examples from "@octokit/webhooks-examples/api.github.com/index.json" with
 import { createSteward, type Steward } from "../../src/app.js";
 import { createOctokitFactory } from "../../src/api/client.js";
 import { defineHandler } from "../../src/handler.js";
-import { RedisStore } from "../../src/store/redis.js";
-import { openSharedThrottle, type SharedThrottle } from "../../src/store/redis-throttle.js";
+import { RedisStore } from "../../src/store/redis/store.js";
+import { openSharedThrottle, type SharedThrottle } from "../../src/coordination/redis/throttle.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { appKey } from "../support/app-key.js";
 import { collectingLogger, postDelivery, testConfig } from "../service/helpers.js";

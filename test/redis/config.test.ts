@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";
-import { describeRedisUrl } from "../../src/store/redis-connect.js";
+import { describeRedisUrl } from "../../src/store/redis/connect.js";
 import { appKey } from "../support/app-key.js";
 
 const base = { APP_ID: "4242", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: "s3cret-hook" };

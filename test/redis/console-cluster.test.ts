@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSteward, type Steward } from "../../src/app.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
-import { replicaKeys } from "../../src/store/redis-replicas.js";
+import { replicaKeys } from "../../src/coordination/redis/replicas.js";
 import { silent } from "../engine/helpers.js";
 import { spawnSteward, type Child } from "../torture/crash-harness.js";
 import { signIn } from "../console/session.js";

@@ -2,8 +2,8 @@
 // list, show (every attempt with its error), replay, bulk replay of dead ones and --json.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { runCli } from "../cli/capture.js";
-import { openRedisStore } from "../../src/store/redis.js";
-import { defaultRedisPrefix } from "../../src/store/redis-keys.js";
+import { openRedisStore } from "../../src/store/redis/store.js";
+import { defaultRedisPrefix } from "../../src/store/redis/keys.js";
 import { seedDoneAndDead } from "../engine/seed-deliveries.js";
 import { redisUp, redisUrl } from "./support.js";
 

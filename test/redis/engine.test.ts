@@ -3,7 +3,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Engine } from "../../src/engine/index.js";
-import type { RedisStore } from "../../src/store/redis.js";
+import type { RedisStore } from "../../src/store/redis/store.js";
 import { defineHandler, type HandlerModule } from "../../src/handler.js";
 import { deliveryOf, examplePayload, testEngine, waitFor } from "../engine/helpers.js";
 import { redisStores, redisUp, redisUrl } from "./support.js";

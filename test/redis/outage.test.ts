@@ -4,7 +4,7 @@
 import { createServer, connect, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { openRedisStore, type RedisStore } from "../../src/store/redis.js";
+import { openRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
 

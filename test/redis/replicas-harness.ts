@@ -13,8 +13,8 @@ import { resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
-import { replicaKeys, type ReplicaEntry } from "../../src/store/redis-replicas.js";
-import { slotKey } from "../../src/store/redis-write-slots.js";
+import { replicaKeys, type ReplicaEntry } from "../../src/coordination/redis/replicas.js";
+import { slotKey } from "../../src/coordination/redis/write-slots.js";
 import { awaitRerunEffects, setUpRetryableRepo, spawnSteward, startRetryableRun, tallyRerunEffects } from "../torture/crash-harness.js";
 import { dropPrefix, redisUrl } from "./support.js";
 

@@ -2,7 +2,7 @@
 // printed reason when not), a unique key prefix per test, and removal of its keys after.
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { openRedisStore, type RedisStore } from "../../src/store/redis.js";
+import { openRedisStore, type RedisStore } from "../../src/store/redis/store.js";
 
 export const redisUrl = process.env.STEWARD_TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
 

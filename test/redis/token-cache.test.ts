@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import { generateKeyPairSync, randomBytes, randomInt } from "node:crypto";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { createOctokitFactory } from "../../src/api/client.js";
-import { createSharedTokenCache, MINT_LEASE_MS } from "../../src/api/shared-token-cache.js";
+import { createSharedTokenCache, MINT_LEASE_MS } from "../../src/coordination/redis/token-cache.js";
 import { deriveSealingKey, open, seal } from "../../src/api/token-crypto.js";
 import { loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";

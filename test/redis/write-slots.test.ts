@@ -4,7 +4,7 @@
 // good, as after kill -9) frees the slot once its lease lapses.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
-import { RedisWriteSlots, slotKey, WRITE_SLOT_TTL_MS } from "../../src/store/redis-write-slots.js";
+import { RedisWriteSlots, slotKey, WRITE_SLOT_TTL_MS } from "../../src/coordination/redis/write-slots.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
 import { expectStoppedWith } from "../support/stopped.js";
 

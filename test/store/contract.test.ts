@@ -4,8 +4,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { defineHandler, type Outcome } from "../../src/handler.js";
 import type { Store } from "../../src/store/types.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import type { RedisStore } from "../../src/store/redis.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
+import type { RedisStore } from "../../src/store/redis/store.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
 

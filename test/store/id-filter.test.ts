@@ -2,7 +2,7 @@
 // that answer must never be wrong, whatever the load; "maybe" may be, rarely at the sized load.
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { IdFilter } from "../../src/store/id-filter.js";
+import { IdFilter } from "../../src/store/sqlite/id-filter.js";
 
 describe("id filter", () => {
   it("never rules out an id it was given, and rules out nearly all others at 200,000 ids", () => {

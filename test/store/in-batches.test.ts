@@ -1,6 +1,6 @@
 // Batched housekeeping: every batch until one comes back short, with the event loop's other work between batches.
 import { describe, expect, it } from "vitest";
-import { inBatches } from "../../src/store/in-batches.js";
+import { inBatches } from "../../src/store/sqlite/in-batches.js";
 
 describe("inBatches", () => {
   it("runs batches until one removes fewer than the limit, letting other work run between them", async () => {

@@ -5,8 +5,8 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { PayloadLog } from "../../src/store/payload-log.js";
-import { PageRelease, pageReleaseAvailable } from "../../src/store/page-release.js";
+import { PayloadLog } from "../../src/store/sqlite/payload-log.js";
+import { PageRelease, pageReleaseAvailable } from "../../src/store/sqlite/page-release.js";
 import { tempDir } from "../engine/helpers.js";
 import { cachedBytes } from "../support/page-cache.js";
 

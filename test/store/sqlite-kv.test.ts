@@ -3,9 +3,9 @@
 // events while the table holds weeks of decision facts.
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../src/store/schema.js";
-import { LIST_BY_PREFIX_SQL, PURGE_EXPIRED_SQL, SqliteKv, TRIM_AUDIT_SQL } from "../../src/store/sqlite-kv.js";
-import { PURGE_FINISHED_SQL } from "../../src/store/sqlite-deliveries.js";
+import { migrate } from "../../src/store/sqlite/schema.js";
+import { LIST_BY_PREFIX_SQL, PURGE_EXPIRED_SQL, SqliteKv, TRIM_AUDIT_SQL } from "../../src/store/sqlite/kv.js";
+import { PURGE_FINISHED_SQL } from "../../src/store/sqlite/deliveries.js";
 
 describe("sqlite kv listing", () => {
   it("searches the key index for a prefix's range, with no scan of the table", () => {

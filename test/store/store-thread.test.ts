@@ -3,9 +3,9 @@ import { getPriority } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import Database from "better-sqlite3";
-import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite.js";
-import { startStoreThread, THREAD_NICENESS } from "../../src/store/store-thread.js";
-import { adviseAddonPath } from "../../src/store/page-release.js";
+import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite/store.js";
+import { startStoreThread, THREAD_NICENESS } from "../../src/store/sqlite/store-thread.js";
+import { adviseAddonPath } from "../../src/store/sqlite/page-release.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
 import { cachedBytes } from "../support/page-cache.js";
 

@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
-import { withStoreLock } from "../../src/store/lock.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
+import { withStoreLock } from "../../src/coordination/lock.js";
 
 const driver = createRequire(import.meta.url).resolve("better-sqlite3");
 

@@ -13,7 +13,7 @@ import { afterAll } from "vitest";
 import { onSecretRegistered } from "../../src/log/redact.js";
 import { ChecksDomain, Deliverer, SecretsDomain, TokenStore } from "@steward/sandbox-hub/internals";
 import { dirname, join } from "node:path";
-import { payloadDirName, SqliteStore } from "../../src/store/sqlite.js";
+import { payloadDirName, SqliteStore } from "../../src/store/sqlite/store.js";
 
 /** Shorter values would match ordinary words in output (and are too weak to be real secrets). */
 const MIN_SECRET_LENGTH = 8;

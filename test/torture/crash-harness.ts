@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { resolve } from "node:path";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { seededRandom } from "@steward/sandbox-hub";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { pino } from "pino";
 
 const CHILD = resolve(import.meta.dirname, "fixtures/steward-child.ts");

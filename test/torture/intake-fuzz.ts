@@ -14,7 +14,7 @@ import examples from "@octokit/webhooks-examples/api.github.com/index.json" with
 import { createStewardHttp } from "../../src/intake/server.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { signBody } from "../../src/intake/signature.js";
-import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
 
 export const WEBHOOK_PATH = "/api/github/webhooks";
 /** Answers the intake documents (README "Intake"): accepted, duplicate, refusals, limits, draining. */

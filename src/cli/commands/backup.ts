@@ -3,7 +3,7 @@
 // and start it with STEWARD_DATA_DIR pointing at (a copy of) DEST. Redis is backed up by Redis.
 import { resolve } from "node:path";
 import { ConfigError, loadStoreSettings } from "../../config/env.js";
-import { BackupError, backupDataDir } from "../../store/backup.js";
+import { BackupError, backupDataDir } from "../../store/sqlite/backup.js";
 
 export const usage = `usage: steward backup DEST
   copies the data directory (STEWARD_DATA_DIR, default ./.steward: steward.db and payloads/) to DEST,

@@ -6,7 +6,7 @@ import { parseArgs } from "node:util";
 import type { FlakyJob } from "../../../handlers/rerun/flake.js";
 import { flakyJobs } from "../../../handlers/rerun/flake-listing.js";
 import { parseDuration } from "../../policy/patterns.js";
-import { openSqliteStore, storeFileName } from "../../store/sqlite.js";
+import { openSqliteStore, storeFileName } from "../../store/sqlite/store.js";
 
 export const usage = `usage: steward flakes --repo OWNER/NAME [--since 30d] [--limit N]
 lists the jobs the flake pattern (rerun.flake_pattern) found failing between two passing commits,

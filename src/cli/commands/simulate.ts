@@ -6,7 +6,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { policyHandlers } from "../../../handlers/index.js";
 import { resolvePolicy } from "../../policy/resolve.js";
-import { openSqliteStore, storeFileName } from "../../store/sqlite.js";
+import { openSqliteStore, storeFileName } from "../../store/sqlite/store.js";
 import type { Store } from "../../store/types.js";
 import type { RerunPolicy } from "../../../handlers/rerun/policy.js";
 import type { DeploymentsPolicy } from "../../../handlers/deployments/policy.js";

@@ -3,7 +3,7 @@
 import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
-import { DataDirInUseError } from "../../store/service-lock.js";
+import { DataDirInUseError } from "../../store/sqlite/service-lock.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
 

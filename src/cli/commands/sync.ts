@@ -7,7 +7,7 @@ import { createOctokitFactory } from "../../api/client.js";
 import { ConfigError, loadConfig } from "../../config/env.js";
 import { createLogger } from "../../log/logger.js";
 import { openOperatorStore } from "../operator-store.js";
-import { describeHolder, LeaseHeld } from "../../store/job-lease.js";
+import { describeHolder, LeaseHeld } from "../../coordination/job-lease.js";
 import { asRequester, describeError, statusOf } from "../../../handlers/secrets/api.js";
 import { syncOrganisation } from "../../../handlers/secrets/organisation.js";
 import { problemsSummary, textReport } from "../../../handlers/secrets/report.js";

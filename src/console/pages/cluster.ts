@@ -1,7 +1,7 @@
 // The overview's cluster panel (Redis deployments, owners only): the replicas alive, what each holds
 // (installations whose write slot it holds or whose token it mints, its delivery and task leases)
 // and when it last reported, read from the replica registry /metrics reports too.
-import { PROCESS_OWNER } from "../../store/lease.js";
+import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
 import { html, time, type Html } from "../html.js";
 import type { PageContext } from "../types.js";
 

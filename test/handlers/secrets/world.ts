@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ProbotOctokit } from "probot";
 import { createHub, STEWARD_PERMISSIONS, type HubHandle } from "../../../src/sandbox/hub.js";
-import { openSqliteStore, type SqliteStore } from "../../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteStore } from "../../../src/store/sqlite/store.js";
 import { asRequester, syncReads, type Requester } from "../../../handlers/secrets/api.js";
 import { syncOrganisation, type OrganisationOutcome } from "../../../handlers/secrets/organisation.js";
 import type { SyncResult } from "../../../handlers/secrets/sync.js";

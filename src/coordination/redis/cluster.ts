@@ -1,0 +1,74 @@
+// What replicas on one Redis share beyond the store: API throttling (Bottleneck clustering),
+// the write slot of each installation (a Redis lease), installation tokens (sealed, one mint per installation for the whole deployment), and the
+// registry of live replicas and what each holds (the operator's view in /metrics).
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { StewardConfig } from "../../config/types.js";
+import type { SlotHolds } from "../../api/client.js";
+import { createSharedTokenCache, type SharedTokenCache } from "./token-cache.js";
+import { connectRedis } from "../../store/redis/connect.js";
+import { defaultRedisPrefix } from "../../store/redis/keys.js";
+import { startReplicaRegistry, type ReplicaEntry, type ReplicaRegistry } from "./replicas.js";
+import { openSharedThrottle, type SharedThrottle } from "./throttle.js";
+
+export interface ClusterOptions {
+  url: string;
+  config: StewardConfig;
+  logger: Logger;
+  /** Key prefix of the deployment (the store's; default `{steward}:`). */
+  prefix?: string;
+  /** Prefix of the throttling limiters' ids (default `steward`). */
+  namespace?: string;
+  /** This replica minted a token for the installation. */
+  onMint?(installationId: string): void;
+}
+
+export interface Cluster {
+  throttle: SharedThrottle;
+  tokens: SharedTokenCache;
+  /** Where the write slots of installations live. */
+  writeSlots: { client: Redis; prefix: string };
+  /** Start reporting this replica as alive, with the slots its API client holds. */
+  register(slotHolds: () => SlotHolds): void;
+  /** Live replicas and what each holds. */
+  replicas(): Promise<ReplicaEntry[]>;
+  close(): Promise<void>;
+}
+
+export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
+  const prefix = opts.prefix ?? defaultRedisPrefix;
+  const throttle = await openSharedThrottle(opts.url, { logger: opts.logger, ...(opts.namespace ? { namespace: opts.namespace } : {}) });
+  const client = await connectRedis(opts.url, opts.logger, "steward-cluster").catch(async (e: unknown) => {
+    await throttle.close();
+    throw e;
+  });
+  const tokens = createSharedTokenCache({
+    client,
+    prefix,
+    privateKey: opts.config.privateKey,
+    appId: opts.config.appId,
+    logger: opts.logger,
+    ...(opts.onMint ? { onMint: opts.onMint } : {}),
+  });
+  let registry: ReplicaRegistry | undefined;
+  return {
+    throttle,
+    tokens,
+    writeSlots: { client, prefix },
+    register(slotHolds) {
+      registry ??= startReplicaRegistry({
+        client,
+        prefix,
+        logger: opts.logger,
+        holds: () => ({ ...slotHolds(), tokenMints: tokens.minting() }),
+      });
+    },
+    replicas: () => registry?.alive() ?? Promise.resolve([]),
+    async close() {
+      tokens.close();
+      await registry?.stop().catch(() => undefined);
+      await client.quit().catch(() => client.disconnect());
+      await throttle.close();
+    },
+  };
+}

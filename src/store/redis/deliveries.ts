@@ -1,0 +1,306 @@
+// Deliveries in Redis: the intake (SET NX on the body is the dedup) and the leased queue
+// with per-handler outcomes. Each state change is one Lua script, so two replicas never
+// lease the same delivery and a run whose lease was taken back writes nothing.
+import type { Redis } from "ioredis";
+import type { Outcome } from "../../handler.js";
+import type { IncomingDelivery } from "../../intake/delivery-intake.js";
+import type { AttemptRecord, ClaimedDelivery, DeliveryDecision, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "../records.js";
+import type { RedisKeys } from "./keys.js";
+import type { RedisLeases } from "./leases.js";
+import { defineScript, optional, optionalNumber, pairs, type Script } from "./script.js";
+import type { DeliveriesPart } from "../contract.js";
+import { newLeaseToken } from "../../lifecycle/process-owner.js";
+import { keptHeaders, leasedAsRecorded, outcomeRecord } from "../recorded.js";
+
+// KEYS: body, state, due, all, by repository, by event, leased, leases, done.
+// ARGV: body json, id, event, action, installation, repository, receivedAt, now, leaseUntil,
+// token ('' = queue it, '-' = settled: no handler takes it, recorded done)
+const recordLua = `
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
+  'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
+if ARGV[10] == '' then
+  redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
+elseif ARGV[10] == '-' then
+  redis.call('HSET', KEYS[2], 'status', 'done')
+  redis.call('ZADD', KEYS[9], ARGV[8], ARGV[2])
+else
+  -- leased to the recording replica at once: the claim (and attempt) a free worker would make now
+  redis.call('HSET', KEYS[2], 'status', 'running', 'attempts', 1, 'leaseToken', ARGV[10], 'leaseUntil', ARGV[9])
+  redis.call('ZADD', KEYS[7], ARGV[9], ARGV[2])
+  redis.call('HSET', KEYS[8], ARGV[10], 'd:' .. ARGV[2])
+end
+redis.call('ZADD', KEYS[4], ARGV[7], ARGV[2])
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[2])
+return 1`;
+
+// KEYS: state, outcomes, attempts, failed (any handler), failed of this handler. ARGV: token, handler, record json (without attempts), attempts kept, id
+const outcomeLua = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' or redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
+local record = cjson.decode(ARGV[3])
+local previous = redis.call('HGET', KEYS[2], ARGV[2])
+record.attempts = 1
+if previous then record.attempts = (cjson.decode(previous).attempts or 0) + 1 end
+redis.call('HSET', KEYS[2], ARGV[2], cjson.encode(record))
+local run = { handler = ARGV[2], attempt = record.attempts, status = record.status, detail = record.detail, at = record.updatedAt }
+redis.call('RPUSH', KEYS[3], cjson.encode(run))
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[4]), -1)
+-- the console's failed-outcome index: only failures (few) are added; a handler that failed and now did not leaves it
+if record.status == 'failed' then
+  local at = redis.call('HGET', KEYS[1], 'receivedAt')
+  redis.call('ZADD', KEYS[5], at, ARGV[5])
+  redis.call('ZADD', KEYS[4], at, ARGV[5])
+elseif previous and string.find(previous, '"status":"failed"', 1, true) then
+  redis.call('ZREM', KEYS[5], ARGV[5])
+  local still = false
+  for _, o in ipairs(redis.call('HVALS', KEYS[2])) do
+    if string.find(o, '"status":"failed"', 1, true) then still = true break end
+  end
+  if not still then redis.call('ZREM', KEYS[4], ARGV[5]) end
+end
+return 1`;
+
+// KEYS: state, due, leased, leases, done, dead. ARGV: token, id, status, nextRunAt, hasError, lastError, now
+const finishLua = `
+if redis.call('HGET', KEYS[1], 'leaseToken') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'status', ARGV[3], 'nextRunAt', ARGV[4], 'updatedAt', ARGV[7])
+redis.call('HDEL', KEYS[1], 'leaseToken', 'leaseUntil')
+if ARGV[5] == '1' then redis.call('HSET', KEYS[1], 'lastError', ARGV[6]) else redis.call('HDEL', KEYS[1], 'lastError') end
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('HDEL', KEYS[4], ARGV[1])
+if ARGV[3] == 'failed' then redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2])
+elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
+if ARGV[3] == 'dead' then redis.call('ZADD', KEYS[6], redis.call('HGET', KEYS[1], 'receivedAt'), ARGV[2]) else redis.call('ZREM', KEYS[6], ARGV[2]) end
+return 1`;
+
+// KEYS: state, outcomes, due, done, dead. ARGV: id, now, prefix
+const replayLua = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status or status == 'running' then return 0 end
+for _, h in ipairs(redis.call('HKEYS', KEYS[2])) do redis.call('ZREM', ARGV[3] .. 'ix:f:' .. h, ARGV[1]) end
+redis.call('ZREM', ARGV[3] .. 'ix:f', ARGV[1])
+redis.call('HSET', KEYS[1], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[2], 'updatedAt', ARGV[2])
+redis.call('HDEL', KEYS[1], 'lastError')
+redis.call('DEL', KEYS[2])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+redis.call('ZREM', KEYS[5], ARGV[1])
+return 1`;
+
+// KEYS: done, all. ARGV: prefix, before (exclusive), batch
+const purgeLua = `
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, id in ipairs(ids) do
+  local where = redis.call('HMGET', ARGV[1] .. 'd:' .. id, 'repo', 'event')
+  if where[1] and where[1] ~= '' then redis.call('ZREM', ARGV[1] .. 'ix:r:' .. where[1], id) end
+  if where[2] then redis.call('ZREM', ARGV[1] .. 'ix:e:' .. where[2], id) end
+  for _, h in ipairs(redis.call('HKEYS', ARGV[1] .. 'o:' .. id)) do redis.call('ZREM', ARGV[1] .. 'ix:f:' .. h, id) end
+  redis.call('ZREM', ARGV[1] .. 'ix:f', id)
+  redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id, ARGV[1] .. 'a:' .. id)
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+return #ids`;
+
+/** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
+const MAX_ATTEMPTS_KEPT = 200;
+
+function toDelivery(state: Record<string, string>, bodyJson: string | null): StoredDelivery {
+  const body = JSON.parse(bodyJson ?? "{}") as { headers?: Record<string, string>; payload?: string };
+  return {
+    id: state.id!,
+    event: state.event!,
+    action: optional(state.action),
+    installationId: optionalNumber(state.inst),
+    repository: optional(state.repo),
+    headers: body.headers ?? {},
+    payload: body.payload ?? "",
+    receivedAt: new Date(Number(state.receivedAt)),
+    status: state.status as DeliveryStatus,
+    attempts: Number(state.attempts),
+    nextRunAt: new Date(Number(state.nextRunAt)),
+    lastError: state.lastError,
+    updatedAt: new Date(Number(state.updatedAt)),
+  };
+}
+
+interface OutcomeJson {
+  status: Outcome["status"];
+  detail?: string;
+  retryable: boolean;
+  attempts: number;
+  seconds: number;
+  updatedAt: number;
+}
+
+function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[] {
+  return Object.entries(flat)
+    .map(([handler, json]) => {
+      const o = JSON.parse(json) as OutcomeJson;
+      return {
+        handler,
+        status: o.status,
+        detail: o.detail,
+        retryable: o.retryable,
+        attempts: o.attempts,
+        seconds: o.seconds,
+        updatedAt: new Date(o.updatedAt),
+      };
+    })
+    .sort((a, b) => (a.handler < b.handler ? -1 : a.handler > b.handler ? 1 : 0));
+}
+
+const listPage = 200;
+
+export class RedisDeliveries implements DeliveriesPart {
+  #closed = false;
+  readonly #record: Script;
+  readonly #outcome: Script;
+  readonly #finish: Script;
+  readonly #replay: Script;
+  readonly #purge: Script;
+
+  constructor(
+    private readonly client: Redis,
+    private readonly keys: RedisKeys,
+    private readonly leases: RedisLeases,
+  ) {
+    this.#record = defineScript(client, "stewardRecord", 9, recordLua);
+    this.#outcome = defineScript(client, "stewardRecordOutcome", 5, outcomeLua);
+    this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
+    this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
+    this.#purge = defineScript(client, "stewardPurgeFinished", 2, purgeLua);
+  }
+
+  /** Resolves once Redis acknowledged the write (durable as far as Redis' own persistence goes). */
+  async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    return (await this.#insert(d, d.settled ? "-" : "", 0)) ? "recorded" : "duplicate";
+  }
+
+  /** As `record`, but inserted as running under a new lease, in the same script. */
+  async recordLeased(d: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
+    const token = newLeaseToken();
+    const now = Date.now();
+    const headers = keptHeaders(d.headers);
+    return (await this.#insert(d, token, now + leaseMs, now, headers)) ? leasedAsRecorded(d, headers, token, now) : "duplicate";
+  }
+
+  async #insert(d: IncomingDelivery, token: string, leaseUntil: number, now = Date.now(), headers = keptHeaders(d.headers)): Promise<boolean> {
+    if (this.#closed) throw new Error("store is closed");
+    const k = this.keys;
+    const body = JSON.stringify({ headers, payload: d.payload });
+    const result = await this.#record(
+      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.leased, k.leases, k.done],
+      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now, leaseUntil, token],
+    );
+    return result === 1;
+  }
+
+  /** Records refused from here on (the client is closing). */
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  async depth(): Promise<number> {
+    const [due, leased] = await Promise.all([this.client.zcard(this.keys.due), this.client.zcard(this.keys.leased)]);
+    return due + leased;
+  }
+
+  async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
+    const leased = await this.leases.claim("delivery", leaseMs);
+    if (!leased) return undefined;
+    // Body and outcomes change only under the lease just taken: reading them after is consistent.
+    const id = leased.fields.id!;
+    const [body, outcomes] = await Promise.all([this.client.get(this.keys.body(id)), this.client.hgetall(this.keys.outcomes(id))]);
+    return { token: leased.token, delivery: toDelivery(leased.fields, body), outcomes: toOutcomes(outcomes) };
+  }
+
+  /** One lease script per delivery: each takes the earliest due one, as a single claim does. */
+  async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    const claims: ClaimedDelivery[] = [];
+    while (claims.length < max) {
+      const claim = await this.claimDelivery(leaseMs);
+      if (!claim) break;
+      claims.push(claim);
+    }
+    return claims;
+  }
+
+  async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+    const { status, detail, retryable } = outcomeRecord(outcome);
+    const record: Omit<OutcomeJson, "attempts"> = { status, retryable, seconds, updatedAt: Date.now() };
+    if (detail !== undefined) record.detail = detail;
+    const k = this.keys;
+    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId), k.attempts(deliveryId), k.failed, k.failedBy(handler)], [token, handler, JSON.stringify(record), MAX_ATTEMPTS_KEPT, deliveryId])) === 1;
+  }
+
+  async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
+    const now = Date.now();
+    const nextRunAt = decision.status === "failed" ? decision.retryAt.getTime() : now;
+    const lastError = decision.status === "done" ? undefined : decision.lastError;
+    const k = this.keys;
+    const result = await this.#finish(
+      [k.delivery(deliveryId), k.due, k.leased, k.leases, k.done, k.dead],
+      [token, deliveryId, decision.status, nextRunAt, lastError === undefined ? "0" : "1", lastError ?? "", now],
+    );
+    return result === 1;
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
+    const [state, body, outcomes, runs] = await Promise.all([
+      this.client.hgetall(this.keys.delivery(id)),
+      this.client.get(this.keys.body(id)),
+      this.client.hgetall(this.keys.outcomes(id)),
+      this.client.lrange(this.keys.attempts(id), 0, -1),
+    ]);
+    if (state.id === undefined) return undefined;
+    const attempts = runs.map((json) => {
+      const r = JSON.parse(json) as { handler: string; attempt: number; status: AttemptRecord["status"]; detail?: string; at: number };
+      return { handler: r.handler, attempt: r.attempt, status: r.status, detail: r.detail, at: new Date(r.at) };
+    });
+    return { delivery: toDelivery(state, body), outcomes: toOutcomes(outcomes), attempts };
+  }
+
+
+  /** Newest first, filtered, reading the receipt index a page at a time. */
+  async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
+    const limit = filter.limit ?? 100;
+    const found: StoredDelivery[] = [];
+    for (let start = 0; found.length < limit; start += listPage) {
+      const ids = await this.client.zrevrange(this.keys.all, start, start + listPage - 1);
+      if (ids.length === 0) break;
+      const states = await Promise.all(ids.map((id) => this.client.hgetall(this.keys.delivery(id))));
+      const wanted = ids.filter((_, i) => {
+        const s = states[i]!;
+        return (
+          s.id !== undefined &&
+          (!filter.status || s.status === filter.status) &&
+          (!filter.event || s.event === filter.event) &&
+          (!filter.since || Number(s.receivedAt) >= filter.since.getTime())
+        );
+      });
+      const bodies = wanted.length ? await this.client.mget(wanted.map((id) => this.keys.body(id))) : [];
+      wanted.forEach((id, i) => {
+        if (found.length < limit) found.push(toDelivery(states[ids.indexOf(id)]!, bodies[i] ?? null));
+      });
+      if (ids.length < listPage) break;
+    }
+    return found;
+  }
+
+  async replayDelivery(id: string): Promise<boolean> {
+    const k = this.keys;
+    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now(), k.prefix])) === 1;
+  }
+
+  async purgeFinished(beforeDate: Date): Promise<number> {
+    const before = beforeDate.getTime();
+    let total = 0;
+    for (;;) {
+      const n = Number(await this.#purge([this.keys.done, this.keys.all], [this.keys.prefix, before, 500]));
+      total += n;
+      if (n < 500) return total;
+    }
+  }
+}

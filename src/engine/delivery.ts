@@ -64,16 +64,12 @@ class UnparsablePayload extends Error {}
  */
 class LazyPayload {
   #value: unknown;
-  #state: "unread" | "parsed" | "unparsable";
+  #state: "unread" | "parsed" | "unparsable" = "unread";
 
   constructor(
     /** The stored text, read when first asked for (a store may read it from disk only then). */
     private readonly text: () => string,
-    parsed: unknown,
-  ) {
-    this.#value = parsed;
-    this.#state = parsed === undefined ? "unread" : "parsed";
-  }
+  ) {}
 
   /** The parsed payload, or undefined when the text is not JSON. */
   get(): { value: unknown } | undefined {
@@ -158,7 +154,7 @@ async function runHandlers(
   // read once, both to see and to parse it.
   const hint = d.event === "push" ? deps.pushHints?.take(d.id) : undefined;
   const pushed = d.event === "push" && hint === undefined ? d.payload : undefined;
-  const payload = new LazyPayload(pushed === undefined ? () => d.payload : () => pushed, claim.parsed);
+  const payload = new LazyPayload(pushed === undefined ? () => d.payload : () => pushed);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.

@@ -99,7 +99,7 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   return {
-    intake: createIntake(store, pool, leaseMs, intakeFirst, (d) => {
+    intake: createIntake(store, pool, intakeFirst, (d) => {
       if (d.event !== "push") return routeDelivery(opts.handlers, d, config).length > 0;
       // Asked of every push that will run, so that its run need not read the text back to ask again.
       const takes = engineTakes(d);

@@ -17,14 +17,6 @@ export interface WorkerPool {
   start(): void;
   /** Claim soon (in a later turn of the event loop). */
   wake(): void;
-  /** Run leased work on a worker (the caller made sure one is free). */
-  launch(work: Work): void;
-  /** A new delivery may skip the queue: running, a worker free, and nothing due waiting before it. */
-  mayRunAtOnce(): boolean;
-  /** Holds a worker for `fn` (recording a delivery leased) so the pump does not give it away meanwhile. */
-  reserveWorker<T>(fn: () => Promise<T>): Promise<T>;
-  /** Due deliveries wait in the queue: new ones queue behind them. */
-  markBacklogged(): void;
   /** Stop claiming and tell running work to stop (the caller aborts the shared signal). */
   beginStop(): void;
   /** Waits for running work up to `ms`: "timeout" when some is still running. */
@@ -56,10 +48,6 @@ export function createWorkerPool(opts: {
   let state: PoolState = "new";
   /** Running work by lease token: its run, and the controller its signal comes from. */
   const inflight = new Map<string, { run: Promise<void>; controller: AbortController }>();
-  /** Workers promised to deliveries being recorded leased (intake fast path), not yet launched. */
-  let reserved = 0;
-  /** Due deliveries may be waiting in the queue: new ones queue behind them rather than jump ahead. */
-  let backlogged = true;
   let pumping = false;
   let pumpAgain = false;
   let preferTask = false;
@@ -84,7 +72,7 @@ export function createWorkerPool(opts: {
     if (state === "new" || state === "stopped" || wakeQueued) return;
     // While the intake comes first a wake per arriving delivery would cost the intake a pump
     // each: the running one's finish pumps, and so does the timer armed for the pause.
-    if (intakeFirst?.yielding() && (inflight.size + reserved >= limit() || (timer !== undefined && timerAt <= Date.now() + paced()))) return;
+    if (intakeFirst?.yielding() && (inflight.size >= limit() || (timer !== undefined && timerAt <= Date.now() + paced()))) return;
     wakeQueued = true;
     setImmediate(() => {
       wakeQueued = false;
@@ -121,17 +109,14 @@ export function createWorkerPool(opts: {
     try {
       do {
         pumpAgain = false;
-        while (state === "running" && inflight.size + reserved < limit() && paced() === 0) {
-          const free = limit() - inflight.size - reserved;
+        while (state === "running" && inflight.size < limit() && paced() === 0) {
+          const free = limit() - inflight.size;
           // The claim is the run's first step on this loop (a query whose pages a flood's moves
           // keep changing): the pause that keeps the pool to its share counts it with the run.
           const claimedFrom = performance.now();
           const work = await claimRound(free);
           for (const w of work) launch(w, claimedFrom);
-          if (work.length < free) {
-            backlogged = false;
-            break;
-          }
+          if (work.length < free) break;
         }
       } while (pumpAgain && state === "running");
       await armTimer();
@@ -217,19 +202,6 @@ export function createWorkerPool(opts: {
       void pump();
     },
     wake,
-    launch,
-    mayRunAtOnce: () => state === "running" && !backlogged && inflight.size + reserved < limit() && paced() === 0,
-    async reserveWorker(fn) {
-      reserved++;
-      try {
-        return await fn();
-      } finally {
-        reserved--;
-      }
-    },
-    markBacklogged() {
-      backlogged = true;
-    },
     beginStop() {
       state = "stopping";
       clearTimer();

@@ -22,8 +22,6 @@ export interface IncomingDelivery {
    * never queued, claimed or run. Kept for the console and `deliveries replay` like any other.
    */
   settled?: boolean;
-  /** `payload` as the intake parsed it, for a run in this process to use (never stored). */
-  parsed?: Record<string, unknown>;
 }
 
 export interface DeliveryIntake {

@@ -39,12 +39,6 @@ export interface DeliveriesPart {
    */
   record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate">;
   /**
-   * Record a new delivery already leased to the caller, who has a free worker: durable once
-   * resolved (as `record`) and never queued, so it is neither claimed nor read back.
-   * "duplicate" as `record`; a duplicate is not leased.
-   */
-  recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate">;
-  /**
    * Optional, for a flood: record as `record` does, as durably, but claimable only a few
    * milliseconds later, once moved into the queue in a batch (`onMoved` listeners hear of each
    * move). Undefined when the backend cannot take it now: use `record`.

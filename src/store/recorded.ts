@@ -1,8 +1,6 @@
-// What both backends keep of an incoming delivery and of a handler's outcome, and the claim a
-// delivery recorded already leased stands for (the same on either backend).
+// What both backends keep of an incoming delivery and of a handler's outcome (the same on either backend).
 import type { Outcome } from "../handler.js";
-import type { IncomingDelivery } from "../intake/delivery-intake.js";
-import type { ClaimedDelivery, HandlerOutcomeRecord } from "./records.js";
+import type { HandlerOutcomeRecord } from "./records.js";
 
 // Signatures prove a request to the intake; stored they would only help someone forge one.
 const droppedHeaders = /^x-hub-signature/i;
@@ -13,18 +11,6 @@ export function keptHeaders(headers: Record<string, string>): Record<string, str
     if (droppedHeaders.test(name)) return Object.fromEntries(Object.entries(headers).filter(([n]) => !droppedHeaders.test(n)));
   }
   return headers;
-}
-
-/** The claim of a delivery inserted as running under `token` at `now` (its first attempt). */
-export function leasedAsRecorded(d: IncomingDelivery, headers: Record<string, string>, token: string, now: number): ClaimedDelivery {
-  const { parsed, payloadBytes: _stored, ...incoming } = d;
-  const at = new Date(now);
-  return {
-    token,
-    delivery: { ...incoming, headers, status: "running", attempts: 1, nextRunAt: at, lastError: undefined, updatedAt: at },
-    outcomes: [],
-    parsed,
-  };
 }
 
 /** Which field of an outcome is kept as its detail; also what the detail is called where it is shown. */

@@ -38,8 +38,6 @@ export interface ClaimedDelivery {
   token: string;
   delivery: StoredDelivery;
   outcomes: HandlerOutcomeRecord[];
-  /** The payload already parsed (a delivery leased as it was recorded): not parsed again. */
-  parsed?: unknown;
 }
 
 /** What becomes of a delivery after a run (decided by `decideDelivery`). */

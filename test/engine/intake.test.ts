@@ -232,16 +232,13 @@ describe.skipIf(!redisUp)("deliveries no handler takes, on Redis", { timeout: 60
 });
 
 describe("the intake's failures", { timeout: 60_000 }, () => {
-  it("reach the caller as a rejected promise, never as a throw: a closed store, an object that cannot be changed", async () => {
+  it("reach the caller as a rejected promise, never as a throw: a closed store", async () => {
     const { dir, cleanup } = await tempDir();
     const store = openSqliteStore(dir);
     const { handler } = pushCounter();
     const engine = testEngine(store, [handler]);
     try {
       await engine.start();
-      // A frozen delivery: the intake takes the parsed payload off it before recording.
-      const frozen = engine.intake.record(Object.freeze(deliveryOf("push", examplePayload("push"))));
-      await expect(frozen).rejects.toThrow(TypeError);
       await engine.stop(1_000);
       await store.close();
       const closed = engine.intake.record(deliveryOf("push", examplePayload("push")));

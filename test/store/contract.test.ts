@@ -294,46 +294,6 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.deliveries.depth()).toBe(3);
     });
 
-    it("records a delivery leased to the caller: never queued, durable, finished with its token", async () => {
-      const d = deliveryOf("push", examplePayload("push"));
-      const claim = await store.deliveries.recordLeased({ ...d, parsed: { kept: true } }, 60_000);
-      if (claim === "duplicate") throw new Error("recorded as a duplicate");
-      expect(claim.delivery).toMatchObject({ id: d.id, status: "running", attempts: 1, payload: d.payload });
-      expect(claim.parsed).toEqual({ kept: true });
-      expect(Object.keys(claim.delivery.headers).some((h) => h.startsWith("x-hub-signature"))).toBe(false);
-      expect(claim.outcomes).toEqual([]);
-      expect(await store.deliveries.claimDeliveries(60_000, 5)).toEqual([]);
-      expect(await store.deliveries.recordLeased(d, 60_000)).toBe("duplicate");
-      expect(await store.deliveries.record(d)).toBe("duplicate");
-      expect(await store.deliveries.depth()).toBe(1);
-      const other = await backend.open();
-      expect((await other.deliveries.getDelivery(d.id))?.delivery).toMatchObject({ status: "running", attempts: 1, payload: d.payload });
-      expect(await store.leases.renewLease(claim.token, 60_000)).toBe(true);
-      expect(await store.deliveries.recordOutcome(claim.token, d.id, "h", { status: "done" }, 0)).toBe(true);
-      expect(await store.deliveries.finishDelivery(claim.token, d.id, { status: "done" })).toBe(true);
-      expect((await store.deliveries.getDelivery(d.id))?.delivery.status).toBe("done");
-      expect(await store.leases.pendingWork(new Date())).toBe(0);
-    });
-
-    it("queues a leased record again when its lease is given back, without using up an attempt", async () => {
-      const d = deliveryOf("push", examplePayload("push"));
-      const claim = await store.deliveries.recordLeased(d, 60_000);
-      if (claim === "duplicate") throw new Error("recorded as a duplicate");
-      await store.leases.releaseLease(claim.token);
-      const again = (await store.deliveries.claimDelivery(60_000))!;
-      expect(again.delivery).toMatchObject({ id: d.id, attempts: 1 });
-    });
-
-    it("takes back a leased record whose lease expired (its replica died)", async () => {
-      const d = deliveryOf("push", examplePayload("push"));
-      const claim = await store.deliveries.recordLeased(d, 0);
-      if (claim === "duplicate") throw new Error("recorded as a duplicate");
-      const other = await backend.open();
-      const taken = (await other.deliveries.claimDelivery(60_000))!;
-      expect(taken.delivery).toMatchObject({ id: d.id, attempts: 2, payload: d.payload });
-      expect(await store.deliveries.finishDelivery(claim.token, d.id, { status: "done" })).toBe(false);
-    });
-
     it("purges done deliveries past retention and keeps dead letters", async () => {
       const done = deliveryOf("push", examplePayload("push"));
       const dead = deliveryOf("push", examplePayload("push"));

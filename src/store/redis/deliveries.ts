@@ -9,26 +9,20 @@ import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./script.js";
 import type { DeliveriesPart } from "../contract.js";
-import { newLeaseToken } from "../../lifecycle/process-owner.js";
-import { keptHeaders, leasedAsRecorded, outcomeRecord } from "../recorded.js";
+import { keptHeaders, outcomeRecord } from "../recorded.js";
 
-// KEYS: body, state, due, all, by repository, by event, leased, leases, done.
-// ARGV: body json, id, event, action, installation, repository, receivedAt, now, leaseUntil,
-// token ('' = queue it, '-' = settled: no handler takes it, recorded done)
+// KEYS: body, state, due, all, by repository, by event, done.
+// ARGV: body json, id, event, action, installation, repository, receivedAt, now,
+// settled ('1': no handler takes it, recorded done; '': queued)
 const recordLua = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
   'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
-if ARGV[10] == '' then
-  redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
-elseif ARGV[10] == '-' then
+if ARGV[9] == '1' then
   redis.call('HSET', KEYS[2], 'status', 'done')
-  redis.call('ZADD', KEYS[9], ARGV[8], ARGV[2])
+  redis.call('ZADD', KEYS[7], ARGV[8], ARGV[2])
 else
-  -- leased to the recording replica at once: the claim (and attempt) a free worker would make now
-  redis.call('HSET', KEYS[2], 'status', 'running', 'attempts', 1, 'leaseToken', ARGV[10], 'leaseUntil', ARGV[9])
-  redis.call('ZADD', KEYS[7], ARGV[9], ARGV[2])
-  redis.call('HSET', KEYS[8], ARGV[10], 'd:' .. ARGV[2])
+  redis.call('ZADD', KEYS[3], ARGV[8], ARGV[2])
 end
 redis.call('ZADD', KEYS[4], ARGV[7], ARGV[2])
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
@@ -166,7 +160,7 @@ export class RedisDeliveries implements DeliveriesPart {
     private readonly keys: RedisKeys,
     private readonly leases: RedisLeases,
   ) {
-    this.#record = defineScript(client, "stewardRecord", 9, recordLua);
+    this.#record = defineScript(client, "stewardRecord", 7, recordLua);
     this.#outcome = defineScript(client, "stewardRecordOutcome", 5, outcomeLua);
     this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
     this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
@@ -175,26 +169,15 @@ export class RedisDeliveries implements DeliveriesPart {
 
   /** Resolves once Redis acknowledged the write (durable as far as Redis' own persistence goes). */
   async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
-    return (await this.#insert(d, d.settled ? "-" : "", 0)) ? "recorded" : "duplicate";
-  }
-
-  /** As `record`, but inserted as running under a new lease, in the same script. */
-  async recordLeased(d: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
-    const token = newLeaseToken();
-    const now = Date.now();
-    const headers = keptHeaders(d.headers);
-    return (await this.#insert(d, token, now + leaseMs, now, headers)) ? leasedAsRecorded(d, headers, token, now) : "duplicate";
-  }
-
-  async #insert(d: IncomingDelivery, token: string, leaseUntil: number, now = Date.now(), headers = keptHeaders(d.headers)): Promise<boolean> {
     if (this.#closed) throw new Error("store is closed");
     const k = this.keys;
-    const body = JSON.stringify({ headers, payload: d.payload });
+    const body = JSON.stringify({ headers: keptHeaders(d.headers), payload: d.payload });
+    const now = Date.now();
     const result = await this.#record(
-      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.leased, k.leases, k.done],
-      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now, leaseUntil, token],
+      [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.done],
+      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now, d.settled ? "1" : ""],
     );
-    return result === 1;
+    return result === 1 ? "recorded" : "duplicate";
   }
 
   /** Records refused from here on (the client is closing). */

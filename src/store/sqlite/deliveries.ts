@@ -17,7 +17,7 @@ import { leaseOwnerDead, newLeaseToken } from "../../lifecycle/process-owner.js"
 import { GroupCommit } from "./group-commit.js";
 import type { StoreThread } from "./store-thread.js";
 import type { DeliveriesPart } from "../contract.js";
-import { keptHeaders, leasedAsRecorded, outcomeRecord } from "../recorded.js";
+import { keptHeaders, outcomeRecord } from "../recorded.js";
 import { DEFAULT_MAX_UNMOVED, frameHead, framesInLog, framesInRing, removeRing, type LogPosition, type SpooledDelivery, type SpoolSettings } from "./spool.js";
 import { PayloadLog, type Collected, type PayloadRef } from "./payload-log.js";
 import { IdFilter } from "./id-filter.js";
@@ -140,13 +140,6 @@ function queuedValues(d: IncomingDelivery, now: number): unknown[] {
   return row;
 }
 
-/** INSERT_LEASED_SQL's values, body's four null as above. */
-function leasedValues(d: IncomingDelivery, now: number, token: string, leaseUntil: number): unknown[] {
-  const row = routedValues(d);
-  row.push(now, token, leaseUntil, now, null, null, null, null);
-  return row;
-}
-
 /** `row` (ending in the body's four) with the body of a payload in the log at `ref`. */
 function withLoggedBody(row: unknown[], headers: Record<string, string>, ref: PayloadRef): unknown[] {
   const at = row.length - 4;
@@ -223,7 +216,6 @@ export class SqliteDeliveries implements DeliveriesPart {
   #closed = false;
   readonly #insert: Statement;
   readonly #insertBody: Statement;
-  readonly #insertLeased: Statement;
   readonly #readyIds: Statement;
   readonly #probeRow: Statement;
   readonly #probeRowGone: Statement;
@@ -312,12 +304,6 @@ export class SqliteDeliveries implements DeliveriesPart {
     );
     this.#moveBody = db.prepare("UPDATE delivery_bodies SET payload_file = ?, payload_offset = ?, payload_length = ? WHERE id = ?");
     this.#moveRowBody = db.prepare("UPDATE deliveries SET payload_file = ?, payload_offset = ?, payload_length = ? WHERE id = ?");
-    this.#insertLeased = db.prepare(
-      `INSERT OR IGNORE INTO deliveries
-         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, lease_token, lease_until, updated_at,
-          headers, payload_file, payload_offset, payload_length)
-       VALUES (?, ?, ?, ?, ?, ?, 'running', 1, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
     // Each arm of "due" reads its own partial index (schema.ts), in the order it is served.
     const ready = "FROM deliveries WHERE status IN ('queued', 'failed') AND next_run_at <= @now";
     const expired = "FROM deliveries WHERE status = 'running' AND lease_until <= @now";
@@ -500,7 +486,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       return;
     }
     turn.forEach(({ seq, delivery, resolve }, i) => {
-      const { parsed: _dropped, payloadBytes: _written, ...kept } = delivery;
+      const { payloadBytes: _written, ...kept } = delivery;
       // Its id goes into the filter with the move's insert; until then `#unmoved` answers for it.
       this.#toMove.push({ seq, delivery: { ...kept, payload: "" }, ref: refs[i]! });
       resolve("recorded");
@@ -652,24 +638,6 @@ export class SqliteDeliveries implements DeliveriesPart {
   get spooled(): number {
     return this.#unmoved.size;
   }
-
-  /** As `record`, but inserted as running under a new lease: the claim a free worker would make at once. */
-  recordLeased(delivery: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
-    if (this.#closed) return Promise.reject(new Error("store is closed"));
-    if (this.#unmoved.has(delivery.id)) return Promise.resolve("duplicate");
-    this.#together++;
-    this.#toAppend.push(delivery);
-    const token = newLeaseToken();
-    return this.#writes.run(() => {
-      const d = delivery;
-      const now = Date.now();
-      const row = leasedValues(d, now, token, now + leaseMs);
-      const headers = keptHeaders(d.headers);
-      if (!this.#insertWithBody(this.#insertLeased, row, d, headers)) return "duplicate";
-      return leasedAsRecorded(d, headers, token, now);
-    });
-  }
-
 
   async ready(): Promise<boolean> {
     if (this.#closed) return false;

@@ -4,6 +4,7 @@
 import type { EmitterWebhookEvent, EmitterWebhookEventName } from "@octokit/webhooks";
 import type { Logger } from "pino";
 import type { Store } from "./store/types.js";
+import type { Outcome, ScheduleRequest } from "./store/records.js";
 import type { PolicySection, PolicyDocumentSpec } from "./policy/types.js";
 import type { CheckReporter } from "./check-runs/types.js";
 import type { InstallationOctokit } from "./api/types.js";
@@ -12,25 +13,8 @@ import type { StewardConfig } from "./config/types.js";
 /** An Octokit authenticated as one installation; the API client declares it (`src/api/types.ts`). */
 export type { InstallationOctokit };
 
-/** Outcome of one handler run on one delivery (or one scheduled task). */
-export type Outcome =
-  | { status: "done"; summary?: string }
-  | { status: "skipped"; reason: string }
-  | { status: "failed"; error: string; retryable?: boolean };
-
-/** A task the handler asks the durable queue to run later (survives restarts). */
-export interface ScheduleRequest {
-  /** Dedup key: scheduling the same key twice keeps one task (the later runAt wins only if `replace`). */
-  key: string;
-  /** When to run it. */
-  runAt: Date;
-  /** JSON-serialisable data handed back to `onTask`. */
-  data: unknown;
-  /** Installation the task acts for (its Octokit is handed to `onTask`). */
-  installationId?: number;
-  /** Replace an existing pending task with the same key (default false: keep the first). */
-  replace?: boolean;
-}
+/** What a run ends with and what a handler schedules: the store keeps both, so it declares them (`src/store/records.ts`). */
+export type { Outcome, ScheduleRequest };
 
 export interface Scheduler {
   schedule(request: ScheduleRequest): Promise<void>;

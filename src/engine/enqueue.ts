@@ -1,6 +1,7 @@
 // The engine's side of the intake: a delivery is recorded queued and the pool is woken to claim
 // it in order. During a flood (intake-first.ts) a backend with a spool takes it there.
-import type { DeliveryIntake, IncomingDelivery } from "../intake/delivery-intake.js";
+import type { DeliveryIntake } from "../intake/delivery-intake.js";
+import type { IncomingDelivery } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
 import type { WorkerPool } from "./pool.js";
 import type { IntakeFirst } from "./intake-first.js";

@@ -2,7 +2,7 @@
 // delivery becomes an IncomingDelivery. No I/O here; the receiver carries out the result.
 import type { IncomingHttpHeaders } from "node:http";
 import { emitterEventNames } from "@octokit/webhooks";
-import type { IncomingDelivery } from "./delivery-intake.js";
+import type { IncomingDelivery } from "../store/records.js";
 import { routingFields } from "./routing.js";
 
 export type Refusal = { status: 400 | 401 | 413 | 415; message: string };

@@ -5,9 +5,10 @@
 //   browse     deliveries read for people (the console), a page at a time over indexes
 //   tasks      keyed scheduled tasks
 //   leases     leases shared by deliveries and tasks, idleness and orphan recovery
-import type { Outcome, ScheduleRequest } from "../handler.js";
-import type { IncomingDelivery } from "../intake/delivery-intake.js";
 import type {
+  IncomingDelivery,
+  Outcome,
+  ScheduleRequest,
   ClaimedDelivery,
   ClaimedTask,
   DeliveryDecision,

@@ -1,6 +1,5 @@
 // What both backends keep of an incoming delivery and of a handler's outcome (the same on either backend).
-import type { Outcome } from "../handler.js";
-import type { HandlerOutcomeRecord } from "./records.js";
+import type { HandlerOutcomeRecord, Outcome } from "./records.js";
 
 // Signatures prove a request to the intake; stored they would only help someone forge one.
 const droppedHeaders = /^x-hub-signature/i;

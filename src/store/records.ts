@@ -1,7 +1,50 @@
 // What the durable queue holds: leased deliveries with per-handler outcomes, and keyed
 // scheduled tasks. The operations on them are the store contract (src/store/contract.ts).
-import type { IncomingDelivery } from "../intake/delivery-intake.js";
-import type { Outcome } from "../handler.js";
+// The intake, the engine and the handler contract take these shapes from here.
+
+/** Outcome of one handler run on one delivery (or one scheduled task). */
+export type Outcome =
+  | { status: "done"; summary?: string }
+  | { status: "skipped"; reason: string }
+  | { status: "failed"; error: string; retryable?: boolean };
+
+/** A task the handler asks the durable queue to run later (survives restarts). */
+export interface ScheduleRequest {
+  /** Dedup key: scheduling the same key twice keeps one task (the later runAt wins only if `replace`). */
+  key: string;
+  /** When to run it. */
+  runAt: Date;
+  /** JSON-serialisable data handed back to `onTask`. */
+  data: unknown;
+  /** Installation the task acts for (its Octokit is handed to `onTask`). */
+  installationId?: number;
+  /** Replace an existing pending task with the same key (default false: keep the first). */
+  replace?: boolean;
+}
+
+/** A delivery as the intake hands it to the store to record. */
+export interface IncomingDelivery {
+  /** `X-GitHub-Delivery`. */
+  id: string;
+  /** `X-GitHub-Event`. */
+  event: string;
+  action: string | undefined;
+  installationId: number | undefined;
+  /** `owner/name` of payload.repository, when present. */
+  repository: string | undefined;
+  /** Request headers worth keeping (event, delivery, hook ids, user agent, content type). Never the signature secret. */
+  headers: Record<string, string>;
+  /** The payload as JSON text (form-encoded deliveries already unwrapped). */
+  payload: string;
+  /** `payload`'s UTF-8 bytes as received, when the body was the payload (JSON deliveries): stored as they are, not encoded again. */
+  payloadBytes?: Buffer;
+  receivedAt: Date;
+  /**
+   * No handler takes this delivery (its event and action route to none): it is recorded done and
+   * never queued, claimed or run. Kept for the console and `deliveries replay` like any other.
+   */
+  settled?: boolean;
+}
 
 /**
  * queued: waiting for its first run (or replayed). running: leased by a worker.

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
+import type { IncomingDelivery } from "../../src/store/records.js";
 import type { DeliveryQuery } from "../../src/store/browse.js";
 import type { StewardStore } from "../../src/store/contract.js";
 import { openSqliteStore } from "../../src/store/sqlite/store.js";

@@ -10,7 +10,7 @@ import examples from "@octokit/webhooks-examples/api.github.com/index.json" with
 import type { StewardConfig } from "../../src/config/types.js";
 import type { HandlerModule, InstallationOctokit } from "../../src/handler.js";
 import { createEngine, type EngineOptions } from "../../src/engine/index.js";
-import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
+import type { IncomingDelivery } from "../../src/store/records.js";
 import type { LoadedPolicy, PolicyLoader } from "../../src/policy/types.js";
 import type { OctokitFactory } from "../../src/api/types.js";
 

@@ -2,7 +2,8 @@
 // and a running HTTP surface on 127.0.0.1 with an ephemeral port.
 import { Writable } from "node:stream";
 import type { AddressInfo } from "node:net";
-import type { IncomingDelivery, DeliveryIntake } from "../../src/intake/delivery-intake.js";
+import type { DeliveryIntake } from "../../src/intake/delivery-intake.js";
+import type { IncomingDelivery } from "../../src/store/records.js";
 import type { StewardConfig } from "../../src/config/types.js";
 import { createLogger } from "../../src/log/logger.js";
 import { createMetrics, type Metrics } from "../../src/ops/metrics.js";

@@ -12,7 +12,7 @@ import { openSqliteStore, payloadDirName, type SqliteStore } from "../../src/sto
 import type { SqliteDeliveries } from "../../src/store/sqlite/deliveries.js";
 import { PayloadLog } from "../../src/store/sqlite/payload-log.js";
 import { PageRelease } from "../../src/store/sqlite/page-release.js";
-import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
+import type { IncomingDelivery } from "../../src/store/records.js";
 import { tempDir } from "../engine/helpers.js";
 import { runUntilKilled } from "./fixtures/killed.js";
 

@@ -12,7 +12,7 @@ import { startStoreThread } from "../../src/store/sqlite/store-thread.js";
 import { migrate } from "../../src/store/sqlite/schema.js";
 import { PayloadLog, type PayloadRef } from "../../src/store/sqlite/payload-log.js";
 import { decodeFrames, encodeFrame, frameHead, framesInLog, framesInRing } from "../../src/store/sqlite/spool.js";
-import type { IncomingDelivery } from "../../src/intake/delivery-intake.js";
+import type { IncomingDelivery } from "../../src/store/records.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { defineHandler } from "../../src/handler.js";
 import { runUntilKilled } from "./fixtures/killed.js";

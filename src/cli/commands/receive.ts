@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Steward } from "../../app.js";
-import type { IncomingDelivery } from "../../intake/delivery-intake.js";
+import type { IncomingDelivery } from "../../store/records.js";
 
 export const usage = `usage: steward receive --event EVENT --payload FILE
   Runs the payload in FILE (JSON) as one delivery of EVENT (the X-GitHub-Event name, e.g. issues;

@@ -2,9 +2,18 @@
 // with per-handler outcomes. Each state change is one Lua script, so two replicas never
 // lease the same delivery and a run whose lease was taken back writes nothing.
 import type { Redis } from "ioredis";
-import type { Outcome } from "../../handler.js";
-import type { IncomingDelivery } from "../../intake/delivery-intake.js";
-import type { AttemptRecord, ClaimedDelivery, DeliveryDecision, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "../records.js";
+import type {
+  AttemptRecord,
+  ClaimedDelivery,
+  DeliveryDecision,
+  DeliveryFilter,
+  DeliveryRecord,
+  DeliveryStatus,
+  HandlerOutcomeRecord,
+  IncomingDelivery,
+  Outcome,
+  StoredDelivery,
+} from "../records.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./script.js";

@@ -2,8 +2,7 @@
 // leased zset by lease expiry. A task re-scheduled during its own run becomes a new
 // generation, so finishing the old run leaves it alone (periodic work re-schedules itself).
 import type { Redis } from "ioredis";
-import type { ScheduleRequest } from "../../handler.js";
-import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "../records.js";
+import type { ClaimedTask, ScheduleRequest, StoredTask, TaskDecision, TaskStatus } from "../records.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
 import { defineScript, optional, optionalNumber, pairs, type Script } from "./script.js";

@@ -2,8 +2,8 @@
 // outcomes. Every write goes through one group commit (one transaction per turn of the event
 // loop): intake inserts, outcomes, finishes, and claims, which lease a batch at a time.
 import type { Database, Statement } from "better-sqlite3";
-import type { Outcome } from "../../handler.js";
-import type { IncomingDelivery } from "../../intake/delivery-intake.js";
+import type { Outcome } from "../records.js";
+import type { IncomingDelivery } from "../records.js";
 import type {
   ClaimedDelivery,
   DeliveryDecision,

@@ -19,7 +19,7 @@
 import { closeSync, fstatSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
-import type { IncomingDelivery } from "../../intake/delivery-intake.js";
+import type { IncomingDelivery } from "../records.js";
 import { PayloadLog, readAt, type PayloadRef } from "./payload-log.js";
 
 const MAGIC = 0x31575053;

@@ -2,8 +2,7 @@
 // re-scheduled during its own run becomes a new generation, so finishing the old run
 // does not delete it (periodic work re-schedules itself from onTask).
 import type { Database, Statement } from "better-sqlite3";
-import type { ScheduleRequest } from "../../handler.js";
-import type { ClaimedTask, StoredTask, TaskDecision, TaskStatus } from "../records.js";
+import type { ClaimedTask, ScheduleRequest, StoredTask, TaskDecision, TaskStatus } from "../records.js";
 import type { TasksPart } from "../contract.js";
 import { leaseOwnerDead, newLeaseToken } from "../../lifecycle/process-owner.js";
 import { writeTransaction } from "./write-transaction.js";

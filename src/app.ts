@@ -14,6 +14,7 @@ import { createStewardHttp, withPages, type ServerTimeouts } from "./intake/serv
 import { openSqliteStore, type SqliteStore } from "./store/sqlite/store.js";
 import type { RedisStore } from "./store/redis/store.js";
 import type { Cluster } from "./coordination/redis/cluster.js";
+import { inProcessCoordination } from "./coordination/in-process.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./check-runs/reporter.js";
 import { createEngine, type Engine } from "./engine/index.js";
@@ -139,12 +140,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
         budget.note(who, remaining);
       },
     },
-    ...(cluster ? { sharedThrottle: cluster.throttle, tokenCache: cluster.tokens, sharedWriteSlots: cluster.writeSlots } : {}),
+    coordination: cluster?.coordination ?? inProcessCoordination(),
     ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}),
     ...opts.api,
   });
   if (cluster) {
-    cluster.register(() => octokits.slotHolds());
+    cluster.register();
     metrics.setReplicaSource(cluster.replicas);
   }
   let engine: Engine | undefined;

@@ -3,21 +3,16 @@
 // cached, so throttling and rate-limit state are kept per installation: one busy or
 // limited installation never stalls the others.
 import Bottleneck from "bottleneck";
-import type { Redis } from "ioredis";
 import { StewardOctokit } from "./octokit.js";
 import type { Logger } from "pino";
 import type { StewardConfig } from "../config/types.js";
-import type { InstallationOctokit, OctokitFactory } from "./types.js";
+import type { ClientCoordination, InstallationOctokit, OctokitFactory, WriteSlots } from "./types.js";
 import { createRedirectingFetch, type RedirectingFetch } from "./redirects.js";
-import { createTokenCache, type TokenCache } from "./token-cache.js";
-import { RedisWriteSlots, type WriteSlots } from "../coordination/redis/write-slots.js";
-import { createLocalWriteSlots } from "../coordination/local-write-slots.js";
 import { retryFailedRequests } from "./retry.js";
 import { removeBottleneckYieldDelay } from "./bottleneck-yield.js";
 import { registerSecret, scrub } from "../log/redact.js";
 import { currentSignal, stoppedError, stopsHere } from "../lifecycle/abort-scope.js";
 import { abortableFetch } from "./request-abort.js";
-import { parseAnswersNatively } from "./native-json.js";
 import { packageVersion } from "../package-root.js";
 import { createHttpFetch } from "./http-fetch.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
@@ -49,16 +44,8 @@ export interface OctokitFactoryOptions {
   retries?: number;
   /** Underlying fetch (tests, proxies). Default: node:http(s) with kept-alive connections (http-fetch.ts). */
   fetch?: typeof globalThis.fetch;
-  /**
-   * Several replicas: throttling state (write spacing, concurrency per installation) kept in
-   * Redis through Bottleneck clustering, so the replicas together stay within GitHub's limits.
-   * `namespace` prefixes the limiter ids (one per deployment; tests use a unique one).
-   */
-  sharedThrottle?: { connection: Bottleneck.IORedisConnection; namespace?: string };
-  /** Where installation tokens are kept (default: this process's memory). Replicas share one through Redis. */
-  tokenCache?: TokenCache;
-  /** Several replicas: the write slot of each installation, shared through Redis (redis-write-slots.ts). */
-  sharedWriteSlots?: { client: Redis; prefix: string };
+  /** Write slots, the token cache and shared throttling: this process's own, or shared by replicas (src/coordination/). */
+  coordination: ClientCoordination;
   /**
    * The process's hard stop: once it fired no request leaves (queued ones included) and those
    * in flight are aborted. The softer stop of one piece of work is its own signal (see below).
@@ -80,12 +67,6 @@ export interface OctokitFactoryOptions {
 
 /** Installation clients kept by default: more than an organisation-installed app usually serves at once, bounded for one installed everywhere. */
 export const DEFAULT_MAX_INSTALLATIONS = 500;
-
-/** The write slots this process holds now, for the operator's view of a cluster. */
-export interface SlotHolds {
-  /** Installations whose write slot this process holds (a write of it in flight). */
-  writeSlots: string[];
-}
 
 type Fetch = typeof globalThis.fetch;
 type RetryDecision = (retryAfter: number, options: { method: string; url: string }, octokit: unknown, retryCount: number) => boolean;
@@ -137,7 +118,7 @@ const ANSWERS = /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deploymen
  * (throttling's limiters, retries, authentication), so a write waiting for its turn holds none
  * of their slots; a token mint inside a write passes through.
  */
-function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots, hardStop: AbortSignal | undefined): void {
+function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots, gapMs: number, hardStop: AbortSignal | undefined): void {
   octokit.hook.wrap("request", (request, options) => {
     const method = options.method.toUpperCase();
     if (method === "GET" || method === "HEAD") return request(options);
@@ -145,7 +126,7 @@ function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlot
     if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
     // Stopped work gives up its place in the queue (a caller's own `request.signal` counts too).
     const own = (options.request as RequestOptions | undefined)?.signal;
-    return slots.run(who, async () => request(options), { first: ANSWERS.test(pathname), stops: stopsHere(hardStop, own) });
+    return slots.run(who, async () => request(options), { gapMs, first: ANSWERS.test(pathname), stops: stopsHere(hardStop, own) });
   });
 }
 
@@ -217,10 +198,9 @@ function passThroughGroup(): Bottleneck.Group {
 }
 
 /** Clustered limiter groups over one Redis connection; nothing (local limiters) without one. */
-function sharedGroups(sharing: OctokitFactoryOptions["sharedThrottle"]) {
+function sharedGroups(sharing: ClientCoordination["throttling"]) {
   if (!sharing) return { options: () => ({}), slots: () => ({}), throttle: {} };
-  const { connection } = sharing;
-  const namespace = sharing.namespace ?? "steward";
+  const { connection, namespace } = sharing;
   // Limiter state in Redis expires after two minutes unused, as Octokit's own clustered groups.
   const options = (name: string) => ({ id: `${namespace}-${name}`, connection, timeout: 120_000 });
   return {
@@ -261,30 +241,27 @@ function refuseOnceStopped(request: RequestOptions): void {
   request.fetch = (input, init) => (stop.aborted ? Promise.reject(stoppedError(stop)) : send(input, init));
 }
 
-export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory & { slotHolds(): SlotHolds } {
+export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory {
   const { config } = opts;
   const log = opts.logger.child({ component: "api" });
   if (!removeBottleneckYieldDelay()) log.debug("bottleneck internals changed; API calls keep its 1 ms yields");
-  const tokens = opts.tokenCache ?? createTokenCache();
+  const { writeSlots, tokens, throttling } = opts.coordination;
   // One abortable fetch for the whole factory: the hard stop has one listener, however many requests are in flight.
   const abortable = abortableFetch(opts.fetch ?? createHttpFetch().fetch, { hardStop: opts.signal, timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS });
   const redirecting = createRedirectingFetch(abortable);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
   // Groups of this factory; each installation is a key inside them (bottleneck keyed groups).
   const writeInterval = opts.writeIntervalMs ?? 1_000;
-  const shared = sharedGroups(opts.sharedThrottle);
+  const shared = sharedGroups(throttling);
   // Every write takes its turn in spaceWrites, around the whole exchange; the plugin's own write group only passes through.
-  const writeSlots = opts.sharedWriteSlots
-    ? new RedisWriteSlots(opts.sharedWriteSlots.client, opts.sharedWriteSlots.prefix, writeInterval)
-    : createLocalWriteSlots(writeInterval);
   const passThrough = passThroughGroup();
   // At most ten requests of an installation in flight, as the plugin's own group; in one process a counter (local-limiters.ts).
-  const local = opts.sharedThrottle ? {} : { global: createConcurrencyGroup(10) };
+  const local = throttling ? {} : { global: createConcurrencyGroup(10) };
   // Writes that notify people (issues, comments) get three times the spacing, as Octokit does.
   const notifications = expireSlotsAfter(
     new Bottleneck.Group({ maxConcurrent: 1, minTime: writeInterval * 3, ...shared.slots("notifications") }),
     writeInterval * 3 + SLOT_EXPIRY_SLACK_MS,
-    opts.sharedThrottle !== undefined,
+    throttling !== undefined,
   );
 
   const onRateLimit: RetryDecision = (retryAfter, options, _octokit, retryCount) => {
@@ -340,8 +317,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       // The installation-token POST is exempt: a second token is harmless.
       if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
     });
-    parseAnswersNatively(octokit);
-    spaceWrites(octokit, String(who), writeSlots, opts.signal);
+    spaceWrites(octokit, String(who), writeSlots, writeInterval, opts.signal);
     recordCalls(octokit);
     return octokit;
   }
@@ -364,7 +340,6 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       app ??= build("app");
       return app;
     },
-    slotHolds: () => ({ writeSlots: writeSlots.held() }),
   };
 }
 

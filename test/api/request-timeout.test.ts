@@ -9,6 +9,7 @@ import { pino } from "pino";
 import type { Steward } from "../../src/app.js";
 import { defineHandler } from "../../src/index.js";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
@@ -27,7 +28,7 @@ afterEach(async () => {
 
 function factoryFor(h: HubHandle, env: Record<string, string>, extra: { signal?: AbortSignal; retries?: number } = {}) {
   const config = loadConfig({ ...h.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: "/nonexistent-unused", LOG_LEVEL: "silent", ...env });
-  return createOctokitFactory({ config, logger: silent, writeIntervalMs: 0, ...extra });
+  return createOctokitFactory({ config, logger: silent, coordination: inProcessCoordination(), writeIntervalMs: 0, ...extra });
 }
 
 async function installationOf(h: HubHandle): Promise<number> {

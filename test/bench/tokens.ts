@@ -9,8 +9,9 @@
 import { Redis } from "ioredis";
 import { createHub } from "../../src/sandbox/hub.js";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { createSharedTokenCache, type SharedTokenCache } from "../../src/coordination/redis/token-cache.js";
-import { REFRESH_MARGIN_MS } from "../../src/api/token-cache.js";
+import { REFRESH_MARGIN_MS } from "../../src/coordination/token-cache.js";
 import { loadConfig } from "../../src/config/env.js";
 import { pino } from "pino";
 import { dropPrefix, redisUrl, uniquePrefix } from "../redis/support.js";
@@ -45,7 +46,7 @@ async function measure(replicas: number, shared: boolean, ttlMs: number, windows
           tokenCache = createSharedTokenCache({ client, prefix, privateKey: config.privateKey, appId: config.appId, owner: `bench-replica-${i}` });
           caches.push(tokenCache);
         }
-        const factory = createOctokitFactory({ config, logger: pino({ level: "silent" }), writeIntervalMs: 0, ...(tokenCache ? { tokenCache } : {}) });
+        const factory = createOctokitFactory({ config, logger: pino({ level: "silent" }), coordination: { ...inProcessCoordination(), ...(tokenCache ? { tokens: tokenCache } : {}) }, writeIntervalMs: 0 });
         return factory.octokitFor(installationId);
       }),
     );

@@ -4,7 +4,7 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { MASK, MAX_ROTATING_VALUES, ROTATING_KEEP_MS, containsRegisteredSecret, errorText, registerSecret, safeErrorMessage, scrub } from "../../src/log/redact.js";
 import { loadConfig } from "../../src/config/env.js";
-import { createTokenCache } from "../../src/api/token-cache.js";
+import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { appKey } from "../support/app-key.js";
 import { maskSecretKeys } from "../../src/log/mask-keys.js";
 

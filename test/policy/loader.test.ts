@@ -6,6 +6,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import type { InstallationOctokit } from "../../src/handler.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createPolicyLoader } from "../../src/policy/loader.js";
@@ -32,7 +33,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "steward-loader-"));
   // No retries: a failed read must reach the loader as it was answered.
   const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-  octokit = await createOctokitFactory({ config, logger, retries: 0, writeIntervalMs: 0 }).octokitFor(installation.id);
+  octokit = await createOctokitFactory({ config, logger, coordination: inProcessCoordination(), retries: 0, writeIntervalMs: 0 }).octokitFor(installation.id);
   clock = 0;
 });
 afterEach(async () => {

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
 import { FIRST_SWEEP_LOOKBACK_MS, startRedeliverySweeper, sweepLookbackMs } from "../../src/recovery/sweeper.js";
 import type { OctokitFactory } from "../../src/api/types.js";
@@ -48,7 +49,7 @@ describe("startRedeliverySweeper", () => {
     hub = await createHub({ webhookUrl: rx.url });
     dir = await mkdtemp(join(tmpdir(), "steward-sweeper-"));
     const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-    octokits = createOctokitFactory({ config, logger, writeIntervalMs: 0 });
+    octokits = createOctokitFactory({ config, logger, coordination: inProcessCoordination(), writeIntervalMs: 0 });
     store = openSqliteStore(dir, { logger });
     await hub.control.settled();
   });
@@ -144,7 +145,7 @@ describe("startRedeliverySweeper", () => {
     const lines: string[] = [];
     const capture = pino({ level: "warn" }, { write: (l: string) => void lines.push(l) });
     const sweeper = startRedeliverySweeper({
-      octokits: createOctokitFactory({ config: loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir }), logger, retries: 0, writeIntervalMs: 0 }),
+      octokits: createOctokitFactory({ config: loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir }), logger, coordination: inProcessCoordination(), retries: 0, writeIntervalMs: 0 }),
       store: store.kv,
       isKnown: async () => false,
       logger: capture,

@@ -10,6 +10,8 @@ import { createOctokitFactory } from "../../src/api/client.js";
 import { defineHandler } from "../../src/handler.js";
 import { RedisStore } from "../../src/store/redis/store.js";
 import { openSharedThrottle, type SharedThrottle } from "../../src/coordination/redis/throttle.js";
+import { RedisWriteSlots } from "../../src/coordination/redis/write-slots.js";
+import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { appKey } from "../support/app-key.js";
 import { collectingLogger, postDelivery, testConfig } from "../service/helpers.js";
@@ -100,7 +102,8 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
         throttles.push(throttle);
         const client = new Redis(redisUrl);
         clients.push(client);
-        return createOctokitFactory({ config, logger: silent, writeIntervalMs: spacingMs, sharedThrottle: throttle, sharedWriteSlots: { client, prefix } });
+        const coordination = { writeSlots: new RedisWriteSlots(client, prefix), tokens: createTokenCache(), throttling: throttle };
+        return createOctokitFactory({ config, logger: silent, writeIntervalMs: spacingMs, coordination });
       }),
     );
     const octokits = await Promise.all(replicas.map((r) => r.appOctokit()));

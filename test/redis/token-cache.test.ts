@@ -8,8 +8,9 @@ import { Redis } from "ioredis";
 import { generateKeyPairSync, randomBytes, randomInt } from "node:crypto";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { createSharedTokenCache, MINT_LEASE_MS } from "../../src/coordination/redis/token-cache.js";
-import { deriveSealingKey, open, seal } from "../../src/api/token-crypto.js";
+import { deriveSealingKey, open, seal } from "../../src/coordination/token-crypto.js";
 import { loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";
 import { silent } from "../engine/helpers.js";
@@ -59,7 +60,7 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
           config,
           logger: silent,
           writeIntervalMs: 0,
-          tokenCache: createSharedTokenCache({ client: redis(), prefix: p, privateKey: config.privateKey, appId: config.appId }),
+          coordination: { ...inProcessCoordination(), tokens: createSharedTokenCache({ client: redis(), prefix: p, privateKey: config.privateKey, appId: config.appId }) },
         }),
       );
       const octokits = await Promise.all(replicas.map((r) => r.octokitFor(installationId)));

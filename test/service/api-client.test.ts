@@ -3,7 +3,8 @@
 // renamed repositories (301/307), pagination and log redirects.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
-import { createTokenCache } from "../../src/api/token-cache.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
+import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { scrub } from "../../src/log/redact.js";
 import { runWithSignal } from "../../src/lifecycle/abort-scope.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
@@ -21,6 +22,7 @@ function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; s
   return createOctokitFactory({
     config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url }),
     logger,
+    coordination: inProcessCoordination(),
     observe: { request: (who, status, remaining) => observed.push({ who, status, remaining }) },
     writeIntervalMs: extra.writeIntervalMs ?? 0,
     ...(extra.maxInstallations ? { maxInstallations: extra.maxInstallations } : {}),

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { runWithSignal } from "../../src/lifecycle/abort-scope.js";
 import type { InstallationOctokit } from "../../src/api/types.js";
 
@@ -21,7 +22,7 @@ beforeAll(async () => {
   hub = await createHub();
   dir = await mkdtemp(join(tmpdir(), "steward-stop-scope-"));
   const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-  const octokits = createOctokitFactory({ config, logger: pino({ level: "silent" }), writeIntervalMs: 0 });
+  const octokits = createOctokitFactory({ config, logger: pino({ level: "silent" }), coordination: inProcessCoordination(), writeIntervalMs: 0 });
   octokit = await octokits.octokitFor(hub.control.installation("acme")!.id);
 });
 afterAll(async () => {

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { ProbotOctokit } from "probot";
 import { createOctokitFactory } from "../../src/api/client.js";
+import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { loadConfig } from "../../src/config/env.js";
 import type { InstallationOctokit } from "../../src/handler.js";
 import { createHub, type CreateHubOptions, type HubHandle } from "../../src/sandbox/hub.js";
@@ -52,7 +53,7 @@ export async function startHubClient(opts: CreateHubOptions = {}): Promise<HubCl
   const dir = await mkdtemp(join(tmpdir(), "steward-hub-client-"));
   const logger = pino({ level: "silent" });
   const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-  const octokit = await createOctokitFactory({ config, logger, retries: 0, writeIntervalMs: 0 }).octokitFor(installation.id);
+  const octokit = await createOctokitFactory({ config, logger, coordination: inProcessCoordination(), retries: 0, writeIntervalMs: 0 }).octokitFor(installation.id);
   const sent: SentRequest[] = [];
   const recorded = (client: InstallationOctokit, as: string) => {
     client.hook.wrap("request", async (request, options) => {

@@ -4,6 +4,7 @@
 // never disagree, and never sync one organisation at the same time (a lease in the store).
 import pino from "pino";
 import { createOctokitFactory } from "../../api/client.js";
+import { inProcessCoordination } from "../../coordination/in-process.js";
 import { ConfigError, loadConfig } from "../../config/env.js";
 import { createLogger } from "../../log/logger.js";
 import { openOperatorStore } from "../operator-store.js";
@@ -108,7 +109,7 @@ export async function run(args: string[], given?: Io): Promise<number> {
   }
   // The report goes to stdout; logs (warnings and worse) to stderr.
   const logger = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat, destination: pino.destination({ dest: 2, sync: true }) });
-  const octokits = createOctokitFactory({ config, logger, ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}) });
+  const octokits = createOctokitFactory({ config, logger, coordination: inProcessCoordination(), ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}) });
   let installationId: number;
   try {
     const app = await octokits.appOctokit();

@@ -1,15 +1,16 @@
-// What replicas on one Redis share beyond the store: API throttling (Bottleneck clustering),
-// the write slot of each installation (a Redis lease), installation tokens (sealed, one mint per installation for the whole deployment), and the
-// registry of live replicas and what each holds (the operator's view in /metrics).
-import type { Redis } from "ioredis";
+// What replicas on one Redis share beyond the store: the API client's coordination (throttling
+// through Bottleneck clustering, the write slot of each installation, installation tokens
+// sealed and minted once per installation for the whole deployment), and the registry of live
+// replicas and what each holds (the operator's view in /metrics).
 import type { Logger } from "pino";
 import type { StewardConfig } from "../../config/types.js";
-import type { SlotHolds } from "../../api/client.js";
+import type { ClientCoordination } from "../../api/types.js";
 import { createSharedTokenCache, type SharedTokenCache } from "./token-cache.js";
 import { connectRedis } from "../../store/redis/connect.js";
 import { defaultRedisPrefix } from "../../store/redis/keys.js";
 import { startReplicaRegistry, type ReplicaEntry, type ReplicaRegistry } from "./replicas.js";
 import { openSharedThrottle, type SharedThrottle } from "./throttle.js";
+import { RedisWriteSlots } from "./write-slots.js";
 
 export interface ClusterOptions {
   url: string;
@@ -24,12 +25,11 @@ export interface ClusterOptions {
 }
 
 export interface Cluster {
+  /** What the API client coordinates through (createOctokitFactory's `coordination`). */
+  coordination: ClientCoordination & { writeSlots: RedisWriteSlots; tokens: SharedTokenCache };
   throttle: SharedThrottle;
-  tokens: SharedTokenCache;
-  /** Where the write slots of installations live. */
-  writeSlots: { client: Redis; prefix: string };
-  /** Start reporting this replica as alive, with the slots its API client holds. */
-  register(slotHolds: () => SlotHolds): void;
+  /** Start reporting this replica as alive, with the slots and mints it holds. */
+  register(): void;
   /** Live replicas and what each holds. */
   replicas(): Promise<ReplicaEntry[]>;
   close(): Promise<void>;
@@ -50,17 +50,17 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
     logger: opts.logger,
     ...(opts.onMint ? { onMint: opts.onMint } : {}),
   });
+  const writeSlots = new RedisWriteSlots(client, prefix);
   let registry: ReplicaRegistry | undefined;
   return {
+    coordination: { writeSlots, tokens, throttling: throttle },
     throttle,
-    tokens,
-    writeSlots: { client, prefix },
-    register(slotHolds) {
+    register() {
       registry ??= startReplicaRegistry({
         client,
         prefix,
         logger: opts.logger,
-        holds: () => ({ ...slotHolds(), tokenMints: tokens.minting() }),
+        holds: () => ({ writeSlots: writeSlots.held(), tokenMints: tokens.minting() }),
       });
     },
     replicas: () => registry?.alive() ?? Promise.resolve([]),

@@ -11,8 +11,9 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
 import { OwnedLeases } from "./owned-lease.js";
-import { deriveSealingKey, open, seal } from "../../api/token-crypto.js";
-import { tokenTimes, type TokenCache, type TokenTimes } from "../../api/token-cache.js";
+import type { TokenCache } from "../../api/types.js";
+import { deriveSealingKey, open, seal } from "../token-crypto.js";
+import { tokenTimes, type TokenTimes } from "../token-cache.js";
 
 /** A mint lease lapses this long after its holder stopped renewing it. */
 export const MINT_LEASE_MS = 5_000;

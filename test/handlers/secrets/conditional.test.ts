@@ -5,6 +5,7 @@
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOctokitFactory } from "../../../src/api/client.js";
+import { inProcessCoordination } from "../../../src/coordination/in-process.js";
 import { ResponseCache } from "../../../src/api/conditional.js";
 import { asRequester } from "../../../handlers/secrets/api.js";
 import { testConfig } from "../../service/helpers.js";
@@ -174,6 +175,7 @@ describe("conditional reads of a secrets sync", () => {
     const factory = createOctokitFactory({
       config: testConfig({ appId: Number(w.h.env.APP_ID), privateKey: w.h.env.PRIVATE_KEY, apiUrl: w.h.url }),
       logger: pino({ level: "silent" }),
+      coordination: inProcessCoordination(),
       writeIntervalMs: 0,
       observe: { request: (who, status) => who !== "app" && statuses.push(status) },
     });

@@ -1,19 +1,14 @@
-// Installation-token cache handed to @octokit/auth-app. auth-app's own cache keeps a token
-// 59 minutes whatever its real expiry; this one honours `expires_at` (minus a margin), so a
-// server that issues shorter-lived tokens (GHES settings, the sandbox) never gets an expired
-// one. Every token it sees is registered for redaction. One process keeps tokens in memory;
-// replicas share them through Redis (shared-token-cache.ts).
+// The installation-token cache of one process, handed to @octokit/auth-app. auth-app's own
+// cache keeps a token 59 minutes whatever its real expiry; this one honours `expires_at`
+// (minus a margin), so a server that issues shorter-lived tokens (GHES settings, the sandbox)
+// never gets an expired one. Every token it sees is registered for redaction. Replicas share
+// tokens through a backend instead (redis/token-cache.ts), with the same `tokenTimes`.
+import type { TokenCache } from "../api/types.js";
 import { registerSecret } from "../log/redact.js";
 
 /** Renew this long before expiry so a token never expires mid-request. */
 export const REFRESH_MARGIN_MS = 5 * 60_000;
 const FALLBACK_TTL_MS = 59 * 60_000;
-
-/** What auth-app needs of a cache; get and set may be asynchronous (auth-app awaits both). */
-export interface TokenCache {
-  get(key: string): string | undefined | Promise<string | undefined>;
-  set(key: string, value: string): void | Promise<void>;
-}
 
 /** When a cached token is due for renewal, and when it stops working. */
 export interface TokenTimes {

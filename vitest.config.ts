@@ -8,7 +8,7 @@ export default defineConfig({
   ssr: { resolve: { conditions: ["steward-source", ...defaultServerConditions] } },
   test: {
     include: ["test/**/*.test.ts", "handlers/**/*.test.ts", "packages/*/test/**/*.test.ts"],
-    // test/bench holds the benchmark itself (no *.test.ts) and the tests of how its servers are set up.
+    // test/bench holds the benchmark (`npm run bench`) and one smoke test of it with tiny counts.
     exclude: ["node_modules/**"],
     testTimeout: 30_000,
     hookTimeout: 30_000,

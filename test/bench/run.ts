@@ -1,123 +1,67 @@
-// `npm run bench`: Steward against Probot on this machine, end-to-end latency, API cost and
-// memory. Prints the report; a full run also writes test/bench/RESULTS.md (with the hand-written
-// analysis in test/bench/analysis.md appended). Never part of `npm test`.
-import { cpus, loadavg } from "node:os";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { parseOptions, USAGE } from "./options.js";
-import { benchIntake } from "./intake.js";
-import { benchEndToEnd } from "./e2e.js";
-import { benchBurst } from "./burst.js";
-import { benchApiCost } from "./api-cost.js";
-import { benchMemory } from "./memory.js";
-import { profileStewardIntake } from "./profile.js";
-import { benchTokenMints } from "./tokens.js";
-import { renderReport, settingsText, type BenchResults } from "./report.js";
-import { benchConsole } from "./console.js";
-import { ensureCompiled } from "./build.js";
-import { settingsFromEnv } from "./servers/bench-steward.mjs";
+// `npm run bench`: the full run, printed and published in docs/bench.md. `npm run bench -- --quick`:
+// tiny counts, printed only (to see that it works).
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { FULL, runBench, type BenchOptions } from "./bench.js";
+import { renderResults } from "./report.js";
 
-const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
-const log = (s: string) => process.stderr.write(`${s}\n`);
+const QUICK: BenchOptions = {
+  seconds: 1,
+  connections: [1, 10],
+  burst: { deliveries: 500, connections: 20 },
+  e2eRuns: 3,
+};
 
-async function main(): Promise<void> {
-  if (process.argv.includes("--help")) {
-    log(USAGE);
-    return;
-  }
-  const o = parseOptions(process.argv.slice(2));
-  if (o.render) {
-    const saved = JSON.parse(readFileSync(here("./results.json"), "utf8")) as BenchResults;
-    writeFileSync(here("./RESULTS.md"), renderReport(saved, readFileSync(here("./analysis.md"), "utf8")));
-    log("rendered test/bench/RESULTS.md from test/bench/results.json");
-    return;
-  }
-  if (o.sections.has("intake") || o.sections.has("burst") || o.sections.has("profile") || o.sections.has("e2e")) ensureCompiled(log);
-  const started = Date.now();
-  const results: BenchResults = {
-    machine: {
-      date: new Date().toISOString(),
-      node: process.version,
-      cpu: cpus()[0]?.model.trim() ?? "unknown CPU",
-      cores: cpus().length,
-      loadBefore: loadavg(),
-      loadAfter: [],
-      mode: o.quick ? "quick" : "full",
-      seconds: 0,
-    },
-  };
-  // Durability is the bench's own option (--durability), whatever the environment says.
-  const { STEWARD_DURABILITY: _option, ...settings } = settingsFromEnv(process.env);
-  if (Object.keys(settings).length > 0) {
-    results.machine.settings = settings;
-    log(`Steward runs with ${settingsText(settings)} from the environment`);
-  }
-  if (o.sections.has("intake")) {
-    log(`intake (${o.rounds > 1 ? `${o.rounds} rounds of ${o.seconds} s` : `${o.seconds} s`} per level, durability ${o.durability})`);
-    results.intake = await benchIntake({ concurrencies: o.concurrencies, seconds: o.seconds, rounds: o.rounds, warmupSeconds: o.warmupSeconds, durability: o.durability, noop: o.noop }, log);
-  }
-  if (o.sections.has("burst")) {
-    log(`burst (${o.burst.deliveries} deliveries over ${o.burst.connections} connections, 10 s client timeout)`);
-    results.burst = await benchBurst({ ...o.burst, durability: o.durability, noop: o.noop }, log);
-  }
-  if (o.sections.has("profile")) {
-    log("profile (Steward intake at concurrency 50)");
-    results.profile = await profileStewardIntake({ connections: Number(process.env.BENCH_PROFILE_CONNECTIONS ?? 50), seconds: o.profileSeconds, durability: o.durability, noop: o.noop });
-  }
-  if (o.sections.has("e2e")) {
-    log(`end-to-end (${o.e2e.count} per flow at ${o.e2e.rate}/s)`);
-    results.e2e = await benchEndToEnd({ ...o.e2e, durability: o.durability }, log);
-  }
-  if (o.sections.has("cost")) {
-    log(`API cost (N = ${o.costSizes.join(", ")})`);
-    results.cost = await benchApiCost({ sizes: o.costSizes, concurrency: o.costConcurrency }, log);
-  }
-  if (o.sections.has("memory")) {
-    log(`memory (${o.deliveries} deliveries)`);
-    results.memory = await benchMemory({ deliveries: o.deliveries, durability: o.durability }, log);
-  }
-  if (o.sections.has("tokens")) {
-    log(`token mints (tokens living ${o.tokens.ttlMs / 1000} s, ${o.tokens.windows} renewal windows; needs Redis)`);
-    results.tokens = await benchTokenMints(o.tokens, log);
-  }
-  if (o.sections.has("console")) {
-    log(`console pages (${o.consoleDeliveries} deliveries stored, SQLite and Redis)`);
-    results.console = await benchConsole({ deliveries: o.consoleDeliveries, times: o.quick ? 5 : 100 }, log);
-  }
-  results.machine.loadAfter = loadavg();
-  results.machine.seconds = (Date.now() - started) / 1000;
-  // A partial run (--only) that writes keeps the other sections of the last run, so one section
-  // can be measured again without re-running the rest; the header says which run is which.
-  if (o.write && existsSync(here("./results.json"))) {
-    const saved = JSON.parse(readFileSync(here("./results.json"), "utf8")) as BenchResults;
-    const kept: string[] = [];
-    const keptFrom: Record<string, string> = {};
-    for (const key of Object.keys(saved) as (keyof BenchResults)[]) {
-      if (key === "machine" || results[key] !== undefined) continue;
-      (results as unknown as Record<string, unknown>)[key] = saved[key];
-      kept.push(key);
-      // A section the saved run kept itself carries that run's date for it, not the saved run's.
-      keptFrom[key] = saved.machine.kept?.sections.includes(key) ? (saved.machine.keptFrom?.[key] ?? saved.machine.kept.from) : saved.machine.date;
-    }
-    if (kept.length) {
-      results.machine.kept = { sections: kept, from: saved.machine.kept?.from ?? saved.machine.date };
-      results.machine.keptFrom = keptFrom;
-    }
-  }
-  const analysis = existsSync(here("./analysis.md")) ? readFileSync(here("./analysis.md"), "utf8") : "";
-  const report = renderReport(results, o.write ? analysis : "");
-  process.stdout.write(report);
-  if (o.write) {
-    writeFileSync(here("./RESULTS.md"), report);
-    writeFileSync(here("./results.json"), JSON.stringify(results, null, 2) + "\n");
-    log("wrote test/bench/RESULTS.md and test/bench/results.json");
-  }
+const quick = process.argv.includes("--quick");
+const o = quick ? QUICK : FULL;
+const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
+const machine = `${cpus().length} x ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; load average before ${load()}`;
+const started = new Date();
+const results = await runBench(o, (line) => process.stderr.write(`${line}\n`));
+const report = renderResults(results, o);
+process.stdout.write(report);
+if (!quick) {
+  const commit = `${git("rev-parse", "--short", "HEAD")}${git("status", "--porcelain", "--untracked-files=no") ? " with local changes" : ""}`;
+  const page = `# Benchmark
+
+\`npm run bench\` checks the speed and memory Steward promises, on one machine in one run, as ratios against what a
+Probot user would run instead. It takes about five minutes, needs Redis at 127.0.0.1:6379 (and PostgreSQL at
+127.0.0.1:5432 when this checkout's Steward has its PostgreSQL store), prints the results and rewrites this page.
+\`npm run bench -- --quick\` runs it with tiny counts and writes nothing. The code is in \`test/bench/\`.
+
+## What is measured
+
+- **Durable intake**: deliveries answered a second and p99 latency at 1, 10 and 50 keep-alive connections (autocannon),
+  ${o.seconds} s a level. The payloads are real ones (\`@octokit/webhooks-examples\`, 1-30 KB), signed, each request a new
+  delivery id. Each server runs in its own process and they take turns level by level; after each level a server's
+  worker catches up before the next.
+  - Steward, SQLite store (the default), then Redis, then PostgreSQL when available: a delivery is recorded before it is
+    answered 202, and a handler that does nothing runs it.
+  - The durable peer, what Probot users are told to build for durability (probot#1537): a Probot 14 app whose handler
+    adds each delivery to a BullMQ queue on the same Redis (job id = delivery id) before Probot answers, with a BullMQ
+    worker (8 jobs at a time, as Steward's worker) in the same process running a job that does nothing.
+  - In-memory Probot: a Probot 14 app answering after a handler that does nothing; an answered delivery is lost if
+    the process stops. Reported beside it, no floor.
+- **Burst**: ${o.burst.deliveries} deliveries over ${o.burst.connections} connections to Steward (SQLite), with GitHub's 10 s timeout.
+- **End to end**: Steward with its built-in handlers in its own process, the sandbox hub in the bench's: from the hub
+  sending \`workflow_run\` completed with a failure to Steward's re-run request reaching it, and from the hub sending
+  \`deployment_protection_rule\` to Steward's answer reaching it; ${o.e2eRuns} runs each, one at a time.
+- **Memory**: each server process's peak RSS over the intake run.
+
+Floors: intake at least 1.0x the durable peer at every level with p99 no worse; the burst all answered within 10 s;
+end-to-end p50 under 10 ms; Steward's peak RSS at most in-memory Probot's.
+
+## Latest results
+
+${started.toISOString().slice(0, 16).replace("T", " ")} UTC, commit ${commit}, ${machine}, load average after ${load()}.
+One run on a machine shared with other work: read the ratios, not the absolute rates.
+
+${report}`;
+  writeFileSync(new URL("../../docs/bench.md", import.meta.url), page);
+  process.stderr.write("wrote docs/bench.md\n");
 }
-
-main().then(
-  () => process.exit(0),
-  (error: unknown) => {
-    log(error instanceof Error ? (error.stack ?? error.message) : String(error));
-    process.exit(1);
-  },
-);

@@ -1,0 +1,34 @@
+// The bench harness with tiny counts: every server starts, takes signed deliveries and answers
+// them, the burst and both end-to-end flows complete, and the report renders. Nothing here is
+// timed: speed is what `npm run bench` reports.
+import { describe, expect, it } from "vitest";
+import { PEER, PROBOT, STEWARD, runBench, type BenchOptions } from "./bench.js";
+import { renderResults } from "./report.js";
+
+const TINY: BenchOptions = { seconds: 1, connections: [1, 2], burst: { deliveries: 100, connections: 10 }, e2eRuns: 1 };
+
+describe("bench harness", () => {
+  it("measures every server, the burst and the end-to-end flows", { timeout: 300_000 }, async () => {
+    const results = await runBench(TINY, () => {});
+    expect(results.intake.map((c) => c.name)).toEqual(
+      expect.arrayContaining([STEWARD, "Steward (Redis)", PEER, PROBOT]),
+    );
+    for (const c of results.intake) {
+      expect(c.levels.map((l) => l.connections)).toEqual([1, 2]);
+      for (const l of c.levels)
+        expect({ server: c.name, answered: l.answered > 0, refused: l.refused, errors: l.errors }).toEqual({
+          server: c.name,
+          answered: true,
+          refused: 0,
+          errors: 0,
+        });
+      expect(c.peakRss).toBeGreaterThan(0);
+    }
+    expect(results.burst).toMatchObject({ answered: 100, refused: 0, errors: 0 });
+    expect(results.e2e.map((e) => [e.flow, e.answered])).toEqual([
+      ["re-run (workflow_run failed -> re-run request)", 1],
+      ["deployment_protection_rule -> answer", 1],
+    ]);
+    expect(renderResults(results, TINY)).toContain("Floors:");
+  });
+});

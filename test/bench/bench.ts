@@ -1,0 +1,152 @@
+// What `npm run bench` measures (docs/bench.md says why): durable intake against the durable peer
+// and in-memory Probot at 1, 10 and 50 connections with each server's peak memory, a burst, and
+// end-to-end answers against the sandbox hub. Every server runs in its own process; they take
+// turns level by level, so the two sides of a ratio are measured a few seconds apart.
+import { readdirSync, readFileSync } from "node:fs";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { benchEndToEnd, type E2eRow } from "./e2e.js";
+import { runLoad, SECRET, signedPayloads, type LoadResult } from "./load.js";
+import { startServer, type ServerUnderTest } from "./servers/child.js";
+
+export interface BenchOptions {
+  /** Seconds of load at each level. */
+  seconds: number;
+  connections: number[];
+  burst: { deliveries: number; connections: number };
+  /** Runs of each end-to-end flow. */
+  e2eRuns: number;
+}
+
+export const FULL: BenchOptions = {
+  seconds: 10,
+  connections: [1, 10, 50],
+  burst: { deliveries: 20_000, connections: 200 },
+  e2eRuns: 50,
+};
+
+export const STEWARD = "Steward (SQLite)";
+export const PEER = "Probot + BullMQ (durable peer)";
+export const PROBOT = "Probot (in memory)";
+
+export interface Contender {
+  name: string;
+  levels: LoadResult[];
+  /** Peak resident memory over the intake run, bytes. */
+  peakRss: number;
+}
+
+export interface BenchResults {
+  intake: Contender[];
+  burst: LoadResult;
+  e2e: E2eRow[];
+}
+
+const REDIS = "redis://127.0.0.1:6379";
+const POSTGRES = "postgres://postgres@127.0.0.1:5432";
+
+/** A database of its own when this checkout's Steward takes STEWARD_POSTGRES_URL; undefined otherwise. */
+async function postgresDatabase(name: string): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  const config = new URL("../../src/config/", import.meta.url);
+  if (
+    !readdirSync(config).some(
+      (f) => f.endsWith(".ts") && readFileSync(new URL(f, config), "utf8").includes("STEWARD_POSTGRES_URL"),
+    )
+  )
+    return undefined;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: `${POSTGRES}/postgres` });
+    await client.connect();
+    await client.query(sql).finally(() => client.end());
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  return { url: `${POSTGRES}/${name}`, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+async function deleteRedisKeys(pattern: string): Promise<void> {
+  const redis = new Redis(REDIS);
+  for await (const keys of redis.scanStream({ match: pattern, count: 1000 }))
+    if ((keys as string[]).length) await redis.unlink(...(keys as string[]));
+  redis.disconnect();
+}
+
+export async function runBench(o: BenchOptions, log: (line: string) => void): Promise<BenchResults> {
+  const payloads = signedPayloads();
+  const tag = `bench_${process.pid}`;
+  const postgres = await postgresDatabase(tag);
+  const env = { WEBHOOK_SECRET: SECRET };
+  const contenders: { name: string; server: "steward" | "probot"; env: Record<string, string> }[] = [
+    { name: STEWARD, server: "steward", env },
+    {
+      name: "Steward (Redis)",
+      server: "steward",
+      env: { ...env, STEWARD_REDIS_URL: REDIS, BENCH_PREFIX: `${tag}_steward` },
+    },
+    ...(postgres
+      ? [
+          {
+            name: "Steward (PostgreSQL)",
+            server: "steward" as const,
+            env: { ...env, STEWARD_POSTGRES_URL: postgres.url },
+          },
+        ]
+      : []),
+    { name: PEER, server: "probot", env: { ...env, BENCH_QUEUE: "deliveries", BENCH_PREFIX: `${tag}_bullmq` } },
+    { name: PROBOT, server: "probot", env },
+  ];
+  const servers = new Map<string, ServerUnderTest>();
+  try {
+    const intake: Contender[] = [];
+    for (const c of contenders) {
+      const server = await startServer(c.server, c.env);
+      servers.set(c.name, server);
+      // Warm-up: start-up, JIT and connections are not what is measured.
+      await runLoad({ url: server.url, payloads, connections: 10, seconds: Math.min(2, o.seconds) });
+      await server.idle();
+      intake.push({ name: c.name, levels: [], peakRss: 0 });
+    }
+    for (const connections of o.connections) {
+      for (const c of intake) {
+        const server = servers.get(c.name)!;
+        const r = await runLoad({ url: server.url, payloads, connections, seconds: o.seconds });
+        // The worker catches up before the next run, so no backlog leaks into it.
+        c.peakRss = await server.idle();
+        c.levels.push(r);
+        log(
+          `${c.name}, ${connections} connections: ${r.rps.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, ${r.refused} refused, ${r.errors} errors`,
+        );
+      }
+    }
+    for (const server of servers.values()) await server.stop();
+    servers.clear();
+
+    const steward = await startServer("steward", env);
+    servers.set("burst", steward);
+    await runLoad({ url: steward.url, payloads, connections: 10, seconds: 1 });
+    await steward.idle();
+    // GitHub gives up on a delivery not answered within 10 s: so does the burst's client.
+    const burst = await runLoad({
+      url: steward.url,
+      payloads,
+      connections: o.burst.connections,
+      amount: o.burst.deliveries,
+      timeoutSeconds: 10,
+    });
+    log(
+      `burst: ${burst.answered} of ${o.burst.deliveries} answered in ${burst.seconds.toFixed(1)} s, p99 ${burst.p99.toFixed(0)} ms, ${burst.refused} refused, ${burst.errors} errors`,
+    );
+    await steward.stop();
+    servers.clear();
+
+    const e2e = await benchEndToEnd(o.e2eRuns);
+    for (const row of e2e)
+      log(
+        `${row.flow}: ${row.answered} of ${row.sent} answered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms`,
+      );
+    return { intake, burst, e2e };
+  } finally {
+    for (const server of servers.values()) await server.stop();
+    await deleteRedisKeys(`*${tag}*`);
+    await postgres?.drop();
+  }
+}

@@ -4,6 +4,7 @@
 // Steward's answer (the re-run request; the rule's answer) reaches the hub: both stamped on this
 // process's clock. Runs go one at a time, each after the last was answered.
 import { createHub } from "../../src/sandbox/hub.js";
+import { percentile } from "./load.js";
 import { startServer } from "./servers/child.js";
 
 const ORG = "acme";
@@ -20,11 +21,6 @@ export interface E2eRow {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN;
-}
 
 export async function benchEndToEnd(count: number): Promise<E2eRow[]> {
   const hub = await createHub();

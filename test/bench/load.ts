@@ -53,7 +53,9 @@ export interface LoadResult {
   p99: number;
 }
 
-function percentile(sorted: number[], p: number): number {
+/** Nearest-rank percentile `p` of `values`. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]! : NaN;
 }
 
@@ -98,7 +100,6 @@ export function runLoad(o: {
       (error, result) => {
         if (error) return reject(error);
         const seconds = (performance.now() - started) / 1000;
-        latencies.sort((a, b) => a - b);
         const answered = latencies.length - refused;
         resolve({
           connections: o.connections,

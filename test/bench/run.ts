@@ -51,7 +51,11 @@ Probot user would run instead. It takes about five minutes, needs Redis at 127.0
 - **End to end**: Steward with its built-in handlers in its own process, the sandbox hub in the bench's: from the hub
   sending \`workflow_run\` completed with a failure to Steward's re-run request reaching it, and from the hub sending
   \`deployment_protection_rule\` to Steward's answer reaching it; ${o.e2eRuns} runs each, one at a time.
-- **Memory**: each server process's peak RSS over the intake run.
+- **Memory**: each server process's peak RSS over the intake run. Every server runs from its sources through tsx, with
+  the Node flags of \`npm start\`; the loader costs each about 30 MB.
+
+To see where a server's time goes, \`NODE_OPTIONS=--cpu-prof npm run bench -- --quick\` leaves a CPU profile of every
+process in the working directory.
 
 Floors: intake at least 1.0x the durable peer at every level with p99 no worse; the burst all answered within 10 s;
 end-to-end p50 under 10 ms; Steward's peak RSS at most in-memory Probot's.

@@ -8,7 +8,7 @@ import { renderResults } from "./report.js";
 const TINY: BenchOptions = { seconds: 1, connections: [1, 2], burst: { deliveries: 100, connections: 10 }, e2eRuns: 1 };
 
 describe("bench harness", () => {
-  it("measures every server, the burst and the end-to-end flows", { timeout: 300_000 }, async () => {
+  it("measures every server, the burst and the end-to-end flows", { timeout: 600_000 }, async () => {
     const results = await runBench(TINY, () => {});
     expect(results.intake.map((c) => c.name)).toEqual(
       expect.arrayContaining([STEWARD, "Steward (Redis)", PEER, PROBOT]),

@@ -19,7 +19,7 @@ export {
   type ScheduleRequest,
   type Scheduler,
 } from "./handler.js";
-export type { PolicySection, PolicyDocumentSpec, SemanticCheck, CheckOptions, JsonSchema, Problem } from "./policy/types.js";
+export type { PolicySection, PolicyDocumentSpec, SectionReview, SemanticCheck, CheckOptions, JsonSchema, Problem } from "./policy/types.js";
 export type { CheckReporter, CheckReport, CheckRunRef, CheckConclusion, CheckAction, Annotation, AnnotationLevel } from "./check-runs/types.js";
 export type { Store, KeyValue, AuditEntry } from "./store/types.js";
 export type { StewardConfig } from "./config/types.js";

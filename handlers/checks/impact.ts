@@ -6,7 +6,7 @@ import type { RerunPolicy } from "../rerun/policy.js";
 import type { DeploymentsPolicy } from "../deployments/policy.js";
 import { describeImpact, deploymentImpact, rerunImpact } from "../shared/impact.js";
 import { readDeploymentFacts, readRerunFacts } from "../shared/impact-facts.js";
-import type { FileReport } from "./evaluate.js";
+import type { FileReport } from "./decide.js";
 
 const SIMULATED = ["rerun", "deployments"] as const;
 

@@ -3,7 +3,7 @@
 // section and the changes against the base branch. Pure.
 import { stringify } from "yaml";
 import type { Annotation, CheckConclusion, Problem } from "../../src/index.js";
-import type { Evaluation, FileReport } from "./evaluate.js";
+import type { Evaluation, FileReport } from "./decide.js";
 
 export interface RenderContext {
   baseRef: string;

@@ -1,7 +1,7 @@
 // Evaluates one waiting gate and carries the decision out: a final answer (at most once), or a
 // durable wait with a comment-only status and a scheduled re-evaluation.
 import type { Logger } from "pino";
-import type { InstallationOctokit, Outcome, Scheduler, Store } from "../../src/index.js";
+import type { InstallationOctokit, Once, Outcome, Scheduler, Store } from "../../src/index.js";
 import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";
 import { formatComment } from "./comment.js";
 import { matchEnvironment, type Evaluation } from "./decide.js";
@@ -10,7 +10,7 @@ import { fetchFacts } from "./facts.js";
 import { recordDeploymentFacts } from "./record.js";
 import { reportEveryMs } from "./timetable.js";
 import type { DeploymentsPolicy } from "./policy.js";
-import { answeredKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
+import { answeredKey, answerOnceKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
 
 /** An answer is remembered past GitHub's 30 days, after which no request for the run can come again. */
 const ANSWER_MEMORY_MS = 35 * 86_400_000;
@@ -23,6 +23,7 @@ export interface GateServices {
   /** The required reviewer's Octokit (review gates only). */
   reviewer: InstallationOctokit | undefined;
   store: Store;
+  once: Once;
   scheduler: Scheduler;
   log: Logger;
   /** The clock decisions are made by (the sandbox hub's in tests and the demo). */
@@ -65,29 +66,35 @@ async function sendFinal(svc: GateServices, gate: Gate, state: FinalState, comme
   }
 }
 
+/** What sending a final answer came to: sent (or found sent), or refused by GitHub. */
+type Sent = { state: FinalState; sha: string; at: string } | { refused: { status: number; message: string } };
+
 async function answer(svc: GateServices, input: GateInput, evaluation: Evaluation, state: FinalState): Promise<Outcome> {
   const { gate } = input;
   const comment = formatComment(evaluation, gate.environment);
-  const claimed = await svc.store.claim(answeredKey(gate), { ttlMs: ANSWER_MEMORY_MS, value: { state, sha: input.sha, at: svc.now().toISOString() } });
-  if (!claimed) return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
-  try {
-    await sendFinal(svc, gate, state, comment);
-  } catch (error) {
-    if (gate.path === "rule" && isFinalRefusal(error) && alreadyDecidedAs(error, state)) {
-      // The answer of an earlier send was lost (a dropped connection, retried): GitHub says this
-      // app's rule was decided as we asked, so that decision was ours and is done.
-      svc.log.info({ environment: gate.environment, runId: gate.runId, state }, "deployment answer found already given");
-    } else if (isFinalRefusal(error)) {
-      // A refusal is GitHub's answer (not waiting any more, caller may not approve): asking again changes nothing.
-      await dropWait(svc, gate, input.sha);
-      svc.log.warn({ status: error.status, environment: gate.environment, runId: gate.runId }, "deployment answer refused");
-      return refusal(error, `the ${state === "approved" ? "approval" : "rejection"} of ${gate.environment}`);
-    } else {
-      await svc.store.release(answeredKey(gate));
-      throw error;
-    }
-  }
+  // One final answer per gate, across deliveries, tasks and replicas. A refusal is GitHub's answer
+  // too (not waiting any more, caller may not approve): asking again changes nothing.
+  const sent = await svc.once(answerOnceKey(gate), {
+    run: async (): Promise<Sent> => {
+      try {
+        await sendFinal(svc, gate, state, comment);
+      } catch (error) {
+        if (!isFinalRefusal(error)) throw error;
+        if (gate.path !== "rule" || !alreadyDecidedAs(error, state)) return { refused: { status: error.status, message: error.message } };
+        // The answer of an earlier send was lost (a dropped connection, retried): GitHub says this
+        // app's rule was decided as we asked, so that decision was ours and is done.
+        svc.log.info({ environment: gate.environment, runId: gate.runId, state }, "deployment answer found already given");
+      }
+      return { state, sha: input.sha, at: svc.now().toISOString() };
+    },
+  });
+  await svc.store.set(answeredKey(gate), "refused" in sent.value ? { refused: sent.value.refused, sha: input.sha } : sent.value, { ttlMs: ANSWER_MEMORY_MS });
   await dropWait(svc, gate, input.sha);
+  if (sent.state === "recorded") return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
+  if ("refused" in sent.value) {
+    svc.log.warn({ status: sent.value.refused.status, environment: gate.environment, runId: gate.runId }, "deployment answer refused");
+    return refusal(sent.value.refused, `the ${state === "approved" ? "approval" : "rejection"} of ${gate.environment}`);
+  }
   await svc.store.audit({
     kind: "deployment_answer",
     source: "deployments",

@@ -6,7 +6,7 @@ import { listPendingDeployments, reviewerOctokitFrom } from "./answer.js";
 import { matchEnvironment } from "./decide.js";
 import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
 import { fetchPropertyValues, fetchRun } from "./facts.js";
-import { gatesFor, type OrgGate } from "./org-gates.js";
+import { gateFindings, gatesFor, type OrgGate } from "./org-gates.js";
 import { runGate, type GateServices } from "./gate.js";
 import { policyWithheld } from "../shared/visibility.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
@@ -56,6 +56,7 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     },
     reviewer: reviewerOf(ctx.config),
     store: ctx.store,
+    once: ctx.once,
     scheduler: ctx.scheduler,
     log: ctx.log,
     now: options.now ?? (() => ctx.now()),
@@ -150,7 +151,14 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       "check_suite.completed",
       "deployment_status",
     ],
-    policy: deploymentsSection,
+    policy: {
+      ...deploymentsSection,
+      // In steward/config: where a repository file tries to loosen an organisation gate.
+      async review({ org, own, octokit, repository }) {
+        if (!org.by_property?.length) return [];
+        return gateFindings(org, own, await fetchPropertyValues(octokit, repository));
+      },
+    },
     // Runs and jobs are taken only to answer a run waiting for review, as its required reviewer:
     // without a reviewer (no STEWARD_REVIEWER_TOKEN) none is ever acted on, and every one of them
     // (each run and job of every workflow, requested, queued, in progress) is settled at the intake.

@@ -26,6 +26,8 @@ const PREFIX = "deployments:";
 const gateId = (g: Gate) => `${g.path}:${g.owner}/${g.repo}:${g.runId}:${g.environment.toLowerCase()}`.toLowerCase();
 
 export const answeredKey = (g: Gate) => `${PREFIX}answered:${gateId(g)}`;
+/** `ctx.once` key of a gate's final answer. */
+export const answerOnceKey = (g: Gate) => `answer:${gateId(g)}`;
 /** Key of the scheduled re-evaluation of a gate, within this handler's task namespace. */
 export const taskKey = (g: Gate) => gateId(g);
 const shaPrefix = (owner: string, repo: string, sha: string) => `${PREFIX}wait:${owner}/${repo}:${sha}:`.toLowerCase();

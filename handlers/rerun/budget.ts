@@ -4,6 +4,7 @@
 // finishing together cannot both take the last slot.
 import type { Store } from "../../src/index.js";
 import { withStoreLock } from "../../src/index.js";
+import { budgetDayPrefix, budgetLockKey } from "./keys.js";
 
 /** Slots outlive their day a little so a count near midnight is still right. */
 const SLOT_TTL_MS = 2 * 24 * 3_600_000;
@@ -13,7 +14,7 @@ export function utcDay(at: Date): string {
 }
 
 function dayPrefix(repoId: number, at: Date): string {
-  return `rerun:budget:${repoId}:${utcDay(at)}:`;
+  return budgetDayPrefix(repoId, utcDay(at));
 }
 
 /**
@@ -39,7 +40,7 @@ export async function takeSlot(store: Store, repoId: number, slot: string, limit
     await store.set(prefix + slot, true, { ttlMs: SLOT_TTL_MS });
     return true;
   }
-  return withStoreLock(store, `rerun:budget-lock:${repoId}`, async () => {
+  return withStoreLock(store, budgetLockKey(repoId), async () => {
     const slots = await store.list(prefix);
     if (slots.some((e) => e.key === prefix + slot)) return true;
     if (limit !== undefined && slots.length >= limit) return false;

@@ -1,14 +1,17 @@
-// Carrying out a re-run decision: re-check that the run is still current, ask the API to re-run,
-// turn its refusals into outcomes, and explain what happened in the `steward/rerun` check run.
+// Acting on a re-run decision: record it, then re-check that the run is still current, ask the
+// API to re-run (now or from a scheduled task), turn its refusals into outcomes, and explain what
+// happened in the `steward/rerun` check run.
 import type { Outcome } from "../../src/index.js";
-import { budgetStop, supersededReason } from "./decide.js";
+import { budgetStop, decide, supersededReason, type Decision, type RunFacts } from "./decide.js";
 import { actionText, type ActionTaken } from "./explain.js";
 import { explainAndReport } from "./history.js";
-import type { Ops, RerunTask } from "./task.js";
-import { DECIDED_TTL_MS, idempotencyKey } from "./claim.js";
-import { currentHead, getRun } from "./facts.js";
+import type { Ops, RerunScope, RerunTask } from "./task.js";
+import { DECIDED_TTL_MS, requestedKey as requestedKeyOf, taskKey } from "./keys.js";
+import { currentHead, gatherFacts, getRun } from "./facts.js";
 import { returnSlot, takeSlot, usedToday } from "./budget.js";
 import { rememberPlan, standDown } from "./merge-queue.js";
+import type { RerunPolicy } from "./policy.js";
+import { recordRerunFacts } from "./record.js";
 
 /** How many times a re-run refused with "already running" is tried again before giving up. */
 export const MAX_BUSY_RETRIES = 5;
@@ -28,14 +31,74 @@ function refusalOf(err: unknown): Refusal | undefined {
   return { kind: /already running|in progress/i.test(message) ? "busy" : "refused", message };
 }
 
-/**
- * Re-run now (the decision said so): re-check, request, explain. `known`: the run's attempt, read
- * beside the decision's facts for a decision carried out at once (else it is read here).
- */
-export async function carryOut(ops: Ops, task: RerunTask, known?: Promise<{ attempt: number }>): Promise<Outcome> {
+export interface DecisionRequest {
+  policy: RerunPolicy;
+  scope: RerunScope;
+  run: RunFacts;
+  htmlUrl: string | undefined;
+  /** The organisation's admin repository, and the files the policy came from (what a report may show). */
+  adminRepo: string;
+  policySources: readonly string[] | undefined;
+}
+
+/** Read the facts, decide, record the decision and its facts, and carry it out (or schedule it). */
+export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outcome> {
+  const { policy, scope, run } = req;
+  const facts = await gatherFacts({ octokit: ops.octokit, store: ops.store, adminRepo: req.adminRepo, policySources: req.policySources }, policy, scope, run);
+  const decision = decide({ policy, run, ...facts.input });
+  ops.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
+  await recordRerunFacts(ops.store, { repository: scope.fullName, run, jobs: facts.jobs, logs: facts.tails, current: facts.input.current, decision: decision.decision });
+  await ops.store.audit({
+    kind: "rerun_decision",
+    source: "rerun",
+    details: { repository: `${scope.owner}/${scope.repo}`, runId: run.id, attempt: run.runAttempt, ...decision },
+  });
+  const task = taskOf(req, decision);
+  switch (decision.decision) {
+    case "skip":
+      return { status: "skipped", reason: decision.reasons.join("; ") };
+    case "give_up":
+      await explainAndReport(ops, task, "gave_up");
+      return { status: "done", summary: `not re-run: ${decision.reasons.join("; ")}` };
+    case "rerun":
+      if (decision.delayMs > 0) {
+        // Waiting must not hold a worker: the durable queue brings the task back to onTask.
+        const later = { ...task, scheduled: true };
+        const key = taskKey(scope.repoId, run.id, run.runAttempt);
+        const runAt = new Date(Date.now() + decision.delayMs);
+        await ops.scheduler.schedule({ key, runAt, data: later, installationId: ops.installationId });
+        await rememberPlan(ops, later, key, runAt);
+        return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
+      }
+      return carryOut(ops, task);
+  }
+}
+
+function taskOf(req: DecisionRequest, decision: Decision): RerunTask {
+  const { policy, scope, run } = req;
+  return {
+    owner: scope.owner,
+    repo: scope.repo,
+    repoId: scope.repoId,
+    run,
+    htmlUrl: req.htmlUrl,
+    maxAttempts: policy.max_attempts,
+    mode: decision.decision === "rerun" ? decision.mode : policy.mode,
+    jobs: decision.decision === "rerun" ? decision.jobs : undefined,
+    dailyBudget: policy.daily_budget,
+    delayMs: decision.decision === "rerun" ? decision.delayMs : 0,
+    reasons: decision.reasons,
+    verdicts: decision.verdicts,
+    tries: 0,
+    scheduled: false,
+  };
+}
+
+/** Re-run now (the decision said so): re-check, request, explain. */
+export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
   const ref = { owner: task.owner, repo: task.repo };
   const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
-  const requestedKey = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:requested`;
+  const requestedKey = requestedKeyOf(task.repoId, task.run.id, task.run.runAttempt);
   const action = actionOf(task);
 
   // Once the API accepted the re-run, a retry (e.g. the check run write failed) only explains.
@@ -43,7 +106,7 @@ export async function carryOut(ops: Ops, task: RerunTask, known?: Promise<{ atte
   // record leaves it, and the retry then knows the next attempt is its own doing.
   const requested = await ops.store.get<true | "intent">(requestedKey);
   if (requested !== true) {
-    const attemptNow = known ? (await known).attempt : ((await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1);
+    const attemptNow = (await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1;
     const ours = requested === "intent" && attemptNow === task.run.runAttempt + 1;
     // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
     if (attemptNow !== task.run.runAttempt && !ours) {
@@ -117,7 +180,7 @@ async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promi
   if (refusal.kind === "busy" && task.tries < MAX_BUSY_RETRIES) {
     const waitMs = task.delayMs > 0 ? task.delayMs : BUSY_RETRY_MS;
     const tries = task.tries + 1;
-    const key = `${idempotencyKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`;
+    const key = `${taskKey(task.repoId, task.run.id, task.run.runAttempt)}:busy:${tries}`;
     const later = { ...task, tries, scheduled: true };
     const runAt = new Date(Date.now() + waitMs);
     await ops.scheduler.schedule({ key, runAt, data: later, installationId: ops.installationId });

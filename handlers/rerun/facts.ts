@@ -1,8 +1,15 @@
-// API reads the re-run decision needs: the run, its jobs for one attempt, job logs, and where
-// the run's pull request or branch points now.
-import { downloadWithoutAuth, type InstallationOctokit } from "../../src/index.js";
+// What the re-run reads from GitHub and the store, behind one interface so the decisions stay
+// pure: the run, its jobs for one attempt, job logs, where the run's pull request or branch points
+// now, the branch's run history for the flake pattern, and today's re-runs.
+import { downloadWithoutAuth, MatchBudget, type InstallationOctokit, type Store } from "../../src/index.js";
 import { forkOf, type RepoIdentity } from "../shared/fork.js";
-import type { CurrentHead, JobFacts, RunFacts } from "./decide.js";
+import { policyWithheld } from "../shared/visibility.js";
+import { logsToFetch, type CurrentHead, type DecideInput, type JobFacts, type RunFacts } from "./decide.js";
+import { commitOrder, window, type CommitRun } from "./flake.js";
+import { usedToday } from "./budget.js";
+import type { RerunPolicy } from "./policy.js";
+import { LOG_TAIL_CHARS } from "./record.js";
+import { scanLog } from "./scan.js";
 
 /** Logs are read for substring/regex search only; past this size only the tail is kept (errors print last). */
 export const MAX_LOG_CHARS = 8 * 1024 * 1024;
@@ -85,7 +92,7 @@ export function toJobFacts(j: { id: number; name: string; conclusion?: string | 
  * redirect to a storage host; that URL is fetched without credentials so the installation token never
  * leaves for another host.
  */
-export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jobId: number, answered?: () => void): Promise<string | null> {
+export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jobId: number): Promise<string | null> {
   let response;
   try {
     response = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {
@@ -94,12 +101,9 @@ export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jo
       request: { redirect: "manual" },
     });
   } catch (err) {
-    answered?.();
     if (statusOf(err) === 404 || statusOf(err) === 410) return null;
     throw err;
   }
-  // `answered`: the API has answered (the storage host is read next, without the token).
-  answered?.();
   const location = (response.headers as Record<string, string | undefined>).location;
   if (response.status >= 300 && response.status < 400) {
     if (!location) return null;
@@ -165,6 +169,42 @@ async function forkPullHead(octokit: InstallationOctokit, ref: RepoRef, run: Run
   return { source: `pull request #${data[0]!.number}`, sha: data[0]!.head.sha };
 }
 
+/** The decision's facts, and the log tails kept with them for simulating another policy. */
+export interface GatheredFacts {
+  input: Omit<DecideInput, "policy" | "run">;
+  jobs: JobFacts[];
+  tails: Map<number, string | null>;
+}
+
+/** Where the facts are read: the installation's API, the store, and where the policy came from. */
+export interface FactSources {
+  octokit: InstallationOctokit;
+  store: Store;
+  adminRepo: string;
+  policySources: readonly string[] | undefined;
+}
+
+/**
+ * Everything `decide` needs for a completed run, read in order: the jobs, then the logs of the
+ * failed jobs the rules read (scanned for their patterns; the tail kept), where the branch or
+ * pull request points now, whether the policy's words may be shown, and today's re-runs.
+ */
+export async function gatherFacts(src: FactSources, policy: RerunPolicy, ref: RepoRef & { repoId: number }, run: RunFacts): Promise<GatheredFacts> {
+  const repo = { owner: ref.owner, repo: ref.repo };
+  const jobs = await listJobs(src.octokit, repo, run.id, run.runAttempt);
+  const specs = policy.rules.flatMap((r) => r.log ?? []);
+  const budget = new MatchBudget();
+  // The decision needs only which patterns matched; the facts kept for simulating another policy
+  // need the text, of which the tail is enough (errors print last).
+  const read = await fetchLogs(src.octokit, repo, logsToFetch(policy, run, jobs), async (log) => ({ scanned: await scanLog(log, specs, budget), tail: log.slice(-LOG_TAIL_CHARS) }));
+  const current = await currentHead(src.octokit, repo, run);
+  const withheld = await policyWithheld(src.octokit, { ...repo, adminRepo: src.adminRepo, sources: src.policySources, fork: Boolean(run.fromFork) });
+  const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
+  const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
+  const used = await usedToday(src.store, ref.repoId, policy.daily_budget);
+  return { input: { jobs, logs, current, usedToday: used, ...(withheld ? { withheld } : {}) }, jobs, tails };
+}
+
 /**
  * Fetch the logs the decision needs, one at a time (few jobs; keeps the rate limit calm), each turned
  * by `digest` (e.g. scanned for the policy's patterns) before the next is read, so at most one log's
@@ -177,4 +217,30 @@ export async function fetchLogs<T>(octokit: InstallationOctokit, ref: RepoRef, j
     logs.set(id, log === null ? null : await digest(log));
   }
   return logs;
+}
+
+/** One page of the branch's history is enough: the flake pattern only looks two commits either side. */
+const HISTORY_RUNS = 30;
+
+/** The commits around `run` on its branch, oldest first, each with its newest run's jobs. */
+export async function branchHistory(octokit: InstallationOctokit, ref: RepoRef, run: RunFacts, repository: RepoIdentity): Promise<CommitRun[]> {
+  if (run.workflowId === undefined || !run.headBranch) return [];
+  const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", {
+    ...ref,
+    workflow_id: run.workflowId,
+    branch: run.headBranch,
+    event: run.event,
+    status: "completed",
+    per_page: HISTORY_RUNS,
+  });
+  const runs = (data.workflow_runs as unknown as ApiRun[]).map((r) => toRunFacts(r, undefined, repository));
+  // The listing may lag behind the delivery: the run that just completed is known for sure.
+  if (!runs.some((r) => r.id === run.id)) runs.push(run);
+  const around = window(commitOrder(runs), run.id);
+  const history: CommitRun[] = [];
+  for (const r of around) {
+    const jobs = await listJobs(octokit, ref, r.id, r.runAttempt);
+    history.push({ run: r, jobs: new Map(jobs.map((j) => [j.name, { id: j.id, conclusion: j.conclusion }])) });
+  }
+  return history;
 }

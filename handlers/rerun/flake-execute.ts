@@ -1,46 +1,33 @@
-// Acting on the flake pattern: each flake found is claimed once, recorded for `steward flakes`, and
+// Acting on the flake pattern: each flake found is acted on once (`ctx.once`), recorded for `steward flakes`, and
 // its job re-run alone on the red commit's run (within the attempt cap and the daily budget), with
 // the reason in that commit's `steward/rerun` check run.
-import type { RepoIdentity } from "../shared/fork.js";
 import type { RerunPolicy } from "./policy.js";
-import { DECIDED_TTL_MS } from "./claim.js";
+import { flakeKey, flakePrefix } from "./keys.js";
 import { attemptOrBudgetStop, type JobVerdict, type RunFacts } from "./decide.js";
 import { carryOut } from "./execute.js";
 import { explainAndReport } from "./history.js";
-import type { Ops, RerunTask } from "./task.js";
-import { branchHistory } from "./flake-facts.js";
-import { findFlakes, flakePrefix, flakeReason, type Flake, type FlakeRecord } from "./flake.js";
+import type { Ops, RerunScope, RerunTask } from "./task.js";
+import { branchHistory } from "./facts.js";
+import { findFlakes, flakeReason, type Flake, type FlakeRecord } from "./flake.js";
 import { usedToday } from "./budget.js";
 
 /** Flake records are kept this long (the listing's longest useful window). */
 export const FLAKE_TTL_MS = 180 * 24 * 3_600_000;
 
-export interface FlakeScope {
-  owner: string;
-  repo: string;
-  repoId: number;
-  repository: RepoIdentity;
-}
-
 /** Look for flakes around `run`; one line per flake acted on (empty when none). */
-export async function flakePass(ops: Ops, policy: RerunPolicy, scope: FlakeScope, run: RunFacts): Promise<string[]> {
+export async function flakePass(ops: Ops, policy: RerunPolicy, scope: RerunScope, run: RunFacts): Promise<string[]> {
   const ref = { owner: scope.owner, repo: scope.repo };
   const flakes = findFlakes(await branchHistory(ops.octokit, ref, run, scope.repository), run.id);
   const lines: string[] = [];
   for (const flake of flakes) {
-    const key = `rerun:flake:${scope.repoId}:${flake.run.id}:${flake.run.runAttempt}:${flake.job.name}`;
-    if (!(await ops.store.claim(key, { ttlMs: DECIDED_TTL_MS }))) continue;
-    try {
-      lines.push(await actOn(ops, policy, scope, flake));
-    } catch (err) {
-      await ops.store.release(key);
-      throw err;
-    }
+    // Each flake is acted on once, whichever of its neighbours' runs finds it first.
+    const acted = await ops.once(flakeKey(scope.repoId, flake.run.id, flake.run.runAttempt, flake.job.name), { run: () => actOn(ops, policy, scope, flake) });
+    if (acted.state !== "recorded") lines.push(acted.value);
   }
   return lines;
 }
 
-async function actOn(ops: Ops, policy: RerunPolicy, scope: FlakeScope, flake: Flake): Promise<string> {
+async function actOn(ops: Ops, policy: RerunPolicy, scope: RerunScope, flake: Flake): Promise<string> {
   const reason = flakeReason(flake);
   const stop = attemptOrBudgetStop(policy, flake.run, await usedToday(ops.store, scope.repoId, policy.daily_budget));
   const verdict: JobVerdict = { id: flake.job.id, name: flake.job.name, conclusion: "failure", transient: true, reason };

@@ -1,7 +1,8 @@
 // The flakiest jobs, read from the flake records the rerun handler keeps (rerun.flake_pattern):
 // the one reading `steward flakes` and the console's /console/flakes page share.
 import type { Store } from "../../src/index.js";
-import { allFlakesPrefix, flakePrefix, rankFlakes, type FlakeRecord, type FlakyJob } from "./flake.js";
+import { rankFlakes, type FlakeRecord, type FlakyJob } from "./flake.js";
+import { flakePrefix } from "./keys.js";
 
 export interface FlakesQuery {
   /** `owner/name` of each repository to list; one reads only that repository's records. */
@@ -21,7 +22,7 @@ export async function flakyJobs(store: Pick<Store, "list">, q: FlakesQuery, now 
   if (q.repos.length === 0) return [];
   const wanted = new Map(q.repos.map((r) => [r.toLowerCase(), r]));
   // One repository: its own key range. Several: one pass over every record, kept when asked for.
-  const prefix = q.repos.length === 1 ? flakePrefix(q.repos[0]!) : allFlakesPrefix();
+  const prefix = q.repos.length === 1 ? flakePrefix(q.repos[0]!) : flakePrefix();
   const byRepo = new Map<string, FlakeRecord[]>();
   for (const { value } of await store.list<FlakeRecord>(prefix)) {
     const name = value?.repository?.toLowerCase();

@@ -106,15 +106,3 @@ export function rankFlakes(records: readonly FlakeRecord[], since: Date): FlakyJ
   }
   return [...byJob.values()].sort((a, b) => b.count - a.count || b.lastSeen.localeCompare(a.lastSeen) || a.job.localeCompare(b.job));
 }
-
-const FLAKES_PREFIX = "rerun:flakes:";
-
-/** Store keys of one repository's flake records. */
-export function flakePrefix(repository: string): string {
-  return `${FLAKES_PREFIX}${repository.toLowerCase()}:`;
-}
-
-/** Store keys of every repository's flake records. */
-export function allFlakesPrefix(): string {
-  return FLAKES_PREFIX;
-}

@@ -2,12 +2,8 @@
 // `steward/rerun` check run on the commit.
 import { withStoreLock } from "../../src/index.js";
 import { CHECK_NAME, MAX_EXPLANATIONS, renderCheck, type ActionTaken, type Explanation } from "./explain.js";
-import { DECIDED_TTL_MS } from "./claim.js";
+import { DECIDED_TTL_MS, historyKey } from "./keys.js";
 import type { Ops, RerunTask } from "./task.js";
-
-function historyKey(repoId: number, headSha: string): string {
-  return `rerun:history:${repoId}:${headSha}`;
-}
 
 /** Append the explanation to the commit's history and show the history in the check run. */
 export async function explainAndReport(ops: Ops, task: RerunTask, action: ActionTaken, detail?: string): Promise<void> {

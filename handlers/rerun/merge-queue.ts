@@ -3,7 +3,7 @@
 // commit; `merge_group.destroyed` cancels those plans and says so in the check run. A plan that
 // slips through (the delivery is late) still finds the group's branch gone and stands down.
 import type { Outcome } from "../../src/index.js";
-import { DECIDED_TTL_MS } from "./claim.js";
+import { DECIDED_TTL_MS, planPrefix } from "./keys.js";
 import { explainAndReport } from "./history.js";
 import type { Ops, RerunTask } from "./task.js";
 
@@ -12,10 +12,6 @@ export const MERGE_GROUP_EVENT = "merge_group";
 interface PlannedRerun {
   taskKey: string;
   task: RerunTask;
-}
-
-function planPrefix(repoId: number, headSha: string): string {
-  return `rerun:mq:${repoId}:${headSha}:`;
 }
 
 /**

@@ -47,12 +47,7 @@ export interface RerunPolicy {
    * (green, red, green) is a flake even without a matching rule: re-run it and record it.
    */
   flake_pattern: boolean;
-  /**
-   * Read a failed job's log when the job finishes (`workflow_job.completed`), before its run does,
-   * so the decision does not wait for it. Costs reads the decision may not make: runs it skips for
-   * what only the run tells (its event, a fork), and up to `max_failed_jobs` logs of a run that
-   * then fails in more jobs than that.
-   */
+  /** Accepted so that existing policy files stay valid; logs are read with the run's decision. */
   read_ahead: boolean;
   /** First match wins; `[]` treats every failure in scope as transient. */
   rules: RerunRule[];

@@ -4,6 +4,7 @@
 // are short: rules look for errors, which print last.
 import type { Store } from "../../src/index.js";
 import type { CurrentHead, JobFacts, RunFacts } from "./decide.js";
+import { rerunFactsPrefix } from "./keys.js";
 
 /** Records live this long; the simulation reads the newest. */
 export const FACTS_TTL_MS = 30 * 24 * 3_600_000;
@@ -21,9 +22,7 @@ export interface RerunFactRecord {
   at: string;
 }
 
-export function rerunFactsPrefix(repository?: string): string {
-  return `facts:rerun:${repository ? `${repository.toLowerCase()}:` : ""}`;
-}
+export { rerunFactsPrefix };
 
 export async function recordRerunFacts(store: Store, record: Omit<RerunFactRecord, "at" | "logs"> & { logs?: ReadonlyMap<number, string | null> }, at = new Date()): Promise<void> {
   const { logs, ...rest } = record;

@@ -1,17 +1,34 @@
 // A re-run decision to carry out, now or later (a scheduled task's data), and what carrying it
 // out is handed.
 import type { Logger } from "pino";
-import type { CheckReporter, InstallationOctokit, Scheduler, Store } from "../../src/index.js";
+import type { CheckReporter, InstallationOctokit, Once, Scheduler, Store } from "../../src/index.js";
+import type { RepoIdentity } from "../shared/fork.js";
 import type { JobVerdict, RunFacts } from "./decide.js";
 import type { RerunMode } from "./policy.js";
 
+/** The parts of a handler or task context that carrying out a decision uses. */
 export interface Ops {
   octokit: InstallationOctokit;
   store: Store;
+  once: Once;
   checks: CheckReporter;
   scheduler: Scheduler;
   log: Logger;
   installationId: number | undefined;
+}
+
+export function opsOf(ctx: Ops): Ops {
+  return { octokit: ctx.octokit, store: ctx.store, once: ctx.once, checks: ctx.checks, scheduler: ctx.scheduler, log: ctx.log, installationId: ctx.installationId };
+}
+
+/** The repository a run belongs to. */
+export interface RerunScope {
+  owner: string;
+  repo: string;
+  repoId: number;
+  /** `owner/name`. */
+  fullName: string;
+  repository: RepoIdentity;
 }
 
 /** Everything needed to carry out a decision later, without the delivery (JSON-serialisable). */

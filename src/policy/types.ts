@@ -62,6 +62,22 @@ export interface PolicySection<P = unknown> {
    * (with `defaults`). Default false: an absent section leaves the repository alone.
    */
   enabledByDefault?: boolean;
+  /**
+   * Findings on a repository file's section under the organisation file's, shown as warnings at
+   * the key by `steward/config` (e.g. a repository rule that tries to loosen an organisation
+   * gate). It may read the repository's facts (custom property values) through `octokit`.
+   */
+  review?(input: SectionReview<P>): Promise<{ path: (string | number)[]; message: string }[]>;
+}
+
+/** What a section's `review` is given: the two files' values of the section, and the repository. */
+export interface SectionReview<P> {
+  /** The organisation file's value of the section (validated, defaults applied). */
+  org: P;
+  /** The repository file's value, when the file sets the section. */
+  own: P | undefined;
+  octokit: InstallationOctokit;
+  repository: { owner: string; repo: string };
 }
 
 /** A whole policy document a handler owns, e.g. `.github/steward/secrets.yml`. */

@@ -59,11 +59,3 @@ export function failedRuns(hub: () => HubClient) {
     return run;
   }
 }
-
-/** The hub's workflow_job.completed payload of one job of a run (what a note or a read ahead is taken from). */
-export function jobPayloads(hub: () => HubClient) {
-  return async function jobPayload(runId: number, job: string): Promise<Record<string, any>> {
-    const [delivery] = await hub().hub.control.waitForDeliveries((d: { event: string; action: string | null; payload: any }) => d.event === "workflow_job" && d.action === "completed" && d.payload.workflow_job.run_id === runId && d.payload.workflow_job.name === job);
-    return structuredClone(delivery!.payload) as Record<string, any>;
-  };
-}

@@ -4,6 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import rerun from "../../../handlers/rerun/index.js";
 import { rerunPolicy, type RerunPolicy } from "../../../handlers/rerun/policy.js";
+import { decisionKey } from "../../../handlers/rerun/keys.js";
 import { startHubClient, type HubClient } from "../../support/hub-client.js";
 import { makeHarness, type Harness } from "./harness.js";
 import { failedRuns, ORG, REPO, TRANSIENT } from "./failed-run.js";
@@ -35,8 +36,8 @@ const attemptOf = (runId: number) => (actions().describeRun(runId) as { run_atte
 const failedRun = failedRuns(() => gh);
 
 describe("rerun handler", () => {
-  it("subscribes to completed workflow runs and jobs and owns the rerun section", () => {
-    expect(rerun.events).toEqual(["workflow_run.completed", "workflow_job.completed", "merge_group.destroyed"]);
+  it("subscribes to completed workflow runs and destroyed merge groups and owns the rerun section", () => {
+    expect(rerun.events).toEqual(["workflow_run.completed", "merge_group.destroyed"]);
     expect(rerun.policy?.key).toBe("rerun");
   });
 
@@ -65,28 +66,12 @@ describe("rerun handler", () => {
     expect(h.logLines.join("")).not.toMatch(/gh[sp]_[A-Za-z0-9_]{16,}/);
   });
 
-  it("reads the logs, the branch and the run together, once the jobs are known (one round trip, not three)", async () => {
+  it("reads the jobs, then the logs the rules need and the branch, and the run's attempt only to re-run", async () => {
     const run = await failedRun();
-    // The branch's and the run's answers are held until a log request has been sent: read one
-    // after another, the log would wait for them and they for it (released after 10 s, the test
-    // then fails on `logAsked`). The jobs' answer is not held: it goes first, alone.
-    let logAsked = false;
-    let sawLog!: () => void;
-    const logSent = new Promise<void>((resolve) => (sawLog = resolve));
-    gh.octokit.hook.wrap("request", async (request, options) => {
-      const url = String((options as { url?: string }).url ?? "");
-      if (url.endsWith("/logs")) sawLog();
-      if (url === "/repos/{owner}/{repo}/branches/{branch}" || url === "/repos/{owner}/{repo}/actions/runs/{run_id}") {
-        logAsked = await Promise.race([logSent.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 10_000).unref())]);
-      }
-      return request(options);
-    });
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)));
-    expect(logAsked).toBe(true);
     expect(out).toMatchObject({ status: "done" });
     const reads = gh.sent.filter((r) => r.method === "GET" && r.path.startsWith("/repos/acme/web/")).map((r) => r.path.replace(/^\/repos\/acme\/web\//, ""));
-    expect(reads[0]).toMatch(/^actions\/runs\/\d+\/attempts\/1\/jobs$/);
-    expect(reads.slice(1).map((p) => p.replace(/\d+/g, "N")).sort()).toEqual(["actions/jobs/N/logs", "actions/runs/N", "branches/main"]);
+    expect(reads.map((p) => p.replace(/\d+/g, "N"))).toEqual(["actions/runs/N/attempts/N/jobs", "actions/jobs/N/logs", "branches/main", "actions/runs/N"]);
     expect(posts()).toEqual(["rerun-failed-jobs"]);
   }, 20_000);
 
@@ -207,24 +192,28 @@ describe("rerun handler", () => {
     expect(posts()).toEqual(["rerun-failed-jobs"]);
   });
 
-  it("a delivery whose worker died mid-decision takes its claim back on retry; others still stand down", async () => {
+  it("a delivery whose worker died mid-decision carries on with it on retry; others wait for it", async () => {
     const run = await failedRun();
     const payload = await run.payload();
-    const key = `rerun:${(payload.repository as { id: number }).id}:${run.id}:1`;
-    await h.store.claim(key, { value: { state: "deciding", deliveryId: "crashed" } });
-    const other = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "someone-else"), attempt: 2 });
-    expect(other).toMatchObject({ status: "skipped" });
+    // What a worker killed while deciding leaves: the decision's lease, held by its delivery.
+    const lease = `once:rerun:${decisionKey((payload.repository as { id: number }).id, run.id, 1)}:lease`;
+    await h.store.claim(lease, { value: "delivery crashed" });
+    await expect(rerun.handle({ ...h.handlerContext(payload, policy(logRule), "someone-else"), attempt: 2 })).rejects.toThrow(/is being carried out by delivery crashed/);
     // A worker killed mid-handler recorded no outcome: the resumed run is attempt 1 again.
     const retried = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "crashed"), attempt: 1 });
     expect(retried).toMatchObject({ status: "done" });
-    expect(await h.store.get(key)).toEqual({ state: "decided", deliveryId: "crashed", outcome: "done" });
+    const other = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "someone-else"), attempt: 3 });
+    expect(other).toMatchObject({ status: "skipped", reason: expect.stringContaining("already decided") });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
   });
 
-  it("concurrent deliveries for one attempt re-run once", async () => {
+  it("concurrent deliveries for one attempt re-run once; the others are retried and stand down", async () => {
     const payload = await (await failedRun()).payload();
-    const outs = await Promise.all([1, 2, 3].map((i) => rerun.handle(h.handlerContext(payload, policy(logRule), `c-${i}`))));
-    expect(outs.filter((o) => o?.status === "done")).toHaveLength(1);
+    const outs = await Promise.allSettled([1, 2, 3].map((i) => rerun.handle(h.handlerContext(payload, policy(logRule), `c-${i}`))));
+    expect(outs.filter((o) => o.status === "fulfilled" && o.value?.status === "done")).toHaveLength(1);
+    for (const o of outs) if (o.status === "rejected") expect(String(o.reason)).toMatch(/is being carried out/);
+    const retried = await rerun.handle(h.handlerContext(payload, policy(logRule), "c-2"));
+    expect(retried).toMatchObject({ status: "skipped", reason: expect.stringContaining("already decided") });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
   });
 
@@ -250,7 +239,7 @@ describe("rerun handler", () => {
     expect(h.reports[0]!.summary).toContain("2 jobs failed, more than rerun.max_failed_jobs (1)");
   });
 
-  it("without a delay, reads the run's attempt once, with the jobs and the branch, and posts without another read", async () => {
+  it("without a delay, reads the run's attempt once, after the decision's facts, right before the re-run", async () => {
     const run = await failedRun();
     const from = gh.sent.length;
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)));
@@ -258,8 +247,9 @@ describe("rerun handler", () => {
     const sent = gh.sent.slice(from).map((r) => `${r.method} ${r.path.replace(/^\/repos\/[^/]+\/[^/]+/, "")}`);
     const runRead = `GET /actions/runs/${run.id}`;
     expect(sent.filter((r) => r === runRead)).toHaveLength(1);
-    // Asked before the jobs' logs are read, i.e. with the decision's facts, not after the decision.
-    expect(sent.indexOf(runRead)).toBeLessThan(sent.findIndex((r) => r.endsWith("/logs")));
+    // Asked when carrying the decision out: after the facts, just before the request.
+    expect(sent.indexOf(runRead)).toBeGreaterThan(sent.findIndex((r) => r.endsWith("/logs")));
+    expect(sent.indexOf(runRead)).toBe(sent.length - 2);
     expect(sent.filter((r) => r.startsWith("POST"))).toEqual([`POST /actions/runs/${run.id}/rerun-failed-jobs`]);
   });
 
@@ -273,16 +263,16 @@ describe("rerun handler", () => {
     expect(attemptOf(run.id)).toBe(2);
   });
 
-  it("a run read that fails does not fail a decision not to re-run", async () => {
+  it("a decision not to re-run does not read the run's attempt", async () => {
     const run = await failedRun({ failures: { "integration-db": TRANSIENT, "integration-api": "ECONNRESET" } });
     gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { status: 404, message: "Not Found", times: 1 });
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, max_failed_jobs: 1 })));
     expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("not re-run") });
     expect(posts()).toEqual([]);
-    expect(gh.sent.some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${run.id}`))).toBe(true);
+    expect(gh.sent.some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${run.id}`))).toBe(false);
   });
 
-  it("the decision's facts and audit record are written with the re-run; a failure to write them fails the handler, whose retry does not re-run again", async () => {
+  it("the decision's facts and audit record are written before the re-run; a failure to write them fails the handler, whose retry re-runs once", async () => {
     const run = await failedRun();
     const audit = h.store.audit.bind(h.store);
     let refused = 0;
@@ -291,7 +281,7 @@ describe("rerun handler", () => {
       return audit(entry);
     };
     await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-audit"))).rejects.toThrow("database is full");
-    expect(posts()).toEqual(["rerun-failed-jobs"]);
+    expect(posts()).toEqual([]);
     expect(await rerun.handle(h.handlerContext(await run.payload(1), policy(logRule), "r-audit"))).toMatchObject({ status: "done" });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
     expect(attemptOf(run.id)).toBe(2);
@@ -300,7 +290,7 @@ describe("rerun handler", () => {
     expect([...h.store.kv.keys()].filter((k) => k.startsWith("facts:rerun:"))).toHaveLength(2);
   });
 
-  it("does not read the run beside the facts when the re-run waits for a delay (it is read when the delay is over)", async () => {
+  it("does not read the run when the re-run waits for a delay (it is read when the delay is over)", async () => {
     const run = await failedRun();
     const from = gh.sent.length;
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, delay: "30s" })));

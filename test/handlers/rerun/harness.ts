@@ -56,7 +56,7 @@ export function makeHarness(gh: HubClient): Harness {
     async cancel() {},
   };
   const checks = { async report(r: CheckReport) { reports.push(r); return { id: reports.length, html_url: null }; } };
-  const common = { octokit: gh.octokit, log, store, once: onceFor(store, "rerun", "test"), scheduler, checks, attempt: 1, config: {} as never, now: () => new Date(), signal: new AbortController().signal };
+  const common = { octokit: gh.octokit, log, store, scheduler, checks, attempt: 1, config: {} as never, now: () => new Date(), signal: new AbortController().signal };
   return {
     store,
     scheduled,
@@ -65,6 +65,8 @@ export function makeHarness(gh: HubClient): Harness {
     handlerContext(payload, policy, deliveryId = crypto.randomUUID()) {
       return {
         ...common,
+        // Owned by the delivery, as the framework's: a retry of the same delivery carries on its own effect.
+        once: onceFor(store, "rerun", `delivery ${deliveryId}`),
         deliveryId,
         name: "workflow_run",
         action: payload.action as string,
@@ -75,7 +77,7 @@ export function makeHarness(gh: HubClient): Harness {
       };
     },
     taskContext(request) {
-      return { ...common, key: request.key, data: structuredClone(request.data), installationId: request.installationId, loadPolicy: async () => { throw new Error("unused"); } };
+      return { ...common, once: onceFor(store, "rerun", `task ${request.key}`), key: request.key, data: structuredClone(request.data), installationId: request.installationId, loadPolicy: async () => { throw new Error("unused"); } };
     },
   };
 }

@@ -4,7 +4,7 @@
 import type { HandlerModule, Problem } from "../../src/index.js";
 import { mergePolicy, policyDocuments, policySections, isDocumentPath, resolvePolicy, type PolicySource, validatePolicyText } from "../../src/policy/index.js";
 import { diffValues, type ValueChange } from "./diff.js";
-import type { PolicyChange } from "./files.js";
+import type { PolicyChange } from "./facts.js";
 
 export interface FileVersions extends PolicyChange {
   /** Text at the head commit; undefined when the pull request removes it. */

@@ -23,8 +23,7 @@ RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     STEWARD_DATA_DIR=/var/lib/steward \
-    PORT=3000 \
-    NODE_OPTIONS=--max-semi-space-size=4
+    PORT=3000
 WORKDIR /app
 # The same files scripts/assemble-runtime.sh copies (the test that starts this tree runs that script).
 COPY --from=build /src/package.json /src/package-lock.json /src/app.yml ./

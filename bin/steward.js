@@ -6,9 +6,6 @@
 // STEWARD_FROM_SOURCE=1 forces that. Without dist/ and without tsx it says how to build.
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
-import { applyHeapFlags } from "./heap-flags.js";
-
-applyHeapFlags();
 
 const root = new URL("../", import.meta.url);
 const compiled = new URL("dist/src/cli/main.js", root);

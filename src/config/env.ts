@@ -308,7 +308,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     adminRepo: adminRepo(env),
     handlerPaths: loadHandlerPaths(env),
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
-    busyWorkerShare: integer(env, "STEWARD_BUSY_WORKER_SHARE", 1, 1, 100),
     maxAttempts: integer(env, "STEWARD_MAX_ATTEMPTS", 5, 1, 100),
     shutdownTimeoutMs: duration(env, "STEWARD_SHUTDOWN_TIMEOUT", "25s"),
     writeIntervalMs: duration(env, "STEWARD_WRITE_INTERVAL", "1s"),

@@ -19,12 +19,6 @@ export interface StewardConfig {
   handlerPaths: string[];
   /** Worker pool size. */
   concurrency: number;
-  /**
-   * Percent of the event loop the worker pool keeps while deliveries flood in faster than this
-   * process answers and works them off (STEWARD_BUSY_WORKER_SHARE, default 1; 100: never
-   * steps back). Optional so hand-built configs may omit it.
-   */
-  busyWorkerShare?: number;
   /** Handler attempts before a delivery is parked as dead. */
   maxAttempts: number;
   /** Graceful shutdown bound, ms. */

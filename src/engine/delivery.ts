@@ -14,7 +14,6 @@ import { errorText } from "../log/redact.js";
 import { engineTakes, pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import type { ApiCallLog } from "./api-calls.js";
-import type { PushHints } from "./push-hints.js";
 import { outcomeRecord } from "../store/recorded.js";
 
 export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
@@ -26,8 +25,6 @@ export interface DeliveryRunDeps extends ContextDeps, RunPathDeps {
   retry: RetryPolicy;
   logger: Logger;
   apiCalls: ApiCallLog;
-  /** What the intake of this process learned of the pushes it recorded (push-hints.ts). */
-  pushHints?: PushHints;
 }
 
 function needsRun(prior: HandlerOutcomeRecord | undefined): boolean {
@@ -150,15 +147,13 @@ async function runHandlers(
   const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
 
-  // Whether a push may touch a policy file: the intake's word when it gave one, else its text is
-  // read once, both to see and to parse it.
-  const hint = d.event === "push" ? deps.pushHints?.take(d.id) : undefined;
-  const pushed = d.event === "push" && hint === undefined ? d.payload : undefined;
+  // A push's text is read once, both to see whether it may touch a policy file and to parse it.
+  const pushed = d.event === "push" ? d.payload : undefined;
   const payload = new LazyPayload(pushed === undefined ? () => d.payload : () => pushed);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.
-  const policyMayChange = hint ?? (pushed !== undefined && engineTakes({ event: d.event, payload: pushed }));
+  const policyMayChange = pushed !== undefined && engineTakes({ event: d.event, payload: pushed });
   let repo = policyMayChange ? undefined : repositoryNamed(d.repository);
   if (!repo) {
     if (toRun.length === 0 && !policyMayChange) return kept;

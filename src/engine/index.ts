@@ -12,10 +12,8 @@ import { createSchedulers, followClockMoves } from "./scheduler.js";
 import { systemClock } from "../lifecycle/clock.js";
 import { createLeaseKeeper } from "./leases.js";
 import { createWorkerPool } from "./pool.js";
-import { createIntake } from "./enqueue.js";
+import { createEnqueue } from "./enqueue.js";
 import { engineTakes, routeDelivery } from "../dispatch/route.js";
-import { createPushHints } from "./push-hints.js";
-import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "./intake-first.js";
 import { runClaimedDelivery } from "./delivery.js";
 import { runClaimedTask } from "./task.js";
 import { configSecrets } from "./run.js";
@@ -57,21 +55,8 @@ export function createEngine(opts: EngineOptions): Engine {
     clock,
   };
   const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
-  const pushHints = createPushHints();
-  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log), pushHints };
+  const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
   const taskDeps = { ...runDeps, handlersByName };
-  const intakeFirst =
-    opts.intakeFirst ?? createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: (config.busyWorkerShare ?? DEFAULT_INTAKE_FIRST.share * 100) / 100 });
-  intakeFirst.onChange((yielding) => {
-    log.debug({ yielding }, yielding ? "deliveries flood in: the intake comes first" : "the flood is over: the pool runs at full speed");
-    if (!yielding) pool.wake();
-  });
-  // Spooled deliveries are claimable once moved into the queue (store/spool.ts). A move of only
-  // settled ones (no handler takes them) leaves nothing to claim: a pump for it would be a claim
-  // round, a due-time lookup and a timer for nothing, several a second while such events arrive.
-  store.deliveries.onMoved?.((queued) => {
-    if (queued > 0) pool.wake();
-  });
   const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
   const pool = createWorkerPool({
     store,
@@ -81,7 +66,6 @@ export function createEngine(opts: EngineOptions): Engine {
     pollMs: opts.pollMs ?? 1_000,
     log,
     shutdown: shutdown.signal,
-    intakeFirst,
     run: (work, signal) =>
       work.kind === "delivery" ? runClaimedDelivery(deliveryDeps, work.claim, signal) : runClaimedTask(taskDeps, work.claim, signal),
   });
@@ -99,14 +83,8 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   return {
-    intake: createIntake(store, pool, intakeFirst, (d) => {
-      if (d.event !== "push") return routeDelivery(opts.handlers, d, config).length > 0;
-      // Asked of every push that will run, so that its run need not read the text back to ask again.
-      const takes = engineTakes(d);
-      const runs = takes || routeDelivery(opts.handlers, d, config).length > 0;
-      if (runs) pushHints.note(d.id, takes);
-      return runs;
-    }),
+    // A push that may touch a policy file runs even when no handler takes it: its run drops the cached policy.
+    intake: createEnqueue(store, pool, (d) => engineTakes(d) || routeDelivery(opts.handlers, d, config).length > 0),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {
@@ -127,14 +105,12 @@ export function createEngine(opts: EngineOptions): Engine {
         ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
         ...(opts.observe?.handlerStart ? { observe: opts.observe.handlerStart } : {}),
       });
-      intakeFirst.start();
       pool.start();
     },
     async stop(timeoutMs) {
       if (pool.state() === "stopped") return;
       unfollowClock?.();
       pool.beginStop();
-      intakeFirst.stop();
       shutdown.abort(new Error("shutting down"));
       clearInterval(maintenance);
       if ((await pool.drain(timeoutMs)) === "timeout") {

@@ -1,14 +1,11 @@
 // The worker pool: up to `concurrency` runs at once. It claims due work from the queue when
 // woken (new work, a finished run) or when its timer fires (the next due time, or the poll
 // that notices work queued by other processes), alternating deliveries and tasks.
-import { performance } from "node:perf_hooks";
 import type { Logger } from "pino";
-import type { ClaimedDelivery } from "../store/records.js";
 import type { StewardStore } from "../store/contract.js";
 import { runWithSignal } from "../lifecycle/abort-scope.js";
 import type { LeaseKeeper } from "./leases.js";
 import type { Work } from "./types.js";
-import type { IntakeFirst } from "./intake-first.js";
 
 export type PoolState = "new" | "running" | "stopping" | "stopped";
 
@@ -37,14 +34,8 @@ export function createWorkerPool(opts: {
   /** Fires when shutdown begins: every running piece of work is told to stop between steps. */
   shutdown: AbortSignal;
   run(work: Work, signal: AbortSignal): Promise<void>;
-  /** While deliveries flood in, the pool keeps to its share of the loop, in paced runs (intake-first.ts). */
-  intakeFirst?: IntakeFirst;
 }): WorkerPool {
-  const { store, concurrency, leaseMs, pollMs, log, intakeFirst } = opts;
-  /** Runs at once now: while the intake comes first, the pool's share of the full concurrency (one at least). */
-  const limit = () => (intakeFirst?.yielding() ? Math.max(1, Math.floor(concurrency * intakeFirst.share())) : concurrency);
-  /** Milliseconds before the next launch is allowed (the intake comes first and the last run just ended). */
-  const paced = () => intakeFirst?.launchDelay(Date.now()) ?? 0;
+  const { store, concurrency, leaseMs, pollMs, log } = opts;
   let state: PoolState = "new";
   /** Running work by lease token: its run, and the controller its signal comes from. */
   const inflight = new Map<string, { run: Promise<void>; controller: AbortController }>();
@@ -52,8 +43,6 @@ export function createWorkerPool(opts: {
   let pumpAgain = false;
   let preferTask = false;
   let timer: NodeJS.Timeout | undefined;
-  /** When `timer` fires (ms since the epoch). */
-  let timerAt = 0;
   let wakeQueued = false;
   let idleWaiters: (() => void)[] = [];
   // Running work is told to stop through one listener on the shutdown signal, not one a run.
@@ -70,18 +59,11 @@ export function createWorkerPool(opts: {
   // backlog in one turn and hold the HTTP intake off until it is done.
   function wake(): void {
     if (state === "new" || state === "stopped" || wakeQueued) return;
-    // While the intake comes first a wake per arriving delivery would cost the intake a pump
-    // each: the running one's finish pumps, and so does the timer armed for the pause.
-    if (intakeFirst?.yielding() && (inflight.size >= limit() || (timer !== undefined && timerAt <= Date.now() + paced()))) return;
     wakeQueued = true;
     setImmediate(() => {
       wakeQueued = false;
       void pump();
     });
-  }
-
-  async function claimDeliveries(max: number): Promise<ClaimedDelivery[]> {
-    return store.deliveries.claimDeliveries(leaseMs, max);
   }
 
   /** Work for up to `free` workers. */
@@ -94,7 +76,7 @@ export function createWorkerPool(opts: {
       if (claim) work.push({ kind: "task", claim });
     };
     if (preferTask) await claimTask();
-    if (work.length < free) for (const claim of await claimDeliveries(free - work.length)) work.push({ kind: "delivery", claim });
+    if (work.length < free) for (const claim of await store.deliveries.claimDeliveries(leaseMs, free - work.length)) work.push({ kind: "delivery", claim });
     if (!preferTask && work.length < free) await claimTask();
     return work;
   }
@@ -109,13 +91,10 @@ export function createWorkerPool(opts: {
     try {
       do {
         pumpAgain = false;
-        while (state === "running" && inflight.size < limit() && paced() === 0) {
-          const free = limit() - inflight.size;
-          // The claim is the run's first step on this loop (a query whose pages a flood's moves
-          // keep changing): the pause that keeps the pool to its share counts it with the run.
-          const claimedFrom = performance.now();
+        while (state === "running" && inflight.size < concurrency) {
+          const free = concurrency - inflight.size;
           const work = await claimRound(free);
-          for (const w of work) launch(w, claimedFrom);
+          for (const w of work) launch(w);
           if (work.length < free) break;
         }
       } while (pumpAgain && state === "running");
@@ -141,7 +120,6 @@ export function createWorkerPool(opts: {
   function armTimerIn(ms: number): void {
     clearTimer();
     if (state !== "running") return;
-    timerAt = Date.now() + Math.max(1, ms);
     timer = setTimeout(() => {
       timer = undefined;
       void pump();
@@ -150,9 +128,7 @@ export function createWorkerPool(opts: {
   }
 
   async function armTimer(): Promise<void> {
-    if (inflight.size >= limit()) return armTimerIn(pollMs); // a finishing run pumps again
-    const pause = paced();
-    if (pause > 0) return armTimerIn(Math.min(pollMs, pause));
+    if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
     const next = await store.leases.nextDueAt();
     const wait = next ? next.getTime() - Date.now() : pollMs;
     armTimerIn(Math.min(pollMs, Math.max(1, wait)));
@@ -166,16 +142,13 @@ export function createWorkerPool(opts: {
     for (const w of waiters) w();
   }
 
-  function launch(work: Work, claimedFrom?: number): void {
+  function launch(work: Work): void {
     const token = work.claim.token;
     // One controller a run, aborted by the shutdown (the listener above) or a lost lease.
     const controller = new AbortController();
     const { signal } = controller;
     if (opts.shutdown.aborted) controller.abort(opts.shutdown.reason);
     opts.leases.keep(token, (reason) => controller.abort(reason));
-    // Below a millisecond: most runs take less than one, and read in whole milliseconds they took
-    // none, so the pause that keeps the pool to its share while the intake comes first was none.
-    const startedAt = claimedFrom ?? performance.now();
     const run = runWithSignal(signal, () => opts.run(work, signal))
       .catch((e) => {
         // After the shutdown bound the store is closed; what a late run failed to write is moot.
@@ -185,7 +158,6 @@ export function createWorkerPool(opts: {
       .finally(() => {
         opts.leases.drop(token);
         inflight.delete(token);
-        intakeFirst?.ran(performance.now() - startedAt, Date.now());
         // A delivery run always waited for its finish to be written (a group commit in a later
         // turn, or a network round trip), so claiming the next one right here cannot chain the
         // backlog into one turn; a task's run may not have, so it waits for the next turn.

@@ -11,7 +11,6 @@ import type { StewardStore } from "../store/contract.js";
 import type { Backoff } from "../lifecycle/backoff.js";
 import type { DeliveryIntake } from "../intake/delivery-intake.js";
 import type { HandlerStarts, StartState } from "./handler-starts.js";
-import type { IntakeFirst } from "./intake-first.js";
 
 export interface Engine {
   intake: DeliveryIntake;
@@ -57,8 +56,6 @@ export interface EngineOptions {
   pollMs?: number;
   /** How long `done` deliveries are kept (default 14 days); dead ones are kept until replayed. */
   retentionMs?: number;
-  /** When the pool steps back for the intake (default: from config.busyWorkerShare, sampled every 50 ms). */
-  intakeFirst?: IntakeFirst;
   /** Steward's clock (default the host's): handlers read it, and tasks follow its jumps (the sandbox hub's clock). */
   clock?: Clock;
 }

@@ -1,6 +1,5 @@
-// The intake's view of the durable queue: the engine implements it (over the store's
-// `deliveries` part, src/store/contract.ts) whichever backend the store is. What a delivery
-// holds is the store's to say (src/store/records.ts).
+// The intake's view of the durable queue: the engine implements it (enqueue.ts, over the store's
+// `deliveries` part) whichever backend the store is.
 import type { IncomingDelivery } from "../store/records.js";
 
 export interface DeliveryIntake {

@@ -3,7 +3,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { emitterEventNames } from "@octokit/webhooks";
 import type { IncomingDelivery } from "../store/records.js";
-import { routingFields } from "./routing.js";
 
 export type Refusal = { status: 400 | 401 | 413 | 415; message: string };
 
@@ -77,6 +76,33 @@ function payloadText(body: Buffer, encoding: Encoding): string | undefined {
   return new URLSearchParams(text).get("payload") ?? undefined;
 }
 
+function objectOr(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+}
+
+/** The fields a delivery is routed and listed by, from one parse of its payload; or why it is not a JSON object. */
+function routingFields(
+  text: string,
+): { ok: true; action?: string; installationId?: number; repository?: string } | { ok: false; refusal: Refusal } {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, refusal: { status: 400, message: "payload is not valid JSON" } };
+  }
+  const payload = objectOr(value);
+  if (!payload) return { ok: false, refusal: { status: 400, message: "payload must be a JSON object" } };
+  const { action } = payload;
+  const id = objectOr(payload.installation)?.id;
+  const fullName = objectOr(payload.repository)?.full_name;
+  return {
+    ok: true,
+    action: typeof action === "string" ? action : undefined,
+    installationId: typeof id === "number" && Number.isSafeInteger(id) ? id : undefined,
+    repository: typeof fullName === "string" ? fullName : undefined,
+  };
+}
+
 /** Turn a verified body into a delivery, or say why it is not one. */
 export function parseDelivery(
   headers: IncomingHttpHeaders,
@@ -87,11 +113,9 @@ export function parseDelivery(
   if (!encoding) return { ok: false, refusal: refuseByHeaders(headers) ?? { status: 415, message: "unsupported Content-Type" } };
   const text = payloadText(body, encoding);
   if (text === undefined) return { ok: false, refusal: { status: 400, message: "form body has no payload field" } };
-  // Scanned, never parsed here: a tree per request costs more than the scan (its allocation and
-  // the collector's time) and only the worker needs it (routing.ts).
   const routing = routingFields(text);
-  if (!routing.ok) return { ok: false, refusal: { status: 400, message: routing.message } };
-  const { action, installationId, repository } = routing.fields;
+  if (!routing.ok) return { ok: false, refusal: routing.refusal };
+  const { action, installationId, repository } = routing;
   const kept: Record<string, string> = {};
   for (const name of KEPT_HEADERS) {
     const value = single(headers[name]);

@@ -93,7 +93,6 @@ describe.skipIf(reason !== undefined)("the runtime image's tree, contained", () 
       writable: data,
       env: {
         NODE_ENV: "production",
-        NODE_OPTIONS: "--max-semi-space-size=4",
         HOME: "/nonexistent",
         APP_ID: hub.env.APP_ID,
         PRIVATE_KEY_PATH: keyPath,

@@ -215,35 +215,6 @@ describe("routing and outcomes", () => {
     }
   });
 
-  it("runs a push its intake scanned without reading the text back; one another process recorded is read", async () => {
-    const read = vi.spyOn(PayloadLog.prototype, "readBytes");
-    try {
-      const seen: string[] = [];
-      // Decides from the event alone: nothing of the run needs the text unless the push may touch a policy file.
-      const quiet = defineHandler<unknown>({ name: "quiet", events: ["push"], async handle(ctx) { seen.push(`quiet:${ctx.deliveryId}`); } });
-      const { engine: e, policies } = makeEngine([quiet]);
-      const touching = withInstallation(examplePayload("push"));
-      touching.commits = [{ ...(touching.commits[0] ?? {}), added: [], removed: [], modified: [".github/steward.yml"] }];
-      touching.head_commit = null;
-      const plain = deliveryOf("push", withInstallation(examplePayload("push")));
-      const policyPush = deliveryOf("push", touching);
-      // Recorded by another process (a replica, or this one before a restart): the intake here never saw them.
-      const elsewhere = deliveryOf("push", withInstallation(examplePayload("push")));
-      const elsewhereTouching = deliveryOf("push", touching);
-      for (const d of [elsewhere, elsewhereTouching]) expect(await scratch.store.deliveries.record(d)).toBe("recorded");
-      for (const d of [plain, policyPush]) expect(await e.intake.record(d)).toBe("recorded");
-      await e.start();
-      await e.idle();
-      expect(seen.sort()).toEqual([plain, policyPush, elsewhere, elsewhereTouching].map((d) => `quiet:${d.id}`).sort());
-      // The plain push: no read. The touching one: read once, to parse it. The other process's: read
-      // once each, to see whether they may touch a policy file (and the touching one parsed from that read).
-      expect(read).toHaveBeenCalledTimes(3);
-      expect(policies.invalidated).toEqual([touching.repository.full_name, touching.repository.full_name]);
-    } finally {
-      read.mockRestore();
-    }
-  });
-
   it("invalidates the policy cache when a push touches policy files, before routing", async () => {
     const { engine: e, policies } = makeEngine([defineHandler<unknown>({ name: "p", events: ["push"], async handle() {} })]);
     await e.start();

@@ -1,20 +1,14 @@
-// The engine's intake (src/engine/intake.ts): a delivery no handler takes (a job queued or in
-// progress, a check run created, an event only another app wants) is recorded done at once and
-// never queued, claimed or run, on either store and through the spool during a flood; one a
-// handler takes is queued and run as before. Replay and the retention purge treat it as any
-// finished delivery.
+// The engine's side of the intake (src/engine/enqueue.ts): a delivery no handler takes (a job
+// queued or in progress, a check run created, an event only another app wants) is recorded done at
+// once and never queued, claimed or run, on either store; one a handler takes is queued and run.
+// Replay and the retention purge treat it as any finished delivery.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defineHandler } from "../../src/handler.js";
 import type { StewardStore } from "../../src/store/contract.js";
-import type { SqliteDeliveries } from "../../src/store/sqlite/deliveries.js";
 import { openSqliteStore } from "../../src/store/sqlite/store.js";
-import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
-import { decodeFrames, encodeFrame } from "../../src/store/sqlite/spool.js";
 import type { Engine } from "../../src/engine/index.js";
 import { deliveryOf, examplePayload, fakePolicies, tempDir, testEngine } from "./helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function pushCounter() {
   const ran: string[] = [];
@@ -30,12 +24,11 @@ function pushCounter() {
 }
 
 /** Records a mix through the engine and checks what became of each delivery. */
-async function settledAndRun(store: StewardStore, engine: Engine, ran: string[], between: () => Promise<void> = async () => undefined) {
+async function settledAndRun(store: StewardStore, engine: Engine, ran: string[]) {
   const taken = [deliveryOf("push", examplePayload("push")), deliveryOf("workflow_job", examplePayload("workflow_job", "completed"))];
   const untaken = [deliveryOf("issues", examplePayload("issues", "opened")), deliveryOf("workflow_job", examplePayload("workflow_job", "in_progress"))];
   for (const d of [untaken[0]!, taken[0]!, untaken[1]!, taken[1]!]) {
     expect(await engine.intake.record(d)).toBe("recorded");
-    await between();
   }
   // Redelivered: still a duplicate, settled or not.
   for (const d of [...taken, ...untaken]) expect(await engine.intake.record({ ...d, settled: undefined })).toBe("duplicate");
@@ -81,76 +74,12 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     await cleanup();
   });
 
-  /** An engine over a spooled SQLite store, started and then put in a flood (the pool yields to the intake). */
-  async function startedInAFlood(overrides: { pollMs?: number } = {}) {
-    const { ran, handler } = pushCounter();
-    store = openSqliteStore(dir, { spool: true });
-    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
-    engine = testEngine(store, [handler], { intakeFirst, ...overrides });
-    await engine.start();
-    await engine.idle();
-    intakeFirst.arrived();
-    intakeFirst.sample();
-    expect(intakeFirst.yielding()).toBe(true);
-    return { ran, store, engine, d: store.deliveries as SqliteDeliveries };
-  }
-
   it("are recorded done at once on SQLite, and never claimed or run", async () => {
     const { ran, handler } = pushCounter();
     store = openSqliteStore(dir);
     engine = testEngine(store, [handler]);
     await engine.start();
     await settledAndRun(store, engine, ran);
-  });
-
-  it("go through the spool outside a flood too (nobody waits for their row), where a delivery a handler takes does not", async () => {
-    const { ran, handler } = pushCounter();
-    store = openSqliteStore(dir, { spool: true });
-    engine = testEngine(store, [handler]);
-    await engine.start();
-    const d = store.deliveries as SqliteDeliveries;
-    await nextTurn();
-    expect(await engine.intake.record(deliveryOf("push", examplePayload("push")))).toBe("recorded");
-    expect(d.spooled).toBe(0);
-    await nextTurn();
-    const untaken = deliveryOf("check_run", examplePayload("check_run", "created"));
-    expect(await engine.intake.record(untaken)).toBe("recorded");
-    expect(d.spooled).toBe(1);
-    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
-    expect((await d.getDelivery(untaken.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
-    await engine.idle();
-    expect(ran).toHaveLength(1);
-  });
-
-  it("moved in from the spool wake the pool only when the move holds work: settled ones cost no claim round", async () => {
-    // No poll within the test: only a wake makes the pool claim.
-    const { ran, engine, d } = await startedInAFlood({ pollMs: 600_000 });
-    let claims = 0;
-    const claim = d.claimDeliveries.bind(d);
-    d.claimDeliveries = (leaseMs, max) => {
-      claims++;
-      return claim(leaseMs, max);
-    };
-    const moves: number[] = [];
-    d.onMoved((queued) => moves.push(queued));
-    const untaken = [deliveryOf("issues", examplePayload("issues", "opened")), deliveryOf("check_run", examplePayload("check_run", "created")), deliveryOf("workflow_job", examplePayload("workflow_job", "in_progress"))];
-    for (const u of untaken) {
-      expect(await engine.intake.record(u)).toBe("recorded");
-      await nextTurn();
-    }
-    while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
-    await nextTurn();
-    expect(moves.length).toBeGreaterThan(0);
-    expect(moves.every((n) => n === 0)).toBe(true);
-    expect(claims).toBe(0);
-    for (const u of untaken) expect((await d.getDelivery(u.id))?.delivery).toMatchObject({ status: "done", attempts: 0 });
-    // A move holding a delivery a handler takes wakes the pool, which claims and runs it (spooled
-    // straight into the store: the intake would hand it to the idle pool at once).
-    const taken = deliveryOf("push", examplePayload("push"));
-    expect(await d.recordSpooled(taken)).toBe("recorded");
-    await waitUntil(async () => ran.includes(taken.id));
-    expect(moves.at(-1)).toBe(1);
-    expect(claims).toBeGreaterThan(0);
   });
 
   it("include those every handler of their event narrows out (its `takes`), judged from the repository the intake read", async () => {
@@ -196,20 +125,6 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     expect((await store.deliveries.getDelivery(touching.id))?.outcomes).toEqual([]);
   });
 
-  it("go through the spool during a flood, recorded done, and stay done after a crash leaves their frames", async () => {
-    const { ran, store, engine, d } = await startedInAFlood();
-    let spooled = 0;
-    await settledAndRun(store, engine, ran, async () => {
-      spooled = Math.max(spooled, d.spooled);
-      await nextTurn();
-    });
-    expect(spooled).toBeGreaterThan(0);
-    // A frame a crash leaves is moved in as it was recorded: done, not queued.
-    const settled = { ...deliveryOf("issues", examplePayload("issues", "opened")), settled: true };
-    const [frame] = decodeFrames(encodeFrame(7, settled));
-    expect(frame?.delivery).toMatchObject({ id: settled.id, settled: true, payload: settled.payload });
-    expect(decodeFrames(encodeFrame(8, { ...settled, settled: undefined }))[0]?.delivery.settled).toBeUndefined();
-  });
 });
 
 describe.skipIf(!redisUp)("deliveries no handler takes, on Redis", { timeout: 60_000 }, () => {

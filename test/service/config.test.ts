@@ -4,7 +4,6 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ConfigError, loadConfig } from "../../src/config/env.js";
 import { scrub } from "../../src/log/redact.js";
-import { DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
 import { appKey } from "../support/app-key.js";
 
 const key = appKey().privateKey;
@@ -36,7 +35,6 @@ describe("loadConfig", () => {
       adminRepo: ".github",
       handlerPaths: [],
       concurrency: 8,
-      busyWorkerShare: 1,
       maxAttempts: 5,
       shutdownTimeoutMs: 25_000,
       reviewerToken: undefined,
@@ -46,8 +44,6 @@ describe("loadConfig", () => {
       durability: "process",
     });
     expect(config.privateKey).toContain("-----BEGIN RSA PRIVATE KEY-----");
-    // The engine's own fallback, for configs built without the setting, is the same floor.
-    expect(config.busyWorkerShare! / 100).toBe(DEFAULT_INTAKE_FIRST.share);
   });
 
   it("reads every variable", () => {
@@ -64,7 +60,6 @@ describe("loadConfig", () => {
       STEWARD_ADMIN_REPO: "admin",
       STEWARD_HANDLERS: "./a.js, ./b.ts",
       STEWARD_CONCURRENCY: "3",
-      STEWARD_BUSY_WORKER_SHARE: "25",
       STEWARD_MAX_ATTEMPTS: "7",
       STEWARD_SHUTDOWN_TIMEOUT: "10s",
       STEWARD_REVIEWER_TOKEN: "reviewer-token-value",
@@ -85,7 +80,6 @@ describe("loadConfig", () => {
       adminRepo: "admin",
       handlerPaths: ["./a.js", "./b.ts"],
       concurrency: 3,
-      busyWorkerShare: 25,
       maxAttempts: 7,
       shutdownTimeoutMs: 10_000,
       reviewerToken: "reviewer-token-value",

@@ -49,6 +49,11 @@ describe("webhook intake over HTTP", () => {
     expect(stored.event).toBe("workflow_run");
     expect(stored.action).toBe("completed");
     expect(stored.repository).toBe(JSON.parse(workflowRun).repository.full_name);
+    expect(stored.installationId).toBeUndefined();
+    const installed = deliveryId();
+    const body = JSON.stringify({ ...JSON.parse(workflowRun), installation: { id: 42, node_id: "x" } });
+    expect((await postDelivery(running.url, { body, event: "workflow_run", id: installed })).status).toBe(202);
+    expect(running.intake.deliveries.get(installed)!.installationId).toBe(42);
     expect(JSON.parse(stored.payload)).toEqual(JSON.parse(workflowRun));
     expect(stored.headers["x-github-delivery"]).toBe(id);
     expect(Object.keys(stored.headers)).not.toContain("x-hub-signature-256");
@@ -96,8 +101,13 @@ describe("webhook intake over HTTP", () => {
     const noId = await postDelivery(running.url, { body: "{}", id: null });
     expect(noId.status).toBe(400);
     expect(noId.body.message).toMatch(/X-GitHub-Delivery/);
-    for (const body of ["[1,2]", "null", "42", '"text"', "{not json"]) {
-      expect((await postDelivery(running.url, { body })).status).toBe(400);
+    for (const body of ["[1,2]", "null", "42", '"text"']) {
+      expect([(await postDelivery(running.url, { body })).body.message]).toEqual(["payload must be a JSON object"]);
+    }
+    // A cut-off or garbled body is told apart from one that is JSON but not an object.
+    for (const body of ["{not json", workflowRun.slice(0, -3), workflowRun.replace("}", ""), "{'a':1}", '{"a":1}x', ""]) {
+      const res = await postDelivery(running.url, { body });
+      expect([res.status, res.body.message]).toEqual([400, "payload is not valid JSON"]);
     }
     expect(running.intake.deliveries.size).toBe(0);
   });

@@ -13,10 +13,8 @@ import { migrate } from "../../src/store/sqlite/schema.js";
 import { PayloadLog, type PayloadRef } from "../../src/store/sqlite/payload-log.js";
 import { decodeFrames, encodeFrame, frameHead, framesInLog, framesInRing } from "../../src/store/sqlite/spool.js";
 import type { IncomingDelivery } from "../../src/store/records.js";
-import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
-import { defineHandler } from "../../src/handler.js";
+import { tempDir } from "../engine/helpers.js";
 import { runUntilKilled } from "./fixtures/killed.js";
-import { createIntakeFirst, DEFAULT_INTAKE_FIRST } from "../../src/engine/intake-first.js";
 
 
 function delivery(id: string, payload = JSON.stringify({ ref: "refs/heads/main", text: "ünïcode ✓" })): IncomingDelivery {
@@ -282,36 +280,6 @@ describe.each([
     expect(await spoolOne(d, delivery("new"))).toBe("recorded");
     while (d.spooled > 0) await new Promise<void>((resolve) => d.onMoved(() => resolve()));
     expect(new Database(join(dir, storeFileName), { readonly: true }).prepare("SELECT seq FROM spool_moved").pluck().get()).toBe(4);
-  });
-
-  it("during a flood the engine's intake spools deliveries one a turn, and the pool runs every one", async () => {
-    const ran: string[] = [];
-    const handler = defineHandler<unknown>({
-      name: "counted",
-      events: ["push"],
-      async handle(ctx) {
-        ran.push(ctx.deliveryId);
-        return { status: "done", summary: "ran" };
-      },
-    });
-    const s = open();
-    const intakeFirst = createIntakeFirst({ ...DEFAULT_INTAKE_FIRST, share: 0.5, enterArrivals: 1, leaveArrivals: 1 }, { sampleMs: 3_600_000, measure: () => 1 });
-    const engine = testEngine(s, [handler], { concurrency: 2, intakeFirst });
-    await engine.start();
-    intakeFirst.arrived();
-    intakeFirst.sample();
-    expect(intakeFirst.yielding()).toBe(true);
-    let spooledSeen = 0;
-    const flood = Array.from({ length: 12 }, () => deliveryOf("push", examplePayload("push")));
-    for (const d of flood) {
-      expect(await engine.intake.record(d)).toBe("recorded");
-      spooledSeen = Math.max(spooledSeen, deliveriesOf(s).spooled);
-      await nextTurn();
-    }
-    expect(spooledSeen).toBeGreaterThan(0);
-    await engine.idle();
-    expect(ran.sort()).toEqual(flood.map((d) => d.id).sort());
-    await engine.stop(1_000);
   });
 
   it("a payload log that cannot be written leaves the turn's deliveries to the commit, which fails and says so, and the spool rests", async () => {

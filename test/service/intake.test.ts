@@ -105,7 +105,7 @@ describe("webhook intake over HTTP", () => {
       expect([(await postDelivery(running.url, { body })).body.message]).toEqual(["payload must be a JSON object"]);
     }
     // A cut-off or garbled body is told apart from one that is JSON but not an object.
-    for (const body of ["{not json", workflowRun.slice(0, -3), workflowRun.replace("}", ""), "{'a':1}", '{"a":1}x', ""]) {
+    for (const body of ["{not json", workflowRun.slice(0, -3), workflowRun.slice(1), "{'a':1}", '{"a":1}x', ""]) {
       const res = await postDelivery(running.url, { body });
       expect([res.status, res.body.message]).toEqual([400, "payload is not valid JSON"]);
     }

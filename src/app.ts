@@ -123,7 +123,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       throw e;
     });
   } else {
-    store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger, backgroundCheckpoints: true, spool: true, serviceLock: true });
+    store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger, serviceLock: true });
   }
   // Aborted at the shutdown bound: from then on no API request leaves this process.
   const hardStop = new AbortController();

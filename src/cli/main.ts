@@ -5,6 +5,7 @@
 // would take that copy for the package root and miss app.yml.
 import { packageVersion } from "../package-root.js";
 import { DotEnvError, loadDotEnv } from "./dotenv.js";
+import { StoreSchemaError } from "../store/sqlite/schema.js";
 
 /** A command module: `usage` is printed for --help without running anything. */
 type CommandModule = { usage: string; run(args: string[]): Promise<number> };
@@ -64,5 +65,12 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`steward: ${error.message}\n`);
     return 1;
   }
-  return mod.run(rest);
+  try {
+    return await mod.run(rest);
+  } catch (error) {
+    // A data directory of another schema: the message says what it is and what to do; a stack would not.
+    if (!(error instanceof StoreSchemaError)) throw error;
+    process.stderr.write(`steward: ${error.message}\n`);
+    return 1;
+  }
 }

@@ -1,16 +1,16 @@
-// The SQLite key-value part (src/store/sqlite-kv.ts): what its prefix listing costs. Listing must
+// The SQLite key-value part (src/store/sqlite/kv.ts): what its prefix listing costs. Listing must
 // read the prefix's range of the key index, not every row: handlers list on deliveries of some
 // events while the table holds weeks of decision facts.
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../../src/store/sqlite/schema.js";
+import { openSchema } from "../../src/store/sqlite/schema.js";
 import { LIST_BY_PREFIX_SQL, PURGE_EXPIRED_SQL, SqliteKv, TRIM_AUDIT_SQL } from "../../src/store/sqlite/kv.js";
 import { PURGE_FINISHED_SQL } from "../../src/store/sqlite/deliveries.js";
 
 describe("sqlite kv listing", () => {
   it("searches the key index for a prefix's range, with no scan of the table", () => {
     const db = new Database(":memory:");
-    migrate(db);
+    openSchema(db, ":memory:");
     const plan = (db.prepare(`EXPLAIN QUERY PLAN ${LIST_BY_PREFIX_SQL}`).all({ prefix: "deployments:wait:", now: 0 }) as { detail: string }[]).map((r) => r.detail);
     expect(plan.join("\n")).toMatch(/SEARCH kv USING INDEX \S+ \(key>\? AND key<\?\)/);
     expect(plan.join("\n")).not.toMatch(/SCAN kv/);
@@ -19,7 +19,7 @@ describe("sqlite kv listing", () => {
 
   it("finds a prefix's few keys among many others, in key order", async () => {
     const db = new Database(":memory:");
-    migrate(db);
+    openSchema(db, ":memory:");
     const kv = new SqliteKv(db);
     const insert = db.prepare("INSERT INTO kv (key, value, expires_at, updated_at) VALUES (?, '1', NULL, 0)");
     db.transaction(() => {
@@ -37,7 +37,7 @@ describe("sqlite kv listing", () => {
 
   it("purges through indexes: expired entries by the expiry index, finished deliveries by the receipt index", () => {
     const db = new Database(":memory:");
-    migrate(db);
+    openSchema(db, ":memory:");
     const planOf = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join("\n");
     const kvPlan = planOf(PURGE_EXPIRED_SQL, 0, 1000);
     expect(kvPlan).toMatch(/SEARCH kv USING INDEX kv_expires \(expires_at>\? AND expires_at<\?\)/);
@@ -48,20 +48,9 @@ describe("sqlite kv listing", () => {
     db.close();
   });
 
-  it("a store of the previous schema gains the expiry index on opening", () => {
-    const db = new Database(":memory:");
-    migrate(db);
-    db.exec("DROP INDEX kv_expires");
-    db.pragma("user_version = 10");
-    migrate(db);
-    expect(db.pragma("user_version", { simple: true })).toBe(13);
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'kv_expires'").all()).toHaveLength(1);
-    db.close();
-  });
-
   it("trims the audit trail through its primary key", () => {
     const db = new Database(":memory:");
-    migrate(db);
+    openSchema(db, ":memory:");
     const plan = (db.prepare(`EXPLAIN QUERY PLAN ${TRIM_AUDIT_SQL}`).all(10, 100) as { detail: string }[]).map((r) => r.detail).join("\n");
     expect(plan).toMatch(/SEARCH audit USING INTEGER PRIMARY KEY \(rowid<\?\)/);
     expect(plan).not.toMatch(/SCAN audit/);
@@ -70,7 +59,7 @@ describe("sqlite kv listing", () => {
 
   it("catches a trail longer than its cap up a bounded batch at a time: writes, then housekeeping", async () => {
     const db = new Database(":memory:");
-    migrate(db);
+    openSchema(db, ":memory:");
     // Kept before the cap (or under a larger one): 1,000 entries.
     const uncapped = new SqliteKv(db, 10_000);
     for (let i = 0; i < 1_000; i++) await uncapped.audit({ kind: "deployment_answer", source: "t", details: { i } });

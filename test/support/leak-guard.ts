@@ -2,7 +2,7 @@
 // It learns every secret the suite uses — values registered for redaction, tokens the sandbox
 // hub issues, webhook secrets it signs with, secret values it opens — and watches where text
 // leaves Steward: process output (console, stdout/stderr, pino's direct fd writes), check-run
-// payloads the hub stores, and SQLite store files with their payload logs. After each test file, any plaintext hit
+// payloads the hub stores, and SQLite store files. After each test file, any plaintext hit
 // fails that file. Child processes' output is handed in with `leakGuard.output(...)`.
 // Pages any server in the test process renders (HTML, event streams, the schema) and every
 // response's header block (redirects, cookies) are watched too: the console's output.
@@ -12,8 +12,7 @@ import { format } from "node:util";
 import { afterAll } from "vitest";
 import { onSecretRegistered } from "../../src/log/redact.js";
 import { ChecksDomain, Deliverer, SecretsDomain, TokenStore } from "@steward/sandbox-hub/internals";
-import { dirname, join } from "node:path";
-import { payloadDirName, SqliteStore } from "../../src/store/sqlite/store.js";
+import { SqliteStore } from "../../src/store/sqlite/store.js";
 
 /** Shorter values would match ordinary words in output (and are too weak to be real secrets). */
 const MIN_SECRET_LENGTH = 8;
@@ -172,16 +171,9 @@ for (const method of ["createRun", "updateRun"]) {
 const close = SqliteStore.prototype.close;
 SqliteStore.prototype.close = function (this: SqliteStore) {
   const result = close.call(this);
-  // Read now: tests remove their temp dirs before the end-of-file scan. The payload log beside
-  // the database holds what the store keeps of each delivery's body.
-  const payloads = join(dirname(this.path), payloadDirName);
-  let logged: string[] = [];
-  try {
-    logged = fs.readdirSync(payloads).map((f) => join(payloads, f));
-  } catch {
-    // no payload recorded
-  }
-  for (const file of [this.path, ...logged]) {
+  // Read now: tests remove their temp dirs before the end-of-file scan. The log holds what another
+  // connection to the file (the CLI's, a second store in the test) has not checkpointed yet.
+  for (const file of [this.path, `${this.path}-wal`]) {
     try {
       capture(`store ${file}`, fs.readFileSync(file).toString("latin1"));
     } catch {

@@ -1,16 +1,15 @@
 // `steward backup DEST`: a consistent copy of the SQLite data directory (STEWARD_DATA_DIR), made
-// while the service runs (src/store/backup.ts). DEST is a data directory: to restore, stop Steward
-// and start it with STEWARD_DATA_DIR pointing at (a copy of) DEST. Redis is backed up by Redis.
+// while the service runs (src/store/sqlite/backup.ts). DEST is a data directory: to restore, stop
+// Steward and start it with STEWARD_DATA_DIR pointing at (a copy of) DEST. Redis is backed up by Redis.
 import { resolve } from "node:path";
 import { ConfigError, loadStoreSettings } from "../../config/env.js";
 import { BackupError, backupDataDir } from "../../store/sqlite/backup.js";
 
 export const usage = `usage: steward backup DEST
-  copies the data directory (STEWARD_DATA_DIR, default ./.steward: steward.db and payloads/) to DEST,
-  consistently while the service runs (SQLite's online backup, then the payload files, checked
-  against the copied rows). DEST must not exist or be empty. To restore: stop Steward, and start
-  it with STEWARD_DATA_DIR set to (a copy of) DEST. With STEWARD_REDIS_URL set the store is in
-  Redis: back up Redis instead (docs/deploy/backup.md).`;
+  copies the store in the data directory (STEWARD_DATA_DIR, default ./.steward: steward.db) to DEST,
+  consistently while the service runs (SQLite's online backup). DEST must not exist or be empty.
+  To restore: stop Steward, and start it with STEWARD_DATA_DIR set to (a copy of) DEST. With
+  STEWARD_REDIS_URL set the store is in Redis: back up Redis instead (docs/deploy/backup.md).`;
 
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   if (args.length !== 1 || args[0]!.startsWith("-")) {
@@ -33,7 +32,7 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
   try {
     const r = await backupDataDir(settings.dataDir, dest);
     const mb = (r.bytes / 1024 / 1024).toFixed(1);
-    process.stdout.write(`backed up ${r.deliveries} deliveries (schema ${r.schemaVersion}, ${r.payloadFiles} payload files, ${mb} MB) from ${settings.dataDir} to ${dest}\n`);
+    process.stdout.write(`backed up ${r.deliveries} deliveries (schema ${r.schemaVersion}, ${mb} MB) from ${settings.dataDir} to ${dest}\n`);
     return 0;
   } catch (error) {
     if (!(error instanceof BackupError)) throw error;

@@ -4,6 +4,7 @@ import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
 import { DataDirInUseError } from "../../store/sqlite/service-lock.js";
+import { StoreSchemaError } from "../../store/sqlite/schema.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
 
@@ -138,7 +139,7 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
       env: { PORT: "0", LOG_LEVEL: settings.logLevel, ...settingsEnv },
     });
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof DataDirInUseError) {
+    if (error instanceof ConfigError || error instanceof DataDirInUseError || error instanceof StoreSchemaError) {
       process.stderr.write(`steward: ${scrub(error.message)}\n`);
       return 1;
     }
@@ -179,7 +180,7 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
     // A refusal that says what to do is one line, not a stack.
-    if (error instanceof DataDirInUseError) log.fatal({ error: error.message }, "steward could not start");
+    if (error instanceof DataDirInUseError || error instanceof StoreSchemaError) log.fatal({ error: error.message }, "steward could not start");
     else log.fatal({ err: error }, "steward could not start");
     return 1;
   }

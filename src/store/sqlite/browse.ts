@@ -1,11 +1,11 @@
 // The console's reads of the SQLite store: keyset pages (received_at, rowid) over the
-// indexes of schema version 3, newest first, summaries only.
+// deliveries' indexes (schema.ts), newest first, summaries only.
 import type { Database, Statement } from "better-sqlite3";
-import type { QueueRow } from "./deliveries.js";
+import type { DeliveryRow } from "./deliveries.js";
 import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery } from "../browse.js";
 import type { BrowsePart } from "../contract.js";
 
-type SummaryRow = Omit<QueueRow, "next_run_at" | "lease_token"> & { rid: number };
+type SummaryRow = Omit<DeliveryRow, "next_run_at" | "lease_token" | "headers" | "payload"> & { rid: number };
 
 function parseCursor(cursor: string | undefined): { at: number; rid: number } | undefined {
   const m = cursor ? /^(\d+)\.(\d+)$/.exec(cursor) : null;
@@ -13,7 +13,7 @@ function parseCursor(cursor: string | undefined): { at: number; rid: number } | 
 }
 
 /**
- * Failed outcomes read through their index at most (outcomes_failed, schema 5) before a page
+ * Failed outcomes read through their index at most (outcomes_failed) before a page
  * sorts them by receipt; more than this and the row-by-row scan below is the cheaper way.
  */
 const MAX_INDEXED_FAILED = 20_000;
@@ -132,7 +132,7 @@ export class SqliteBrowse implements BrowsePart {
     return (id) => stmt.get({ id, handler: q.handler ?? null, outcome: q.outcome ?? null }) !== undefined;
   }
 
-  // Both read the counts the schema's triggers keep (schema-counts.ts), never the deliveries:
+  // Both read the counts the schema's triggers keep (schema.ts), never the deliveries:
   // at most minutes x repositories x statuses rows, however busy the window was.
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
     const params: Record<string, unknown> = { since };

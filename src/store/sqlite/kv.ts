@@ -48,7 +48,7 @@ export const TRIM_AUDIT_SQL = "DELETE FROM audit WHERE id IN (SELECT id FROM aud
 /** Entries an audit write removes at most (the steady state removes one). */
 const TRIM_ON_WRITE = 100;
 
-/** One batch of the purge: expired entries found through the expiry index (schema 11), never a scan of the table. */
+/** One batch of the purge: expired entries found through the expiry index (schema.ts), never a scan of the table. */
 export const PURGE_EXPIRED_SQL = "DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)";
 
 export class SqliteKv implements KvPart {
@@ -93,7 +93,7 @@ export class SqliteKv implements KvPart {
       this.#dropExpired.run(key, now);
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
     });
-    // One IMMEDIATE transaction (write-transaction.ts): no other connection, the store thread's or another process's, writes between the read and the write.
+    // One IMMEDIATE transaction (write-transaction.ts): no other process writes between the read and the write.
     this.#replaceIf = writeTransaction(db, (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
       const row = this.#get.get(key, now) as KvRow | undefined;
       if (!row || !holds(JSON.parse(row.value), field, equals)) return false;

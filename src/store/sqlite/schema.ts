@@ -1,13 +1,28 @@
-// The SQLite schema of the embedded store: deliveries and their per-handler outcomes,
-// scheduled tasks, handler key/value state and the audit trail, all in one file.
+// The SQLite store's schema: deliveries (headers and payload in the row) with their per-handler
+// outcomes and runs, scheduled tasks, handler key/value state, the audit trail, and the counts the
+// console's overview reads. One version; a file of any other is refused at open, never guessed at.
 import type { Database } from "better-sqlite3";
-import { countDeliveries } from "./schema-counts.js";
 import { writeTransaction } from "./write-transaction.js";
 
-const schemaVersion = 13;
+export const SCHEMA_VERSION = 1;
+/** Marks a file as this layout's ("STWD"): development builds before it wrote versions 1 to 13 without it. */
+const APPLICATION_ID = 0x53545744;
 
-const statements = `
-CREATE TABLE IF NOT EXISTS deliveries (
+// The console's overview counts deliveries per minute and status, and dead letters per
+// repository. Counted from `deliveries`, both would read as many rows as a busy half hour or an
+// outage left; triggers keep them in two small tables instead, whoever writes the rows (intake,
+// worker, replay, purge, operator commands).
+const minute = (row: "new" | "old") => `(${row}.received_at / 60000) * 60000`;
+const repository = (row: "new" | "old") => `coalesce(${row}.repository, '')`;
+const count = (row: "new" | "old", by: 1 | -1) =>
+  `INSERT INTO delivery_minutes (minute, repository, status, count) VALUES (${minute(row)}, ${repository(row)}, ${row}.status, ${by})
+     ON CONFLICT (minute, repository, status) DO UPDATE SET count = count + ${by};`;
+const countDead = (row: "new" | "old", by: 1 | -1) =>
+  `INSERT INTO dead_letters (repository, count) SELECT ${repository(row)}, ${by} WHERE ${row}.status = 'dead'
+     ON CONFLICT (repository) DO UPDATE SET count = count + ${by};`;
+
+const CREATE = `
+CREATE TABLE deliveries (
   id TEXT PRIMARY KEY,
   event TEXT NOT NULL,
   action TEXT,
@@ -20,18 +35,22 @@ CREATE TABLE IF NOT EXISTS deliveries (
   lease_token TEXT,
   lease_until INTEGER,
   last_error TEXT,
-  updated_at INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS deliveries_received ON deliveries (received_at);
-
--- Bodies apart from the queue row: status updates then rewrite a small row, not the payload.
-CREATE TABLE IF NOT EXISTS delivery_bodies (
-  id TEXT PRIMARY KEY,
+  updated_at INTEGER NOT NULL,
   headers TEXT NOT NULL,
   payload TEXT NOT NULL
 );
+-- Claims read one partial index per arm (due, lease expired), so finished deliveries (the bulk)
+-- are in neither; status and id make the due one covering.
+CREATE INDEX deliveries_ready ON deliveries (next_run_at, received_at, status, id) WHERE status IN ('queued', 'failed');
+CREATE INDEX deliveries_leased ON deliveries (lease_until) WHERE status = 'running';
+-- The console's pages, newest first (keyset on received_at, rowid), and the purge by age.
+CREATE INDEX deliveries_received ON deliveries (received_at);
+CREATE INDEX deliveries_repository ON deliveries (repository, received_at);
+CREATE INDEX deliveries_event ON deliveries (event, received_at);
+CREATE INDEX deliveries_dead ON deliveries (received_at) WHERE status = 'dead';
 
-CREATE TABLE IF NOT EXISTS outcomes (
+-- Each handler's latest run on a delivery.
+CREATE TABLE outcomes (
   delivery_id TEXT NOT NULL,
   handler TEXT NOT NULL,
   status TEXT NOT NULL,
@@ -42,8 +61,22 @@ CREATE TABLE IF NOT EXISTS outcomes (
   updated_at INTEGER NOT NULL,
   PRIMARY KEY (delivery_id, handler)
 ) WITHOUT ROWID;
+-- The console's "outcome: failed" filter; done and skipped outcomes (nearly all) are in no index but the key.
+CREATE INDEX outcomes_failed ON outcomes (handler, delivery_id) WHERE status = 'failed';
 
-CREATE TABLE IF NOT EXISTS tasks (
+-- Every handler run, for \`deliveries show\` (a replay clears outcomes, not these).
+CREATE TABLE attempts (
+  seq INTEGER PRIMARY KEY,
+  delivery_id TEXT NOT NULL,
+  handler TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  detail TEXT,
+  at INTEGER NOT NULL
+);
+CREATE INDEX attempts_delivery ON attempts (delivery_id, seq);
+
+CREATE TABLE tasks (
   handler TEXT NOT NULL,
   key TEXT NOT NULL,
   run_at INTEGER NOT NULL,
@@ -58,128 +91,105 @@ CREATE TABLE IF NOT EXISTS tasks (
   updated_at INTEGER NOT NULL,
   PRIMARY KEY (handler, key)
 );
-CREATE INDEX IF NOT EXISTS tasks_due ON tasks (status, run_at);
-CREATE INDEX IF NOT EXISTS tasks_lease ON tasks (lease_token) WHERE lease_token IS NOT NULL;
+CREATE INDEX tasks_due ON tasks (status, run_at);
+CREATE INDEX tasks_lease ON tasks (lease_token) WHERE lease_token IS NOT NULL;
 
-CREATE TABLE IF NOT EXISTS kv (
+CREATE TABLE kv (
   key TEXT PRIMARY KEY,
   value TEXT NOT NULL,
   expires_at INTEGER,
   updated_at INTEGER NOT NULL
 );
+-- The purge of expired entries; entries kept until deleted are in no index but the key's.
+CREATE INDEX kv_expires ON kv (expires_at) WHERE expires_at IS NOT NULL;
 
-CREATE TABLE IF NOT EXISTS audit (
+CREATE TABLE audit (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   kind TEXT NOT NULL,
   source TEXT NOT NULL,
   details TEXT NOT NULL,
   at INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS audit_kind ON audit (kind, id);
+CREATE INDEX audit_kind ON audit (kind, id);
+
+-- Deliveries by minute received (epoch ms, floored), repository ('' for none) and status.
+CREATE TABLE delivery_minutes (
+  minute INTEGER NOT NULL,
+  repository TEXT NOT NULL,
+  status TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (minute, repository, status)
+) WITHOUT ROWID;
+-- Dead letters by repository ('' for none).
+CREATE TABLE dead_letters (
+  repository TEXT PRIMARY KEY,
+  count INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TRIGGER deliveries_count_insert AFTER INSERT ON deliveries BEGIN
+  ${count("new", 1)}
+  ${countDead("new", 1)}
+END;
+CREATE TRIGGER deliveries_count_status AFTER UPDATE OF status ON deliveries WHEN old.status IS NOT new.status BEGIN
+  ${count("old", -1)}
+  ${count("new", 1)}
+  ${countDead("old", -1)}
+  ${countDead("new", 1)}
+END;
+-- Purged rows: their minute's counts go down, and a minute of a repository left all zero goes.
+CREATE TRIGGER deliveries_count_delete AFTER DELETE ON deliveries BEGIN
+  ${count("old", -1)}
+  DELETE FROM delivery_minutes WHERE minute = ${minute("old")} AND repository = ${repository("old")} AND count = 0;
+  ${countDead("old", -1)}
+END;
+
+PRAGMA application_id = ${APPLICATION_ID};
+PRAGMA user_version = ${SCHEMA_VERSION};
 `;
 
-/**
- * Steps from version n to n + 1, index n - 1. Each must be safe on a file that already has
- * its effect (IF NOT EXISTS), because a fresh file runs them all after `statements`.
- */
-const upgrades: (string | ((db: Database) => void))[] = [
-  // 1 -> 2: claiming scanned every delivery ever kept (an OR the planner cannot index, ordered
-  // across both arms). Now one partial index per arm, each holding only the rows it serves, so
-  // finished deliveries (the bulk) are in neither; the claim reads both arms separately.
-  // status and id make the ready index covering: SQLite re-checks an IN term against the row.
-  `
-  DROP INDEX IF EXISTS deliveries_due;
-  CREATE INDEX IF NOT EXISTS deliveries_ready ON deliveries (next_run_at, received_at, status, id) WHERE status IN ('queued', 'failed');
-  CREATE INDEX IF NOT EXISTS deliveries_leased ON deliveries (lease_until) WHERE status = 'running';
-  `,
-  // 2 -> 3: the console lists deliveries newest first by repository, by event and dead letters,
-  // a page at a time (keyset on received_at, rowid); the dead index holds only dead letters.
-  `
-  CREATE INDEX IF NOT EXISTS deliveries_repository ON deliveries (repository, received_at);
-  CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event, received_at);
-  CREATE INDEX IF NOT EXISTS deliveries_dead ON deliveries (received_at) WHERE status = 'dead';
-  `,
-  // 3 -> 4: every handler run kept (outcomes holds the last one only), for `deliveries show`.
-  `
-  CREATE TABLE IF NOT EXISTS attempts (
-    seq INTEGER PRIMARY KEY,
-    delivery_id TEXT NOT NULL,
-    handler TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    detail TEXT,
-    at INTEGER NOT NULL
-  );
-  CREATE INDEX IF NOT EXISTS attempts_delivery ON attempts (delivery_id, seq);
-  `,
-  // 4 -> 5: the console's "handler outcome: failed" filter reads the failed outcomes directly
-  // instead of probing every recent delivery; partial, so the outcomes written on the hot path
-  // (done, skipped: nearly all) are in no index but the primary key.
-  `
-  CREATE INDEX IF NOT EXISTS outcomes_failed ON outcomes (handler, delivery_id) WHERE status = 'failed';
-  `,
-  // 5 -> 6: per-minute and dead-letter counts kept by triggers, for the console's overview (schema-counts.ts).
-  countDeliveries,
-  // 6 -> 7: the lease-token index goes. Every delivery entered it at its lease and left it at its
-  // finish (two index writes per delivery, on the intake's hot path) for lookups that are rare (a
-  // renewal every third of a lease, a release) and that the running-rows index serves: a leased
-  // row is always 'running', and only the running rows are in deliveries_leased.
-  `
-  DROP INDEX IF EXISTS deliveries_lease;
-  `,
-  // 7 -> 8: the highest spool frame number moved into the tables (spool.ts), written in the commit
-  // that moves it, so frames a crash leaves in the spool are moved once and never again.
-  `
-  CREATE TABLE IF NOT EXISTS spool_moved (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
-  `,
-  // 8 -> 9: payloads in the payload log (payload-log.ts): the body row says where, and its payload
-  // column is empty. Rows written before keep their payload inline and are read as before.
-  (db) => addMissingColumns(db, "delivery_bodies", [["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]),
-  // 9 -> 10: with the payload in the log, a body row is a few hundred bytes, and writing it as a
-  // second row cost a second B-tree and its id index (a random page per delivery, as delivery ids
-  // are random): a third of the intake's SQLite time. New rows keep headers and the payload's
-  // place in the queue row; a row whose `headers` is NULL has its body in delivery_bodies (rows
-  // from before, and stores that keep payloads inline).
-  (db) => addMissingColumns(db, "deliveries", [["headers", "TEXT"], ["payload_file", "TEXT"], ["payload_offset", "INTEGER"], ["payload_length", "INTEGER"]]),
-  // 10 -> 11: the hourly purge of expired entries found them by reading the table from its start
-  // (no index on expires_at): each batch of 1,000 read past every live entry before them, and the
-  // last batch read the whole table, on the event loop. Partial: entries without an expiry (kept
-  // until deleted) are in no index but the key's.
-  `
-  CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at IS NOT NULL;
-  `,
-  // 11 -> 12: a handler's latest run is its outcome row, and `attempts` keeps the runs before it,
-  // each logged when the next one replaces it: a delivery run once (nearly all of them) writes no
-  // attempt row, a row and an index entry at a random page less per handler run. `logged` says
-  // whether the outcome's run is in `attempts` already: every row written before was logged as it
-  // was written, so they default to 1.
-  (db) => addMissingColumns(db, "outcomes", [["logged", "INTEGER NOT NULL DEFAULT 1"]]),
-  // 12 -> 13: spooled deliveries are frames in the payload log, no longer in a ring file of their
-  // own (spool.ts): the mark also says where the last moved frame ends, where recovery reads from.
-  (db) => addMissingColumns(db, "spool_moved", [["log_file", "TEXT"], ["log_offset", "INTEGER"]]),
-];
-
-/** Adds the columns `table` lacks (a step that added some before it failed is run again whole). */
-function addMissingColumns(db: Database, table: string, columns: [name: string, type: string][]): void {
-  const has = new Set((db.pragma(`table_info(${table})`) as { name: string }[]).map((c) => c.name));
-  for (const [name, type] of columns) if (!has.has(name)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${name} ${type}`);
+/** The data directory holds a store this version cannot read. */
+export class StoreSchemaError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "StoreSchemaError";
+  }
 }
 
-export function migrate(db: Database): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
-  if (current > schemaVersion) {
-    throw new Error(`store schema version ${current} is newer than this Steward understands (${schemaVersion})`);
+/** Why `db` (in `dataDir`) cannot be read by this version; undefined when it can, or is new and empty. */
+export function schemaProblem(db: Database, dataDir: string): string | undefined {
+  const version = db.pragma("user_version", { simple: true }) as number;
+  const application = db.pragma("application_id", { simple: true }) as number;
+  const where = `STEWARD_DATA_DIR (${dataDir})`;
+  const fresh = `point STEWARD_DATA_DIR at an empty directory (Steward creates its store there)`;
+  if (application === APPLICATION_ID && version === SCHEMA_VERSION) return undefined;
+  if (application === APPLICATION_ID && version > SCHEMA_VERSION) {
+    return `${where} holds a store written by a newer Steward (schema ${version}); this version reads schema ${SCHEMA_VERSION}. Run the newer version on it, or ${fresh}`;
   }
-  if (current === schemaVersion) return;
+  if (application === 0 && version === 0) {
+    const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as number;
+    if (tables === 0) return undefined;
+    return `${where} holds a SQLite file (steward.db) that is not a Steward store; move it away, or ${fresh}`;
+  }
+  if (application === 0) {
+    return (
+      `${where} holds a store written by a development build of Steward (schema ${version}); this version reads schema ${SCHEMA_VERSION}. ` +
+      `Keep that directory for reference and ${fresh} (to keep a copy, run \`steward backup\` with the version that wrote it)`
+    );
+  }
+  return `${where} holds a SQLite file (steward.db) of another application; move it away, or ${fresh}`;
+}
+
+/** Creates the schema in a new file, or checks an existing one; throws StoreSchemaError when it is not this version's. */
+export function openSchema(db: Database, dataDir: string): void {
+  const check = () => {
+    const problem = schemaProblem(db, dataDir);
+    if (problem) throw new StoreSchemaError(problem);
+  };
+  check();
+  if ((db.pragma("user_version", { simple: true }) as number) === SCHEMA_VERSION) return;
   writeTransaction(db, () => {
-    // Another process may have migrated between the look above and this transaction's lock.
-    const current = db.pragma("user_version", { simple: true }) as number;
-    if (current === schemaVersion) return;
-    if (current === 0) db.exec(statements);
-    for (const step of upgrades.slice(Math.max(0, current - 1))) {
-      if (typeof step === "string") db.exec(step);
-      else step(db);
-    }
-    db.pragma(`user_version = ${schemaVersion}`);
+    // Another process (the CLI, a restarting service) may have created it since the look above.
+    check();
+    if ((db.pragma("user_version", { simple: true }) as number) === 0) db.exec(CREATE);
   })();
 }

@@ -1,5 +1,4 @@
-import { describe, expect, it, vi } from "vitest";
-import { PayloadLog } from "../../src/store/sqlite/payload-log.js";
+import { describe, expect, it } from "vitest";
 import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
 import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, testEngine } from "./helpers.js";
@@ -178,41 +177,6 @@ describe("routing and outcomes", () => {
     expect(ran.sort()).toEqual(["on<-workflow_run:object", "quiet<-push", "quiet<-workflow_run", "quiet<-workflow_run"]);
     // The policy was loaded for the repository the intake read from the payload, without parsing it.
     expect(policies.loads.sort()).toEqual([run.repository, push.repository, fine.repository].sort());
-  });
-
-  it("reads a queued payload from the store's log only for a run that reads it, once a run", async () => {
-    const read = vi.spyOn(PayloadLog.prototype, "readBytes");
-    try {
-      const seen: string[] = [];
-      const quiet = defineHandler<unknown>({ name: "quiet", events: ["workflow_run"], async handle(ctx) { seen.push(`quiet:${ctx.action}`); } });
-      const reader = defineHandler<unknown>({
-        name: "reader",
-        events: ["workflow_run.requested"],
-        async handle(ctx) {
-          seen.push(`reader:${(ctx.payload as { workflow_run: { id: number } }).workflow_run.id}`);
-          await new Promise((resolve) => setImmediate(resolve));
-          // Read again later in the run: the parse is kept, the text is not read again.
-          seen.push(`reader again:${(ctx.payload as { workflow_run: { id: number } }).workflow_run.id}`);
-        },
-      });
-      // A push is read once, for its handler: the intake told the engine whether it may touch a policy file.
-      const pusher = defineHandler<unknown>({ name: "pusher", events: ["push"], async handle(ctx) { seen.push(`pusher:${(ctx.payload as { ref: string }).ref}`); } });
-      const { engine: e } = makeEngine([quiet, reader, pusher]);
-      // Recorded before the pool runs: queued, then claimed, as a backlog is.
-      const completed = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
-      const requested = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "requested")));
-      const push = deliveryOf("push", withInstallation(examplePayload("push")));
-      expect(await e.intake.record(completed)).toBe("recorded");
-      expect(await e.intake.record(requested)).toBe("recorded");
-      expect(await e.intake.record(push)).toBe("recorded");
-      await e.start();
-      await e.idle();
-      const id = JSON.parse(requested.payload).workflow_run.id;
-      expect(seen.sort()).toEqual([`pusher:${JSON.parse(push.payload).ref}`, "quiet:completed", "quiet:requested", `reader again:${id}`, `reader:${id}`]);
-      expect(read).toHaveBeenCalledTimes(2);
-    } finally {
-      read.mockRestore();
-    }
   });
 
   it("invalidates the policy cache when a push touches policy files, before routing", async () => {

@@ -22,7 +22,7 @@ export function createEnqueue(
       try {
         result = await store.deliveries.record(settled ? { ...delivery, settled } : delivery);
       } catch (error) {
-        health.failed(delivery.payloadBytes?.length ?? delivery.payload.length);
+        health.failed(Buffer.byteLength(delivery.payload));
         throw error;
       }
       health.recorded();

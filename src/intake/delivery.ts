@@ -132,7 +132,6 @@ export function parseDelivery(
       headers: kept,
       // Form deliveries are stored unwrapped: `text` is the JSON either way.
       payload: text,
-      ...(encoding === "json" ? { payloadBytes: body } : {}),
       receivedAt,
     },
   };

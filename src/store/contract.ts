@@ -39,14 +39,6 @@ export interface DeliveriesPart {
    * `duplicate` when this delivery id was recorded before (it is not processed again).
    */
   record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate">;
-  /**
-   * Optional, for a flood: record as `record` does, as durably, but claimable only a few
-   * milliseconds later, once moved into the queue in a batch (`onMoved` listeners hear of each
-   * move). Undefined when the backend cannot take it now: use `record`.
-   */
-  recordSpooled?(delivery: IncomingDelivery): Promise<"recorded" | "duplicate"> | undefined;
-  /** `listener` hears of each move, with how many of the moved deliveries wait to run (the rest were recorded settled). */
-  onMoved?(listener: (queued: number) => void): void;
   /** Deliveries waiting or running (metrics). */
   depth(): Promise<number>;
   /** Lease the next due delivery (queued, retry due, or a lease that expired or whose owner died). */

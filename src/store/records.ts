@@ -36,8 +36,6 @@ export interface IncomingDelivery {
   headers: Record<string, string>;
   /** The payload as JSON text (form-encoded deliveries already unwrapped). */
   payload: string;
-  /** `payload`'s UTF-8 bytes as received, when the body was the payload (JSON deliveries): stored as they are, not encoded again. */
-  payloadBytes?: Buffer;
   receivedAt: Date;
   /**
    * No handler takes this delivery (its event and action route to none): it is recorded done and

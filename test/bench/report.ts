@@ -76,6 +76,7 @@ export function renderResults(r: BenchResults, o: BenchOptions): string {
     row(["---", "---:", "---:", "---:"]),
     ...r.e2e.map((e) => row([e.flow, `${e.answered} of ${e.sent}`, ms(e.p50), ms(e.p99)])),
     "",
+    ...r.notes.flatMap((note) => [note, ""]),
     "Floors:",
     "",
     ...floors(r, o).map((f) => `- ${f.met ? "met" : "**NOT MET**"}: ${f.text}`),

@@ -27,11 +27,14 @@ export async function startServer(name: "steward" | "probot", env: Record<string
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
   const [started] = (await Promise.race([
-    once(child, "message"),
+    once(child, "message", { signal: AbortSignal.timeout(120_000) }),
     once(child, "exit").then(([code]) =>
       Promise.reject(new Error(`${name} server exited with ${code} before listening`)),
     ),
-  ])) as [{ url: string }];
+  ]).catch((error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  })) as [{ url: string }];
   return {
     url: started.url,
     async idle() {

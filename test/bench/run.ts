@@ -46,13 +46,13 @@ Probot user would run instead. It takes about five minutes, needs Redis at 127.0
     adds each delivery to a BullMQ queue on the same Redis (job id = delivery id) before Probot answers, with a BullMQ
     worker (8 jobs at a time, as Steward's worker) in the same process running a job that does nothing.
   - In-memory Probot: a Probot 14 app answering after a handler that does nothing; an answered delivery is lost if
-    the process stops. Reported beside it, no floor.
+    the process stops. Reported beside it; no floor on its rate.
 - **Burst**: ${o.burst.deliveries} deliveries over ${o.burst.connections} connections to Steward (SQLite), with GitHub's 10 s timeout.
 - **End to end**: Steward with its built-in handlers in its own process, the sandbox hub in the bench's: from the hub
   sending \`workflow_run\` completed with a failure to Steward's re-run request reaching it, and from the hub sending
   \`deployment_protection_rule\` to Steward's answer reaching it; ${o.e2eRuns} runs each, one at a time.
-- **Memory**: each server process's peak RSS over the intake run. Every server runs from its sources through tsx, with
-  the Node flags of \`npm start\`; the loader costs each about 30 MB.
+- **Memory**: each server process's peak RSS over the intake run. Every server process runs through tsx (Steward from its
+  sources) with the Node flags of \`npm start\`; the loader costs each about 30 MB.
 
 To see where a server's time goes, \`NODE_OPTIONS=--cpu-prof npm run bench -- --quick\` leaves a CPU profile of every
 process in the working directory.

@@ -7,7 +7,7 @@ import { matchEnvironment } from "./decide.js";
 import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
 import { fetchPropertyValues, fetchRun } from "./facts.js";
 import { gateFindings, gatesFor, type OrgGate } from "./org-gates.js";
-import { runGate, type GateServices } from "./gate.js";
+import { runGate, type GateServices } from "./execute.js";
 import { policyWithheld } from "../shared/visibility.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
 import { allWaits, taskKey, waitKey, waitsForSha, type Gate, type WaitRecord } from "./waits.js";

@@ -3,7 +3,7 @@
 // when the period ends, with no new event. The decision clock is the hub's (moved by its control).
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DateTime } from "luxon";
-import { reportDue } from "../../../handlers/deployments/gate.js";
+import { reportDue } from "../../../handlers/deployments/execute.js";
 import type { WaitRecord } from "../../../handlers/deployments/waits.js";
 import { createWorld, ORG, type World } from "./world.js";
 

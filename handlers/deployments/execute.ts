@@ -1,5 +1,6 @@
-// Evaluates one waiting gate and carries the decision out: a final answer (at most once), or a
-// durable wait with a comment-only status and a scheduled re-evaluation.
+// Carrying out the deployments decision for one waiting gate: its facts are read (facts.ts) and
+// judged (decide.ts, org-gates.ts), then answered for good (once per gate, `ctx.once`) or held:
+// a durable wait with a comment-only status and a scheduled re-evaluation.
 import type { Logger } from "pino";
 import type { InstallationOctokit, Once, Outcome, Scheduler, Store } from "../../src/index.js";
 import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";

@@ -54,8 +54,8 @@ Probot user would run instead. It takes about five minutes, needs Redis at 127.0
 - **Memory**: each server process's peak RSS over the intake run. Every server process runs through tsx (Steward from its
   sources) with the Node flags of \`npm start\`; the loader costs each about 30 MB.
 
-To see where a server's time goes, \`NODE_OPTIONS=--cpu-prof npm run bench -- --quick\` leaves a CPU profile of every
-process in the working directory.
+To see where a server's time goes, \`BENCH_NODE_FLAGS=--cpu-prof npm run bench -- --quick\` leaves a CPU profile of
+every server process in the working directory.
 
 Floors: intake at least 1.0x the durable peer at every level with p99 no worse; the burst all answered within 10 s;
 end-to-end p50 under 10 ms; Steward's peak RSS at most in-memory Probot's.

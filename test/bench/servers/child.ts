@@ -22,7 +22,14 @@ const START_FLAGS = (
 
 export async function startServer(name: "steward" | "probot", env: Record<string, string>): Promise<ServerUnderTest> {
   const child = fork(new URL(`./${name}.ts`, import.meta.url), [], {
-    execArgv: ["--conditions=steward-source", "--import", "tsx", ...START_FLAGS],
+    // BENCH_NODE_FLAGS: more flags for every server, e.g. --cpu-prof to see where its time goes.
+    execArgv: [
+      "--conditions=steward-source",
+      "--import",
+      "tsx",
+      ...START_FLAGS,
+      ...(process.env.BENCH_NODE_FLAGS?.split(" ") ?? []),
+    ],
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });

@@ -1,6 +1,6 @@
-// The store contract (src/store/contract.ts), one suite over both backends: every part the
-// engine, the intake, the console and handlers rely on must hold for SQLite and Redis alike.
-// Redis cases skip (with a printed reason) when no Redis answers.
+// The store contract (src/store/contract.ts), one suite over every backend: every part the
+// engine, the intake, the console and handlers rely on must hold for SQLite, Redis and
+// PostgreSQL alike. Redis and PostgreSQL cases skip (with a printed reason) when no server answers.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { defineHandler, type Outcome } from "../../src/handler.js";
 import type { Store } from "../../src/store/types.js";
@@ -8,8 +8,10 @@ import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.
 import type { RedisStore } from "../../src/store/redis/store.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
+import type { PostgresStore } from "../../src/store/postgres/store.js";
+import { postgresStores, postgresUp } from "../postgres/support.js";
 
-type AnyStore = SqliteStore | RedisStore;
+type AnyStore = SqliteStore | RedisStore | PostgresStore;
 interface Backend {
   open(opts?: { auditCap?: number }): Promise<AnyStore>;
   dispose(): Promise<void>;
@@ -423,3 +425,4 @@ function contract(makeBackend: () => Promise<Backend>) {
 
 describe("sqlite store", () => contract(sqliteBackend));
 describe.skipIf(!redisUp)("redis store", () => contract(redisBackend));
+describe.skipIf(!postgresUp)("postgres store", () => contract(async () => postgresStores()));

@@ -1,0 +1,123 @@
+// The console's reads of the PostgreSQL store: newest first over the receipt-time indexes
+// (every delivery, by repository, by event, dead letters), a page at a time through a keyset
+// cursor (receipt time, id), so a page costs the same however many deliveries are kept.
+import type pg from "pg";
+import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "../browse.js";
+import type { BrowsePart } from "../contract.js";
+import type { DeliveryStatus } from "../records.js";
+
+/** The overview counts at most this many recent deliveries (as the other backends do). */
+const MAX_ACTIVITY = 20_000;
+
+interface SummaryRow {
+  id: string;
+  event: string;
+  action: string | null;
+  repository: string | null;
+  installation_id: string | null;
+  status: DeliveryStatus;
+  attempts: number;
+  received_at: Date;
+  updated_at: Date;
+  last_error: string | null;
+  ms: string;
+}
+
+function parseCursor(cursor: string | undefined): { ms: number; id: string } | undefined {
+  const m = cursor ? /^(\d+):(.+)$/s.exec(cursor) : null;
+  return m ? { ms: Number(m[1]), id: m[2]! } : undefined;
+}
+
+function summaryOf(r: SummaryRow): DeliverySummary {
+  return {
+    id: r.id,
+    event: r.event,
+    action: r.action ?? undefined,
+    repository: r.repository ?? undefined,
+    installationId: r.installation_id === null ? undefined : Number(r.installation_id),
+    status: r.status,
+    attempts: r.attempts,
+    receivedAt: r.received_at,
+    updatedAt: r.updated_at,
+    lastError: r.last_error ?? undefined,
+  };
+}
+
+/** WHERE clauses and their parameters, numbered as they are added. */
+class Conditions {
+  readonly where: string[] = [];
+  readonly params: unknown[] = [];
+  /** The placeholder of a new parameter. */
+  param(value: unknown): string {
+    return `$${this.params.push(value)}`;
+  }
+  add(sql: (p: string) => string, value: unknown): void {
+    this.where.push(sql(this.param(value)));
+  }
+  get sql(): string {
+    return this.where.length ? `WHERE ${this.where.join(" AND ")}` : "";
+  }
+}
+
+/** A reader limited to some repositories sees deliveries without one only when "" is among them (as on the other backends). */
+function readable(c: Conditions, repositories: readonly string[] | undefined): void {
+  if (repositories) c.add((p) => `coalesce(repository, '') = ANY(${p}::text[])`, [...repositories]);
+}
+
+export class PostgresBrowse implements BrowsePart {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly s: string,
+  ) {}
+
+  async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {
+    const limit = pageLimit(q.limit);
+    const c = new Conditions();
+    if (q.event !== undefined) c.add((p) => `event = ${p}`, q.event);
+    if (q.repository !== undefined) c.add((p) => `repository = ${p}`, q.repository);
+    if (q.status !== undefined) c.add((p) => `status = ${p}`, q.status);
+    if (q.since !== undefined) c.add((p) => `received_at >= ${p}`, new Date(q.since));
+    if (q.until !== undefined) c.add((p) => `received_at < ${p}`, new Date(q.until));
+    readable(c, q.repositories);
+    const cursor = parseCursor(q.cursor);
+    if (cursor) c.where.push(`(received_at, id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
+    if (q.handler !== undefined || q.outcome !== undefined) {
+      const o: string[] = ["o.delivery_id = d.id"];
+      if (q.handler !== undefined) o.push(`o.handler = ${c.param(q.handler)}`);
+      if (q.outcome !== undefined) o.push(`o.status = ${c.param(q.outcome)}`);
+      c.where.push(`EXISTS (SELECT 1 FROM ${this.s}.outcomes o WHERE ${o.join(" AND ")})`);
+    }
+    const { rows } = await this.pool.query<SummaryRow>(
+      `SELECT id, event, action, repository, installation_id, status, attempts, received_at, updated_at, last_error,
+         (extract(epoch FROM received_at) * 1000)::bigint AS ms
+       FROM ${this.s}.deliveries d ${c.sql}
+       ORDER BY received_at DESC, id DESC LIMIT ${limit + 1}`,
+      c.params,
+    );
+    const items = rows.slice(0, limit);
+    const last = rows.length > limit ? items[items.length - 1] : undefined;
+    return { items: items.map(summaryOf), next: last ? `${last.ms}:${last.id}` : undefined };
+  }
+
+  /** Per-minute counts by status of the deliveries received since `since` (the newest MAX_ACTIVITY at most). */
+  async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
+    const c = new Conditions();
+    c.add((p) => `received_at >= ${p}`, new Date(since));
+    readable(c, repositories);
+    const { rows } = await this.pool.query<{ minute: string; status: DeliveryStatus; count: number }>(
+      `SELECT (floor(extract(epoch FROM received_at) / 60) * 60000)::bigint AS minute, status, count(*)::int AS count
+       FROM (SELECT received_at, status FROM ${this.s}.deliveries ${c.sql} ORDER BY received_at DESC LIMIT ${MAX_ACTIVITY}) recent
+       GROUP BY 1, 2 ORDER BY 1, 2`,
+      c.params,
+    );
+    return rows.map((r) => ({ minute: Number(r.minute), status: r.status, count: r.count }));
+  }
+
+  async countDead(repositories?: readonly string[]): Promise<number> {
+    const c = new Conditions();
+    c.add((p) => `status = ${p}`, "dead");
+    readable(c, repositories);
+    const { rows } = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.s}.deliveries ${c.sql}`, c.params);
+    return rows[0]!.n;
+  }
+}

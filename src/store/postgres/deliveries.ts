@@ -1,0 +1,213 @@
+// Deliveries in PostgreSQL: the intake's insert (the primary key is the dedup of delivery ids)
+// and the leased queue with per-handler outcomes. Claims take due rows with FOR UPDATE SKIP
+// LOCKED, so replicas claiming at once never lease the same delivery and never wait on each
+// other; every later write names the lease token, so a run whose lease was taken back writes nothing.
+import type pg from "pg";
+import type { Outcome } from "../../handler.js";
+import type { IncomingDelivery } from "../../intake/delivery-intake.js";
+import type { AttemptRecord, ClaimedDelivery, DeliveryDecision, DeliveryFilter, DeliveryRecord, StoredDelivery } from "../records.js";
+import type { DeliveriesPart } from "../contract.js";
+import { newLeaseToken } from "../../lifecycle/process-owner.js";
+import { keptHeaders, leasedAsRecorded, outcomeRecord } from "../recorded.js";
+import { outcomesJson, tokenOwner, toDelivery, toOutcomes, type DeliveryRow, type OutcomeJson } from "./rows.js";
+import type { WorkSignal } from "./work-signal.js";
+
+/** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
+const MAX_RUNS_KEPT = 200;
+/** Deliveries one retention statement deletes at most: each batch is a short transaction. */
+const PURGE_BATCH = 500;
+
+export class PostgresDeliveries implements DeliveriesPart {
+  #closed = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly s: string,
+    private readonly signal: WorkSignal,
+  ) {}
+
+  /** Resolves once the row is committed (with synchronous_commit on, flushed to the server's WAL). */
+  async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    const inserted = await this.#insert(d, d.settled ? "done" : "queued", null, null, Date.now());
+    if (inserted && !d.settled) this.signal.notify();
+    return inserted ? "recorded" : "duplicate";
+  }
+
+  /** As `record`, inserted running under a new lease in the same statement. */
+  async recordLeased(d: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
+    const token = newLeaseToken();
+    const now = Date.now();
+    const headers = keptHeaders(d.headers);
+    return (await this.#insert(d, "running", token, new Date(now + leaseMs), now, headers)) ? leasedAsRecorded(d, headers, token, now) : "duplicate";
+  }
+
+  async #insert(
+    d: IncomingDelivery,
+    status: "queued" | "done" | "running",
+    token: string | null,
+    leaseUntil: Date | null,
+    now: number,
+    headers = keptHeaders(d.headers),
+  ): Promise<boolean> {
+    if (this.#closed) throw new Error("store is closed");
+    const at = new Date(now);
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
+         status, attempts, next_run_at, updated_at, lease_token, lease_until)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)
+       ON CONFLICT (id) DO NOTHING`,
+      [
+        d.id,
+        d.event,
+        d.action ?? null,
+        d.installationId ?? null,
+        d.repository ?? null,
+        JSON.stringify(headers),
+        d.payload,
+        d.receivedAt,
+        status,
+        status === "running" ? 1 : 0,
+        at,
+        token,
+        leaseUntil,
+      ],
+    );
+    return rowCount === 1;
+  }
+
+  /** Records refused from here on (the store is closing). */
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  async depth(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${this.s}.deliveries WHERE status IN ('queued', 'failed', 'running')`,
+    );
+    return rows[0]!.n;
+  }
+
+  async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
+    return (await this.claimDeliveries(leaseMs, 1))[0];
+  }
+
+  /**
+   * Up to `max` due deliveries, earliest due first: queued ones, retries whose time came, and
+   * running ones whose lease expired (their replica stopped renewing), each counting an attempt.
+   */
+  async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    const now = Date.now();
+    const { rows } = await this.pool.query<DeliveryRow & { outcomes: OutcomeJson[] }>(
+      `WITH next AS (
+         SELECT id FROM ${this.s}.deliveries
+         WHERE status IN ('queued', 'failed', 'running') AND next_run_at <= $1 AND (status <> 'running' OR lease_until <= $1)
+         ORDER BY next_run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
+       ), claimed AS (
+         UPDATE ${this.s}.deliveries d
+         SET status = 'running', attempts = d.attempts + 1, lease_token = $4::text || gen_random_uuid()::text, lease_until = $2, updated_at = $1
+         FROM next WHERE d.id = next.id RETURNING d.*
+       )
+       SELECT c.*, ${outcomesJson(this.s, "c.id")} AS outcomes FROM claimed c ORDER BY c.next_run_at, c.id`,
+      [new Date(now), new Date(now + leaseMs), Math.max(0, Math.floor(max)), tokenOwner],
+    );
+    return rows.map((r) => ({ token: r.lease_token!, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
+  }
+
+  async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+    const { status, detail, retryable } = outcomeRecord(outcome);
+    // The run's row locked by its lease, the outcome upserted with its attempt counted, the run
+    // added to the history and the history trimmed: one statement, so nothing half-written.
+    const { rows } = await this.pool.query<{ n: number }>(
+      `WITH d AS (
+         SELECT id FROM ${this.s}.deliveries WHERE id = $1 AND status = 'running' AND lease_token = $2 FOR UPDATE
+       ), o AS (
+         INSERT INTO ${this.s}.outcomes AS o (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
+         SELECT d.id, $3, $4, $5, $6, 1, $7, $8 FROM d
+         ON CONFLICT (delivery_id, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
+           retryable = excluded.retryable, attempts = o.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at
+         RETURNING o.attempts
+       ), r AS (
+         INSERT INTO ${this.s}.runs (delivery_id, handler, attempt, status, detail, at) SELECT $1, $3, o.attempts, $4, $5, $8 FROM o
+       ), trimmed AS (
+         DELETE FROM ${this.s}.runs WHERE EXISTS (SELECT 1 FROM o) AND delivery_id = $1 AND seq <= (
+           SELECT seq FROM ${this.s}.runs WHERE delivery_id = $1 ORDER BY seq DESC OFFSET ${MAX_RUNS_KEPT - 1} LIMIT 1)
+       )
+       SELECT count(*)::int AS n FROM o`,
+      [deliveryId, token, handler, status, detail ?? null, retryable, seconds, new Date()],
+    );
+    return rows[0]!.n === 1;
+  }
+
+  async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
+    const now = new Date();
+    const nextRunAt = decision.status === "failed" ? decision.retryAt : now;
+    const lastError = decision.status === "done" ? null : decision.lastError;
+    const { rowCount } = await this.pool.query(
+      `UPDATE ${this.s}.deliveries SET status = $3, next_run_at = $4, last_error = $5, updated_at = $6, lease_token = NULL, lease_until = NULL
+       WHERE id = $1 AND lease_token = $2`,
+      [deliveryId, token, decision.status, nextRunAt, lastError, now],
+    );
+    return rowCount === 1;
+  }
+
+  async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
+    const { rows } = await this.pool.query<DeliveryRow & { outcomes: OutcomeJson[]; runs: { handler: string; attempt: number; status: AttemptRecord["status"]; detail: string | null; at: number }[] }>(
+      `SELECT d.*, ${outcomesJson(this.s, "d.id")} AS outcomes,
+         (SELECT coalesce(json_agg(json_build_object('handler', r.handler, 'attempt', r.attempt, 'status', r.status, 'detail', r.detail,
+            'at', (extract(epoch FROM r.at) * 1000)::bigint) ORDER BY r.seq), '[]')
+          FROM ${this.s}.runs r WHERE r.delivery_id = d.id) AS runs
+       FROM ${this.s}.deliveries d WHERE d.id = $1`,
+      [id],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      delivery: toDelivery(row),
+      outcomes: toOutcomes(row.outcomes),
+      attempts: row.runs.map((r) => ({ handler: r.handler, attempt: r.attempt, status: r.status, detail: r.detail ?? undefined, at: new Date(r.at) })),
+    };
+  }
+
+  /** Newest first, filtered. */
+  async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
+    const { rows } = await this.pool.query<DeliveryRow>(
+      `SELECT * FROM ${this.s}.deliveries
+       WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR event = $2) AND ($3::timestamptz IS NULL OR received_at >= $3)
+       ORDER BY received_at DESC, id DESC LIMIT $4`,
+      [filter.status ?? null, filter.event ?? null, filter.since ?? null, filter.limit ?? 100],
+    );
+    return rows.map(toDelivery);
+  }
+
+  async replayDelivery(id: string): Promise<boolean> {
+    const now = new Date();
+    const { rows } = await this.pool.query<{ n: number }>(
+      `WITH d AS (
+         UPDATE ${this.s}.deliveries SET status = 'queued', attempts = 0, next_run_at = $2, updated_at = $2, last_error = NULL
+         WHERE id = $1 AND status <> 'running' RETURNING id
+       ), o AS (
+         DELETE FROM ${this.s}.outcomes WHERE delivery_id IN (SELECT id FROM d)
+       )
+       SELECT count(*)::int AS n FROM d`,
+      [id, now],
+    );
+    const replayed = rows[0]!.n === 1;
+    if (replayed) this.signal.notify();
+    return replayed;
+  }
+
+  /** In batches, each a short transaction that skips rows another one holds: retention never stalls the queue. */
+  async purgeFinished(before: Date): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM ${this.s}.deliveries WHERE id IN (
+           SELECT id FROM ${this.s}.deliveries WHERE status = 'done' AND updated_at < $1
+           ORDER BY updated_at LIMIT ${PURGE_BATCH} FOR UPDATE SKIP LOCKED)`,
+        [before],
+      );
+      total += rowCount ?? 0;
+      if ((rowCount ?? 0) < PURGE_BATCH) return total;
+    }
+  }
+}

@@ -1,0 +1,184 @@
+// The PostgreSQL store's schema: versioned, forward-only migrations, applied at start by one
+// replica at a time (under an advisory lock, the others wait for it and then find nothing left
+// to do). A schema newer than this code is refused: an older Steward must not write to tables
+// whose meaning it does not know.
+import type pg from "pg";
+import { ident } from "./connect.js";
+
+export interface Migration {
+  version: number;
+  description: string;
+  /** Statements run in one transaction; `s` is the quoted schema name. */
+  sql(s: string): string;
+}
+
+// Times are timestamptz written from the replicas' clocks (as on Redis): leases and due times
+// compare against the clock of the replica asking. Payloads and headers are kept as text, as
+// received: jsonb would reorder keys and refuse some valid JSON (\u0000).
+const v1: Migration = {
+  version: 1,
+  description: "deliveries, outcomes, runs, tasks, handler state, audit trail, coordination",
+  sql: (s) => `
+CREATE TABLE ${s}.deliveries (
+  id text PRIMARY KEY,
+  event text NOT NULL,
+  action text,
+  installation_id bigint,
+  repository text,
+  headers text NOT NULL,
+  payload text NOT NULL,
+  received_at timestamptz NOT NULL,
+  status text NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed', 'dead')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_run_at timestamptz NOT NULL,
+  last_error text,
+  updated_at timestamptz NOT NULL,
+  lease_token text,
+  lease_until timestamptz
+);
+-- Claims walk due work in due order; running rows stay in it so an expired lease is found too.
+CREATE INDEX deliveries_due ON ${s}.deliveries (next_run_at, id) WHERE status IN ('queued', 'failed', 'running');
+CREATE INDEX deliveries_lease ON ${s}.deliveries (lease_token) WHERE lease_token IS NOT NULL;
+CREATE INDEX deliveries_running ON ${s}.deliveries (lease_until) WHERE status = 'running';
+-- Retention: done deliveries by the time they finished.
+CREATE INDEX deliveries_done ON ${s}.deliveries (updated_at) WHERE status = 'done';
+-- Reading for people: newest first, overall and by repository, event and dead letters.
+CREATE INDEX deliveries_received ON ${s}.deliveries (received_at DESC, id DESC);
+CREATE INDEX deliveries_repository ON ${s}.deliveries (repository, received_at DESC, id DESC);
+CREATE INDEX deliveries_event ON ${s}.deliveries (event, received_at DESC, id DESC);
+CREATE INDEX deliveries_dead ON ${s}.deliveries (received_at DESC, id DESC) WHERE status = 'dead';
+
+CREATE TABLE ${s}.outcomes (
+  delivery_id text NOT NULL REFERENCES ${s}.deliveries (id) ON DELETE CASCADE,
+  handler text NOT NULL,
+  status text NOT NULL,
+  detail text,
+  retryable boolean NOT NULL,
+  attempts integer NOT NULL,
+  seconds double precision NOT NULL,
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (delivery_id, handler)
+);
+CREATE INDEX outcomes_failed ON ${s}.outcomes (handler, delivery_id) WHERE status = 'failed';
+
+-- Every handler run, for 'deliveries show' (the last ones of a delivery, capped by the writer).
+CREATE TABLE ${s}.runs (
+  seq bigserial PRIMARY KEY,
+  delivery_id text NOT NULL REFERENCES ${s}.deliveries (id) ON DELETE CASCADE,
+  handler text NOT NULL,
+  attempt integer NOT NULL,
+  status text NOT NULL,
+  detail text,
+  at timestamptz NOT NULL
+);
+CREATE INDEX runs_delivery ON ${s}.runs (delivery_id, seq);
+
+CREATE TABLE ${s}.tasks (
+  handler text NOT NULL,
+  key text NOT NULL,
+  run_at timestamptz NOT NULL,
+  data text NOT NULL,
+  installation_id bigint,
+  status text NOT NULL CHECK (status IN ('pending', 'running', 'dead')),
+  attempts integer NOT NULL DEFAULT 0,
+  last_error text,
+  generation integer NOT NULL DEFAULT 1,
+  lease_token text,
+  lease_until timestamptz,
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (handler, key)
+);
+CREATE INDEX tasks_due ON ${s}.tasks (run_at) WHERE status IN ('pending', 'running');
+CREATE INDEX tasks_lease ON ${s}.tasks (lease_token) WHERE lease_token IS NOT NULL;
+CREATE INDEX tasks_running ON ${s}.tasks (lease_until) WHERE status = 'running';
+
+-- Handler state; byte order (COLLATE "C") so a prefix is one range of the primary key.
+CREATE TABLE ${s}.kv (
+  key text COLLATE "C" PRIMARY KEY,
+  value text NOT NULL,
+  updated_at timestamptz NOT NULL,
+  expires_at timestamptz
+);
+CREATE INDEX kv_expires ON ${s}.kv (expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE ${s}.audit (
+  seq bigserial PRIMARY KEY,
+  kind text NOT NULL,
+  source text NOT NULL,
+  details text NOT NULL,
+  at timestamptz NOT NULL
+);
+CREATE INDEX audit_kind ON ${s}.audit (kind, seq);
+
+-- Readiness's probe writes (canRecord): written and removed in one transaction.
+CREATE TABLE ${s}.record_probe (
+  id bigserial PRIMARY KEY,
+  body text NOT NULL
+);
+
+-- Cross-replica coordination: leases (locks, job leases, write slots) and shared entries
+-- (sealed tokens, the replica registry), each expiring.
+CREATE TABLE ${s}.leases (
+  name text COLLATE "C" PRIMARY KEY,
+  holder text NOT NULL,
+  value text,
+  expires_at timestamptz NOT NULL
+);
+`,
+};
+
+/** Every migration, in order. Applied ones are never edited: a change is a new version. */
+export const migrations: readonly Migration[] = [v1];
+
+export const schemaVersion = migrations[migrations.length - 1]!.version;
+
+/** Two-key advisory lock: one class for Steward's migrations, one key per schema. */
+const lockSql = "SELECT pg_advisory_lock(hashtext('steward-migrations'), hashtext($1))";
+const unlockSql = "SELECT pg_advisory_unlock(hashtext('steward-migrations'), hashtext($1))";
+
+export class NewerSchemaError extends Error {
+  constructor(schema: string, found: number, known: number) {
+    super(
+      `the PostgreSQL schema "${schema}" is at version ${found}, newer than this Steward knows (${known}): ` +
+        "a newer Steward has migrated it. Run that version (or a later one); migrations are forward-only",
+    );
+    this.name = "NewerSchemaError";
+  }
+}
+
+/**
+ * Bring `schema` to the newest version this code knows, each migration in its own transaction.
+ * Holds the advisory lock while checking and applying, so replicas starting together migrate
+ * once; the others wait here, then find the schema current. Returns the versions applied.
+ */
+export async function migrate(client: pg.ClientBase, schema: string, all: readonly Migration[] = migrations): Promise<number[]> {
+  const s = ident(schema);
+  const known = all[all.length - 1]!.version;
+  await client.query(lockSql, [schema]);
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.migrations`);
+    const current = rows[0]?.v ?? 0;
+    if (current > known) throw new NewerSchemaError(schema, current, known);
+    const applied: number[] = [];
+    for (const m of all) {
+      if (m.version <= current) continue;
+      await client.query("BEGIN");
+      try {
+        await client.query(m.sql(s));
+        await client.query(`INSERT INTO ${s}.migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+        await client.query("COMMIT");
+      } catch (e) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw new Error(`PostgreSQL schema "${schema}": migration ${m.version} (${m.description}) failed: ${(e as Error).message}`, { cause: e });
+      }
+      applied.push(m.version);
+    }
+    return applied;
+  } finally {
+    await client.query(unlockSql, [schema]).catch(() => undefined);
+  }
+}

@@ -13,6 +13,7 @@ import type { Clock } from "./lifecycle/clock.js";
 import { createStewardHttp, withPages, type ServerTimeouts } from "./intake/server.js";
 import { openSqliteStore, type SqliteStore } from "./store/sqlite/store.js";
 import type { RedisStore } from "./store/redis/store.js";
+import type { PostgresStore } from "./store/postgres/store.js";
 import type { Cluster } from "./coordination/redis/cluster.js";
 import { inProcessCoordination } from "./coordination/in-process.js";
 import { createPolicyLoader } from "./policy/loader.js";
@@ -35,8 +36,8 @@ export interface Steward {
   url: string;
   server: Server;
   engine: Engine;
-  /** SQLite by default; Redis when config.redisUrl is set (several replicas). */
-  store: SqliteStore | RedisStore;
+  /** SQLite by default; PostgreSQL when config.postgresUrl is set, else Redis when config.redisUrl is (several replicas). */
+  store: SqliteStore | RedisStore | PostgresStore;
   metrics: Metrics;
   octokits: OctokitFactory;
   logger: Logger;
@@ -57,6 +58,8 @@ export interface CreateStewardOptions {
   timeouts?: Partial<ServerTimeouts>;
   /** Redis deployments: key prefix (default `{steward}:`) and throttling namespace (default `steward`), e.g. one per test. */
   redis?: { prefix?: string; namespace?: string };
+  /** PostgreSQL deployments: the schema of Steward's tables (default `steward`), e.g. one per test. */
+  postgres?: { schema?: string };
   /** Backoff of start-up work that needs the API (credential check, handler starts). */
   startBackoff?: Backoff;
   /** Steward's clock (default the host's; the sandbox stack passes the hub's, see src/lifecycle/clock.ts). */
@@ -112,8 +115,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const publicBase = () => consoleBase(config, listening);
   // Several replicas share one Redis: the queue and state live there, and so do API throttling and tokens.
   let cluster: Cluster | undefined;
-  let store: SqliteStore | RedisStore;
-  if (config.redisUrl) {
+  let store: SqliteStore | RedisStore | PostgresStore;
+  if (config.postgresUrl) {
+    // Loaded only here, as Redis's: pg is not needed by a single-process service.
+    const { openPostgresStore } = await import("./store/postgres/store.js");
+    store = await openPostgresStore(config.postgresUrl, { logger, ...(opts.postgres?.schema ? { schema: opts.postgres.schema } : {}) });
+  } else if (config.redisUrl) {
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.
     const [{ openCluster }, { openRedisStore }] = await Promise.all([import("./coordination/redis/cluster.js"), import("./store/redis/store.js")]);
     const prefix = opts.redis?.prefix;

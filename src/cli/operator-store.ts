@@ -1,18 +1,20 @@
-// The store operator commands use: the service's own (Redis when STEWARD_REDIS_URL is set,
-// else the SQLite file in STEWARD_DATA_DIR), so they see and change what the service does.
+// The store operator commands use: the service's own (PostgreSQL when STEWARD_POSTGRES_URL is
+// set, else Redis when STEWARD_REDIS_URL is, else the SQLite file in STEWARD_DATA_DIR), so they
+// see and change what the service does.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import type { StewardConfig } from "../config/types.js";
+import type { StoreSettings } from "../config/types.js";
 import { openSqliteStore, storeFileName, type SqliteStore } from "../store/sqlite/store.js";
 import { openRedisStore, type RedisStore } from "../store/redis/store.js";
+import { openPostgresStore, type PostgresStore } from "../store/postgres/store.js";
 
-export type OperatorStore = SqliteStore | RedisStore;
+export type OperatorStore = SqliteStore | RedisStore | PostgresStore;
 
 /** Where the store is, for messages (never a credential). */
-export function storeLocation(settings: Pick<StewardConfig, "dataDir" | "redisUrl">, store?: OperatorStore): string {
+export function storeLocation(settings: StoreSettings, store?: OperatorStore): string {
   if (store && "where" in store) return store.where;
-  return settings.redisUrl ? "Redis" : settings.dataDir;
+  return settings.postgresUrl ? "PostgreSQL" : settings.redisUrl ? "Redis" : settings.dataDir;
 }
 
 /**
@@ -20,11 +22,12 @@ export function storeLocation(settings: Pick<StewardConfig, "dataDir" | "redisUr
  * looking must not leave a store behind.
  */
 export async function openOperatorStore(
-  settings: Pick<StewardConfig, "dataDir" | "redisUrl">,
+  settings: StoreSettings,
   opts: { mustExist?: boolean; logger?: Logger } = {},
 ): Promise<OperatorStore | undefined> {
-  if (settings.redisUrl) return openRedisStore(settings.redisUrl, opts.logger ? { logger: opts.logger } : {});
+  const logger = opts.logger ? { logger: opts.logger } : {};
+  if (settings.postgresUrl) return openPostgresStore(settings.postgresUrl, { ...logger, maxConnections: 2 });
+  if (settings.redisUrl) return openRedisStore(settings.redisUrl, logger);
   if (opts.mustExist && !existsSync(join(settings.dataDir, storeFileName))) return undefined;
-  return openSqliteStore(settings.dataDir, opts.logger ? { logger: opts.logger } : {});
+  return openSqliteStore(settings.dataDir, logger);
 }
-

@@ -1,9 +1,9 @@
 // Parses Steward's configuration from the environment. Every problem stops start-up with
 // one line naming the variable and what is wrong; secret values are never echoed.
 import { createPrivateKey } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import type { StewardConfig } from "./types.js";
+import type { StewardConfig, StoreSettings } from "./types.js";
 import { noteSettingName, noteSettingPath } from "./setting-names.js";
 import { parseDuration } from "../policy/patterns.js";
 import { registerSecret } from "../log/redact.js";
@@ -215,26 +215,62 @@ function host(env: Env): string | undefined {
 function redisUrl(env: Env): string | undefined {
   const raw = read(env, "STEWARD_REDIS_URL");
   if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    registerSecret(raw);
-    throw new ConfigError("STEWARD_REDIS_URL", "must be a URL such as redis://127.0.0.1:6379/0");
-  }
-  if (url.password) {
-    registerSecret(url.password);
-    try {
-      registerSecret(decodeURIComponent(url.password));
-    } catch {
-      // not percent-encoded text: the raw form above is what could be echoed
-    }
-  }
+  const url = secretUrl("STEWARD_REDIS_URL", raw, "redis://127.0.0.1:6379/0");
   if (url.protocol !== "redis:" && url.protocol !== "rediss:") {
     throw new ConfigError("STEWARD_REDIS_URL", `must start with redis:// or rediss:// (got ${shown(url.protocol)})`);
   }
   if (!/^\/?\d*$/.test(url.pathname)) {
     throw new ConfigError("STEWARD_REDIS_URL", `must name a database by number, e.g. redis://host:6379/0 (got ${shown(url.pathname)})`);
+  }
+  return raw;
+}
+
+/** A URL that may hold a password: parsed, the password (as written and decoded) registered as a secret before anything can echo it. */
+function secretUrl(name: string, raw: string, example: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    registerSecret(raw);
+    throw new ConfigError(name, `must be a URL such as ${example}`);
+  }
+  for (const password of [url.password, url.searchParams.get("password")]) {
+    if (!password) continue;
+    registerSecret(password);
+    try {
+      registerSecret(decodeURIComponent(password));
+    } catch {
+      // not percent-encoded text: the raw form above is what could be echoed
+    }
+  }
+  return url;
+}
+
+const SSL_MODES = ["disable", "prefer", "require", "verify-ca", "verify-full"];
+
+/**
+ * STEWARD_POSTGRES_URL: postgres:// or postgresql://, TLS as libpq's parameters name it
+ * (sslmode, sslrootcert, sslcert, sslkey); its password is registered as a secret first.
+ */
+function postgresUrl(env: Env): string | undefined {
+  const name = "STEWARD_POSTGRES_URL";
+  const raw = read(env, name);
+  if (raw === undefined) return undefined;
+  const url = secretUrl(name, raw, "postgres://steward@db.internal:5432/steward?sslmode=verify-full");
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new ConfigError(name, `must start with postgres:// or postgresql:// (got ${shown(url.protocol)})`);
+  }
+  if (!url.hostname && !url.searchParams.has("host")) throw new ConfigError(name, "must name the server, e.g. postgres://db.internal:5432/steward");
+  const mode = url.searchParams.get("sslmode");
+  if (mode !== null && !SSL_MODES.includes(mode)) {
+    throw new ConfigError(name, `sslmode must be one of ${SSL_MODES.join(", ")} (got ${shown(mode)})`);
+  }
+  for (const file of ["sslrootcert", "sslcert", "sslkey"]) {
+    const path = url.searchParams.get(file);
+    if (path !== null && !existsSync(path)) throw new ConfigError(name, `${file} names a file that does not exist (${shown(path)})`);
+  }
+  if (mode === "verify-ca" && !url.searchParams.has("sslrootcert")) {
+    throw new ConfigError(name, "sslmode=verify-ca needs sslrootcert (the certificate of the authority that signed the server's)");
   }
   return raw;
 }
@@ -275,9 +311,14 @@ export function loadLogSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "lo
 }
 
 /** Where the service keeps its state, for operator commands that need nothing else (no app credentials). */
-export function loadStoreSettings(env: NodeJS.ProcessEnv): Pick<StewardConfig, "dataDir" | "redisUrl"> {
+export function loadStoreSettings(env: NodeJS.ProcessEnv): StoreSettings {
   const redis = redisUrl(env);
-  return { dataDir: resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward"), ...(redis === undefined ? {} : { redisUrl: redis }) };
+  const postgres = postgresUrl(env);
+  return {
+    dataDir: resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward"),
+    ...(redis === undefined ? {} : { redisUrl: redis }),
+    ...(postgres === undefined ? {} : { postgresUrl: postgres }),
+  };
 }
 
 /** STEWARD_HANDLERS as a list of paths, for commands that load handler modules and need nothing else (`steward validate`). */
@@ -294,6 +335,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const key = privateKey(env);
   const statusUrl = read(env, "STEWARD_STATUS_URL");
   const redis = redisUrl(env);
+  const postgres = postgresUrl(env);
   const proxy = webhookProxyUrl(env);
   return {
     appId: id,
@@ -321,6 +363,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     bodyMinRate: integer(env, "STEWARD_BODY_MIN_RATE", 16_384, 0, 1 << 30),
     maxConnectionsPerAddress: integer(env, "STEWARD_MAX_CONNECTIONS_PER_ADDRESS", 256, 0, 1_000_000),
     ...(redis === undefined ? {} : { redisUrl: redis }),
+    ...(postgres === undefined ? {} : { postgresUrl: postgres }),
     ...(proxy === undefined ? {} : { webhookProxyUrl: proxy }),
     ...oauthClient(env),
   };

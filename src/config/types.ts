@@ -55,10 +55,17 @@ export interface StewardConfig {
   durability?: "process" | "power";
   /**
    * STEWARD_REDIS_URL: when set, the queue, tasks and handler state live in this Redis (shared
-   * by several replicas) instead of SQLite, and API throttling is shared through it. May hold a
-   * password: a secret, never logged.
+   * by several replicas) instead of SQLite, and API throttling is shared through it; with
+   * STEWARD_POSTGRES_URL also set, Redis only shares API throttling. May hold a password: a
+   * secret, never logged.
    */
   redisUrl?: string;
+  /**
+   * STEWARD_POSTGRES_URL: when set, the queue, tasks, handler state and the replicas'
+   * coordination (write slots, tokens, registry) live in this PostgreSQL; Redis, if also set,
+   * then only shares API throttling. May hold a password: a secret, never logged.
+   */
+  postgresUrl?: string;
   /** The app's OAuth client (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET): the console's sign-in. Absent: console off. */
   oauth?: { clientId: string; clientSecret: string };
   /** WEBHOOK_PROXY_URL: a smee-style Server-Sent Events channel whose deliveries are forwarded to the webhook path. A secret (its path is the channel's key). */
@@ -66,3 +73,6 @@ export interface StewardConfig {
   /** STEWARD_SESSION_SECRET: keys the console's session cookies; derived from the app's secrets when absent. */
   sessionSecret?: string;
 }
+
+/** Where the service keeps its state: what operator commands need to open the same store. */
+export type StoreSettings = Pick<StewardConfig, "dataDir" | "redisUrl" | "postgresUrl">;

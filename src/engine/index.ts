@@ -57,6 +57,8 @@ export function createEngine(opts: EngineOptions): Engine {
   const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
   const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
   const taskDeps = { ...runDeps, handlersByName };
+  // Work another replica queued (a backend that signals it): claimed now, not at the next poll.
+  store.onWork?.(() => pool.wake());
   const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
   const pool = createWorkerPool({
     store,

@@ -98,6 +98,12 @@ export interface StewardStore {
    * could not be recorded (disk full, writes refused), so readiness recovers without a delivery.
    */
   canRecord(payloadBytes: number): Promise<boolean>;
+  /**
+   * `listener` runs when another process queued work (a backend shared by replicas that can
+   * tell: PostgreSQL's LISTEN/NOTIFY), so the pool claims at once rather than at its next poll.
+   * Absent: other processes' work is found by polling.
+   */
+  onWork?(listener: () => void): void;
   /** Idempotent; resolves once nothing of the store is in use any more. */
   close(): Promise<void>;
 }

@@ -1,4 +1,4 @@
-// The console's listing queries, run the same on both stores: filters, access scope,
+// The console's listing queries, run the same on every store: filters, access scope,
 // keyset pages that neither skip nor repeat, per-minute activity and dead-letter counts.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +10,7 @@ import type { StewardStore } from "../../src/store/contract.js";
 import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { redisStores, redisUp, redisUrl } from "../redis/support.js";
+import { postgresStores, postgresUp } from "../postgres/support.js";
 
 type AnyStore = StewardStore;
 
@@ -37,6 +38,15 @@ const backends: { name: string; skip: boolean; open(): Promise<AnyStore> }[] = [
     skip: !redisUp,
     async open() {
       const stores = redisStores();
+      cleanups.push(() => stores.dispose());
+      return stores.open();
+    },
+  },
+  {
+    name: "postgres",
+    skip: !postgresUp,
+    async open() {
+      const stores = postgresStores();
       cleanups.push(() => stores.dispose());
       return stores.open();
     },

@@ -6,7 +6,9 @@ import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/
 
 // Commits need not reach the disk for these tests (a kill of Steward loses nothing either way;
 // only a crash of the server would): libpq's `options`, so the store's own code is unchanged.
-export const postgresUrl = process.env.STEWARD_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test?options=-c%20synchronous_commit%3Doff";
+export const postgresUrl =
+  process.env.STEWARD_TEST_POSTGRES_URL ??
+  "postgres://postgres@127.0.0.1:5432/test?options=-c%20synchronous_commit%3Doff";
 
 async function probe(): Promise<string | undefined> {
   const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 2_000 });

@@ -24,6 +24,10 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     process.stderr.write(`steward: ${error.message}\n`);
     return 1;
   }
+  if (settings.postgresUrl) {
+    process.stderr.write("steward backup: the store is in PostgreSQL (STEWARD_POSTGRES_URL is set): back up the database itself (pg_dump or your provider's backups)\n");
+    return 2;
+  }
   if (settings.redisUrl) {
     process.stderr.write("steward backup: the store is in Redis (STEWARD_REDIS_URL is set): back up Redis itself (RDB or AOF, docs/deploy/backup.md)\n");
     return 2;

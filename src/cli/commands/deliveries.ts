@@ -1,7 +1,7 @@
 // `steward deliveries`: inspect and replay stored deliveries (dead letters included), in the
 // service's own store: Redis when STEWARD_REDIS_URL is set, else SQLite in STEWARD_DATA_DIR.
 import { ConfigError, loadStoreSettings } from "../../config/env.js";
-import type { StewardConfig } from "../../config/types.js";
+import type { StoreSettings } from "../../config/types.js";
 import { parseDuration } from "../../policy/patterns.js";
 import { openOperatorStore, storeLocation, type OperatorStore } from "../operator-store.js";
 import type { AttemptRecord, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
@@ -118,7 +118,7 @@ export function formatShow(found: Pick<DeliveryRecord, "delivery" | "outcomes"> 
   return lines.join("\n");
 }
 
-let settings: Pick<StewardConfig, "dataDir" | "redisUrl"> | undefined;
+let settings: StoreSettings | undefined;
 
 function where(store?: OperatorStore): string {
   return storeLocation(settings!, store);

@@ -80,7 +80,8 @@ export class PostgresBrowse implements BrowsePart {
     if (q.until !== undefined) c.add((p) => `received_at < ${p}`, new Date(q.until));
     readable(c, q.repositories);
     const cursor = parseCursor(q.cursor);
-    if (cursor) c.where.push(`(received_at, id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
+    if (cursor)
+      c.where.push(`(received_at, id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
     if (q.handler !== undefined || q.outcome !== undefined) {
       const o: string[] = ["o.delivery_id = d.id"];
       if (q.handler !== undefined) o.push(`o.handler = ${c.param(q.handler)}`);
@@ -117,7 +118,10 @@ export class PostgresBrowse implements BrowsePart {
     const c = new Conditions();
     c.add((p) => `status = ${p}`, "dead");
     readable(c, repositories);
-    const { rows } = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.s}.deliveries ${c.sql}`, c.params);
+    const { rows } = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${this.s}.deliveries ${c.sql}`,
+      c.params,
+    );
     return rows[0]!.n;
   }
 }

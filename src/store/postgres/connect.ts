@@ -22,7 +22,8 @@ export function describePostgresUrl(url: string): string {
  */
 export function libpqUrl(url: string): string {
   const u = new URL(url);
-  if (u.searchParams.has("sslmode") && !u.searchParams.has("uselibpqcompat")) u.searchParams.set("uselibpqcompat", "true");
+  if (u.searchParams.has("sslmode") && !u.searchParams.has("uselibpqcompat"))
+    u.searchParams.set("uselibpqcompat", "true");
   return u.toString();
 }
 

@@ -3,12 +3,18 @@
 // LOCKED, so replicas claiming at once never lease the same delivery and never wait on each
 // other; every later write names the lease token, so a run whose lease was taken back writes nothing.
 import type pg from "pg";
-import type { Outcome } from "../../handler.js";
-import type { IncomingDelivery } from "../../intake/delivery-intake.js";
-import type { AttemptRecord, ClaimedDelivery, DeliveryDecision, DeliveryFilter, DeliveryRecord, StoredDelivery } from "../records.js";
+import type {
+  AttemptRecord,
+  ClaimedDelivery,
+  DeliveryDecision,
+  DeliveryFilter,
+  DeliveryRecord,
+  IncomingDelivery,
+  Outcome,
+  StoredDelivery,
+} from "../records.js";
 import type { DeliveriesPart } from "../contract.js";
-import { newLeaseToken } from "../../lifecycle/process-owner.js";
-import { keptHeaders, leasedAsRecorded, outcomeRecord } from "../recorded.js";
+import { keptHeaders, outcomeRecord } from "../recorded.js";
 import { outcomesJson, tokenOwner, toDelivery, toOutcomes, type DeliveryRow, type OutcomeJson } from "./rows.js";
 import type { WorkSignal } from "./work-signal.js";
 
@@ -28,33 +34,12 @@ export class PostgresDeliveries implements DeliveriesPart {
 
   /** Resolves once the row is committed (with synchronous_commit on, flushed to the server's WAL). */
   async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
-    const inserted = await this.#insert(d, d.settled ? "done" : "queued", null, null, Date.now());
-    if (inserted && !d.settled) this.signal.notify();
-    return inserted ? "recorded" : "duplicate";
-  }
-
-  /** As `record`, inserted running under a new lease in the same statement. */
-  async recordLeased(d: IncomingDelivery, leaseMs: number): Promise<ClaimedDelivery | "duplicate"> {
-    const token = newLeaseToken();
-    const now = Date.now();
-    const headers = keptHeaders(d.headers);
-    return (await this.#insert(d, "running", token, new Date(now + leaseMs), now, headers)) ? leasedAsRecorded(d, headers, token, now) : "duplicate";
-  }
-
-  async #insert(
-    d: IncomingDelivery,
-    status: "queued" | "done" | "running",
-    token: string | null,
-    leaseUntil: Date | null,
-    now: number,
-    headers = keptHeaders(d.headers),
-  ): Promise<boolean> {
     if (this.#closed) throw new Error("store is closed");
-    const at = new Date(now);
+    const now = new Date();
     const { rowCount } = await this.pool.query(
       `INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
-         status, attempts, next_run_at, updated_at, lease_token, lease_until)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)
+         status, next_run_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
        ON CONFLICT (id) DO NOTHING`,
       [
         d.id,
@@ -62,17 +47,16 @@ export class PostgresDeliveries implements DeliveriesPart {
         d.action ?? null,
         d.installationId ?? null,
         d.repository ?? null,
-        JSON.stringify(headers),
+        JSON.stringify(keptHeaders(d.headers)),
         d.payload,
         d.receivedAt,
-        status,
-        status === "running" ? 1 : 0,
-        at,
-        token,
-        leaseUntil,
+        d.settled ? "done" : "queued",
+        now,
       ],
     );
-    return rowCount === 1;
+    const inserted = rowCount === 1;
+    if (inserted && !d.settled) this.signal.notify();
+    return inserted ? "recorded" : "duplicate";
   }
 
   /** Records refused from here on (the store is closing). */
@@ -113,7 +97,13 @@ export class PostgresDeliveries implements DeliveriesPart {
     return rows.map((r) => ({ token: r.lease_token!, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
   }
 
-  async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+  async recordOutcome(
+    token: string,
+    deliveryId: string,
+    handler: string,
+    outcome: Outcome,
+    seconds: number,
+  ): Promise<boolean> {
     const { status, detail, retryable } = outcomeRecord(outcome);
     // The run's row locked by its lease, the outcome upserted with its attempt counted, the run
     // added to the history and the history trimmed: one statement, so nothing half-written.
@@ -151,7 +141,18 @@ export class PostgresDeliveries implements DeliveriesPart {
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
-    const { rows } = await this.pool.query<DeliveryRow & { outcomes: OutcomeJson[]; runs: { handler: string; attempt: number; status: AttemptRecord["status"]; detail: string | null; at: number }[] }>(
+    const { rows } = await this.pool.query<
+      DeliveryRow & {
+        outcomes: OutcomeJson[];
+        runs: {
+          handler: string;
+          attempt: number;
+          status: AttemptRecord["status"];
+          detail: string | null;
+          at: number;
+        }[];
+      }
+    >(
       `SELECT d.*, ${outcomesJson(this.s, "d.id")} AS outcomes,
          (SELECT coalesce(json_agg(json_build_object('handler', r.handler, 'attempt', r.attempt, 'status', r.status, 'detail', r.detail,
             'at', (extract(epoch FROM r.at) * 1000)::bigint) ORDER BY r.seq), '[]')
@@ -164,7 +165,13 @@ export class PostgresDeliveries implements DeliveriesPart {
     return {
       delivery: toDelivery(row),
       outcomes: toOutcomes(row.outcomes),
-      attempts: row.runs.map((r) => ({ handler: r.handler, attempt: r.attempt, status: r.status, detail: r.detail ?? undefined, at: new Date(r.at) })),
+      attempts: row.runs.map((r) => ({
+        handler: r.handler,
+        attempt: r.attempt,
+        status: r.status,
+        detail: r.detail ?? undefined,
+        at: new Date(r.at),
+      })),
     };
   }
 

@@ -57,13 +57,22 @@ export class PostgresKv implements KvPart {
     await this.delete(key);
   }
 
-  async replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean> {
+  async replaceIf(
+    key: string,
+    expect: { field: string; equals: string },
+    next?: { value: unknown; ttlMs?: number },
+  ): Promise<boolean> {
     const now = Date.now();
     const live = `key = $1 AND (expires_at IS NULL OR expires_at > $2)
       AND json_typeof(value::json) = 'object' AND (value::json ->> $3) = $4`;
     const { rowCount } =
       next === undefined
-        ? await this.pool.query(`DELETE FROM ${this.s}.kv WHERE ${live}`, [key, new Date(now), expect.field, expect.equals])
+        ? await this.pool.query(`DELETE FROM ${this.s}.kv WHERE ${live}`, [
+            key,
+            new Date(now),
+            expect.field,
+            expect.equals,
+          ])
         : await this.pool.query(`UPDATE ${this.s}.kv SET value = $5, updated_at = $2, expires_at = $6 WHERE ${live}`, [
             key,
             new Date(now),
@@ -152,6 +161,11 @@ export class PostgresKv implements KvPart {
        ) newest ORDER BY seq`,
       [filter.kind ?? null, limit],
     );
-    return rows.map((r) => ({ kind: r.kind, source: r.source, details: JSON.parse(r.details) as Record<string, unknown>, at: r.at }));
+    return rows.map((r) => ({
+      kind: r.kind,
+      source: r.source,
+      details: JSON.parse(r.details) as Record<string, unknown>,
+      at: r.at,
+    }));
   }
 }

@@ -1,8 +1,14 @@
 // Rows of the PostgreSQL store as the records of the store contract (src/store/records.ts),
 // and the lease tokens its claims write (named after this process, as every backend's are).
-import type { Outcome } from "../../handler.js";
 import { newLeaseToken } from "../../lifecycle/process-owner.js";
-import type { DeliveryStatus, HandlerOutcomeRecord, StoredDelivery, StoredTask, TaskStatus } from "../records.js";
+import type {
+  DeliveryStatus,
+  HandlerOutcomeRecord,
+  Outcome,
+  StoredDelivery,
+  StoredTask,
+  TaskStatus,
+} from "../records.js";
 
 /**
  * `host/pid/`: a claim's token is this and a uuid made by the server (one per row a batch claim

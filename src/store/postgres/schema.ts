@@ -151,7 +151,11 @@ export class NewerSchemaError extends Error {
  * Holds the advisory lock while checking and applying, so replicas starting together migrate
  * once; the others wait here, then find the schema current. Returns the versions applied.
  */
-export async function migrate(client: pg.ClientBase, schema: string, all: readonly Migration[] = migrations): Promise<number[]> {
+export async function migrate(
+  client: pg.ClientBase,
+  schema: string,
+  all: readonly Migration[] = migrations,
+): Promise<number[]> {
   const s = ident(schema);
   const known = all[all.length - 1]!.version;
   await client.query(lockSql, [schema]);
@@ -169,11 +173,17 @@ export async function migrate(client: pg.ClientBase, schema: string, all: readon
       await client.query("BEGIN");
       try {
         await client.query(m.sql(s));
-        await client.query(`INSERT INTO ${s}.migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+        await client.query(`INSERT INTO ${s}.migrations (version, description) VALUES ($1, $2)`, [
+          m.version,
+          m.description,
+        ]);
         await client.query("COMMIT");
       } catch (e) {
         await client.query("ROLLBACK").catch(() => undefined);
-        throw new Error(`PostgreSQL schema "${schema}": migration ${m.version} (${m.description}) failed: ${(e as Error).message}`, { cause: e });
+        throw new Error(
+          `PostgreSQL schema "${schema}": migration ${m.version} (${m.description}) failed: ${(e as Error).message}`,
+          { cause: e },
+        );
       }
       applied.push(m.version);
     }

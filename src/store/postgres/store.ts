@@ -51,7 +51,17 @@ export class PostgresStore implements StewardStore {
     this.schema = opts.schema ?? defaultPostgresSchema;
     const s = ident(this.schema);
     const channel = Buffer.from(`steward_work:${this.schema}`).subarray(0, 63).toString();
-    this.#signal = new WorkSignal(pool, { connectionString: libpqUrl(url), application_name: "steward-wake", connectionTimeoutMillis: 5_000, keepAlive: true }, channel, opts.logger);
+    this.#signal = new WorkSignal(
+      pool,
+      {
+        connectionString: libpqUrl(url),
+        application_name: "steward-wake",
+        connectionTimeoutMillis: 5_000,
+        keepAlive: true,
+      },
+      channel,
+      opts.logger,
+    );
     this.kv = new PostgresKv(pool, s, opts.auditCap ?? DEFAULT_AUDIT_CAP);
     this.deliveries = new PostgresDeliveries(pool, s, this.#signal);
     this.tasks = new PostgresTasks(pool, s, this.#signal);
@@ -82,7 +92,9 @@ export class PostgresStore implements StewardStore {
     if (this.#closing) return false;
     const s = ident(this.schema);
     try {
-      await this.#pool.query(`INSERT INTO ${s}.record_probe (body) VALUES (repeat('x', $1::int))`, [Math.max(0, Math.floor(payloadBytes))]);
+      await this.#pool.query(`INSERT INTO ${s}.record_probe (body) VALUES (repeat('x', $1::int))`, [
+        Math.max(0, Math.floor(payloadBytes)),
+      ]);
       await this.#pool.query(`DELETE FROM ${s}.record_probe`);
       return true;
     } catch {
@@ -107,13 +119,18 @@ export class PostgresStore implements StewardStore {
  */
 export async function openPostgresStore(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
   const schema = opts.schema ?? defaultPostgresSchema;
-  const pool = createPool(url, { name: "steward", ...(opts.maxConnections ? { max: opts.maxConnections } : {}) }, opts.logger);
+  const pool = createPool(
+    url,
+    { name: "steward", ...(opts.maxConnections ? { max: opts.maxConnections } : {}) },
+    opts.logger,
+  );
   try {
     await checkConnection(pool, url);
     const client = await pool.connect();
     try {
       const applied = await migrate(client, schema);
-      if (applied.length) opts.logger?.info({ postgres: describePostgresUrl(url), schema, applied }, "postgres schema migrated");
+      if (applied.length)
+        opts.logger?.info({ postgres: describePostgresUrl(url), schema, applied }, "postgres schema migrated");
     } finally {
       client.release();
     }

@@ -2,8 +2,7 @@
 // own run becomes a new generation, so finishing the old run leaves it alone (periodic work
 // re-schedules itself). Claims skip rows another replica is claiming (SKIP LOCKED).
 import type pg from "pg";
-import type { ScheduleRequest } from "../../handler.js";
-import type { ClaimedTask, StoredTask, TaskDecision } from "../records.js";
+import type { ClaimedTask, ScheduleRequest, StoredTask, TaskDecision } from "../records.js";
 import type { TasksPart } from "../contract.js";
 import { tokenOwner, toTask, type TaskRow } from "./rows.js";
 import type { WorkSignal } from "./work-signal.js";
@@ -24,7 +23,15 @@ export class PostgresTasks implements TasksPart {
          status = 'pending', attempts = 0, last_error = NULL, lease_token = NULL, lease_until = NULL,
          generation = t.generation + 1, updated_at = excluded.updated_at
        WHERE t.status <> 'pending' OR $7`,
-      [handler, r.key, r.runAt, JSON.stringify(r.data === undefined ? null : r.data), r.installationId ?? null, new Date(), r.replace === true],
+      [
+        handler,
+        r.key,
+        r.runAt,
+        JSON.stringify(r.data === undefined ? null : r.data),
+        r.installationId ?? null,
+        new Date(),
+        r.replace === true,
+      ],
     );
     if (rowCount === 1) this.signal.notify();
   }
@@ -62,7 +69,16 @@ export class PostgresTasks implements TasksPart {
       `UPDATE ${this.s}.tasks SET status = $5, run_at = coalesce($6, run_at), attempts = attempts + 1, last_error = $7,
          lease_token = NULL, lease_until = NULL, updated_at = $8
        WHERE ${mine}`,
-      [handler, key, claim.token, claim.generation, decision.status === "retry" ? "pending" : "dead", retryAt, decision.lastError, new Date()],
+      [
+        handler,
+        key,
+        claim.token,
+        claim.generation,
+        decision.status === "retry" ? "pending" : "dead",
+        retryAt,
+        decision.lastError,
+        new Date(),
+      ],
     );
   }
 

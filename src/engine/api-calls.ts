@@ -28,9 +28,9 @@ export async function storedApiCalls(store: Pick<Store, "get">, deliveryId: stri
 }
 
 export interface DeliveryApiCalls {
-  /** Runs `fn` with the API calls it makes recorded under `handler`'s run. */
+  /** Runs `fn` with the API calls it makes logged under `handler`'s run. */
   during<T>(handler: string, attempt: number, fn: () => Promise<T>): Promise<T>;
-  /** Adds this run's calls to the delivery's record (when it made any). */
+  /** Saves this run's calls with the delivery (when it made any). */
   save(): Promise<void>;
 }
 
@@ -75,8 +75,8 @@ export function createApiCallLog(store: Pick<Store, "get" | "set">, retentionMs:
             const before = await storedApiCalls(store, deliveryId);
             await store.set(apiCallsKey(deliveryId), trim([...before, ...made]), { ttlMs: retentionMs });
           } catch (e) {
-            // What the calls were is for people; the delivery's own record matters more.
-            log.warn({ err: e, delivery: deliveryId }, "API calls of the delivery not recorded");
+            // What the calls were is for people; the delivery's own outcome matters more.
+            log.warn({ err: e, delivery: deliveryId }, "API calls of the delivery not saved");
           }
         },
       };

@@ -139,7 +139,7 @@ async function runHandlers(
   claim: ClaimedDelivery,
   log: Logger,
   signal: AbortSignal,
-  recordOutcome: (handler: string, outcome: Outcome, seconds: number) => void,
+  saveOutcome: (handler: string, outcome: Outcome, seconds: number) => void,
 ): Promise<OutcomeSummary[]> {
   const d = claim.delivery;
   const prior = new Map(claim.outcomes.map((o) => [o.handler, o]));
@@ -159,7 +159,7 @@ async function runHandlers(
     if (toRun.length === 0 && !policyMayChange) return kept;
     const parsed = payload.get();
     if (!parsed) {
-      for (const h of toRun) recordOutcome(h.name, UNPARSABLE, 0);
+      for (const h of toRun) saveOutcome(h.name, UNPARSABLE, 0);
       return [...kept, ...toRun.map((h) => summarize(h.name, UNPARSABLE))];
     }
     repo = repositoryOf(parsed.value);
@@ -189,7 +189,7 @@ async function runHandlers(
         { handler: handler.name, log, signal, wrap: (fn) => calls.during(handler.name, attempt, fn) },
         handlerStep(deps, handler, facts, prep, attempt, log, signal),
       );
-      if (!result.stopped) recordOutcome(handler.name, result.outcome, result.seconds);
+      if (!result.stopped) saveOutcome(handler.name, result.outcome, result.seconds);
       return summarize(handler.name, result.outcome);
     }),
   );
@@ -208,12 +208,12 @@ export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDe
   });
   // Outcome writes are not awaited one by one: each is asked for as soon as it is known, and
   // the finish below then shares their group commit instead of waiting a commit for them. If
-  // one failed while the finish held, the run of that handler is lost from the record only:
-  // a retry runs it again, as after a crash between its effect and its record.
+  // one failed while the finish held, only that handler's outcome is lost: a retry runs it
+  // again, as after a crash between its effect and saving its outcome.
   const outcomeWrites: Promise<void>[] = [];
   const outcomes = await runHandlers(deps, claim, dlog, signal, (handler, outcome, seconds) => {
     const write = queue.deliveries.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
-      if (!held) dlog.warn({ handler }, "lease lost; outcome not recorded (the delivery runs again)");
+      if (!held) dlog.warn({ handler }, "lease lost; outcome not saved (the delivery runs again)");
     });
     write.catch(() => undefined); // settled below; a failure must not go unhandled meanwhile
     outcomeWrites.push(write);

@@ -1,6 +1,6 @@
 // The engine: a bounded worker pool over the durable queue. It leases due deliveries and
-// tasks, runs them through the handler modules, records outcomes and decides retries.
-// Intake only records; everything else happens here, after the 2xx. This file wires the
+// tasks, runs them through the handler modules, saves outcomes and decides retries.
+// The intake only records deliveries; everything else happens here, after the 2xx. This file wires the
 // parts together and owns the lifecycle (start, graceful and hard stop, housekeeping).
 import { handlerStore } from "../store/contract.js";
 import type { HandlerModule } from "../handler.js";

@@ -1,6 +1,6 @@
 // The one run path of a handler, for deliveries and tasks alike: the installation's Octokit,
 // the call (whatever it throws or returns becomes an outcome), the redaction of its error, the
-// metric and the log line. What differs (routing, policy, how the outcome is recorded and
+// metric and the log line. What differs (routing, policy, how the outcome is saved and
 // retried) is in delivery.ts and task.ts.
 import type { Logger } from "pino";
 import type { InstallationOctokit, Outcome } from "../handler.js";
@@ -49,13 +49,13 @@ function isOutcome(value: unknown): value is Outcome {
 export type HandlerRunResult =
   /** The handler ran to an outcome (a failure's error redacted). */
   | { stopped: false; outcome: Outcome; seconds: number }
-  /** The work was told to stop and the handler failed because of it: not its failure, nothing to record. */
+  /** The work was told to stop and the handler failed because of it: not its failure, nothing to save. */
   | { stopped: true; outcome: Outcome };
 
 /**
  * Runs one handler step `invoke` (a delivery's `handle`, a task's `onTask`, or an outcome decided
  * before it, such as a policy skip) and measures it. `wrap` runs around the call in its async
- * context (the API calls it makes are recorded there).
+ * context (the API calls it makes are logged there).
  */
 export async function runHandler(
   deps: RunPathDeps,

@@ -1,8 +1,9 @@
 // Reads a request body with a hard size limit: the declared Content-Length is checked
 // before reading, and bytes are counted while streaming, so an oversized body is refused
-// after at most `limit` bytes and never held whole. The intake also charges each chunk to its
-// budget as it arrives and holds the sender to a minimum rate.
+// after at most `limit` bytes and never held whole. The intake also charges each chunk to the
+// body's admission (admission.ts) as it arrives and holds the sender to a minimum rate.
 import type { IncomingMessage } from "node:http";
+import type { AdmittedBody } from "./admission.js";
 
 export type BodyResult =
   | { ok: true; body: Buffer }
@@ -26,7 +27,7 @@ export interface ReadOptions {
    * Each chunk is charged here before it is kept (false refuses the body, "no-room"), and the
    * body is cut off ("no-room") if it must give its room up.
    */
-  admission?: { charge(bytes: number): boolean; onEvict(cut: () => void): void };
+  admitted?: Pick<AdmittedBody, "charge" | "onEvict">;
 }
 
 /** The declared Content-Length, or undefined when the body is chunked (or the header is not a number). */
@@ -75,7 +76,7 @@ export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: 
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) return refuse("too-large");
-      if (opts.admission && !opts.admission.charge(chunk.length)) return refuse("no-room");
+      if (opts.admitted && !opts.admitted.charge(chunk.length)) return refuse("no-room");
       chunks.push(chunk);
     };
     // Node's HTTP parser hands each body chunk over in a buffer of its own, so a body that came
@@ -101,6 +102,6 @@ export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: 
     req.on("end", onEnd);
     req.on("error", onAbort);
     req.on("aborted", onAbort);
-    opts.admission?.onEvict(() => refuse("no-room"));
+    opts.admitted?.onEvict(() => refuse("no-room"));
   });
 }

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { DeliveryIntake } from "./delivery-intake.js";
 import { safeErrorMessage } from "../log/redact.js";
 import { declaredTooLarge, readBody } from "./body.js";
-import { BodyBudget, type Admission } from "./budget.js";
+import { BodyAdmission, type AdmittedBody } from "./admission.js";
 import { eventLabel, metricEventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
 import { prepareJson, sendJson, sendJsonAndClose, sendPrepared } from "./respond.js";
 import { verifySignature } from "./signature.js";
@@ -23,7 +23,7 @@ export interface ReceiverOptions {
   isDraining: () => boolean;
   maxBodyBytes?: number;
   /** Bytes and bodies held at once, in all and per peer, before deliveries are answered 503 (shared by the server). */
-  budget?: BodyBudget;
+  admission?: BodyAdmission;
   /** A body must arrive whole within this (default DEFAULT_BODY_TIMEOUT_MS). */
   bodyTimeoutMs?: number;
   /** Bytes a second a body must arrive at after BODY_GRACE_MS (default DEFAULT_BODY_MIN_RATE; 0: no floor). */
@@ -50,7 +50,7 @@ export type WebhookReceiver = (req: IncomingMessage, res: ServerResponse) => Pro
 
 export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
   const limit = opts.maxBodyBytes ?? MAX_BODY_BYTES;
-  const budget = opts.budget ?? new BodyBudget({ largestBody: limit });
+  const admission = opts.admission ?? new BodyAdmission({ largestBody: limit });
   const minRate = { bytesPerSecond: opts.bodyMinRate ?? DEFAULT_BODY_MIN_RATE, graceMs: BODY_GRACE_MS };
   const bodyTimeoutMs = opts.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const now = opts.now ?? (() => new Date());
@@ -65,9 +65,9 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       if (close) sendJsonAndClose(req, res, status, message, headers);
       else sendJson(res, status, { message }, headers);
     };
-    let admission: Admission | undefined;
+    let admitted: AdmittedBody | undefined;
     const noRoom = () => {
-      log.warn({ deliveryId, event }, "delivery refused: request bodies in flight are at the intake budget");
+      log.warn({ deliveryId, event }, "delivery refused: request bodies in flight are at the intake's admission limits");
       return answer(503, "too many request bodies in flight; deliver again later", true, { "retry-after": String(RETRY_AFTER_SECONDS) });
     };
     try {
@@ -83,11 +83,11 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       }
       // Charged as bytes arrive, never by the declared length: a body that declares 24 MiB and
       // sends nothing holds nothing, and is cut off by the rate floor.
-      admission = budget.admit(req.socket.remoteAddress);
-      if (!admission) return noRoom();
-      const read = await readBody(req, limit, { timeoutMs: bodyTimeoutMs, minRate, admission });
-      if (read.ok) admission.complete();
-      else admission.release();
+      admitted = admission.admit(req.socket.remoteAddress);
+      if (!admitted) return noRoom();
+      const read = await readBody(req, limit, { timeoutMs: bodyTimeoutMs, minRate, admitted });
+      if (read.ok) admitted.complete();
+      else admitted.release();
       if (!read.ok) {
         if (read.reason === "aborted") {
           opts.metrics?.deliveryReceived(metricEventLabel(req.headers, false), 0);
@@ -105,7 +105,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         log.warn({ deliveryId, event }, "delivery refused: body over the size limit");
         return answer(413, `body larger than ${limit} bytes`, true);
       }
-      // Held until recorded (or refused): the budget counts what is in memory.
+      // Held until recorded (or refused): admission counts what is in memory.
       if (!verifySignature(opts.secrets, read.body, req.headers["x-hub-signature-256"] as string)) {
         log.warn({ deliveryId, event }, "delivery refused: signature does not match");
         return answer(401, "signature does not match");
@@ -142,7 +142,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       if (!res.headersSent) answer(503, "temporarily unable to accept deliveries", true);
       else res.destroy();
     } finally {
-      admission?.release();
+      admitted?.release();
     }
   };
 }

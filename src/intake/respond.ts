@@ -42,7 +42,7 @@ export const LINGER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Answer, then close the connection without keeping the rest of the request body: used when the
- * body must not be read (too large, over the intake budget) or the server is going away.
+ * body must not be read (too large, no room at admission) or the server is going away.
  *
  * Closing a socket that still has unread request bytes sends a reset, and a reset makes the
  * client's system drop the answer it has not read yet: with `connection: close` Node closes as soon

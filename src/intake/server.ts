@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import type { DeliveryIntake } from "./delivery-intake.js";
 import type { Metrics } from "../ops/metrics.js";
 import { createWebhookReceiver, DEFAULT_BODY_TIMEOUT_MS, MAX_BODY_BYTES, type WebhookReceiver } from "./receiver.js";
-import { BodyBudget, peerKey, type BudgetLimits } from "./budget.js";
+import { BodyAdmission, peerKey, type AdmissionLimits } from "./admission.js";
 import { createOpsRoutes, type OpsRoute } from "../ops/endpoints.js";
 import { sendJson, sendJsonAndClose } from "./respond.js";
 import { safeErrorMessage } from "../log/redact.js";
@@ -65,8 +65,8 @@ export interface ServiceServer {
   /** Refuse new deliveries (503) and report not ready from now on. */
   beginDrain(): void;
   isDraining(): boolean;
-  /** The intake's body budget (what it holds: `inFlight`), when the server has the webhook receiver. */
-  budget?: BodyBudget;
+  /** The intake's admission of bodies (what it holds: `inFlight`), when the server has the webhook receiver. */
+  admission?: BodyAdmission;
 }
 
 function pathOf(req: IncomingMessage): string {
@@ -179,8 +179,8 @@ export function createStewardHttp(opts: {
   maxBodyBytes?: number;
   /** Request body bytes held at once, all deliveries together (default DEFAULT_MAX_BYTES_IN_FLIGHT). */
   maxBytesInFlight?: number;
-  /** The rest of the intake budget's limits (bodies, and each peer's share). */
-  budget?: Partial<BudgetLimits>;
+  /** The rest of the intake's admission limits (bodies, and each peer's share). */
+  admissionLimits?: Partial<AdmissionLimits>;
   /** Bytes a second a body must arrive at after its grace (default DEFAULT_BODY_MIN_RATE; 0: no floor). */
   bodyMinRate?: number;
   maxConnectionsPerPeer?: number;
@@ -190,8 +190,8 @@ export function createStewardHttp(opts: {
   const drainState = new DrainState();
   const isDraining = () => drainState.draining;
   opts.metrics.setQueueDepthSource(() => opts.intake.depth());
-  const budget = new BodyBudget({
-    ...opts.budget,
+  const admission = new BodyAdmission({
+    ...opts.admissionLimits,
     ...(opts.maxBytesInFlight === undefined ? {} : { maxBytes: opts.maxBytesInFlight }),
     largestBody: opts.maxBodyBytes ?? MAX_BODY_BYTES,
   });
@@ -202,7 +202,7 @@ export function createStewardHttp(opts: {
     metrics: opts.metrics,
     isDraining,
     maxBodyBytes: opts.maxBodyBytes,
-    budget,
+    admission,
     bodyTimeoutMs: opts.timeouts?.bodyTimeoutMs ?? DEFAULT_TIMEOUTS.bodyTimeoutMs,
     ...(opts.bodyMinRate === undefined ? {} : { bodyMinRate: opts.bodyMinRate }),
   });
@@ -217,5 +217,5 @@ export function createStewardHttp(opts: {
     ...(opts.maxConnectionsPerPeer === undefined ? {} : { maxConnectionsPerPeer: opts.maxConnectionsPerPeer }),
     ...(opts.pages ? { pages: opts.pages } : {}),
   });
-  return { ...surface, budget };
+  return { ...surface, admission };
 }

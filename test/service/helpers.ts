@@ -56,8 +56,8 @@ export async function startHttp(
     maxBodyBytes?: number;
     timeouts?: Partial<ServerTimeouts>;
     path?: string;
-    /** The intake's admission limits (budget, body rate floor, connections per peer). */
-    admission?: Pick<Parameters<typeof createStewardHttp>[0], "maxBytesInFlight" | "budget" | "bodyMinRate" | "maxConnectionsPerPeer">;
+    /** The intake's admission limits (bytes and bodies in flight, body rate floor, connections per peer). */
+    admission?: Pick<Parameters<typeof createStewardHttp>[0], "maxBytesInFlight" | "admissionLimits" | "bodyMinRate" | "maxConnectionsPerPeer">;
   } = {},
 ): Promise<RunningHttp> {
   const intake = new MemoryIntake();

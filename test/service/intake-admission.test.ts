@@ -125,7 +125,7 @@ describe("admission under attack from other addresses", () => {
     attackers.push(attack(port, "127.0.0.8", 4, headers("chunked"), () => undefined));
     // Every attacker connection is open and has sent its headers before the first delivery.
     let mostReading = 0;
-    const sampler = setInterval(() => (mostReading = Math.max(mostReading, running!.surface.budget!.inFlight.bodies)), 100);
+    const sampler = setInterval(() => (mostReading = Math.max(mostReading, running!.surface.admission!.inFlight.bodies)), 100);
     await new Promise((r) => setTimeout(r, 1_500));
 
     // GitHub delivers over a few connections at once; one delivery starts every 50 ms, so the
@@ -184,20 +184,20 @@ async function until(condition: () => boolean, what: string, ms = 20_000): Promi
 const KiB = 1024;
 const small = PAYLOADS.find((p) => p.event === "ping") ?? PAYLOADS[0]!;
 
-describe("the intake budget", () => {
+describe("the intake's admission limits", () => {
   it("refuses with 503 when real bytes exceed the global cap, taking room only from a peer holding more", async () => {
     running = await startHttp({ secrets: [SECRET], maxBodyBytes: 1 * MiB, admission: { maxBytesInFlight: 2 * MiB } });
     const port = running.port;
-    const budget = running.surface.budget!;
+    const admission = running.surface.admission!;
     // Four peers each deliver 500 KiB of a 1 MiB body and stall: 2000 of the 2048 KiB are held.
     const holders = [2, 3, 4, 5].map((i) =>
       exchange(port, `127.0.0.${i}`, headers(1 * MiB), (socket) => socket.write(Buffer.alloc(500 * KiB, 0x20))),
     );
-    await until(() => budget.inFlight.bytes === 4 * 500 * KiB, "the holders' bytes");
+    await until(() => admission.inFlight.bytes === 4 * 500 * KiB, "the holders' bytes");
     // A fifth sends a whole 1 MiB body at once: it takes room from one holder (which holds more
     // than it), then, holding as much as each other, finds none: 503, memory never over the cap.
     let most = 0;
-    const sampler = setInterval(() => (most = Math.max(most, budget.inFlight.bytes)), 5);
+    const sampler = setInterval(() => (most = Math.max(most, admission.inFlight.bytes)), 5);
     const big = await exchange(port, "127.0.0.6", Buffer.concat([Buffer.from(headers(1 * MiB)), Buffer.alloc(1 * MiB, 0x20)])).closed;
     clearInterval(sampler);
     expect(big.status).toBe(503);
@@ -206,7 +206,7 @@ describe("the intake budget", () => {
     const evicted = await holders.find((h) => h.answered())!.closed;
     expect(evicted.status).toBe(503);
     expect(most).toBeLessThanOrEqual(2 * MiB);
-    expect(budget.inFlight.bytes).toBe(3 * 500 * KiB);
+    expect(admission.inFlight.bytes).toBe(3 * 500 * KiB);
     // A genuine delivery from yet another peer holds less than anyone: admitted.
     const agent = new Agent({ localAddress: "127.0.0.7" } as ConstructorParameters<typeof Agent>[0]);
     expect((await deliver(port, agent, small)).status).toBe(202);
@@ -225,18 +225,18 @@ describe("the intake budget", () => {
       // The grace is 2 s, the body timeout 15 s: a bound, not a race.
       expect(r.ms).toBeLessThan(10_000);
     }
-    expect(running.surface.budget!.inFlight).toEqual({ bytes: 0, bodies: 0, peers: 0 });
+    expect(running.surface.admission!.inFlight).toEqual({ bytes: 0, bodies: 0, peers: 0 });
   }, 60_000);
 
   it("gives one peer at most its share of bodies being read, and of connections; other peers are served", async () => {
     // No rate floor here: the held bodies stay held for the whole test.
-    running = await startHttp({ secrets: [SECRET], admission: { budget: { maxBodiesPerPeer: 4 }, maxConnectionsPerPeer: 8, bodyMinRate: 0 } });
+    running = await startHttp({ secrets: [SECRET], admission: { admissionLimits: { maxBodiesPerPeer: 4 }, maxConnectionsPerPeer: 8, bodyMinRate: 0 } });
     const port = running.port;
-    const budget = running.surface.budget!;
+    const admission = running.surface.admission!;
     const bodies = Array.from({ length: 6 }, () => exchange(port, "127.0.0.2", headers(1_000)));
     await until(() => bodies.filter((b) => b.isClosed()).length === 2, "two bodies refused");
     for (const b of bodies.filter((b) => b.isClosed())) expect((await b.closed).status).toBe(503);
-    expect(budget.inFlight.bodies).toBe(4);
+    expect(admission.inFlight.bodies).toBe(4);
     // 4 connections of the peer are open: of 6 more, the 2 past its cap of 8 are closed unanswered.
     const extra = Array.from({ length: 6 }, () => exchange(port, "127.0.0.2", ""));
     await until(() => extra.filter((e) => e.isClosed()).length === 2, "two connections cut");

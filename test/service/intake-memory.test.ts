@@ -1,9 +1,9 @@
 // Memory under slow and large bodies, measured on the real server in a child process: fifty
 // unauthenticated connections from one address each declare a 24 MiB body and send most of it,
 // then stall. Bodies are charged the bytes they deliver: the address's bodies share its 25 MiB
-// of the budget, those that find no room are answered 503 with Retry-After (the excess past its
+// of admission's room, those that find no room are answered 503 with Retry-After (the excess past its
 // 64 places at once, the rest as they run out of room), the stalled ones are cut off by the body
-// timeout, and RSS grows by less than 150 MB throughout. The budget bounds what is held (here
+// timeout, and RSS grows by less than 150 MB throughout. Admission bounds what is held (here
 // 25 MiB); the rest of the growth is what bodies refused part-way had read, garbage until the
 // next collection.
 import { spawn, type ChildProcess } from "node:child_process";

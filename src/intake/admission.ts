@@ -1,12 +1,12 @@
 // Bodies are held whole until their signature is checked, so unauthenticated senders decide how
-// much memory is in use and how many bodies are being waited for. This budget bounds both, and
+// much memory is in use and how many bodies are being waited for. Admission bounds both, and
 // shares them between peers so one sender cannot spend what another needs:
 // - a body is charged the bytes it actually delivered, chunk by chunk, never its declared length
 //   (a socket declaring 24 MiB and sending nothing holds nothing);
 // - a body holds one of the places for bodies being read until it arrived whole; its bytes stay
 //   charged until the delivery was recorded or refused;
 // - per peer (an IPv4 address, an IPv6 /64) at most a share of places and bytes;
-// - when the whole budget is spent, a peer holding less takes room from the peer holding the most
+// - when all room is taken, a peer holding less takes room from the peer holding the most
 //   (its body still arriving is cut off, answered 503): max-min fairness, so a genuine sender
 //   whose bodies arrive fast and whole is never the one refused while a stranger holds more.
 // A body that finds no room is answered 503 with Retry-After.
@@ -18,7 +18,7 @@ export const DEFAULT_MAX_BODIES_IN_FLIGHT = 256;
 /** Bodies one peer may have being read at once. */
 export const DEFAULT_MAX_BODIES_PER_PEER = 64;
 
-export interface BudgetLimits {
+export interface AdmissionLimits {
   maxBytes: number;
   maxBodies: number;
   /** Default: half of maxBytes, but at least one body of `largestBody` (and at most maxBytes). */
@@ -26,7 +26,7 @@ export interface BudgetLimits {
   maxBodiesPerPeer: number;
 }
 
-export interface Admission {
+export interface AdmittedBody {
   /** `cut` is called (once) if this body must give its room to a peer holding less (it is answered 503). */
   onEvict(cut: () => void): void;
   /** Counts `bytes` more received; false when there is no room for them (the body is refused). */
@@ -71,13 +71,13 @@ interface Peer {
   readonly tickets: Set<Ticket>;
 }
 
-export class BodyBudget {
-  readonly limits: BudgetLimits;
+export class BodyAdmission {
+  readonly limits: AdmissionLimits;
   private bytes = 0;
   private reading = 0;
   private readonly peers = new Map<string, Peer>();
 
-  constructor(limits: Partial<BudgetLimits> & { largestBody?: number } = {}) {
+  constructor(limits: Partial<AdmissionLimits> & { largestBody?: number } = {}) {
     const maxBytes = limits.maxBytes ?? DEFAULT_MAX_BYTES_IN_FLIGHT;
     const maxBodies = limits.maxBodies ?? DEFAULT_MAX_BODIES_IN_FLIGHT;
     this.limits = {
@@ -88,8 +88,8 @@ export class BodyBudget {
     };
   }
 
-  /** A place for a body from `address`, or undefined when that peer or the whole budget has none. */
-  admit(address: string | undefined): Admission | undefined {
+  /** A place for a body from `address`, or undefined when that peer or the whole intake has none. */
+  admit(address: string | undefined): AdmittedBody | undefined {
     const key = peerKey(address);
     const peer = this.peers.get(key) ?? { key, bytes: 0, reading: 0, tickets: new Set<Ticket>() };
     if (peer.reading >= this.limits.maxBodiesPerPeer) return undefined;

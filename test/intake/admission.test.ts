@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BodyBudget, peerKey } from "../../src/intake/budget.js";
+import { BodyAdmission, peerKey } from "../../src/intake/admission.js";
 
 describe("peerKey", () => {
   it("counts an IPv4 address (mapped or not) as itself and an IPv6 address by its /64", () => {
@@ -14,44 +14,44 @@ describe("peerKey", () => {
   });
 });
 
-describe("BodyBudget", () => {
+describe("BodyAdmission", () => {
   it("charges received bytes, caps each peer, and takes room only from a peer holding more", () => {
-    const budget = new BodyBudget({ maxBytes: 1_000, maxBodies: 3, maxBytesPerPeer: 600, maxBodiesPerPeer: 2 });
+    const admission = new BodyAdmission({ maxBytes: 1_000, maxBodies: 3, maxBytesPerPeer: 600, maxBodiesPerPeer: 2 });
     const cut = new Set<string>();
-    const a1 = budget.admit("10.0.0.1")!;
-    const a2 = budget.admit("10.0.0.1")!;
+    const a1 = admission.admit("10.0.0.1")!;
+    const a2 = admission.admit("10.0.0.1")!;
     a1.onEvict(() => cut.add("a1"));
     a2.onEvict(() => cut.add("a2"));
-    expect(budget.admit("10.0.0.1")).toBeUndefined();
+    expect(admission.admit("10.0.0.1")).toBeUndefined();
     expect(a1.charge(400)).toBe(true);
     expect(a2.charge(300)).toBe(false); // over the peer's 600
     expect(a2.charge(200)).toBe(true);
-    const b = budget.admit("10.0.0.2")!;
+    const b = admission.admit("10.0.0.2")!;
     // The places are spent (3): a fourth peer takes one from 10.0.0.1, which has two.
-    const c = budget.admit("10.0.0.3")!;
+    const c = admission.admit("10.0.0.3")!;
     expect(c).toBeDefined();
     // The slower of its two bodies (fewer bytes a second) is the one cut off.
     expect([...cut]).toEqual(["a2"]);
     expect(b.charge(300)).toBe(true);
-    expect(budget.admit("10.0.0.4")).toBeUndefined(); // no peer has two bodies being read any more
+    expect(admission.admit("10.0.0.4")).toBeUndefined(); // no peer has two bodies being read any more
     b.complete(); // arrived whole: its bytes stay charged, and it can no longer be cut off
-    expect(budget.inFlight).toEqual({ bytes: 700, bodies: 2, peers: 3 });
+    expect(admission.inFlight).toEqual({ bytes: 700, bodies: 2, peers: 3 });
     // 301 bytes do not fit: 10.0.0.3 takes them from 10.0.0.1, which holds more (400) even then.
     expect(c.charge(301)).toBe(true);
     expect([...cut]).toEqual(["a2", "a1"]);
     // Now 10.0.0.3 holds more than anyone still arriving: no room is taken for it.
-    const d = budget.admit("10.0.0.4")!;
+    const d = admission.admit("10.0.0.4")!;
     expect(d.charge(200)).toBe(true);
     // Neither may take from the other now: each would end up holding as much as the other or more.
     expect(c.charge(299)).toBe(false);
     expect(d.charge(100)).toBe(true);
     expect(d.charge(200)).toBe(false);
-    expect(budget.inFlight.bytes).toBe(901);
+    expect(admission.inFlight.bytes).toBe(901);
     d.release();
     b.release();
     c.release();
     a1.release();
     a2.release();
-    expect(budget.inFlight).toEqual({ bytes: 0, bodies: 0, peers: 0 });
+    expect(admission.inFlight).toEqual({ bytes: 0, bodies: 0, peers: 0 });
   });
 });

@@ -18,7 +18,7 @@ import type { Cluster } from "./coordination/redis/cluster.js";
 import { inProcessCoordination } from "./coordination/in-process.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./check-runs/reporter.js";
-import { createEngine, type Engine } from "./engine/index.js";
+import { createEngine, type Engine, type EngineOptions } from "./engine/index.js";
 import { loadHandlerModules } from "./modules/load.js";
 import { probotRoutePages } from "./modules/probot-routes.js";
 import { createContainment } from "./modules/containment.js";
@@ -66,6 +66,8 @@ export interface CreateStewardOptions {
   clock?: Clock;
   /** Reconnection backoff of the WEBHOOK_PROXY_URL channel (default 1 s doubling to 1 min). */
   proxyBackoff?: Backoff;
+  /** How often readiness probes whether the store can record (default 1 s while failing, 10 s while not). */
+  readinessProbes?: EngineOptions["readinessProbes"];
 }
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
@@ -176,6 +178,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       hardStop,
       ...(opts.startBackoff ? { startBackoff: opts.startBackoff } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.readinessProbes ? { readinessProbes: opts.readinessProbes } : {}),
     });
     const running0 = engine;
     const consoleRoutes = mountConsole({

@@ -6,15 +6,16 @@ import type { DeliveryIntake } from "../intake/delivery-intake.js";
 import type { StewardStore } from "../store/contract.js";
 import type { IncomingDelivery } from "../store/records.js";
 import type { WorkerPool } from "./pool.js";
-import { createRecordingHealth } from "./readiness.js";
+import { createRecordingHealth, type ProbeIntervals } from "./readiness.js";
 
 export function createEnqueue(
   store: Pick<StewardStore, "deliveries" | "ready" | "canRecord">,
   pool: Pick<WorkerPool, "state" | "wake">,
   /** Whether some handler (or the engine itself) takes the delivery. */
   taken: (delivery: IncomingDelivery) => boolean,
+  probeIntervals?: ProbeIntervals,
 ): DeliveryIntake {
-  const health = createRecordingHealth(store);
+  const health = createRecordingHealth(store, probeIntervals);
   return {
     async record(delivery) {
       const settled = !taken(delivery);

@@ -86,7 +86,7 @@ export function createEngine(opts: EngineOptions): Engine {
 
   return {
     // A push that may touch a policy file runs even when no handler takes it: its run drops the cached policy.
-    intake: createEnqueue(store, pool, (d) => engineTakes(d) || routeDelivery(opts.handlers, d, config).length > 0),
+    intake: createEnqueue(store, pool, (d) => engineTakes(d) || routeDelivery(opts.handlers, d, config).length > 0, opts.readinessProbes),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {

@@ -23,7 +23,16 @@ export interface RecordingHealth {
   ready(): Promise<boolean>;
 }
 
-export function createRecordingHealth(store: Pick<StewardStore, "ready" | "canRecord">): RecordingHealth {
+/** How often readiness probes the store: while recording fails, and while it works. */
+export interface ProbeIntervals {
+  failingMs: number;
+  healthyMs: number;
+}
+
+export function createRecordingHealth(
+  store: Pick<StewardStore, "ready" | "canRecord">,
+  intervals: ProbeIntervals = { failingMs: FAILING_PROBE_INTERVAL_MS, healthyMs: HEALTHY_PROBE_INTERVAL_MS },
+): RecordingHealth {
   /** Set while the last delivery could not be recorded and nothing was recorded since. */
   let failing: { bytes: number; generation: number } | undefined;
   let generation = 0;
@@ -35,8 +44,8 @@ export function createRecordingHealth(store: Pick<StewardStore, "ready" | "canRe
     const now = failing;
     const since = Date.now() - probedAt;
     // The last probe failed moments ago (else `failing` would be cleared): its answer stands.
-    if (now && since < FAILING_PROBE_INTERVAL_MS) return Promise.resolve(false);
-    if (!now && since < HEALTHY_PROBE_INTERVAL_MS) return Promise.resolve(true);
+    if (now && since < intervals.failingMs) return Promise.resolve(false);
+    if (!now && since < intervals.healthyMs) return Promise.resolve(true);
     probing = store
       .canRecord(Math.min(PROBE_MAX_BYTES, Math.max(PROBE_MIN_BYTES, now?.bytes ?? 0)))
       .catch(() => false)

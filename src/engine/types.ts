@@ -11,6 +11,7 @@ import type { StewardStore } from "../store/contract.js";
 import type { Backoff } from "../lifecycle/backoff.js";
 import type { DeliveryIntake } from "../intake/delivery-intake.js";
 import type { HandlerStarts, StartState } from "./handler-starts.js";
+import type { ProbeIntervals } from "./readiness.js";
 
 export interface Engine {
   intake: DeliveryIntake;
@@ -56,6 +57,8 @@ export interface EngineOptions {
   pollMs?: number;
   /** How long `done` deliveries are kept (default 14 days); dead ones are kept until replayed. */
   retentionMs?: number;
+  /** How often readiness probes whether the store can record (default readiness.ts: 1 s while failing, 10 s while not). */
+  readinessProbes?: ProbeIntervals;
   /** Steward's clock (default the host's): handlers read it, and tasks follow its jumps (the sandbox hub's clock). */
   clock?: Clock;
 }

@@ -45,6 +45,8 @@ describe("readiness while the disk is full", { timeout: 120_000 }, () => {
       config: testConfig({ privateKey: appKey().privateKey, dataDir: join(disk.dir, "data") }),
       logger,
       handlers: [],
+      // Probed more often than in service (1 s while failing, 10 s while not): the test waits for the probes.
+      readinessProbes: { failingMs: 200, healthyMs: 500 },
     });
     expect(await readyz(steward.url)).toBe(200);
     expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
@@ -60,7 +62,7 @@ describe("readiness while the disk is full", { timeout: 120_000 }, () => {
     await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
     expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
 
-    // Full again, and no delivery arrives: readiness sees it by itself (its probe every 10 s), and recovers.
+    // Full again, and no delivery arrives: readiness sees it by itself (its probe now and then), and recovers.
     await disk.fill();
     await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(503), { timeout: 30_000, interval: 200 });
     await disk.free();

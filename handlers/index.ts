@@ -1,6 +1,5 @@
 // The built-in handler modules, one per capability. Extra modules load from STEWARD_HANDLERS.
-import type { HandlerModule } from "../src/index.js";
-import { policyModules } from "../src/policy/index.js";
+import { policyModules, type HandlerModule } from "../src/index.js";
 import rerun from "./rerun/index.js";
 import deployments from "./deployments/index.js";
 import { createChecksHandler } from "./checks/index.js";

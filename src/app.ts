@@ -38,6 +38,8 @@ export interface Steward {
   engine: Engine;
   /** SQLite by default; PostgreSQL when config.postgresUrl is set, else Redis when config.redisUrl is (several replicas). */
   store: SqliteStore | RedisStore | PostgresStore;
+  /** The handler modules it runs (built-in ones and those STEWARD_HANDLERS loaded). */
+  handlers: readonly HandlerModule<any>[];
   metrics: Metrics;
   octokits: OctokitFactory;
   logger: Logger;
@@ -240,6 +242,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       server: http.server,
       engine: running,
       store,
+      handlers,
       metrics,
       octokits,
       logger,

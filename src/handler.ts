@@ -9,6 +9,7 @@ import type { PolicySection, PolicyDocumentSpec } from "./policy/types.js";
 import type { CheckReporter } from "./check-runs/types.js";
 import type { InstallationOctokit } from "./api/types.js";
 import type { StewardConfig } from "./config/types.js";
+import type { Html } from "./console/html.js";
 
 /** An Octokit authenticated as one installation; the API client declares it (`src/api/types.ts`). */
 export type { InstallationOctokit };
@@ -169,6 +170,121 @@ export interface HandlerModule<P = unknown, E extends HandlerEventName = Handler
    * service takes deliveries meanwhile, and a failure is logged and retried with backoff.
    */
   start?(ctx: ServiceContext): Promise<void>;
+  /** `steward` subcommands it adds (built-in handlers only: the CLI lists `handlers/index.ts`). */
+  commands?: readonly HandlerCommand[];
+  /** What the console shows of the records it keeps. */
+  console?: HandlerConsole;
+  /**
+   * Its part of impact simulation (`steward simulate`, the steward/config check): what its policy
+   * section would have decided on the facts it stored when it decided, compared with what it did,
+   * as one clause, e.g. `the last 200 failed runs would have been re-run 3 times (was 5)`. Asked
+   * only when it has a policy section and that section is valid.
+   */
+  simulate?(input: SimulationInput<P>): Promise<string>;
+}
+
+/** What a handler's impact simulation is given. */
+export interface SimulationInput<P = unknown> {
+  /** The section as the policy being simulated has it (validated, defaults applied). */
+  policy: P;
+  /** Where the handler stored its decision facts. */
+  store: Pick<Store, "list">;
+  /** `owner/name`: simulate on that repository's facts; undefined: on every repository's. */
+  repository?: string;
+}
+
+/** A `steward NAME` subcommand. */
+export interface HandlerCommand {
+  name: string;
+  /** Its line in `steward help`. */
+  summary: string;
+  /** Printed for `steward NAME --help` (starts `usage: steward NAME`); nothing runs then. */
+  usage: string;
+  /** Runs with the arguments after the name; resolves to the exit code (2: a usage error). */
+  run(args: string[], ctx: CommandContext): Promise<number>;
+}
+
+/** What a command gets: its input and output, and the service's own parts, opened as the service opens them. */
+export interface CommandContext {
+  /** The environment, `.env` merged in. */
+  env: Readonly<Record<string, string | undefined>>;
+  out(text: string): void;
+  err(text: string): void;
+  /** Whether `err` is a terminal (progress can rewrite one line). */
+  errIsTty: boolean;
+  /**
+   * Fires on Ctrl-C or SIGTERM once asked for (a second one exits at once): for long work that
+   * stops between steps. Commands that do not ask keep the default (Ctrl-C exits).
+   */
+  interrupted(): AbortSignal;
+  /** The service's configuration from `env`, or what is wrong with it. */
+  loadConfig(): { config: StewardConfig } | { problem: string };
+  /** The service's logger for a command: warnings and worse, on stderr. */
+  logger(config: StewardConfig): Logger;
+  /** GitHub clients with the service's credentials, throttling and write spacing. */
+  github(config: StewardConfig, logger: Logger): { appOctokit(): Promise<InstallationOctokit>; octokitFor(installationId: number): Promise<InstallationOctokit> };
+  /**
+   * The service's store (PostgreSQL or Redis when configured, else the SQLite file in `dataDir`);
+   * with `mustExist`, undefined when that file was never created (looking leaves no store behind).
+   */
+  openStore(settings: Pick<StewardConfig, "dataDir" | "redisUrl" | "postgresUrl">, opts?: { mustExist?: boolean; logger?: Logger }): Promise<CommandStore | undefined>;
+}
+
+export interface CommandStore {
+  kv: Store;
+  close(): void | Promise<void>;
+}
+
+/** Trusted console markup: made only by `ConsoleContext.html`, from escaped parts. */
+export type ConsoleHtml = Html;
+
+/** The console's part for one handler: pages of its own and a section of the overview. */
+export interface HandlerConsole {
+  pages?: readonly ConsolePage[];
+  /** A section of the overview (refreshed live with it); undefined shows nothing. */
+  overview?(ctx: ConsoleContext): Promise<ConsoleHtml | undefined>;
+}
+
+/** A console page at `/console/PATH`, linked from the navigation. */
+export interface ConsolePage {
+  /** One path segment, e.g. `flakes` for `/console/flakes` (a trailing slash is accepted). */
+  path: string;
+  /** Its heading, window title and link text, e.g. `Flaky jobs`. */
+  title: string;
+  /** For organisation owners only: the console answers others 403 and hides the link. */
+  ownersOnly?: boolean;
+  render(ctx: ConsoleContext): Promise<ConsoleHtml>;
+}
+
+/**
+ * What a console page or section renders from. Access is the console's: `repositories` and
+ * `owns` are what the signed-in person may see, and a page shows only records within them.
+ */
+export interface ConsoleContext {
+  /** `owner/name` of every repository the person can access. */
+  repositories: readonly string[];
+  /** Accounts (organisations, lower case) the person owns. */
+  owns: readonly string[];
+  /** The page's query string. */
+  query: URLSearchParams;
+  /** The handler's records and the audit trail, read-only. */
+  store: Pick<Store, "get" | "list" | "auditLog">;
+  /** The tasks this handler scheduled that have not finished. */
+  tasks(): Promise<ConsoleTask[]>;
+  /** GitHub's web address (`https://github.com` or the Enterprise Server's), for links. */
+  webUrl: string;
+  /** Tagged template: every interpolation is escaped unless it is `ConsoleHtml` (or an array of it). */
+  html(strings: TemplateStringsArray, ...values: unknown[]): ConsoleHtml;
+  /** A `<time>` element in UTC; `never` for undefined. */
+  time(at: Date | number | undefined): ConsoleHtml;
+}
+
+export interface ConsoleTask {
+  key: string;
+  runAt: Date;
+  data: unknown;
+  status: "pending" | "running" | "dead";
+  lastError: string | undefined;
 }
 
 /**

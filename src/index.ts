@@ -18,7 +18,18 @@ export {
   type OnceResult,
   type ScheduleRequest,
   type Scheduler,
+  type SimulationInput,
+  type HandlerCommand,
+  type CommandContext,
+  type CommandStore,
+  type HandlerConsole,
+  type ConsolePage,
+  type ConsoleContext,
+  type ConsoleHtml,
+  type ConsoleTask,
 } from "./handler.js";
+// The modules STEWARD_HANDLERS names that declare policy: what a check validating policy files must know.
+export { policyModules } from "./modules/load.js";
 export type { PolicySection, PolicyDocumentSpec, SectionReview, SemanticCheck, CheckOptions, JsonSchema, Problem } from "./policy/types.js";
 export type { CheckReporter, CheckReport, CheckRunRef, CheckConclusion, CheckAction, Annotation, AnnotationLevel } from "./check-runs/types.js";
 export type { Store, KeyValue, AuditEntry } from "./store/types.js";

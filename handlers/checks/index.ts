@@ -81,6 +81,6 @@ async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: reado
     ...(withheld ? { withheld: { reason: withheld, shown } } : {}),
   });
   // A fork's policy is only validated: it is not run against this host's records.
-  const impact = target.fork ? undefined : await impactSection(ctx.store, `${owner}/${repo}`, evaluation.files);
+  const impact = target.fork ? undefined : await impactSection(ctx.store, `${owner}/${repo}`, evaluation.files, handlers);
   return reportCheck(ctx, target, evaluation, rendered, impact);
 }

@@ -10,6 +10,8 @@ import { gateFindings, gatesFor, type OrgGate } from "./org-gates.js";
 import { runGate, type GateServices } from "./execute.js";
 import { policyWithheld } from "../shared/visibility.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
+import { simulateDeployments } from "./simulate.js";
+import { deploymentsConsole } from "./console.js";
 import { allWaits, taskKey, waitKey, waitsForSha, type Gate, type WaitRecord } from "./waits.js";
 
 export interface DeploymentsOptions {
@@ -159,6 +161,8 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
         return gateFindings(org, own, await fetchPropertyValues(octokit, repository));
       },
     },
+    simulate: simulateDeployments,
+    console: deploymentsConsole,
     // Runs and jobs are taken only to answer a run waiting for review, as its required reviewer:
     // without a reviewer (no STEWARD_REVIEWER_TOKEN) none is ever acted on, and every one of them
     // (each run and job of every workflow, requested, queued, in progress) is settled at the intake.

@@ -33,7 +33,7 @@ export const taskKey = (g: Gate) => gateId(g);
 const shaPrefix = (owner: string, repo: string, sha: string) => `${PREFIX}wait:${owner}/${repo}:${sha}:`.toLowerCase();
 export const waitKey = (g: Gate, sha: string) => `${shaPrefix(g.owner, g.repo, sha)}${gateId(g)}`;
 
-export async function allWaits(store: Store): Promise<{ key: string; record: WaitRecord }[]> {
+export async function allWaits(store: Pick<Store, "list">): Promise<{ key: string; record: WaitRecord }[]> {
   const entries = await store.list<WaitRecord>(`${PREFIX}wait:`);
   return entries.map((e) => ({ key: e.key, record: e.value }));
 }

@@ -10,6 +10,9 @@ import { recordRerunFacts } from "./record.js";
 import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans } from "./merge-queue.js";
 import { decisionKey } from "./keys.js";
+import { simulateRerun } from "./simulate.js";
+import { flakesCommand } from "./commands.js";
+import { rerunConsole } from "./console.js";
 
 interface WorkflowRunPayload {
   workflow_run: Parameters<typeof toRunFacts>[0] & { html_url?: string };
@@ -36,6 +39,9 @@ export default defineHandler({
   name: "rerun",
   events: ["workflow_run.completed", "merge_group.destroyed"],
   policy: rerunPolicy,
+  simulate: simulateRerun,
+  commands: [flakesCommand],
+  console: rerunConsole,
 
   async handle(ctx): Promise<Outcome> {
     if (ctx.name === MERGE_GROUP_EVENT) return onGroupDestroyed(ctx);

@@ -6,12 +6,16 @@ import { isAdminRepo, PLAN_PULL_REQUEST_ACTIONS } from "./decide.js";
 import { decideDelivery } from "./facts.js";
 import { plan, schedulePeriodic, sync, type TaskData } from "./execute.js";
 import { secretsDocument } from "./policy.js";
+import { syncCommand } from "./commands.js";
+import { secretsConsole } from "./console.js";
 
 /** Events that concern the secrets policy only in the admin repository, where its documents live. */
 const ADMIN_REPOSITORY_EVENTS = new Set(["push", "pull_request", "merge_group"]);
 
 export default defineHandler({
   name: "secrets",
+  commands: [syncCommand],
+  console: secretsConsole,
   events: [
     "push",
     ...PLAN_PULL_REQUEST_ACTIONS.map((action) => `pull_request.${action}` as const),

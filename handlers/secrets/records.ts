@@ -7,7 +7,7 @@ export function recordPrefix(org: string): string {
   return `secrets/target/${org.toLowerCase()}/`;
 }
 
-export async function loadRecords(store: Store, org: string): Promise<Map<string, TargetRecord>> {
+export async function loadRecords(store: Pick<Store, "list">, org: string): Promise<Map<string, TargetRecord>> {
   const prefix = recordPrefix(org);
   const entries = await store.list<TargetRecord>(prefix);
   return new Map(entries.map((e) => [e.key.slice(prefix.length), e.value]));

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { StewardConfig, StoreSettings } from "./types.js";
 import { noteSettingName, noteSettingPath } from "./setting-names.js";
-import { parseDuration } from "../policy/patterns.js";
+import { parseDuration } from "./duration.js";
 import { registerSecret } from "../log/redact.js";
 
 export class ConfigError extends Error {

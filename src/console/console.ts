@@ -12,10 +12,8 @@ import { overviewPage } from "./pages/overview.js";
 import { deliveriesPage } from "./pages/deliveries.js";
 import { deliveryPage } from "./pages/delivery.js";
 import { deadPage, replayAction } from "./pages/dead.js";
-import { deploymentsPage } from "./pages/deployments.js";
-import { secretsPage } from "./pages/secrets.js";
 import { policyPage } from "./pages/policy.js";
-import { flakesPage } from "./pages/flakes.js";
+import { handlerPages, handlerRoutes } from "./handler-pages.js";
 import { liveStream } from "./live.js";
 import { ownsAny } from "./pages/scope.js";
 
@@ -92,9 +90,6 @@ const pages: { pattern: RegExp; page: Page; ownersOnly?: boolean }[] = [
   { pattern: /^\/console\/deliveries\/?$/, page: deliveriesPage },
   { pattern: /^\/console\/deliveries\/[^/]+$/, page: deliveryPage },
   { pattern: /^\/console\/dead\/?$/, page: deadPage, ownersOnly: true },
-  { pattern: /^\/console\/deployments\/?$/, page: deploymentsPage },
-  { pattern: /^\/console\/flakes\/?$/, page: flakesPage },
-  { pattern: /^\/console\/secrets\/?$/, page: secretsPage, ownersOnly: true },
   { pattern: /^\/console\/policies\/[^/]+\/[^/]+$/, page: policyPage },
 ];
 
@@ -144,9 +139,13 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     res.end();
   }
 
+  // The handlers' pages, routed and linked from the navigation after the console's own.
+  const routes = [...pages, ...handlerRoutes(deps)];
+  const nav = handlerPages(deps).map((p) => ({ href: `/console/${p.path}`, title: p.title, ...(p.ownersOnly ? { ownersOnly: true } : {}) }));
+
   function renderPage(res: ServerResponse, page: PageOut, viewer: Viewer | undefined): void {
     const nonce = randomBytes(16).toString("base64");
-    send(res, page.status ?? 200, frame(page, viewer, nonce), {}, nonce);
+    send(res, page.status ?? 200, frame(page, viewer, nonce, nav), {}, nonce);
   }
 
   function sessionOf(req: IncomingMessage): Session | undefined {
@@ -391,7 +390,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       send(res, 405, "<!doctype html><title>Method not allowed</title><p>Method not allowed.</p>", { allow: "GET, HEAD" });
       return;
     }
-    const entry = pages.find((p) => p.pattern.test(path));
+    const entry = routes.find((p) => p.pattern.test(path));
     if (!entry) return renderPage(res, { status: 404, title: "Not found", body: html`<p>No such page.</p>` }, viewer);
     if (entry.ownersOnly && !viewer.owner) {
       return renderPage(res, { status: 403, title: "Owners only", body: html`<p>This page is for organisation owners.</p>` }, viewer);

@@ -67,15 +67,20 @@ form.filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end}form.filters 
 .note{color:#59636e}dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}
 `;
 
-export function frame(page: PageOut, viewer: Viewer | undefined, nonce: string): string {
+/** A link in the navigation beyond the console's own (the handlers' pages). */
+export interface NavLink {
+  href: string;
+  title: string;
+  ownersOnly?: boolean;
+}
+
+export function frame(page: PageOut, viewer: Viewer | undefined, nonce: string, links: readonly NavLink[] = []): string {
   const nav = viewer
     ? html`<nav aria-label="Console"><ul>
         <li><a href="/console">Overview</a></li>
         <li><a href="/console/deliveries">Deliveries</a></li>
         ${viewer.owner ? html`<li><a href="/console/dead">Dead letters</a></li>` : ""}
-        <li><a href="/console/deployments">Deployments</a></li>
-        <li><a href="/console/flakes">Flaky jobs</a></li>
-        ${viewer.owner ? html`<li><a href="/console/secrets">Secrets</a></li>` : ""}
+        ${links.filter((l) => viewer.owner || !l.ownersOnly).map((l) => html`<li><a href="${l.href}">${l.title}</a></li>`)}
       </ul></nav>
       <form method="post" action="/console/logout"><input type="hidden" name="csrf" value="${viewer.csrf}">
         <span>Signed in as <strong>${viewer.login}</strong>${viewer.owner ? " (owner)" : ""}</span> <button type="submit">Sign out</button></form>`

@@ -45,6 +45,7 @@ export function mountConsole(opts: {
     depth: opts.depth,
     replay: opts.replay,
     handlers: opts.handlers.map((h) => h.name),
+    handlerConsoles: opts.handlers.flatMap((h) => (h.console ? [{ handler: h.name, console: h.console }] : [])),
     appId: config.appId,
     apiUrl: config.apiUrl,
     oauth: config.oauth,

@@ -5,6 +5,7 @@ import type { Access } from "./github.js";
 import type { Viewer } from "./html.js";
 import type { ApiBudget } from "./budget.js";
 import type { ReplicaEntry } from "../coordination/redis/replicas.js";
+import type { HandlerConsole } from "../handler.js";
 
 export interface ConsoleStore {
   readonly browse: StewardStore["browse"];
@@ -20,6 +21,8 @@ export interface ConsoleDeps {
   depth(): Promise<number>;
   replay(deliveryId: string): Promise<void>;
   handlers: readonly string[];
+  /** What handlers show in the console: their pages and overview sections. */
+  handlerConsoles?: readonly { handler: string; console: HandlerConsole }[];
   appId: number;
   apiUrl: string;
   oauth: { clientId: string; clientSecret: string } | undefined;

@@ -5,4 +5,4 @@ export { POLICY_FILE, isPolicyPath, isDocumentPath } from "./paths.js";
 export { mergePolicy, policyDocuments, policySections, isPlainObject } from "./merge.js";
 export { resolvePolicy, type PolicySource } from "./resolve.js";
 export { analysePolicyText, validatePolicyText } from "./validate.js";
-export { policyModules } from "../modules/load.js";
+export { simulatePolicy, simulatedHandlers } from "./impact.js";

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
-import { commands } from "../../src/cli/main.js";
+import { allCommands } from "../../src/cli/main.js";
 import { startChild } from "../service/child.js";
 
 let dir: string | undefined;
@@ -25,7 +25,7 @@ async function steward(args: string[]): Promise<{ code: number | null; out: stri
 }
 
 const cases = [
-  ...Object.keys(commands).map((name) => [name, "--help"]),
+  ...Object.keys(await allCommands()).map((name) => [name, "--help"]),
   ["start", "-h"],
   ["deliveries", "list", "--help"],
   ["deliveries", "replay", "--status", "dead", "--help"],

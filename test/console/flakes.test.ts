@@ -2,7 +2,7 @@
 // the run, filtered by repository and time, the same figures `steward flakes` prints; a member sees
 // nothing of a repository they cannot access.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { flakeFilters } from "../../src/console/pages/flakes.js";
+import { flakeFilters } from "../../handlers/rerun/console.js";
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
 import { makeFlakes } from "./flakes-fixture.js";
 import { signIn } from "./session.js";

@@ -5,13 +5,16 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { run } from "../../src/cli/commands/sync.js";
+import { main } from "../../src/cli/main.js";
+import type { CommandIo } from "../../src/cli/io.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
 import { withJobLease } from "../../src/coordination/job-lease.js";
 import { syncLeaseKey } from "../../handlers/secrets/organisation.js";
 import { syncIo } from "../handlers/secrets/sync-io.js";
 import { until } from "./support.js";
+
+const run = (args: string[], io: CommandIo) => main(["sync", ...args], io);
 
 let h: HubHandle;
 let dataDir: string;

@@ -6,12 +6,9 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { policyHandlers } from "../../../handlers/index.js";
 import { resolvePolicy } from "../../policy/resolve.js";
+import { simulatedHandlers, simulatePolicy } from "../../policy/impact.js";
 import { openSqliteStore, storeFileName } from "../../store/sqlite/store.js";
 import type { Store } from "../../store/types.js";
-import type { RerunPolicy } from "../../../handlers/rerun/policy.js";
-import type { DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
-import { describeImpact, deploymentImpact, rerunImpact } from "../../../handlers/shared/impact.js";
-import { readDeploymentFacts, readRerunFacts } from "../../../handlers/shared/impact-facts.js";
 
 export const usage = `usage: steward simulate --policy FILE [--repo OWNER/NAME]
 what the policy FILE (a .github/steward.yml) would have done with the last 200 failed runs and the
@@ -22,9 +19,7 @@ const REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
 /** The simulation's lines for an effective policy, over one repository's records or all of them. */
 export async function simulate(store: Pick<Store, "list">, sections: Record<string, unknown>, repo?: string): Promise<string[]> {
-  const rerun = sections.rerun ? await rerunImpact(sections.rerun as RerunPolicy, await readRerunFacts(store, repo)) : undefined;
-  const deployments = "deployments" in sections ? deploymentImpact(sections.deployments as DeploymentsPolicy, await readDeploymentFacts(store, repo)) : undefined;
-  return describeImpact({ ...(rerun ? { rerun } : {}), ...(deployments ? { deployments } : {}) });
+  return simulatePolicy(await policyHandlers(), sections, { store, repository: repo });
 }
 
 function fail(message: string, code = 2): number {
@@ -61,7 +56,8 @@ export async function run(args: string[]): Promise<number> {
   const store = openSqliteStore(dir);
   try {
     const lines = await simulate(store.kv, resolved.sections, values.repo);
-    process.stdout.write(lines.length ? `${scope}: with ${values.policy}, ${lines.join("; ")}.\n` : `${values.policy} has no rerun or deployments section to simulate\n`);
+    const simulated = simulatedHandlers(await policyHandlers()).map((h) => h.policy!.key);
+    process.stdout.write(lines.length ? `${scope}: with ${values.policy}, ${lines.join("; ")}.\n` : `${values.policy} has no ${simulated.join(" or ")} section to simulate\n`);
   } finally {
     store.close();
   }

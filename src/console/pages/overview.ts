@@ -3,6 +3,7 @@ import type { DeliveryStatus } from "../../store/records.js";
 import { html, time, type Html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
 import { clusterSection } from "./cluster.js";
+import { handlerSections } from "../handler-pages.js";
 
 const WINDOW_MINUTES = 30;
 const STATUSES: DeliveryStatus[] = ["done", "failed", "dead", "running", "queued"];
@@ -10,19 +11,16 @@ const STATUSES: DeliveryStatus[] = ["done", "failed", "dead", "running", "queued
 export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const { deps, scope } = ctx;
   const since = Math.floor(Date.now() / 60_000) * 60_000 - (WINDOW_MINUTES - 1) * 60_000;
-  const [activity, depth, dead, tasks, cluster] = await Promise.all([
+  const [activity, depth, dead, sections, cluster] = await Promise.all([
     deps.store.browse.deliveryActivity(since, scope),
     deps.depth(),
     deps.store.browse.countDead(scope),
-    deps.store.tasks.listTasks(),
+    handlerSections(ctx),
     clusterSection(ctx),
   ]);
   const minutes = [...new Set(activity.map((a) => a.minute))].sort((a, b) => b - a);
   const count = (m: number, s: DeliveryStatus) => activity.find((a) => a.minute === m && a.status === s)?.count ?? 0;
   const budget = deps.budget.rows().filter((r) => r.installation !== "app" && ctx.access.installations.includes(r.installation));
-  // A sync is an organisation's (the secrets page, owners only): shown to the owners of that organisation.
-  const orgs = new Set(ctx.access.grants.filter((g) => g.owner).map((g) => g.account));
-  const syncs = tasks.filter((t) => t.handler === "secrets" && typeof (t.data as { org?: unknown })?.org === "string" && orgs.has(((t.data as { org: string }).org).toLowerCase()));
   return html`
   <section aria-labelledby="now"><h2 id="now">Now</h2>
     <dl><dt>Queue depth</dt><dd data-k="depth">${depth}</dd>
@@ -39,11 +37,7 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     <table><thead><tr><th scope="col">Installation</th><th scope="col">Remaining</th><th scope="col">As of</th></tr></thead>
     <tbody>${budget.map((b) => html`<tr><td>${b.installation}</td><td>${b.remaining}</td><td>${time(b.at)}</td></tr>`)}</tbody></table>`}
   </section>
-  <section aria-labelledby="syncs"><h2 id="syncs">Secrets sync per organisation</h2>
-    ${syncs.length === 0 ? html`<p class="note">No sync scheduled.</p>` : html`
-    <table><thead><tr><th scope="col">Organisation</th><th scope="col">Kind</th><th scope="col">Next run</th><th scope="col">State</th></tr></thead>
-    <tbody>${syncs.map((t) => html`<tr><td>${(t.data as { org: string }).org}</td><td>${(t.data as { kind?: string }).kind ?? ""}</td><td>${time(t.runAt)}</td><td>${t.status}${t.lastError ? html` (${t.lastError})` : ""}</td></tr>`)}</tbody></table>`}
-  </section>
+  ${sections}
   ${cluster}`;
 }
 

@@ -3,11 +3,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseSyncArgs, run } from "../../../src/cli/commands/sync.js";
+import { parseSyncArgs } from "../../../handlers/secrets/commands.js";
+import { main } from "../../../src/cli/main.js";
+import type { CommandIo } from "../../../src/cli/io.js";
 import { createHub, type HubHandle } from "../../../src/sandbox/hub.js";
 import { syncIo } from "./sync-io.js";
 
 const VALUE = "cli-secret-value";
+const run = (args: string[], io: CommandIo) => main(["sync", ...args], io);
 let h: HubHandle;
 let dataDir: string;
 

@@ -1,6 +1,6 @@
 // `steward sync` run in-process as a person would run it against the sandbox hub: the hub's app
 // and a data directory in its environment, what it prints kept for the test to read.
-import type { Io } from "../../../src/cli/commands/sync.js";
+import type { CommandIo as Io } from "../../../src/cli/io.js";
 import type { HubHandle } from "../../../src/sandbox/hub.js";
 
 export type CapturedIo = Io & { stdout: string; stderr: string };

@@ -8,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import rerun from "../../../handlers/rerun/index.js";
 import { checks } from "../../../handlers/index.js";
-import { deploymentImpact, describeImpact } from "../../../handlers/shared/impact.js";
-import { readDeploymentFacts } from "../../../handlers/shared/impact-facts.js";
+import { deploymentImpact, describeDeploymentImpact, readDeploymentFacts } from "../../../handlers/deployments/simulate.js";
 import { simulate } from "../../../src/cli/commands/simulate.js";
 import { ORG, newRepo, rerunPosts, settle, startCi, stewardCli, stewardOf } from "../rerun/stack.js";
 import { createWorld } from "../deployments/world.js";
@@ -82,9 +81,9 @@ describe("impact simulation", () => {
       // A freeze over the moment they were decided: the approved one would have been held.
       const until = new Date(Date.parse(records[0]!.at) + 86_400_000).toISOString();
       const frozen = { environments: { production: { branches: ["main"], freeze: [{ from: "2000-01-01T00:00:00Z", to: until, reason: "release freeze" }] } } };
-      expect(describeImpact({ deployments: deploymentImpact(frozen, records) })).toEqual(["the last 2 deployment requests: 1 held that were approved"]);
+      expect([describeDeploymentImpact(deploymentImpact(frozen, records))]).toEqual(["the last 2 deployment requests: 1 held that were approved"]);
       const open = { environments: { production: {} } };
-      expect(describeImpact({ deployments: deploymentImpact(open, records) })).toEqual(["the last 2 deployment requests: 0 held that were approved, 1 approved that were held or rejected"]);
+      expect([describeDeploymentImpact(deploymentImpact(open, records))]).toEqual(["the last 2 deployment requests: 0 held that were approved, 1 approved that were held or rejected"]);
     } finally {
       await w.close();
     }

@@ -5,7 +5,7 @@
 // alone and recorded for `steward flakes`.
 import type { SandboxStack } from "../../stack.js";
 import type { Row, Scenario } from "../types.js";
-import { flakyJobs } from "../../../../handlers/rerun/flake-listing.js";
+import { commandContext } from "../../../cli/context.js";
 
 const OWNER = "acme";
 const REPO = "api";
@@ -73,10 +73,21 @@ async function flakeSteps(stack: SandboxStack, print: (line: string) => void): P
   }
   const red = runs[1]!;
   rows.push({ step: `E2E on commit B re-run`, event: "workflow_run.completed", result: red.attempts[1] ? `attempt 2: ${red.attempts[1].conclusion} (mode ${red.attempts[1].mode})` : "not re-run" });
-  const [top] = (await flakyJobs(stack.steward.store.kv, { repos: [`${OWNER}/${REPO}`], sinceMs: 30 * 86_400_000, limit: 5 }))[0]?.jobs ?? [];
-  rows.push({ step: `steward flakes --repo ${OWNER}/${REPO}`, event: "cli", result: top ? `${top.workflow} / ${top.job}: ${top.count} flake, ${top.rerun} re-run` : "none" });
+  rows.push({ step: `steward flakes --repo ${OWNER}/${REPO}`, event: "cli", result: await flakiest(stack) });
   print(`flake pattern: ${rows[rows.length - 1]!.result} (also listed at ${stack.steward.url}/console/flakes?repo=${OWNER}%2F${REPO})`);
   return rows;
+}
+
+/** The top line of `steward flakes --repo acme/api`, run as a person would, against the stack's data directory. */
+async function flakiest(stack: SandboxStack): Promise<string> {
+  const command = stack.steward.handlers.flatMap((h) => h.commands ?? []).find((c) => c.name === "flakes");
+  if (!command) return "none";
+  let out = "";
+  const ctx = commandContext("flakes", { env: { STEWARD_DATA_DIR: stack.config.dataDir }, out: (t) => void (out += t), err: (t) => void (out += t) });
+  if ((await command.run(["--repo", `${OWNER}/${REPO}`, "--since", "30d", "--limit", "5"], ctx)) !== 0) return out.trim();
+  // FLAKES, RE-RUN, WORKFLOW / JOB, LAST SEEN, COMMIT, two spaces apart.
+  const top = out.split("\n")[2]?.split(/ {2,}/);
+  return top ? `${top[2]}: ${top[0]} flake, ${top[1]} re-run` : "none";
 }
 
 const scenario: Scenario = {

@@ -1,10 +1,7 @@
 // /console/flakes: the flakiest jobs the rerun handler recorded (rerun.flake_pattern), per
 // repository the viewer can access, through the same reading as `steward flakes`.
-import { flakyJobs } from "../../../handlers/rerun/flake-listing.js";
-import { parseDuration } from "../../policy/patterns.js";
-import { webBaseOf } from "../github.js";
-import { html, time, type PageOut } from "../html.js";
-import type { PageContext } from "../types.js";
+import { parseDuration, type ConsoleContext, type ConsoleHtml, type HandlerConsole } from "../../src/index.js";
+import { flakyJobs } from "./flake-listing.js";
 
 const SINCE_CHOICES = ["7d", "30d", "90d", "180d"];
 const DEFAULT_SINCE = "30d";
@@ -31,20 +28,18 @@ export function flakeFilters(params: URLSearchParams, scope: readonly string[]):
   };
 }
 
-export async function flakesPage(ctx: PageContext): Promise<PageOut> {
-  const f = flakeFilters(ctx.url.searchParams, ctx.scope);
-  const found = await flakyJobs(ctx.deps.store.kv, { repos: f.repos, sinceMs: f.sinceMs, limit: JOBS_PER_REPOSITORY });
-  const web = webBaseOf(ctx.deps.apiUrl);
+async function flakesPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
+  const { html, time } = ctx;
+  const f = flakeFilters(ctx.query, ctx.repositories);
+  const found = await flakyJobs(ctx.store, { repos: f.repos, sinceMs: f.sinceMs, limit: JOBS_PER_REPOSITORY });
   const sinceChoices = SINCE_CHOICES.includes(f.since) ? SINCE_CHOICES : [...SINCE_CHOICES, f.since];
   const deliveriesOf = (repository: string) => `/console/deliveries?${new URLSearchParams({ repository, event: "workflow_run" })}`;
-  return {
-    title: "Flaky jobs",
-    body: html`<p class="note">Jobs that failed on a commit between two passing commits of the same branch (green, red, green), found by
+  return html`<p class="note">Jobs that failed on a commit between two passing commits of the same branch (green, red, green), found by
       <code>rerun.flake_pattern</code>; the same list as <code>steward flakes --repo OWNER/NAME --since ${f.since}</code>.</p>
     ${f.problem ? html`<p role="alert">${f.problem}</p>` : ""}
     <form class="filters" method="get" action="/console/flakes">
       <label>Repository <select name="repo"><option value="">All you can see</option>
-        ${ctx.scope.map((r) => html`<option value="${r}"${r === f.repo ? html` selected` : ""}>${r}</option>`)}</select></label>
+        ${ctx.repositories.map((r) => html`<option value="${r}"${r === f.repo ? html` selected` : ""}>${r}</option>`)}</select></label>
       <label>Since <select name="since">${sinceChoices.map((s) => html`<option value="${s}"${s === f.since ? html` selected` : ""}>last ${s}</option>`)}</select></label>
       <button type="submit">Show</button>
     </form>
@@ -53,7 +48,10 @@ export async function flakesPage(ctx: PageContext): Promise<PageOut> {
       : found.map((r) => html`<section aria-labelledby="${`flakes-${r.repository}`}"><h2 id="${`flakes-${r.repository}`}">${r.repository}</h2>
       <table><thead><tr><th scope="col">Workflow / job</th><th scope="col">Flakes</th><th scope="col">Re-run</th><th scope="col">Last seen</th><th scope="col">Last flaky run</th></tr></thead>
       <tbody>${r.jobs.map((j) => html`<tr><td>${j.workflow} / ${j.job}</td><td data-k="count">${j.count}</td><td>${j.rerun}</td><td>${time(new Date(j.lastSeen))}</td>
-        <td><a href="${`${web}/${r.repository}/actions/runs/${j.lastRunId}`}">run ${j.lastRunId}</a> on <code>${j.lastSha.slice(0, 7)}</code>
-        (<a href="${deliveriesOf(r.repository)}">deliveries</a>)</td></tr>`)}</tbody></table></section>`)}`,
-  };
+        <td><a href="${`${ctx.webUrl}/${r.repository}/actions/runs/${j.lastRunId}`}">run ${j.lastRunId}</a> on <code>${j.lastSha.slice(0, 7)}</code>
+        (<a href="${deliveriesOf(r.repository)}">deliveries</a>)</td></tr>`)}</tbody></table></section>`)}`;
 }
+
+export const rerunConsole: HandlerConsole = {
+  pages: [{ path: "flakes", title: "Flaky jobs", render: flakesPage }],
+};

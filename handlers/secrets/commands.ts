@@ -2,19 +2,13 @@
 // --dry-run apply) the organisation's secrets policy from the command line, with the service's
 // own configuration, store (SQLite or Redis) and fingerprint key, so the CLI and the service
 // never disagree, and never sync one organisation at the same time (a lease in the store).
-import pino from "pino";
-import { createOctokitFactory } from "../../api/client.js";
-import { inProcessCoordination } from "../../coordination/in-process.js";
-import { ConfigError, loadConfig } from "../../config/env.js";
-import { createLogger } from "../../log/logger.js";
-import { openOperatorStore } from "../operator-store.js";
-import { describeHolder, LeaseHeld } from "../../coordination/job-lease.js";
-import { asRequester, describeError, statusOf } from "../../../handlers/secrets/api.js";
-import { syncOrganisation } from "../../../handlers/secrets/organisation.js";
-import { problemsSummary, textReport } from "../../../handlers/secrets/report.js";
-import { progressPrinter } from "../progress.js";
+import { describeHolder, LeaseHeld, type CommandContext, type HandlerCommand } from "../../src/index.js";
+import { asRequester, describeError, statusOf } from "./api.js";
+import { syncOrganisation } from "./organisation.js";
+import { problemsSummary, textReport } from "./report.js";
+import { progressPrinter } from "./progress-printer.js";
 
-export const usage = `usage: steward sync --org ORG [--dry-run] [--concurrency N] [--wait | --force]
+const usage = `usage: steward sync --org ORG [--dry-run] [--concurrency N] [--wait | --force]
   plans the secrets and variables of .github/steward/secrets.yml in ORG's admin repository
   (STEWARD_ADMIN_REPO) and applies it unless --dry-run; uses the service's configuration and store.
   One sync of an organisation runs at a time (service, CLI and replicas): when another holds it,
@@ -55,39 +49,7 @@ export function parseSyncArgs(args: readonly string[]): SyncArgs | string {
   return { org, dryRun, concurrency, wait, force };
 }
 
-export interface Io {
-  env: NodeJS.ProcessEnv;
-  out(text: string): void;
-  err(text: string): void;
-  /** Whether `err` is a terminal (progress as one updating line). */
-  errIsTty?: boolean;
-  /** Fires on Ctrl-C / SIGTERM: the sync stops between steps. */
-  signal?: AbortSignal;
-}
-
-/** Ctrl-C or SIGTERM stop the sync between steps; a second one exits at once. */
-function interruptSignal(): AbortSignal {
-  const stop = new AbortController();
-  const onSignal = () => {
-    if (stop.signal.aborted) process.exit(130);
-    process.stderr.write("\nsteward sync: stopping between steps (again to exit at once)\n");
-    stop.abort(new Error("interrupted"));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  return stop.signal;
-}
-
-const processIo = (): Io => ({
-  env: process.env,
-  out: (t) => process.stdout.write(t),
-  err: (t) => process.stderr.write(t),
-  errIsTty: process.stderr.isTTY === true,
-  signal: interruptSignal(),
-});
-
-export async function run(args: string[], given?: Io): Promise<number> {
-  const io = given ?? processIo();
+async function run(args: string[], io: CommandContext): Promise<number> {
   const parsed = parseSyncArgs(args);
   if (parsed === "") {
     io.out(`${usage}\n`);
@@ -97,19 +59,16 @@ export async function run(args: string[], given?: Io): Promise<number> {
     io.err(`steward sync: ${parsed}\n${usage}\n`);
     return 2;
   }
-  let config;
-  try {
-    config = loadConfig(io.env);
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      io.err(`steward sync: configuration: ${e.message}\n`);
-      return 2;
-    }
-    throw e;
+  const loaded = io.loadConfig();
+  if ("problem" in loaded) {
+    io.err(`steward sync: configuration: ${loaded.problem}\n`);
+    return 2;
   }
+  const { config } = loaded;
+  const signal = io.interrupted();
   // The report goes to stdout; logs (warnings and worse) to stderr.
-  const logger = createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat, destination: pino.destination({ dest: 2, sync: true }) });
-  const octokits = createOctokitFactory({ config, logger, coordination: inProcessCoordination(), ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}) });
+  const logger = io.logger(config);
+  const octokits = io.github(config, logger);
   let installationId: number;
   try {
     const app = await octokits.appOctokit();
@@ -121,7 +80,7 @@ export async function run(args: string[], given?: Io): Promise<number> {
   }
   let store;
   try {
-    store = (await openOperatorStore(config, { logger }))!;
+    store = (await io.openStore(config, { logger }))!;
   } catch (e) {
     io.err(`steward sync: cannot open the store: ${describeError(e)}\n`);
     return 1;
@@ -138,7 +97,7 @@ export async function run(args: string[], given?: Io): Promise<number> {
       dryRun: parsed.dryRun,
       ...(parsed.concurrency ? { fanOut: { concurrency: parsed.concurrency } } : {}),
       env: io.env,
-      ...(io.signal ? { signal: io.signal } : {}),
+      signal,
       onProgress: progress.update,
       lease: {
         who: "steward sync (CLI)",
@@ -173,3 +132,10 @@ export async function run(args: string[], given?: Io): Promise<number> {
     await store.close();
   }
 }
+
+export const syncCommand: HandlerCommand = {
+  name: "sync",
+  summary: "sync Actions secrets and variables: steward sync --org ORG [--dry-run]",
+  usage,
+  run,
+};

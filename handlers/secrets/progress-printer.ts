@@ -1,6 +1,6 @@
 // Progress of a long command for a person: on a terminal one line rewritten in place (at most
 // a few times a second); otherwise (a log, a CI job) a plain line every few seconds and at the end.
-import { progressLine, type SyncProgress } from "../../handlers/secrets/progress.js";
+import { progressLine, type SyncProgress } from "./progress.js";
 
 export function progressPrinter(write: (text: string) => void, tty: boolean, opts: { ttyEveryMs?: number; plainEveryMs?: number } = {}) {
   const every = tty ? (opts.ttyEveryMs ?? 200) : (opts.plainEveryMs ?? 5_000);

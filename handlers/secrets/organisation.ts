@@ -94,7 +94,6 @@ export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOut
         policy,
         dataDir: req.dataDir,
         keys: publicKeysFor(req.laneId),
-        laneId: req.laneId,
         dryRun: req.dryRun,
         onlyRepos: req.onlyRepos,
         fanOut: req.fanOut,

@@ -28,8 +28,6 @@ export interface SyncRequest {
   /** Where the fingerprint key lives (STEWARD_DATA_DIR). */
   dataDir: string;
   keys: PublicKeyCache;
-  /** Identifies the installation's lane (concurrency and rate-limit pauses are shared in it). */
-  laneId: string;
   dryRun?: boolean;
   /** Limit repository and environment scopes to these repositories (new repositories). */
   onlyRepos?: readonly string[];
@@ -91,7 +89,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const { store, org, signal } = req;
   // Every request of the run carries its stop signal: the API client refuses it once fired.
   const api: Requester = signal ? { request: (route, params = {}) => req.api.request(route, { ...params, request: { ...(params.request as object | undefined), signal } }) } : req.api;
-  const fan = new FanOut(req.laneId, { ...req.fanOut, ...(signal ? { signal } : {}) });
+  const fan = new FanOut({ ...req.fanOut, ...(signal ? { signal } : {}) });
   const progress = new ProgressTracker(org, req.onProgress);
   const stopped = (rest: Partial<SyncResult>): SyncResult => {
     progress.finish("stopped");

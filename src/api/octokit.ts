@@ -4,11 +4,11 @@
 // that index loads Probot's HTTP server (express and its middleware, about 5 MB of heap), which
 // the service never uses. Probot itself is loaded only when a Probot app is hosted.
 // Left out: Probot's request-logging plugin (every request at debug level, with its body);
-// Steward records its own API calls (call-scope.ts). The retry plugin stays in the class for
-// whoever builds one themselves; the service's clients (client.ts) turn it off for retry.ts,
-// the same rules without a Bottleneck limiter built for every request.
+// Steward records its own API calls (call-scope.ts). The service's clients (client.ts) give the
+// throttling plugin Steward's own rate-limit answers; one built without them waits and retries
+// as Probot's does.
 // Composed in: credentials go to the API origin only (origin-guard.ts), and a handler run counts
-// the requests it made (lifecycle/hosted-scope.ts).
+// the requests it made (modules/hosted-scope.ts).
 import { Octokit } from "@octokit/core";
 import { enterpriseCompatibility } from "@octokit/plugin-enterprise-compatibility";
 import { paginateRest } from "@octokit/plugin-paginate-rest";

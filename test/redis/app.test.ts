@@ -9,7 +9,7 @@ import { createSteward, type Steward } from "../../src/app.js";
 import { createOctokitFactory } from "../../src/api/client.js";
 import { defineHandler } from "../../src/handler.js";
 import { RedisStore } from "../../src/store/redis/store.js";
-import { openSharedThrottle, type SharedThrottle } from "../../src/coordination/redis/throttle.js";
+import { sharedThrottling } from "../../src/coordination/redis/throttle.js";
 import { RedisWriteSlots } from "../../src/coordination/redis/write-slots.js";
 import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
@@ -22,12 +22,10 @@ const push = (examples as { name: string; examples: Record<string, unknown>[] }[
 
 let steward: Steward | undefined;
 let api: HubHandle | undefined;
-const throttles: SharedThrottle[] = [];
 const clients: Redis[] = [];
 afterEach(async () => {
   await steward?.close();
   await api?.close();
-  await Promise.all(throttles.splice(0).map((t) => t.close()));
   for (const c of clients.splice(0)) c.disconnect();
   steward = api = undefined;
 });
@@ -98,11 +96,10 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     const spacingMs = 250;
     const replicas = await Promise.all(
       [0, 1].map(async () => {
-        const throttle = await openSharedThrottle(redisUrl, { namespace });
-        throttles.push(throttle);
+        const throttling = await sharedThrottling(redisUrl, { namespace });
         const client = new Redis(redisUrl);
         clients.push(client);
-        const coordination = { writeSlots: new RedisWriteSlots(client, prefix), tokens: createTokenCache(), throttling: throttle };
+        const coordination = { writeSlots: new RedisWriteSlots(client, prefix), tokens: createTokenCache(), throttling };
         return createOctokitFactory({ config, logger: silent, writeIntervalMs: spacingMs, coordination });
       }),
     );
@@ -116,7 +113,6 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     // Lower bound only: the replicas' writes, interleaved, are still a write interval apart.
     const gaps = sorted.slice(1).map((t, i) => t - sorted[i]!);
     expect(Math.min(...gaps)).toBeGreaterThanOrEqual(spacingMs - 30);
-    await dropPrefix(`b_${namespace}`);
     await dropPrefix(prefix);
   });
 });

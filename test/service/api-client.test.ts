@@ -16,7 +16,7 @@ let observed: { who: number | "app"; status: number; remaining?: number }[];
 let logs: () => string;
 let acme: number;
 
-function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; signal?: AbortSignal } = {}) {
+function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; signal?: AbortSignal; maxRateLimitWaitSeconds?: number } = {}) {
   const { logger, output } = collectingLogger();
   logs = output;
   return createOctokitFactory({
@@ -27,6 +27,7 @@ function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; s
     writeIntervalMs: extra.writeIntervalMs ?? 0,
     ...(extra.maxInstallations ? { maxInstallations: extra.maxInstallations } : {}),
     ...(extra.signal ? { signal: extra.signal } : {}),
+    ...(extra.maxRateLimitWaitSeconds ? { maxRateLimitWaitSeconds: extra.maxRateLimitWaitSeconds } : {}),
   });
 }
 
@@ -120,6 +121,31 @@ describe("API client", () => {
     expect(second!.receivedAt - first!.at).toBeGreaterThanOrEqual(950);
   });
 
+  it("waits longer each time a request meets a secondary limit again: Retry-After, then twice that", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    hub.control.setSecondaryLimit({ status: 429, retryAfterSec: 1, nextN: 2 });
+    const response = await getRepo(octokit, "web");
+    expect(response.status).toBe(200);
+    const tries = hits("/repos/acme/web");
+    expect(tries.map((r) => r.status)).toEqual([429, 429, 200]);
+    expect(tries[1]!.receivedAt - tries[0]!.at).toBeGreaterThanOrEqual(950);
+    expect(tries[2]!.receivedAt - tries[1]!.at).toBeGreaterThanOrEqual(1_950);
+  });
+
+  it("fails at once with the limit's answer when the reset is further away than it waits", async () => {
+    const octokit = await factory({ maxRateLimitWaitSeconds: 60 }).octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    const resetAt = new Date(Date.now() + 10 * 60_000);
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt });
+    const error = (await getRepo(octokit, "web").catch((e: unknown) => e)) as { status?: number; response?: { headers: Record<string, string> } };
+    expect(error.status).toBe(403);
+    // What a caller needs to schedule the rest for later.
+    expect(Number(error.response!.headers["x-ratelimit-reset"])).toBe(Math.floor(resetAt.getTime() / 1000));
+    expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);
+    expect(logs()).toContain("primary rate limit reached");
+  });
+
   it("waits for the primary rate limit to reset, then retries", async () => {
     const octokit = await factory().octokitFor(acme);
     // 2-3 s ahead (not 1-2 s): the first request must still meet the limit on a loaded machine.
@@ -196,6 +222,18 @@ describe("API client", () => {
     const response = await getRepo(octokit, "web");
     expect(response.status).toBe(200);
     expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([502, 200]);
+  });
+
+  it("a request whose work is told to stop while it waits to be retried is not sent again", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    hub.control.setFault("GET /repos/{owner}/{repo}", { status: 502, times: 1 });
+    const work = new AbortController();
+    const pending = runWithSignal(work.signal, () => getRepo(octokit, "web"));
+    while (hits("/repos/acme/web").length === 0) await new Promise((r) => setTimeout(r, 10));
+    work.abort(new Error("delivery cancelled"));
+    await expectStoppedWith(pending, "delivery cancelled");
+    expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([502]);
   });
 
   it("does not retry a 404", async () => {

@@ -9,7 +9,7 @@ import { createSharedTokenCache, type SharedTokenCache } from "./token-cache.js"
 import { connectRedis } from "../../store/redis/connect.js";
 import { defaultRedisPrefix } from "../../store/redis/keys.js";
 import { startReplicaRegistry, type ReplicaEntry, type ReplicaRegistry } from "./replicas.js";
-import { openSharedThrottle, type SharedThrottle } from "./throttle.js";
+import { sharedThrottling } from "./throttle.js";
 import { RedisWriteSlots } from "./write-slots.js";
 
 export interface ClusterOptions {
@@ -27,7 +27,6 @@ export interface ClusterOptions {
 export interface Cluster {
   /** What the API client coordinates through (createOctokitFactory's `coordination`). */
   coordination: ClientCoordination & { writeSlots: RedisWriteSlots; tokens: SharedTokenCache };
-  throttle: SharedThrottle;
   /** Start reporting this replica as alive, with the slots and mints it holds. */
   register(): void;
   /** Live replicas and what each holds. */
@@ -37,11 +36,8 @@ export interface Cluster {
 
 export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   const prefix = opts.prefix ?? defaultRedisPrefix;
-  const throttle = await openSharedThrottle(opts.url, { logger: opts.logger, ...(opts.namespace ? { namespace: opts.namespace } : {}) });
-  const client = await connectRedis(opts.url, opts.logger, "steward-cluster").catch(async (e: unknown) => {
-    await throttle.close();
-    throw e;
-  });
+  const throttling = await sharedThrottling(opts.url, { logger: opts.logger, ...(opts.namespace ? { namespace: opts.namespace } : {}) });
+  const client = await connectRedis(opts.url, opts.logger, "steward-cluster");
   const tokens = createSharedTokenCache({
     client,
     prefix,
@@ -53,8 +49,7 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   const writeSlots = new RedisWriteSlots(client, prefix);
   let registry: ReplicaRegistry | undefined;
   return {
-    coordination: { writeSlots, tokens, throttling: throttle },
-    throttle,
+    coordination: { writeSlots, tokens, throttling },
     register() {
       registry ??= startReplicaRegistry({
         client,
@@ -68,7 +63,6 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
       tokens.close();
       await registry?.stop().catch(() => undefined);
       await client.quit().catch(() => client.disconnect());
-      await throttle.close();
     },
   };
 }

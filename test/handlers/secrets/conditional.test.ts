@@ -156,7 +156,7 @@ describe("conditional reads of a secrets sync", () => {
     world = await steadyWorld();
     const w = world;
     const before = await w.sync();
-    const renewed = asRequester(w.newClient());
+    const renewed = asRequester(await w.newClient());
     const first = await measured(w, () => w.sync({ api: renewed }));
     expect(first.result.rows).toEqual(before.rows);
     expect(first.writes).toEqual([]);

@@ -281,7 +281,7 @@ prune: true
     const resetAt = new Date(h.control.now().getTime() + 3_600_000);
     // Enough budget for the reads and part of the writes.
     h.control.setRateLimit(installationId, { limit: 5000, remaining: 70, resetAt });
-    const first = await world.sync({ fanOut: { concurrency: 2, maxPauseMs: 5_000 } });
+    const first = await world.sync({ fanOut: { concurrency: 2 } });
     expect(first.pausedUntil).toBeDefined();
     expect(first.pausedUntil!.getTime()).toBeGreaterThan(Date.now() + 3_000_000);
     const done = first.applied.length;

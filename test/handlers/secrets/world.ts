@@ -1,10 +1,15 @@
-// A sandbox hub with one organisation and the app installed, an installation Octokit with
-// the client's own throttling and retries off (so the sync's own rate-limit handling is what
-// is tested), a SQLite store and a data dir. Shared by the secrets integration tests.
+// A sandbox hub with one organisation and the app installed, an installation client as the
+// service builds it (its throttling waits out rate limits; retries of failed requests off, so a
+// fault is what the sync sees), a SQLite store and a data dir. Shared by the secrets
+// integration tests.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ProbotOctokit } from "probot";
+import { pino } from "pino";
+import type { InstallationOctokit } from "../../../src/index.js";
+import { createOctokitFactory } from "../../../src/api/client.js";
+import { inProcessCoordination } from "../../../src/coordination/in-process.js";
+import { loadConfig } from "../../../src/config/env.js";
 import { createHub, STEWARD_PERMISSIONS, type HubHandle } from "../../../src/sandbox/hub.js";
 import { openSqliteStore, type SqliteStore } from "../../../src/store/sqlite/store.js";
 import { asRequester, syncReads, type Requester } from "../../../handlers/secrets/api.js";
@@ -20,9 +25,9 @@ export interface World {
   h: HubHandle;
   api: Requester;
   /** The client behind `api` (its hooks see every request the sync sends). */
-  octokit: InstanceType<typeof ProbotOctokit>;
+  octokit: InstallationOctokit;
   /** A new client for the installation: a new installation token. */
-  newClient(): InstanceType<typeof ProbotOctokit>;
+  newClient(): Promise<InstallationOctokit>;
   /** The sync's lane: also the namespace of its cached reads. */
   laneId: string;
   installationId: number;
@@ -51,15 +56,11 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
     for (const e of envs) h.domains.deployments.putEnvironment(h.control.repo(ORG, repo)!, e);
   }
   const inst = h.control.installation(ORG) ?? h.control.install(ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all" });
-  const newClient = () =>
-    new ProbotOctokit({
-      auth: { appId: Number(h.env.APP_ID), privateKey: h.env.PRIVATE_KEY, installationId: inst.id },
-      baseUrl: h.url,
-      throttle: { enabled: false },
-      retry: { enabled: false },
-    } as ConstructorParameters<typeof ProbotOctokit>[0]);
-  const octokit = newClient();
   const dataDir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
+  const config = loadConfig({ ...h.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dataDir, LOG_LEVEL: "silent" });
+  const newClient = () =>
+    createOctokitFactory({ config, logger: pino({ level: "silent" }), coordination: inProcessCoordination(), writeIntervalMs: 0, retries: 0 }).octokitFor(inst.id);
+  const octokit = await newClient();
   const store = openSqliteStore(dataDir);
   // Policy validation reads the service's own environment, as in production.
   // What the operator exposes to the organisation: the tests' variables and temporary files.

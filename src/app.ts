@@ -58,8 +58,8 @@ export interface CreateStewardOptions {
   /** API client tuning (e.g. a lower write spacing for the sandbox or benchmarks). */
   api?: Pick<OctokitFactoryOptions, "writeIntervalMs" | "maxRateLimitWaitSeconds" | "retries">;
   timeouts?: Partial<ServerTimeouts>;
-  /** Redis deployments: key prefix (default `{steward}:`) and throttling namespace (default `steward`), e.g. one per test. */
-  redis?: { prefix?: string; namespace?: string };
+  /** Redis deployments: key prefix (default `{steward}:`), e.g. one per test. */
+  redis?: { prefix?: string };
   /** PostgreSQL deployments: the schema of Steward's tables (default `steward`), e.g. one per test. */
   postgres?: { schema?: string };
   /** Backoff of start-up work that needs the API (credential check, handler starts). */
@@ -128,7 +128,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.
     const [{ openCluster }, { openRedisStore }] = await Promise.all([import("./coordination/redis/cluster.js"), import("./store/redis/store.js")]);
     const prefix = opts.redis?.prefix;
-    cluster = await openCluster({ url: config.redisUrl, config, logger, prefix, namespace: opts.redis?.namespace, onMint: (id) => metrics.tokenMinted(id) });
+    cluster = await openCluster({ url: config.redisUrl, config, logger, prefix, onMint: (id) => metrics.tokenMinted(id) });
     store = await openRedisStore(config.redisUrl, { logger, ...(prefix ? { prefix } : {}) }).catch(async (e: unknown) => {
       await cluster?.close();
       throw e;

@@ -5,7 +5,14 @@
 // content-creating request of an installation at a time, spaced from the previous answer, across
 // replicas), the stop signal of the work that made a request, call recording for the console,
 // and the count of every exchange for /metrics. What they need from outside (write slots, the
-// token cache, shared throttling) comes in as `coordination` (types.ts).
+// token cache) comes in as `coordination` (types.ts).
+//
+// Throttling (at most ten requests of an installation in flight, rate-limit waits) is each
+// process's own. The plugin's Redis clustering was tried for replicas: it keeps a killed
+// replica's requests counted for a minute (the fixed expiration it gives every clustered job),
+// which stalled the installation on every replica in the kill -9 replica test. What must hold
+// across replicas, one write at a time and spaced, is the write slot's, which a dead holder
+// frees within seconds.
 import Bottleneck from "bottleneck";
 import { throttling } from "@octokit/plugin-throttling";
 import type { Logger } from "pino";
@@ -14,7 +21,14 @@ import type { StewardConfig } from "../config/types.js";
 import type { ClientCoordination, InstallationOctokit, OctokitFactory, WriteSlots } from "./types.js";
 import { createRedirectingFetch } from "./redirects.js";
 import { registerSecret, scrub } from "../log/redact.js";
-import { currentSignal, runWithSignal, stoppableDelay, stoppedError, stopsHere, throwIfAnyStopped } from "../lifecycle/abort-scope.js";
+import {
+  currentSignal,
+  runWithSignal,
+  stoppableDelay,
+  stoppedError,
+  stopsHere,
+  throwIfAnyStopped,
+} from "../lifecycle/abort-scope.js";
 import { abortableFetch } from "./request-abort.js";
 import { packageVersion } from "../package-root.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
@@ -33,7 +47,7 @@ export interface ApiObserver {
 export interface OctokitFactoryOptions {
   config: StewardConfig;
   logger: Logger;
-  /** Write slots, the token cache and shared throttling: this process's own, or shared by replicas (src/coordination/). */
+  /** Write slots and the token cache: this process's own, or shared by replicas (src/coordination/). */
   coordination: ClientCoordination;
   observe?: ApiObserver;
   /**
@@ -101,7 +115,11 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
 }
 
 // Token mints and OAuth token exchanges are not content writes (the throttling plugin's auth requests).
-const AUTH_PATHS = [/^\/app\/installations\/[^/]+\/access_tokens$/, /^\/applications\/[^/]+\/token(\/scoped)?$/, /^\/login\/oauth\/access_token$/];
+const AUTH_PATHS = [
+  /^\/app\/installations\/[^/]+\/access_tokens$/,
+  /^\/applications\/[^/]+\/token(\/scoped)?$/,
+  /^\/login\/oauth\/access_token$/,
+];
 
 /**
  * Writes that answer something waiting on GitHub's side (a failed run to re-run, a deployment
@@ -109,7 +127,8 @@ const AUTH_PATHS = [/^\/app\/installations\/[^/]+\/access_tokens$/, /^\/applicat
  * (check runs, statuses) and sync writes queued in this process, which nobody waits on.
  */
 // Matched on the route as the hook sees it: a template (`.../runs/{run_id}/rerun`) or a full URL.
-const ANSWERS = /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deployment_protection_rule|pending_deployments)|jobs\/[^/]+\/rerun)$/;
+const ANSWERS =
+  /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deployment_protection_rule|pending_deployments)|jobs\/[^/]+\/rerun)$/;
 
 /**
  * One write of an installation at a time, the next no sooner than the interval after the
@@ -119,7 +138,13 @@ const ANSWERS = /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deploymen
  * authentication), so a write waiting for its turn holds none of their slots; a token mint
  * inside a write passes through.
  */
-function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlots, intervalMs: number, hardStop: AbortSignal | undefined): void {
+function spaceWrites(
+  octokit: InstallationOctokit,
+  who: string,
+  slots: WriteSlots,
+  intervalMs: number,
+  hardStop: AbortSignal | undefined,
+): void {
   octokit.hook.wrap("request", (request, options) => {
     const method = options.method.toUpperCase();
     if (method === "GET" || method === "HEAD") return request(options);
@@ -128,7 +153,11 @@ function spaceWrites(octokit: InstallationOctokit, who: string, slots: WriteSlot
     const gapMs = throttling.triggersNotification(pathname) ? intervalMs * 3 : intervalMs;
     // Stopped work gives up its place in the queue (a caller's own `request.signal` counts too).
     const own = (options.request as RequestOptions | undefined)?.signal;
-    return slots.run(who, async () => request(options), { gapMs, first: ANSWERS.test(pathname), stops: stopsHere(hardStop, own) });
+    return slots.run(who, async () => request(options), {
+      gapMs,
+      first: ANSWERS.test(pathname),
+      stops: stopsHere(hardStop, own),
+    });
   });
 }
 
@@ -142,7 +171,12 @@ function recordCalls(octokit: InstallationOctokit): void {
     if (!sink) return request(options);
     const started = performance.now();
     const report = (status: number) =>
-      sink({ method: options.method.toUpperCase(), route: routeOf(options.url), status, ms: Math.round(performance.now() - started) });
+      sink({
+        method: options.method.toUpperCase(),
+        route: routeOf(options.url),
+        status,
+        ms: Math.round(performance.now() - started),
+      });
     try {
       const response = await request(options);
       report(response.status);
@@ -193,10 +227,13 @@ function refuseOnceStopped(octokit: InstallationOctokit, hardStop: AbortSignal |
 
 export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactory {
   const { config } = opts;
-  const { writeSlots, tokens, throttling: shared } = opts.coordination;
+  const { writeSlots, tokens } = opts.coordination;
   const log = opts.logger.child({ component: "api" });
   // One abortable fetch for the whole factory: the hard stop has one listener, however many requests are in flight.
-  const abortable = abortableFetch(opts.fetch ?? globalThis.fetch, { hardStop: opts.signal, timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS });
+  const abortable = abortableFetch(opts.fetch ?? globalThis.fetch, {
+    hardStop: opts.signal,
+    timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS,
+  });
   const redirecting = createRedirectingFetch(abortable);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
   const writeInterval = opts.writeIntervalMs ?? 1_000;
@@ -215,10 +252,18 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
    */
   const onLimit =
     (kind: "primary" | "secondary") =>
-    async (retryAfter: number, options: { method: string; url: string }, _octokit: unknown, retryCount: number): Promise<boolean> => {
+    async (
+      retryAfter: number,
+      options: { method: string; url: string },
+      _octokit: unknown,
+      retryCount: number,
+    ): Promise<boolean> => {
       const wait = kind === "secondary" ? retryAfter * 2 ** retryCount : retryAfter;
       const retry = wait <= maxWait && retryCount < 3;
-      log.warn({ method: options.method, url: scrub(options.url), retryAfter: wait, retry }, `${kind} rate limit reached`);
+      log.warn(
+        { method: options.method, url: scrub(options.url), retryAfter: wait, retry },
+        `${kind} rate limit reached`,
+      );
       if (!retry) return false;
       try {
         await stoppableDelay(wait * 1_000, stopsHere(opts.signal));
@@ -239,14 +284,13 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
-        // Limits are kept per throttling id: per installation, and per deployment when shared.
-        id: `${shared?.namespace ?? "steward"}-${who}`,
+        // The plugin keeps its limits per throttling id: per installation.
+        id: `steward-${who}`,
         onRateLimit: onLimit("primary"),
         onSecondaryRateLimit: onLimit("secondary"),
         retryAfterBaseValue: 0,
         write: unpaced,
         notifications: unpaced,
-        ...(shared ? { Bottleneck, connection: shared.connection } : {}),
       },
     }) as InstallationOctokit;
     octokit.hook.before("request", (options) => {
@@ -259,7 +303,8 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       // retry would make a second one. The engine's retry (with ctx.once's `check`) decides instead.
       // The installation-token POST is exempt: a second token is harmless.
       const request = options.request as RequestOptions;
-      if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url))) request.retries = 0;
+      if (options.method === "POST" && request.retries === undefined && !/\/access_tokens$/.test(String(options.url)))
+        request.retries = 0;
     });
     refuseOnceStopped(octokit, opts.signal);
     spaceWrites(octokit, String(who), writeSlots, writeInterval, opts.signal);
@@ -293,10 +338,17 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
  * another host (the signed URL is the credential; sending the installation token along
  * would leak it). Handlers read the Location with `request: { redirect: "manual" }` first.
  */
-export async function downloadWithoutAuth(url: string, opts: { fetch?: Fetch; maxBytes?: number } = {}): Promise<string> {
+export async function downloadWithoutAuth(
+  url: string,
+  opts: { fetch?: Fetch; maxBytes?: number } = {},
+): Promise<string> {
   const target = new URL(url);
-  if (target.protocol !== "https:" && target.protocol !== "http:") throw new Error(`cannot download ${target.protocol} URLs`);
-  const response = await (opts.fetch ?? globalThis.fetch)(target.href, { redirect: "follow", headers: { "user-agent": USER_AGENT } });
+  if (target.protocol !== "https:" && target.protocol !== "http:")
+    throw new Error(`cannot download ${target.protocol} URLs`);
+  const response = await (opts.fetch ?? globalThis.fetch)(target.href, {
+    redirect: "follow",
+    headers: { "user-agent": USER_AGENT },
+  });
   // The query string of a signed URL is a credential: never put it in a message.
   const where = `${target.origin}${target.pathname}`;
   if (!response.ok) {

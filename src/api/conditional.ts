@@ -42,8 +42,16 @@ function etagOf(headers: Record<string, string | number | undefined> | undefined
  * GET `route` with `If-None-Match: etag` (a plain GET without an etag). A 304 comes back as
  * `{ changed: false }`, never thrown; every other error is rethrown untouched.
  */
-export async function requestIfChanged(request: RequestFn, route: string, params: Record<string, unknown>, etag: string | undefined): Promise<ConditionalAnswer> {
-  const headers = { ...(params.headers as Record<string, string> | undefined), ...(etag ? { "if-none-match": etag } : {}) };
+export async function requestIfChanged(
+  request: RequestFn,
+  route: string,
+  params: Record<string, unknown>,
+  etag: string | undefined,
+): Promise<ConditionalAnswer> {
+  const headers = {
+    ...(params.headers as Record<string, string> | undefined),
+    ...(etag ? { "if-none-match": etag } : {}),
+  };
   try {
     const response = await request(route, { ...params, headers });
     return { changed: true, response, etag: etagOf(response.headers) };
@@ -134,7 +142,13 @@ export class ResponseCache {
  * 304, the 304's own headers over the cached `Link`), a 200 replaces the entry, a 404 or 410
  * drops it. Answers without an ETag are not kept.
  */
-export async function cachedGet(request: RequestFn, cache: ResponseCache, key: string, route: string, params: Record<string, unknown>): Promise<RawResponse> {
+export async function cachedGet(
+  request: RequestFn,
+  cache: ResponseCache,
+  key: string,
+  route: string,
+  params: Record<string, unknown>,
+): Promise<RawResponse> {
   const cached = cache.get(key);
   if (cached) cache.stats.conditional++;
   let answer: ConditionalAnswer;
@@ -153,7 +167,11 @@ export async function cachedGet(request: RequestFn, cache: ResponseCache, key: s
   const { response, etag } = answer;
   if (etag && response.status === 200) {
     const link = response.headers.link;
-    cache.set(key, { etag, body: JSON.stringify(response.data ?? null), ...(typeof link === "string" && link !== "" ? { link } : {}) });
+    cache.set(key, {
+      etag,
+      body: JSON.stringify(response.data ?? null),
+      ...(typeof link === "string" && link !== "" ? { link } : {}),
+    });
   } else {
     cache.delete(key);
   }

@@ -28,10 +28,17 @@ const WAIT_AND_RETRY = (retryAfter: number, options: { method: string; url: stri
   return true;
 };
 
-export const StewardOctokit = Octokit.plugin(throttling, retry, paginateRest, restEndpointMethods, enterpriseCompatibility, config, credentialsToApiOnly, countHostedRequests).defaults(
-  (instance: Options) => ({
-    authStrategy: createProbotAuth,
-    ...instance,
-    throttle: { enabled: true, onRateLimit: WAIT_AND_RETRY, onSecondaryRateLimit: WAIT_AND_RETRY, ...instance?.throttle },
-  }),
-);
+export const StewardOctokit = Octokit.plugin(
+  throttling,
+  retry,
+  paginateRest,
+  restEndpointMethods,
+  enterpriseCompatibility,
+  config,
+  credentialsToApiOnly,
+  countHostedRequests,
+).defaults((instance: Options) => ({
+  authStrategy: createProbotAuth,
+  ...instance,
+  throttle: { enabled: true, onRateLimit: WAIT_AND_RETRY, onSecondaryRateLimit: WAIT_AND_RETRY, ...instance?.throttle },
+}));

@@ -11,7 +11,6 @@ import type { Octokit } from "@octokit/core";
 
 type Fetch = typeof globalThis.fetch;
 
-
 /** Origins a client for the API at `baseUrl` sends its credentials to. */
 export function credentialOrigins(baseUrl: string): ReadonlySet<string> {
   const origin = new URL(baseUrl).origin;
@@ -33,7 +32,8 @@ function withoutAuthorization(init: RequestInit | undefined): RequestInit | unde
     return { ...init, headers: copy };
   }
   const copy: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers as Record<string, string>)) if (name.toLowerCase() !== "authorization") copy[name] = value;
+  for (const [name, value] of Object.entries(headers as Record<string, string>))
+    if (name.toLowerCase() !== "authorization") copy[name] = value;
   return { ...init, headers: copy };
 }
 
@@ -65,7 +65,11 @@ export function credentialsToApiOnly(octokit: Octokit): Record<string, never> {
     // A `baseUrl` given with one request is where the authentication strategy would also mint the
     // installation token, and the answer from elsewhere would be cached as the installation's token
     // for every module: the request goes to its full URL instead, and authentication to the API.
-    if (typeof options.baseUrl === "string" && options.baseUrl !== apiBase && !allowed.has(originOf(options.baseUrl) ?? "")) {
+    if (
+      typeof options.baseUrl === "string" &&
+      options.baseUrl !== apiBase &&
+      !allowed.has(originOf(options.baseUrl) ?? "")
+    ) {
       if (!/^https?:\/\//i.test(options.url)) options.url = `${options.baseUrl}${options.url}`;
       options.baseUrl = apiBase;
     }

@@ -40,7 +40,10 @@ function where(input: Parameters<Fetch>[0]): string {
  * `inner` with each request aborted when `hardStop` fires or after `timeoutMs` without an answer
  * (the response's headers; 0 or undefined: no bound). A signal the caller passes still aborts it.
  */
-export function abortableFetch(inner: Fetch, opts: { hardStop?: AbortSignal | undefined; timeoutMs?: number | undefined }): Fetch {
+export function abortableFetch(
+  inner: Fetch,
+  opts: { hardStop?: AbortSignal | undefined; timeoutMs?: number | undefined },
+): Fetch {
   const { hardStop } = opts;
   const timeoutMs = opts.timeoutMs && opts.timeoutMs > 0 ? opts.timeoutMs : undefined;
   if (!hardStop && timeoutMs === undefined) return inner;
@@ -64,7 +67,10 @@ export function abortableFetch(inner: Fetch, opts: { hardStop?: AbortSignal | un
       else own.addEventListener("abort", onOwn, { once: true });
     }
     inFlight.add(mine);
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => mine.abort(new ApiTimeoutError(init?.method ?? "GET", where(input), timeoutMs)), timeoutMs);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => mine.abort(new ApiTimeoutError(init?.method ?? "GET", where(input), timeoutMs)), timeoutMs);
     try {
       return await inner(input, { ...init, signal: mine.signal });
     } catch (error) {

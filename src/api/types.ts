@@ -2,7 +2,6 @@
 // from outside, declared here so the client never reaches into a store or a backend.
 // src/coordination/ implements what it needs: in one process (coordination/*.ts) or shared by
 // replicas (coordination/redis/, coordination/postgres/); src/app.ts wires one in.
-import type Bottleneck from "bottleneck";
 import type { StewardOctokit } from "./octokit.js";
 
 /** An Octokit authenticated as one installation (throttled, retried, paginating). */
@@ -56,21 +55,8 @@ export interface TokenCache {
   set(key: string, value: string): void | Promise<void>;
 }
 
-/**
- * Throttling shared by replicas, through the throttling plugin's own clustering: Bottleneck's
- * limiters kept in Redis over `connection` (one for the process: the plugin keeps its limiter
- * groups for the process's life, bound to the first connection it is given).
- */
-export interface SharedThrottling {
-  connection: Bottleneck.IORedisConnection;
-  /** Prefix of the throttling ids (`<namespace>-<installation>`): one per deployment. */
-  namespace: string;
-}
-
 /** Everything the client takes from outside to coordinate with other work and replicas. */
 export interface ClientCoordination {
   writeSlots: WriteSlots;
   tokens: TokenCache;
-  /** Absent: throttling is this process's own (the plugin's local limiters). */
-  throttling?: SharedThrottling;
 }

@@ -1,5 +1,5 @@
 // What the API client coordinates through when the service runs as one process: write slots
-// and installation tokens in this process's memory, throttling by the plugin's own limiters.
+// and installation tokens in this process's memory.
 import type { ClientCoordination } from "../api/types.js";
 import { createLocalWriteSlots, type LocalWriteSlots } from "./local-write-slots.js";
 import { createTokenCache } from "./token-cache.js";

@@ -50,7 +50,14 @@ export interface JobLeaseOptions {
   pollMs?: number;
 }
 
-async function acquire(store: Store, key: string, job: string, mine: LeaseHolder, opts: JobLeaseOptions, ttlMs: number): Promise<LeaseHolder | undefined> {
+async function acquire(
+  store: Store,
+  key: string,
+  job: string,
+  mine: LeaseHolder,
+  opts: JobLeaseOptions,
+  ttlMs: number,
+): Promise<LeaseHolder | undefined> {
   let told = false;
   for (;;) {
     throwIfStopped(opts.signal);
@@ -86,21 +93,33 @@ export async function withJobLease<T>(
   opts: JobLeaseOptions = {},
 ): Promise<T> {
   const ttlMs = opts.ttlMs ?? 60_000;
-  const mine: LeaseHolder = { owner: PROCESS_OWNER, token: randomUUID(), who, host: hostname(), pid: process.pid, since: new Date().toISOString() };
+  const mine: LeaseHolder = {
+    owner: PROCESS_OWNER,
+    token: randomUUID(),
+    who,
+    host: hostname(),
+    pid: process.pid,
+    since: new Date().toISOString(),
+  };
   const takenFrom = await acquire(store, key, job, mine, opts, ttlMs);
   const lost = new AbortController();
   // Renewal is compare-and-set on this acquisition's token: a lease that expired (this process
   // stalled) and was taken by another holder is never written over, the job learns it lost it.
-  const renew = setInterval(() => {
-    void (async () => {
-      if (await store.replaceIf(key, { field: "token", equals: mine.token }, { value: mine, ttlMs })) return;
-      const held = await store.get<LeaseHolder>(key);
-      lost.abort(new Error(held ? `lease taken by ${describeHolder(held)}` : "lease expired"));
-      clearInterval(renew);
-    })().catch(() => undefined);
-  }, Math.max(10, Math.floor(ttlMs / 3)));
+  const renew = setInterval(
+    () => {
+      void (async () => {
+        if (await store.replaceIf(key, { field: "token", equals: mine.token }, { value: mine, ttlMs })) return;
+        const held = await store.get<LeaseHolder>(key);
+        lost.abort(new Error(held ? `lease taken by ${describeHolder(held)}` : "lease expired"));
+        clearInterval(renew);
+      })().catch(() => undefined);
+    },
+    Math.max(10, Math.floor(ttlMs / 3)),
+  );
   renew.unref();
-  const linked = opts.signal ? linkSignals([opts.signal, lost.signal]) : { signal: lost.signal, unlink: () => undefined };
+  const linked = opts.signal
+    ? linkSignals([opts.signal, lost.signal])
+    : { signal: lost.signal, unlink: () => undefined };
   try {
     return await fn(linked.signal, takenFrom);
   } finally {

@@ -17,7 +17,12 @@ export function createLocalWriteSlots(now: () => number = Date.now): LocalWriteS
   const nextAt = new Map<string, number>();
   const holding = new Set<string>();
 
-  async function turn<T>(who: string, send: () => Promise<T>, gapMs: number, stops: readonly AbortSignal[]): Promise<T> {
+  async function turn<T>(
+    who: string,
+    send: () => Promise<T>,
+    gapMs: number,
+    stops: readonly AbortSignal[],
+  ): Promise<T> {
     throwIfAnyStopped(stops);
     const wait = (nextAt.get(who) ?? 0) - now();
     if (wait > 0) await stoppableDelay(wait, stops);

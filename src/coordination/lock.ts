@@ -28,7 +28,12 @@ const RELEASE_ATTEMPTS = 4;
 /** Waits between them: 50, 100, 200 ms. */
 const RELEASE_BACKOFF: Backoff = { minMs: 50, maxMs: 200 };
 
-export async function withStoreLock<T>(store: Store, key: string, fn: () => Promise<T>, opts: StoreLockOptions = {}): Promise<T> {
+export async function withStoreLock<T>(
+  store: Store,
+  key: string,
+  fn: () => Promise<T>,
+  opts: StoreLockOptions = {},
+): Promise<T> {
   const previous = queues.get(key) ?? Promise.resolve();
   let done!: () => void;
   const mine = previous.then(() => new Promise<void>((r) => (done = r)));
@@ -70,7 +75,10 @@ async function acquire(store: Store, key: string, ttlMs: number, waitMs: number)
     const held = await store.get<Partial<LockValue>>(key);
     if (held?.owner && processOwnerGone(held.owner)) {
       // Its holder was killed: nothing is in progress under it. Only that lock: another may have taken the key since.
-      await store.replaceIf(key, held.token ? { field: "token", equals: held.token } : { field: "owner", equals: held.owner });
+      await store.replaceIf(
+        key,
+        held.token ? { field: "token", equals: held.token } : { field: "owner", equals: held.owner },
+      );
       continue;
     }
     if (Date.now() > deadline) throw new Error(`${key} stayed locked for ${waitMs / 1000}s`);

@@ -35,7 +35,9 @@ export function tokenTimes(value: string, now: number): TokenTimes & { token: st
 /** Tokens cached before the cache looks for ones past renewal that nobody asked for again. */
 const SWEEP_ABOVE = 1_000;
 
-export function createTokenCache(now: () => number = Date.now): TokenCache & { get(key: string): string | undefined; size(): number } {
+export function createTokenCache(
+  now: () => number = Date.now,
+): TokenCache & { get(key: string): string | undefined; size(): number } {
   const entries = new Map<string, { value: string; until: number }>();
   let sweepAt = SWEEP_ABOVE;
   return {

@@ -13,7 +13,9 @@ export type SealingKey = Buffer & { readonly __sealingKey: unique symbol };
 /** The key for sealing tokens of app `appId`; a different private key or app gives a different key. */
 export function deriveSealingKey(privateKey: string, appId: number | string): SealingKey {
   const ikm = Buffer.from(privateKey.trim(), "utf8");
-  return Buffer.from(hkdfSync("sha256", ikm, "steward/installation-token-cache", `app:${String(appId)}`, 32)) as SealingKey;
+  return Buffer.from(
+    hkdfSync("sha256", ikm, "steward/installation-token-cache", `app:${String(appId)}`, 32),
+  ) as SealingKey;
 }
 
 export function seal(key: SealingKey, plaintext: string, associated: string): string {

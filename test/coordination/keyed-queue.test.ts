@@ -7,7 +7,9 @@ describe("createKeyedQueue", () => {
     const queue = createKeyedQueue();
     const log: string[] = [];
     let releaseA!: () => void;
-    const a = queue.run("k", () => new Promise<string>((r) => (releaseA = () => r("a"))).then((v) => (log.push("a done"), v)));
+    const a = queue.run("k", () =>
+      new Promise<string>((r) => (releaseA = () => r("a"))).then((v) => (log.push("a done"), v)),
+    );
     const b = queue.run("k", async () => {
       log.push("b start");
       throw new Error("b failed");

@@ -31,7 +31,11 @@ describe("createLocalWriteSlots", () => {
     const slots = createLocalWriteSlots();
     const log: string[] = [];
     const [a, b, c] = ["a", "b", "c"].map((n) => pendingWrite(log, n));
-    const done = [slots.run("7", a!.send, { gapMs: 0 }), slots.run("7", b!.send, { gapMs: 0 }), slots.run("7", c!.send, { gapMs: 0 })];
+    const done = [
+      slots.run("7", a!.send, { gapMs: 0 }),
+      slots.run("7", b!.send, { gapMs: 0 }),
+      slots.run("7", c!.send, { gapMs: 0 }),
+    ];
     await turns();
     expect(log).toEqual(["start a"]);
     expect(slots.held()).toEqual(["7"]);
@@ -111,7 +115,9 @@ describe("createLocalWriteSlots", () => {
       await expectStoppedWith(refused, "delivery cancelled");
     }
     // Already stopped: refused before anything else.
-    await expect(slots.run("8", async () => log.push("d"), { gapMs: 600_000, stops: [work.signal] })).rejects.toThrow(/stopped/);
+    await expect(slots.run("8", async () => log.push("d"), { gapMs: 600_000, stops: [work.signal] })).rejects.toThrow(
+      /stopped/,
+    );
     // The refused writes took no turn: the next live one goes when a's gap is over, not later.
     clock = 600_000;
     await slots.run("7", async () => log.push("e"), { gapMs: 600_000 });

@@ -1,6 +1,5 @@
-// STEWARD_REDIS_URL end to end: createSteward keeps the queue in Redis and shares API
-// throttling between replicas (Bottleneck clustering, and the write slot of each
-// installation) in the same Redis.
+// STEWARD_REDIS_URL end to end: createSteward keeps the queue in Redis, and replicas share the
+// write slot of each installation in the same Redis.
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
@@ -9,7 +8,6 @@ import { createSteward, type Steward } from "../../src/app.js";
 import { createOctokitFactory } from "../../src/api/client.js";
 import { defineHandler } from "../../src/handler.js";
 import { RedisStore } from "../../src/store/redis/store.js";
-import { sharedThrottling } from "../../src/coordination/redis/throttle.js";
 import { RedisWriteSlots } from "../../src/coordination/redis/write-slots.js";
 import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
@@ -18,7 +16,8 @@ import { collectingLogger, postDelivery, testConfig } from "../service/helpers.j
 import { silent } from "../engine/helpers.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
 
-const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
+const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!
+  .examples[0]!;
 
 let steward: Steward | undefined;
 let api: HubHandle | undefined;
@@ -36,7 +35,10 @@ const appDbUrl = redisUrl.replace(/\/\d*$/, "") + "/15";
 describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
   it("records and processes deliveries in Redis; the password in the URL never reaches a log", async () => {
     const hub = (api = await createHub());
-    const pushWithInstallation = JSON.stringify({ ...push, installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" } });
+    const pushWithInstallation = JSON.stringify({
+      ...push,
+      installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" },
+    });
     const handled: string[] = [];
     const probe = defineHandler<undefined>({
       name: "probe",
@@ -51,7 +53,12 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     const withPassword = appDbUrl.replace("redis://", `redis://:${password}@`);
     const { logger, output } = collectingLogger("debug");
     steward = await createSteward({
-      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, redisUrl: withPassword }),
+      config: testConfig({
+        appId: Number(hub.env.APP_ID),
+        privateKey: hub.env.PRIVATE_KEY,
+        apiUrl: hub.url,
+        redisUrl: withPassword,
+      }),
       logger,
       handlers: [probe],
     });
@@ -76,38 +83,51 @@ describe.skipIf(!redisUp)("STEWARD_REDIS_URL", () => {
     const { logger } = collectingLogger("silent");
     const unreachable = "redis://:hunter2-secret@127.0.0.1:1/0";
     await expect(
-      createSteward({ config: testConfig({ privateKey: appKey().privateKey, redisUrl: unreachable }), logger, handlers: [] }),
+      createSteward({
+        config: testConfig({ privateKey: appKey().privateKey, redisUrl: unreachable }),
+        logger,
+        handlers: [],
+      }),
     ).rejects.toThrow(/^cannot connect to Redis at redis:\/\/127\.0\.0\.1:1\/0[^]*$/);
-    await createSteward({ config: testConfig({ privateKey: appKey().privateKey, redisUrl: unreachable }), logger, handlers: [] }).catch(
-      (e: Error) => expect(e.message).not.toContain("hunter2"),
-    );
+    await createSteward({
+      config: testConfig({ privateKey: appKey().privateKey, redisUrl: unreachable }),
+      logger,
+      handlers: [],
+    }).catch((e: Error) => expect(e.message).not.toContain("hunter2"));
   });
 
   it("two replicas share the write spacing of an installation", async () => {
     const hub = (api = await createHub());
     // Four deliveries the hub recorded, for the replicas to ask again (each ask is a write).
     hub.control.setWebhookUrl("http://127.0.0.1:1/");
-    for (let i = 0; i < 4; i++) hub.control.pushFiles({ owner: "acme", repo: "web", files: { [`f${i}.txt`]: `${i}\n` } });
+    for (let i = 0; i < 4; i++)
+      hub.control.pushFiles({ owner: "acme", repo: "web", files: { [`f${i}.txt`]: `${i}\n` } });
     await hub.control.waitForDeliveries((d) => d.event === "push", { count: 4 });
-    const ids = hub.control.deliveries().filter((d) => d.event === "push").map((d) => d.id);
-    const namespace = `steward-test-${randomUUID()}`;
+    const ids = hub.control
+      .deliveries()
+      .filter((d) => d.event === "push")
+      .map((d) => d.id);
     const prefix = uniquePrefix();
     const config = testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url });
     const spacingMs = 250;
     const replicas = await Promise.all(
       [0, 1].map(async () => {
-        const throttling = await sharedThrottling(redisUrl, { namespace });
         const client = new Redis(redisUrl);
         clients.push(client);
-        const coordination = { writeSlots: new RedisWriteSlots(client, prefix), tokens: createTokenCache(), throttling };
+        const coordination = { writeSlots: new RedisWriteSlots(client, prefix), tokens: createTokenCache() };
         return createOctokitFactory({ config, logger: silent, writeIntervalMs: spacingMs, coordination });
       }),
     );
     const octokits = await Promise.all(replicas.map((r) => r.appOctokit()));
     await Promise.all(
-      ids.map((id, n) => octokits[n % 2]!.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: id })),
+      ids.map((id, n) =>
+        octokits[n % 2]!.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: id }),
+      ),
     );
-    const writes = hub.control.requests().filter((r) => r.method === "POST" && r.path.startsWith("/app/hook/deliveries/")).map((r) => r.receivedAt);
+    const writes = hub.control
+      .requests()
+      .filter((r) => r.method === "POST" && r.path.startsWith("/app/hook/deliveries/"))
+      .map((r) => r.receivedAt);
     expect(writes).toHaveLength(4);
     const sorted = [...writes].sort((a, b) => a - b);
     // Lower bound only: the replicas' writes, interleaved, are still a write interval apart.

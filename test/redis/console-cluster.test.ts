@@ -5,7 +5,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSteward, type Steward } from "../../src/app.js";
@@ -25,7 +24,6 @@ let child: Child | undefined;
 let dataDir: string;
 let redis: Redis;
 const prefix = uniquePrefix();
-const namespace = `console-cluster-${randomUUID()}`;
 
 beforeAll(async () => {
   if (!redisUp) return;
@@ -44,8 +42,14 @@ beforeAll(async () => {
     HOST: "127.0.0.1",
     LOG_LEVEL: "warn",
   });
-  steward = await createSteward({ config, logger: silent, redis: { prefix, namespace } });
-  child = spawnSteward(REPLICA, hub, { STEWARD_REDIS_URL: redisUrl, STEWARD_TEST_REDIS_PREFIX: prefix, STEWARD_TEST_THROTTLE_NAMESPACE: namespace }, "replica B", () => undefined);
+  steward = await createSteward({ config, logger: silent, redis: { prefix } });
+  child = spawnSteward(
+    REPLICA,
+    hub,
+    { STEWARD_REDIS_URL: redisUrl, STEWARD_TEST_REDIS_PREFIX: prefix },
+    "replica B",
+    () => undefined,
+  );
   await child.url;
   redis = new Redis(redisUrl);
 }, 60_000);
@@ -66,7 +70,12 @@ function replicaRows(page: string): { id: string; cells: string[] }[] {
   const section = /<h2 id="cluster">[\s\S]*?<\/section>/.exec(page)?.[0] ?? "";
   return [...section.matchAll(/<tr data-replica="([^"]+)">([\s\S]*?)<\/tr>/g)].map((m) => ({
     id: m[1]!,
-    cells: [...m[2]!.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((c) => c[1]!.replace(/<[^>]+>/g, "").replace(/\s+/g, " ").trim()),
+    cells: [...m[2]!.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((c) =>
+      c[1]!
+        .replace(/<[^>]+>/g, "")
+        .replace(/\s+/g, " ")
+        .trim(),
+    ),
   }));
 }
 
@@ -74,15 +83,27 @@ describe.skipIf(!redisUp)("the console's cluster panel", () => {
   it("lists both replicas with their holds and last heartbeat, as Redis has them, and drops one that stopped", async () => {
     const owner = await signIn(steward.url, "octo-admin");
     let page = "";
-    await expect.poll(async () => {
-      page = (await owner.visit("/console")).text;
-      return replicaRows(page).length;
-    }, { timeout: 45_000 }).toBe(2);
+    await expect
+      .poll(
+        async () => {
+          page = (await owner.visit("/console")).text;
+          return replicaRows(page).length;
+        },
+        { timeout: 45_000 },
+      )
+      .toBe(2);
     // The registry's entries just before and just after the page is made: its heartbeats lie between
     // (replicas beat every second, so a later read alone can be any number of beats ahead on a loaded machine).
     const entries = async () => {
       const ids = await redis.zrange(replicaKeys(prefix).index, 0, -1);
-      return new Map(await Promise.all(ids.map(async (id) => [id, JSON.parse((await redis.get(replicaKeys(prefix).entry(id)))!) as { seenAt: number }] as const)));
+      return new Map(
+        await Promise.all(
+          ids.map(
+            async (id) =>
+              [id, JSON.parse((await redis.get(replicaKeys(prefix).entry(id)))!) as { seenAt: number }] as const,
+          ),
+        ),
+      );
     };
     const seenBefore = await entries();
     page = (await owner.visit("/console")).text;
@@ -112,6 +133,10 @@ describe.skipIf(!redisUp)("the console's cluster panel", () => {
 
     child!.proc.kill("SIGTERM");
     await child!.exited;
-    await expect.poll(async () => replicaRows((await owner.visit("/console")).text).map((r) => Number(r.cells[1])), { timeout: 45_000 }).toEqual([process.pid]);
+    await expect
+      .poll(async () => replicaRows((await owner.visit("/console")).text).map((r) => Number(r.cells[1])), {
+        timeout: 45_000,
+      })
+      .toEqual([process.pid]);
   }, 120_000);
 });

@@ -15,7 +15,13 @@ import { Redis } from "ioredis";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { replicaKeys, type ReplicaEntry } from "../../src/coordination/redis/replicas.js";
 import { slotKey } from "../../src/coordination/redis/write-slots.js";
-import { awaitRerunEffects, setUpRetryableRepo, spawnSteward, startRetryableRun, tallyRerunEffects } from "../torture/crash-harness.js";
+import {
+  awaitRerunEffects,
+  setUpRetryableRepo,
+  spawnSteward,
+  startRetryableRun,
+  tallyRerunEffects,
+} from "../torture/crash-harness.js";
 import { dropPrefix, redisUrl } from "./support.js";
 
 const REPLICA = resolve(import.meta.dirname, "fixtures/steward-replica.ts");
@@ -75,7 +81,12 @@ interface Replica {
   alive: boolean;
 }
 
-function startReplica(hub: HubHandle, n: number, env: Record<string, string>, onOutput: (label: string, text: string) => void): Replica {
+function startReplica(
+  hub: HubHandle,
+  n: number,
+  env: Record<string, string>,
+  onOutput: (label: string, text: string) => void,
+): Replica {
   const child = spawnSteward(REPLICA, hub, { STEWARD_REDIS_URL: redisUrl, ...env }, `replica #${n}`, onOutput);
   const replica: Replica = { n, ...child, alive: true, url: child.url.then((u) => new URL(u).origin) };
   replica.url.catch(() => undefined);
@@ -92,12 +103,18 @@ async function startBalancer(replicas: () => Replica[], path: string): Promise<{
     req.on("end", async () => {
       const body = Buffer.concat(chunks);
       const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string" && k !== "host" && k !== "content-length") headers[k] = v;
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === "string" && k !== "host" && k !== "content-length") headers[k] = v;
       const live = replicas().filter((r) => r.alive);
       for (let i = 0; i < live.length; i++) {
         const target = live[(next++ + i) % live.length]!;
         try {
-          const answer = await fetch(`${await target.url}${path}`, { method: req.method ?? "POST", headers, body, signal: AbortSignal.timeout(10_000) });
+          const answer = await fetch(`${await target.url}${path}`, {
+            method: req.method ?? "POST",
+            headers,
+            body,
+            signal: AbortSignal.timeout(10_000),
+          });
           res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "text/plain" });
           res.end(Buffer.from(await answer.arrayBuffer()));
           return;
@@ -139,7 +156,9 @@ async function registryOf(redis: Redis, prefix: string): Promise<ReplicaEntry[]>
   const keys = replicaKeys(prefix);
   const ids = await redis.zrange(keys.index, 0, -1);
   if (ids.length === 0) return [];
-  return (await redis.mget(ids.map(keys.entry))).filter((t): t is string => t !== null).map((t) => JSON.parse(t) as ReplicaEntry);
+  return (await redis.mget(ids.map(keys.entry)))
+    .filter((t): t is string => t !== null)
+    .map((t) => JSON.parse(t) as ReplicaEntry);
 }
 
 export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunResult> {
@@ -147,10 +166,8 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
   const log = opts.log ?? (() => undefined);
   const onOutput = opts.onOutput ?? (() => undefined);
   const prefix = `steward-test:${randomUUID()}:`;
-  const namespace = `steward-test-${randomUUID()}`;
   const env = {
     STEWARD_TEST_REDIS_PREFIX: prefix,
-    STEWARD_TEST_THROTTLE_NAMESPACE: namespace,
     STEWARD_TEST_WRITE_INTERVAL_MS: String(opts.writeIntervalMs),
   };
   const hub = await createHub({ randomSeed: 19, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
@@ -178,13 +195,16 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     })();
 
     const writesAfter = (t: number) =>
-      hub.control.requests().filter((r) => r.auth === "installation" && r.method !== "GET" && r.method !== "HEAD" && r.receivedAt > t);
+      hub.control
+        .requests()
+        .filter((r) => r.auth === "installation" && r.method !== "GET" && r.method !== "HEAD" && r.receivedAt > t);
     const slot = slotKey(prefix, String(installationId));
     let registry: ReplicaEntry[] = [];
     const kills: HolderKill[] = [];
     let attempts = 0;
     while (kills.length < opts.holderKills) {
-      if (++attempts > opts.holderKills * 10) throw new Error(`could not kill a slot holder in ${attempts - 1} attempts`);
+      if (++attempts > opts.holderKills * 10)
+        throw new Error(`could not kill a slot holder in ${attempts - 1} attempts`);
       // Find the holder: the slot names it (`host/pid/uuid#turn`); the registry names its process.
       let victim: Replica | undefined;
       let holder: string | undefined;
@@ -213,7 +233,9 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
         else await sleep(20);
       }
       if (confirmed) kills.push({ pid: victim.proc.pid!, confirmed, resumedAfterMs });
-      log(`kill ${kills.length}: replica #${victim.n} (pid ${victim.proc.pid}) held the slot: ${confirmed}; writes resumed after ${resumedAfterMs} ms`);
+      log(
+        `kill ${kills.length}: replica #${victim.n} (pid ${victim.proc.pid}) held the slot: ${confirmed}; writes resumed after ${resumedAfterMs} ms`,
+      );
       // A rolling restart: the victim comes back (and must not mint another token).
       const replacement = startReplica(hub, ++n, env, onOutput);
       replicas[replicas.indexOf(victim)] = replacement;
@@ -241,9 +263,15 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     const writeRecords = writesAfter(0).sort((a, b) => a.receivedAt - b.receivedAt);
     const writes = writeRecords.map((r) => r.receivedAt);
     const gaps = writes.slice(1).map((t, i) => t - writes[i]!);
-    const closest = gaps.map((g, i) => ({ g, i })).sort((a, b) => a.g - b.g).slice(0, 3);
-    for (const { g, i } of closest) log(`write gap ${g} ms: ${writeRecords[i]!.method} ${writeRecords[i]!.path} -> ${writeRecords[i + 1]!.method} ${writeRecords[i + 1]!.path}`);
-    const dump = await dumpKeys(redis, [`${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`, `b_${namespace}*`]);
+    const closest = gaps
+      .map((g, i) => ({ g, i }))
+      .sort((a, b) => a.g - b.g)
+      .slice(0, 3);
+    for (const { g, i } of closest)
+      log(
+        `write gap ${g} ms: ${writeRecords[i]!.method} ${writeRecords[i]!.path} -> ${writeRecords[i + 1]!.method} ${writeRecords[i + 1]!.path}`,
+      );
+    const dump = await dumpKeys(redis, [`${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`]);
     const issued = hub.state.tokens.installationTokens();
     return {
       runs: runs.length,
@@ -270,6 +298,5 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     redis.disconnect();
     await hub.close();
     await dropPrefix(prefix);
-    await dropPrefix(`b_${namespace}`);
   }
 }

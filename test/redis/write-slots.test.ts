@@ -37,16 +37,24 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     const a = new RedisWriteSlots(client(), prefix, "replica-a");
     const b = new RedisWriteSlots(client(), prefix, "replica-b");
     let answeredAt = 0;
-    const slow = a.run("7", async () => {
-      await sleep(WRITE_SLOT_TTL_MS + 1_500);
-      answeredAt = Date.now();
-    }, { gapMs: INTERVAL });
+    const slow = a.run(
+      "7",
+      async () => {
+        await sleep(WRITE_SLOT_TTL_MS + 1_500);
+        answeredAt = Date.now();
+      },
+      { gapMs: INTERVAL },
+    );
     // A holds the slot before B asks (a fixed sleep lets B win the race on a loaded machine).
     await vi.waitFor(() => expect(a.held()).toEqual(["7"]), { timeout: 30_000, interval: 10 });
     let startedAt = 0;
-    await b.run("7", async () => {
-      startedAt = Date.now();
-    }, { gapMs: INTERVAL });
+    await b.run(
+      "7",
+      async () => {
+        startedAt = Date.now();
+      },
+      { gapMs: INTERVAL },
+    );
     await slow;
     expect(answeredAt).toBeGreaterThan(0);
     // Redis and this process read the same clock, in whole milliseconds.
@@ -62,12 +70,16 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     let most = 0;
     await Promise.all(
       [1, 2, 3, 4].map((n) =>
-        slots.run("7", async () => {
-          most = Math.max(most, ++running);
-          order.push(n);
-          await sleep(10);
-          running--;
-        }, { gapMs: 50 }),
+        slots.run(
+          "7",
+          async () => {
+            most = Math.max(most, ++running);
+            order.push(n);
+            await sleep(10);
+            running--;
+          },
+          { gapMs: 50 },
+        ),
       ),
     );
     expect(order).toEqual([1, 2, 3, 4]);
@@ -82,18 +94,26 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     let entered!: () => void;
     const inside = new Promise<void>((r) => (entered = r));
     // The dead one's write never ends and its connection is gone: no renewal, no release.
-    void dead.run("7", async () => {
-      dying.disconnect();
-      entered();
-      await new Promise(() => undefined);
-    }, { gapMs: INTERVAL });
+    void dead.run(
+      "7",
+      async () => {
+        dying.disconnect();
+        entered();
+        await new Promise(() => undefined);
+      },
+      { gapMs: INTERVAL },
+    );
     await inside;
     expect((await client().hget(slotKey(prefix, "7"), "holder"))?.startsWith("dead-replica#")).toBe(true);
     const before = Date.now();
     let wrote = false;
-    await survivor.run("7", async () => {
-      wrote = true;
-    }, { gapMs: INTERVAL });
+    await survivor.run(
+      "7",
+      async () => {
+        wrote = true;
+      },
+      { gapMs: INTERVAL },
+    );
     expect(wrote).toBe(true);
     // Not before the dead holder's lease could lapse.
     expect(Date.now() - before).toBeGreaterThanOrEqual(WRITE_SLOT_TTL_MS - 1_100);
@@ -104,7 +124,12 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     const slots = new RedisWriteSlots(client(), prefix, "replica-a");
     const order: string[] = [];
     const write = (name: string) => async () => void order.push(name);
-    const all = [slots.run("9", write("report 1"), { gapMs: 50 }), slots.run("9", write("report 2"), { gapMs: 50 }), slots.run("9", write("report 3"), { gapMs: 50 }), slots.run("9", write("re-run"), { gapMs: 50, first: true })];
+    const all = [
+      slots.run("9", write("report 1"), { gapMs: 50 }),
+      slots.run("9", write("report 2"), { gapMs: 50 }),
+      slots.run("9", write("report 3"), { gapMs: 50 }),
+      slots.run("9", write("re-run"), { gapMs: 50, first: true }),
+    ];
     await Promise.all(all);
     expect(order).toEqual(["report 1", "re-run", "report 2", "report 3"]);
   });
@@ -121,7 +146,9 @@ describe.skipIf(!redisUp)("write slots in Redis", () => {
     await sleep(50);
     work.abort(new Error("delivery cancelled"));
     await expectStoppedWith(waiting, "delivery cancelled");
-    await expect(b.run("7", async () => sent.push("c"), { gapMs: 600_000, stops: [work.signal] })).rejects.toThrow(/stopped/);
+    await expect(b.run("7", async () => sent.push("c"), { gapMs: 600_000, stops: [work.signal] })).rejects.toThrow(
+      /stopped/,
+    );
     expect(sent).toEqual(["a"]);
     expect(b.held()).toEqual([]);
   });

@@ -16,7 +16,14 @@ let observed: { who: number | "app"; status: number; remaining?: number }[];
 let logs: () => string;
 let acme: number;
 
-function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; signal?: AbortSignal; maxRateLimitWaitSeconds?: number } = {}) {
+function factory(
+  extra: {
+    writeIntervalMs?: number;
+    maxInstallations?: number;
+    signal?: AbortSignal;
+    maxRateLimitWaitSeconds?: number;
+  } = {},
+) {
   const { logger, output } = collectingLogger();
   logs = output;
   return createOctokitFactory({
@@ -32,8 +39,10 @@ function factory(extra: { writeIntervalMs?: number; maxInstallations?: number; s
 }
 
 const hits = (path: string) => hub.control.requests().filter((r) => r.path === path);
-const getRepo = (octokit: { request: (route: string, params: Record<string, unknown>) => Promise<{ status: number; data: any }> }, repo: string) =>
-  octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo });
+const getRepo = (
+  octokit: { request: (route: string, params: Record<string, unknown>) => Promise<{ status: number; data: any }> },
+  repo: string,
+) => octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo });
 
 beforeEach(async () => {
   hub = await createHub();
@@ -57,13 +66,20 @@ describe("API client", () => {
     const two = await octokits.octokitFor(beta);
     expect(two).not.toBe(one);
     await Promise.all([1, 2, 3].map(() => two.request("GET /repos/{owner}/{repo}", { owner: "beta", repo: "app" })));
-    await expect(two.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" })).rejects.toMatchObject({ status: 404 });
+    await expect(two.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" })).rejects.toMatchObject({
+      status: 404,
+    });
 
     expect(hits(`/app/installations/${acme}/access_tokens`)).toHaveLength(1);
     expect(hits(`/app/installations/${beta}/access_tokens`)).toHaveLength(1);
-    expect(hits("/repos/acme/api").map((r) => [r.auth, r.status])).toEqual([...Array(5).fill(["installation", 200]), ["installation", 404]]);
+    expect(hits("/repos/acme/api").map((r) => [r.auth, r.status])).toEqual([
+      ...Array(5).fill(["installation", 200]),
+      ["installation", 404],
+    ]);
     // Rate-limit state is observed per installation, as the hub counts it down.
-    expect(observed.filter((o) => o.who === acme && o.status === 200).map((o) => o.remaining)).toEqual([4999, 4998, 4997, 4996, 4995]);
+    expect(observed.filter((o) => o.who === acme && o.status === 200).map((o) => o.remaining)).toEqual([
+      4999, 4998, 4997, 4996, 4995,
+    ]);
     expect(observed.filter((o) => o.who === beta && o.status === 200)).toHaveLength(3);
     // The tokens it saw are now masked wherever they would be logged.
     const { token: token1 } = (await one.auth({ type: "installation" })) as { token: string };
@@ -138,7 +154,10 @@ describe("API client", () => {
     await octokit.auth({ type: "installation" });
     const resetAt = new Date(Date.now() + 10 * 60_000);
     hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt });
-    const error = (await getRepo(octokit, "web").catch((e: unknown) => e)) as { status?: number; response?: { headers: Record<string, string> } };
+    const error = (await getRepo(octokit, "web").catch((e: unknown) => e)) as {
+      status?: number;
+      response?: { headers: Record<string, string> };
+    };
     expect(error.status).toBe(403);
     // What a caller needs to schedule the rest for later.
     expect(Number(error.response!.headers["x-ratelimit-reset"])).toBe(Math.floor(resetAt.getTime() / 1000));
@@ -191,7 +210,8 @@ describe("API client", () => {
     // Each write takes longer than the interval: a turn that ended when the write was sent, not
     // answered, would let the next one leave while this one is still in flight.
     hub.control.setFault("POST /repos/{owner}/{repo}/actions/variables", { latencyMs: 400 });
-    const create = (name: string) => octokit.request("POST /repos/{owner}/{repo}/actions/variables", { owner: "acme", repo: "web", name, value: "1" });
+    const create = (name: string) =>
+      octokit.request("POST /repos/{owner}/{repo}/actions/variables", { owner: "acme", repo: "web", name, value: "1" });
     await Promise.all([create("A"), create("B"), create("C")]);
     const writes = hits("/repos/acme/web/actions/variables").filter((r) => r.method === "POST");
     expect(writes.map((w) => w.status)).toEqual([201, 201, 201]);
@@ -205,15 +225,29 @@ describe("API client", () => {
     const octokit = await factory({ writeIntervalMs: 100 }).octokitFor(acme);
     await octokit.auth({ type: "installation" });
     const sha = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "a.txt": "a\n" } }).sha;
-    const report = (name: string) => octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "web", name, head_sha: sha });
+    const report = (name: string) =>
+      octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "web", name, head_sha: sha });
     // Four reports asked first, then a re-run: the re-run goes as soon as the report in flight is answered.
     const calls = [report("one"), report("two"), report("three"), report("four")];
-    const rerun = octokit.request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", { owner: "acme", repo: "web", run_id: 999_999 }).catch((e: { status: number }) => e.status);
+    const rerun = octokit
+      .request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", {
+        owner: "acme",
+        repo: "web",
+        run_id: 999_999,
+      })
+      .catch((e: { status: number }) => e.status);
     await Promise.all([...calls, rerun]);
     const writes = hub.control.requests().filter((r) => r.method === "POST" && r.path.startsWith("/repos/acme/web/"));
-    expect(writes.map((w) => w.path.replace("/repos/acme/web/", ""))).toEqual(["check-runs", "actions/runs/999999/rerun-failed-jobs", "check-runs", "check-runs", "check-runs"]);
+    expect(writes.map((w) => w.path.replace("/repos/acme/web/", ""))).toEqual([
+      "check-runs",
+      "actions/runs/999999/rerun-failed-jobs",
+      "check-runs",
+      "check-runs",
+      "check-runs",
+    ]);
     // Still one at a time, each the interval after the previous answer.
-    for (let i = 1; i < writes.length; i++) expect(writes[i]!.receivedAt - writes[i - 1]!.at).toBeGreaterThanOrEqual(99);
+    for (let i = 1; i < writes.length; i++)
+      expect(writes[i]!.receivedAt - writes[i - 1]!.at).toBeGreaterThanOrEqual(99);
   });
 
   it("retries 5xx answers", async () => {
@@ -254,16 +288,29 @@ describe("API client", () => {
     // The hub serves /repositories/{id} as the repository's current path.
     expect(hits("/repos/acme/api-v2")).toHaveLength(2);
 
-    await octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "api", name: "moved", head_sha: sha });
+    await octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+      owner: "acme",
+      repo: "api",
+      name: "moved",
+      head_sha: sha,
+    });
     expect(hits("/repos/acme/api/check-runs").map((r) => r.status)).toEqual([307]);
     const [repeated] = hits("/repos/acme/api-v2/check-runs");
     expect(repeated).toMatchObject({ method: "POST", status: 201, auth: "installation" });
     // The body went along: the hub created the run it described.
     expect(hub.domains.checks.checkRuns({ owner: "acme", repo: "api-v2", sha, name: "moved" })).toHaveLength(1);
     // Temporary: the next POST goes to the old URI again, and is repeated again.
-    await octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "api", name: "moved again", head_sha: sha });
+    await octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+      owner: "acme",
+      repo: "api",
+      name: "moved again",
+      head_sha: sha,
+    });
     expect(hits("/repos/acme/api/check-runs").map((r) => r.status)).toEqual([307, 307]);
-    expect(hits("/repos/acme/api-v2/check-runs").map((r) => [r.method, r.status])).toEqual([["POST", 201], ["POST", 201]]);
+    expect(hits("/repos/acme/api-v2/check-runs").map((r) => [r.method, r.status])).toEqual([
+      ["POST", 201],
+      ["POST", 201],
+    ]);
     expect(hub.domains.checks.checkRuns({ owner: "acme", repo: "api-v2", sha, name: "moved again" })).toHaveLength(1);
   });
 
@@ -287,8 +334,18 @@ describe("API client", () => {
   });
 
   it("reads a log redirect manually and downloads it without the Authorization header", async () => {
-    const run = hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "test", steps: ["Run"] }] });
-    const job = hub.domains.actions.failJob({ runId: run.id, job: "test", step: "Run", log: "step 1\nError: flaky network\n" });
+    const run = hub.domains.actions.startRun({
+      owner: "acme",
+      repo: "web",
+      workflow: "CI",
+      jobs: [{ name: "test", steps: ["Run"] }],
+    });
+    const job = hub.domains.actions.failJob({
+      runId: run.id,
+      job: "test",
+      step: "Run",
+      log: "step 1\nError: flaky network\n",
+    });
     await hub.domains.idle();
     const octokit = await factory().octokitFor(acme);
     const redirect = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {
@@ -302,19 +359,31 @@ describe("API client", () => {
     const location = redirect.headers.location!;
     expect(new URL(location).origin).toBe(hub.blobUrl);
     expect(await downloadWithoutAuth(location)).toContain("flaky network");
-    const stored = () => hub.control.requests().filter((r) => r.origin === hub.blobUrl).map((r) => [r.path, r.status, r.authorization]);
+    const stored = () =>
+      hub.control
+        .requests()
+        .filter((r) => r.origin === hub.blobUrl)
+        .map((r) => [r.path, r.status, r.authorization]);
     expect(stored()).toEqual([[new URL(location).pathname, 200, false]]);
 
     // The client following the redirect itself sends its token to the API only, never to storage.
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", { owner: "acme", repo: "web", job_id: job.id });
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", {
+      owner: "acme",
+      repo: "web",
+      job_id: job.id,
+    });
     expect(String(data)).toContain("flaky network");
-    expect(hits(`/repos/acme/web/actions/jobs/${job.id}/logs`).map((r) => [r.status, r.auth, r.authorization])).toEqual([
-      [302, "installation", true],
-      [302, "installation", true],
-    ]);
+    expect(hits(`/repos/acme/web/actions/jobs/${job.id}/logs`).map((r) => [r.status, r.auth, r.authorization])).toEqual(
+      [
+        [302, "installation", true],
+        [302, "installation", true],
+      ],
+    );
     expect(stored()).toHaveLength(2);
     expect(stored()[1]).toEqual([expect.stringMatching(/^\/_sandbox\/blobs\//), 200, false]);
-    await expect(downloadWithoutAuth(`${hub.url.replace(/\d+$/, "9")}/x?sig=secret-sig`)).rejects.not.toThrow(/secret-sig/);
+    await expect(downloadWithoutAuth(`${hub.url.replace(/\d+$/, "9")}/x?sig=secret-sig`)).rejects.not.toThrow(
+      /secret-sig/,
+    );
   });
 });
 
@@ -325,7 +394,10 @@ describe("concurrency", () => {
     hub.control.setFault("GET /repos/{owner}/{repo}", { latencyMs: 400 });
     const before = hub.control.requests().length;
     await Promise.all(Array.from({ length: 15 }, () => getRepo(octokit, "web")));
-    const sent = hub.control.requests().slice(before).filter((r) => r.path === "/repos/acme/web");
+    const sent = hub.control
+      .requests()
+      .slice(before)
+      .filter((r) => r.path === "/repos/acme/web");
     expect(sent).toHaveLength(15);
     const firstAnswer = Math.min(...sent.map((r) => r.at));
     // Ten reached the hub before any was answered; the other five only after.
@@ -339,20 +411,35 @@ describe("downloadWithoutAuth", () => {
     const seen: { url: string; authorization?: string }[] = [];
     const servers = [0, 1].map(() =>
       createServer((req, res) => {
-        seen.push({ url: req.url!, ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}) });
+        seen.push({
+          url: req.url!,
+          ...(req.headers.authorization ? { authorization: req.headers.authorization } : {}),
+        });
         if (req.url === "/moved") return void res.writeHead(307, { location: `${origins[1]}/log.txt?sig=s` }).end();
-        if (req.url === "/declared") return void res.writeHead(200, { "content-length": "2048" }).end(Buffer.alloc(2048, 0x62));
+        if (req.url === "/declared")
+          return void res.writeHead(200, { "content-length": "2048" }).end(Buffer.alloc(2048, 0x62));
         // No Content-Length: the bound is found while reading.
         if (req.url === "/chunked") return void res.writeHead(200).end(Buffer.alloc(4096, 0x63));
         res.writeHead(200, { "content-type": "text/plain" }).end("the job's log");
       }),
     );
-    const origins = await Promise.all(servers.map((srv) => new Promise<string>((resolve) => srv.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(srv.address() as { port: number }).port}`)))));
+    const origins = await Promise.all(
+      servers.map(
+        (srv) =>
+          new Promise<string>((resolve) =>
+            srv.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(srv.address() as { port: number }).port}`)),
+          ),
+      ),
+    );
     try {
       expect(await downloadWithoutAuth(`${origins[0]}/moved`)).toBe("the job's log");
       expect(seen).toEqual([{ url: "/moved" }, { url: "/log.txt?sig=s" }]);
-      await expect(downloadWithoutAuth(`${origins[0]}/declared`, { maxBytes: 1024 })).rejects.toThrow(/declared is larger than 1024 bytes/);
-      await expect(downloadWithoutAuth(`${origins[0]}/chunked`, { maxBytes: 1024 })).rejects.toThrow(/chunked is larger than 1024 bytes/);
+      await expect(downloadWithoutAuth(`${origins[0]}/declared`, { maxBytes: 1024 })).rejects.toThrow(
+        /declared is larger than 1024 bytes/,
+      );
+      await expect(downloadWithoutAuth(`${origins[0]}/chunked`, { maxBytes: 1024 })).rejects.toThrow(
+        /chunked is larger than 1024 bytes/,
+      );
       expect(await downloadWithoutAuth(`${origins[0]}/chunked`, { maxBytes: 4096 })).toHaveLength(4096);
     } finally {
       for (const srv of servers) srv.closeAllConnections();
@@ -378,7 +465,8 @@ describe("token cache", () => {
   it("lets go of tokens past renewal that nobody asks for again, however many installations came and went", () => {
     let now = Date.parse("2030-01-01T00:00:00Z");
     const cache = createTokenCache(() => now);
-    const token = (i: number) => `tok-${i}|${new Date(now).toISOString()}|${new Date(now + 3_600_000).toISOString()}|all|checks!`;
+    const token = (i: number) =>
+      `tok-${i}|${new Date(now).toISOString()}|${new Date(now + 3_600_000).toISOString()}|all|checks!`;
     // A day of installations each seen once an hour apart: only the last hour's are worth keeping.
     for (let hour = 0; hour < 24; hour++) {
       for (let i = 0; i < 500; i++) cache.set(`${hour * 500 + i}`, token(hour * 500 + i));

@@ -1,7 +1,6 @@
-// What replicas on one Redis share beyond the store: the API client's coordination (throttling
-// through Bottleneck clustering, the write slot of each installation, installation tokens
-// sealed and minted once per installation for the whole deployment), and the registry of live
-// replicas and what each holds (the operator's view in /metrics).
+// What replicas on one Redis share beyond the store: the API client's coordination (the write
+// slot of each installation, installation tokens sealed and minted once per installation for the
+// whole deployment), and the registry of live replicas and what each holds (/metrics).
 import type { Logger } from "pino";
 import type { StewardConfig } from "../../config/types.js";
 import type { ClientCoordination } from "../../api/types.js";
@@ -9,7 +8,6 @@ import { createSharedTokenCache, type SharedTokenCache } from "./token-cache.js"
 import { connectRedis } from "../../store/redis/connect.js";
 import { defaultRedisPrefix } from "../../store/redis/keys.js";
 import { startReplicaRegistry, type ReplicaEntry, type ReplicaRegistry } from "./replicas.js";
-import { sharedThrottling } from "./throttle.js";
 import { RedisWriteSlots } from "./write-slots.js";
 
 export interface ClusterOptions {
@@ -18,8 +16,6 @@ export interface ClusterOptions {
   logger: Logger;
   /** Key prefix of the deployment (the store's; default `{steward}:`). */
   prefix?: string;
-  /** Prefix of the throttling limiters' ids (default `steward`). */
-  namespace?: string;
   /** This replica minted a token for the installation. */
   onMint?(installationId: string): void;
 }
@@ -36,7 +32,6 @@ export interface Cluster {
 
 export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   const prefix = opts.prefix ?? defaultRedisPrefix;
-  const throttling = await sharedThrottling(opts.url, { logger: opts.logger, ...(opts.namespace ? { namespace: opts.namespace } : {}) });
   const client = await connectRedis(opts.url, opts.logger, "steward-cluster");
   const tokens = createSharedTokenCache({
     client,
@@ -49,7 +44,7 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
   const writeSlots = new RedisWriteSlots(client, prefix);
   let registry: ReplicaRegistry | undefined;
   return {
-    coordination: { writeSlots, tokens, throttling },
+    coordination: { writeSlots, tokens },
     register() {
       registry ??= startReplicaRegistry({
         client,

@@ -81,7 +81,10 @@ export function startReplicaRegistry(opts: {
     async alive() {
       const ids = await opts.client.zrangebyscore(keys.index, now() - REPLICA_TIMEOUT_MS, "+inf");
       if (ids.length === 0) return [];
-      const [raw, leases] = await Promise.all([opts.client.mget(ids.map(keys.entry)), opts.client.hgetall(keys.leases)]);
+      const [raw, leases] = await Promise.all([
+        opts.client.mget(ids.map(keys.entry)),
+        opts.client.hgetall(keys.leases),
+      ]);
       const held = new Map<string, { d: number; t: number }>();
       for (const [token, ref] of Object.entries(leases)) {
         const counts = held.get(ownerOf(token)) ?? { d: 0, t: 0 };

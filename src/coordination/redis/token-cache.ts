@@ -88,7 +88,9 @@ export function createSharedTokenCache(opts: SharedTokenCacheOptions): SharedTok
     const since = now();
     const timer = setInterval(() => {
       if (now() - since > MINT_DEADLINE_MS) return letGo(key);
-      leases.renew(lease, owner, MINT_LEASE_MS).catch((e: unknown) => warn("token cache: renewing a mint lease failed", e));
+      leases
+        .renew(lease, owner, MINT_LEASE_MS)
+        .catch((e: unknown) => warn("token cache: renewing a mint lease failed", e));
     }, MINT_LEASE_MS / 3);
     timer.unref();
     held.set(key, { installation: installationOf(key), timer, since });
@@ -99,7 +101,9 @@ export function createSharedTokenCache(opts: SharedTokenCacheOptions): SharedTok
     if (!h) return;
     clearInterval(h.timer);
     held.delete(key);
-    leases.release(names(key).lease, owner).catch((e: unknown) => warn("token cache: releasing a mint lease failed", e));
+    leases
+      .release(names(key).lease, owner)
+      .catch((e: unknown) => warn("token cache: releasing a mint lease failed", e));
   }
 
   async function shared(key: string, local: Entry | undefined): Promise<string | undefined> {
@@ -114,7 +118,10 @@ export function createSharedTokenCache(opts: SharedTokenCacheOptions): SharedTok
       // Another replica is minting: the current token serves meanwhile if it has time left.
       if (entry && now() < entry.expiresAt - STILL_GOOD_MS) return entry.value;
       if (now() >= deadline) {
-        log?.warn({ installation: installationOf(key) }, "token cache: another replica's mint is taking long; minting here");
+        log?.warn(
+          { installation: installationOf(key) },
+          "token cache: another replica's mint is taking long; minting here",
+        );
         return undefined;
       }
       await sleep(POLL_MS);
@@ -143,7 +150,12 @@ export function createSharedTokenCache(opts: SharedTokenCacheOptions): SharedTok
       opts.onMint?.(installationOf(key));
       const where = names(key).token;
       try {
-        await opts.client.set(where, seal(sealingKey, JSON.stringify(entry), where), "PX", Math.max(1, Math.floor(times.expiresAt - now())));
+        await opts.client.set(
+          where,
+          seal(sealingKey, JSON.stringify(entry), where),
+          "PX",
+          Math.max(1, Math.floor(times.expiresAt - now())),
+        );
       } catch (e) {
         warn("token cache: storing a token in redis failed; other replicas mint their own", e);
       } finally {

@@ -93,7 +93,10 @@ export class RedisWriteSlots implements WriteSlots {
       await stoppableDelay(wait < 0 ? Math.min(-wait, POLL_HELD_MS) : wait, stops);
     }
     this.#held.add(who);
-    const renew = setInterval(() => void this.#keep([key], [holder, this.ttlMs, gapMs, "renew"]).catch(() => undefined), this.ttlMs / 3);
+    const renew = setInterval(
+      () => void this.#keep([key], [holder, this.ttlMs, gapMs, "renew"]).catch(() => undefined),
+      this.ttlMs / 3,
+    );
     renew.unref();
     try {
       return await send();

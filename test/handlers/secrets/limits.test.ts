@@ -5,7 +5,10 @@ import { expectStoppedWith } from "../../support/stopped.js";
 
 /** The shape of an Octokit RequestError: status plus the response's headers and body. */
 function apiError(status: number, headers: Record<string, string>, message = "limited") {
-  return Object.assign(new Error(`${message} - https://docs.github.com/rest`), { status, response: { headers, data: { message } } });
+  return Object.assign(new Error(`${message} - https://docs.github.com/rest`), {
+    status,
+    response: { headers, data: { message } },
+  });
 }
 
 describe("rateLimitWaitMs", () => {
@@ -14,8 +17,16 @@ describe("rateLimitWaitMs", () => {
   it.each([
     ["secondary limit with Retry-After", apiError(403, { "retry-after": "7" }), 7_000],
     ["429 with Retry-After", apiError(429, { "retry-after": "0" }), 0],
-    ["primary limit: until reset by the server's clock, plus a second", apiError(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(now / 1000 + 120), date }), 121_000],
-    ["a 403 that is not a rate limit", apiError(403, { "x-ratelimit-remaining": "4000" }, "Resource not accessible by integration"), undefined],
+    [
+      "primary limit: until reset by the server's clock, plus a second",
+      apiError(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(now / 1000 + 120), date }),
+      121_000,
+    ],
+    [
+      "a 403 that is not a rate limit",
+      apiError(403, { "x-ratelimit-remaining": "4000" }, "Resource not accessible by integration"),
+      undefined,
+    ],
     ["a 404", apiError(404, {}), undefined],
     ["not an API error", new Error("boom"), undefined],
   ])("%s", (_t, error, want) => expect(rateLimitWaitMs(error, now)).toBe(want));

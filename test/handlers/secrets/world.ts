@@ -47,7 +47,9 @@ export interface World {
 
 let lane = 0;
 
-export async function createWorld(opts: { repos?: string[]; environments?: Record<string, string[]>; env?: NodeJS.ProcessEnv } = {}): Promise<World> {
+export async function createWorld(
+  opts: { repos?: string[]; environments?: Record<string, string[]>; env?: NodeJS.ProcessEnv } = {},
+): Promise<World> {
   const h = await createHub({ seed: "empty" });
   h.control.createOrg(ORG, { members: ["octo-admin"] });
   h.control.createRepo({ owner: ORG, name: ADMIN, private: true });
@@ -55,11 +57,18 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
   for (const [repo, envs] of Object.entries(opts.environments ?? {})) {
     for (const e of envs) h.domains.deployments.putEnvironment(h.control.repo(ORG, repo)!, e);
   }
-  const inst = h.control.installation(ORG) ?? h.control.install(ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all" });
+  const inst =
+    h.control.installation(ORG) ?? h.control.install(ORG, { permissions: STEWARD_PERMISSIONS, repositories: "all" });
   const dataDir = await mkdtemp(join(tmpdir(), "steward-secrets-"));
   const config = loadConfig({ ...h.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dataDir, LOG_LEVEL: "silent" });
   const newClient = () =>
-    createOctokitFactory({ config, logger: pino({ level: "silent" }), coordination: inProcessCoordination(), writeIntervalMs: 0, retries: 0 }).octokitFor(inst.id);
+    createOctokitFactory({
+      config,
+      logger: pino({ level: "silent" }),
+      coordination: inProcessCoordination(),
+      writeIntervalMs: 0,
+      retries: 0,
+    }).octokitFor(inst.id);
   const octokit = await newClient();
   const store = openSqliteStore(dataDir);
   // Policy validation reads the service's own environment, as in production.
@@ -83,7 +92,17 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
       h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: yaml }, message: "policy" });
     },
     async sync(o = {}) {
-      const outcome: OrganisationOutcome = await syncOrganisation({ api, store: store.kv, org: ORG, adminRepo: ADMIN, dataDir, laneId, env, ...o, fanOut: { concurrency: 8, ...o.fanOut } });
+      const outcome: OrganisationOutcome = await syncOrganisation({
+        api,
+        store: store.kv,
+        org: ORG,
+        adminRepo: ADMIN,
+        dataDir,
+        laneId,
+        env,
+        ...o,
+        fanOut: { concurrency: 8, ...o.fanOut },
+      });
       if (outcome.status !== "synced") throw new Error(`sync did not run: ${JSON.stringify(outcome)}`);
       return outcome.result;
     },
@@ -93,7 +112,15 @@ export async function createWorld(opts: { repos?: string[]; environments?: Recor
     mark() {
       const from = h.hub.requests.length;
       return () =>
-        (h.control.requests().slice(from) as { method: string; path: string; query: string; status: number; auth: string }[])
+        (
+          h.control.requests().slice(from) as {
+            method: string;
+            path: string;
+            query: string;
+            status: number;
+            auth: string;
+          }[]
+        )
           .filter((r) => r.auth === "installation")
           .map(({ method, path, query, status }) => ({ method, path, query, status }));
     },

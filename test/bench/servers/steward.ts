@@ -40,7 +40,7 @@ const steward = hub
         LOG_LEVEL: "fatal",
       }),
       handlers: [noop],
-      ...(prefix ? { redis: { prefix: `{${prefix}}:`, namespace: prefix } } : {}),
+      ...(prefix ? { redis: { prefix: `{${prefix}}:` } } : {}),
     });
 
 serveUnderTest(

@@ -14,13 +14,22 @@ function forbid(message, ...folders) {
 
 // gitignore semantics: a file is re-included only if its folder is, hence the folder steps.
 const throughEntries = {
-  group: ["**/src/**", "!**/src/index.js", "!**/src/testing.js", "!**/src/policy/", "**/src/policy/*", "!**/src/policy/index.js"],
-  message: "Handlers reach the core only through its package entries: src/index.ts, src/testing.ts, src/policy/index.ts.",
+  group: [
+    "**/src/**",
+    "!**/src/index.js",
+    "!**/src/testing.js",
+    "!**/src/policy/",
+    "**/src/policy/*",
+    "!**/src/policy/index.js",
+  ],
+  message:
+    "Handlers reach the core only through its package entries: src/index.ts, src/testing.ts, src/policy/index.ts.",
 };
 
 const coreKnowsHandlerList = {
   group: ["**/handlers/**", "!**/handlers/index.js"],
-  message: "The core knows handlers only through their list, handlers/index.ts; a handler contributes through the handler contract (src/handler.ts).",
+  message:
+    "The core knows handlers only through their list, handlers/index.ts; a handler contributes through the handler contract (src/handler.ts).",
 };
 
 function restrict(files, ...patterns) {
@@ -39,27 +48,50 @@ export default tseslint.config(
   restrict(
     ["src/store/**/*.ts"],
     coreKnowsHandlerList,
-    forbid("The store holds records; it never reaches up the path (intake, engine, API client, dispatch, modules, console, CLI, handlers).",
-      "intake", "engine", "api", "dispatch", "modules", "console", "cli", "handlers"),
+    forbid(
+      "The store holds records; it never reaches up the path (intake, engine, API client, dispatch, modules, console, CLI, handlers).",
+      "intake",
+      "engine",
+      "api",
+      "dispatch",
+      "modules",
+      "console",
+      "cli",
+      "handlers",
+    ),
   ),
   restrict(
     ["src/api/**/*.ts"],
     coreKnowsHandlerList,
-    forbid("The API client declares the interfaces it needs (src/api/types.ts); the store and coordination implement them, the client never imports them.",
-      "store", "coordination"),
+    forbid(
+      "The API client declares the interfaces it needs (src/api/types.ts); the store and coordination implement them, the client never imports them.",
+      "store",
+      "coordination",
+    ),
   ),
-  restrict(["src/config/**/*.ts"], coreKnowsHandlerList, forbid("Configuration is parsed before policies exist; it never imports policy code.", "policy")),
+  restrict(
+    ["src/config/**/*.ts"],
+    coreKnowsHandlerList,
+    forbid("Configuration is parsed before policies exist; it never imports policy code.", "policy"),
+  ),
   ...handlerNames.map((name) =>
     restrict(
       [`handlers/${name}/**/*.ts`],
       throughEntries,
-      forbid("A handler never imports another handler; what two handlers share goes to handlers/shared or through the contract.",
-        ...handlerNames.filter((other) => other !== name).map((other) => `handlers/${other}`), ...handlerNames.filter((other) => other !== name).map((other) => `../${other}`)),
+      forbid(
+        "A handler never imports another handler; what two handlers share goes to handlers/shared or through the contract.",
+        ...handlerNames.filter((other) => other !== name).map((other) => `handlers/${other}`),
+        ...handlerNames.filter((other) => other !== name).map((other) => `../${other}`),
+      ),
     ),
   ),
   restrict(
     ["handlers/shared/**/*.ts"],
     throughEntries,
-    forbid("handlers/shared is what several handlers read; it never imports a single handler.", ...handlerNames.map((n) => `../${n}`), ...handlerNames.map((n) => `handlers/${n}`)),
+    forbid(
+      "handlers/shared is what several handlers read; it never imports a single handler.",
+      ...handlerNames.map((n) => `../${n}`),
+      ...handlerNames.map((n) => `handlers/${n}`),
+    ),
   ),
 );

@@ -14,11 +14,17 @@ export const RUNTIME_FILES = ["package.json", "package-lock.json", "app.yml", "b
 
 /** Absolute paths of the production packages installed under root/node_modules. */
 function productionPackages(root) {
-  const npm = spawnSync("npm", ["ls", "--omit=dev", "--all", "--parseable"], { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const npm = spawnSync("npm", ["ls", "--omit=dev", "--all", "--parseable"], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024,
+  });
   // npm ls exits 1 for a tree that differs from the lockfile in some detail; the listing is still whole.
   if (!npm.stdout) throw new Error(`npm ls failed: ${npm.stderr}`);
   // Workspace links (the sandbox hub, a dev dependency npm ls lists anyway) are not packages to ship.
-  return npm.stdout.split("\n").filter((p) => p && p.startsWith(join(root, "node_modules") + sep) && !lstatSync(p).isSymbolicLink());
+  return npm.stdout
+    .split("\n")
+    .filter((p) => p && p.startsWith(join(root, "node_modules") + sep) && !lstatSync(p).isSymbolicLink());
 }
 
 /** Newest modification time of a .ts file under root/src and root/handlers. */
@@ -43,16 +49,24 @@ export function assembleRuntime(root, dest, opts = {}) {
   const stale = !existsSync(main) || (opts.fresh && statSync(main).mtimeMs < newestSource(root));
   if (stale && !opts.fresh) throw new Error("dist/ is missing: run `npm run build` first");
   mkdirSync(dest, { recursive: true });
-  for (const file of RUNTIME_FILES) if (!(stale && file === "dist")) cpSync(join(root, file), join(dest, file), { recursive: true });
+  for (const file of RUNTIME_FILES)
+    if (!(stale && file === "dist")) cpSync(join(root, file), join(dest, file), { recursive: true });
   if (stale) {
     const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-    const built = spawnSync(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", join(dest, "dist")], { cwd: root, encoding: "utf8" });
+    const built = spawnSync(
+      process.execPath,
+      [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", join(dest, "dist")],
+      { cwd: root, encoding: "utf8" },
+    );
     if (built.status !== 0) throw new Error(`compiling dist/ failed: ${built.stdout}${built.stderr}`);
   }
   for (const pkg of productionPackages(root)) {
     const rel = relative(root, pkg);
     // Each package without its own node_modules: the production packages nested there are listed too.
-    cpSync(pkg, join(dest, rel), { recursive: true, filter: (src) => !relative(pkg, src).split(sep).includes("node_modules") });
+    cpSync(pkg, join(dest, rel), {
+      recursive: true,
+      filter: (src) => !relative(pkg, src).split(sep).includes("node_modules"),
+    });
   }
 }
 

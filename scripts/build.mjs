@@ -26,6 +26,9 @@ const projects = [new URL("../packages/sandbox-hub/", import.meta.url), new URL(
 );
 for (const dir of projects) {
   rmSync(new URL("dist", dir), { recursive: true, force: true });
-  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: fileURLToPath(dir), stdio: "inherit" });
+  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], {
+    cwd: fileURLToPath(dir),
+    stdio: "inherit",
+  });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }

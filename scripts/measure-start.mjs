@@ -17,7 +17,14 @@ function once(extraEnv) {
     const t0 = process.hrtime.bigint();
     const child = spawn(process.execPath, ["bin/steward.js", command], {
       cwd: root,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, STEWARD_DATA_DIR: dir, PORT: "0", LOG_LEVEL: "info", ...extraEnv },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        STEWARD_DATA_DIR: dir,
+        PORT: "0",
+        LOG_LEVEL: "info",
+        ...extraEnv,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -47,5 +54,7 @@ const variants = { compiled: {}, tsx: { STEWARD_FROM_SOURCE: "1" } };
 for (const [name, env] of Object.entries(variants)) {
   const results = [];
   for (let i = 0; i < runs; i++) results.push(await once(env));
-  console.log(`${command} ${name.padEnd(9)} start ${median(results.map((r) => r.ms)).toFixed(0)} ms, RSS ${median(results.map((r) => r.rss)).toFixed(0)} MB (median of ${runs})`);
+  console.log(
+    `${command} ${name.padEnd(9)} start ${median(results.map((r) => r.ms)).toFixed(0)} ms, RSS ${median(results.map((r) => r.rss)).toFixed(0)} MB (median of ${runs})`,
+  );
 }

@@ -110,7 +110,10 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   // and what one does outside its awaited work is attributed to it, never stopping the service.
   const containment = createContainment({ logger, secrets: configSecrets(config) });
   const handlers = containment.contain(
-    opts.handlers ?? [...builtinHandlers, ...(await loadHandlerModules(config.handlerPaths, { config, logger, containment }))],
+    opts.handlers ?? [
+      ...builtinHandlers,
+      ...(await loadHandlerModules(config.handlerPaths, { config, logger, containment })),
+    ],
     { builtin: builtinHandlers },
   );
   const metrics = createMetrics();
@@ -123,16 +126,30 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   if (config.postgresUrl) {
     // Loaded only here, as Redis's: pg is not needed by a single-process service.
     const { openPostgresStore } = await import("./store/postgres/store.js");
-    store = await openPostgresStore(config.postgresUrl, { logger, ...(opts.postgres?.schema ? { schema: opts.postgres.schema } : {}) });
+    store = await openPostgresStore(config.postgresUrl, {
+      logger,
+      ...(opts.postgres?.schema ? { schema: opts.postgres.schema } : {}),
+    });
   } else if (config.redisUrl) {
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.
-    const [{ openCluster }, { openRedisStore }] = await Promise.all([import("./coordination/redis/cluster.js"), import("./store/redis/store.js")]);
+    const [{ openCluster }, { openRedisStore }] = await Promise.all([
+      import("./coordination/redis/cluster.js"),
+      import("./store/redis/store.js"),
+    ]);
     const prefix = opts.redis?.prefix;
-    cluster = await openCluster({ url: config.redisUrl, config, logger, prefix, onMint: (id) => metrics.tokenMinted(id) });
-    store = await openRedisStore(config.redisUrl, { logger, ...(prefix ? { prefix } : {}) }).catch(async (e: unknown) => {
-      await cluster?.close();
-      throw e;
+    cluster = await openCluster({
+      url: config.redisUrl,
+      config,
+      logger,
+      prefix,
+      onMint: (id) => metrics.tokenMinted(id),
     });
+    store = await openRedisStore(config.redisUrl, { logger, ...(prefix ? { prefix } : {}) }).catch(
+      async (e: unknown) => {
+        await cluster?.close();
+        throw e;
+      },
+    );
   } else {
     store = openSqliteStore(config.dataDir, { durability: config.durability ?? "process", logger, serviceLock: true });
   }
@@ -200,15 +217,23 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       logger,
     });
     const http = createStewardHttp({
-      pages: withPages(consoleRoutes, probotRoutePages(handlers, logger, (app) => containment.scope(app, "a route"))),
+      pages: withPages(
+        consoleRoutes,
+        probotRoutePages(handlers, logger, (app) => containment.scope(app, "a route")),
+      ),
       webhookPath: config.webhookPath,
       secrets: config.webhookSecrets,
       intake: engine.intake,
       logger,
       metrics,
-      timeouts: { ...(config.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: config.bodyTimeoutMs }), ...opts.timeouts },
+      timeouts: {
+        ...(config.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: config.bodyTimeoutMs }),
+        ...opts.timeouts,
+      },
       ...(config.bodyMinRate === undefined ? {} : { bodyMinRate: config.bodyMinRate }),
-      ...(config.maxConnectionsPerAddress === undefined ? {} : { maxConnectionsPerPeer: config.maxConnectionsPerAddress }),
+      ...(config.maxConnectionsPerAddress === undefined
+        ? {}
+        : { maxConnectionsPerPeer: config.maxConnectionsPerAddress }),
     });
     // Recover work a previous process left behind before taking new deliveries.
     await engine.start();
@@ -224,7 +249,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     });
     // Deliveries relayed through a smee-style channel enter by the webhook path, as GitHub's do.
     const proxy = config.webhookProxyUrl
-      ? startWebhookProxy({ source: config.webhookProxyUrl, target: `${url}${config.webhookPath}`, logger, ...(opts.proxyBackoff ? { backoff: opts.proxyBackoff } : {}) })
+      ? startWebhookProxy({
+          source: config.webhookProxyUrl,
+          target: `${url}${config.webhookPath}`,
+          logger,
+          ...(opts.proxyBackoff ? { backoff: opts.proxyBackoff } : {}),
+        })
       : undefined;
     void checkAppCredential({
       octokits,

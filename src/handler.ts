@@ -222,12 +222,18 @@ export interface CommandContext {
   /** The service's logger for a command: warnings and worse, on stderr. */
   logger(config: StewardConfig): Logger;
   /** GitHub clients with the service's credentials, throttling and write spacing. */
-  github(config: StewardConfig, logger: Logger): { appOctokit(): Promise<InstallationOctokit>; octokitFor(installationId: number): Promise<InstallationOctokit> };
+  github(
+    config: StewardConfig,
+    logger: Logger,
+  ): { appOctokit(): Promise<InstallationOctokit>; octokitFor(installationId: number): Promise<InstallationOctokit> };
   /**
    * The service's store (PostgreSQL or Redis when configured, else the SQLite file in `dataDir`);
    * with `mustExist`, undefined when that file was never created (looking leaves no store behind).
    */
-  openStore(settings: Pick<StewardConfig, "dataDir" | "redisUrl" | "postgresUrl">, opts?: { mustExist?: boolean; logger?: Logger }): Promise<CommandStore | undefined>;
+  openStore(
+    settings: Pick<StewardConfig, "dataDir" | "redisUrl" | "postgresUrl">,
+    opts?: { mustExist?: boolean; logger?: Logger },
+  ): Promise<CommandStore | undefined>;
 }
 
 export interface CommandStore {

@@ -8,9 +8,11 @@ function findRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = join(dir, "package.json");
-    if (existsSync(candidate) && (JSON.parse(readFileSync(candidate, "utf8")) as { name?: string }).name === "steward") return dir;
+    if (existsSync(candidate) && (JSON.parse(readFileSync(candidate, "utf8")) as { name?: string }).name === "steward")
+      return dir;
     const parent = dirname(dir);
-    if (parent === dir) throw new Error("steward: cannot find its own package.json above " + fileURLToPath(import.meta.url));
+    if (parent === dir)
+      throw new Error("steward: cannot find its own package.json above " + fileURLToPath(import.meta.url));
     dir = parent;
   }
 }

@@ -15,7 +15,10 @@ async function loadStack(): Promise<typeof import("./sandbox/stack.js")> {
   try {
     await import(HUB_PACKAGE);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" && String((err as Error).message).includes(HUB_PACKAGE)) {
+    if (
+      (err as NodeJS.ErrnoException).code === "ERR_MODULE_NOT_FOUND" &&
+      String((err as Error).message).includes(HUB_PACKAGE)
+    ) {
       throw new Error(
         `steward/testing needs the sandbox hub: npm install --save-dev <path to the Steward checkout>/packages/sandbox-hub`,
       );
@@ -30,7 +33,9 @@ async function loadStack(): Promise<typeof import("./sandbox/stack.js")> {
  * manifest (`app.yml`), `handlers` as the only handler modules (the built-in ones when omitted),
  * a scratch data directory removed on `close()`.
  */
-export async function startSandboxStack(opts: SandboxStackOptions & { handlers?: HandlerModule<any>[] } = {}): Promise<SandboxStack> {
+export async function startSandboxStack(
+  opts: SandboxStackOptions & { handlers?: HandlerModule<any>[] } = {},
+): Promise<SandboxStack> {
   const { startSandboxStack: start } = await loadStack();
   return start(opts);
 }
@@ -56,7 +61,9 @@ export async function outcomeOf(
     // A failed outcome is final only once the delivery itself is dead (no retry left).
     if (last && (last.status !== "failed" || status === "dead")) return last;
     if (Date.now() > deadline) {
-      throw new Error(`no final outcome of ${handler} on delivery ${deliveryId} after ${opts.timeoutMs ?? 60_000} ms (so far: ${last ? `${last.status}: ${last.detail ?? ""}` : "none"}, delivery ${status ?? "not recorded"})`);
+      throw new Error(
+        `no final outcome of ${handler} on delivery ${deliveryId} after ${opts.timeoutMs ?? 60_000} ms (so far: ${last ? `${last.status}: ${last.detail ?? ""}` : "none"}, delivery ${status ?? "not recorded"})`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

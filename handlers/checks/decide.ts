@@ -2,9 +2,23 @@
 // validated exactly as the loader would load it (same schemas, same merge over the org file),
 // its effective policy, and what changed compared with the base. Pure: no I/O.
 import type { HandlerModule, Problem } from "../../src/index.js";
-import { mergePolicy, policyDocuments, policySections, isDocumentPath, resolvePolicy, type PolicySource, validatePolicyText } from "../../src/policy/index.js";
+import {
+  mergePolicy,
+  policyDocuments,
+  policySections,
+  isDocumentPath,
+  resolvePolicy,
+  type PolicySource,
+  validatePolicyText,
+} from "../../src/policy/index.js";
 import { diffValues, type ValueChange } from "./diff.js";
-import type { PolicyChange } from "./facts.js";
+
+/** A policy file a pull request touches. */
+export interface PolicyChange {
+  path: string;
+  /** `removed` also covers a policy file renamed away. */
+  change: "added" | "modified" | "removed";
+}
 
 export interface FileVersions extends PolicyChange {
   /** Text at the head commit; undefined when the pull request removes it. */
@@ -55,7 +69,12 @@ export function evaluate(input: EvaluateInput): Evaluation {
       files.push(evaluateDocument(f, input.handlers, options));
       continue;
     }
-    const resolve = (text: string | undefined) => resolvePolicy({ ...(input.org ? { org: input.org } : {}), repo: { file: f.path, text } }, input.handlers, options);
+    const resolve = (text: string | undefined) =>
+      resolvePolicy(
+        { ...(input.org ? { org: input.org } : {}), repo: { file: f.path, text } },
+        input.handlers,
+        options,
+      );
     const head = resolve(f.head);
     const base = resolve(f.base);
     for (const p of head.problems) if (p.file !== f.path) elsewhere.set(JSON.stringify(p), p);
@@ -78,13 +97,20 @@ export function evaluate(input: EvaluateInput): Evaluation {
   };
 }
 
-function evaluateDocument(f: FileVersions, handlers: readonly HandlerModule<any>[], options: { resolveSources: boolean }): FileReport {
+function evaluateDocument(
+  f: FileVersions,
+  handlers: readonly HandlerModule<any>[],
+  options: { resolveSources: boolean },
+): FileReport {
   const spec = policyDocuments(handlers).get(f.path);
   const read = (text: string | undefined) => {
     if (text === undefined) return { value: undefined, problems: [] as Problem[] };
     const r = validatePolicyText(text, { file: f.path, handlers, document: f.path, ...options });
     const ok = spec && !r.problems.some((p) => p.severity === "error");
-    return { value: ok ? (mergePolicy(spec.defaults, r.value ?? {}) as Record<string, unknown>) : undefined, problems: r.problems };
+    return {
+      value: ok ? (mergePolicy(spec.defaults, r.value ?? {}) as Record<string, unknown>) : undefined,
+      problems: r.problems,
+    };
   };
   const head = read(f.head);
   const base = read(f.base);

@@ -7,12 +7,23 @@ import { CHECK_NAME, type PullTarget } from "./targets.js";
 import { pullKey, PULL_KEY_TTL_MS } from "./keys.js";
 
 /** The pull request recorded for a head commit, when one was checked before. */
-export async function recordedPull(store: Store, owner: string, repo: string, headSha: string): Promise<PullTarget | undefined> {
+export async function recordedPull(
+  store: Store,
+  owner: string,
+  repo: string,
+  headSha: string,
+): Promise<PullTarget | undefined> {
   return store.get<PullTarget>(pullKey(owner, repo, headSha));
 }
 
 /** Report the rendered check on the pull request's head commit; `impact` is appended to its summary. */
-export async function reportCheck(ctx: Pick<HandlerContext, "store" | "checks" | "log" | "deliveryId">, target: PullTarget, evaluation: Evaluation, rendered: RenderedCheck, impact: string | undefined): Promise<string> {
+export async function reportCheck(
+  ctx: Pick<HandlerContext, "store" | "checks" | "log" | "deliveryId">,
+  target: PullTarget,
+  evaluation: Evaluation,
+  rendered: RenderedCheck,
+  impact: string | undefined,
+): Promise<string> {
   const { owner, repo } = target;
   await ctx.store.set(pullKey(owner, repo, target.headSha), target, { ttlMs: PULL_KEY_TTL_MS });
   await ctx.checks.report({
@@ -26,6 +37,14 @@ export async function reportCheck(ctx: Pick<HandlerContext, "store" | "checks" |
     annotations: rendered.annotations,
     externalId: ctx.deliveryId,
   });
-  ctx.log.info({ pull: target.number, files: evaluation.files.map((f) => f.path), errors: evaluation.errors, warnings: evaluation.warnings }, "steward/config reported");
+  ctx.log.info(
+    {
+      pull: target.number,
+      files: evaluation.files.map((f) => f.path),
+      errors: evaluation.errors,
+      warnings: evaluation.warnings,
+    },
+    "steward/config reported",
+  );
   return `#${target.number}: ${rendered.conclusion} (${rendered.title})`;
 }

@@ -9,16 +9,11 @@ import { groupPull, mergeGroupOf } from "../shared/merge-group.js";
 import { forkOf } from "../shared/fork.js";
 import { repoVisibility, withheldBecause } from "../shared/visibility.js";
 import type { ChangedFile } from "../shared/pull-files.js";
-import type { Evaluation } from "./decide.js";
+import type { Evaluation, PolicyChange } from "./decide.js";
 import type { PullTarget, TargetDecision } from "./targets.js";
 
 export type { ChangedFile } from "../shared/pull-files.js";
-
-export interface PolicyChange {
-  path: string;
-  /** `removed` also covers a policy file renamed away. */
-  change: "added" | "modified" | "removed";
-}
+export type { PolicyChange } from "./decide.js";
 
 /** The policy files a pull request touches, each once, in path order. */
 export function policyChanges(files: readonly ChangedFile[], repo: string, adminRepo: string): PolicyChange[] {
@@ -27,7 +22,8 @@ export function policyChanges(files: readonly ChangedFile[], repo: string, admin
   for (const f of files) {
     if (isPolicy(f.filename)) {
       // A file renamed or copied onto a policy path is new there.
-      const change = f.status === "removed" ? "removed" : ["added", "renamed", "copied"].includes(f.status) ? "added" : "modified";
+      const change =
+        f.status === "removed" ? "removed" : ["added", "renamed", "copied"].includes(f.status) ? "added" : "modified";
       out.set(f.filename, { path: f.filename, change });
     }
     if (f.status === "renamed" && isPolicy(f.previous_filename) && !out.has(f.previous_filename!)) {
@@ -38,7 +34,10 @@ export function policyChanges(files: readonly ChangedFile[], repo: string, admin
 }
 
 /** `steward/config` on a merge group's head commit: the pull request the group names is checked again. */
-export async function groupTargets(octokit: InstallationOctokit, payload: Parameters<typeof mergeGroupOf>[0] & { repository?: { id?: number; full_name?: string } }): Promise<TargetDecision> {
+export async function groupTargets(
+  octokit: InstallationOctokit,
+  payload: Parameters<typeof mergeGroupOf>[0] & { repository?: { id?: number; full_name?: string } },
+): Promise<TargetDecision> {
   const group = mergeGroupOf(payload);
   if ("skip" in group) return { kind: "skip", reason: group.skip };
   const pull = await groupPull(octokit, group);
@@ -57,7 +56,11 @@ export async function groupTargets(octokit: InstallationOctokit, payload: Parame
 }
 
 /** Why the admin repository's policy must not appear in this pull request's check, if it must not. */
-export async function orgWithheld(octokit: InstallationOctokit, target: PullTarget, adminRepo: string): Promise<string | undefined> {
+export async function orgWithheld(
+  octokit: InstallationOctokit,
+  target: PullTarget,
+  adminRepo: string,
+): Promise<string | undefined> {
   const admin = await repoVisibility(octokit, target.owner, adminRepo);
   const here = await repoVisibility(octokit, target.owner, target.repo);
   return withheldBecause(admin, here, target.fork);
@@ -79,9 +82,20 @@ export async function readHead(octokit: InstallationOctokit, target: PullTarget,
 }
 
 /** A file's text at a ref, or undefined when it does not exist there. */
-export async function readText(octokit: InstallationOctokit, owner: string, repo: string, path: string, ref?: string): Promise<string | undefined> {
+export async function readText(
+  octokit: InstallationOctokit,
+  owner: string,
+  repo: string,
+  path: string,
+  ref?: string,
+): Promise<string | undefined> {
   try {
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner, repo, path, ...(ref ? { ref } : {}) });
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner,
+      repo,
+      path,
+      ...(ref ? { ref } : {}),
+    });
     const d = data as { type?: string; encoding?: string; content?: string };
     if (Array.isArray(data) || d.type !== "file") return "";
     if (d.encoding !== "base64" || typeof d.content !== "string") return "";
@@ -115,10 +129,22 @@ export async function addSectionReviews(
     const analysis = analysePolicyText(file.head, { file: file.path, handlers, resolveSources: false });
     const own = analysis.value as Record<string, unknown> | undefined;
     for (const section of sections) {
-      const findings = await section.review!({ org: orgValue![section.key], own: own?.[section.key], octokit, repository: target });
+      const findings = await section.review!({
+        org: orgValue![section.key],
+        own: own?.[section.key],
+        octokit,
+        repository: target,
+      });
       for (const finding of findings) {
         const at = analysis.locate(finding.path);
-        const problem: Problem = { file: file.path, line: at.line, column: at.column, message: finding.message, path: finding.path, severity: "warning" };
+        const problem: Problem = {
+          file: file.path,
+          line: at.line,
+          column: at.column,
+          message: finding.message,
+          path: finding.path,
+          severity: "warning",
+        };
         file.problems.push(problem);
         evaluation.warnings++;
       }

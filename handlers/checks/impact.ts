@@ -6,7 +6,12 @@ import { simulatedHandlers, simulatePolicy } from "../../src/policy/index.js";
 import type { FileReport } from "./decide.js";
 
 /** Markdown to append to the summary, or undefined when no simulated section changed. */
-export async function impactSection(store: Pick<Store, "list">, repository: string, files: readonly FileReport[], handlers: readonly HandlerModule<any>[]): Promise<string | undefined> {
+export async function impactSection(
+  store: Pick<Store, "list">,
+  repository: string,
+  files: readonly FileReport[],
+  handlers: readonly HandlerModule<any>[],
+): Promise<string | undefined> {
   const lines: string[] = [];
   for (const f of files) {
     if (f.kind !== "policy" || !f.effective) continue;
@@ -15,5 +20,12 @@ export async function impactSection(store: Pick<Store, "list">, repository: stri
   }
   if (lines.length === 0) return undefined;
   const simulated = simulatedHandlers(handlers).map((h) => h.name);
-  return ["", "### Impact", "", `With this change, ${lines.join("; ")}.`, "", `_Simulated on the facts Steward stored when it decided ${simulated.join(" and ")} requests of ${repository}._`].join("\n");
+  return [
+    "",
+    "### Impact",
+    "",
+    `With this change, ${lines.join("; ")}.`,
+    "",
+    `_Simulated on the facts Steward stored when it decided ${simulated.join(" and ")} requests of ${repository}._`,
+  ].join("\n");
 }

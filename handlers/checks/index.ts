@@ -13,7 +13,15 @@ import { targetsOf, type PullTarget } from "./targets.js";
 import { impactSection } from "./impact.js";
 import { recordedPull, reportCheck } from "./execute.js";
 
-const CHECKS_EVENTS = ["pull_request.opened", "pull_request.synchronize", "pull_request.reopened", "check_suite.requested", "check_suite.rerequested", "check_run.rerequested", "merge_group.checks_requested"] as const;
+const CHECKS_EVENTS = [
+  "pull_request.opened",
+  "pull_request.synchronize",
+  "pull_request.reopened",
+  "check_suite.requested",
+  "check_suite.rerequested",
+  "check_run.rerequested",
+  "merge_group.checks_requested",
+] as const;
 type ChecksContext = HandlerContext<(typeof CHECKS_EVENTS)[number], ChecksPolicy>;
 
 export interface ChecksHandlerOptions {
@@ -25,7 +33,9 @@ export interface ChecksHandlerOptions {
   handlers: (ctx: ChecksContext) => Promise<readonly HandlerModule<any>[]>;
 }
 
-export function createChecksHandler(opts: ChecksHandlerOptions): HandlerModule<ChecksPolicy, (typeof CHECKS_EVENTS)[number]> {
+export function createChecksHandler(
+  opts: ChecksHandlerOptions,
+): HandlerModule<ChecksPolicy, (typeof CHECKS_EVENTS)[number]> {
   const handlersOf = opts.handlers;
   return defineHandler({
     name: "checks",
@@ -34,10 +44,15 @@ export function createChecksHandler(opts: ChecksHandlerOptions): HandlerModule<C
 
     async handle(ctx): Promise<Outcome> {
       if (ctx.policy && ctx.policy.config === false) return { status: "skipped", reason: "checks.config is false" };
-      let decision = ctx.name === "merge_group" ? await groupTargets(ctx.octokit, ctx.payload as never) : targetsOf(ctx.name, ctx.payload as never, ctx.config.appId || undefined);
+      let decision =
+        ctx.name === "merge_group"
+          ? await groupTargets(ctx.octokit, ctx.payload as never)
+          : targetsOf(ctx.name, ctx.payload as never, ctx.config.appId || undefined);
       if (decision.kind === "lookup") {
         const target = await recordedPull(ctx.store, decision.owner, decision.repo, decision.headSha);
-        decision = target ? { kind: "pulls", targets: [target] } : { kind: "skip", reason: `no pull request recorded for ${decision.headSha}` };
+        decision = target
+          ? { kind: "pulls", targets: [target] }
+          : { kind: "skip", reason: `no pull request recorded for ${decision.headSha}` };
       }
       if (decision.kind === "skip") return { status: "skipped", reason: decision.reason };
       const summaries: string[] = [];
@@ -47,10 +62,20 @@ export function createChecksHandler(opts: ChecksHandlerOptions): HandlerModule<C
   });
 }
 
-async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: readonly HandlerModule<any>[]): Promise<string> {
+async function checkPull(
+  ctx: ChecksContext,
+  target: PullTarget,
+  handlers: readonly HandlerModule<any>[],
+): Promise<string> {
   const { owner, repo } = target;
   const adminRepo = ctx.config.adminRepo || ".github";
-  const listed = await changedGithubFiles(ctx.octokit, { owner, repo, number: target.number, headSha: target.headSha, ...(target.baseSha ? { baseSha: target.baseSha } : {}) });
+  const listed = await changedGithubFiles(ctx.octokit, {
+    owner,
+    repo,
+    number: target.number,
+    headSha: target.headSha,
+    ...(target.baseSha ? { baseSha: target.baseSha } : {}),
+  });
   const changes = policyChanges(listed, repo, adminRepo);
   if (changes.length === 0) return `#${target.number}: no policy file changed`;
 
@@ -66,7 +91,9 @@ async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: reado
   );
   const isAdmin = repo.toLowerCase() === adminRepo.toLowerCase();
   const orgSource = isAdmin ? undefined : `${owner}/${adminRepo}`;
-  const org = orgSource ? { file: `${orgSource}:${POLICY_FILE}`, text: await readText(ctx.octokit, owner, adminRepo, POLICY_FILE) } : undefined;
+  const org = orgSource
+    ? { file: `${orgSource}:${POLICY_FILE}`, text: await readText(ctx.octokit, owner, adminRepo, POLICY_FILE) }
+    : undefined;
 
   // A fork's files are untrusted: validated for structure only, nothing on this host looked up.
   const evaluation = evaluate({ files, ...(org ? { org } : {}), handlers, resolveSources: !target.fork });
@@ -81,6 +108,8 @@ async function checkPull(ctx: ChecksContext, target: PullTarget, handlers: reado
     ...(withheld ? { withheld: { reason: withheld, shown } } : {}),
   });
   // A fork's policy is only validated: it is not run against this host's records.
-  const impact = target.fork ? undefined : await impactSection(ctx.store, `${owner}/${repo}`, evaluation.files, handlers);
+  const impact = target.fork
+    ? undefined
+    : await impactSection(ctx.store, `${owner}/${repo}`, evaluation.files, handlers);
   return reportCheck(ctx, target, evaluation, rendered, impact);
 }

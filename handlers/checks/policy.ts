@@ -15,7 +15,10 @@ export const checksSection: PolicySection<ChecksPolicy> = {
     additionalProperties: false,
     description: "The steward/config check on pull requests that change Steward's policy files.",
     properties: {
-      config: { type: "boolean", description: "Report steward/config on pull requests that change a policy file (default true)." },
+      config: {
+        type: "boolean",
+        description: "Report steward/config on pull requests that change a policy file (default true).",
+      },
     },
   },
   defaults: { config: true },

@@ -39,14 +39,21 @@ export function renderCheck(evaluation: Evaluation, ctx: RenderContext): Rendere
       `> The organisation's policy in \`${ctx.orgSource}\` is withheld from this check (${ctx.withheld.reason}): the effective policy and the changes below are this repository's file with defaults, not merged over it${hidden > 0 ? `, and ${count(hidden, "problem")} in that file ${hidden === 1 ? "is" : "are"} not shown` : ""}. The verdict still takes it into account.\n`,
     );
   }
-  if (ctx.fork) out.push("> This pull request comes from a fork: its files were read for this report only, and validated for structure only (nothing on Steward's host, such as a secret's `env:` or `file:` source, was looked up).\n");
+  if (ctx.fork)
+    out.push(
+      "> This pull request comes from a fork: its files were read for this report only, and validated for structure only (nothing on Steward's host, such as a secret's `env:` or `file:` source, was looked up).\n",
+    );
   if (problems.length > 0) {
     out.push("## Problems\n", "| File | Line | Column | Severity | Problem |", "|---|---|---|---|---|");
-    for (const p of problems) out.push(`| \`${cell(p.file)}\` | ${p.line} | ${p.column} | ${p.severity} | ${cell(p.message)} |`);
+    for (const p of problems)
+      out.push(`| \`${cell(p.file)}\` | ${p.line} | ${p.column} | ${p.severity} | ${cell(p.message)} |`);
     out.push("");
   }
   if (evaluation.elsewhere.length > 0 && !ctx.withheld) {
-    out.push("## Problems in files this pull request does not change\n", "These do not fail this check, but the sections they are in are not applied.\n");
+    out.push(
+      "## Problems in files this pull request does not change\n",
+      "These do not fail this check, but the sections they are in are not applied.\n",
+    );
     for (const p of evaluation.elsewhere) out.push(`- \`${p.file}:${p.line}:${p.column}\`: ${p.message}`);
     out.push("");
   }
@@ -57,7 +64,11 @@ export function renderCheck(evaluation: Evaluation, ctx: RenderContext): Rendere
 function renderFile(f: FileReport, ctx: RenderContext): string[] {
   const out = [`## \`${f.path}\` (${f.change})\n`];
   if (f.change === "removed") {
-    out.push(f.kind === "policy" ? `Removed: the repository falls back to ${ctx.orgSource ? `the organisation's file in \`${ctx.orgSource}\` and ` : ""}the defaults.\n` : "Removed: the document no longer applies.\n");
+    out.push(
+      f.kind === "policy"
+        ? `Removed: the repository falls back to ${ctx.orgSource ? `the organisation's file in \`${ctx.orgSource}\` and ` : ""}the defaults.\n`
+        : "Removed: the document no longer applies.\n",
+    );
   }
   out.push(`### Changes compared with \`${ctx.baseRef}\`\n`);
   if (f.changes.length === 0) out.push("No change to the effective policy.\n");
@@ -66,12 +77,21 @@ function renderFile(f: FileReport, ctx: RenderContext): string[] {
     out.push("");
   }
   if (f.effective === undefined) return out;
-  const merged = f.kind === "policy" && ctx.orgSource && !ctx.withheld ? ` (merged over \`${ctx.orgSource}\`, with defaults)` : " (with defaults)";
+  const merged =
+    f.kind === "policy" && ctx.orgSource && !ctx.withheld
+      ? ` (merged over \`${ctx.orgSource}\`, with defaults)`
+      : " (with defaults)";
   out.push(`### Effective policy${merged}\n`);
   if (f.kind === "document") out.push("```yaml", stringify(f.effective).trimEnd(), "```", "");
   else {
     for (const [key, value] of Object.entries(f.effective)) {
-      out.push(`<details><summary><code>${key}</code></summary>\n`, "```yaml", stringify({ [key]: value }).trimEnd(), "```", "</details>\n");
+      out.push(
+        `<details><summary><code>${key}</code></summary>\n`,
+        "```yaml",
+        stringify({ [key]: value }).trimEnd(),
+        "```",
+        "</details>\n",
+      );
     }
     for (const key of f.broken) out.push(`- \`${key}\`: **not applied**, it has errors.`);
   }

@@ -55,23 +55,28 @@ export function targetsOf(event: string, payload: Payload, appId: number | undef
     ...(headRepoName(p) ? { headRepo: headRepoName(p)! } : {}),
   });
   if (event === "pull_request") {
-    if (!PULL_ACTIONS.has(payload.action ?? "")) return { kind: "skip", reason: `pull_request.${payload.action} does not change the head` };
+    if (!PULL_ACTIONS.has(payload.action ?? ""))
+      return { kind: "skip", reason: `pull_request.${payload.action} does not change the head` };
     const pr = payload.pull_request!;
     return { kind: "pulls", targets: [toTarget(pr, pr.head.sha)] };
   }
   if (event === "check_suite") {
-    if (payload.action !== "requested" && payload.action !== "rerequested") return { kind: "skip", reason: `check_suite.${payload.action} is not a request` };
+    if (payload.action !== "requested" && payload.action !== "rerequested")
+      return { kind: "skip", reason: `check_suite.${payload.action} is not a request` };
     const suite = payload.check_suite!;
     // The API lists the pull requests whose head matches the suite; their own head field may lag.
     const pulls = suite.pull_requests ?? [];
-    if (pulls.length === 0) return { kind: "skip", reason: "check suite belongs to no pull request of this repository" };
+    if (pulls.length === 0)
+      return { kind: "skip", reason: "check suite belongs to no pull request of this repository" };
     return { kind: "pulls", targets: pulls.map((p) => toTarget(p, suite.head_sha)) };
   }
   if (event === "check_run") {
     const run = payload.check_run!;
-    if (payload.action !== "rerequested") return { kind: "skip", reason: `check_run.${payload.action} is not a re-run request` };
+    if (payload.action !== "rerequested")
+      return { kind: "skip", reason: `check_run.${payload.action} is not a re-run request` };
     if (run.name !== CHECK_NAME) return { kind: "skip", reason: `check run "${run.name}" is not ${CHECK_NAME}` };
-    if (appId !== undefined && run.app?.id !== undefined && run.app.id !== appId) return { kind: "skip", reason: "check run belongs to another app" };
+    if (appId !== undefined && run.app?.id !== undefined && run.app.id !== appId)
+      return { kind: "skip", reason: "check run belongs to another app" };
     const pulls = run.pull_requests ?? [];
     if (pulls.length === 0) return { kind: "lookup", owner, repo, headSha: run.head_sha };
     return { kind: "pulls", targets: pulls.map((p) => toTarget(p, run.head_sha)) };
@@ -83,7 +88,10 @@ function isFork(p: PullLike, repository: NonNullable<Payload["repository"]>): bo
   const head = p.head.repo;
   if (!head) return true; // the fork was deleted
   if (head.id !== undefined && repository.id !== undefined) return head.id !== repository.id;
-  return (head.full_name ?? "").toLowerCase() !== (repository.full_name ?? `${repository.owner.login}/${repository.name}`).toLowerCase();
+  return (
+    (head.full_name ?? "").toLowerCase() !==
+    (repository.full_name ?? `${repository.owner.login}/${repository.name}`).toLowerCase()
+  );
 }
 
 /** `owner/name` of the head repository: `full_name`, or the tail of its API `url` (check suite payloads). */

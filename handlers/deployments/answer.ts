@@ -29,7 +29,10 @@ export interface PendingDeployment {
 }
 
 /** Environments of a run waiting for review, as the reviewer sees them. */
-export async function listPendingDeployments(reviewer: InstallationOctokit, target: RepoRef & { runId: number }): Promise<PendingDeployment[]> {
+export async function listPendingDeployments(
+  reviewer: InstallationOctokit,
+  target: RepoRef & { runId: number },
+): Promise<PendingDeployment[]> {
   const { data } = await reviewer.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}/pending_deployments", {
     owner: target.owner,
     repo: target.repo,
@@ -37,7 +40,13 @@ export async function listPendingDeployments(reviewer: InstallationOctokit, targ
   });
   return data.flatMap((p) =>
     p.environment?.id !== undefined && p.environment.name !== undefined
-      ? [{ environmentId: Number(p.environment.id), environment: p.environment.name, currentUserCanApprove: p.current_user_can_approve }]
+      ? [
+          {
+            environmentId: Number(p.environment.id),
+            environment: p.environment.name,
+            currentUserCanApprove: p.current_user_can_approve,
+          },
+        ]
       : [],
   );
 }

@@ -5,7 +5,15 @@ import { DateTime, IANAZone } from "luxon";
 export const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
 export type Day = (typeof DAYS)[number];
 
-const DAY_LABEL: Record<Day, string> = { mon: "Mon", tue: "Tue", wed: "Wed", thu: "Thu", fri: "Fri", sat: "Sat", sun: "Sun" };
+const DAY_LABEL: Record<Day, string> = {
+  mon: "Mon",
+  tue: "Tue",
+  wed: "Wed",
+  thu: "Thu",
+  fri: "Fri",
+  sat: "Sat",
+  sun: "Sun",
+};
 // Zone abbreviations come from Intl: en-US knows American ones (EST), en-GB European ones (CET).
 const ABBREVIATION_LOCALES = ["en-US", "en-GB"];
 
@@ -49,10 +57,12 @@ export function parseHours(text: string): { start: number; end: number } | { err
   const m = HOURS.exec(text.trim());
   if (!m) return { error: `hours "${text}" are not "HH:MM-HH:MM"` };
   const [sh, sm, eh, em] = m.slice(1).map(Number) as [number, number, number, number];
-  if (sh > 23 || sm > 59 || em > 59 || eh > 24 || (eh === 24 && em !== 0)) return { error: `hours "${text}" are not valid times` };
+  if (sh > 23 || sm > 59 || em > 59 || eh > 24 || (eh === 24 && em !== 0))
+    return { error: `hours "${text}" are not valid times` };
   const start = sh * 60 + sm;
   const end = eh * 60 + em;
-  if (end <= start) return { error: `hours "${text}" end before they start (split a window that spans midnight in two)` };
+  if (end <= start)
+    return { error: `hours "${text}" end before they start (split a window that spans midnight in two)` };
   return { start, end };
 }
 
@@ -175,7 +185,8 @@ export function activeFreeze(freezes: readonly FreezeSpec[], at: number): Active
   for (const freeze of freezes) {
     const range = freezeRange(freeze);
     if (!range) continue;
-    if (range.start <= at && at < range.end && (!found || range.end > found.to)) found = { freeze, from: range.start, to: range.end };
+    if (range.start <= at && at < range.end && (!found || range.end > found.to))
+      found = { freeze, from: range.start, to: range.end };
   }
   return found;
 }
@@ -185,7 +196,12 @@ export function activeFreeze(freezes: readonly FreezeSpec[], at: number): Active
  * windows) and outside every freeze. Undefined when no such instant exists up to `limit` (a year,
  * or less when the windows and freezes are not known that far).
  */
-export function nextOpening(windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], at: number, limit = at + 366 * 86_400_000): number | undefined {
+export function nextOpening(
+  windows: readonly WindowSpec[],
+  freezes: readonly FreezeSpec[],
+  at: number,
+  limit = at + 366 * 86_400_000,
+): number | undefined {
   const frozen = unionOf(freezes.map(freezeRange).filter((r): r is { start: number; end: number } => r !== undefined));
   let candidate = at;
   while (candidate <= limit) {
@@ -210,7 +226,9 @@ function describeDays(days: readonly Day[] | undefined): string {
   let run: Day[] = [];
   const flush = () => {
     if (run.length === 0) return;
-    parts.push(run.length > 2 ? `${DAY_LABEL[run[0]!]}-${DAY_LABEL[run.at(-1)!]}` : run.map((d) => DAY_LABEL[d]).join(", "));
+    parts.push(
+      run.length > 2 ? `${DAY_LABEL[run[0]!]}-${DAY_LABEL[run.at(-1)!]}` : run.map((d) => DAY_LABEL[d]).join(", "),
+    );
     run = [];
   };
   for (const day of DAYS) {

@@ -14,7 +14,8 @@ const HEADLINE: Record<Exclude<Evaluation["decision"], "none">, string> = {
 export function formatComment(evaluation: Evaluation, environment: string): string {
   if (evaluation.decision === "none") return evaluation.reasons.join("\n");
   let headline = `${HEADLINE[evaluation.decision]} ${environment}`;
-  if (evaluation.decision === "wait" && evaluation.waitUntil) headline += ` until ${formatInstant(evaluation.waitUntil.getTime())}`;
+  if (evaluation.decision === "wait" && evaluation.waitUntil)
+    headline += ` until ${formatInstant(evaluation.waitUntil.getTime())}`;
   if (evaluation.decision === "wait" && evaluation.giveUpAt) {
     headline += ` (it is rejected at ${formatInstant(evaluation.giveUpAt.getTime())} if still waiting)`;
   }

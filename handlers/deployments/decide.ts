@@ -1,7 +1,15 @@
 // The decision: a pure function of (policy, request, facts, now). No I/O here; the handler
 // fetches the facts, calls `evaluate`, and carries the answer out.
 import { matchesAny } from "../../src/index.js";
-import { activeFreeze, describeWindow, formatInstant, nextOpening, windowOpen, type FreezeSpec, type WindowSpec } from "./calendar.js";
+import {
+  activeFreeze,
+  describeWindow,
+  formatInstant,
+  nextOpening,
+  windowOpen,
+  type FreezeSpec,
+  type WindowSpec,
+} from "./calendar.js";
 import { checkEntry, type DeploymentsPolicy, type EnvironmentRule } from "./policy.js";
 import { buildTimetable, type CalendarTexts } from "./timetable.js";
 import { CalendarBudget } from "./recurrence.js";
@@ -83,7 +91,10 @@ export interface Evaluation {
 }
 
 /** The first entry (in file order) whose name or glob matches the environment, case-insensitively like GitHub. */
-export function matchEnvironment(policy: DeploymentsPolicy | undefined, environment: string): { pattern: string; rule: EnvironmentRule } | undefined {
+export function matchEnvironment(
+  policy: DeploymentsPolicy | undefined,
+  environment: string,
+): { pattern: string; rule: EnvironmentRule } | undefined {
   const wanted = environment.toLowerCase();
   for (const [pattern, rule] of Object.entries(policy?.environments ?? {})) {
     const p = pattern.toLowerCase();
@@ -123,7 +134,8 @@ function checkRef(rule: EnvironmentRule, request: DeploymentRequest, facts: Fact
   const isTag = /^refs\/tags\//.test(request.ref);
   const isBranch = /^refs\/heads\//.test(request.ref);
   const name = refName(request.ref);
-  const branchNamed = !isTag && !!rule.branches && (matchesAny(rule.branches, name) || matchesAny(rule.branches, request.ref));
+  const branchNamed =
+    !isTag && !!rule.branches && (matchesAny(rule.branches, name) || matchesAny(rule.branches, request.ref));
   const tagNamed = !isBranch && !!rule.tags && matchesAny(rule.tags, name);
   const branch = facts.ref?.branch?.name === name ? facts.ref.branch : undefined;
   const tag = facts.ref?.tag?.name === name ? facts.ref.tag : undefined;
@@ -139,8 +151,14 @@ function checkRef(rule: EnvironmentRule, request: DeploymentRequest, facts: Fact
   if (branchNamed) {
     const only = `only commits on ${quoted(rule.branches!)} may deploy to ${env}`;
     if (!branch) failures.push(`branch check failed: whether ${sha} is on branch \`${name}\` is not known; ${only}`);
-    else if (branch.state === "missing") failures.push(`branch check failed: there is no branch \`${name}\` (a tag of that name is not a branch); ${only}`);
-    else failures.push(`branch check failed: ${sha} is not on branch \`${name}\` (neither its tip nor reachable from it: ${branch.status ?? "not related"}); ${only}`);
+    else if (branch.state === "missing")
+      failures.push(
+        `branch check failed: there is no branch \`${name}\` (a tag of that name is not a branch); ${only}`,
+      );
+    else
+      failures.push(
+        `branch check failed: ${sha} is not on branch \`${name}\` (neither its tip nor reachable from it: ${branch.status ?? "not related"}); ${only}`,
+      );
   }
   if (tagNamed) {
     const only = `only tags ${quoted(rule.tags!)} may deploy to ${env}`;
@@ -149,7 +167,10 @@ function checkRef(rule: EnvironmentRule, request: DeploymentRequest, facts: Fact
     else failures.push(`tag check failed: tag \`${name}\` does not point at ${sha}; ${only}`);
   }
   if (failures.length === 0) {
-    if (isTag && rule.branches && !rule.tags) failures.push(`branch check failed: \`${request.ref}\` is a tag, and a tag is not a branch; only branches ${quoted(rule.branches)} may deploy to ${env}`);
+    if (isTag && rule.branches && !rule.tags)
+      failures.push(
+        `branch check failed: \`${request.ref}\` is a tag, and a tag is not a branch; only branches ${quoted(rule.branches)} may deploy to ${env}`,
+      );
     else failures.push(`\`${name}\` may not deploy to ${env} (allowed: ${quoted(allowed)})`);
   }
   // A name both an allowed branch and an allowed tag fails only when both checks fail.
@@ -162,7 +183,10 @@ function latest(runs: readonly CheckRunFact[], byApp: boolean): CheckRunFact[] {
   for (const r of runs) {
     const key = byApp ? `${r.app ?? ""}\n${r.name}` : r.name;
     const cur = best.get(key);
-    const newer = !cur || (r.startedAt ?? "") > (cur.startedAt ?? "") || ((r.startedAt ?? "") === (cur.startedAt ?? "") && (r.id ?? 0) > (cur.id ?? 0));
+    const newer =
+      !cur ||
+      (r.startedAt ?? "") > (cur.startedAt ?? "") ||
+      ((r.startedAt ?? "") === (cur.startedAt ?? "") && (r.id ?? 0) > (cur.id ?? 0));
     if (newer) best.set(key, r);
   }
   return runs.filter((r) => best.get(byApp ? `${r.app ?? ""}\n${r.name}` : r.name) === r);
@@ -178,16 +202,26 @@ function checkChecks(rule: EnvironmentRule, request: DeploymentRequest, facts: F
   const sha = short(request.sha);
   const succeeded: string[] = [];
   const pendingReasons: string[] = [];
-  const label = (name: string, apps: readonly string[] | undefined) => (apps ? `\`${name}\` (${apps.join(", ")})` : `\`${name}\``);
+  const label = (name: string, apps: readonly string[] | undefined) =>
+    apps ? `\`${name}\` (${apps.join(", ")})` : `\`${name}\``;
   for (const entry of rule.checks) {
     const { name: wanted, apps } = checkEntry(entry);
     const named = facts.checkRuns.filter((r) => r.name === wanted || matchesAny([wanted], r.name));
-    const runs = apps ? latest(named.filter((r) => r.app !== undefined && apps.includes(r.app)), true) : facts.allCheckRuns ? latest(named, false) : named;
+    const runs = apps
+      ? latest(
+          named.filter((r) => r.app !== undefined && apps.includes(r.app)),
+          true,
+        )
+      : facts.allCheckRuns
+        ? latest(named, false)
+        : named;
     const from = apps ? ` from ${apps.join(" or ")}` : "";
     if (runs.length === 0) {
       pendingNames.push(wanted);
       const others = apps ? [...new Set(named.map((r) => r.app ?? "an unknown app"))] : [];
-      const ignored = others.length ? ` (${others.length > 1 ? "runs" : "a run"} of that name from ${quoted(others)} ${others.length > 1 ? "are" : "is"} not counted)` : "";
+      const ignored = others.length
+        ? ` (${others.length > 1 ? "runs" : "a run"} of that name from ${quoted(others)} ${others.length > 1 ? "are" : "is"} not counted)`
+        : "";
       pendingReasons.push(`check \`${wanted}\` has not started on ${sha}${from}${ignored}`);
       continue;
     }
@@ -203,11 +237,15 @@ function checkChecks(rule: EnvironmentRule, request: DeploymentRequest, facts: F
     }
     for (const run of running) {
       pendingNames.push(run.name);
-      pendingReasons.push(`check ${label(run.name, apps ? [run.app!] : undefined)} is ${run.status === "queued" ? "queued" : "still running"} on ${sha}`);
+      pendingReasons.push(
+        `check ${label(run.name, apps ? [run.app!] : undefined)} is ${run.status === "queued" ? "queued" : "still running"} on ${sha}`,
+      );
     }
-    if (bad.length === 0 && running.length === 0) succeeded.push(...runs.map((r) => label(r.name, apps ? [r.app!] : undefined)));
+    if (bad.length === 0 && running.length === 0)
+      succeeded.push(...runs.map((r) => label(r.name, apps ? [r.app!] : undefined)));
   }
-  if (succeeded.length) out.passed.push(`${succeeded.length > 1 ? "checks" : "check"} ${succeeded.join(", ")} succeeded on ${sha}`);
+  if (succeeded.length)
+    out.passed.push(`${succeeded.length > 1 ? "checks" : "check"} ${succeeded.join(", ")} succeeded on ${sha}`);
   if (rule.pending_checks === "reject") out.blocking.push(...pendingReasons);
   else out.waiting.push(...pendingReasons);
   return pendingNames;
@@ -236,7 +274,14 @@ function checkAfter(rule: EnvironmentRule, request: DeploymentRequest, facts: Fa
  * `withheld`: why the policy's words must not be shown here; then a freeze's reason and the
  * windows' definitions are left out (when the deployment may go ahead still is said).
  */
-function checkTime(rule: EnvironmentRule, facts: Facts, now: number, out: Findings, withheld?: string, budget?: CalendarBudget): { opening?: number; unreadable: boolean } {
+function checkTime(
+  rule: EnvironmentRule,
+  facts: Facts,
+  now: number,
+  out: Findings,
+  withheld?: string,
+  budget?: CalendarBudget,
+): { opening?: number; unreadable: boolean } {
   if (!rule.windows?.length && !rule.freeze?.length) return { unreadable: false };
   const { windows, freezes, problems, knownUntil } = buildTimetable(rule, facts.calendars ?? {}, now, budget);
   if (problems.length) {
@@ -248,16 +293,27 @@ function checkTime(rule: EnvironmentRule, facts: Facts, now: number, out: Findin
   return { ...checkTimetable(rule, windows, freezes, now, out, withheld, knownUntil), unreadable: false };
 }
 
-function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], freezes: readonly FreezeSpec[], now: number, out: Findings, withheld?: string, knownUntil = Infinity): { opening?: number } {
-  const windowsText = (list: readonly WindowSpec[]) => (withheld ? `(its definition is withheld: ${withheld})` : list.map(describeWindow).join(" or "));
+function checkTimetable(
+  rule: EnvironmentRule,
+  windows: readonly WindowSpec[],
+  freezes: readonly FreezeSpec[],
+  now: number,
+  out: Findings,
+  withheld?: string,
+  knownUntil = Infinity,
+): { opening?: number } {
+  const windowsText = (list: readonly WindowSpec[]) =>
+    withheld ? `(its definition is withheld: ${withheld})` : list.map(describeWindow).join(" or ");
   if (windows.length === 0 && freezes.length === 0) return {};
   const freeze = activeFreeze(freezes, now);
   const inWindow = windows.length === 0 || windows.some((w) => windowOpen(w, now));
   if (!freeze && inWindow) {
-    if (windows.length) out.passed.push(`inside deploy window ${windowsText(windows.filter((w) => windowOpen(w, now)))}`);
+    if (windows.length)
+      out.passed.push(`inside deploy window ${windowsText(windows.filter((w) => windowOpen(w, now)))}`);
     // Checked and passed: said, so an approval never reads as if the policy set no conditions.
     const entries = rule.freeze?.length ?? 0;
-    if (entries) out.passed.push(`no deploy freeze in effect (${entries} freeze ${entries === 1 ? "entry" : "entries"} checked)`);
+    if (entries)
+      out.passed.push(`no deploy freeze in effect (${entries} freeze ${entries === 1 ? "entry" : "entries"} checked)`);
     return {};
   }
   const yearAhead = now + 366 * 86_400_000;
@@ -267,11 +323,18 @@ function checkTimetable(rule: EnvironmentRule, windows: readonly WindowSpec[], f
   const parts: string[] = [];
   if (freeze) {
     const zone = freeze.freeze.timezone ?? "UTC";
-    const why = freeze.freeze.reason ? (withheld ? ` (its reason is withheld: ${withheld})` : ` (${freeze.freeze.reason})`) : "";
+    const why = freeze.freeze.reason
+      ? withheld
+        ? ` (its reason is withheld: ${withheld})`
+        : ` (${freeze.freeze.reason})`
+      : "";
     parts.push(`deploy freeze until ${formatInstant(freeze.to, zone)}${why}`);
   }
   if (!inWindow) parts.push(`outside deploy window ${windowsText(windows)}`);
-  if (opening === undefined && partial) parts.push(`no deploy window opens before ${formatInstant(knownUntil)}, as far as Steward expands these rules; it looks again then`);
+  if (opening === undefined && partial)
+    parts.push(
+      `no deploy window opens before ${formatInstant(knownUntil)}, as far as Steward expands these rules; it looks again then`,
+    );
   else if (opening === undefined) parts.push("no deploy window opens within a year");
   else if (windows.length) {
     const zone = windows.find((w) => windowOpen(w, opening))?.timezone ?? windows[0]?.timezone ?? "UTC";
@@ -297,18 +360,31 @@ export interface EvaluateOptions {
  * Decide whether the deployment may proceed. `approve` and `reject` are final; `wait` says until
  * when (`waitUntil`) and on what (`recheckOn`) to evaluate again, and by when to give up.
  */
-export function evaluate(policy: DeploymentsPolicy | undefined, request: DeploymentRequest, facts: Facts, now: Date, opts: EvaluateOptions = {}): Evaluation {
+export function evaluate(
+  policy: DeploymentsPolicy | undefined,
+  request: DeploymentRequest,
+  facts: Facts,
+  now: Date,
+  opts: EvaluateOptions = {},
+): Evaluation {
   const match = matchEnvironment(policy, request.environment);
-  if (!match) return { decision: "none", reasons: [`no deployments policy matches environment ${request.environment}`] };
+  if (!match)
+    return { decision: "none", reasons: [`no deployments policy matches environment ${request.environment}`] };
   const { pattern, rule } = match;
   const env = request.environment;
   // First, before `approve: always`: no policy may hand a fork's code the base's environment.
   // Rejecting is a refusal, never a grant, so it is the one answer a fork's run gets.
   if (request.fork) {
-    return { decision: "reject", matched: pattern, reasons: [`the code comes from fork ${request.fork}: Steward never approves deploying a fork's code`] };
+    return {
+      decision: "reject",
+      matched: pattern,
+      reasons: [`the code comes from fork ${request.fork}: Steward never approves deploying a fork's code`],
+    };
   }
-  if (rule.approve === "always") return { decision: "approve", matched: pattern, reasons: [`every deployment to ${env} is approved by policy`] };
-  if (rule.approve === "never") return { decision: "reject", matched: pattern, reasons: [`no deployment to ${env} is approved by policy`] };
+  if (rule.approve === "always")
+    return { decision: "approve", matched: pattern, reasons: [`every deployment to ${env} is approved by policy`] };
+  if (rule.approve === "never")
+    return { decision: "reject", matched: pattern, reasons: [`no deployment to ${env} is approved by policy`] };
 
   const out: Findings = { passed: [], blocking: [], waiting: [] };
   checkRef(rule, request, facts, env, out);
@@ -325,13 +401,26 @@ export function evaluate(policy: DeploymentsPolicy | undefined, request: Deploym
       return {
         decision: "reject",
         matched: pattern,
-        reasons: [...out.waiting, `waiting since ${since} would pass the 30 days after which GitHub abandons the deployment`],
+        reasons: [
+          ...out.waiting,
+          `waiting since ${since} would pass the 30 days after which GitHub abandons the deployment`,
+        ],
       };
     }
-    const evaluation: Evaluation = { decision: "wait", matched: pattern, reasons: out.waiting, giveUpAt: new Date(giveUpAt) };
+    const evaluation: Evaluation = {
+      decision: "wait",
+      matched: pattern,
+      reasons: out.waiting,
+      giveUpAt: new Date(giveUpAt),
+    };
     if (opening !== undefined) evaluation.waitUntil = new Date(opening);
-    if (pendingChecks.length || pendingEnvs.length || time.unreadable) evaluation.recheckOn = { checks: pendingChecks, environments: pendingEnvs };
+    if (pendingChecks.length || pendingEnvs.length || time.unreadable)
+      evaluation.recheckOn = { checks: pendingChecks, environments: pendingEnvs };
     return evaluation;
   }
-  return { decision: "approve", matched: pattern, reasons: out.passed.length ? out.passed : [`the policy for ${env} sets no conditions`] };
+  return {
+    decision: "approve",
+    matched: pattern,
+    reasons: out.passed.length ? out.passed : [`the policy for ${env} sets no conditions`],
+  };
 }

@@ -44,7 +44,9 @@ export function protectionRequest(payload: unknown): ProtectionRequest | undefin
     workflow_run?: { id?: number };
     run_id?: number;
   };
-  const fromUrl = p.deployment_callback_url ? CALLBACK_RUN.exec(new URL(p.deployment_callback_url, "http://x").pathname)?.[1] : undefined;
+  const fromUrl = p.deployment_callback_url
+    ? CALLBACK_RUN.exec(new URL(p.deployment_callback_url, "http://x").pathname)?.[1]
+    : undefined;
   const runId = fromUrl ? Number(fromUrl) : (p.workflow_run?.id ?? p.run_id);
   if (!repo || !p.environment || !runId) return undefined;
   const created = p.deployment?.created_at ? new Date(p.deployment.created_at) : undefined;
@@ -84,7 +86,14 @@ export function waitingRun(event: string, action: string | undefined, payload: u
   const repo = repoOf(payload);
   if (!repo) return undefined;
   const p = payload as RepoPayload & {
-    workflow_run?: { id?: number; status?: string; head_sha?: string; head_branch?: string | null; head_repository?: RepoIdentity | null; repository?: RepoIdentity };
+    workflow_run?: {
+      id?: number;
+      status?: string;
+      head_sha?: string;
+      head_branch?: string | null;
+      head_repository?: RepoIdentity | null;
+      repository?: RepoIdentity;
+    };
     workflow_job?: { run_id?: number; status?: string; head_sha?: string; head_branch?: string | null };
   };
   const fromRun = (run: NonNullable<typeof p.workflow_run> & { id: number }): WaitingRun => ({
@@ -94,12 +103,24 @@ export function waitingRun(event: string, action: string | undefined, payload: u
     ref: run.head_branch ?? undefined,
     fork: forkOf(run.head_repository, run.repository ?? p.repository),
   });
-  if (event === "workflow_run" && p.workflow_run?.status === "waiting" && p.workflow_run.id) return fromRun({ ...p.workflow_run, id: p.workflow_run.id });
-  if (event === "workflow_job" && (p.workflow_job?.status === "waiting" || action === "waiting") && p.workflow_job?.run_id) {
+  if (event === "workflow_run" && p.workflow_run?.status === "waiting" && p.workflow_run.id)
+    return fromRun({ ...p.workflow_run, id: p.workflow_run.id });
+  if (
+    event === "workflow_job" &&
+    (p.workflow_job?.status === "waiting" || action === "waiting") &&
+    p.workflow_job?.run_id
+  ) {
     // A job names neither its run's head repository nor its event: the run has to be read.
-    return { ...repo, runId: p.workflow_job.run_id, sha: p.workflow_job.head_sha, ref: p.workflow_job.head_branch ?? undefined, fork: undefined };
+    return {
+      ...repo,
+      runId: p.workflow_job.run_id,
+      sha: p.workflow_job.head_sha,
+      ref: p.workflow_job.head_branch ?? undefined,
+      fork: undefined,
+    };
   }
-  if (event === "deployment_review" && action === "requested" && p.workflow_run?.id) return fromRun({ ...p.workflow_run, id: p.workflow_run.id });
+  if (event === "deployment_review" && action === "requested" && p.workflow_run?.id)
+    return fromRun({ ...p.workflow_run, id: p.workflow_run.id });
   return undefined;
 }
 

@@ -60,7 +60,8 @@ async function dropWait(svc: GateServices, gate: Gate, sha: string): Promise<voi
 
 async function sendFinal(svc: GateServices, gate: Gate, state: FinalState, comment: string): Promise<void> {
   const target = { owner: gate.owner, repo: gate.repo, runId: gate.runId };
-  if (gate.path === "rule") await answerProtectionRule(svc.octokit, target, { environment: gate.environment, state, comment });
+  if (gate.path === "rule")
+    await answerProtectionRule(svc.octokit, target, { environment: gate.environment, state, comment });
   else {
     if (!svc.reviewer) throw new Error("a review gate needs the reviewer token, and none is configured");
     await reviewPendingDeployment(svc.reviewer, target, { environmentId: gate.environmentId, state, comment });
@@ -70,7 +71,12 @@ async function sendFinal(svc: GateServices, gate: Gate, state: FinalState, comme
 /** What sending a final answer came to: sent (or found sent), or refused by GitHub. */
 type Sent = { state: FinalState; sha: string; at: string } | { refused: { status: number; message: string } };
 
-async function answer(svc: GateServices, input: GateInput, evaluation: Evaluation, state: FinalState): Promise<Outcome> {
+async function answer(
+  svc: GateServices,
+  input: GateInput,
+  evaluation: Evaluation,
+  state: FinalState,
+): Promise<Outcome> {
   const { gate } = input;
   const comment = formatComment(evaluation, gate.environment);
   // One final answer per gate, across deliveries, tasks and replicas. A refusal is GitHub's answer
@@ -81,27 +87,50 @@ async function answer(svc: GateServices, input: GateInput, evaluation: Evaluatio
         await sendFinal(svc, gate, state, comment);
       } catch (error) {
         if (!isFinalRefusal(error)) throw error;
-        if (gate.path !== "rule" || !alreadyDecidedAs(error, state)) return { refused: { status: error.status, message: error.message } };
+        if (gate.path !== "rule" || !alreadyDecidedAs(error, state))
+          return { refused: { status: error.status, message: error.message } };
         // The answer of an earlier send was lost (a dropped connection, retried): GitHub says this
         // app's rule was decided as we asked, so that decision was ours and is done.
-        svc.log.info({ environment: gate.environment, runId: gate.runId, state }, "deployment answer found already given");
+        svc.log.info(
+          { environment: gate.environment, runId: gate.runId, state },
+          "deployment answer found already given",
+        );
       }
       return { state, sha: input.sha, at: svc.now().toISOString() };
     },
   });
-  await svc.store.set(answeredKey(gate), "refused" in sent.value ? { refused: sent.value.refused, sha: input.sha } : sent.value, { ttlMs: ANSWER_MEMORY_MS });
+  await svc.store.set(
+    answeredKey(gate),
+    "refused" in sent.value ? { refused: sent.value.refused, sha: input.sha } : sent.value,
+    { ttlMs: ANSWER_MEMORY_MS },
+  );
   await dropWait(svc, gate, input.sha);
-  if (sent.state === "recorded") return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
+  if (sent.state === "recorded")
+    return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
   if ("refused" in sent.value) {
-    svc.log.warn({ status: sent.value.refused.status, environment: gate.environment, runId: gate.runId }, "deployment answer refused");
+    svc.log.warn(
+      { status: sent.value.refused.status, environment: gate.environment, runId: gate.runId },
+      "deployment answer refused",
+    );
     return refusal(sent.value.refused, `the ${state === "approved" ? "approval" : "rejection"} of ${gate.environment}`);
   }
   await svc.store.audit({
     kind: "deployment_answer",
     source: "deployments",
-    details: { repository: `${gate.owner}/${gate.repo}`, runId: gate.runId, environment: gate.environment, path: gate.path, state, sha: input.sha, reasons: evaluation.reasons },
+    details: {
+      repository: `${gate.owner}/${gate.repo}`,
+      runId: gate.runId,
+      environment: gate.environment,
+      path: gate.path,
+      state,
+      sha: input.sha,
+      reasons: evaluation.reasons,
+    },
   });
-  return { status: "done", summary: `${state} ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}` };
+  return {
+    status: "done",
+    summary: `${state} ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}`,
+  };
 }
 
 /**
@@ -110,8 +139,11 @@ async function answer(svc: GateServices, input: GateInput, evaluation: Evaluatio
  */
 export function alreadyDecidedAs(error: { status: number; message: string }, state: FinalState): boolean {
   if (error.status !== 422) return false;
-  const data = (error as { response?: { data?: { message?: unknown; errors?: { message?: unknown }[] } } }).response?.data;
-  const texts = [error.message, data?.message, ...(data?.errors ?? []).map((e) => e.message)].filter((t): t is string => typeof t === "string");
+  const data = (error as { response?: { data?: { message?: unknown; errors?: { message?: unknown }[] } } }).response
+    ?.data;
+  const texts = [error.message, data?.message, ...(data?.errors ?? []).map((e) => e.message)].filter(
+    (t): t is string => typeof t === "string",
+  );
   return texts.some((t) => new RegExp(`already decided \\(${state}\\)`, "i").test(t));
 }
 
@@ -128,13 +160,25 @@ function nextLook(evaluation: Evaluation, now: Date, nextReport: number | undefi
  * Whether a held deployment's status is sent now. Without `report_every`: whenever it changed.
  * With it: the first time, then at most (and, while held, at least) once per period.
  */
-export function reportDue(comment: string, previous: WaitRecord | undefined, everyMs: number | undefined, now: number): boolean {
+export function reportDue(
+  comment: string,
+  previous: WaitRecord | undefined,
+  everyMs: number | undefined,
+  now: number,
+): boolean {
   if (everyMs === undefined) return comment !== previous?.lastComment;
   const last = previous?.lastReportAt ? Date.parse(previous.lastReportAt) : NaN;
   return !Number.isFinite(last) || now - last >= everyMs;
 }
 
-async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation, requestedAt: Date, previous: WaitRecord | undefined, reportEvery: number | undefined): Promise<Outcome> {
+async function hold(
+  svc: GateServices,
+  input: GateInput,
+  evaluation: Evaluation,
+  requestedAt: Date,
+  previous: WaitRecord | undefined,
+  reportEvery: number | undefined,
+): Promise<Outcome> {
   const { gate } = input;
   const comment = formatComment(evaluation, gate.environment);
   const now = svc.now();
@@ -151,9 +195,19 @@ async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation,
   const lastComment = send ? comment : previous?.lastComment;
   // The period counts from when the status was sent (answered), not from the decision before it.
   const lastReportAt = send ? svc.now().toISOString() : previous?.lastReportAt;
-  const record: WaitRecord = { gate, sha: input.sha, ref: input.ref, requestedAt: requestedAt.toISOString(), ...(lastComment !== undefined ? { lastComment } : {}), ...(lastReportAt ? { lastReportAt } : {}) };
+  const record: WaitRecord = {
+    gate,
+    sha: input.sha,
+    ref: input.ref,
+    requestedAt: requestedAt.toISOString(),
+    ...(lastComment !== undefined ? { lastComment } : {}),
+    ...(lastReportAt ? { lastReportAt } : {}),
+  };
   await svc.store.set(waitKey(gate, input.sha), record);
-  const nextReport = gate.path === "rule" && reportEvery !== undefined && lastReportAt ? Date.parse(lastReportAt) + reportEvery : undefined;
+  const nextReport =
+    gate.path === "rule" && reportEvery !== undefined && lastReportAt
+      ? Date.parse(lastReportAt) + reportEvery
+      : undefined;
   // The queue runs tasks by the service's real clock; `now` may be a sandbox clock, so schedule by delay.
   const delay = Math.max(0, nextLook(evaluation, now, nextReport) - now.getTime());
   await svc.scheduler.schedule({
@@ -163,13 +217,21 @@ async function hold(svc: GateServices, input: GateInput, evaluation: Evaluation,
     installationId: gate.installationId,
     replace: true,
   });
-  return { status: "done", summary: `waiting on ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}` };
+  return {
+    status: "done",
+    summary: `waiting on ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}`,
+  };
 }
 
 /** Evaluate a gate against the policy and carry the decision out. */
-export async function runGate(svc: GateServices, policy: DeploymentsPolicy | undefined, input: GateInput): Promise<Outcome> {
+export async function runGate(
+  svc: GateServices,
+  policy: DeploymentsPolicy | undefined,
+  input: GateInput,
+): Promise<Outcome> {
   const { gate } = input;
-  if (await svc.store.get(answeredKey(gate))) return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
+  if (await svc.store.get(answeredKey(gate)))
+    return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already answered` };
   const match = matchEnvironment(policy, gate.environment);
   const gates = (await svc.orgGates?.(gate.owner, gate.repo, gate.environment)) ?? [];
   if (!match && gates.length === 0) {
@@ -180,13 +242,31 @@ export async function runGate(svc: GateServices, policy: DeploymentsPolicy | und
   const previous = await svc.store.get<WaitRecord>(waitKey(gate, input.sha));
   const now = svc.now();
   const requestedAt = previous ? new Date(previous.requestedAt) : (input.requestedAt ?? now);
-  const facts = await fetchFacts(svc.octokit, gate, input.sha, rules.length === 1 ? rules[0]! : factsRule(rules), input.fork, svc.adminRepo, input.ref);
-  const request = { environment: gate.environment, ref: input.ref, sha: input.sha, requestedAt, ...(input.fork ? { fork: input.fork } : {}) };
+  const facts = await fetchFacts(
+    svc.octokit,
+    gate,
+    input.sha,
+    rules.length === 1 ? rules[0]! : factsRule(rules),
+    input.fork,
+    svc.adminRepo,
+    input.ref,
+  );
+  const request = {
+    environment: gate.environment,
+    ref: input.ref,
+    sha: input.sha,
+    requestedAt,
+    ...(input.fork ? { fork: input.fork } : {}),
+  };
   const withheld = await svc.withheld?.(gate);
   const evaluation = evaluateGated(policy, gates, request, facts, now, withheld ? { withheld } : {});
   await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision, gates);
-  svc.log.info({ environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons }, "deployment evaluated");
-  if (evaluation.decision === "approve" || evaluation.decision === "reject") return answer(svc, input, evaluation, STATE[evaluation.decision]);
+  svc.log.info(
+    { environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons },
+    "deployment evaluated",
+  );
+  if (evaluation.decision === "approve" || evaluation.decision === "reject")
+    return answer(svc, input, evaluation, STATE[evaluation.decision]);
   if (evaluation.decision === "wait") {
     // The most frequent report any applying rule asks for.
     const every = rules.map(reportEveryMs).filter((ms): ms is number => ms !== undefined);

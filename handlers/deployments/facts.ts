@@ -45,7 +45,12 @@ const MAX_CHECK_RUNS = 1000;
  * The check runs on `sha`, with the app that created each. `all`: every run, not only the latest
  * per name, so a pinned check's own newest run is seen even when another app ran that name later.
  */
-async function fetchCheckRuns(octokit: InstallationOctokit, target: RepoRef, sha: string, all: boolean): Promise<CheckRunFact[]> {
+async function fetchCheckRuns(
+  octokit: InstallationOctokit,
+  target: RepoRef,
+  sha: string,
+  all: boolean,
+): Promise<CheckRunFact[]> {
   const out: CheckRunFact[] = [];
   const pages = octokit.paginate.iterator("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
     owner: target.owner,
@@ -56,7 +61,15 @@ async function fetchCheckRuns(octokit: InstallationOctokit, target: RepoRef, sha
   });
   for await (const { data } of pages) {
     for (const r of data) {
-      out.push({ name: r.name, status: r.status, conclusion: r.conclusion ?? null, id: r.id, startedAt: r.started_at ?? null, ...(r.app?.slug ? { app: r.app.slug } : {}), ...(r.html_url ? { url: r.html_url } : {}) });
+      out.push({
+        name: r.name,
+        status: r.status,
+        conclusion: r.conclusion ?? null,
+        id: r.id,
+        startedAt: r.started_at ?? null,
+        ...(r.app?.slug ? { app: r.app.slug } : {}),
+        ...(r.html_url ? { url: r.html_url } : {}),
+      });
     }
     if (out.length >= MAX_CHECK_RUNS) break;
   }
@@ -69,7 +82,12 @@ const UNDER_WAY = new Set(["pending", "queued", "in_progress", "waiting"]);
 const DEPLOYMENTS_LOOKED_AT = 10;
 
 /** Where `sha` stands in `environment`: any success wins, then anything under way, then failure. */
-async function fetchDeployedState(octokit: InstallationOctokit, target: RepoRef, sha: string, environment: string): Promise<DeployedState> {
+async function fetchDeployedState(
+  octokit: InstallationOctokit,
+  target: RepoRef,
+  sha: string,
+  environment: string,
+): Promise<DeployedState> {
   const { data: deployments } = await octokit.request("GET /repos/{owner}/{repo}/deployments", {
     owner: target.owner,
     repo: target.repo,
@@ -98,7 +116,15 @@ async function fetchDeployedState(octokit: InstallationOctokit, target: RepoRef,
  * Everything the rule needs to be evaluated, fetched once; nothing the rule does not use. A fork's
  * code is rejected whatever the facts, so nothing is read for it.
  */
-export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, rule: EnvironmentRule, fork?: string, adminRepo?: string, ref?: string): Promise<Facts> {
+export async function fetchFacts(
+  octokit: InstallationOctokit,
+  target: RepoRef,
+  sha: string,
+  rule: EnvironmentRule,
+  fork?: string,
+  adminRepo?: string,
+  ref?: string,
+): Promise<Facts> {
   const facts: Facts = { checkRuns: [], deployedTo: {} };
   if (rule.approve || fork) return facts;
   if (ref && (rule.branches || rule.tags)) {
@@ -119,13 +145,24 @@ export async function fetchFacts(octokit: InstallationOctokit, target: RepoRef, 
 }
 
 /** The calendar files named by the rule, from the admin repository's default branch. */
-async function fetchCalendars(octokit: InstallationOctokit, owner: string, adminRepo: string, paths: readonly string[]): Promise<CalendarTexts> {
+async function fetchCalendars(
+  octokit: InstallationOctokit,
+  owner: string,
+  adminRepo: string,
+  paths: readonly string[],
+): Promise<CalendarTexts> {
   const out: CalendarTexts = {};
   for (const path of paths) {
     try {
-      const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner, repo: adminRepo, path });
-      if (Array.isArray(data) || data.type !== "file" || !("content" in data)) out[path] = { error: `${owner}/${adminRepo}:${path} is not a file` };
-      else if (data.size > MAX_CALENDAR_BYTES) out[path] = { error: `it is larger than ${MAX_CALENDAR_BYTES / 1024} KB` };
+      const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+        owner,
+        repo: adminRepo,
+        path,
+      });
+      if (Array.isArray(data) || data.type !== "file" || !("content" in data))
+        out[path] = { error: `${owner}/${adminRepo}:${path} is not a file` };
+      else if (data.size > MAX_CALENDAR_BYTES)
+        out[path] = { error: `it is larger than ${MAX_CALENDAR_BYTES / 1024} KB` };
       else out[path] = { text: Buffer.from(data.content, "base64").toString("utf8") };
     } catch (error) {
       const status = (error as { status?: unknown }).status;
@@ -140,10 +177,20 @@ async function fetchCalendars(octokit: InstallationOctokit, owner: string, admin
  * Custom property values of one repository (`GET /orgs/{org}/properties/values`, narrowed by
  * `repository_query`). A personal account has no custom properties: 404 means none.
  */
-export async function fetchPropertyValues(octokit: InstallationOctokit, target: RepoRef): Promise<Record<string, string | string[]>> {
-  let items: { repository_full_name: string; properties: { property_name: string; value: string | string[] | null }[] }[];
+export async function fetchPropertyValues(
+  octokit: InstallationOctokit,
+  target: RepoRef,
+): Promise<Record<string, string | string[]>> {
+  let items: {
+    repository_full_name: string;
+    properties: { property_name: string; value: string | string[] | null }[];
+  }[];
   try {
-    items = await octokit.paginate("GET /orgs/{org}/properties/values", { org: target.owner, repository_query: `repo:${target.owner}/${target.repo}`, per_page: 100 });
+    items = await octokit.paginate("GET /orgs/{org}/properties/values", {
+      org: target.owner,
+      repository_query: `repo:${target.owner}/${target.repo}`,
+      per_page: 100,
+    });
   } catch (error) {
     if ((error as { status?: unknown }).status === 404) return {};
     throw error;
@@ -160,12 +207,19 @@ export async function fetchPropertyValues(octokit: InstallationOctokit, target: 
  * its re-evaluations ask the same. Being on a branch lasts (unless the branch is rewritten), so it
  * is kept longer than not being on it (the branch may yet reach the sha). Bounded: the oldest goes.
  */
-const refCache = new Map<string, { value: NonNullable<RefFacts["branch"]> | NonNullable<RefFacts["tag"]>; expires: number }>();
+const refCache = new Map<
+  string,
+  { value: NonNullable<RefFacts["branch"]> | NonNullable<RefFacts["tag"]>; expires: number }
+>();
 const REF_CACHE_ENTRIES = 2000;
 const ON_REF_MS = 10 * 60_000;
 const OFF_REF_MS = 30_000;
 
-async function cached<T extends NonNullable<RefFacts["branch"]> | NonNullable<RefFacts["tag"]>>(key: string, lasting: (v: T) => boolean, read: () => Promise<T>): Promise<T> {
+async function cached<T extends NonNullable<RefFacts["branch"]> | NonNullable<RefFacts["tag"]>>(
+  key: string,
+  lasting: (v: T) => boolean,
+  read: () => Promise<T>,
+): Promise<T> {
   const hit = refCache.get(key);
   if (hit && hit.expires > Date.now()) return hit.value as T;
   const value = await read();
@@ -180,9 +234,17 @@ const statusOf = (error: unknown) => (error as { status?: unknown }).status;
 /** The commit a ref (`heads/main`, `tags/v1`) points at, peeling an annotated tag; undefined when there is no such ref. */
 async function refTarget(octokit: InstallationOctokit, target: RepoRef, ref: string): Promise<string | undefined> {
   try {
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}/git/ref/{ref}", { owner: target.owner, repo: target.repo, ref });
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/git/ref/{ref}", {
+      owner: target.owner,
+      repo: target.repo,
+      ref,
+    });
     if (data.object.type !== "tag") return data.object.sha;
-    const { data: tag } = await octokit.request("GET /repos/{owner}/{repo}/git/tags/{tag_sha}", { owner: target.owner, repo: target.repo, tag_sha: data.object.sha });
+    const { data: tag } = await octokit.request("GET /repos/{owner}/{repo}/git/tags/{tag_sha}", {
+      owner: target.owner,
+      repo: target.repo,
+      tag_sha: data.object.sha,
+    });
     return tag.object.sha;
   } catch (error) {
     if (statusOf(error) === 404) return undefined;
@@ -195,31 +257,54 @@ async function refTarget(octokit: InstallationOctokit, target: RepoRef, ref: str
  * A sha is on a branch when it is the tip, or the compare API says the sha is `behind` the tip
  * (reachable from it) or `identical`. A ref under refs/tags/ is never looked up as a branch.
  */
-async function fetchRefFacts(octokit: InstallationOctokit, target: RepoRef, sha: string, ref: string, rule: EnvironmentRule): Promise<RefFacts> {
+async function fetchRefFacts(
+  octokit: InstallationOctokit,
+  target: RepoRef,
+  sha: string,
+  ref: string,
+  rule: EnvironmentRule,
+): Promise<RefFacts> {
   const out: RefFacts = {};
   const name = refName(ref);
   const repoKey = `${target.owner}/${target.repo}`.toLowerCase();
-  if (rule.branches && !ref.startsWith("refs/tags/") && (matchesAny(rule.branches, name) || matchesAny(rule.branches, ref))) {
-    out.branch = await cached(`${repoKey}:heads/${name}:${sha}`, (b) => b.state === "tip" || b.state === "reachable", async () => {
-      const tip = await refTarget(octokit, target, `heads/${name}`);
-      if (!tip) return { name, state: "missing" as const };
-      if (tip === sha) return { name, state: "tip" as const };
-      try {
-        const { data } = await octokit.request("GET /repos/{owner}/{repo}/compare/{basehead}", { owner: target.owner, repo: target.repo, basehead: `${tip}...${sha}`, per_page: 1 });
-        const on = data.status === "behind" || data.status === "identical";
-        return { name, state: on ? ("reachable" as const) : ("off" as const), status: data.status };
-      } catch (error) {
-        // No common history, or a sha the repository does not have: not on the branch.
-        if (statusOf(error) === 404) return { name, state: "off" as const, status: "no common history" };
-        throw error;
-      }
-    });
+  if (
+    rule.branches &&
+    !ref.startsWith("refs/tags/") &&
+    (matchesAny(rule.branches, name) || matchesAny(rule.branches, ref))
+  ) {
+    out.branch = await cached(
+      `${repoKey}:heads/${name}:${sha}`,
+      (b) => b.state === "tip" || b.state === "reachable",
+      async () => {
+        const tip = await refTarget(octokit, target, `heads/${name}`);
+        if (!tip) return { name, state: "missing" as const };
+        if (tip === sha) return { name, state: "tip" as const };
+        try {
+          const { data } = await octokit.request("GET /repos/{owner}/{repo}/compare/{basehead}", {
+            owner: target.owner,
+            repo: target.repo,
+            basehead: `${tip}...${sha}`,
+            per_page: 1,
+          });
+          const on = data.status === "behind" || data.status === "identical";
+          return { name, state: on ? ("reachable" as const) : ("off" as const), status: data.status };
+        } catch (error) {
+          // No common history, or a sha the repository does not have: not on the branch.
+          if (statusOf(error) === 404) return { name, state: "off" as const, status: "no common history" };
+          throw error;
+        }
+      },
+    );
   }
   if (rule.tags && !ref.startsWith("refs/heads/") && matchesAny(rule.tags, name)) {
-    out.tag = await cached(`${repoKey}:tags/${name}:${sha}`, (t) => t.state === "at", async () => {
-      const at = await refTarget(octokit, target, `tags/${name}`);
-      return { name, state: !at ? ("missing" as const) : at === sha ? ("at" as const) : ("elsewhere" as const) };
-    });
+    out.tag = await cached(
+      `${repoKey}:tags/${name}:${sha}`,
+      (t) => t.state === "at",
+      async () => {
+        const at = await refTarget(octokit, target, `tags/${name}`);
+        return { name, state: !at ? ("missing" as const) : at === sha ? ("at" as const) : ("elsewhere" as const) };
+      },
+    );
   }
   return out;
 }

@@ -1,10 +1,26 @@
 // The `deployments` handler: a policy decides, per environment, whether a deployment may proceed.
 // It answers as a custom deployment protection rule (installation token) or, when a reviewer
 // token is configured, as a required reviewer of pending deployments.
-import { defineHandler, type HandlerContext, type HandlerModule, type InstallationOctokit, type Outcome, type TaskContext, type StewardConfig } from "../../src/index.js";
+import {
+  defineHandler,
+  type HandlerContext,
+  type HandlerModule,
+  type InstallationOctokit,
+  type Outcome,
+  type TaskContext,
+  type StewardConfig,
+} from "../../src/index.js";
 import { listPendingDeployments, reviewerOctokitFrom } from "./answer.js";
 import { matchEnvironment } from "./decide.js";
-import { mayRunForkCode, protectionRequest, repoOf, reviewAudit, settledSha, waitingRun, type WaitingRun } from "./events.js";
+import {
+  mayRunForkCode,
+  protectionRequest,
+  repoOf,
+  reviewAudit,
+  settledSha,
+  waitingRun,
+  type WaitingRun,
+} from "./events.js";
 import { fetchPropertyValues, fetchRun } from "./facts.js";
 import { gateFindings, gatesFor, type OrgGate } from "./org-gates.js";
 import { runGate, type GateServices } from "./execute.js";
@@ -29,7 +45,9 @@ function combine(outcomes: Outcome[], nothing: string): Outcome {
   if (failed) return failed;
   const done = outcomes.filter((o): o is Extract<Outcome, { status: "done" }> => o.status === "done");
   if (done.length) return { status: "done", summary: done.map((o) => o.summary).join("\n") };
-  const reasons = outcomes.filter((o): o is Extract<Outcome, { status: "skipped" }> => o.status === "skipped").map((o) => o.reason);
+  const reasons = outcomes
+    .filter((o): o is Extract<Outcome, { status: "skipped" }> => o.status === "skipped")
+    .map((o) => o.reason);
   return { status: "skipped", reason: reasons.length ? reasons.join("\n") : nothing };
 }
 
@@ -49,7 +67,13 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     return gatesFor(orgPolicy, await fetchPropertyValues(ctx.octokit, { owner, repo }), environment);
   }
   /** Whether Steward answers for this environment: the repository's policy or an organisation gate names it. */
-  async function governs(ctx: Ctx, policy: DeploymentsPolicy | undefined, owner: string, repo: string, environment: string): Promise<boolean> {
+  async function governs(
+    ctx: Ctx,
+    policy: DeploymentsPolicy | undefined,
+    owner: string,
+    repo: string,
+    environment: string,
+  ): Promise<boolean> {
     return !!matchEnvironment(policy, environment) || (await orgGates(ctx, owner, repo, environment)).length > 0;
   }
   const services = (ctx: Ctx): GateServices => ({
@@ -63,14 +87,20 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     log: ctx.log,
     now: options.now ?? (() => ctx.now()),
     withheld: (gate) =>
-      policyWithheld(ctx.octokit, { owner: gate.owner, repo: gate.repo, adminRepo: ctx.config.adminRepo || ".github", sources: "policySources" in ctx ? ctx.policySources : undefined }),
+      policyWithheld(ctx.octokit, {
+        owner: gate.owner,
+        repo: gate.repo,
+        adminRepo: ctx.config.adminRepo || ".github",
+        sources: "policySources" in ctx ? ctx.policySources : undefined,
+      }),
     adminRepo: ctx.config.adminRepo,
     orgGates: (owner, repo, environment) => orgGates(ctx, owner, repo, environment),
   });
 
   async function onProtectionRule(ctx: HandlerContext<any, DeploymentsPolicy>): Promise<Outcome> {
     const request = protectionRequest(ctx.payload);
-    if (!request) return { status: "skipped", reason: "deployment_protection_rule delivery without environment or run id" };
+    if (!request)
+      return { status: "skipped", reason: "deployment_protection_rule delivery without environment or run id" };
     if (!(await governs(ctx, ctx.policy, request.owner, request.repo, request.environment))) {
       return { status: "skipped", reason: `no deployments policy matches environment ${request.environment}` };
     }
@@ -84,11 +114,23 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       ref ??= run.headBranch;
       fork = run.fork ?? undefined;
     }
-    const gate: Gate = { path: "rule", owner: request.owner, repo: request.repo, runId: request.runId, environment: request.environment, installationId: ctx.installationId };
+    const gate: Gate = {
+      path: "rule",
+      owner: request.owner,
+      repo: request.repo,
+      runId: request.runId,
+      environment: request.environment,
+      installationId: ctx.installationId,
+    };
     return runGate(services(ctx), ctx.policy, { gate, sha, ref, fork, requestedAt: request.requestedAt });
   }
 
-  async function onWaitingRun(ctx: Ctx, policy: DeploymentsPolicy | undefined, run: WaitingRun, only?: string): Promise<Outcome> {
+  async function onWaitingRun(
+    ctx: Ctx,
+    policy: DeploymentsPolicy | undefined,
+    run: WaitingRun,
+    only?: string,
+  ): Promise<Outcome> {
     const svc = services(ctx);
     if (!svc.reviewer) return { status: "skipped", reason: "no reviewer token configured (STEWARD_REVIEWER_TOKEN)" };
     let { sha, ref, fork } = run;
@@ -111,7 +153,15 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
         outcomes.push({ status: "skipped", reason: `the reviewer token may not approve ${p.environment}` });
         continue;
       }
-      const gate: Gate = { path: "review", owner: run.owner, repo: run.repo, runId: run.runId, environment: p.environment, environmentId: p.environmentId, installationId: ctx.installationId };
+      const gate: Gate = {
+        path: "review",
+        owner: run.owner,
+        repo: run.repo,
+        runId: run.runId,
+        environment: p.environment,
+        environmentId: p.environmentId,
+        installationId: ctx.installationId,
+      };
       outcomes.push(await runGate(svc, policy, { gate, sha, ref, fork: fork ?? undefined }));
     }
     return combine(outcomes, `no pending deployment of run ${run.runId} for Steward to review`);
@@ -123,7 +173,12 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     if (gate.path === "review") {
       // Re-list: the deployment may have been reviewed by a person or the run cancelled meanwhile.
       // Only a run of the repository's own code ever waits (a fork's is rejected at once).
-      const outcome = await onWaitingRun(ctx, policy, { owner: gate.owner, repo: gate.repo, runId: gate.runId, sha: record.sha, ref: record.ref, fork: null }, gate.environment);
+      const outcome = await onWaitingRun(
+        ctx,
+        policy,
+        { owner: gate.owner, repo: gate.repo, runId: gate.runId, sha: record.sha, ref: record.ref, fork: null },
+        gate.environment,
+      );
       if (outcome.status === "skipped") await ctx.store.delete(waitKey(gate, record.sha));
       return outcome;
     }
@@ -174,13 +229,21 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     async handle(ctx) {
       if (ctx.name === "deployment_protection_rule") return onProtectionRule(ctx);
       if (ctx.name === "deployment_review" && ctx.action !== "requested") {
-        await ctx.store.audit({ kind: "deployment_review", source: "deployments", details: reviewAudit(ctx.action, ctx.payload) });
+        await ctx.store.audit({
+          kind: "deployment_review",
+          source: "deployments",
+          details: reviewAudit(ctx.action, ctx.payload),
+        });
         return { status: "done", summary: `recorded deployment review (${ctx.action})` };
       }
       const run = waitingRun(ctx.name, ctx.action, ctx.payload);
       if (run) {
         if (ctx.name === "deployment_review") {
-          await ctx.store.audit({ kind: "deployment_review", source: "deployments", details: reviewAudit(ctx.action, ctx.payload) });
+          await ctx.store.audit({
+            kind: "deployment_review",
+            source: "deployments",
+            details: reviewAudit(ctx.action, ctx.payload),
+          });
         }
         return onWaitingRun(ctx, ctx.policy, run);
       }
@@ -194,7 +257,13 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       // moved on) is caught up by re-evaluating every wait now rather than at its old time.
       const waits = await allWaits(ctx.store);
       for (const { key, record } of waits) {
-        await ctx.scheduler.schedule({ key: `deployments:${taskKey(record.gate)}`, runAt: new Date(), data: { waitKey: key }, installationId: record.gate.installationId, replace: true });
+        await ctx.scheduler.schedule({
+          key: `deployments:${taskKey(record.gate)}`,
+          runAt: new Date(),
+          data: { waitKey: key },
+          installationId: record.gate.installationId,
+          replace: true,
+        });
       }
       if (waits.length) ctx.log.info({ waits: waits.length }, "re-evaluating deployments that wait");
     },

@@ -153,7 +153,12 @@ const ruleSchema = {
             properties: {
               name: { type: "string", minLength: 1 },
               app: { type: "string", minLength: 1, maxLength: 100 },
-              apps: { type: "array", items: { type: "string", minLength: 1, maxLength: 100 }, minItems: 1, maxItems: 20 },
+              apps: {
+                type: "array",
+                items: { type: "string", minLength: 1, maxLength: 100 },
+                minItems: 1,
+                maxItems: 20,
+              },
             },
           },
         ],
@@ -191,7 +196,17 @@ export const deploymentsSchema = {
 
 export const deploymentsDefaults: DeploymentsPolicy = { environments: {} };
 
-const RULE_KEYS = ["branches", "tags", "checks", "after", "windows", "freeze", "outside_window", "pending_checks", "report_every"] as const;
+const RULE_KEYS = [
+  "branches",
+  "tags",
+  "checks",
+  "after",
+  "windows",
+  "freeze",
+  "outside_window",
+  "pending_checks",
+  "report_every",
+] as const;
 
 /** Checks a schema cannot express: globs, time zones, hour ranges, freeze ranges and their overlaps. */
 export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report) => {
@@ -212,15 +227,34 @@ interface Probes {
 function checkSizes(rule: EnvironmentRule, at: (string | number)[], report: Report): void {
   const windows = rule.windows ?? [];
   const freezes = rule.freeze ?? [];
-  if (windows.length > MAX_WINDOWS) report([...at, "windows", MAX_WINDOWS], `at most ${MAX_WINDOWS} windows per environment; this one lists ${windows.length}`);
-  if (freezes.length > MAX_FREEZES) report([...at, "freeze", MAX_FREEZES], `at most ${MAX_FREEZES} freezes per environment; this one lists ${freezes.length}`);
-  const recurring = [...windows.map((w, i) => ({ e: w, path: ["windows", i] })), ...freezes.map((f, i) => ({ e: f, path: ["freeze", i] }))].filter(({ e }) => e.rrule !== undefined || e.calendar !== undefined);
+  if (windows.length > MAX_WINDOWS)
+    report(
+      [...at, "windows", MAX_WINDOWS],
+      `at most ${MAX_WINDOWS} windows per environment; this one lists ${windows.length}`,
+    );
+  if (freezes.length > MAX_FREEZES)
+    report(
+      [...at, "freeze", MAX_FREEZES],
+      `at most ${MAX_FREEZES} freezes per environment; this one lists ${freezes.length}`,
+    );
+  const recurring = [
+    ...windows.map((w, i) => ({ e: w, path: ["windows", i] })),
+    ...freezes.map((f, i) => ({ e: f, path: ["freeze", i] })),
+  ].filter(({ e }) => e.rrule !== undefined || e.calendar !== undefined);
   if (recurring.length > MAX_RECURRING) {
-    report([...at, ...recurring[MAX_RECURRING]!.path], `at most ${MAX_RECURRING} recurring or calendar windows and freezes per environment; this one lists ${recurring.length}`);
+    report(
+      [...at, ...recurring[MAX_RECURRING]!.path],
+      `at most ${MAX_RECURRING} recurring or calendar windows and freezes per environment; this one lists ${recurring.length}`,
+    );
   }
 }
 
-function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix: (string | number)[], report: Report, probes: Probes): void {
+function checkEnvironments(
+  environments: Record<string, EnvironmentRule>,
+  prefix: (string | number)[],
+  report: Report,
+  probes: Probes,
+): void {
   for (const [name, rule] of Object.entries(environments)) {
     const at = [...prefix, name];
     const nameProblem = globError(name);
@@ -245,7 +279,8 @@ function checkEnvironments(environments: Record<string, EnvironmentRule>, prefix
     if (rule.report_every !== undefined) {
       const every = parseDuration(rule.report_every);
       if ("error" in every) report([...at, "report_every"], every.error);
-      else if (every.ms < 60_000) report([...at, "report_every"], `report_every "${rule.report_every}" is shorter than a minute`);
+      else if (every.ms < 60_000)
+        report([...at, "report_every"], `report_every "${rule.report_every}" is shorter than a minute`);
     }
   }
 }
@@ -265,11 +300,23 @@ function checkCheckEntry(entry: CheckEntry, at: (string | number)[], report: Rep
     report([...at, "apps"], `use "app" or "apps" in one check, not both`);
     return;
   }
-  const slugs = entry.app !== undefined ? [{ slug: entry.app, path: [...at, "app"] }] : (entry.apps ?? []).map((slug, j) => ({ slug, path: [...at, "apps", j] }));
+  const slugs =
+    entry.app !== undefined
+      ? [{ slug: entry.app, path: [...at, "app"] }]
+      : (entry.apps ?? []).map((slug, j) => ({ slug, path: [...at, "apps", j] }));
   for (const { slug, path } of slugs) {
-    if (!APP_SLUG.test(slug)) report(path, `app "${slug}" is not a GitHub App slug (lowercase letters, digits and hyphens, as a check run's app.slug, e.g. github-actions)`);
+    if (!APP_SLUG.test(slug))
+      report(
+        path,
+        `app "${slug}" is not a GitHub App slug (lowercase letters, digits and hyphens, as a check run's app.slug, e.g. github-actions)`,
+      );
   }
-  if (entry.app === undefined && entry.apps === undefined) report(at, `check "${entry.name}" names no app: write it as a plain name to accept any app's run, or add "app" to pin it`, "warning");
+  if (entry.app === undefined && entry.apps === undefined)
+    report(
+      at,
+      `check "${entry.name}" names no app: write it as a plain name to accept any app's run, or add "app" to pin it`,
+      "warning",
+    );
 }
 
 const RECURRING_KEYS = ["rrule", "start", "duration"] as const;
@@ -279,18 +326,30 @@ const CALENDAR_PATH = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*\.ics$/;
  * An entry is one kind: recurring (`rrule` + `start` + `duration`), a `calendar`, or the plain kind
  * (`plainKeys`). Reports mixed or incomplete entries; returns the kind, or undefined when invalid.
  */
-function entryKind(e: Recurring & Record<string, unknown>, plainKeys: readonly string[], at: (string | number)[], report: Report, probes: Probes): "recurring" | "calendar" | "plain" | undefined {
+function entryKind(
+  e: Recurring & Record<string, unknown>,
+  plainKeys: readonly string[],
+  at: (string | number)[],
+  report: Report,
+  probes: Probes,
+): "recurring" | "calendar" | "plain" | undefined {
   const recurring = RECURRING_KEYS.filter((k) => e[k] !== undefined);
   const plain = plainKeys.filter((k) => e[k] !== undefined);
   const kinds = [recurring.length > 0, e.calendar !== undefined, plain.length > 0].filter(Boolean).length;
   if (kinds > 1) {
     const first = recurring[0] ?? (e.calendar !== undefined ? "calendar" : plain[0]!);
-    report([...at, first], `use one of ${RECURRING_KEYS.join("/")}, calendar or ${plainKeys.join("/")} in one entry, not several`);
+    report(
+      [...at, first],
+      `use one of ${RECURRING_KEYS.join("/")}, calendar or ${plainKeys.join("/")} in one entry, not several`,
+    );
     return undefined;
   }
   if (e.calendar !== undefined) {
     if (!CALENDAR_PATH.test(e.calendar) || e.calendar.split("/").some((part) => part === ".." || part === ".")) {
-      report([...at, "calendar"], `calendar "${e.calendar}" is not a relative path to an .ics file in the admin repository`);
+      report(
+        [...at, "calendar"],
+        `calendar "${e.calendar}" is not a relative path to an .ics file in the admin repository`,
+      );
       return undefined;
     }
     return "calendar";
@@ -301,7 +360,12 @@ function entryKind(e: Recurring & Record<string, unknown>, plainKeys: readonly s
     report([...at, recurring[0]!], `a recurring entry needs ${missing.map((k) => `"${k}"`).join(" and ")} too`);
     return undefined;
   }
-  const spec = { rrule: e.rrule!, start: e.start!, duration: e.duration!, ...(typeof e.timezone === "string" ? { timezone: e.timezone } : {}) };
+  const spec = {
+    rrule: e.rrule!,
+    start: e.start!,
+    duration: e.duration!,
+    ...(typeof e.timezone === "string" ? { timezone: e.timezone } : {}),
+  };
   const problem = recurrenceError(spec);
   if (problem) {
     report([...at, problem.key], problem.message);
@@ -330,7 +394,10 @@ function checkWindows(windows: DeployWindow[], at: (string | number)[], report: 
       }
     }
     if (!ok) return;
-    if (entryKind(w as DeployWindow & Record<string, unknown>, ["days", "hours"], [...at, i], report, probes) !== "plain") return;
+    if (
+      entryKind(w as DeployWindow & Record<string, unknown>, ["days", "hours"], [...at, i], report, probes) !== "plain"
+    )
+      return;
     const days = w.days ?? [...DAYS];
     if (new Set(days).size !== days.length) report([...at, i, "days"], "a day is listed twice");
     let range = { start: 0, end: 24 * 60 };
@@ -366,7 +433,8 @@ function checkFreezes(freezes: Freeze[], at: (string | number)[], report: Report
         return;
       }
     }
-    if (entryKind(f as Freeze & Record<string, unknown>, ["from", "to"], [...at, i], report, probes) !== "plain") return;
+    if (entryKind(f as Freeze & Record<string, unknown>, ["from", "to"], [...at, i], report, probes) !== "plain")
+      return;
     if (f.from === undefined || f.to === undefined) {
       report([...at, i], `a freeze needs "from" and "to", or "rrule" + "start" + "duration", or "calendar"`);
       return;

@@ -30,12 +30,29 @@ export function deploymentFactsPrefix(repository?: string): string {
   return `facts:deployments:${repository ? `${repository.toLowerCase()}:` : ""}`;
 }
 
-export async function recordDeploymentFacts(store: Store, gate: Gate, request: DeploymentRequest, facts: Facts, now: Date, decision: Decision, gates: readonly OrgGate[] = []): Promise<void> {
+export async function recordDeploymentFacts(
+  store: Store,
+  gate: Gate,
+  request: DeploymentRequest,
+  facts: Facts,
+  now: Date,
+  decision: Decision,
+  gates: readonly OrgGate[] = [],
+): Promise<void> {
   const repository = `${gate.owner}/${gate.repo}`;
   const key = `${deploymentFactsPrefix(repository)}${gate.runId}:${gate.environment.toLowerCase()}`;
   const previous = await store.get<DeploymentFactRecord>(key);
   const record: DeploymentFactRecord = previous
     ? { ...previous, last: decision }
-    : { repository, runId: gate.runId, request: { ...request, requestedAt: request.requestedAt.toISOString() }, facts, ...(gates.length ? { gates: [...gates] } : {}), at: now.toISOString(), first: decision, last: decision };
+    : {
+        repository,
+        runId: gate.runId,
+        request: { ...request, requestedAt: request.requestedAt.toISOString() },
+        facts,
+        ...(gates.length ? { gates: [...gates] } : {}),
+        at: now.toISOString(),
+        first: decision,
+        last: decision,
+      };
   await store.set(key, record, { ttlMs: DEPLOYMENT_FACTS_TTL_MS });
 }

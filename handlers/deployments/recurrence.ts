@@ -76,7 +76,8 @@ export function parseDuration(text: string): { ms: number } | { error: string } 
     const iso = Duration.fromISO(t);
     if (iso.isValid) ms = iso.as("milliseconds");
   }
-  if (ms === undefined || !Number.isFinite(ms)) return { error: `duration "${text}" is not like "30m", "8h", "1d" or ISO 8601 "PT8H"` };
+  if (ms === undefined || !Number.isFinite(ms))
+    return { error: `duration "${text}" is not like "30m", "8h", "1d" or ISO 8601 "PT8H"` };
   if (ms <= 0) return { error: `duration "${text}" must be longer than zero` };
   return { ms };
 }
@@ -86,16 +87,26 @@ function ruleText(rrule: string): string {
 }
 
 /** Problems of a recurrence a schema cannot see, or undefined. */
-export function recurrenceError(spec: RecurrenceSpec): { key: "rrule" | "start" | "duration"; message: string } | undefined {
-  if (spec.rrule.length > MAX_RRULE_LENGTH) return { key: "rrule", message: `rrule is ${spec.rrule.length} characters long; at most ${MAX_RRULE_LENGTH} are allowed` };
+export function recurrenceError(
+  spec: RecurrenceSpec,
+): { key: "rrule" | "start" | "duration"; message: string } | undefined {
+  if (spec.rrule.length > MAX_RRULE_LENGTH)
+    return {
+      key: "rrule",
+      message: `rrule is ${spec.rrule.length} characters long; at most ${MAX_RRULE_LENGTH} are allowed`,
+    };
   let recur: ICAL.Recur;
   try {
     recur = ICAL.Recur.fromString(ruleText(spec.rrule));
   } catch (error) {
-    return { key: "rrule", message: `rrule "${spec.rrule}" is not an RFC 5545 recurrence rule: ${(error as Error).message}` };
+    return {
+      key: "rrule",
+      message: `rrule "${spec.rrule}" is not an RFC 5545 recurrence rule: ${(error as Error).message}`,
+    };
   }
   if (!recur.freq) return { key: "rrule", message: `rrule "${spec.rrule}" has no FREQ` };
-  if (!ALLOWED_FREQ.has(recur.freq)) return { key: "rrule", message: `rrule FREQ=${recur.freq} is finer than hourly; use HOURLY or coarser` };
+  if (!ALLOWED_FREQ.has(recur.freq))
+    return { key: "rrule", message: `rrule FREQ=${recur.freq} is finer than hourly; use HOURLY or coarser` };
   const start = DateTime.fromISO(spec.start, { zone: spec.timezone ?? "UTC" });
   if (!start.isValid) return { key: "start", message: `start "${spec.start}" is not an ISO 8601 date or time` };
   const duration = parseDuration(spec.duration);
@@ -108,14 +119,21 @@ export function recurrenceError(spec: RecurrenceSpec): { key: "rrule" | "start" 
  * (every deployment it guards is held), or when it cannot be jumped to the present
  * (COUNT counts from the start, so each decision walks from there) or never occurs near it.
  */
-export function recurrenceCost(spec: RecurrenceSpec, now: number, budget = new CalendarBudget()): { severity: "error" | "warning"; message: string } | undefined {
+export function recurrenceCost(
+  spec: RecurrenceSpec,
+  now: number,
+  budget = new CalendarBudget(),
+): { severity: "error" | "warning"; message: string } | undefined {
   if (recurrenceError(spec)) return undefined;
   const recur = ICAL.Recur.fromString(ruleText(spec.rrule));
   try {
     const { periods } = recurrenceExpansion(spec, now, now + 367 * DAY_MS, budget);
     const start = DateTime.fromISO(spec.start, { zone: spec.timezone ?? "UTC" }).toMillis();
     if (recur.count && start < now - 367 * DAY_MS) {
-      return { severity: "warning", message: `rrule with COUNT starts more than a year ago: COUNT counts from the start, so every decision walks the rule from there (use UNTIL, or a later start)` };
+      return {
+        severity: "warning",
+        message: `rrule with COUNT starts more than a year ago: COUNT counts from the start, so every decision walks the rule from there (use UNTIL, or a later start)`,
+      };
     }
     if (periods.length === 0 && start < now + 367 * DAY_MS && !(recur.until || recur.count)) {
       return { severity: "warning", message: `rrule "${spec.rrule}" has no occurrence within a year of now` };
@@ -124,7 +142,10 @@ export function recurrenceCost(spec: RecurrenceSpec, now: number, budget = new C
   } catch (error) {
     // A warning, not an error: an error would drop the whole file (every environment in it), and
     // the time taken depends on the machine; the decision holds on the rule all the same.
-    return { severity: "warning", message: `rrule "${spec.rrule}" cannot be evaluated within Steward's bounds (${(error as Error).message}): deployments it guards are held` };
+    return {
+      severity: "warning",
+      message: `rrule "${spec.rrule}" cannot be evaluated within Steward's bounds (${(error as Error).message}): deployments it guards are held`,
+    };
   }
 }
 
@@ -163,13 +184,29 @@ interface Wall {
 }
 
 function wallFields(t: ICAL.Time): Wall {
-  return { year: t.year, month: t.month, day: t.day, hour: t.hour, minute: t.minute, second: t.second, utc: t.zone?.tzid === "UTC" };
+  return {
+    year: t.year,
+    month: t.month,
+    day: t.day,
+    hour: t.hour,
+    minute: t.minute,
+    second: t.second,
+    utc: t.zone?.tzid === "UTC",
+  };
 }
 
 /** Wall-clock milliseconds (as if UTC) back to fields. */
 function wallAt(ms: number, utc: boolean): Wall {
   const d = new Date(ms);
-  return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds(), utc };
+  return {
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
+    utc,
+  };
 }
 
 /** The wall-clock time `t` read in `zone` (a UTC time stays UTC), as an instant. */
@@ -180,7 +217,10 @@ function instantOf(t: ICAL.Time | Wall, zone: string): number {
   const offset = dayOffset(zone, w.year, w.month, w.day);
   if (offset !== null) return wall - offset * 60_000;
   // A day with a DST change: luxon's rules for the gap and the repeated hour.
-  return DateTime.fromObject({ year: w.year, month: w.month, day: w.day, hour: w.hour, minute: w.minute, second: w.second }, { zone }).toMillis();
+  return DateTime.fromObject(
+    { year: w.year, month: w.month, day: w.day, hour: w.hour, minute: w.minute, second: w.second },
+    { zone },
+  ).toMillis();
 }
 
 /** `t`'s wall clock as if it were UTC: arithmetic on wall-clock fields without a zone. */
@@ -189,15 +229,37 @@ function wallOf(t: ICAL.Time | Wall): number {
 }
 
 function floating(dt: DateTime, isDate: boolean): ICAL.Time {
-  return ICAL.Time.fromData({ year: dt.year, month: dt.month, day: dt.day, hour: dt.hour, minute: dt.minute, second: dt.second, isDate });
+  return ICAL.Time.fromData({
+    year: dt.year,
+    month: dt.month,
+    day: dt.day,
+    hour: dt.hour,
+    minute: dt.minute,
+    second: dt.second,
+    isDate,
+  });
 }
 
-function timeLike(first: ICAL.Time, year: number, month: number, day: number, hour: number, minute: number, second: number): ICAL.Time {
+function timeLike(
+  first: ICAL.Time,
+  year: number,
+  month: number,
+  day: number,
+  hour: number,
+  minute: number,
+  second: number,
+): ICAL.Time {
   const zone = first.zone?.tzid === "UTC" ? ICAL.Timezone.utcTimezone : undefined;
   return ICAL.Time.fromData({ year, month, day, hour, minute, second, isDate: first.isDate }, zone);
 }
 
-const FIXED_CYCLE_MS: Record<string, number> = { SECONDLY: 1000, MINUTELY: 60_000, HOURLY: 3_600_000, DAILY: DAY_MS, WEEKLY: 7 * DAY_MS };
+const FIXED_CYCLE_MS: Record<string, number> = {
+  SECONDLY: 1000,
+  MINUTELY: 60_000,
+  HOURLY: 3_600_000,
+  DAILY: DAY_MS,
+  WEEKLY: 7 * DAY_MS,
+};
 
 /**
  * A start for iterating `recur` that lies a whole number of its cycles (INTERVAL x FREQ) after
@@ -216,7 +278,15 @@ function jumpedStart(recur: ICAL.Recur, first: ICAL.Time, targetWall: number): I
     const k = Math.floor((targetWall - firstWall) / (fixed * interval));
     if (k <= 0) return first;
     const d = new Date(firstWall + k * fixed * interval);
-    return timeLike(first, d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds());
+    return timeLike(
+      first,
+      d.getUTCFullYear(),
+      d.getUTCMonth() + 1,
+      d.getUTCDate(),
+      d.getUTCHours(),
+      d.getUTCMinutes(),
+      d.getUTCSeconds(),
+    );
   }
   // MONTHLY and YEARLY: whole cycles of months keeping the day of the month (a rule starting on
   // the 31st only occurs in months that have one, so the start must stay on a real 31st).
@@ -228,7 +298,8 @@ function jumpedStart(recur: ICAL.Recur, first: ICAL.Time, targetWall: number): I
     const total = firstMonth + k * months;
     const year = Math.floor(total / 12);
     const month = (total % 12) + 1;
-    if (first.day <= ICAL.Time.daysInMonth(month, year)) return timeLike(first, year, month, first.day, first.hour, first.minute, first.second);
+    if (first.day <= ICAL.Time.daysInMonth(month, year))
+      return timeLike(first, year, month, first.day, first.hour, first.minute, first.second);
   }
   return first;
 }
@@ -249,7 +320,8 @@ function cycleMs(recur: ICAL.Recur): number {
 let spending: CalendarBudget | undefined;
 const BOUNDED_STEPS = ["check_contracting_rules", "expand_year_days"] as const;
 const boundable = (() => {
-  const proto = (ICAL as unknown as { RecurIterator?: { prototype: Record<string, unknown> } }).RecurIterator?.prototype;
+  const proto = (ICAL as unknown as { RecurIterator?: { prototype: Record<string, unknown> } }).RecurIterator
+    ?.prototype;
   if (!proto || BOUNDED_STEPS.some((name) => typeof proto[name] !== "function")) return false;
   for (const name of BOUNDED_STEPS) {
     const original = proto[name] as (...args: unknown[]) => unknown;
@@ -274,7 +346,12 @@ function withBudget<T>(budget: CalendarBudget, run: () => T): T {
 
 /** A rule that only repeats every INTERVAL hours, days or weeks, with no BY parts, COUNT or UNTIL. */
 function simple(recur: ICAL.Recur): boolean {
-  return FIXED_CYCLE_MS[recur.freq] !== undefined && !recur.count && !recur.until && Object.keys(recur.parts ?? {}).length === 0;
+  return (
+    FIXED_CYCLE_MS[recur.freq] !== undefined &&
+    !recur.count &&
+    !recur.until &&
+    Object.keys(recur.parts ?? {}).length === 0
+  );
 }
 
 /**
@@ -365,20 +442,34 @@ function expand(o: Occurrences, from: number, to: number, budget: CalendarBudget
 }
 
 /** Periods of a recurrence overlapping [from, to), as far as known; CalendarBoundError past a bound. */
-export function recurrenceExpansion(spec: RecurrenceSpec, from: number, to: number, budget = new CalendarBudget(), label?: string): Expansion {
+export function recurrenceExpansion(
+  spec: RecurrenceSpec,
+  from: number,
+  to: number,
+  budget = new CalendarBudget(),
+  label?: string,
+): Expansion {
   const problem = recurrenceError(spec);
   if (problem) throw new CalendarBoundError(problem.message);
   const zone = spec.timezone ?? "UTC";
   const recur = ICAL.Recur.fromString(ruleText(spec.rrule));
   const start = DateTime.fromISO(spec.start, { zone });
   const duration = parseDuration(spec.duration) as { ms: number };
-  return expand({ recur, first: floating(start, false), zone, length: duration, ...(label ? { label } : {}) }, from, to, budget);
+  return expand(
+    { recur, first: floating(start, false), zone, length: duration, ...(label ? { label } : {}) },
+    from,
+    to,
+    budget,
+  );
 }
 
 /** Periods of a recurrence overlapping [from, to) (all of them: CalendarBoundError when they are not all known). */
 export function recurrencePeriods(spec: RecurrenceSpec, from: number, to: number, label?: string): Period[] {
   const e = recurrenceExpansion(spec, from, to, new CalendarBudget(), label);
-  if (e.knownUntil < to) throw new CalendarBoundError(`it has more than ${MAX_PERIODS_PER_RULE} periods before ${new Date(to).toISOString()}`);
+  if (e.knownUntil < to)
+    throw new CalendarBoundError(
+      `it has more than ${MAX_PERIODS_PER_RULE} periods before ${new Date(to).toISOString()}`,
+    );
   return e.periods;
 }
 
@@ -404,7 +495,8 @@ export interface ParsedCalendar {
 
 /** Parse an iCalendar file; all-day events (holidays) last whole days on the calendar's wall clock. */
 export function parseCalendar(text: string): ParsedCalendar | { error: string } {
-  if (Buffer.byteLength(text) > MAX_CALENDAR_BYTES) return { error: `it is larger than ${MAX_CALENDAR_BYTES / 1024} KB` };
+  if (Buffer.byteLength(text) > MAX_CALENDAR_BYTES)
+    return { error: `it is larger than ${MAX_CALENDAR_BYTES / 1024} KB` };
   let root: ICAL.Component;
   try {
     root = new ICAL.Component(ICAL.parse(text) as any[]);
@@ -425,7 +517,11 @@ export function parseCalendar(text: string): ParsedCalendar | { error: string } 
       let length: { ms: number } | { days: number };
       if (first.isDate) {
         // RFC 5545: an all-day event without DTEND lasts one day.
-        const days = dtend ? Math.max(1, dtend.subtractDate(first).toSeconds() / 86_400) : durationValue ? Math.max(1, durationValue.toSeconds() / 86_400) : 1;
+        const days = dtend
+          ? Math.max(1, dtend.subtractDate(first).toSeconds() / 86_400)
+          : durationValue
+            ? Math.max(1, durationValue.toSeconds() / 86_400)
+            : 1;
         length = { days: Math.round(days) };
       } else {
         const seconds = dtend ? dtend.subtractDateTz(first).toSeconds() : durationValue ? durationValue.toSeconds() : 0;
@@ -434,12 +530,25 @@ export function parseCalendar(text: string): ParsedCalendar | { error: string } 
       const label = stringValue(vevent.getFirstPropertyValue("summary"));
       const rrule = vevent.getFirstPropertyValue("rrule") as ICAL.Recur | undefined;
       // An event recurring more often than hourly cannot be skipped: it would drop a freeze.
-      if (rrule && !ALLOWED_FREQ.has(rrule.freq)) return { error: `event ${label ? `"${label}" ` : ""}recurs ${rrule.freq}, more often than hourly` };
+      if (rrule && !ALLOWED_FREQ.has(rrule.freq))
+        return { error: `event ${label ? `"${label}" ` : ""}recurs ${rrule.freq}, more often than hourly` };
       const values = (name: string) => vevent.getAllProperties(name).flatMap((p) => p.getValues() as unknown[]);
-      const extra = values("rdate").filter((v): v is ICAL.Time | ICAL.Period => v instanceof ICAL.Time || v instanceof ICAL.Period);
+      const extra = values("rdate").filter(
+        (v): v is ICAL.Time | ICAL.Period => v instanceof ICAL.Time || v instanceof ICAL.Period,
+      );
       const exdates = values("exdate").filter((v): v is ICAL.Time => v instanceof ICAL.Time);
       const recurrenceId = vevent.getFirstPropertyValue("recurrence-id") as ICAL.Time | undefined;
-      events.push({ first, zone: tzid, length, recur: rrule ?? undefined, label, extra, exdates, uid: stringValue(vevent.getFirstPropertyValue("uid")), recurrenceId: recurrenceId ?? undefined });
+      events.push({
+        first,
+        zone: tzid,
+        length,
+        recur: rrule ?? undefined,
+        label,
+        extra,
+        exdates,
+        uid: stringValue(vevent.getFirstPropertyValue("uid")),
+        recurrenceId: recurrenceId ?? undefined,
+      });
     }
   } catch (error) {
     return { error: `it cannot be read: ${(error as Error).message}` };
@@ -454,14 +563,28 @@ function stringValue(v: unknown): string | undefined {
 /** `t` as an ICAL.Time to iterate: a UTC time stays UTC, anything else becomes wall-clock (floating). */
 function iterable(t: ICAL.Time): ICAL.Time {
   if (t.zone?.tzid === "UTC") return t;
-  return ICAL.Time.fromData({ year: t.year, month: t.month, day: t.day, hour: t.hour, minute: t.minute, second: t.second, isDate: t.isDate });
+  return ICAL.Time.fromData({
+    year: t.year,
+    month: t.month,
+    day: t.day,
+    hour: t.hour,
+    minute: t.minute,
+    second: t.second,
+    isDate: t.isDate,
+  });
 }
 
 /**
  * Periods of a parsed calendar overlapping [from, to), as far as known (the least `knownUntil` of
  * its events); `zone` is the policy's, over the file's own. CalendarBoundError past a bound.
  */
-export function calendarExpansion(calendar: ParsedCalendar, from: number, to: number, zone?: string, budget = new CalendarBudget()): Expansion {
+export function calendarExpansion(
+  calendar: ParsedCalendar,
+  from: number,
+  to: number,
+  zone?: string,
+  budget = new CalendarBudget(),
+): Expansion {
   const periods: Period[] = [];
   let knownUntil = to;
   const zoneOf = (e: CalendarEvent) => e.zone ?? zone ?? calendar.zone ?? "UTC";
@@ -482,7 +605,15 @@ export function calendarExpansion(calendar: ParsedCalendar, from: number, to: nu
       excluded.add(instantOf(iterable(x), eventZone));
     }
     const expansion = expand(
-      { recur: e.recur, first: iterable(e.first), zone: eventZone, length: e.length, extra: e.extra.map((x) => (x instanceof ICAL.Period ? x : iterable(x))), excluded, ...(e.label ? { label: e.label } : {}) },
+      {
+        recur: e.recur,
+        first: iterable(e.first),
+        zone: eventZone,
+        length: e.length,
+        extra: e.extra.map((x) => (x instanceof ICAL.Period ? x : iterable(x))),
+        excluded,
+        ...(e.label ? { label: e.label } : {}),
+      },
       from,
       to,
       budget,
@@ -496,6 +627,9 @@ export function calendarExpansion(calendar: ParsedCalendar, from: number, to: nu
 /** Periods of a parsed calendar overlapping [from, to) (all of them: CalendarBoundError when they are not all known). */
 export function calendarPeriods(calendar: ParsedCalendar, from: number, to: number, zone?: string): Period[] {
   const e = calendarExpansion(calendar, from, to, zone);
-  if (e.knownUntil < to) throw new CalendarBoundError(`an event has more than ${MAX_PERIODS_PER_RULE} periods before ${new Date(to).toISOString()}`);
+  if (e.knownUntil < to)
+    throw new CalendarBoundError(
+      `an event has more than ${MAX_PERIODS_PER_RULE} periods before ${new Date(to).toISOString()}`,
+    );
   return e.periods;
 }

@@ -19,9 +19,18 @@ export interface DeploymentImpact {
   approvedWereNot: number;
 }
 
-export function deploymentImpact(policy: DeploymentsPolicy | undefined, records: readonly DeploymentFactRecord[], limit = DEPLOYMENT_REQUESTS): DeploymentImpact {
+export function deploymentImpact(
+  policy: DeploymentsPolicy | undefined,
+  records: readonly DeploymentFactRecord[],
+  limit = DEPLOYMENT_REQUESTS,
+): DeploymentImpact {
   const last = newest(records, limit);
-  const out: DeploymentImpact = { requests: last.length, heldWereApproved: 0, rejectedWereApproved: 0, approvedWereNot: 0 };
+  const out: DeploymentImpact = {
+    requests: last.length,
+    heldWereApproved: 0,
+    rejectedWereApproved: 0,
+    approvedWereNot: 0,
+  };
   for (const r of last) {
     const request = { ...r.request, requestedAt: new Date(r.request.requestedAt) };
     // Judged at the moment it was first judged: windows and freezes as they were then, and under the
@@ -40,14 +49,23 @@ export function describeDeploymentImpact(d: DeploymentImpact): string {
   const parts = [`${d.heldWereApproved} held that were approved`];
   if (d.rejectedWereApproved) parts.push(`${d.rejectedWereApproved} rejected that were approved`);
   if (d.approvedWereNot) parts.push(`${d.approvedWereNot} approved that were held or rejected`);
-  return d.requests === 0 ? "no deployment requests recorded yet to simulate on" : `the last ${d.requests} deployment requests: ${parts.join(", ")}`;
+  return d.requests === 0
+    ? "no deployment requests recorded yet to simulate on"
+    : `the last ${d.requests} deployment requests: ${parts.join(", ")}`;
 }
 
 /** The facts recorded for one repository's deployment requests (or every repository's), in any order. */
-export async function readDeploymentFacts(store: SimulationInput["store"], repository?: string): Promise<DeploymentFactRecord[]> {
+export async function readDeploymentFacts(
+  store: SimulationInput["store"],
+  repository?: string,
+): Promise<DeploymentFactRecord[]> {
   return (await store.list<DeploymentFactRecord>(deploymentFactsPrefix(repository))).map((e) => e.value);
 }
 
-export async function simulateDeployments({ policy, store, repository }: SimulationInput<DeploymentsPolicy>): Promise<string> {
+export async function simulateDeployments({
+  policy,
+  store,
+  repository,
+}: SimulationInput<DeploymentsPolicy>): Promise<string> {
   return describeDeploymentImpact(deploymentImpact(policy, await readDeploymentFacts(store, repository)));
 }

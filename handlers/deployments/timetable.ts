@@ -3,7 +3,16 @@
 // files arrive as text in the facts.
 import type { FreezeSpec, WindowSpec } from "./calendar.js";
 import type { DeployWindow, EnvironmentRule, Freeze } from "./policy.js";
-import { CalendarBoundError, CalendarBudget, MAX_PERIODS_PER_RULE, calendarExpansion, parseCalendar, parseDuration, recurrenceExpansion, type Expansion } from "./recurrence.js";
+import {
+  CalendarBoundError,
+  CalendarBudget,
+  MAX_PERIODS_PER_RULE,
+  calendarExpansion,
+  parseCalendar,
+  parseDuration,
+  recurrenceExpansion,
+  type Expansion,
+} from "./recurrence.js";
 
 /** Far enough ahead for the 30 days a deployment may wait, and a year of "next opening". */
 const LOOK_AHEAD_MS = 367 * 86_400_000;
@@ -25,7 +34,9 @@ export interface Timetable {
 
 /** Every calendar path the rule names (fetched by the handler from the admin repository). */
 export function calendarPaths(rule: EnvironmentRule): string[] {
-  const paths = [...(rule.windows ?? []), ...(rule.freeze ?? [])].map((e) => e.calendar).filter((p): p is string => !!p);
+  const paths = [...(rule.windows ?? []), ...(rule.freeze ?? [])]
+    .map((e) => e.calendar)
+    .filter((p): p is string => !!p);
   return [...new Set(paths)];
 }
 
@@ -47,7 +58,12 @@ function entryLabel(kind: "window" | "freeze", e: DeployWindow | Freeze): string
  * The rule's windows and freezes around `now`. Every rule and calendar spends from one `budget`;
  * one that goes past it is a problem naming it (the deployment holds), never a period less.
  */
-export function buildTimetable(rule: EnvironmentRule, calendars: CalendarTexts, now: number, budget = new CalendarBudget()): Timetable {
+export function buildTimetable(
+  rule: EnvironmentRule,
+  calendars: CalendarTexts,
+  now: number,
+  budget = new CalendarBudget(),
+): Timetable {
   // Only periods still running at `now` or later matter (a freeze started last month may still run:
   // expansion looks back by the rule's duration).
   const from = now;
@@ -56,10 +72,15 @@ export function buildTimetable(rule: EnvironmentRule, calendars: CalendarTexts, 
   let knownUntil = to;
   const parsed = new Map<string, ReturnType<typeof parseCalendar>>();
   /** The expansion, or undefined after recording why it cannot be had. */
-  const expanded = (kind: "window" | "freeze", e: DeployWindow | Freeze, run: () => Expansion): Expansion | undefined => {
+  const expanded = (
+    kind: "window" | "freeze",
+    e: DeployWindow | Freeze,
+    run: () => Expansion,
+  ): Expansion | undefined => {
     try {
       const expansion = run();
-      if (expansion.knownUntil <= now) throw new CalendarBoundError(`it has more than ${MAX_PERIODS_PER_RULE} periods running at once`);
+      if (expansion.knownUntil <= now)
+        throw new CalendarBoundError(`it has more than ${MAX_PERIODS_PER_RULE} periods running at once`);
       knownUntil = Math.min(knownUntil, expansion.knownUntil);
       return expansion;
     } catch (error) {
@@ -82,21 +103,44 @@ export function buildTimetable(rule: EnvironmentRule, calendars: CalendarTexts, 
     return expansion && { periods: expansion.periods, zone: zone ?? c.zone };
   };
   const recurring = (kind: "window" | "freeze", e: DeployWindow | Freeze) =>
-    expanded(kind, e, () => recurrenceExpansion({ rrule: e.rrule!, start: e.start!, duration: e.duration!, ...(e.timezone ? { timezone: e.timezone } : {}) }, from, to, budget));
+    expanded(kind, e, () =>
+      recurrenceExpansion(
+        { rrule: e.rrule!, start: e.start!, duration: e.duration!, ...(e.timezone ? { timezone: e.timezone } : {}) },
+        from,
+        to,
+        budget,
+      ),
+    );
 
   const windows: WindowSpec[] = [];
   for (const w of rule.windows ?? []) {
     if (w.rrule && w.start && w.duration) {
       windows.push({ timezone: w.timezone, label: recurrenceLabel(w), periods: recurring("window", w)?.periods ?? [] });
     } else if (w.calendar) {
-      windows.push({ timezone: w.timezone, label: `calendar ${w.calendar}`, periods: periodsOf("window", w, w.calendar, w.timezone)?.periods ?? [] });
+      windows.push({
+        timezone: w.timezone,
+        label: `calendar ${w.calendar}`,
+        periods: periodsOf("window", w, w.calendar, w.timezone)?.periods ?? [],
+      });
     } else windows.push(w);
   }
 
   const freezes: FreezeSpec[] = [];
-  const asFreeze = (f: Freeze, start: number, end: number, label: string | undefined, zone = f.timezone): FreezeSpec => {
+  const asFreeze = (
+    f: Freeze,
+    start: number,
+    end: number,
+    label: string | undefined,
+    zone = f.timezone,
+  ): FreezeSpec => {
     const reason = [f.reason, label].filter(Boolean).join(": ");
-    return { from: new Date(start).toISOString(), to: new Date(end).toISOString(), period: { start, end }, ...(reason ? { reason } : {}), ...(zone ? { timezone: zone } : {}) };
+    return {
+      from: new Date(start).toISOString(),
+      to: new Date(end).toISOString(),
+      period: { start, end },
+      ...(reason ? { reason } : {}),
+      ...(zone ? { timezone: zone } : {}),
+    };
   };
   for (const f of rule.freeze ?? []) {
     if (f.rrule && f.start && f.duration) {

@@ -7,8 +7,23 @@ import type { Store } from "../../src/index.js";
  * answers with the installation token. `review`: Steward reviews as a required reviewer.
  */
 export type Gate =
-  | { path: "rule"; owner: string; repo: string; runId: number; environment: string; installationId: number | undefined }
-  | { path: "review"; owner: string; repo: string; runId: number; environment: string; environmentId: number; installationId: number | undefined };
+  | {
+      path: "rule";
+      owner: string;
+      repo: string;
+      runId: number;
+      environment: string;
+      installationId: number | undefined;
+    }
+  | {
+      path: "review";
+      owner: string;
+      repo: string;
+      runId: number;
+      environment: string;
+      environmentId: number;
+      installationId: number | undefined;
+    };
 
 export interface WaitRecord {
   gate: Gate;

@@ -22,7 +22,12 @@ function dayPrefix(repoId: number, at: Date): string {
  * there is nothing to count against and nothing is read (the day's slots grow with every re-run;
  * under a budget there are at most that many).
  */
-export async function usedToday(store: Store, repoId: number, budget: number | undefined, at = new Date()): Promise<number> {
+export async function usedToday(
+  store: Store,
+  repoId: number,
+  budget: number | undefined,
+  at = new Date(),
+): Promise<number> {
   if (budget === undefined) return 0;
   return (await store.list(dayPrefix(repoId, at))).length;
 }
@@ -32,7 +37,13 @@ export async function usedToday(store: Store, repoId: number, budget: number | u
  * (a retry of the same re-run), false when the budget is spent. No limit: always true, nothing kept
  * but the slot itself (so turning a budget on counts today's re-runs already made).
  */
-export async function takeSlot(store: Store, repoId: number, slot: string, limit: number | undefined, at = new Date()): Promise<boolean> {
+export async function takeSlot(
+  store: Store,
+  repoId: number,
+  slot: string,
+  limit: number | undefined,
+  at = new Date(),
+): Promise<boolean> {
   const prefix = dayPrefix(repoId, at);
   // Nothing to count against: no lock and no listing of the day's slots, which grows with every
   // re-run of the day (a busy repository's thousandth re-run read a thousand slots).

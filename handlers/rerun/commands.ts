@@ -21,7 +21,13 @@ interface FlakesArgs {
 
 function formatFlakes(q: FlakesArgs, jobs: readonly FlakyJob[]): string {
   if (jobs.length === 0) return `no flaky jobs recorded for ${q.repo} in the last ${q.since}\n`;
-  const rows = jobs.map((j) => [String(j.count), String(j.rerun), `${j.workflow} / ${j.job}`, j.lastSeen, j.lastSha.slice(0, 7)]);
+  const rows = jobs.map((j) => [
+    String(j.count),
+    String(j.rerun),
+    `${j.workflow} / ${j.job}`,
+    j.lastSeen,
+    j.lastSha.slice(0, 7),
+  ]);
   const head = ["FLAKES", "RE-RUN", "WORKFLOW / JOB", "LAST SEEN", "COMMIT"];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ");
@@ -32,7 +38,12 @@ function formatFlakes(q: FlakesArgs, jobs: readonly FlakyJob[]): string {
 function parse(args: string[]): FlakesArgs | string {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { repo: { type: "string" }, since: { type: "string" }, limit: { type: "string" } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args,
+      options: { repo: { type: "string" }, since: { type: "string" }, limit: { type: "string" } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     return (e as Error).message;
   }

@@ -117,7 +117,11 @@ function workflowMatches(globs: readonly string[], run: RunFacts): boolean {
  * Why the run is out of the policy's scope, or undefined when it is in scope. `anyConclusion`: a
  * passing run counts too (the flake pattern looks at green runs around a red one).
  */
-export function outOfScope(policy: RerunPolicy, run: RunFacts, o: { anyConclusion?: boolean } = {}): string | undefined {
+export function outOfScope(
+  policy: RerunPolicy,
+  run: RunFacts,
+  o: { anyConclusion?: boolean } = {},
+): string | undefined {
   if (!policy.enabled) return "re-runs are not enabled for this repository (rerun.enabled is false)";
   // A fork's code writes its own logs: it could fake a transient failure to be re-run forever.
   if (run.fromFork && !policy.forks) return `run of fork pull request from ${run.fromFork}; rerun.forks is false`;
@@ -134,8 +138,12 @@ export function outOfScope(policy: RerunPolicy, run: RunFacts, o: { anyConclusio
 }
 
 /** Why a run on `branch` is out of `rerun.branches`, or undefined when it is in. */
-export function branchOutOfScope(policy: Pick<RerunPolicy, "branches">, branch: string | null | undefined): string | undefined {
-  if (policy.branches && !(branch && matchesAny(policy.branches, branch))) return `branch "${branch ?? "(none)"}" is not in rerun.branches`;
+export function branchOutOfScope(
+  policy: Pick<RerunPolicy, "branches">,
+  branch: string | null | undefined,
+): string | undefined {
+  if (policy.branches && !(branch && matchesAny(policy.branches, branch)))
+    return `branch "${branch ?? "(none)"}" is not in rerun.branches`;
   return undefined;
 }
 
@@ -153,13 +161,15 @@ export function failedSteps(job: JobFacts): StepFacts[] {
 function ruleMismatchWithoutLog(rule: RerunRule, job: JobFacts, withheld?: string): string | undefined {
   const list = (what: string, items: readonly string[]) => (withheld ? `the rule's ${what}` : `[${items.join(", ")}]`);
   const conclusions = rule.conclusions ?? DEFAULT_RULE_CONCLUSIONS;
-  if (!job.conclusion || !conclusions.includes(job.conclusion as never)) return `conclusion "${job.conclusion}" not in [${conclusions.join(", ")}]`;
+  if (!job.conclusion || !conclusions.includes(job.conclusion as never))
+    return `conclusion "${job.conclusion}" not in [${conclusions.join(", ")}]`;
   if (rule.jobs && !matchesAny(rule.jobs, job.name)) return `job name not in ${list("jobs", rule.jobs)}`;
   const steps = failedSteps(job);
   if (rule.steps && !steps.some((s) => matchesAny(rule.steps!, s.name))) {
     return steps.length ? `failed step "${steps[0]!.name}" not in ${list("steps", rule.steps)}` : "no failed step";
   }
-  if (rule.runner_lost === true && steps.length > 0) return `step "${steps[0]!.name}" failed, so the runner was not lost`;
+  if (rule.runner_lost === true && steps.length > 0)
+    return `step "${steps[0]!.name}" failed, so the runner was not lost`;
   if (rule.runner_lost === false && steps.length === 0) return "no step failed";
   return undefined;
 }
@@ -182,9 +192,15 @@ export function needsLog(rules: readonly RerunRule[], job: JobFacts): boolean {
 }
 
 /** Classify one failed job against the rules: the first rule whose every condition holds. */
-export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: string | ScannedLog | null | undefined, withheld?: string): JobVerdict {
+export function classifyJob(
+  rules: readonly RerunRule[],
+  job: JobFacts,
+  log: string | ScannedLog | null | undefined,
+  withheld?: string,
+): JobVerdict {
   const base = { id: job.id, name: job.name, conclusion: job.conclusion };
-  if (rules.length === 0) return { ...base, transient: true, reason: "rules is empty: every failure in scope is re-run" };
+  if (rules.length === 0)
+    return { ...base, transient: true, reason: "rules is empty: every failure in scope is re-run" };
   const misses: string[] = [];
   for (const [i, rule] of rules.entries()) {
     const miss = ruleMismatchWithoutLog(rule, job, withheld);
@@ -206,12 +222,26 @@ export function classifyJob(rules: readonly RerunRule[], job: JobFacts, log: str
         return { ...base, transient: false, stopped, reason: `cannot evaluate the rules (${misses.join("; ")})` };
       }
       if (!hit) {
-        misses.push(`rule ${i + 1}: log matches none of ${withheld ? "the rule's patterns" : `[${rule.log.join(", ")}]`}`);
+        misses.push(
+          `rule ${i + 1}: log matches none of ${withheld ? "the rule's patterns" : `[${rule.log.join(", ")}]`}`,
+        );
         continue;
       }
-      return { ...base, transient: true, rule: i, reason: withheld ? `matched rule ${i + 1}` : `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit})` };
+      return {
+        ...base,
+        transient: true,
+        rule: i,
+        reason: withheld
+          ? `matched rule ${i + 1}`
+          : `matched rule ${i + 1} (${describeRule(rule)}; log matched ${hit})`,
+      };
     }
-    return { ...base, transient: true, rule: i, reason: withheld ? `matched rule ${i + 1}` : `matched rule ${i + 1} (${describeRule(rule)})` };
+    return {
+      ...base,
+      transient: true,
+      rule: i,
+      reason: withheld ? `matched rule ${i + 1}` : `matched rule ${i + 1} (${describeRule(rule)})`,
+    };
   }
   return { ...base, transient: false, reason: `no rule matched (${misses.join("; ")})` };
 }
@@ -248,10 +278,18 @@ export function decide(input: DecideInput): Decision {
   if (failed.length === 0) return { decision: "skip", reasons: ["no failed job to re-run"], verdicts: [] };
 
   if (failed.length > policy.max_failed_jobs) {
-    const verdicts = failed.map((j) => ({ id: j.id, name: j.name, conclusion: j.conclusion, transient: false, reason: "not classified" }));
+    const verdicts = failed.map((j) => ({
+      id: j.id,
+      name: j.name,
+      conclusion: j.conclusion,
+      transient: false,
+      reason: "not classified",
+    }));
     return {
       decision: "give_up",
-      reasons: [`${failed.length} jobs failed, more than rerun.max_failed_jobs (${policy.max_failed_jobs}): treated as a real breakage`],
+      reasons: [
+        `${failed.length} jobs failed, more than rerun.max_failed_jobs (${policy.max_failed_jobs}): treated as a real breakage`,
+      ],
       verdicts,
     };
   }
@@ -263,7 +301,10 @@ export function decide(input: DecideInput): Decision {
   const transient = verdicts.filter((v) => v.transient);
   // Mode `jobs` re-runs the transient jobs alone; the other modes need every failure transient.
   const partial = policy.mode === "jobs" && transient.length > 0;
-  if (real.length > 0 && !partial) reasons.push(`${real.length} of ${verdicts.length} failed jobs are not transient: ${real.map((v) => v.name).join(", ")}`);
+  if (real.length > 0 && !partial)
+    reasons.push(
+      `${real.length} of ${verdicts.length} failed jobs are not transient: ${real.map((v) => v.name).join(", ")}`,
+    );
   // A rule that could not be evaluated never counts as matching: said here, not only in the job's verdict.
   for (const v of verdicts) if (v.stopped) reasons.push(`${v.name} is not re-run: ${v.stopped}`);
 
@@ -276,8 +317,18 @@ export function decide(input: DecideInput): Decision {
     const [first, ...later] = transient;
     const why = [`re-running job ${first!.name} alone (rerun.mode: jobs); ${next}`, ...note];
     for (const v of real) why.push(`${v.name} stays failed: not transient (${v.reason})`);
-    if (later.length) why.push(`${later.map((v) => v.name).join(", ")}: re-run after this attempt (GitHub re-runs one job per request)`);
-    return { decision: "rerun", reasons: why, verdicts, mode: "jobs", delayMs: delayMs(policy), jobs: transient.map((v) => ({ id: v.id, name: v.name })) };
+    if (later.length)
+      why.push(
+        `${later.map((v) => v.name).join(", ")}: re-run after this attempt (GitHub re-runs one job per request)`,
+      );
+    return {
+      decision: "rerun",
+      reasons: why,
+      verdicts,
+      mode: "jobs",
+      delayMs: delayMs(policy),
+      jobs: transient.map((v) => ({ id: v.id, name: v.name })),
+    };
   }
   return {
     decision: "rerun",
@@ -295,9 +346,15 @@ export const ATTEMPTS_STOP = "attempts exhausted";
 export const BUDGET_STOP = "budget:";
 
 /** Why no further re-run may be made: GitHub's cap, the policy's attempts, or the daily budget. */
-export function attemptOrBudgetStop(policy: Pick<RerunPolicy, "max_attempts" | "daily_budget">, run: Pick<RunFacts, "runAttempt">, usedToday: number): string | undefined {
-  if (run.runAttempt >= GITHUB_MAX_ATTEMPTS) return `${CAP_STOP}: attempt ${run.runAttempt} is the last GitHub allows (${GITHUB_MAX_RERUNS} re-runs of one run)`;
-  if (run.runAttempt >= policy.max_attempts) return `attempt ${run.runAttempt} of ${policy.max_attempts}: ${ATTEMPTS_STOP} (rerun.max_attempts)`;
+export function attemptOrBudgetStop(
+  policy: Pick<RerunPolicy, "max_attempts" | "daily_budget">,
+  run: Pick<RunFacts, "runAttempt">,
+  usedToday: number,
+): string | undefined {
+  if (run.runAttempt >= GITHUB_MAX_ATTEMPTS)
+    return `${CAP_STOP}: attempt ${run.runAttempt} is the last GitHub allows (${GITHUB_MAX_RERUNS} re-runs of one run)`;
+  if (run.runAttempt >= policy.max_attempts)
+    return `attempt ${run.runAttempt} of ${policy.max_attempts}: ${ATTEMPTS_STOP} (rerun.max_attempts)`;
   return budgetStop(policy, usedToday);
 }
 

@@ -44,10 +44,25 @@ export interface DecisionRequest {
 /** Read the facts, decide, record the decision and its facts, and carry it out (or schedule it). */
 export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outcome> {
   const { policy, scope, run } = req;
-  const facts = await gatherFacts({ octokit: ops.octokit, store: ops.store, adminRepo: req.adminRepo, policySources: req.policySources }, policy, scope, run);
+  const facts = await gatherFacts(
+    { octokit: ops.octokit, store: ops.store, adminRepo: req.adminRepo, policySources: req.policySources },
+    policy,
+    scope,
+    run,
+  );
   const decision = decide({ policy, run, ...facts.input });
-  ops.log.info({ runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons }, "rerun decision");
-  await recordRerunFacts(ops.store, { repository: scope.fullName, run, jobs: facts.jobs, logs: facts.tails, current: facts.input.current, decision: decision.decision });
+  ops.log.info(
+    { runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons },
+    "rerun decision",
+  );
+  await recordRerunFacts(ops.store, {
+    repository: scope.fullName,
+    run,
+    jobs: facts.jobs,
+    logs: facts.tails,
+    current: facts.input.current,
+    decision: decision.decision,
+  });
   await ops.store.audit({
     kind: "rerun_decision",
     source: "rerun",
@@ -68,7 +83,10 @@ export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outc
         const runAt = new Date(Date.now() + decision.delayMs);
         await ops.scheduler.schedule({ key, runAt, data: later, installationId: ops.installationId });
         await rememberPlan(ops, later, key, runAt);
-        return { status: "done", summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s` };
+        return {
+          status: "done",
+          summary: `re-run of run ${run.id} attempt ${run.runAttempt} scheduled in ${decision.delayMs / 1000}s`,
+        };
       }
       return carryOut(ops, task);
   }
@@ -117,12 +135,18 @@ export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
       if (stop) return stop;
     } else {
       await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
-      ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt }, "re-run found already requested before a restart");
+      ops.log.info(
+        { runId: task.run.id, attempt: task.run.runAttempt },
+        "re-run found already requested before a restart",
+      );
     }
   }
   const detail = action === "rerun_job" ? task.jobs?.[0]?.name : undefined;
   await explainAndReport(ops, task, action, detail);
-  return { status: "done", summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action, detail })}` };
+  return {
+    status: "done",
+    summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action, detail })}`,
+  };
 }
 
 function actionOf(task: RerunTask): ActionTaken {
@@ -134,12 +158,21 @@ function actionOf(task: RerunTask): ActionTaken {
 function rerunRequest(task: RerunTask): { route: string; params: Record<string, number> } {
   const job = task.mode === "jobs" ? task.jobs?.[0] : undefined;
   if (job) return { route: "POST /repos/{owner}/{repo}/actions/jobs/{job_id}/rerun", params: { job_id: job.id } };
-  if (task.mode === "workflow") return { route: "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", params: { run_id: task.run.id } };
-  return { route: "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", params: { run_id: task.run.id } };
+  if (task.mode === "workflow")
+    return { route: "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun", params: { run_id: task.run.id } };
+  return {
+    route: "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs",
+    params: { run_id: task.run.id },
+  };
 }
 
 /** Ask the API to re-run; an outcome when the run is not to be re-run after all. */
-async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; repo: string }, requestedKey: string): Promise<Outcome | undefined> {
+async function requestRerun(
+  ops: Ops,
+  task: RerunTask,
+  ref: { owner: string; repo: string },
+  requestedKey: string,
+): Promise<Outcome | undefined> {
   if (task.scheduled) {
     const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
     if (stale) {
@@ -149,8 +182,19 @@ async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; rep
   }
   const slot = `${task.run.id}:${task.run.runAttempt}`;
   if (!(await takeSlot(ops.store, task.repoId, slot, task.dailyBudget))) {
-    const stop = budgetStop({ daily_budget: task.dailyBudget }, await usedToday(ops.store, task.repoId, task.dailyBudget)) ?? "budget spent";
-    await ops.store.audit({ kind: "rerun_budget", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, budget: task.dailyBudget } });
+    const stop =
+      budgetStop({ daily_budget: task.dailyBudget }, await usedToday(ops.store, task.repoId, task.dailyBudget)) ??
+      "budget spent";
+    await ops.store.audit({
+      kind: "rerun_budget",
+      source: "rerun",
+      details: {
+        repository: `${ref.owner}/${ref.repo}`,
+        runId: task.run.id,
+        attempt: task.run.runAttempt,
+        budget: task.dailyBudget,
+      },
+    });
     await explainAndReport(ops, { ...task, reasons: [...task.reasons, stop] }, "budget", stop);
     return { status: "skipped", reason: `run ${task.run.id} attempt ${task.run.runAttempt}: ${stop}` };
   }
@@ -170,7 +214,17 @@ async function requestRerun(ops: Ops, task: RerunTask, ref: { owner: string; rep
     return handleRefusal(ops, task, refusal);
   }
   await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
-  await ops.store.audit({ kind: "rerun_requested", source: "rerun", details: { repository: `${ref.owner}/${ref.repo}`, runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode, ...(task.jobs?.[0] && task.mode === "jobs" ? { job: task.jobs[0].name } : {}) } });
+  await ops.store.audit({
+    kind: "rerun_requested",
+    source: "rerun",
+    details: {
+      repository: `${ref.owner}/${ref.repo}`,
+      runId: task.run.id,
+      attempt: task.run.runAttempt,
+      mode: task.mode,
+      ...(task.jobs?.[0] && task.mode === "jobs" ? { job: task.jobs[0].name } : {}),
+    },
+  });
   ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode }, "re-run requested");
   return undefined;
 }
@@ -188,8 +242,18 @@ async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promi
     ops.log.info({ runId: task.run.id, tries }, "run still running; re-run retried later");
     return { status: "done", summary: `${runLabel}: the API said "${refusal.message}"; retrying in ${waitMs / 1000}s` };
   }
-  const detail = refusal.kind === "busy" ? `"${refusal.message}" after ${task.tries + 1} tries` : `"${refusal.message}"`;
-  await ops.store.audit({ kind: "rerun_refused", source: "rerun", details: { repository: `${task.owner}/${task.repo}`, runId: task.run.id, attempt: task.run.runAttempt, message: refusal.message } });
+  const detail =
+    refusal.kind === "busy" ? `"${refusal.message}" after ${task.tries + 1} tries` : `"${refusal.message}"`;
+  await ops.store.audit({
+    kind: "rerun_refused",
+    source: "rerun",
+    details: {
+      repository: `${task.owner}/${task.repo}`,
+      runId: task.run.id,
+      attempt: task.run.runAttempt,
+      message: refusal.message,
+    },
+  });
   await explainAndReport(ops, task, "refused", detail);
   return { status: "skipped", reason: `${runLabel}: the API refused the re-run: ${detail}` };
 }

@@ -2,7 +2,16 @@
 // taken on that commit (several workflows, several attempts), newest first. Pure rendering.
 import { ATTEMPTS_STOP, BUDGET_STOP, CAP_STOP, type JobVerdict } from "./decide.js";
 
-export type ActionTaken = "rerun_failed_jobs" | "rerun_workflow" | "rerun_job" | "gave_up" | "refused" | "budget" | "cancelled" | "planned" | "stood_down";
+export type ActionTaken =
+  | "rerun_failed_jobs"
+  | "rerun_workflow"
+  | "rerun_job"
+  | "gave_up"
+  | "refused"
+  | "budget"
+  | "cancelled"
+  | "planned"
+  | "stood_down";
 
 export interface Explanation {
   runId: number;
@@ -25,11 +34,17 @@ export const CHECK_NAME = "steward/rerun";
 /** Older explanations beyond this many are dropped from the check run (the audit log keeps them). */
 export const MAX_EXPLANATIONS = 20;
 
-export function actionText(e: Pick<Explanation, "action" | "attempt" | "maxAttempts" | "detail"> & { verdicts?: readonly JobVerdict[] }): string {
+export function actionText(
+  e: Pick<Explanation, "action" | "attempt" | "maxAttempts" | "detail"> & { verdicts?: readonly JobVerdict[] },
+): string {
   const next = `attempt ${e.attempt + 1} of ${e.maxAttempts}`;
   // Only when there are: the other failed jobs the decision judged (re-run later, or not at all).
   const others = (e.verdicts ?? []).filter((v) => v.name !== e.detail);
-  const stay = others.some((v) => !v.transient) ? "; the other failed jobs stay failed" : others.length ? "; the other transient jobs follow, one attempt after another" : "";
+  const stay = others.some((v) => !v.transient)
+    ? "; the other failed jobs stay failed"
+    : others.length
+      ? "; the other transient jobs follow, one attempt after another"
+      : "";
   switch (e.action) {
     case "rerun_failed_jobs":
       return `re-ran the failed jobs and their dependents (${next})`;

@@ -39,7 +39,11 @@ export interface ApiRun {
  * `repository` (the delivery's) is what the head repository is compared with when the run object
  * does not carry its own.
  */
-export function toRunFacts(run: ApiRun, workflow?: { name?: string; path?: string } | null, repository?: RepoIdentity): RunFacts {
+export function toRunFacts(
+  run: ApiRun,
+  workflow?: { name?: string; path?: string } | null,
+  repository?: RepoIdentity,
+): RunFacts {
   return {
     id: run.id,
     ...(run.workflow_id === undefined ? {} : { workflowId: run.workflow_id }),
@@ -66,25 +70,47 @@ function statusOf(err: unknown): number | undefined {
   return typeof status === "number" ? status : undefined;
 }
 
-export async function getRun(octokit: InstallationOctokit, ref: RepoRef, runId: number): Promise<ApiRun & { status: string | null }> {
+export async function getRun(
+  octokit: InstallationOctokit,
+  ref: RepoRef,
+  runId: number,
+): Promise<ApiRun & { status: string | null }> {
   const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { ...ref, run_id: runId });
   return data as ApiRun & { status: string | null };
 }
 
 /** Every job of one attempt of a run (paginated). */
-export async function listJobs(octokit: InstallationOctokit, ref: RepoRef, runId: number, attempt: number): Promise<JobFacts[]> {
-  const jobs = await octokit.paginate("GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs", {
-    ...ref,
-    run_id: runId,
-    attempt_number: attempt,
-    per_page: 100,
-  });
+export async function listJobs(
+  octokit: InstallationOctokit,
+  ref: RepoRef,
+  runId: number,
+  attempt: number,
+): Promise<JobFacts[]> {
+  const jobs = await octokit.paginate(
+    "GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs",
+    {
+      ...ref,
+      run_id: runId,
+      attempt_number: attempt,
+      per_page: 100,
+    },
+  );
   return jobs.map(toJobFacts);
 }
 
 /** The decision's view of a job, from the jobs listing or a `workflow_job` payload. */
-export function toJobFacts(j: { id: number; name: string; conclusion?: string | null; steps?: { name: string; conclusion?: string | null }[] | null }): JobFacts {
-  return { id: j.id, name: j.name, conclusion: j.conclusion ?? null, steps: (j.steps ?? []).map((s) => ({ name: s.name, conclusion: s.conclusion ?? null })) };
+export function toJobFacts(j: {
+  id: number;
+  name: string;
+  conclusion?: string | null;
+  steps?: { name: string; conclusion?: string | null }[] | null;
+}): JobFacts {
+  return {
+    id: j.id,
+    name: j.name,
+    conclusion: j.conclusion ?? null,
+    steps: (j.steps ?? []).map((s) => ({ name: s.name, conclusion: s.conclusion ?? null })),
+  };
 }
 
 /**
@@ -109,7 +135,9 @@ export async function fetchJobLog(octokit: InstallationOctokit, ref: RepoRef, jo
     if (!location) return null;
     return downloadLog(location);
   }
-  return clip(typeof response.data === "string" ? response.data : Buffer.from(response.data as ArrayBuffer).toString("utf8"));
+  return clip(
+    typeof response.data === "string" ? response.data : Buffer.from(response.data as ArrayBuffer).toString("utf8"),
+  );
 }
 
 async function downloadLog(url: string): Promise<string | null> {
@@ -136,7 +164,10 @@ export async function currentHead(octokit: InstallationOctokit, ref: RepoRef, ru
   if (pr !== undefined) {
     const source = `pull request #${pr}`;
     try {
-      const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { ...ref, pull_number: pr });
+      const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+        ...ref,
+        pull_number: pr,
+      });
       return { source, sha: data.head.sha };
     } catch (err) {
       if (statusOf(err) === 404) return { source, sha: null };
@@ -148,7 +179,10 @@ export async function currentHead(octokit: InstallationOctokit, ref: RepoRef, ru
   // A merge group's run tests the group's temporary branch, deleted when the group is destroyed.
   const source = run.event === "merge_group" ? `merge group ${run.headBranch}` : `branch ${run.headBranch}`;
   try {
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", { ...ref, branch: run.headBranch });
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", {
+      ...ref,
+      branch: run.headBranch,
+    });
     return { source, sha: data.commit.sha };
   } catch (err) {
     if (statusOf(err) === 404) return { source, sha: null };
@@ -163,7 +197,12 @@ export async function currentHead(octokit: InstallationOctokit, ref: RepoRef, ru
 async function forkPullHead(octokit: InstallationOctokit, ref: RepoRef, run: RunFacts): Promise<CurrentHead> {
   if (!run.headOwner || !run.headBranch) return { source: "a pull request the run does not name", sha: undefined };
   const head = `${run.headOwner}:${run.headBranch}`;
-  const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls", { ...ref, head, state: "open", per_page: 10 });
+  const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls", {
+    ...ref,
+    head,
+    state: "open",
+    per_page: 10,
+  });
   if (data.length === 0) return { source: `an open pull request from ${head}`, sha: null };
   if (data.length > 1) return { source: `${data.length} open pull requests from ${head}`, sha: undefined };
   return { source: `pull request #${data[0]!.number}`, sha: data[0]!.head.sha };
@@ -189,16 +228,29 @@ export interface FactSources {
  * failed jobs the rules read (scanned for their patterns; the tail kept), where the branch or
  * pull request points now, whether the policy's words may be shown, and today's re-runs.
  */
-export async function gatherFacts(src: FactSources, policy: RerunPolicy, ref: RepoRef & { repoId: number }, run: RunFacts): Promise<GatheredFacts> {
+export async function gatherFacts(
+  src: FactSources,
+  policy: RerunPolicy,
+  ref: RepoRef & { repoId: number },
+  run: RunFacts,
+): Promise<GatheredFacts> {
   const repo = { owner: ref.owner, repo: ref.repo };
   const jobs = await listJobs(src.octokit, repo, run.id, run.runAttempt);
   const specs = policy.rules.flatMap((r) => r.log ?? []);
   const budget = new MatchBudget();
   // The decision needs only which patterns matched; the facts kept for simulating another policy
   // need the text, of which the tail is enough (errors print last).
-  const read = await fetchLogs(src.octokit, repo, logsToFetch(policy, run, jobs), async (log) => ({ scanned: await scanLog(log, specs, budget), tail: log.slice(-LOG_TAIL_CHARS) }));
+  const read = await fetchLogs(src.octokit, repo, logsToFetch(policy, run, jobs), async (log) => ({
+    scanned: await scanLog(log, specs, budget),
+    tail: log.slice(-LOG_TAIL_CHARS),
+  }));
   const current = await currentHead(src.octokit, repo, run);
-  const withheld = await policyWithheld(src.octokit, { ...repo, adminRepo: src.adminRepo, sources: src.policySources, fork: Boolean(run.fromFork) });
+  const withheld = await policyWithheld(src.octokit, {
+    ...repo,
+    adminRepo: src.adminRepo,
+    sources: src.policySources,
+    fork: Boolean(run.fromFork),
+  });
   const logs = new Map([...read].map(([id, r]) => [id, r && r.scanned] as const));
   const tails = new Map([...read].map(([id, r]) => [id, r && r.tail] as const));
   const used = await usedToday(src.store, ref.repoId, policy.daily_budget);
@@ -210,7 +262,12 @@ export async function gatherFacts(src: FactSources, policy: RerunPolicy, ref: Re
  * by `digest` (e.g. scanned for the policy's patterns) before the next is read, so at most one log's
  * text is held at once.
  */
-export async function fetchLogs<T>(octokit: InstallationOctokit, ref: RepoRef, jobIds: readonly number[], digest: (log: string) => Promise<T>): Promise<Map<number, T | null>> {
+export async function fetchLogs<T>(
+  octokit: InstallationOctokit,
+  ref: RepoRef,
+  jobIds: readonly number[],
+  digest: (log: string) => Promise<T>,
+): Promise<Map<number, T | null>> {
   const logs = new Map<number, T | null>();
   for (const id of jobIds) {
     const log = await fetchJobLog(octokit, ref, id);
@@ -223,7 +280,12 @@ export async function fetchLogs<T>(octokit: InstallationOctokit, ref: RepoRef, j
 const HISTORY_RUNS = 30;
 
 /** The commits around `run` on its branch, oldest first, each with its newest run's jobs. */
-export async function branchHistory(octokit: InstallationOctokit, ref: RepoRef, run: RunFacts, repository: RepoIdentity): Promise<CommitRun[]> {
+export async function branchHistory(
+  octokit: InstallationOctokit,
+  ref: RepoRef,
+  run: RunFacts,
+  repository: RepoIdentity,
+): Promise<CommitRun[]> {
   if (run.workflowId === undefined || !run.headBranch) return [];
   const { data } = await octokit.request("GET /repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs", {
     ...ref,

@@ -21,7 +21,9 @@ export async function flakePass(ops: Ops, policy: RerunPolicy, scope: RerunScope
   const lines: string[] = [];
   for (const flake of flakes) {
     // Each flake is acted on once, whichever of its neighbours' runs finds it first.
-    const acted = await ops.once(flakeKey(scope.repoId, flake.run.id, flake.run.runAttempt, flake.job.name), { run: () => actOn(ops, policy, scope, flake) });
+    const acted = await ops.once(flakeKey(scope.repoId, flake.run.id, flake.run.runAttempt, flake.job.name), {
+      run: () => actOn(ops, policy, scope, flake),
+    });
     if (acted.state !== "recorded") lines.push(acted.value);
   }
   return lines;
@@ -30,7 +32,13 @@ export async function flakePass(ops: Ops, policy: RerunPolicy, scope: RerunScope
 async function actOn(ops: Ops, policy: RerunPolicy, scope: RerunScope, flake: Flake): Promise<string> {
   const reason = flakeReason(flake);
   const stop = attemptOrBudgetStop(policy, flake.run, await usedToday(ops.store, scope.repoId, policy.daily_budget));
-  const verdict: JobVerdict = { id: flake.job.id, name: flake.job.name, conclusion: "failure", transient: true, reason };
+  const verdict: JobVerdict = {
+    id: flake.job.id,
+    name: flake.job.name,
+    conclusion: "failure",
+    transient: true,
+    reason,
+  };
   const task: RerunTask = {
     owner: scope.owner,
     repo: scope.repo,
@@ -70,7 +78,11 @@ async function actOn(ops: Ops, policy: RerunPolicy, scope: RerunScope, flake: Fl
     ...(why ? { why } : {}),
     at: new Date().toISOString(),
   };
-  await ops.store.set(`${flakePrefix(record.repository)}${flake.run.id}:${flake.run.runAttempt}:${flake.job.name}`, record, { ttlMs: FLAKE_TTL_MS });
+  await ops.store.set(
+    `${flakePrefix(record.repository)}${flake.run.id}:${flake.run.runAttempt}:${flake.job.name}`,
+    record,
+    { ttlMs: FLAKE_TTL_MS },
+  );
   await ops.store.audit({ kind: "rerun_flake", source: "rerun", details: { ...record } });
   return `${reason}: ${rerun ? "re-ran it" : `not re-run (${why ?? "no reason"})`}`;
 }

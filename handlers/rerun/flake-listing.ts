@@ -18,7 +18,11 @@ export interface RepositoryFlakes {
 }
 
 /** Per repository asked for that has flakes since `sinceMs` ago, its flakiest jobs first. */
-export async function flakyJobs(store: Pick<Store, "list">, q: FlakesQuery, now = new Date()): Promise<RepositoryFlakes[]> {
+export async function flakyJobs(
+  store: Pick<Store, "list">,
+  q: FlakesQuery,
+  now = new Date(),
+): Promise<RepositoryFlakes[]> {
   if (q.repos.length === 0) return [];
   const wanted = new Map(q.repos.map((r) => [r.toLowerCase(), r]));
   // One repository: its own key range. Several: one pass over every record, kept when asked for.

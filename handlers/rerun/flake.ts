@@ -98,11 +98,21 @@ export function rankFlakes(records: readonly FlakeRecord[], since: Date): FlakyJ
   for (const r of records) {
     if (Date.parse(r.at) < since.getTime()) continue;
     const key = `${r.workflow}\u0000${r.job}`;
-    const entry = byJob.get(key) ?? { workflow: r.workflow, job: r.job, count: 0, rerun: 0, lastSeen: r.at, lastSha: r.sha, lastRunId: r.runId };
+    const entry = byJob.get(key) ?? {
+      workflow: r.workflow,
+      job: r.job,
+      count: 0,
+      rerun: 0,
+      lastSeen: r.at,
+      lastSha: r.sha,
+      lastRunId: r.runId,
+    };
     entry.count++;
     if (r.rerun) entry.rerun++;
     if (r.at >= entry.lastSeen) Object.assign(entry, { lastSeen: r.at, lastSha: r.sha, lastRunId: r.runId });
     byJob.set(key, entry);
   }
-  return [...byJob.values()].sort((a, b) => b.count - a.count || b.lastSeen.localeCompare(a.lastSeen) || a.job.localeCompare(b.job));
+  return [...byJob.values()].sort(
+    (a, b) => b.count - a.count || b.lastSeen.localeCompare(a.lastSeen) || a.job.localeCompare(b.job),
+  );
 }

@@ -56,7 +56,8 @@ export default defineHandler({
     // Out of scope: decided from the payload alone, nothing read or written (but the flake pattern).
     const outside = outOfScope(policy, run);
     if (outside) {
-      if (run.conclusion && FAILED_RUN.has(run.conclusion)) await recordRerunFacts(ctx.store, { repository: scope.fullName, run, decision: "skip" });
+      if (run.conclusion && FAILED_RUN.has(run.conclusion))
+        await recordRerunFacts(ctx.store, { repository: scope.fullName, run, decision: "skip" });
       return withFlakes({ status: "skipped", reason: outside }, flakes);
     }
 
@@ -64,9 +65,21 @@ export default defineHandler({
     // A failed attempt records nothing: its retry decides again (carrying out re-checks the run's
     // attempt, so a re-run requested just before a crash is not requested twice).
     const decided = await ctx.once(decisionKey(scope.repoId, run.id, run.runAttempt), {
-      run: () => decideAndAct(opsOf(ctx), { policy, scope, run, htmlUrl: payload.workflow_run.html_url, adminRepo: ctx.config.adminRepo || ".github", policySources: ctx.policySources }),
+      run: () =>
+        decideAndAct(opsOf(ctx), {
+          policy,
+          scope,
+          run,
+          htmlUrl: payload.workflow_run.html_url,
+          adminRepo: ctx.config.adminRepo || ".github",
+          policySources: ctx.policySources,
+        }),
     });
-    if (decided.state === "recorded") return withFlakes({ status: "skipped", reason: `run ${run.id} attempt ${run.runAttempt} was already decided` }, flakes);
+    if (decided.state === "recorded")
+      return withFlakes(
+        { status: "skipped", reason: `run ${run.id} attempt ${run.runAttempt} was already decided` },
+        flakes,
+      );
     return withFlakes(decided.value, flakes);
   },
 
@@ -88,10 +101,16 @@ function scopeOf(payload: WorkflowRunPayload): RerunScope {
 }
 
 async function onGroupDestroyed(ctx: Context): Promise<Outcome> {
-  if (ctx.action !== "destroyed") return { status: "skipped", reason: `merge_group action "${ctx.action}" is not destroyed` };
+  if (ctx.action !== "destroyed")
+    return { status: "skipped", reason: `merge_group action "${ctx.action}" is not destroyed` };
   const payload = ctx.payload as unknown as MergeGroupPayload;
   const group = payload.merge_group;
-  return cancelPlans(opsOf(ctx), { repoId: payload.repository.id, headSha: group.head_sha, headRef: group.head_ref, reason: payload.reason ?? "no reason given" });
+  return cancelPlans(opsOf(ctx), {
+    repoId: payload.repository.id,
+    headSha: group.head_sha,
+    headRef: group.head_ref,
+    reason: payload.reason ?? "no reason given",
+  });
 }
 
 /** The flake pattern's pass over the runs around this one, when the policy asks for it. */
@@ -103,6 +122,7 @@ async function flakesAround(ctx: Context, policy: RerunPolicy, scope: RerunScope
 
 function withFlakes(outcome: Outcome, flakes: string[]): Outcome {
   if (flakes.length === 0) return outcome;
-  const own = outcome.status === "done" ? outcome.summary : outcome.status === "skipped" ? outcome.reason : outcome.error;
+  const own =
+    outcome.status === "done" ? outcome.summary : outcome.status === "skipped" ? outcome.reason : outcome.error;
   return { status: "done", summary: [...flakes, ...(own ? [own] : [])].join("; ") };
 }

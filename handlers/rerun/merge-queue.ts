@@ -45,9 +45,21 @@ export async function cancelPlans(ops: Ops, group: DestroyedGroup): Promise<Outc
   const why = `merge group ${group.headRef.replace(/^refs\/heads\//, "")} was destroyed (${group.reason}) before the re-run`;
   for (const { key, value } of plans) {
     await ops.scheduler.cancel(value.taskKey);
-    await ops.store.audit({ kind: "rerun_cancelled", source: "rerun", details: { repository: `${value.task.owner}/${value.task.repo}`, runId: value.task.run.id, attempt: value.task.run.runAttempt, reason: why } });
+    await ops.store.audit({
+      kind: "rerun_cancelled",
+      source: "rerun",
+      details: {
+        repository: `${value.task.owner}/${value.task.repo}`,
+        runId: value.task.run.id,
+        attempt: value.task.run.runAttempt,
+        reason: why,
+      },
+    });
     await explainAndReport(ops, { ...value.task, reasons: [...value.task.reasons, why] }, "cancelled", why);
     await ops.store.delete(key);
   }
-  return { status: "done", summary: `cancelled ${plans.length} planned re-run${plans.length === 1 ? "" : "s"}: ${why}` };
+  return {
+    status: "done",
+    summary: `cancelled ${plans.length} planned re-run${plans.length === 1 ? "" : "s"}: ${why}`,
+  };
 }

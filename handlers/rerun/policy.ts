@@ -1,6 +1,13 @@
 // The `rerun` section of `.github/steward.yml`: which failed workflow runs Steward re-runs,
 // how often, and which failures count as transient.
-import { type PolicySection, globError, parseDuration, textMatcherError, didYouMean, suggestionNote } from "../../src/index.js";
+import {
+  type PolicySection,
+  globError,
+  parseDuration,
+  textMatcherError,
+  didYouMean,
+  suggestionNote,
+} from "../../src/index.js";
 
 export type RuleConclusion = "failure" | "timed_out" | "cancelled";
 /** `jobs`: re-run only the transient failed jobs, one request each; the others stay failed. */
@@ -63,11 +70,39 @@ export const MAX_DELAY_MS = 24 * 3_600_000;
 
 /** Events that trigger workflow runs; another name in `events` is most likely a typo. */
 export const WORKFLOW_EVENTS: readonly string[] = [
-  "branch_protection_rule", "check_run", "check_suite", "create", "delete", "deployment", "deployment_status",
-  "discussion", "discussion_comment", "dynamic", "fork", "gollum", "issue_comment", "issues", "label", "merge_group",
-  "milestone", "page_build", "public", "pull_request", "pull_request_review", "pull_request_review_comment",
-  "pull_request_target", "push", "registry_package", "release", "repository_dispatch", "schedule", "status", "watch",
-  "workflow_call", "workflow_dispatch", "workflow_run",
+  "branch_protection_rule",
+  "check_run",
+  "check_suite",
+  "create",
+  "delete",
+  "deployment",
+  "deployment_status",
+  "discussion",
+  "discussion_comment",
+  "dynamic",
+  "fork",
+  "gollum",
+  "issue_comment",
+  "issues",
+  "label",
+  "merge_group",
+  "milestone",
+  "page_build",
+  "public",
+  "pull_request",
+  "pull_request_review",
+  "pull_request_review_comment",
+  "pull_request_target",
+  "push",
+  "registry_package",
+  "release",
+  "repository_dispatch",
+  "schedule",
+  "status",
+  "watch",
+  "workflow_call",
+  "workflow_dispatch",
+  "workflow_run",
 ];
 
 const stringList = { type: "array", items: { type: "string" } } as const;
@@ -135,7 +170,11 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
     if (value.events?.length === 0) report(["events"], `empty "events" list: no run is in scope`, "warning");
     value.events?.forEach((event, i) => {
       if (!WORKFLOW_EVENTS.includes(event)) {
-        report(["events", i], `"${event}" is not an event that triggers workflow runs${suggestionNote(didYouMean(event, WORKFLOW_EVENTS))}`, "warning");
+        report(
+          ["events", i],
+          `"${event}" is not an event that triggers workflow runs${suggestionNote(didYouMean(event, WORKFLOW_EVENTS))}`,
+          "warning",
+        );
       }
     });
 
@@ -143,7 +182,9 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
     if (delay === undefined) report(["delay"], `invalid duration "${value.delay}" (use 30s, 5m, 1h)`);
     else if (delay > MAX_DELAY_MS) report(["delay"], `delay "${value.delay}" is longer than 24h`);
 
-    value.rules.forEach((rule, i) => checkRule(rule, (path, message, severity) => report(["rules", i, ...path], message, severity)));
+    value.rules.forEach((rule, i) =>
+      checkRule(rule, (path, message, severity) => report(["rules", i, ...path], message, severity)),
+    );
   },
 };
 
@@ -163,7 +204,7 @@ function checkRule(
     if (err) report(["log", i], err);
   });
   if (rule.runner_lost === true && rule.steps?.length) {
-    report(["runner_lost"], "runner_lost: true means no step failed, so the rule's \"steps\" can never match");
+    report(["runner_lost"], 'runner_lost: true means no step failed, so the rule\'s "steps" can never match');
   }
   const conditions = ["jobs", "steps", "log", "runner_lost", "conclusions"].filter((k) => k in rule);
   if (conditions.length === 0) report([], "rule has no condition: every failure matches it", "warning");

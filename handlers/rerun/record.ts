@@ -24,11 +24,21 @@ export interface RerunFactRecord {
 
 export { rerunFactsPrefix };
 
-export async function recordRerunFacts(store: Store, record: Omit<RerunFactRecord, "at" | "logs"> & { logs?: ReadonlyMap<number, string | null> }, at = new Date()): Promise<void> {
+export async function recordRerunFacts(
+  store: Store,
+  record: Omit<RerunFactRecord, "at" | "logs"> & { logs?: ReadonlyMap<number, string | null> },
+  at = new Date(),
+): Promise<void> {
   const { logs, ...rest } = record;
   const value: RerunFactRecord = {
     ...rest,
-    ...(logs ? { logs: [...logs].map(([id, text]) => [id, text === null ? null : text.slice(-LOG_TAIL_CHARS)] as [number, string | null]) } : {}),
+    ...(logs
+      ? {
+          logs: [...logs].map(
+            ([id, text]) => [id, text === null ? null : text.slice(-LOG_TAIL_CHARS)] as [number, string | null],
+          ),
+        }
+      : {}),
     at: at.toISOString(),
   };
   // Time first in the key: a prefix listing comes back oldest first.

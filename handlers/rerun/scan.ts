@@ -3,7 +3,15 @@
 // than MAX_LINE_CHARS. Matching a log runs in a worker thread stopped at the delivery's remaining
 // matching time (src/policy/bounded-match.ts): the event loop is never held by it, and a log
 // that could not be matched in time says so (`stopped`) for the decision to fail closed.
-import { boundedMatch, INLINE_WORK, MAX_LINE_CHARS, matchInline, matchWork, textMatcher, type MatchBudget } from "../../src/index.js";
+import {
+  boundedMatch,
+  INLINE_WORK,
+  MAX_LINE_CHARS,
+  matchInline,
+  matchWork,
+  textMatcher,
+  type MatchBudget,
+} from "../../src/index.js";
 
 export { MAX_LINE_CHARS };
 
@@ -21,7 +29,10 @@ export interface ScannedLog {
 export function scanLogSync(log: string, specs: readonly string[]): ScannedLog {
   const matchers = [...new Set(specs)].map(textMatcher);
   if (matchWork(log, matchers) > INLINE_WORK) {
-    return { matched: new Set(), stopped: `matching ${specs.length} log patterns against a ${log.length}-character log is more work than is done without a deadline` };
+    return {
+      matched: new Set(),
+      stopped: `matching ${specs.length} log patterns against a ${log.length}-character log is more work than is done without a deadline`,
+    };
   }
   return { matched: matchInline(log, matchers) };
 }
@@ -29,7 +40,10 @@ export function scanLogSync(log: string, specs: readonly string[]): ScannedLog {
 /** The specs of `specs` that match some line of `log`, within what is left of the delivery's `budget`. */
 export async function scanLog(log: string, specs: readonly string[], budget: MatchBudget): Promise<ScannedLog> {
   const matchers = [...new Set(specs)].map(textMatcher);
-  const result = await boundedMatch(log, matchers, { deadlineMs: budget.remaining, what: `${specs.length} log patterns against a ${log.length}-character job log` });
+  const result = await boundedMatch(log, matchers, {
+    deadlineMs: budget.remaining,
+    what: `${specs.length} log patterns against a ${log.length}-character job log`,
+  });
   budget.spend(result.ms);
   return result.stopped ? { matched: result.matched, stopped: result.stopped } : { matched: result.matched };
 }

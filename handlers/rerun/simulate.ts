@@ -21,7 +21,11 @@ export interface RerunImpact {
   unknown: number;
 }
 
-export async function rerunImpact(policy: RerunPolicy, records: readonly RerunFactRecord[], limit = RERUN_RUNS): Promise<RerunImpact> {
+export async function rerunImpact(
+  policy: RerunPolicy,
+  records: readonly RerunFactRecord[],
+  limit = RERUN_RUNS,
+): Promise<RerunImpact> {
   const last = newest(records, limit);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
@@ -35,7 +39,8 @@ export async function rerunImpact(policy: RerunPolicy, records: readonly RerunFa
     const current = r.current ?? { source: "the run's commit", sha: r.run.headSha };
     // Budgets are left out: they depend on the day's other decisions, not on this run.
     const logs = new Map<number, ScannedLog | null>();
-    for (const [id, tail] of r.logs ?? []) logs.set(id, typeof tail === "string" ? await scanLog(tail, specs, budget) : null);
+    for (const [id, tail] of r.logs ?? [])
+      logs.set(id, typeof tail === "string" ? await scanLog(tail, specs, budget) : null);
     const d = decide({ policy: { ...policy, daily_budget: undefined }, run: r.run, jobs: r.jobs, logs, current });
     if (d.decision === "rerun") would++;
   }
@@ -45,8 +50,12 @@ export async function rerunImpact(policy: RerunPolicy, records: readonly RerunFa
 const times = (n: number) => `${n} time${n === 1 ? "" : "s"}`;
 
 export function describeRerunImpact(r: RerunImpact): string {
-  const unknown = r.unknown ? ` (${r.unknown} more ${r.unknown === 1 ? "run comes" : "runs come"} into scope whose jobs were never read)` : "";
-  return r.runs === 0 ? "no failed runs recorded yet to simulate re-runs on" : `the last ${r.runs} failed runs would have been re-run ${times(r.would)} (was ${r.was})${unknown}`;
+  const unknown = r.unknown
+    ? ` (${r.unknown} more ${r.unknown === 1 ? "run comes" : "runs come"} into scope whose jobs were never read)`
+    : "";
+  return r.runs === 0
+    ? "no failed runs recorded yet to simulate re-runs on"
+    : `the last ${r.runs} failed runs would have been re-run ${times(r.would)} (was ${r.was})${unknown}`;
 }
 
 export async function simulateRerun({ policy, store, repository }: SimulationInput<RerunPolicy>): Promise<string> {

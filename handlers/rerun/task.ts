@@ -18,7 +18,15 @@ export interface Ops {
 }
 
 export function opsOf(ctx: Ops): Ops {
-  return { octokit: ctx.octokit, store: ctx.store, once: ctx.once, checks: ctx.checks, scheduler: ctx.scheduler, log: ctx.log, installationId: ctx.installationId };
+  return {
+    octokit: ctx.octokit,
+    store: ctx.store,
+    once: ctx.once,
+    checks: ctx.checks,
+    scheduler: ctx.scheduler,
+    log: ctx.log,
+    installationId: ctx.installationId,
+  };
 }
 
 /** The repository a run belongs to. */
@@ -57,5 +65,11 @@ export interface RerunTask {
 
 export function isRerunTask(data: unknown): data is RerunTask {
   const d = data as Partial<RerunTask> | null;
-  return !!d && typeof d.owner === "string" && typeof d.repo === "string" && typeof d.run?.id === "number" && Array.isArray(d.verdicts);
+  return (
+    !!d &&
+    typeof d.owner === "string" &&
+    typeof d.repo === "string" &&
+    typeof d.run?.id === "number" &&
+    Array.isArray(d.verdicts)
+  );
 }

@@ -52,14 +52,24 @@ export function withConditionalReads(api: Requester, namespace: string, cache: R
 }
 
 /** Follows `page` until a short page or no `rel="next"`; `per_page` is the route's maximum. */
-export async function listAll<T>(api: Requester, route: string, params: Record<string, unknown>, key: string, perPage: number): Promise<T[]> {
+export async function listAll<T>(
+  api: Requester,
+  route: string,
+  params: Record<string, unknown>,
+  key: string,
+  perPage: number,
+): Promise<T[]> {
   const out: T[] = [];
   for (let page = 1; ; page++) {
     const res = await api.request(route, { ...params, per_page: perPage, page });
     const items = (res.data?.[key] ?? []) as T[];
     out.push(...items);
     const link = String(res.headers.link ?? "");
-    if (items.length < perPage || (link !== "" && !/rel="next"/.test(link)) || (link === "" && typeof res.data?.total_count === "number" && out.length >= res.data.total_count)) {
+    if (
+      items.length < perPage ||
+      (link !== "" && !/rel="next"/.test(link)) ||
+      (link === "" && typeof res.data?.total_count === "number" && out.length >= res.data.total_count)
+    ) {
       return out;
     }
   }
@@ -71,7 +81,8 @@ export function statusOf(error: unknown): number | undefined {
 }
 
 function headersOf(error: unknown): Record<string, string | number | undefined> {
-  return ((error as { response?: { headers?: Record<string, string | number | undefined> } })?.response?.headers ?? {}) as Record<string, string | number | undefined>;
+  return ((error as { response?: { headers?: Record<string, string | number | undefined> } })?.response?.headers ??
+    {}) as Record<string, string | number | undefined>;
 }
 
 /** A short description of a failed request: status and the API's message, never request data. */

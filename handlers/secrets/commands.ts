@@ -75,7 +75,9 @@ async function run(args: string[], io: CommandContext): Promise<number> {
     const res = await app.request("GET /orgs/{org}/installation", { org: parsed.org });
     installationId = res.data.id;
   } catch (e) {
-    io.err(`steward sync: ${statusOf(e) === 404 ? `the app is not installed on ${parsed.org}` : `cannot find the installation on ${parsed.org}: ${describeError(e)}`}\n`);
+    io.err(
+      `steward sync: ${statusOf(e) === 404 ? `the app is not installed on ${parsed.org}` : `cannot find the installation on ${parsed.org}: ${describeError(e)}`}\n`,
+    );
     return 1;
   }
   let store;
@@ -103,7 +105,8 @@ async function run(args: string[], io: CommandContext): Promise<number> {
         who: "steward sync (CLI)",
         force: parsed.force,
         wait: parsed.wait,
-        onWait: (holder) => io.err(`steward sync: waiting for the sync of ${parsed.org} already running (${describeHolder(holder)})\n`),
+        onWait: (holder) =>
+          io.err(`steward sync: waiting for the sync of ${parsed.org} already running (${describeHolder(holder)})\n`),
       },
     });
     progress.end();
@@ -123,7 +126,9 @@ async function run(args: string[], io: CommandContext): Promise<number> {
   } catch (e) {
     progress.end();
     if (e instanceof LeaseHeld) {
-      io.err(`steward sync: ${e.message}\n  --wait waits for it to finish; --force takes it over (it stops between steps)\n`);
+      io.err(
+        `steward sync: ${e.message}\n  --wait waits for it to finish; --force takes it over (it stops between steps)\n`,
+      );
       return 1;
     }
     io.err(`steward sync: ${describeError(e)}\n`);

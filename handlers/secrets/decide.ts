@@ -3,13 +3,28 @@ import { SECRETS_DOCUMENT_PATH } from "./policy.js";
 
 export type Decision =
   /** Read, plan and apply for the organisation; `onlyRepos` limits repository scopes. */
-  | { decision: "sync"; org: string; onlyRepos?: string[]; report?: { repo: string; headSha: string }; reasons: string[] }
+  | {
+      decision: "sync";
+      org: string;
+      onlyRepos?: string[];
+      report?: { repo: string; headSha: string };
+      reasons: string[];
+    }
   /**
    * Plan only, shown as the `steward/plan` check of a pull request (nothing applied). With
    * `fork` (the head repository, untrusted) the policy is validated structurally and no plan is
    * computed: a plan resolves sources on this host and compares values with what was written.
    */
-  | { decision: "plan"; org: string; repo: string; headSha: string; ref: string; pullNumber: number; fork?: string; reasons: string[] }
+  | {
+      decision: "plan";
+      org: string;
+      repo: string;
+      headSha: string;
+      ref: string;
+      pullNumber: number;
+      fork?: string;
+      reasons: string[];
+    }
   | { decision: "skip"; reasons: string[] };
 
 /** `STEWARD_ADMIN_REPO` is `name` (each organisation's own) or `owner/name` (one organisation). */
@@ -39,12 +54,15 @@ export interface PushFacts {
 const PUSH_COMMITS_SHOWN = 20;
 
 export function decidePush(facts: PushFacts, adminRepo: string): Decision {
-  if (!isAdminRepo(adminRepo, facts.owner, facts.repo)) return { decision: "skip", reasons: [`${facts.owner}/${facts.repo} is not the admin repository`] };
+  if (!isAdminRepo(adminRepo, facts.owner, facts.repo))
+    return { decision: "skip", reasons: [`${facts.owner}/${facts.repo} is not the admin repository`] };
   if (facts.deleted) return { decision: "skip", reasons: ["branch deleted"] };
   if (facts.ref !== `refs/heads/${facts.defaultBranch}`) {
     return { decision: "skip", reasons: [`push to ${facts.ref}, not the default branch ${facts.defaultBranch}`] };
   }
-  const touched = facts.commits.some((c) => [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])].includes(SECRETS_DOCUMENT_PATH));
+  const touched = facts.commits.some((c) =>
+    [...(c.added ?? []), ...(c.modified ?? []), ...(c.removed ?? [])].includes(SECRETS_DOCUMENT_PATH),
+  );
   if (!touched && facts.commits.length < PUSH_COMMITS_SHOWN) {
     return { decision: "skip", reasons: [`push does not touch ${SECRETS_DOCUMENT_PATH}`] };
   }
@@ -52,7 +70,11 @@ export function decidePush(facts: PushFacts, adminRepo: string): Decision {
     decision: "sync",
     org: facts.owner,
     report: { repo: facts.repo, headSha: facts.after },
-    reasons: [touched ? `push to ${facts.defaultBranch} changed ${SECRETS_DOCUMENT_PATH}` : "push lists 20+ commits: the policy may have changed"],
+    reasons: [
+      touched
+        ? `push to ${facts.defaultBranch} changed ${SECRETS_DOCUMENT_PATH}`
+        : "push lists 20+ commits: the policy may have changed",
+    ],
   };
 }
 
@@ -84,11 +106,18 @@ const PLAN_ACTIONS = new Set<string>([...PLAN_PULL_REQUEST_ACTIONS, "checks_requ
 
 /** First call without `files` to learn whether they are worth reading; then with them. */
 export function decidePullRequest(facts: PullRequestFacts, adminRepo: string): Decision | { decision: "need_files" } {
-  if (!PLAN_ACTIONS.has(facts.action)) return { decision: "skip", reasons: [`pull_request.${facts.action} does not change the plan`] };
-  if (!isAdminRepo(adminRepo, facts.owner, facts.repo)) return { decision: "skip", reasons: [`${facts.owner}/${facts.repo} is not the admin repository`] };
-  if (facts.baseRef !== facts.defaultBranch) return { decision: "skip", reasons: [`pull request merges into ${facts.baseRef}, not the default branch ${facts.defaultBranch}`] };
+  if (!PLAN_ACTIONS.has(facts.action))
+    return { decision: "skip", reasons: [`pull_request.${facts.action} does not change the plan`] };
+  if (!isAdminRepo(adminRepo, facts.owner, facts.repo))
+    return { decision: "skip", reasons: [`${facts.owner}/${facts.repo} is not the admin repository`] };
+  if (facts.baseRef !== facts.defaultBranch)
+    return {
+      decision: "skip",
+      reasons: [`pull request merges into ${facts.baseRef}, not the default branch ${facts.defaultBranch}`],
+    };
   if (!facts.files) return { decision: "need_files" };
-  if (!facts.files.includes(SECRETS_DOCUMENT_PATH)) return { decision: "skip", reasons: [`pull request does not change ${SECRETS_DOCUMENT_PATH}`] };
+  if (!facts.files.includes(SECRETS_DOCUMENT_PATH))
+    return { decision: "skip", reasons: [`pull request does not change ${SECRETS_DOCUMENT_PATH}`] };
   return {
     decision: "plan",
     org: facts.owner,
@@ -97,7 +126,9 @@ export function decidePullRequest(facts: PullRequestFacts, adminRepo: string): D
     ref: facts.headSha,
     pullNumber: facts.number,
     ...(facts.fork !== undefined ? { fork: facts.fork } : {}),
-    reasons: [`pull request #${facts.number} changes ${SECRETS_DOCUMENT_PATH}${facts.fork !== undefined ? ` from fork ${facts.fork}` : ""}`],
+    reasons: [
+      `pull request #${facts.number} changes ${SECRETS_DOCUMENT_PATH}${facts.fork !== undefined ? ` from fork ${facts.fork}` : ""}`,
+    ],
   };
 }
 

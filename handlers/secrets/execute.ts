@@ -1,12 +1,29 @@
 // Acting on the secrets handler's decisions: sync an organisation (or plan it, for a pull
 // request's `steward/plan`), report the outcome as a check run, and schedule what comes next (the
 // periodic sync, a resumption after a rate limit or behind a sync running elsewhere).
-import { describeHolder, LeaseHeld, stoppedError, type CheckReport, type HandlerContext, type Outcome, type ServiceContext, type TaskContext } from "../../src/index.js";
+import {
+  describeHolder,
+  LeaseHeld,
+  stoppedError,
+  type CheckReport,
+  type HandlerContext,
+  type Outcome,
+  type ServiceContext,
+  type TaskContext,
+} from "../../src/index.js";
 import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
 import { periodicTask, type Decision } from "./decide.js";
 import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";
-import { forkPlanNote, forkPlanSummary, planConclusion, planSummary, problemsSummary, syncConclusion, syncSummary } from "./report.js";
+import {
+  forkPlanNote,
+  forkPlanSummary,
+  planConclusion,
+  planSummary,
+  problemsSummary,
+  syncConclusion,
+  syncSummary,
+} from "./report.js";
 import { loggedProgress, progressKey } from "./progress.js";
 
 type Delivery = HandlerContext<any, unknown>;
@@ -20,7 +37,8 @@ export interface TaskData {
 }
 
 function baseUrlOf(octokit: unknown): string {
-  const defaults = (octokit as { request?: { endpoint?: { DEFAULTS?: { baseUrl?: string } } } })?.request?.endpoint?.DEFAULTS;
+  const defaults = (octokit as { request?: { endpoint?: { DEFAULTS?: { baseUrl?: string } } } })?.request?.endpoint
+    ?.DEFAULTS;
   return defaults?.baseUrl ?? "api";
 }
 
@@ -42,7 +60,11 @@ async function reportCheck(ctx: Ctx, check: CheckReport): Promise<void> {
   }
 }
 
-async function carryOut(ctx: Ctx, org: string, opts: { dryRun?: boolean; ref?: string; onlyRepos?: string[] }): Promise<OrganisationOutcome> {
+async function carryOut(
+  ctx: Ctx,
+  org: string,
+  opts: { dryRun?: boolean; ref?: string; onlyRepos?: string[] },
+): Promise<OrganisationOutcome> {
   return syncOrganisation({
     api: asRequester(ctx.octokit),
     store: ctx.store,
@@ -63,10 +85,20 @@ const LEASE_RETRY_MS = 60_000;
 /** A rate limit ended the run early: come back when it lifts (records skip what is done). */
 async function scheduleResume(ctx: Ctx, org: string, resumeAt: Date, onlyRepos?: string[]): Promise<void> {
   const data: TaskData = { kind: "resume", org, ...(onlyRepos ? { onlyRepos } : {}) };
-  await ctx.scheduler.schedule({ key: `secrets/resume/${ctx.installationId}/${org.toLowerCase()}`, runAt: resumeAt, data, installationId: ctx.installationId, replace: true });
+  await ctx.scheduler.schedule({
+    key: `secrets/resume/${ctx.installationId}/${org.toLowerCase()}`,
+    runAt: resumeAt,
+    data,
+    installationId: ctx.installationId,
+    replace: true,
+  });
 }
 
-export async function schedulePeriodic(ctx: { scheduler: ServiceContext["scheduler"]; config: ServiceContext["config"] }, installationId: number, org: string): Promise<void> {
+export async function schedulePeriodic(
+  ctx: { scheduler: ServiceContext["scheduler"]; config: ServiceContext["config"] },
+  installationId: number,
+  org: string,
+): Promise<void> {
   const { key, runAt } = periodicTask(installationId, new Date(), ctx.config.syncIntervalMs);
   const data: TaskData = { kind: "periodic", org };
   await ctx.scheduler.schedule({ key, runAt, data, installationId });
@@ -81,30 +113,74 @@ export async function sync(ctx: Ctx, decision: Extract<Decision, { decision: "sy
     // Single flight: the sync running elsewhere does this work; this one comes back after it.
     await scheduleResume(ctx, decision.org, new Date(Date.now() + LEASE_RETRY_MS), decision.onlyRepos);
     ctx.log.info({ org: decision.org, holder: e.holder }, "secrets sync already running elsewhere; trying again later");
-    return { status: "skipped", reason: `a sync of ${decision.org} is already running (${describeHolder(e.holder)}); trying again in ${LEASE_RETRY_MS / 1000}s` };
+    return {
+      status: "skipped",
+      reason: `a sync of ${decision.org} is already running (${describeHolder(e.holder)}); trying again in ${LEASE_RETRY_MS / 1000}s`,
+    };
   }
   const report = decision.report;
   if (outcome.status === "no_policy" && report) {
-    await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: "neutral", title: "No secrets policy: nothing synced", summary: `${outcome.reason}.` });
+    await reportCheck(ctx, {
+      owner: decision.org,
+      repo: report.repo,
+      headSha: report.headSha,
+      name: "steward/sync",
+      conclusion: "neutral",
+      title: "No secrets policy: nothing synced",
+      summary: `${outcome.reason}.`,
+    });
   }
-  if (outcome.status === "no_admin_repo" || outcome.status === "no_policy") return { status: "skipped", reason: outcome.reason };
+  if (outcome.status === "no_admin_repo" || outcome.status === "no_policy")
+    return { status: "skipped", reason: outcome.reason };
   if (outcome.status === "invalid") {
     if (report) {
-      await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: "failure", title: "Policy has errors: nothing synced", summary: problemsSummary(outcome.problems) });
+      await reportCheck(ctx, {
+        owner: decision.org,
+        repo: report.repo,
+        headSha: report.headSha,
+        name: "steward/sync",
+        conclusion: "failure",
+        title: "Policy has errors: nothing synced",
+        summary: problemsSummary(outcome.problems),
+      });
     }
-    return { status: "skipped", reason: `${outcome.file} has ${outcome.problems.filter((p) => p.severity === "error").length} error(s)` };
+    return {
+      status: "skipped",
+      reason: `${outcome.file} has ${outcome.problems.filter((p) => p.severity === "error").length} error(s)`,
+    };
   }
   const { result } = outcome;
   // Stopped between steps: what was written is recorded; the work goes back to the queue and
   // the next run resumes from there.
   if (result.stopped && ctx.signal.aborted) throw stoppedError(ctx.signal);
-  if (result.stopped) return { status: "skipped", reason: `the sync of ${decision.org} was taken over by another run (steward sync --force)` };
+  if (result.stopped)
+    return {
+      status: "skipped",
+      reason: `the sync of ${decision.org} was taken over by another run (steward sync --force)`,
+    };
   if (result.pausedUntil) await scheduleResume(ctx, decision.org, result.pausedUntil, decision.onlyRepos);
   const { title, summary } = syncSummary(result);
   if (report) {
-    await reportCheck(ctx, { owner: decision.org, repo: report.repo, headSha: report.headSha, name: "steward/sync", conclusion: syncConclusion(result), title, summary });
+    await reportCheck(ctx, {
+      owner: decision.org,
+      repo: report.repo,
+      headSha: report.headSha,
+      name: "steward/sync",
+      conclusion: syncConclusion(result),
+      title,
+      summary,
+    });
   }
-  ctx.log.info({ org: decision.org, applied: result.applied.length, failures: result.failures.length, leftAlone: result.leftAlone.length, paused: Boolean(result.pausedUntil) }, "secrets sync");
+  ctx.log.info(
+    {
+      org: decision.org,
+      applied: result.applied.length,
+      failures: result.failures.length,
+      leftAlone: result.leftAlone.length,
+      paused: Boolean(result.pausedUntil),
+    },
+    "secrets sync",
+  );
   return { status: "done", summary: `${decision.org}: ${title}` };
 }
 
@@ -114,11 +190,21 @@ export async function plan(ctx: Delivery, decision: Extract<Decision, { decision
   const target = { owner: decision.org, repo: decision.repo, headSha: decision.headSha, name: "steward/plan" };
   if (outcome.status === "no_admin_repo") return { status: "skipped", reason: outcome.reason };
   if (outcome.status === "no_policy") {
-    await reportCheck(ctx, { ...target, conclusion: "neutral", title: "No secrets policy", summary: "The policy file is removed by this pull request: nothing would be synced." });
+    await reportCheck(ctx, {
+      ...target,
+      conclusion: "neutral",
+      title: "No secrets policy",
+      summary: "The policy file is removed by this pull request: nothing would be synced.",
+    });
     return { status: "done", summary: "plan: no policy" };
   }
   if (outcome.status === "invalid") {
-    await reportCheck(ctx, { ...target, conclusion: "failure", title: "Policy has errors: no plan", summary: problemsSummary(outcome.problems) });
+    await reportCheck(ctx, {
+      ...target,
+      conclusion: "failure",
+      title: "Policy has errors: no plan",
+      summary: problemsSummary(outcome.problems),
+    });
     return { status: "done", summary: "plan: policy has errors" };
   }
   const { title, summary } = planSummary(outcome.result);
@@ -132,19 +218,34 @@ export async function plan(ctx: Delivery, decision: Extract<Decision, { decision
  * and compares values with the fingerprints of what was written, and would show the fork's author
  * what it found. So this output depends on the pull request's text alone, never on the host.
  */
-async function forkPlan(ctx: Delivery, decision: Extract<Decision, { decision: "plan" }>, fork: string): Promise<Outcome> {
+async function forkPlan(
+  ctx: Delivery,
+  decision: Extract<Decision, { decision: "plan" }>,
+  fork: string,
+): Promise<Outcome> {
   const target = { owner: decision.org, repo: decision.repo, headSha: decision.headSha, name: "steward/plan" };
-  const doc = await loadSecretsDocument(asRequester(ctx.octokit), decision.org, decision.repo, decision.ref, { resolveSources: false });
+  const doc = await loadSecretsDocument(asRequester(ctx.octokit), decision.org, decision.repo, decision.ref, {
+    resolveSources: false,
+  });
   if (!doc.found) {
-    await reportCheck(ctx, { ...target, conclusion: "neutral", title: "No secrets policy", summary: "The policy file is removed by this pull request: nothing would be synced." });
+    await reportCheck(ctx, {
+      ...target,
+      conclusion: "neutral",
+      title: "No secrets policy",
+      summary: "The policy file is removed by this pull request: nothing would be synced.",
+    });
     return { status: "done", summary: "plan: no policy" };
   }
   if (!doc.policy) {
-    await reportCheck(ctx, { ...target, conclusion: "failure", title: "Policy has errors: no plan", summary: `${forkPlanNote(fork)}\n\n${problemsSummary(doc.problems)}` });
+    await reportCheck(ctx, {
+      ...target,
+      conclusion: "failure",
+      title: "Policy has errors: no plan",
+      summary: `${forkPlanNote(fork)}\n\n${problemsSummary(doc.problems)}`,
+    });
     return { status: "done", summary: "plan: policy has errors (fork)" };
   }
   const { title, summary } = forkPlanSummary(fork, `${decision.org}/${decision.repo}`);
   await reportCheck(ctx, { ...target, conclusion: "neutral", title, summary });
   return { status: "done", summary: `plan: not computed for fork ${fork}` };
 }
-

@@ -22,15 +22,22 @@ const NOTHING: Exposure = { envPrefixes: [], dirs: [] };
 /** Parses the variable; a malformed value exposes nothing, with an error naming the entry (never a value). */
 export function parseExposures(raw: string | undefined): ParsedExposures {
   const byOrg = new Map<string, Exposure>();
-  const entries = (raw ?? "").split(/[;\n]/).map((e) => e.trim()).filter(Boolean);
+  const entries = (raw ?? "")
+    .split(/[;\n]/)
+    .map((e) => e.trim())
+    .filter(Boolean);
   for (const [i, entry] of entries.entries()) {
     const bad = (why: string): ParsedExposures => ({ ok: false, error: `${SOURCES_VARIABLE} entry ${i + 1}: ${why}` });
     const eq = entry.indexOf("=");
-    if (eq <= 0) return bad('must be ORG=env:PREFIX,file:/dir');
+    if (eq <= 0) return bad("must be ORG=env:PREFIX,file:/dir");
     const org = entry.slice(0, eq).trim().toLowerCase();
     if (!/^[a-z0-9][a-z0-9-]*$/.test(org)) return bad("the organisation must be an account login");
     const exposure = byOrg.get(org) ?? { envPrefixes: [], dirs: [] };
-    for (const item of entry.slice(eq + 1).split(",").map((x) => x.trim()).filter(Boolean)) {
+    for (const item of entry
+      .slice(eq + 1)
+      .split(",")
+      .map((x) => x.trim())
+      .filter(Boolean)) {
       const env = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(item);
       const dir = /^file:(\/.*)$/.exec(item);
       if (env) exposure.envPrefixes.push(env[1]!);

@@ -18,7 +18,11 @@ function collection(kind: Kind): string {
 }
 
 /** Path of the scope's collection, e.g. `/repos/acme/web/actions/secrets`. */
-export function collectionPath(org: string, kind: Kind, scope: Scope): { route: string; params: Record<string, unknown> } {
+export function collectionPath(
+  org: string,
+  kind: Kind,
+  scope: Scope,
+): { route: string; params: Record<string, unknown> } {
   const c = collection(kind);
   switch (scope.level) {
     case "org":
@@ -54,8 +58,16 @@ export async function readScope(api: Requester, org: string, kind: Kind, scope: 
 }
 
 /** Repository ids an org secret or variable with visibility `selected` is shared with, sorted. */
-export async function readSelectedRepositories(api: Requester, org: string, kind: Kind, name: string): Promise<number[]> {
-  const path = kind === "secret" ? "/orgs/{org}/actions/secrets/{name}/repositories" : "/orgs/{org}/actions/variables/{name}/repositories";
+export async function readSelectedRepositories(
+  api: Requester,
+  org: string,
+  kind: Kind,
+  name: string,
+): Promise<number[]> {
+  const path =
+    kind === "secret"
+      ? "/orgs/{org}/actions/secrets/{name}/repositories"
+      : "/orgs/{org}/actions/variables/{name}/repositories";
   const repos = await listAll<{ id: number }>(api, `GET ${path}`, { org, name }, "repositories", 100);
   return repos.map((r) => r.id).sort((a, b) => a - b);
 }
@@ -76,18 +88,34 @@ export async function readInstallationRepositories(api: Requester, org: string):
 
 /** The file names (and former names) a pull request changes under `.github/`, where the secrets document is. */
 async function pullRequestFiles(ctx: HandlerContext<any, unknown>, pull: PullCommits): Promise<string[]> {
-  return (await changedGithubFiles(ctx.octokit, pull)).flatMap((f) => (f.previous_filename ? [f.filename, f.previous_filename] : [f.filename]));
+  return (await changedGithubFiles(ctx.octokit, pull)).flatMap((f) =>
+    f.previous_filename ? [f.filename, f.previous_filename] : [f.filename],
+  );
 }
 
 /** `steward/plan` on a merge group's head: the plan of the pull request it names, at the group's head. */
 async function decideMergeGroup(ctx: HandlerContext<any, unknown>, adminRepo: string): Promise<Decision> {
   const group = mergeGroupOf(ctx.payload as never);
   if ("skip" in group) return { decision: "skip", reasons: [group.skip] };
-  if (!isAdminRepo(adminRepo, group.owner, group.repo)) return { decision: "skip", reasons: [`${group.owner}/${group.repo} is not the admin repository`] };
+  if (!isAdminRepo(adminRepo, group.owner, group.repo))
+    return { decision: "skip", reasons: [`${group.owner}/${group.repo} is not the admin repository`] };
   const pull = await groupPull(ctx.octokit, group);
   const fork = forkOf(pull.head.repo, (ctx.payload as { repository?: RepoIdentity }).repository);
-  const facts = { action: "checks_requested", owner: group.owner, repo: group.repo, number: group.number, headSha: group.headSha, headRef: pull.head.ref, baseRef: group.baseRef, defaultBranch: (ctx.payload as any).repository.default_branch, ...(fork === null ? {} : { fork: fork ?? "(unknown head repository)" }) };
-  const decision = decidePullRequest({ ...facts, files: await pullRequestFiles(ctx, { owner: group.owner, repo: group.repo, number: group.number }) }, adminRepo);
+  const facts = {
+    action: "checks_requested",
+    owner: group.owner,
+    repo: group.repo,
+    number: group.number,
+    headSha: group.headSha,
+    headRef: pull.head.ref,
+    baseRef: group.baseRef,
+    defaultBranch: (ctx.payload as any).repository.default_branch,
+    ...(fork === null ? {} : { fork: fork ?? "(unknown head repository)" }),
+  };
+  const decision = decidePullRequest(
+    { ...facts, files: await pullRequestFiles(ctx, { owner: group.owner, repo: group.repo, number: group.number }) },
+    adminRepo,
+  );
   return decision.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : decision;
 }
 
@@ -102,7 +130,15 @@ export async function decideDelivery(ctx: HandlerContext<any, unknown>): Promise
     case "push": {
       const p = ctx.payload as any;
       return decidePush(
-        { ref: p.ref, after: p.after, deleted: p.deleted === true, defaultBranch: p.repository.default_branch ?? p.repository.master_branch, owner: p.repository.owner.login ?? p.repository.owner.name, repo: p.repository.name, commits: p.commits ?? [] },
+        {
+          ref: p.ref,
+          after: p.after,
+          deleted: p.deleted === true,
+          defaultBranch: p.repository.default_branch ?? p.repository.master_branch,
+          owner: p.repository.owner.login ?? p.repository.owner.name,
+          repo: p.repository.name,
+          commits: p.commits ?? [],
+        },
         adminRepo,
       );
     }
@@ -126,7 +162,13 @@ export async function decideDelivery(ctx: HandlerContext<any, unknown>): Promise
       };
       const first = decidePullRequest(facts, adminRepo);
       if (first.decision !== "need_files") return first;
-      const files = await pullRequestFiles(ctx, { owner: facts.owner, repo: facts.repo, number: facts.number, headSha: facts.headSha, baseSha: p.pull_request.base.sha });
+      const files = await pullRequestFiles(ctx, {
+        owner: facts.owner,
+        repo: facts.repo,
+        number: facts.number,
+        headSha: facts.headSha,
+        baseSha: p.pull_request.base.sha,
+      });
       const second = decidePullRequest({ ...facts, files }, adminRepo);
       return second.decision === "need_files" ? { decision: "skip", reasons: ["files unknown"] } : second;
     }
@@ -138,12 +180,19 @@ export async function decideDelivery(ctx: HandlerContext<any, unknown>): Promise
     }
     case "installation_repositories.added": {
       const p = ctx.payload as any;
-      return decideNewRepositories(p.installation.account.login, (p.repositories_added ?? []).map((r: { name: string }) => r.name), "installation_repositories.added");
+      return decideNewRepositories(
+        p.installation.account.login,
+        (p.repositories_added ?? []).map((r: { name: string }) => r.name),
+        "installation_repositories.added",
+      );
     }
     case "installation.created":
-      return { decision: "sync", org: (ctx.payload as any).installation.account.login, reasons: ["installation.created"] };
+      return {
+        decision: "sync",
+        org: (ctx.payload as any).installation.account.login,
+        reasons: ["installation.created"],
+      };
     default:
       return { decision: "skip", reasons: [`${ctx.name}.${ctx.action} is not a secrets trigger`] };
   }
 }
-

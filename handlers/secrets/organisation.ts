@@ -70,9 +70,11 @@ function serialised<T>(id: string, job: () => Promise<T>): Promise<T> {
   const previous = running.get(id) ?? Promise.resolve();
   const next = previous.catch(() => undefined).then(job);
   running.set(id, next);
-  void next.finally(() => {
-    if (running.get(id) === next) running.delete(id);
-  }).catch(() => undefined);
+  void next
+    .finally(() => {
+      if (running.get(id) === next) running.delete(id);
+    })
+    .catch(() => undefined);
   return next;
 }
 
@@ -103,10 +105,17 @@ export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOut
       });
     if (req.dryRun) return { status: "synced", result: await run(req.signal) };
     const { who, ...lease } = req.lease ?? { who: "steward" };
-    const result = await withJobLease(req.store, syncLeaseKey(req.org), `the sync of ${req.org}`, who, (signal) => run(signal), {
-      ...lease,
-      ...(req.signal ? { signal: req.signal } : {}),
-    });
+    const result = await withJobLease(
+      req.store,
+      syncLeaseKey(req.org),
+      `the sync of ${req.org}`,
+      who,
+      (signal) => run(signal),
+      {
+        ...lease,
+        ...(req.signal ? { signal: req.signal } : {}),
+      },
+    );
     return { status: "synced", result };
   });
 }

@@ -55,7 +55,8 @@ export function scopeReadKey(kind: Kind, scope: Scope): string {
 }
 
 const sameIds = (a: readonly number[] | undefined, b: readonly number[] | undefined) =>
-  (a ?? []).length === (b ?? []).length && [...(a ?? [])].sort((x, y) => x - y).every((v, i) => v === [...(b ?? [])].sort((x, y) => x - y)[i]);
+  (a ?? []).length === (b ?? []).length &&
+  [...(a ?? [])].sort((x, y) => x - y).every((v, i) => v === [...(b ?? [])].sort((x, y) => x - y)[i]);
 
 const WRITE_CLOCK_SLACK_MS = 1000;
 
@@ -72,10 +73,12 @@ function valueReason(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefi
     // Baseline not known yet: anything stamped after the API answered Steward's write is someone else's.
     // One second of slack: both are whole seconds, and the API may stamp Date before it finishes the write.
     const wrote = r.serverWrittenAt ? Date.parse(r.serverWrittenAt) : NaN;
-    if (Number.isFinite(wrote) && Date.parse(a.updatedAt) > wrote + WRITE_CLOCK_SLACK_MS) return `changed out of band after Steward's write (updated_at ${a.updatedAt})`;
+    if (Number.isFinite(wrote) && Date.parse(a.updatedAt) > wrote + WRITE_CLOCK_SLACK_MS)
+      return `changed out of band after Steward's write (updated_at ${a.updatedAt})`;
     return undefined;
   }
-  if (r.remoteUpdatedAt !== a.updatedAt) return `changed out of band (updated_at ${r.remoteUpdatedAt} -> ${a.updatedAt})`;
+  if (r.remoteUpdatedAt !== a.updatedAt)
+    return `changed out of band (updated_at ${r.remoteUpdatedAt} -> ${a.updatedAt})`;
   return undefined;
 }
 
@@ -88,7 +91,13 @@ function conflictReason(d: DesiredTarget, reasons: readonly string[]): string {
   );
 }
 
-function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined, fp: string, adopt: boolean | undefined): PlanRow {
+function compare(
+  d: DesiredTarget,
+  a: ActualTarget,
+  r: TargetRecord | undefined,
+  fp: string,
+  adopt: boolean | undefined,
+): PlanRow {
   let repositoryChanges: PlanRow["repositoryChanges"];
   const changes: Change[] = [];
   const reasons: string[] = [];
@@ -115,15 +124,33 @@ function compare(d: DesiredTarget, a: ActualTarget, r: TargetRecord | undefined,
   const base = { key: d.key, kind: d.kind, scope: d.scope, name: d.name, created: r?.created ?? false };
   if (!r && adopt === true) {
     // Adopted: written once so Steward knows its value, and Steward's from now on (prune may delete it).
-    const why = ["adopted (adopt: true): it exists and Steward did not create it", ...reasons.filter((x) => x !== "exists but Steward never wrote it (value unknown)")];
-    return { ...base, created: true, action: "update", changes: changes.includes("value") ? changes : ["value", ...changes], reason: why.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
+    const why = [
+      "adopted (adopt: true): it exists and Steward did not create it",
+      ...reasons.filter((x) => x !== "exists but Steward never wrote it (value unknown)"),
+    ];
+    return {
+      ...base,
+      created: true,
+      action: "update",
+      changes: changes.includes("value") ? changes : ["value", ...changes],
+      reason: why.join("; "),
+      desired: d,
+      ...(repositoryChanges ? { repositoryChanges } : {}),
+    };
   }
   if (changes.length === 0) return { ...base, action: "unchanged", changes, reason: r ? "in sync" : "matches policy" };
   if (!r && adopt !== true) {
     // Someone else's, and the operator did not say to take it over: reported, never overwritten.
     return { ...base, action: "unchanged", changes: [], conflict: true, reason: conflictReason(d, reasons) };
   }
-  return { ...base, action: "update", changes, reason: reasons.join("; "), desired: d, ...(repositoryChanges ? { repositoryChanges } : {}) };
+  return {
+    ...base,
+    action: "update",
+    changes,
+    reason: reasons.join("; "),
+    desired: d,
+    ...(repositoryChanges ? { repositoryChanges } : {}),
+  };
 }
 
 export function computePlan(input: PlanInput): Plan {
@@ -144,7 +171,8 @@ export function computePlan(input: PlanInput): Plan {
         scope: d.scope,
         name: d.name,
         action: "create",
-        changes: d.scope.level === "org" && d.visibility === "selected" ? ["value", "visibility", "repositories"] : ["value"],
+        changes:
+          d.scope.level === "org" && d.visibility === "selected" ? ["value", "visibility", "repositories"] : ["value"],
         reason: r ? "deleted out of band" : "missing",
         desired: d,
         created: true,
@@ -152,7 +180,8 @@ export function computePlan(input: PlanInput): Plan {
       continue;
     }
     const row = compare(d, a, r, fp, input.adopt?.get(d.key));
-    if (row.action === "unchanged" && d.kind === "secret" && r?.remoteUpdatedAt === "") baselines.push({ key: d.key, updatedAt: a.updatedAt });
+    if (row.action === "unchanged" && d.kind === "secret" && r?.remoteUpdatedAt === "")
+      baselines.push({ key: d.key, updatedAt: a.updatedAt });
     rows.push(row);
   }
   for (const [key, r] of input.records) {

@@ -1,7 +1,13 @@
 // The admin-repository document `.github/steward/secrets.yml`: which Actions secret and
 // variable goes where. Values of secrets are never literal: they name a source the service
 // resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
-import { isSettingName, type JsonSchema, type PolicyDocumentSpec, type SemanticCheck, globError } from "../../src/index.js";
+import {
+  isSettingName,
+  type JsonSchema,
+  type PolicyDocumentSpec,
+  type SemanticCheck,
+  globError,
+} from "../../src/index.js";
 import { parseSource, resolveSource, sourceFormError } from "./sources.js";
 
 export const SECRETS_DOCUMENT_PATH = ".github/steward/secrets.yml";
@@ -115,11 +121,15 @@ export function nameError(name: string): string | undefined {
  * `resolve` (`steward validate --resolve`) also resolves it for that organisation, answering with
  * the same "not available" the sync gives. Messages never contain a value.
  */
-export function sourceError(from: string, opts: { resolve?: { org: string; env?: NodeJS.ProcessEnv } } = {}): string | undefined {
+export function sourceError(
+  from: string,
+  opts: { resolve?: { org: string; env?: NodeJS.ProcessEnv } } = {},
+): string | undefined {
   const formError = sourceFormError(from);
   if (formError) return formError;
   const source = parseSource(from)!;
-  if (source.kind === "env" && isSettingName(source.name)) return `source ${from} is one of Steward's own settings, which are never available to a policy`;
+  if (source.kind === "env" && isSettingName(source.name))
+    return `source ${from} is one of Steward's own settings, which are never available to a policy`;
   if (!opts.resolve) return undefined;
   const result = resolveSource(from, { org: opts.resolve.org, ...(opts.resolve.env ? { env: opts.resolve.env } : {}) });
   return result.ok ? undefined : result.error;
@@ -136,7 +146,10 @@ function checkPlacement(kind: "secrets" | "variables", name: string, entry: Plac
     });
   if (entry.org) {
     if (entry.org.repositories && entry.org.visibility !== "selected") {
-      report([...at, "org", "repositories"], `"repositories" is allowed only with visibility "selected" (here "${entry.org.visibility}")`);
+      report(
+        [...at, "org", "repositories"],
+        `"repositories" is allowed only with visibility "selected" (here "${entry.org.visibility}")`,
+      );
     }
     if (entry.org.visibility === "selected" && !entry.org.repositories) {
       report([...at, "org"], `visibility "selected" without "repositories" shares it with no repository`, "warning");
@@ -145,15 +158,23 @@ function checkPlacement(kind: "secrets" | "variables", name: string, entry: Plac
   }
   globs(entry.repositories, [...at, "repositories"]);
   if (entry.share === "org" && entry.org) {
-    report([...at, "share"], `"share: org" makes "repositories" one organisation ${kind === "secrets" ? "secret" : "variable"}; it cannot be combined with "org" (there is one per name)`);
+    report(
+      [...at, "share"],
+      `"share: org" makes "repositories" one organisation ${kind === "secrets" ? "secret" : "variable"}; it cannot be combined with "org" (there is one per name)`,
+    );
   }
-  if (entry.share === "org" && !entry.repositories?.length) report([...at, "share"], `"share: org" without "repositories" shares it with no repository`, "warning");
+  if (entry.share === "org" && !entry.repositories?.length)
+    report([...at, "share"], `"share: org" without "repositories" shares it with no repository`, "warning");
   for (const [environment, list] of Object.entries(entry.environments ?? {})) {
     if (environment.trim() === "") report([...at, "environments", environment], "empty environment name");
     globs(list, [...at, "environments", environment]);
   }
   if (!entry.org && !entry.repositories?.length && !Object.keys(entry.environments ?? {}).length) {
-    report(at, `${kind === "secrets" ? "secret" : "variable"} ${name} goes nowhere: give org, repositories or environments`, "warning");
+    report(
+      at,
+      `${kind === "secrets" ? "secret" : "variable"} ${name} goes nowhere: give org, repositories or environments`,
+      "warning",
+    );
   }
 }
 
@@ -164,7 +185,8 @@ function checkNames(kind: "secrets" | "variables", names: string[], report: Repo
     if (err) report([kind, name], err);
     const upper = name.toUpperCase();
     const first = seen.get(upper);
-    if (first !== undefined) report([kind, name], `"${name}" and "${first}" are the same name (names are case-insensitive)`);
+    if (first !== undefined)
+      report([kind, name], `"${name}" and "${first}" are the same name (names are case-insensitive)`);
     else seen.set(upper, name);
   }
 }
@@ -178,7 +200,10 @@ export const check: SemanticCheck<SecretsPolicy> = (policy, report, options) => 
   checkNames("variables", Object.keys(variables), report);
   for (const [name, entry] of Object.entries(secrets)) {
     if (entry.value !== undefined) {
-      report(["secrets", name, "value"], `secret ${name} has a literal value: secrets must come from env:NAME or file:/path`);
+      report(
+        ["secrets", name, "value"],
+        `secret ${name} has a literal value: secrets must come from env:NAME or file:/path`,
+      );
     } else if (entry.from === undefined) {
       report(["secrets", name], `secret ${name} needs "from: env:NAME" or "from: file:/path"`);
     } else {

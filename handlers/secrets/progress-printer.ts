@@ -2,7 +2,11 @@
 // a few times a second); otherwise (a log, a CI job) a plain line every few seconds and at the end.
 import { progressLine, type SyncProgress } from "./progress.js";
 
-export function progressPrinter(write: (text: string) => void, tty: boolean, opts: { ttyEveryMs?: number; plainEveryMs?: number } = {}) {
+export function progressPrinter(
+  write: (text: string) => void,
+  tty: boolean,
+  opts: { ttyEveryMs?: number; plainEveryMs?: number } = {},
+) {
   const every = tty ? (opts.ttyEveryMs ?? 200) : (opts.plainEveryMs ?? 5_000);
   let last = 0;
   let open = false;

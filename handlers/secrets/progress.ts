@@ -36,8 +36,14 @@ export function formatDuration(seconds: number): string {
 
 /** One line for a person: `acme: 40/155 repositories, 80/310 writes, 0 errors, about 4 min left`. */
 export function progressLine(p: SyncProgress): string {
-  const left = p.etaSeconds !== undefined && p.writesDone < p.writesPlanned ? `, about ${formatDuration(p.etaSeconds)} left` : "";
-  const phase = p.phase === "reading" ? " (reading current state)" : p.phase === "stopped" ? " (stopped; the next run resumes)" : "";
+  const left =
+    p.etaSeconds !== undefined && p.writesDone < p.writesPlanned ? `, about ${formatDuration(p.etaSeconds)} left` : "";
+  const phase =
+    p.phase === "reading"
+      ? " (reading current state)"
+      : p.phase === "stopped"
+        ? " (stopped; the next run resumes)"
+        : "";
   return `${p.org}: ${p.repositoriesDone}/${p.repositories} repositories, ${p.writesDone}/${p.writesPlanned} writes, ${p.errors} errors${left}${phase}`;
 }
 
@@ -56,7 +62,16 @@ export class ProgressTracker {
     org: string,
     private readonly report: ((p: SyncProgress) => void) | undefined,
   ) {
-    this.#p = { org, phase: "reading", repositories: 0, repositoriesDone: 0, writesPlanned: 0, writesDone: 0, errors: 0, startedAt: new Date(this.#started).toISOString() };
+    this.#p = {
+      org,
+      phase: "reading",
+      repositories: 0,
+      repositoriesDone: 0,
+      writesPlanned: 0,
+      writesDone: 0,
+      errors: 0,
+      startedAt: new Date(this.#started).toISOString(),
+    };
   }
 
   snapshot(): SyncProgress {
@@ -67,7 +82,14 @@ export class ProgressTracker {
   planned(repositories: readonly string[], rows: readonly PlanRow[]): void {
     for (const row of rows) this.#pending.set(bucketOf(row), (this.#pending.get(bucketOf(row)) ?? 0) + 1);
     const withWrites = [...this.#pending.keys()].filter((k) => k !== "").length;
-    this.#p = { ...this.#p, phase: "writing", repositories: repositories.length, repositoriesDone: repositories.length - withWrites, writesPlanned: rows.length, etaSeconds: estimateSeconds(rows.length) };
+    this.#p = {
+      ...this.#p,
+      phase: "writing",
+      repositories: repositories.length,
+      repositoriesDone: repositories.length - withWrites,
+      writesPlanned: rows.length,
+      etaSeconds: estimateSeconds(rows.length),
+    };
     this.#emit();
   }
 

@@ -18,7 +18,11 @@ export const LIMITS: Record<Kind, Record<Scope["level"], number>> = {
 /** A count limit in GitHub's own words. */
 const LIMIT_WORDS: Record<Kind, Record<Scope["level"], string>> = {
   secret: { org: "1,000 organization secrets", repo: "100 repository secrets", env: "100 environment secrets" },
-  variable: { org: "1,000 organization variables", repo: "500 variables per repository", env: "100 variables per environment" },
+  variable: {
+    org: "1,000 organization variables",
+    repo: "500 variables per repository",
+    env: "100 variables per environment",
+  },
 };
 export const MAX_VALUE_BYTES = 48 * 1024;
 /** Organisation and repository variables a workflow run can use, together. */
@@ -39,10 +43,20 @@ interface After {
   selectedRepositoryIds?: readonly number[];
 }
 
-function afterPlan(actual: ReadonlyMap<string, ActualTarget>, rows: readonly PlanRow[], sizes: ReadonlyMap<string, number>): Map<string, After> {
+function afterPlan(
+  actual: ReadonlyMap<string, ActualTarget>,
+  rows: readonly PlanRow[],
+  sizes: ReadonlyMap<string, number>,
+): Map<string, After> {
   const after = new Map<string, After>();
   for (const a of actual.values()) {
-    after.set(a.key, { kind: a.kind, scope: a.scope, bytes: a.value === undefined ? undefined : Buffer.byteLength(a.value), ...(a.visibility ? { visibility: a.visibility } : {}), ...(a.selectedRepositoryIds ? { selectedRepositoryIds: a.selectedRepositoryIds } : {}) });
+    after.set(a.key, {
+      kind: a.kind,
+      scope: a.scope,
+      bytes: a.value === undefined ? undefined : Buffer.byteLength(a.value),
+      ...(a.visibility ? { visibility: a.visibility } : {}),
+      ...(a.selectedRepositoryIds ? { selectedRepositoryIds: a.selectedRepositoryIds } : {}),
+    });
   }
   for (const r of rows) {
     if (r.action === "delete") after.delete(r.key);
@@ -54,7 +68,9 @@ function afterPlan(actual: ReadonlyMap<string, ActualTarget>, rows: readonly Pla
       scope: r.scope,
       bytes: r.changes.includes("value") || !was ? sizes.get(r.key) : was.bytes,
       ...((d?.visibility ?? was?.visibility) ? { visibility: d?.visibility ?? was?.visibility } : {}),
-      ...((d?.selectedRepositoryIds ?? was?.selectedRepositoryIds) ? { selectedRepositoryIds: d?.selectedRepositoryIds ?? was?.selectedRepositoryIds } : {}),
+      ...((d?.selectedRepositoryIds ?? was?.selectedRepositoryIds)
+        ? { selectedRepositoryIds: d?.selectedRepositoryIds ?? was?.selectedRepositoryIds }
+        : {}),
     });
   }
   return after;
@@ -80,8 +96,12 @@ function countWarnings(after: ReadonlyMap<string, After>): string[] {
   for (const { kind, scope, n } of counts.values()) {
     const limit = LIMITS[kind][scope.level];
     const words = LIMIT_WORDS[kind][scope.level];
-    if (n > limit) warnings.push(`${scopeLabel(scope)} would have ${plural(kind, n)}, over GitHub's limit of ${words}: ${PAST_IT_FAILS}`);
-    else if (n >= Math.ceil(limit * NEAR_FRACTION)) warnings.push(`${scopeLabel(scope)} would have ${plural(kind, n)}, near GitHub's limit of ${words}`);
+    if (n > limit)
+      warnings.push(
+        `${scopeLabel(scope)} would have ${plural(kind, n)}, over GitHub's limit of ${words}: ${PAST_IT_FAILS}`,
+      );
+    else if (n >= Math.ceil(limit * NEAR_FRACTION))
+      warnings.push(`${scopeLabel(scope)} would have ${plural(kind, n)}, near GitHub's limit of ${words}`);
   }
   return warnings;
 }
@@ -91,7 +111,10 @@ function sizeWarnings(rows: readonly PlanRow[], sizes: ReadonlyMap<string, numbe
   for (const r of rows) {
     if ((r.action !== "create" && r.action !== "update") || !r.changes.includes("value")) continue;
     const size = sizes.get(r.key) ?? 0;
-    if (size > MAX_VALUE_BYTES) warnings.push(`${r.kind} ${r.name} in ${scopeLabel(r.scope)} is ${kb(size)}, over GitHub's limit of 48 KB per ${r.kind}: ${ITS_WRITE_FAILS}`);
+    if (size > MAX_VALUE_BYTES)
+      warnings.push(
+        `${r.kind} ${r.name} in ${scopeLabel(r.scope)} is ${kb(size)}, over GitHub's limit of 48 KB per ${r.kind}: ${ITS_WRITE_FAILS}`,
+      );
   }
   return warnings;
 }
@@ -124,10 +147,14 @@ function runSizeWarnings(after: ReadonlyMap<string, After>, repoIds: ReadonlyMap
   const over = `over GitHub's limit of 256 KB for organization and repository variables per workflow run: a run would not get the variables past it (alphabetically)`;
   for (const { repo, bytes } of repos.values()) {
     const orgBytes = orgBytesFor(repo);
-    if (bytes + orgBytes > MAX_RUN_VARIABLES_BYTES) warnings.push(`repo ${repo} would have ${kb(bytes)} of repository variables and ${kb(orgBytes)} of organization variables it can use, ${kb(bytes + orgBytes)} together, ${over}`);
+    if (bytes + orgBytes > MAX_RUN_VARIABLES_BYTES)
+      warnings.push(
+        `repo ${repo} would have ${kb(bytes)} of repository variables and ${kb(orgBytes)} of organization variables it can use, ${kb(bytes + orgBytes)} together, ${over}`,
+      );
   }
   const shared = orgBytesFor(undefined);
-  if (shared > MAX_RUN_VARIABLES_BYTES) warnings.push(`org would have ${kb(shared)} of organization variables shared with every repository, ${over}`);
+  if (shared > MAX_RUN_VARIABLES_BYTES)
+    warnings.push(`org would have ${kb(shared)} of organization variables shared with every repository, ${over}`);
   return warnings;
 }
 
@@ -138,7 +165,12 @@ function runSizeWarnings(after: ReadonlyMap<string, After>, repoIds: ReadonlyMap
  * written, by target key (values themselves never reach this module); `repoIds` the ids of the
  * organisation's repositories by lower-case name (for `selected` organisation variables).
  */
-export function quotaWarnings(actual: ReadonlyMap<string, ActualTarget>, rows: readonly PlanRow[], sizes: ReadonlyMap<string, number>, repoIds: ReadonlyMap<string, number> = new Map()): string[] {
+export function quotaWarnings(
+  actual: ReadonlyMap<string, ActualTarget>,
+  rows: readonly PlanRow[],
+  sizes: ReadonlyMap<string, number>,
+  repoIds: ReadonlyMap<string, number> = new Map(),
+): string[] {
   const after = afterPlan(actual, rows, sizes);
   return [...countWarnings(after), ...sizeWarnings(rows, sizes), ...runSizeWarnings(after, repoIds)].sort();
 }

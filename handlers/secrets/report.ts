@@ -28,22 +28,26 @@ export function planTable(rows: readonly PlanRow[]): string {
   if (rows.length === 0) return "_No targets._";
   const { shown, hidden } = tableRows(rows);
   const lines = ["| Scope | Name | Kind | Action | Reason |", "|---|---|---|---|---|"];
-  for (const r of shown) lines.push(`| ${cell(scopeLabel(r.scope))} | ${cell(r.name)} | ${r.kind} | ${r.action} | ${cell(r.reason)} |`);
+  for (const r of shown)
+    lines.push(`| ${cell(scopeLabel(r.scope))} | ${cell(r.name)} | ${r.kind} | ${r.action} | ${cell(r.reason)} |`);
   if (hidden > 0) lines.push("", `_${hidden} more rows not shown._`);
   return lines.join("\n");
 }
 
 export function failureTable(failures: readonly Failure[]): string {
   const lines = ["| Scope | Name | Step | Error |", "|---|---|---|---|"];
-  for (const f of failures.slice(0, MAX_TABLE_ROWS)) lines.push(`| ${cell(scopeLabel(f.scope))} | ${cell(f.name ?? "")} | ${f.action} | ${cell(f.error)} |`);
-  if (failures.length > MAX_TABLE_ROWS) lines.push("", `_${failures.length - MAX_TABLE_ROWS} more failures not shown._`);
+  for (const f of failures.slice(0, MAX_TABLE_ROWS))
+    lines.push(`| ${cell(scopeLabel(f.scope))} | ${cell(f.name ?? "")} | ${f.action} | ${cell(f.error)} |`);
+  if (failures.length > MAX_TABLE_ROWS)
+    lines.push("", `_${failures.length - MAX_TABLE_ROWS} more failures not shown._`);
   return lines.join("\n");
 }
 
 /** Targets someone else created, left as they are on purpose: reported, never a failure. */
 export function leftAloneTable(rows: readonly LeftAlone[]): string {
   const lines = ["| Scope | Name | Kind | Why |", "|---|---|---|---|"];
-  for (const r of rows.slice(0, MAX_TABLE_ROWS)) lines.push(`| ${cell(scopeLabel(r.scope))} | ${cell(r.name)} | ${r.kind} | ${cell(r.reason)} |`);
+  for (const r of rows.slice(0, MAX_TABLE_ROWS))
+    lines.push(`| ${cell(scopeLabel(r.scope))} | ${cell(r.name)} | ${r.kind} | ${cell(r.reason)} |`);
   if (rows.length > MAX_TABLE_ROWS) lines.push("", `_${rows.length - MAX_TABLE_ROWS} more not shown._`);
   return lines.join("\n");
 }
@@ -52,9 +56,22 @@ function leftAloneSection(result: SyncResult, plan: boolean): string[] {
   const n = result.leftAlone.length;
   if (n === 0) return [];
   const one = n === 1;
-  const what = one ? "This target exists but Steward did not create it" : `These ${n} targets exist but Steward did not create them`;
-  const done = plan ? `a merge leaves ${one ? "it as it is" : "them as they are"}` : one ? "it was left as it is" : "they were left as they are";
-  return ["", "### Left alone (not Steward's)", "", `${what}, and the policy does not say \`adopt: true\`: ${done}, as documented. This is not a failure.`, "", leftAloneTable(result.leftAlone)];
+  const what = one
+    ? "This target exists but Steward did not create it"
+    : `These ${n} targets exist but Steward did not create them`;
+  const done = plan
+    ? `a merge leaves ${one ? "it as it is" : "them as they are"}`
+    : one
+      ? "it was left as it is"
+      : "they were left as they are";
+  return [
+    "",
+    "### Left alone (not Steward's)",
+    "",
+    `${what}, and the policy does not say \`adopt: true\`: ${done}, as documented. This is not a failure.`,
+    "",
+    leftAloneTable(result.leftAlone),
+  ];
 }
 
 /** The warnings of a plan that say some of its writes will fail (over a GitHub limit, not near one). */
@@ -96,25 +113,38 @@ export function planEstimate(rows: readonly PlanRow[]): string {
 /** `steward/plan`: what a merge of this pull request would do. */
 export function planSummary(result: SyncResult): { title: string; summary: string } {
   const failing = failingWarnings(result).length;
-  const parts = [`Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied. ${planEstimate(result.rows)}`];
-  if (failing) parts.push("", `:x: Applying it would fail in part: it goes over GitHub's limits and the writes past them will fail (see GitHub's limits below).`);
+  const parts = [
+    `Plan for **${result.org}** across ${result.repositories} repositories: ${counts(result.rows)}. Nothing has been applied. ${planEstimate(result.rows)}`,
+  ];
+  if (failing)
+    parts.push(
+      "",
+      `:x: Applying it would fail in part: it goes over GitHub's limits and the writes past them will fail (see GitHub's limits below).`,
+    );
   parts.push("", planTable(result.rows));
   if (result.failures.length) parts.push("", "### Could not plan", "", failureTable(result.failures));
   parts.push(...leftAloneSection(result, true));
   parts.push(...limitsSection(result));
-  const title = counts(result.rows) + (failing ? `; writes would fail: over GitHub's limits` : "") + (result.leftAlone.length ? `; ${result.leftAlone.length} left alone` : "");
+  const title =
+    counts(result.rows) +
+    (failing ? `; writes would fail: over GitHub's limits` : "") +
+    (result.leftAlone.length ? `; ${result.leftAlone.length} left alone` : "");
   return { title, summary: parts.join("\n") };
 }
 
 /** `steward/sync`: what a sync applied and what failed. */
 export function syncSummary(result: SyncResult): { title: string; summary: string } {
   const applied = countPlan(result.applied);
-  const title = `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted` + (result.failures.length ? `, ${result.failures.length} failed` : "") + (result.leftAlone.length ? `, ${result.leftAlone.length} left alone` : "");
+  const title =
+    `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted` +
+    (result.failures.length ? `, ${result.failures.length} failed` : "") +
+    (result.leftAlone.length ? `, ${result.leftAlone.length} left alone` : "");
   const parts = [`Sync of **${result.org}** across ${result.repositories} repositories.`, ""];
   parts.push(result.applied.length ? planTable(result.applied) : "_Nothing to change: everything matches the policy._");
   if (result.failures.length) parts.push("", "### Failed", "", failureTable(result.failures));
   parts.push(...leftAloneSection(result, false));
-  if (result.pausedUntil) parts.push("", `Paused by the API rate limit; the rest continues at ${result.pausedUntil.toISOString()}.`);
+  if (result.pausedUntil)
+    parts.push("", `Paused by the API rate limit; the rest continues at ${result.pausedUntil.toISOString()}.`);
   parts.push(...limitsSection(result));
   return { title, summary: parts.join("\n") };
 }
@@ -150,16 +180,23 @@ export function textReport(result: SyncResult): string {
   const ws = width((r) => scopeLabel(r.scope), 5);
   const wn = width((r) => r.name, 4);
   const lines = [`${"SCOPE".padEnd(ws)}  ${"NAME".padEnd(wn)}  KIND      ACTION     REASON`];
-  for (const r of rows) lines.push(`${scopeLabel(r.scope).padEnd(ws)}  ${r.name.padEnd(wn)}  ${r.kind.padEnd(8)}  ${r.action.padEnd(9)}  ${r.reason}`);
+  for (const r of rows)
+    lines.push(
+      `${scopeLabel(r.scope).padEnd(ws)}  ${r.name.padEnd(wn)}  ${r.kind.padEnd(8)}  ${r.action.padEnd(9)}  ${r.reason}`,
+    );
   lines.push("", `${result.org}: ${result.repositories} repositories; plan: ${counts(result.rows)}.`);
   if (!result.dryRun) {
     const a = countPlan(result.applied);
     lines.push(`applied: ${a.create} created, ${a.update} updated, ${a.delete} deleted.`);
   } else lines.push(`dry run: nothing applied. ${planEstimate(result.rows)}`);
-  for (const f of result.failures) lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);
-  for (const l of result.leftAlone) lines.push(`left alone (not Steward's): ${scopeLabel(l.scope)} ${l.name}: ${l.reason}`);
-  if (result.pausedUntil) lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
+  for (const f of result.failures)
+    lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);
+  for (const l of result.leftAlone)
+    lines.push(`left alone (not Steward's): ${scopeLabel(l.scope)} ${l.name}: ${l.reason}`);
+  if (result.pausedUntil)
+    lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
   for (const w of result.warnings ?? []) lines.push(`warning: ${w}`);
-  if (result.stopped) lines.push("stopped before the end: what was written is recorded; run again to finish (nothing is written twice).");
+  if (result.stopped)
+    lines.push("stopped before the end: what was written is recorded; run again to finish (nothing is written twice).");
   return lines.join("\n");
 }

@@ -5,7 +5,13 @@ import { targetKey, type DesiredTarget, type Kind, type RepoRef, type Scope } fr
 
 /** Names and globs match a repository name case-insensitively (GitHub names are). */
 export function repoMatches(globs: readonly string[], name: string): boolean {
-  return matchesAny(globs, name) || matchesAny(globs.map((g) => g.toLowerCase()), name.toLowerCase());
+  return (
+    matchesAny(globs, name) ||
+    matchesAny(
+      globs.map((g) => g.toLowerCase()),
+      name.toLowerCase(),
+    )
+  );
 }
 
 interface Entry {
@@ -44,7 +50,8 @@ function placements(
     const ids = idsOf(writable, entry.repositories);
     if (ids.length) add({ level: "org" }, { visibility: "selected", selectedRepositoryIds: ids });
   } else if (entry.repositories?.length) {
-    for (const repo of writable) if (repoMatches(entry.repositories, repo.name)) add({ level: "repo", repo: repo.name });
+    for (const repo of writable)
+      if (repoMatches(entry.repositories, repo.name)) add({ level: "repo", repo: repo.name });
   }
   for (const [environment, globs] of Object.entries(entry.environments ?? {})) {
     for (const repo of writable) if (repoMatches(globs, repo.name)) add({ level: "env", repo: repo.name, environment });

@@ -13,7 +13,10 @@ export function publicKeyRoute(org: string, scope: Scope): { route: string; para
     case "org":
       return { route: "GET /orgs/{org}/actions/secrets/public-key", params: { org } };
     case "repo":
-      return { route: "GET /repos/{owner}/{repo}/actions/secrets/public-key", params: { owner: org, repo: scope.repo } };
+      return {
+        route: "GET /repos/{owner}/{repo}/actions/secrets/public-key",
+        params: { owner: org, repo: scope.repo },
+      };
     case "env":
       return {
         route: "GET /repos/{owner}/{repo}/environments/{environment_name}/secrets/public-key",
@@ -58,6 +61,9 @@ export async function seal(value: string, publicKey: string): Promise<string> {
   // Loaded at the first seal: libsodium is a few MB that a service which never syncs secrets need not hold.
   const { default: sodium } = await import("libsodium-wrappers");
   await sodium.ready;
-  const sealed = sodium.crypto_box_seal(sodium.from_string(value), sodium.from_base64(publicKey, sodium.base64_variants.ORIGINAL));
+  const sealed = sodium.crypto_box_seal(
+    sodium.from_string(value),
+    sodium.from_base64(publicKey, sodium.base64_variants.ORIGINAL),
+  );
   return sodium.to_base64(sealed, sodium.base64_variants.ORIGINAL);
 }

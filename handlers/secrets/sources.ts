@@ -68,13 +68,21 @@ function readEnv(name: string, exposure: Exposure, env: NodeJS.ProcessEnv): stri
   return env[name];
 }
 
-function readFileSource(path: string, exposure: Exposure, scope: SourceScope, env: NodeJS.ProcessEnv): string | undefined {
+function readFileSource(
+  path: string,
+  exposure: Exposure,
+  scope: SourceScope,
+  env: NodeJS.ProcessEnv,
+): string | undefined {
   const target = real(path);
   if (!target) return undefined;
-  if (!exposure.dirs.some((d) => {
-    const dir = real(d);
-    return dir !== undefined && within(target, dir);
-  })) return undefined;
+  if (
+    !exposure.dirs.some((d) => {
+      const dir = real(d);
+      return dir !== undefined && within(target, dir);
+    })
+  )
+    return undefined;
   // Steward's own credentials and state, even inside an exposed directory.
   const own = [env.PRIVATE_KEY_PATH, scope.dataDir, env.STEWARD_DATA_DIR, ...settingPaths()].map(real);
   if (own.some((p) => p !== undefined && within(target, p))) return undefined;
@@ -84,7 +92,9 @@ function readFileSource(path: string, exposure: Exposure, scope: SourceScope, en
     const stat = fstatSync(fd);
     if (!stat.isFile() || stat.size > MAX_SOURCE_BYTES) return undefined;
     // Files written by `echo` carry one trailing newline.
-    return readFileSync(fd, "utf8").slice(0, MAX_SOURCE_BYTES).replace(/\r?\n$/, "");
+    return readFileSync(fd, "utf8")
+      .slice(0, MAX_SOURCE_BYTES)
+      .replace(/\r?\n$/, "");
   } catch {
     return undefined;
   } finally {
@@ -99,7 +109,8 @@ export function resolveSource(from: string, scope: SourceScope): SourceResult {
   const source = parseSource(from)!;
   const env = scope.env ?? process.env;
   const exposure = exposureFor(parseExposures(env[SOURCES_VARIABLE]), scope.org);
-  const value = source.kind === "env" ? readEnv(source.name, exposure, env) : readFileSource(source.path, exposure, scope, env);
+  const value =
+    source.kind === "env" ? readEnv(source.name, exposure, env) : readFileSource(source.path, exposure, scope, env);
   // Last guard: whatever the path or name, a value holding one of Steward's own credentials.
   if (value === undefined || containsRegisteredSecret(value)) return { ok: false, error: notAvailable(from) };
   return { ok: true, value };

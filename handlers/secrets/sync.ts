@@ -88,7 +88,12 @@ interface ScopeToRead {
 export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const { store, org, signal } = req;
   // Every request of the run carries its stop signal: the API client refuses it once fired.
-  const api: Requester = signal ? { request: (route, params = {}) => req.api.request(route, { ...params, request: { ...(params.request as object | undefined), signal } }) } : req.api;
+  const api: Requester = signal
+    ? {
+        request: (route, params = {}) =>
+          req.api.request(route, { ...params, request: { ...(params.request as object | undefined), signal } }),
+      }
+    : req.api;
   const fan = new FanOut({ ...req.fanOut, ...(signal ? { signal } : {}) });
   const progress = new ProgressTracker(org, req.onProgress);
   const stopped = (rest: Partial<SyncResult>): SyncResult => {
@@ -97,7 +102,16 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   };
   const failures: Failure[] = [];
   const leftAlone: LeftAlone[] = [];
-  const result = (rest: Partial<SyncResult>): SyncResult => ({ org, dryRun: req.dryRun === true, repositories: 0, rows: [], applied: [], failures, leftAlone, ...rest });
+  const result = (rest: Partial<SyncResult>): SyncResult => ({
+    org,
+    dryRun: req.dryRun === true,
+    repositories: 0,
+    rows: [],
+    applied: [],
+    failures,
+    leftAlone,
+    ...rest,
+  });
 
   let repos;
   try {
@@ -111,7 +125,10 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const inReach = (scope: Scope) => scope.level === "org" || !only || only.has(scope.repo.toLowerCase());
 
   const desired = resolveDesired(req.policy, repos).filter((d) => inReach(d.scope));
-  const sources = await readSources(desired.flatMap((d) => (d.from ? [d.from] : [])), { org, dataDir: req.dataDir, ...(req.env ? { env: req.env } : {}) });
+  const sources = await readSources(
+    desired.flatMap((d) => (d.from ? [d.from] : [])),
+    { org, dataDir: req.dataDir, ...(req.env ? { env: req.env } : {}) },
+  );
   const exposures = parseExposures((req.env ?? process.env)[SOURCES_VARIABLE]);
   // The operator's mistake, said once; the sources themselves read "not available".
   if (!exposures.ok) failures.push({ scope: { level: "org" }, action: "resolve", error: exposures.error });
@@ -142,21 +159,25 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
       for (const t of await fan.run(() => readScope(api, org, kind, scope))) actual.set(t.key, t);
       readScopes.add(id);
     } catch (e) {
-      if (!(e instanceof RateLimitPause) && !isStopped(e)) failures.push({ scope, kind, action: "read", error: describeError(e) });
+      if (!(e instanceof RateLimitPause) && !isStopped(e))
+        failures.push({ scope, kind, action: "read", error: describeError(e) });
     }
   });
   await Promise.all(reads);
 
   // Org targets shared with selected repositories: their lists matter only for targets we manage.
   const managed = new Set([...desired.map((d) => d.key), ...records.keys()]);
-  const selected = [...actual.values()].filter((a) => a.scope.level === "org" && a.visibility === "selected" && managed.has(a.key));
+  const selected = [...actual.values()].filter(
+    (a) => a.scope.level === "org" && a.visibility === "selected" && managed.has(a.key),
+  );
   await Promise.all(
     selected.map(async (a) => {
       try {
         a.selectedRepositoryIds = await fan.run(() => readSelectedRepositories(api, org, a.kind, a.name));
       } catch (e) {
         readScopes.delete(scopeReadKey(a.kind, a.scope));
-        if (!(e instanceof RateLimitPause) && !isStopped(e)) failures.push({ scope: a.scope, kind: a.kind, name: a.name, action: "read", error: describeError(e) });
+        if (!(e instanceof RateLimitPause) && !isStopped(e))
+          failures.push({ scope: a.scope, kind: a.kind, name: a.name, action: "read", error: describeError(e) });
       }
     }),
   );
@@ -164,7 +185,15 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   const pausedEarly = fan.pausedUntil();
   if (pausedEarly) return result({ repositories: repos.length, pausedUntil: pausedEarly });
 
-  const plan = computePlan({ desired, fingerprints, actual, records, readScopes, prune: req.policy.prune === true, adopt: adoptedKeys(req.policy, desired) });
+  const plan = computePlan({
+    desired,
+    fingerprints,
+    actual,
+    records,
+    readScopes,
+    prune: req.policy.prune === true,
+    adopt: adoptedKeys(req.policy, desired),
+  });
   const rows: PlanRow[] = [];
   for (const row of plan.rows) {
     if (row.conflict) leftAlone.push({ scope: row.scope, kind: row.kind, name: row.name, reason: row.reason });
@@ -173,13 +202,21 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
       failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: "resolve", error: why });
     } else rows.push(row);
   }
-  const warnings = quotaWarnings(actual, rows, new Map([...values].map(([k, v]) => [k, Buffer.byteLength(v)])), new Map(repos.map((r) => [r.name.toLowerCase(), r.id])));
+  const warnings = quotaWarnings(
+    actual,
+    rows,
+    new Map([...values].map(([k, v]) => [k, Buffer.byteLength(v)])),
+    new Map(repos.map((r) => [r.name.toLowerCase(), r.id])),
+  );
   if (req.dryRun) return result({ repositories: repos.length, rows, warnings });
 
   const ctx: WriteContext = { api, org, keys: req.keys };
   const applied: PlanRow[] = [];
   const writes = rows.filter((row) => row.action !== "unchanged");
-  progress.planned(repos.map((r) => r.name), writes);
+  progress.planned(
+    repos.map((r) => r.name),
+    writes,
+  );
   await Promise.all(
     writes.map(async (row) => {
       try {
@@ -188,7 +225,14 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
         progress.rowFinished(row, true);
       } catch (e) {
         if (isStopped(e)) return;
-        if (!(e instanceof RateLimitPause)) failures.push({ scope: row.scope, kind: row.kind, name: row.name, action: row.action, error: describeError(e) });
+        if (!(e instanceof RateLimitPause))
+          failures.push({
+            scope: row.scope,
+            kind: row.kind,
+            name: row.name,
+            action: row.action,
+            error: describeError(e),
+          });
         progress.rowFinished(row, false);
       }
     }),
@@ -203,12 +247,33 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   }
   applied.sort((a, b) => (a.key < b.key ? -1 : 1));
   progress.finish("done");
-  return result({ repositories: repos.length, rows, applied, warnings, ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}) });
+  return result({
+    repositories: repos.length,
+    rows,
+    applied,
+    warnings,
+    ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}),
+  });
 }
 
 /** Each request in its own fan-out job: a rate-limit retry never repeats a write that succeeded. */
-async function applyRow(fan: FanOut, ctx: WriteContext, req: SyncRequest, row: PlanRow, value: string, fp: string): Promise<void> {
-  const details = { org: req.org, scope: scopeLabel(row.scope), kind: row.kind, name: row.name, action: row.action, changes: row.changes, reason: row.reason };
+async function applyRow(
+  fan: FanOut,
+  ctx: WriteContext,
+  req: SyncRequest,
+  row: PlanRow,
+  value: string,
+  fp: string,
+): Promise<void> {
+  const details = {
+    org: req.org,
+    scope: scopeLabel(row.scope),
+    kind: row.kind,
+    name: row.name,
+    action: row.action,
+    changes: row.changes,
+    reason: row.reason,
+  };
   if (row.action === "delete") {
     await fan.run(() => deleteRow(ctx, row));
     await forgetRecord(req.store, req.org, row.key);
@@ -216,12 +281,24 @@ async function applyRow(fan: FanOut, ctx: WriteContext, req: SyncRequest, row: P
     return;
   }
   const serverWrittenAt = await fan.run(() => writeRow(ctx, row, value));
-  const record: TargetRecord = { kind: row.kind, scope: row.scope, name: row.name, fingerprint: fp, remoteUpdatedAt: "", created: row.created, writtenAt: new Date().toISOString() };
+  const record: TargetRecord = {
+    kind: row.kind,
+    scope: row.scope,
+    name: row.name,
+    fingerprint: fp,
+    remoteUpdatedAt: "",
+    created: row.created,
+    writtenAt: new Date().toISOString(),
+  };
   if (serverWrittenAt) record.serverWrittenAt = serverWrittenAt;
   // Recorded at once, so a run stopped after the write does not write it again.
   await saveRecord(req.store, req.org, row.key, record);
   await req.store.audit({ kind: `${row.kind}_write`, source: "secrets", details });
   // Secrets cannot be read back. Their drift baseline is the updated_at the next list shows (no extra
   // request); without the server's time of the write to bound it, read it back now instead.
-  if (row.kind === "secret" && !serverWrittenAt) await saveRecord(req.store, req.org, row.key, { ...record, remoteUpdatedAt: await fan.run(() => readUpdatedAt(ctx, row)) });
+  if (row.kind === "secret" && !serverWrittenAt)
+    await saveRecord(req.store, req.org, row.key, {
+      ...record,
+      remoteUpdatedAt: await fan.run(() => readUpdatedAt(ctx, row)),
+    });
 }

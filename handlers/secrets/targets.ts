@@ -5,9 +5,7 @@ import type { Visibility } from "./policy.js";
 export type Kind = "secret" | "variable";
 
 export type Scope =
-  | { level: "org" }
-  | { level: "repo"; repo: string }
-  | { level: "env"; repo: string; environment: string };
+  { level: "org" } | { level: "repo"; repo: string } | { level: "env"; repo: string; environment: string };
 
 export interface RepoRef {
   id: number;

@@ -20,7 +20,9 @@ function itemRoute(org: string, kind: "secret" | "variable", scope: Scope, name:
 }
 
 function orgShare(d: DesiredTarget): Record<string, unknown> {
-  return d.visibility === "selected" ? { visibility: "selected", selected_repository_ids: d.selectedRepositoryIds ?? [] } : { visibility: d.visibility };
+  return d.visibility === "selected"
+    ? { visibility: "selected", selected_repository_ids: d.selectedRepositoryIds ?? [] }
+    : { visibility: d.visibility };
 }
 
 /** The API's `Date` header as ISO, when it sent one. */
@@ -34,7 +36,11 @@ async function putSecret(ctx: WriteContext, d: DesiredTarget, value: string): Pr
   // A refused key id means the scope's key was rotated: fetch the new key once and retry.
   for (let attempt = 1; ; attempt++) {
     const key = await ctx.keys.get(ctx.api, ctx.org, d.scope);
-    const body = { encrypted_value: await seal(value, key.key), key_id: key.key_id, ...(d.scope.level === "org" ? orgShare(d) : {}) };
+    const body = {
+      encrypted_value: await seal(value, key.key),
+      key_id: key.key_id,
+      ...(d.scope.level === "org" ? orgShare(d) : {}),
+    };
     try {
       return serverDate(await ctx.api.request(`PUT ${route}`, { ...params, ...body }));
     } catch (e) {
@@ -71,14 +77,33 @@ async function writeVariable(ctx: WriteContext, d: DesiredTarget, create: boolea
  * Change which repositories an org target is shared with, one repository at a time: replacing the
  * whole list would undo a repository someone added between Steward's read and its write.
  */
-async function setSelectedRepositories(ctx: WriteContext, d: DesiredTarget, delta: PlanRow["repositoryChanges"]): Promise<string | undefined> {
-  const path = d.kind === "secret" ? "/orgs/{org}/actions/secrets/{name}/repositories" : "/orgs/{org}/actions/variables/{name}/repositories";
-  if (!delta) return serverDate(await ctx.api.request(`PUT ${path}`, { org: ctx.org, name: d.name, selected_repository_ids: d.selectedRepositoryIds ?? [] }));
+async function setSelectedRepositories(
+  ctx: WriteContext,
+  d: DesiredTarget,
+  delta: PlanRow["repositoryChanges"],
+): Promise<string | undefined> {
+  const path =
+    d.kind === "secret"
+      ? "/orgs/{org}/actions/secrets/{name}/repositories"
+      : "/orgs/{org}/actions/variables/{name}/repositories";
+  if (!delta)
+    return serverDate(
+      await ctx.api.request(`PUT ${path}`, {
+        org: ctx.org,
+        name: d.name,
+        selected_repository_ids: d.selectedRepositoryIds ?? [],
+      }),
+    );
   let last: string | undefined;
-  for (const id of delta.add) last = serverDate(await ctx.api.request(`PUT ${path}/{repository_id}`, { org: ctx.org, name: d.name, repository_id: id }));
+  for (const id of delta.add)
+    last = serverDate(
+      await ctx.api.request(`PUT ${path}/{repository_id}`, { org: ctx.org, name: d.name, repository_id: id }),
+    );
   for (const id of delta.remove) {
     try {
-      last = serverDate(await ctx.api.request(`DELETE ${path}/{repository_id}`, { org: ctx.org, name: d.name, repository_id: id }));
+      last = serverDate(
+        await ctx.api.request(`DELETE ${path}/{repository_id}`, { org: ctx.org, name: d.name, repository_id: id }),
+      );
     } catch (e) {
       if (statusOf(e) !== 404) throw e; // the repository is gone: no longer shared, as wanted
     }
@@ -87,7 +112,10 @@ async function setSelectedRepositories(ctx: WriteContext, d: DesiredTarget, delt
 }
 
 /** Remote `updated_at` after a write: the baseline drift is judged against. */
-export async function readUpdatedAt(ctx: WriteContext, d: Pick<DesiredTarget, "kind" | "scope" | "name">): Promise<string> {
+export async function readUpdatedAt(
+  ctx: WriteContext,
+  d: Pick<DesiredTarget, "kind" | "scope" | "name">,
+): Promise<string> {
   const { route, params } = itemRoute(ctx.org, d.kind, d.scope, d.name);
   const res = await ctx.api.request(`GET ${route}`, params);
   return String(res.data?.updated_at ?? "");

@@ -22,7 +22,10 @@ const fullName = (r: RepoIdentity): string | undefined =>
  * without `head_repository`, as `workflow_job` deliveries are). Ids are compared when both are
  * known (names change on rename, ids do not), else full names, else owners.
  */
-export function forkOf(head: RepoIdentity | null | undefined, repository: RepoIdentity | null | undefined): string | null | undefined {
+export function forkOf(
+  head: RepoIdentity | null | undefined,
+  repository: RepoIdentity | null | undefined,
+): string | null | undefined {
   if (head === undefined || !repository) return undefined;
   if (head === null) return DELETED_FORK;
   const name = fullName(head) ?? (head.owner?.login ? `${head.owner.login}/?` : DELETED_FORK);

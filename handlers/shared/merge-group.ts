@@ -48,6 +48,10 @@ export interface GroupPull {
 
 /** The pull request the group names, as the API returns it (its head repository tells a fork). */
 export async function groupPull(octokit: InstallationOctokit, group: MergeGroupFacts): Promise<GroupPull> {
-  const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { owner: group.owner, repo: group.repo, pull_number: group.number });
+  const { data } = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+    owner: group.owner,
+    repo: group.repo,
+    pull_number: group.number,
+  });
   return data as unknown as GroupPull;
 }

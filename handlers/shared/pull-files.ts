@@ -38,7 +38,10 @@ function remember(kept: Map<string, ChangedFile[]>, key: string, files: ChangedF
 
 /** The changed files of `pull` whose name or former name is under `.github/`, as GitHub lists them. */
 export async function changedGithubFiles(octokit: InstallationOctokit, pull: PullCommits): Promise<ChangedFile[]> {
-  const key = pull.headSha && pull.baseSha ? `${pull.owner}/${pull.repo}#${pull.number}@${pull.baseSha}...${pull.headSha}`.toLowerCase() : undefined;
+  const key =
+    pull.headSha && pull.baseSha
+      ? `${pull.owner}/${pull.repo}#${pull.number}@${pull.baseSha}...${pull.headSha}`.toLowerCase()
+      : undefined;
   let kept = keptBy.get(octokit);
   const known = key ? kept?.get(key) : undefined;
   if (known) {
@@ -47,10 +50,20 @@ export async function changedGithubFiles(octokit: InstallationOctokit, pull: Pul
   }
   const files: ChangedFile[] = [];
   for (let page = 1; page <= MAX_PAGES; page++) {
-    const res = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner: pull.owner, repo: pull.repo, pull_number: pull.number, per_page: 100, page });
+    const res = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+      owner: pull.owner,
+      repo: pull.repo,
+      pull_number: pull.number,
+      per_page: 100,
+      page,
+    });
     for (const f of res.data as ChangedFile[]) {
       if (f.filename.startsWith(UNDER) || f.previous_filename?.startsWith(UNDER)) {
-        files.push({ filename: f.filename, status: f.status, ...(f.previous_filename ? { previous_filename: f.previous_filename } : {}) });
+        files.push({
+          filename: f.filename,
+          status: f.status,
+          ...(f.previous_filename ? { previous_filename: f.previous_filename } : {}),
+        });
       }
     }
     if (res.data.length < 100) break;

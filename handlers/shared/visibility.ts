@@ -80,7 +80,10 @@ export async function policyWithheld(
   if (o.repo.toLowerCase() === o.adminRepo.toLowerCase()) return undefined;
   const adminFile = `${o.owner}/${o.adminRepo}:`.toLowerCase();
   // Unknown sources (a policy loaded for a task): merged when the admin repository has a policy file.
-  const merged = o.sources !== undefined ? o.sources.some((s) => s.toLowerCase().startsWith(adminFile)) : await adminHasPolicy(octokit, o.owner, o.adminRepo);
+  const merged =
+    o.sources !== undefined
+      ? o.sources.some((s) => s.toLowerCase().startsWith(adminFile))
+      : await adminHasPolicy(octokit, o.owner, o.adminRepo);
   if (!merged) return undefined;
   const admin = await rememberedVisibility(octokit, o.owner, o.adminRepo);
   const here = await rememberedVisibility(octokit, o.owner, o.repo);

@@ -31,7 +31,8 @@ export function fitTitle(title: string): string {
 export function fitMarkdown(markdown: string, pointer: string | undefined, max = OUTPUT_MAX): string {
   if (markdown.length <= max) return markdown;
   const where = pointer ? `the full report is at ${pointer}` : "the annotations list every problem";
-  const note = (omitted: number) => `\n\n---\n> **Cut:** ${omitted} characters did not fit the ${max}-character limit of a check run; ${where}.`;
+  const note = (omitted: number) =>
+    `\n\n---\n> **Cut:** ${omitted} characters did not fit the ${max}-character limit of a check run; ${where}.`;
   // The note's own length depends on the number in it; reserve room for the longest number.
   let keep = max - note(markdown.length).length;
   // Prefer cutting at a line boundary so a table row or code fence is not left half-drawn.
@@ -51,7 +52,8 @@ export function fitAnnotation(a: Annotation): Annotation {
     path: a.path,
     start_line: start,
     end_line: end,
-    annotation_level: a.annotation_level === "failure" || a.annotation_level === "warning" ? a.annotation_level : "notice",
+    annotation_level:
+      a.annotation_level === "failure" || a.annotation_level === "warning" ? a.annotation_level : "notice",
     message: cutChars(a.message || "(no message)", ANNOTATION_MESSAGE_MAX),
   };
   if (start === end && a.start_column !== undefined && a.start_column >= 1) {
@@ -66,7 +68,8 @@ export function fitAnnotation(a: Annotation): Annotation {
 /** Groups of at most 50: the first goes with the create (or update), the rest with updates. */
 export function annotationBatches(annotations: readonly Annotation[]): Annotation[][] {
   const batches: Annotation[][] = [];
-  for (let i = 0; i < annotations.length; i += ANNOTATIONS_PER_REQUEST) batches.push(annotations.slice(i, i + ANNOTATIONS_PER_REQUEST));
+  for (let i = 0; i < annotations.length; i += ANNOTATIONS_PER_REQUEST)
+    batches.push(annotations.slice(i, i + ANNOTATIONS_PER_REQUEST));
   return batches.length > 0 ? batches : [[]];
 }
 
@@ -77,10 +80,13 @@ export function annotationBatches(annotations: readonly Annotation[]): Annotatio
  */
 export function fitActions(actions: readonly CheckAction[] | undefined): CheckAction[] | undefined {
   if (!actions) return undefined;
-  if (actions.length > ACTIONS_MAX) throw new RangeError(`a check run takes at most ${ACTIONS_MAX} actions, got ${actions.length}`);
+  if (actions.length > ACTIONS_MAX)
+    throw new RangeError(`a check run takes at most ${ACTIONS_MAX} actions, got ${actions.length}`);
   return actions.map((a) => {
     if (a.identifier.length === 0 || a.identifier.length > ACTION_LIMITS.identifier) {
-      throw new RangeError(`check run action identifier "${a.identifier}" must be 1 to ${ACTION_LIMITS.identifier} characters`);
+      throw new RangeError(
+        `check run action identifier "${a.identifier}" must be 1 to ${ACTION_LIMITS.identifier} characters`,
+      );
     }
     return {
       label: shorten(a.label, ACTION_LIMITS.label),
@@ -96,7 +102,15 @@ function shorten(text: string, max: number): string {
 
 /** Identity of an annotation for comparing a run's existing annotations with new ones. */
 export function annotationKey(a: Partial<Annotation>): string {
-  return JSON.stringify([a.path, a.start_line, a.end_line, a.start_column ?? null, a.end_column ?? null, a.annotation_level, a.message]);
+  return JSON.stringify([
+    a.path,
+    a.start_line,
+    a.end_line,
+    a.start_column ?? null,
+    a.end_column ?? null,
+    a.annotation_level,
+    a.message,
+  ]);
 }
 
 /**
@@ -105,7 +119,10 @@ export function annotationKey(a: Partial<Annotation>): string {
  * wanted cannot be corrected, so a new run is created then (the old one drops out of the
  * `filter=latest` view); otherwise only the missing ones are sent.
  */
-export function planAnnotations(existing: readonly Partial<Annotation>[], wanted: readonly Annotation[]): { reuse: boolean; send: Annotation[] } {
+export function planAnnotations(
+  existing: readonly Partial<Annotation>[],
+  wanted: readonly Annotation[],
+): { reuse: boolean; send: Annotation[] } {
   const remaining = new Map<string, number>();
   for (const a of wanted) remaining.set(annotationKey(a), (remaining.get(annotationKey(a)) ?? 0) + 1);
   for (const a of existing) {

@@ -85,13 +85,20 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
     const batches = annotationBatches(plan.send);
 
     const completed = report.conclusion !== undefined;
-    const finalStatus = completed ? { status: "completed" as const, conclusion: report.conclusion, completed_at: new Date().toISOString() } : { status: report.status ?? "in_progress" };
+    const finalStatus = completed
+      ? { status: "completed" as const, conclusion: report.conclusion, completed_at: new Date().toISOString() }
+      : { status: report.status ?? "in_progress" };
     const common = {
       ...(opts.detailsUrl ? { details_url: opts.detailsUrl } : {}),
       ...(report.externalId ? { external_id: report.externalId } : {}),
       ...(actions ? { actions } : {}),
     };
-    const output = (annotations: Annotation[]) => ({ title, summary, ...(text !== undefined ? { text } : {}), annotations });
+    const output = (annotations: Annotation[]) => ({
+      title,
+      summary,
+      ...(text !== undefined ? { text } : {}),
+      annotations,
+    });
     // The conclusion goes with the last batch, so a run never shows "completed" with half its annotations.
     const statusFor = (i: number) => (i === batches.length - 1 ? finalStatus : { status: "in_progress" as const });
 
@@ -129,10 +136,17 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
    * whose answer was lost (a dropped connection, a 5xx after the fact) may have made the run, so
    * before trying again look for a run of this name newer than the one seen before.
    */
-  async function createOnce(report: CheckReport, seen: ExistingRun | undefined, body: Record<string, unknown>): Promise<CheckRunRef> {
+  async function createOnce(
+    report: CheckReport,
+    seen: ExistingRun | undefined,
+    body: Record<string, unknown>,
+  ): Promise<CheckRunRef> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const { data } = await octokit.request("POST /repos/{owner}/{repo}/check-runs", { ...body, request: { retries: 0 } } as any);
+        const { data } = await octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+          ...body,
+          request: { retries: 0 },
+        } as any);
         return { id: Number(data.id), html_url: data.html_url ?? null };
       } catch (error) {
         const status = (error as { status?: unknown }).status;

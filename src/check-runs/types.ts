@@ -23,13 +23,7 @@ export interface CheckAction {
 }
 
 export type CheckConclusion =
-  | "success"
-  | "failure"
-  | "neutral"
-  | "cancelled"
-  | "skipped"
-  | "timed_out"
-  | "action_required";
+  "success" | "failure" | "neutral" | "cancelled" | "skipped" | "timed_out" | "action_required";
 
 export interface CheckReport {
   owner: string;

@@ -40,8 +40,19 @@ export function commandContext(command: string, io: CommandIo): CommandContext {
       }
     },
     // The command's own output is its report: the log keeps warnings and worse, on stderr.
-    logger: (config) => createLogger({ level: config.logLevel === "info" ? "warn" : config.logLevel, format: config.logFormat, destination: pino.destination({ dest: 2, sync: true }) }),
-    github: (config, logger) => createOctokitFactory({ config, logger, coordination: inProcessCoordination(), ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}) }),
+    logger: (config) =>
+      createLogger({
+        level: config.logLevel === "info" ? "warn" : config.logLevel,
+        format: config.logFormat,
+        destination: pino.destination({ dest: 2, sync: true }),
+      }),
+    github: (config, logger) =>
+      createOctokitFactory({
+        config,
+        logger,
+        coordination: inProcessCoordination(),
+        ...(config.writeIntervalMs !== undefined ? { writeIntervalMs: config.writeIntervalMs } : {}),
+      }),
     async openStore(settings, opts = {}) {
       const store = await openOperatorStore(settings, opts);
       return store && { kv: store.kv, close: () => store.close() };

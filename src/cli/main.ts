@@ -14,22 +14,58 @@ type CommandModule = { usage: string; run(args: string[], io: CommandIo): Promis
 type Command = { summary: string; load: () => Promise<CommandModule> };
 
 /** A core command's module (under ./commands), which reads the environment it is given. */
-const lazy = (load: () => Promise<{ usage: string; run(args: string[], env?: NodeJS.ProcessEnv): Promise<number> }>) => async (): Promise<CommandModule> => {
-  const mod = await load();
-  return { usage: mod.usage, run: (args, io) => mod.run(args, io.env) };
-};
+const lazy =
+  (load: () => Promise<{ usage: string; run(args: string[], env?: NodeJS.ProcessEnv): Promise<number> }>) =>
+  async (): Promise<CommandModule> => {
+    const mod = await load();
+    return { usage: mod.usage, run: (args, io) => mod.run(args, io.env) };
+  };
 
 export const coreCommands: Record<string, Command> = {
-  start: { summary: "run the service (with no APP_ID: against the sandbox hub)", load: lazy(() => import("./commands/start.js")) },
-  validate: { summary: "check policy files: steward validate FILE...", load: lazy(() => import("./commands/validate.js")) },
-  sandbox: { summary: "run the sandbox hub alone: steward sandbox [--port P] [--webhook-url URL]", load: lazy(() => import("./commands/sandbox.js")) },
-  demo: { summary: "play the demo scenarios against the sandbox and print what Steward did", load: lazy(() => import("./commands/demo.js")) },
-  simulate: { summary: "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]", load: lazy(() => import("./commands/simulate.js")) },
-  receive: { summary: "run one payload through the handlers and print their outcomes: steward receive --event E --payload FILE", load: lazy(() => import("./commands/receive.js")) },
-  register: { summary: "register Steward as a GitHub App from app.yml (manifest flow) and write .env: steward register [--port P] [--org ORG]", load: lazy(() => import("./commands/register.js")) },
-  manifest: { summary: "print a least-privilege app manifest for the enabled handlers: steward manifest [--handlers rerun,deployments]", load: lazy(() => import("./commands/manifest.js")) },
-  deliveries: { summary: "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead", load: lazy(() => import("./commands/deliveries.js")) },
-  backup: { summary: "copy the SQLite data directory consistently while the service runs: steward backup DEST", load: lazy(() => import("./commands/backup.js")) },
+  start: {
+    summary: "run the service (with no APP_ID: against the sandbox hub)",
+    load: lazy(() => import("./commands/start.js")),
+  },
+  validate: {
+    summary: "check policy files: steward validate FILE...",
+    load: lazy(() => import("./commands/validate.js")),
+  },
+  sandbox: {
+    summary: "run the sandbox hub alone: steward sandbox [--port P] [--webhook-url URL]",
+    load: lazy(() => import("./commands/sandbox.js")),
+  },
+  demo: {
+    summary: "play the demo scenarios against the sandbox and print what Steward did",
+    load: lazy(() => import("./commands/demo.js")),
+  },
+  simulate: {
+    summary:
+      "what a policy would have done with recorded decisions: steward simulate --policy FILE [--repo OWNER/NAME]",
+    load: lazy(() => import("./commands/simulate.js")),
+  },
+  receive: {
+    summary: "run one payload through the handlers and print their outcomes: steward receive --event E --payload FILE",
+    load: lazy(() => import("./commands/receive.js")),
+  },
+  register: {
+    summary:
+      "register Steward as a GitHub App from app.yml (manifest flow) and write .env: steward register [--port P] [--org ORG]",
+    load: lazy(() => import("./commands/register.js")),
+  },
+  manifest: {
+    summary:
+      "print a least-privilege app manifest for the enabled handlers: steward manifest [--handlers rerun,deployments]",
+    load: lazy(() => import("./commands/manifest.js")),
+  },
+  deliveries: {
+    summary:
+      "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead",
+    load: lazy(() => import("./commands/deliveries.js")),
+  },
+  backup: {
+    summary: "copy the SQLite data directory consistently while the service runs: steward backup DEST",
+    load: lazy(() => import("./commands/backup.js")),
+  },
 };
 
 /** The core's commands, then the built-in handlers' (a handler cannot take a core command's name). */
@@ -39,7 +75,8 @@ export async function allCommands(): Promise<Record<string, Command>> {
   for (const h of builtinHandlers) {
     for (const c of h.commands ?? []) {
       if (Object.hasOwn(commands, c.name)) throw new Error(`handler ${h.name}: command "${c.name}" is taken`);
-      const run = async (args: string[], io: CommandIo) => c.run(args, (await import("./context.js")).commandContext(c.name, io));
+      const run = async (args: string[], io: CommandIo) =>
+        c.run(args, (await import("./context.js")).commandContext(c.name, io));
       commands[c.name] = { summary: c.summary, load: async () => ({ usage: c.usage, run }) };
     }
   }
@@ -47,7 +84,13 @@ export async function allCommands(): Promise<Record<string, Command>> {
 }
 
 async function usage(): Promise<string> {
-  const lines = ["usage: steward <command> [options]", "       steward <command> --help", "       steward --version", "", "commands:"];
+  const lines = [
+    "usage: steward <command> [options]",
+    "       steward <command> --help",
+    "       steward --version",
+    "",
+    "commands:",
+  ];
   for (const [name, c] of Object.entries(await allCommands())) lines.push(`  ${name.padEnd(11)} ${c.summary}`);
   return lines.join("\n");
 }

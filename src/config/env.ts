@@ -133,7 +133,10 @@ function privateKey(env: Env): string {
       throw new ConfigError(name, `cannot be read: ${shown(path)} (${code})`);
     }
   } else {
-    throw new ConfigError("PRIVATE_KEY", "is not set (set PRIVATE_KEY to the app's PEM key, or PRIVATE_KEY_PATH to its file)");
+    throw new ConfigError(
+      "PRIVATE_KEY",
+      "is not set (set PRIVATE_KEY to the app's PEM key, or PRIVATE_KEY_PATH to its file)",
+    );
   }
   // Register before validating: whatever happens next, the value never reaches a log.
   registerSecret(raw);
@@ -149,7 +152,10 @@ function privateKey(env: Env): string {
 function webhookSecrets(env: Env): string[] {
   const raw = env.WEBHOOK_SECRET;
   if (raw === undefined || raw.trim() === "") {
-    throw new ConfigError("WEBHOOK_SECRET", "is not set (the app's webhook secret; a comma-separated list during rotation)");
+    throw new ConfigError(
+      "WEBHOOK_SECRET",
+      "is not set (the app's webhook secret; a comma-separated list during rotation)",
+    );
   }
   const secrets = raw.split(",").map((s) => s.trim());
   secrets.forEach((s) => registerSecret(s));
@@ -220,7 +226,10 @@ function redisUrl(env: Env): string | undefined {
     throw new ConfigError("STEWARD_REDIS_URL", `must start with redis:// or rediss:// (got ${shown(url.protocol)})`);
   }
   if (!/^\/?\d*$/.test(url.pathname)) {
-    throw new ConfigError("STEWARD_REDIS_URL", `must name a database by number, e.g. redis://host:6379/0 (got ${shown(url.pathname)})`);
+    throw new ConfigError(
+      "STEWARD_REDIS_URL",
+      `must name a database by number, e.g. redis://host:6379/0 (got ${shown(url.pathname)})`,
+    );
   }
   return raw;
 }
@@ -260,17 +269,22 @@ function postgresUrl(env: Env): string | undefined {
   if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
     throw new ConfigError(name, `must start with postgres:// or postgresql:// (got ${shown(url.protocol)})`);
   }
-  if (!url.hostname && !url.searchParams.has("host")) throw new ConfigError(name, "must name the server, e.g. postgres://db.internal:5432/steward");
+  if (!url.hostname && !url.searchParams.has("host"))
+    throw new ConfigError(name, "must name the server, e.g. postgres://db.internal:5432/steward");
   const mode = url.searchParams.get("sslmode");
   if (mode !== null && !SSL_MODES.includes(mode)) {
     throw new ConfigError(name, `sslmode must be one of ${SSL_MODES.join(", ")} (got ${shown(mode)})`);
   }
   for (const file of ["sslrootcert", "sslcert", "sslkey"]) {
     const path = url.searchParams.get(file);
-    if (path !== null && !existsSync(path)) throw new ConfigError(name, `${file} names a file that does not exist (${shown(path)})`);
+    if (path !== null && !existsSync(path))
+      throw new ConfigError(name, `${file} names a file that does not exist (${shown(path)})`);
   }
   if (mode === "verify-ca" && !url.searchParams.has("sslrootcert")) {
-    throw new ConfigError(name, "sslmode=verify-ca needs sslrootcert (the certificate of the authority that signed the server's)");
+    throw new ConfigError(
+      name,
+      "sslmode=verify-ca needs sslrootcert (the certificate of the authority that signed the server's)",
+    );
   }
   return raw;
 }
@@ -283,7 +297,10 @@ function oauthClient(env: Env): Pick<StewardConfig, "oauth" | "sessionSecret"> {
   registerSecret(secret);
   registerSecret(session);
   if ((id === undefined) !== (secret === undefined)) {
-    throw new ConfigError(id === undefined ? "GITHUB_CLIENT_ID" : "GITHUB_CLIENT_SECRET", "is not set, and the other half of the app's OAuth client is (set both or neither)");
+    throw new ConfigError(
+      id === undefined ? "GITHUB_CLIENT_ID" : "GITHUB_CLIENT_SECRET",
+      "is not set, and the other half of the app's OAuth client is (set both or neither)",
+    );
   }
   if (session !== undefined && session.length < 32) {
     throw new ConfigError("STEWARD_SESSION_SECRET", "must be at least 32 characters");

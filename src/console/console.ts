@@ -79,7 +79,11 @@ function segmentsOf(path: string): { ok: true; segments: string[] } | { ok: fals
   if (segments[0] === "deliveries" && segments.length >= 2 && segments[1] !== "" && !DELIVERY_ID.test(segments[1]!)) {
     return { ok: false, reason: "not a delivery id" };
   }
-  if (segments[0] === "policies" && segments.length === 3 && !(OWNER_NAME.test(segments[1]!) && REPO_NAME.test(segments[2]!) && !/^\.+$/.test(segments[2]!))) {
+  if (
+    segments[0] === "policies" &&
+    segments.length === 3 &&
+    !(OWNER_NAME.test(segments[1]!) && REPO_NAME.test(segments[2]!) && !/^\.+$/.test(segments[2]!))
+  ) {
     return { ok: false, reason: "not a repository name" };
   }
   return { ok: true, segments };
@@ -120,7 +124,13 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     return deps.baseUrl().startsWith("https:");
   }
 
-  function send(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}, nonce?: string): void {
+  function send(
+    res: ServerResponse,
+    status: number,
+    body: string,
+    headers: Record<string, string> = {},
+    nonce?: string,
+  ): void {
     res.writeHead(status, {
       "content-type": "text/html; charset=utf-8",
       "content-length": Buffer.byteLength(body),
@@ -135,13 +145,22 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
   }
 
   function redirect(res: ServerResponse, location: string, cookies: string[] = []): void {
-    res.writeHead(303, { location, "cache-control": "no-store", ...(cookies.length ? { "set-cookie": cookies } : {}), "content-length": 0 });
+    res.writeHead(303, {
+      location,
+      "cache-control": "no-store",
+      ...(cookies.length ? { "set-cookie": cookies } : {}),
+      "content-length": 0,
+    });
     res.end();
   }
 
   // The handlers' pages, routed and linked from the navigation after the console's own.
   const routes = [...pages, ...handlerRoutes(deps)];
-  const nav = handlerPages(deps).map((p) => ({ href: `/console/${p.path}`, title: p.title, ...(p.ownersOnly ? { ownersOnly: true } : {}) }));
+  const nav = handlerPages(deps).map((p) => ({
+    href: `/console/${p.path}`,
+    title: p.title,
+    ...(p.ownersOnly ? { ownersOnly: true } : {}),
+  }));
 
   function renderPage(res: ServerResponse, page: PageOut, viewer: Viewer | undefined): void {
     const nonce = randomBytes(16).toString("base64");
@@ -157,11 +176,14 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     if (cached && Date.now() - cached.at < ACCESS_TTL_MS) return cached.access;
     let asked = accessAsked.get(session.sid);
     if (!asked) {
-      asked = userClient(deps.apiUrl, session.token).access(deps.appId).then((access) => {
-        if (accessCache.size >= MAX_CACHED_ACCESS) accessCache.delete(accessCache.keys().next().value!);
-        if (!revokedHere.has(session.sid)) accessCache.set(session.sid, { access, at: Date.now() });
-        return access;
-      }).finally(() => accessAsked.delete(session.sid));
+      asked = userClient(deps.apiUrl, session.token)
+        .access(deps.appId)
+        .then((access) => {
+          if (accessCache.size >= MAX_CACHED_ACCESS) accessCache.delete(accessCache.keys().next().value!);
+          if (!revokedHere.has(session.sid)) accessCache.set(session.sid, { access, at: Date.now() });
+          return access;
+        })
+        .finally(() => accessAsked.delete(session.sid));
       accessAsked.set(session.sid, asked);
     }
     return asked;
@@ -185,21 +207,31 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
   function badRequest(res: ServerResponse, reason: string): void {
     // A stranger's malformed URL is not Steward's fault: noted at debug, never as an error.
     log.debug({ reason }, "console request refused as malformed");
-    send(res, 400, `<!doctype html><title>Bad request</title><p>Bad request: ${reason.replace(/[<>&"']/g, "")}.</p>`, { connection: "close" });
+    send(res, 400, `<!doctype html><title>Bad request</title><p>Bad request: ${reason.replace(/[<>&"']/g, "")}.</p>`, {
+      connection: "close",
+    });
   }
 
   function tooMany(res: ServerResponse, what: string): void {
-    send(res, 429, `<!doctype html><title>Too many requests</title><p>${what} Try again in a moment.</p>`, { "retry-after": "5" });
+    send(res, 429, `<!doctype html><title>Too many requests</title><p>${what} Try again in a moment.</p>`, {
+      "retry-after": "5",
+    });
   }
 
   function offPage(res: ServerResponse, status: number): void {
-    renderPage(res, {
-      status,
-      title: "Console is off",
-      body: html`<p>The console is off: Steward has no OAuth client to sign people in with.</p>
-        <p>Set <code>GITHUB_CLIENT_ID</code> and <code>GITHUB_CLIENT_SECRET</code> (the GitHub App's client id and a client secret,
-        written by the manifest flow) and restart Steward. See the README's Console section.</p>`,
-    }, undefined);
+    renderPage(
+      res,
+      {
+        status,
+        title: "Console is off",
+        body: html`<p>The console is off: Steward has no OAuth client to sign people in with.</p>
+          <p>
+            Set <code>GITHUB_CLIENT_ID</code> and <code>GITHUB_CLIENT_SECRET</code> (the GitHub App's client id and a
+            client secret, written by the manifest flow) and restart Steward. See the README's Console section.
+          </p>`,
+      },
+      undefined,
+    );
   }
 
   async function signIn(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -210,37 +242,73 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     authorize.searchParams.set("client_id", deps.oauth!.clientId);
     authorize.searchParams.set("redirect_uri", `${deps.baseUrl()}/console/callback`);
     authorize.searchParams.set("state", state);
-    redirect(res, authorize.toString(), [cookie(SIGNIN_COOKIE, sealed, { maxAgeSeconds: SIGNIN_TTL_MS / 1000, secure: secure(), path: "/console" })]);
+    redirect(res, authorize.toString(), [
+      cookie(SIGNIN_COOKIE, sealed, { maxAgeSeconds: SIGNIN_TTL_MS / 1000, secure: secure(), path: "/console" }),
+    ]);
   }
 
   async function callback(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-    const pending = sealer.open<{ state: string; back: string }>(readCookies(req.headers.cookie).get(SIGNIN_COOKIE), SIGNIN_COOKIE);
+    const pending = sealer.open<{ state: string; back: string }>(
+      readCookies(req.headers.cookie).get(SIGNIN_COOKIE),
+      SIGNIN_COOKIE,
+    );
     const state = url.searchParams.get("state") ?? "";
     const code = url.searchParams.get("code") ?? "";
     const clear = cookie(SIGNIN_COOKIE, "", { maxAgeSeconds: 0, secure: secure(), path: "/console" });
     if (!pending || !code || !sameText(state, pending.state)) {
       res.setHeader("set-cookie", clear);
-      renderPage(res, { status: 400, title: "Sign-in failed", body: html`<p>This sign-in expired or did not start here. <a href="/console/login">Sign in again</a>.</p>` }, undefined);
+      renderPage(
+        res,
+        {
+          status: 400,
+          title: "Sign-in failed",
+          body: html`<p>This sign-in expired or did not start here. <a href="/console/login">Sign in again</a>.</p>`,
+        },
+        undefined,
+      );
       return;
     }
     try {
-      const token = await exchangeCode({ apiUrl: deps.apiUrl, ...deps.oauth!, code, redirectUri: `${deps.baseUrl()}/console/callback` });
+      const token = await exchangeCode({
+        apiUrl: deps.apiUrl,
+        ...deps.oauth!,
+        code,
+        redirectUri: `${deps.baseUrl()}/console/callback`,
+      });
       const sid = randomBytes(16).toString("base64url");
       const access = await userClient(deps.apiUrl, token).access(deps.appId);
       accessCache.set(sid, { access, at: Date.now() });
       const session: Session = { sid, login: access.login, token, csrf: randomBytes(24).toString("base64url") };
       const sealed = sealer.seal(session, SESSION_COOKIE, SESSION_TTL_MS);
-      log.info({ login: access.login, repositories: access.repositories.length, owner: access.ownerOf.length > 0 }, "console sign-in");
-      redirect(res, pending.back, [clear, cookie(SESSION_COOKIE, sealed, { maxAgeSeconds: SESSION_TTL_MS / 1000, secure: secure() })]);
+      log.info(
+        { login: access.login, repositories: access.repositories.length, owner: access.ownerOf.length > 0 },
+        "console sign-in",
+      );
+      redirect(res, pending.back, [
+        clear,
+        cookie(SESSION_COOKIE, sealed, { maxAgeSeconds: SESSION_TTL_MS / 1000, secure: secure() }),
+      ]);
     } catch (error) {
       log.warn({ error: safeErrorMessage(error) }, "console sign-in failed");
       res.setHeader("set-cookie", clear);
-      renderPage(res, { status: 502, title: "Sign-in failed", body: html`<p>GitHub did not complete the sign-in. <a href="/console/login">Try again</a>.</p>` }, undefined);
+      renderPage(
+        res,
+        {
+          status: 502,
+          title: "Sign-in failed",
+          body: html`<p>GitHub did not complete the sign-in. <a href="/console/login">Try again</a>.</p>`,
+        },
+        undefined,
+      );
     }
   }
 
   /** A POST's form, after its CSRF token and origin were checked; undefined when refused (answered). */
-  async function checkedForm(req: IncomingMessage, res: ServerResponse, session: Session): Promise<URLSearchParams | undefined> {
+  async function checkedForm(
+    req: IncomingMessage,
+    res: ServerResponse,
+    session: Session,
+  ): Promise<URLSearchParams | undefined> {
     const origin = req.headers.origin;
     if (origin !== undefined && origin !== "null" && origin !== new URL(deps.baseUrl()).origin) {
       send(res, 403, "<!doctype html><title>Forbidden</title><p>Cross-site request refused.</p>");
@@ -253,7 +321,11 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     }
     const form = new URLSearchParams(body.body.toString("utf8"));
     if (!sameText(form.get("csrf") ?? "", session.csrf)) {
-      send(res, 403, "<!doctype html><title>Forbidden</title><p>The form expired or did not come from this console. Reload the page and try again.</p>");
+      send(
+        res,
+        403,
+        "<!doctype html><title>Forbidden</title><p>The form expired or did not come from this console. Reload the page and try again.</p>",
+      );
       return undefined;
     }
     return form;
@@ -275,7 +347,12 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     const segments = parsed.segments;
     if (path === "/") return redirect(res, "/console");
     if (path === "/steward.schema.json") {
-      res.writeHead(200, { "content-type": "application/schema+json", "content-length": Buffer.byteLength(deps.schemaJson), "cache-control": "public, max-age=300", "access-control-allow-origin": "*" });
+      res.writeHead(200, {
+        "content-type": "application/schema+json",
+        "content-length": Buffer.byteLength(deps.schemaJson),
+        "cache-control": "public, max-age=300",
+        "access-control-allow-origin": "*",
+      });
       res.end(method === "HEAD" ? undefined : deps.schemaJson);
       return;
     }
@@ -290,7 +367,12 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       } catch (error) {
         // Fail closed: a session the store cannot vouch for opens nothing.
         log.warn({ error: safeErrorMessage(error) }, "console could not check whether a session was signed out");
-        send(res, 503, "<!doctype html><title>Unavailable</title><p>The console cannot check your session now; try again shortly.</p>", { "retry-after": "5" });
+        send(
+          res,
+          503,
+          "<!doctype html><title>Unavailable</title><p>The console cannot check your session now; try again shortly.</p>",
+          { "retry-after": "5" },
+        );
         return;
       }
     }
@@ -302,7 +384,12 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
           await revoke(session);
         } catch (error) {
           log.warn({ error: safeErrorMessage(error) }, "console sign-out could not be recorded in the store");
-          send(res, 503, "<!doctype html><title>Unavailable</title><p>Signing out could not be recorded; try again shortly.</p>", { "retry-after": "5" });
+          send(
+            res,
+            503,
+            "<!doctype html><title>Unavailable</title><p>Signing out could not be recorded; try again shortly.</p>",
+            { "retry-after": "5" },
+          );
           return;
         }
       }
@@ -314,19 +401,30 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
         return;
       }
       if (path === "/console" || path === "/console/") {
-        return renderPage(res, { title: "Console", body: html`<p>Steward's console shows what Steward decided and why, for the repositories you can access.</p>
-          <p><a href="/console/login">Sign in with GitHub</a></p>` }, undefined);
+        return renderPage(
+          res,
+          {
+            title: "Console",
+            body: html`<p>Steward's console shows what Steward decided and why, for the repositories you can access.</p>
+              <p><a href="/console/login">Sign in with GitHub</a></p>`,
+          },
+          undefined,
+        );
       }
       // Only a short way back rides along: the sign-in address must stay within the URL bound.
       const back = path + url.search;
-      return redirect(res, `/console/login?next=${encodeURIComponent(back.length <= 1_024 ? back : path.slice(0, 1_024))}`);
+      return redirect(
+        res,
+        `/console/login?next=${encodeURIComponent(back.length <= 1_024 ? back : path.slice(0, 1_024))}`,
+      );
     }
 
     // Per person (the login the session was opened for), not only in all: one person's burst of
     // requests, including the questions to GitHub it causes, waits for its own answers.
     const person = session.login.toLowerCase();
     const held = inFlight.get(person) ?? 0;
-    if (held >= MAX_IN_FLIGHT_PER_LOGIN) return tooMany(res, `At most ${MAX_IN_FLIGHT_PER_LOGIN} requests at once per person.`);
+    if (held >= MAX_IN_FLIGHT_PER_LOGIN)
+      return tooMany(res, `At most ${MAX_IN_FLIGHT_PER_LOGIN} requests at once per person.`);
     inFlight.set(person, held + 1);
     try {
       await signedIn(req, res, url, segments, session, person);
@@ -337,13 +435,30 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     }
   }
 
-  async function signedIn(req: IncomingMessage, res: ServerResponse, url: URL, segments: string[], session: Session, person: string): Promise<void> {
+  async function signedIn(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    segments: string[],
+    session: Session,
+    person: string,
+  ): Promise<void> {
     let access: Access;
     try {
       access = await accessOf(session);
     } catch (error) {
       log.warn({ error: safeErrorMessage(error) }, "console could not ask GitHub what the user may see");
-      return renderPage(res, { status: 502, title: "GitHub unavailable", body: html`<p>GitHub did not say what you may see; try again shortly, or <a href="/console/login">sign in again</a>.</p>` }, undefined);
+      return renderPage(
+        res,
+        {
+          status: 502,
+          title: "GitHub unavailable",
+          body: html`<p>
+            GitHub did not say what you may see; try again shortly, or <a href="/console/login">sign in again</a>.
+          </p>`,
+        },
+        undefined,
+      );
     }
     const viewer: Viewer = { login: access.login, owner: ownsAny({ access }), csrf: session.csrf };
     const ctx: PageContext = { viewer, access, scope: access.repositories, url, segments, deps };
@@ -353,26 +468,45 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       return live.serve(req, res, ctx, {
         login: person,
         sid,
-        alive: () => revoked(sid).then((r) => !r, () => false),
+        alive: () =>
+          revoked(sid).then(
+            (r) => !r,
+            () => false,
+          ),
       });
     }
     await route(req, res, ctx, session, person);
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse, ctx: PageContext, session: Session, person: string): Promise<void> {
+  async function route(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: PageContext,
+    session: Session,
+    person: string,
+  ): Promise<void> {
     const { viewer, url } = ctx;
     const path = url.pathname;
     const method = req.method ?? "GET";
     const bulk = path === "/console/dead/replay";
-    if (method === "POST" && (bulk || (ctx.segments[0] === "deliveries" && ctx.segments.length === 3 && ctx.segments[2] === "replay"))) {
+    if (
+      method === "POST" &&
+      (bulk || (ctx.segments[0] === "deliveries" && ctx.segments.length === 3 && ctx.segments[2] === "replay"))
+    ) {
       const form = await checkedForm(req, res, session);
       if (!form) return;
       if (!viewer.owner) {
-        return renderPage(res, { status: 403, title: "Not allowed", body: html`<p>Only organisation owners replay deliveries.</p>` }, viewer);
+        return renderPage(
+          res,
+          { status: 403, title: "Not allowed", body: html`<p>Only organisation owners replay deliveries.</p>` },
+          viewer,
+        );
       }
       if (bulk) {
-        if (bulkReplays.has(person)) return tooMany(res, "Your previous replay of all matching dead letters is still running.");
-        if (bulkReplays.size >= MAX_BULK_REPLAYS) return tooMany(res, "Other replays of all matching dead letters are running.");
+        if (bulkReplays.has(person))
+          return tooMany(res, "Your previous replay of all matching dead letters is still running.");
+        if (bulkReplays.size >= MAX_BULK_REPLAYS)
+          return tooMany(res, "Other replays of all matching dead letters are running.");
         bulkReplays.add(person);
       }
       let done: string | undefined;
@@ -382,24 +516,39 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
         if (bulk) bulkReplays.delete(person);
       }
       if (done === undefined) {
-        return renderPage(res, { status: 403, title: "Not allowed", body: html`<p>You may not replay this delivery: only owners of the organisation that received it do.</p>` }, viewer);
+        return renderPage(
+          res,
+          {
+            status: 403,
+            title: "Not allowed",
+            body: html`<p>You may not replay this delivery: only owners of the organisation that received it do.</p>`,
+          },
+          viewer,
+        );
       }
       return redirect(res, done);
     }
     if (method !== "GET" && method !== "HEAD") {
-      send(res, 405, "<!doctype html><title>Method not allowed</title><p>Method not allowed.</p>", { allow: "GET, HEAD" });
+      send(res, 405, "<!doctype html><title>Method not allowed</title><p>Method not allowed.</p>", {
+        allow: "GET, HEAD",
+      });
       return;
     }
     const entry = routes.find((p) => p.pattern.test(path));
     if (!entry) return renderPage(res, { status: 404, title: "Not found", body: html`<p>No such page.</p>` }, viewer);
     if (entry.ownersOnly && !viewer.owner) {
-      return renderPage(res, { status: 403, title: "Owners only", body: html`<p>This page is for organisation owners.</p>` }, viewer);
+      return renderPage(
+        res,
+        { status: 403, title: "Owners only", body: html`<p>This page is for organisation owners.</p>` },
+        viewer,
+      );
     }
     renderPage(res, await entry.page(ctx), viewer);
   }
 
   return {
-    owns: (path) => path === "/" || path === "/steward.schema.json" || path === "/console" || path.startsWith("/console/"),
+    owns: (path) =>
+      path === "/" || path === "/steward.schema.json" || path === "/console" || path.startsWith("/console/"),
     handle,
     close: () => live.close(),
   };

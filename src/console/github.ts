@@ -46,11 +46,22 @@ async function call(url: string, init: RequestInit): Promise<Response> {
   }
 }
 
-export async function exchangeCode(opts: { apiUrl: string; clientId: string; clientSecret: string; code: string; redirectUri: string }): Promise<string> {
+export async function exchangeCode(opts: {
+  apiUrl: string;
+  clientId: string;
+  clientSecret: string;
+  code: string;
+  redirectUri: string;
+}): Promise<string> {
   const res = await call(`${webBaseOf(opts.apiUrl)}/login/oauth/access_token`, {
     method: "POST",
     headers: { accept: "application/json", "content-type": "application/json", "user-agent": "steward-console" },
-    body: JSON.stringify({ client_id: opts.clientId, client_secret: opts.clientSecret, code: opts.code, redirect_uri: opts.redirectUri }),
+    body: JSON.stringify({
+      client_id: opts.clientId,
+      client_secret: opts.clientSecret,
+      code: opts.code,
+      redirect_uri: opts.redirectUri,
+    }),
   });
   const body = (await res.json().catch(() => ({}))) as { access_token?: unknown; error?: unknown };
   if (!res.ok || typeof body.access_token !== "string") {
@@ -60,7 +71,10 @@ export async function exchangeCode(opts: { apiUrl: string; clientId: string; cli
 }
 
 function nextLink(link: string | null): string | undefined {
-  return link?.split(",").map((l) => /<([^>]+)>;\s*rel="next"/.exec(l)?.[1]).find((u) => u !== undefined);
+  return link
+    ?.split(",")
+    .map((l) => /<([^>]+)>;\s*rel="next"/.exec(l)?.[1])
+    .find((u) => u !== undefined);
 }
 
 export function userClient(apiUrl: string, token: string) {
@@ -79,7 +93,8 @@ export function userClient(apiUrl: string, token: string) {
     const out: T[] = [];
     let url: string | undefined = `${apiUrl}${path}${path.includes("?") ? "&" : "?"}per_page=100`;
     for (let page = 0; url && page < MAX_PAGES; page++) {
-      const res: { status: number; body: Record<string, T[]>; link: string | null } = await get<Record<string, T[]>>(url);
+      const res: { status: number; body: Record<string, T[]>; link: string | null } =
+        await get<Record<string, T[]>>(url);
       if (res.status !== 200) throw new GitHubError(`GitHub answered ${res.status} to ${new URL(url).pathname}`);
       out.push(...(res.body[key] ?? []));
       url = nextLink(res.link);
@@ -90,19 +105,26 @@ export function userClient(apiUrl: string, token: string) {
   return {
     async access(appId: number): Promise<Access> {
       const user = await get<{ login?: string }>("/user");
-      if (user.status !== 200 || typeof user.body?.login !== "string") throw new GitHubError(`GitHub answered ${user.status} to /user`);
+      if (user.status !== 200 || typeof user.body?.login !== "string")
+        throw new GitHubError(`GitHub answered ${user.status} to /user`);
       type Inst = { id: number; app_id: number; account: { login: string; type: string } | null };
-      const installations = (await list<Inst>("/user/installations", "installations")).filter((i) => i.app_id === appId);
+      const installations = (await list<Inst>("/user/installations", "installations")).filter(
+        (i) => i.app_id === appId,
+      );
       const login = user.body.login;
       const repositories: string[] = [];
       const ownerOf: string[] = [];
       const grants: InstallationGrant[] = [];
       for (const inst of installations) {
-        const repos = (await list<{ full_name: string }>(`/user/installations/${inst.id}/repositories`, "repositories")).map((r) => r.full_name);
+        const repos = (
+          await list<{ full_name: string }>(`/user/installations/${inst.id}/repositories`, "repositories")
+        ).map((r) => r.full_name);
         repositories.push(...repos);
         let owner = false;
         if (inst.account?.type === "Organization") {
-          const m = await get<{ role?: string; state?: string }>(`/user/memberships/orgs/${encodeURIComponent(inst.account.login)}`);
+          const m = await get<{ role?: string; state?: string }>(
+            `/user/memberships/orgs/${encodeURIComponent(inst.account.login)}`,
+          );
           owner = m.status === 200 && m.body?.role === "admin" && m.body.state === "active";
           if (owner) ownerOf.push(inst.account.login.toLowerCase());
         } else if (inst.account?.type === "User") {

@@ -43,14 +43,20 @@ export function liveStream(deps: ConsoleDeps) {
         return;
       }
       if (heldBy(holder.login) >= MAX_STREAMS_PER_LOGIN) {
-        res.writeHead(429, { "content-type": "text/plain", "retry-after": "30" }).end(`at most ${MAX_STREAMS_PER_LOGIN} live views per person: close another tab`);
+        res
+          .writeHead(429, { "content-type": "text/plain", "retry-after": "30" })
+          .end(`at most ${MAX_STREAMS_PER_LOGIN} live views per person: close another tab`);
         return;
       }
       if (open.size >= MAX_STREAMS) {
         res.writeHead(503, { "content-type": "text/plain", "retry-after": "30" }).end("too many live views");
         return;
       }
-      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-content-type-options": "nosniff" });
+      res.writeHead(200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-content-type-options": "nosniff",
+      });
       res.write("retry: 5000\n\n");
       let last = "";
       let busy = false;
@@ -63,7 +69,12 @@ export function liveStream(deps: ConsoleDeps) {
           const text = (await render(ctx)).text;
           if (text !== last) {
             last = text;
-            res.write(`event: fragment\n${text.split("\n").map((l) => `data: ${l}`).join("\n")}\n\n`);
+            res.write(
+              `event: fragment\n${text
+                .split("\n")
+                .map((l) => `data: ${l}`)
+                .join("\n")}\n\n`,
+            );
           } else res.write(": idle\n\n");
         } catch (error) {
           deps.logger.debug({ error: String(error) }, "live view render failed");

@@ -21,7 +21,11 @@ export function consoleBase(config: Pick<StewardConfig, "statusUrl">, listening:
  * Only with a public base (STEWARD_STATUS_URL), or against a hub on this machine (the sandbox):
  * an address Steward merely listens on means nothing to someone reading the check on GitHub.
  */
-export function detailsUrlFor(config: Pick<StewardConfig, "statusUrl" | "apiUrl">, base: string, deliveryId: string | undefined): string | undefined {
+export function detailsUrlFor(
+  config: Pick<StewardConfig, "statusUrl" | "apiUrl">,
+  base: string,
+  deliveryId: string | undefined,
+): string | undefined {
   const local = /^https?:\/\/(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(\/|$)/.test(config.apiUrl);
   if (!config.statusUrl && !local) return undefined;
   return deliveryId ? `${base}/console/deliveries/${encodeURIComponent(deliveryId)}` : `${base}/console`;

@@ -17,11 +17,18 @@ function leaves(value: unknown, path: PathSegment[] = []): { path: PathSegment[]
   return [{ path, value }];
 }
 
-async function readSource(octokit: InstallationOctokit, source: string): Promise<{ doc: Document; lines: LineCounter } | undefined> {
+async function readSource(
+  octokit: InstallationOctokit,
+  source: string,
+): Promise<{ doc: Document; lines: LineCounter } | undefined> {
   const m = /^([^/]+)\/([^:]+):(.+)$/.exec(source);
   if (!m) return undefined;
   try {
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: m[1]!, repo: m[2]!, path: m[3]! });
+    const { data } = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: m[1]!,
+      repo: m[2]!,
+      path: m[3]!,
+    });
     const content = (data as { content?: string }).content;
     if (typeof content !== "string") return undefined;
     const lines = new LineCounter();
@@ -31,9 +38,16 @@ async function readSource(octokit: InstallationOctokit, source: string): Promise
   }
 }
 
-export async function policyView(octokit: InstallationOctokit, policies: PolicyLoader, owner: string, repo: string): Promise<PolicyView> {
+export async function policyView(
+  octokit: InstallationOctokit,
+  policies: PolicyLoader,
+  owner: string,
+  repo: string,
+): Promise<PolicyView> {
   const loaded = await policies.load(octokit, { owner, repo });
-  const files = await Promise.all(loaded.sources.map(async (s) => ({ source: s, parsed: await readSource(octokit, s) })));
+  const files = await Promise.all(
+    loaded.sources.map(async (s) => ({ source: s, parsed: await readSource(octokit, s) })),
+  );
   // Highest precedence first: the repository's own file, then the organisation's.
   const byPrecedence = [...files].reverse();
   const values = leaves(loaded.sections).map((leaf) => {
@@ -47,6 +61,8 @@ export async function policyView(octokit: InstallationOctokit, policies: PolicyL
   return {
     sources: loaded.sources,
     values,
-    errors: loaded.problems.filter((p) => p.severity === "error").map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`),
+    errors: loaded.problems
+      .filter((p) => p.severity === "error")
+      .map((p) => `${p.file}:${p.line}:${p.column} ${p.message}`),
   };
 }

@@ -51,8 +51,18 @@ export function readCookies(header: string | undefined): Map<string, string> {
   return out;
 }
 
-export function cookie(name: string, value: string, opts: { maxAgeSeconds: number; secure: boolean; path?: string }): string {
-  const parts = [`${name}=${value}`, `Path=${opts.path ?? "/"}`, "HttpOnly", "SameSite=Lax", `Max-Age=${opts.maxAgeSeconds}`];
+export function cookie(
+  name: string,
+  value: string,
+  opts: { maxAgeSeconds: number; secure: boolean; path?: string },
+): string {
+  const parts = [
+    `${name}=${value}`,
+    `Path=${opts.path ?? "/"}`,
+    "HttpOnly",
+    "SameSite=Lax",
+    `Max-Age=${opts.maxAgeSeconds}`,
+  ];
   if (opts.secure) parts.push("Secure");
   return parts.join("; ");
 }

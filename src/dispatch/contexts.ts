@@ -2,7 +2,14 @@
 // ServiceContext at start. Octokit and check reporter are resolved lazily so a handler
 // that never calls the API never needs an installation.
 import type { Logger } from "pino";
-import type { HandlerContext, HandlerModule, InstallationOctokit, Scheduler, ServiceContext, TaskContext } from "../handler.js";
+import type {
+  HandlerContext,
+  HandlerModule,
+  InstallationOctokit,
+  Scheduler,
+  ServiceContext,
+  TaskContext,
+} from "../handler.js";
 import type { CheckReporter } from "../check-runs/types.js";
 import type { StewardConfig } from "../config/types.js";
 import type { OctokitFactory } from "../api/types.js";
@@ -44,7 +51,11 @@ export function policyLoaderFor<P>(
   };
 }
 
-function lazyChecks(deps: ContextDeps, octokit: InstallationOctokit | undefined, deliveryId: string | undefined): CheckReporter {
+function lazyChecks(
+  deps: ContextDeps,
+  octokit: InstallationOctokit | undefined,
+  deliveryId: string | undefined,
+): CheckReporter {
   let reporter: CheckReporter | undefined;
   return {
     report: (report) => {
@@ -132,7 +143,11 @@ export function handlerContext<P>(
     policy: extra.policy,
     policySources: extra.policySources ?? [],
   };
-  return withCommonParts(specific, deps, handler, { ...extra, deliveryId: facts.deliveryId, owner: `delivery ${facts.deliveryId}` });
+  return withCommonParts(specific, deps, handler, {
+    ...extra,
+    deliveryId: facts.deliveryId,
+    owner: `delivery ${facts.deliveryId}`,
+  });
 }
 
 export function taskContext<P>(
@@ -145,7 +160,12 @@ export function taskContext<P>(
   return withCommonParts(specific, deps, handler, { ...extra, owner: `task ${task.key}` });
 }
 
-export function serviceContext(deps: ContextDeps, log: Logger, scheduler: Scheduler, signal: AbortSignal): ServiceContext {
+export function serviceContext(
+  deps: ContextDeps,
+  log: Logger,
+  scheduler: Scheduler,
+  signal: AbortSignal,
+): ServiceContext {
   return {
     signal,
     log,

@@ -12,11 +12,17 @@ export function formatProblem(p: Problem): string {
  * Section not set by any policy file: skip, unless the handler is `enabledByDefault` (then run
  * with its defaults). Otherwise run with the validated section, defaults applied.
  */
-export function gatePolicy<P>(section: Pick<PolicySection<P>, "key" | "enabledByDefault">, loaded: LoadedPolicy): PolicyGate<P> {
+export function gatePolicy<P>(
+  section: Pick<PolicySection<P>, "key" | "enabledByDefault">,
+  loaded: LoadedPolicy,
+): PolicyGate<P> {
   const { key } = section;
   if (Object.prototype.hasOwnProperty.call(loaded.sections, key) && loaded.sections[key] !== undefined) {
     if (!loaded.given.includes(key) && section.enabledByDefault !== true) {
-      return { run: false, reason: `no "${key}" section in ${loaded.sources.length > 0 ? loaded.sources.join(", ") : "any .github/steward.yml"}; the handler is off where it is not configured` };
+      return {
+        run: false,
+        reason: `no "${key}" section in ${loaded.sources.length > 0 ? loaded.sources.join(", ") : "any .github/steward.yml"}; the handler is off where it is not configured`,
+      };
     }
     return { run: true, policy: loaded.sections[key] as P };
   }

@@ -11,7 +11,14 @@ import { DOCUMENT_DIR, POLICY_FILE } from "../policy/paths.js";
 export function takesEvent(events: readonly string[], event: string, action: string | undefined): boolean {
   for (const e of events) {
     if (e === "*" || e === event) return true;
-    if (action !== undefined && e.length === event.length + 1 + action.length && e.charCodeAt(event.length) === DOT && e.startsWith(event) && e.endsWith(action)) return true;
+    if (
+      action !== undefined &&
+      e.length === event.length + 1 + action.length &&
+      e.charCodeAt(event.length) === DOT &&
+      e.startsWith(event) &&
+      e.endsWith(action)
+    )
+      return true;
   }
   return false;
 }
@@ -34,8 +41,14 @@ function narrowedIn(handler: Routable, delivery: RoutedDelivery, config: Steward
 }
 
 /** The handlers that take `delivery`: subscribed to its event and action, and not narrowing it out. */
-export function routeDelivery<H extends Routable>(handlers: readonly H[], delivery: RoutedDelivery, config: StewardConfig): H[] {
-  return handlers.filter((h) => takesEvent(h.events, delivery.event, delivery.action) && narrowedIn(h, delivery, config));
+export function routeDelivery<H extends Routable>(
+  handlers: readonly H[],
+  delivery: RoutedDelivery,
+  config: StewardConfig,
+): H[] {
+  return handlers.filter(
+    (h) => takesEvent(h.events, delivery.event, delivery.action) && narrowedIn(h, delivery, config),
+  );
 }
 
 /**

@@ -45,7 +45,11 @@ function trim(runs: HandlerRunCalls[]): HandlerRunCalls[] {
   for (let i = runs.length - 1; i >= 0 && total < MAX_CALLS; i--) {
     const run = runs[i]!;
     const room = MAX_CALLS - total;
-    kept.unshift(run.calls.length <= room ? run : { ...run, calls: run.calls.slice(-room), dropped: run.dropped + run.calls.length - room });
+    kept.unshift(
+      run.calls.length <= room
+        ? run
+        : { ...run, calls: run.calls.slice(-room), dropped: run.dropped + run.calls.length - room },
+    );
     total += Math.min(room, run.calls.length);
   }
   return kept;

@@ -48,7 +48,11 @@ function repositoryNamed(fullName: string | undefined): { owner: string; repo: s
   return { owner: fullName!.slice(0, slash), repo: fullName!.slice(slash + 1) };
 }
 
-const UNPARSABLE = { status: "failed", error: "stored payload is not valid JSON", retryable: false } as const satisfies Outcome;
+const UNPARSABLE = {
+  status: "failed",
+  error: "stored payload is not valid JSON",
+  retryable: false,
+} as const satisfies Outcome;
 
 /** Thrown by a handler context's `payload` when the stored text is not JSON; the run's outcome is UNPARSABLE. */
 class UnparsablePayload extends Error {}
@@ -110,7 +114,15 @@ async function prepare(
 }
 
 /** The handler's step: the shared failure, its policy gate, then its `handle`. */
-function handlerStep(deps: DeliveryRunDeps, handler: HandlerModule<any>, facts: DeliveryFacts, prep: Preparation, attempt: number, log: Logger, signal: AbortSignal) {
+function handlerStep(
+  deps: DeliveryRunDeps,
+  handler: HandlerModule<any>,
+  facts: DeliveryFacts,
+  prep: Preparation,
+  attempt: number,
+  log: Logger,
+  signal: AbortSignal,
+) {
   return async (): Promise<Outcome | void> => {
     if (prep.failure) return prep.failure;
     let policy: unknown;
@@ -120,7 +132,14 @@ function handlerStep(deps: DeliveryRunDeps, handler: HandlerModule<any>, facts: 
       if (!gate.run) return { status: "skipped", reason: gate.reason };
       policy = gate.policy;
     }
-    const ctx = handlerContext(deps, handler, facts, { octokit: prep.octokit, policy, log: log.child({ handler: handler.name }), attempt, signal, policySources: prep.policy?.sources ?? [] });
+    const ctx = handlerContext(deps, handler, facts, {
+      octokit: prep.octokit,
+      policy,
+      log: log.child({ handler: handler.name }),
+      attempt,
+      signal,
+      policySources: prep.policy?.sources ?? [],
+    });
     try {
       return await handler.handle(ctx);
     } catch (e) {
@@ -197,7 +216,11 @@ async function runHandlers(
   return [...kept, ...ran];
 }
 
-export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+export async function runClaimedDelivery(
+  deps: DeliveryRunDeps,
+  claim: ClaimedDelivery,
+  signal: AbortSignal,
+): Promise<void> {
   const { queue } = deps;
   const d = claim.delivery;
   const dlog = deps.logger.child({
@@ -231,7 +254,10 @@ export async function runClaimedDelivery(deps: DeliveryRunDeps, claim: ClaimedDe
   const held = await finished;
   if (!held) return;
   if (decision.status === "failed") {
-    dlog.warn({ attempt: d.attempts, retryAt: decision.retryAt, error: decision.lastError }, "delivery will be retried");
+    dlog.warn(
+      { attempt: d.attempts, retryAt: decision.retryAt, error: decision.lastError },
+      "delivery will be retried",
+    );
   } else if (decision.status === "dead") {
     dlog.error({ attempts: d.attempts, error: decision.lastError }, "delivery parked as dead");
   } else {

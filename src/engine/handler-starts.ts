@@ -59,7 +59,10 @@ export function startHandlers(opts: {
           // A rejected app credential is reported once, by the credential check, naming what
           // to fix; every handler repeating it would blame the wrong thing.
           const level = statusOf(error) === 401 ? "debug" : "warn";
-          log[level]({ attempt, retryInMs, error: status.lastError }, `handler ${h.name} could not start yet; retrying in the background`);
+          log[level](
+            { attempt, retryInMs, error: status.lastError },
+            `handler ${h.name} could not start yet; retrying in the background`,
+          );
         },
       });
       status.state = ok ? "started" : "stopped";

@@ -69,7 +69,9 @@ export function createEngine(opts: EngineOptions): Engine {
     log,
     shutdown: shutdown.signal,
     run: (work, signal) =>
-      work.kind === "delivery" ? runClaimedDelivery(deliveryDeps, work.claim, signal) : runClaimedTask(taskDeps, work.claim, signal),
+      work.kind === "delivery"
+        ? runClaimedDelivery(deliveryDeps, work.claim, signal)
+        : runClaimedTask(taskDeps, work.claim, signal),
   });
   let starts: HandlerStarts | undefined;
   let maintenance: NodeJS.Timeout | undefined;
@@ -86,7 +88,12 @@ export function createEngine(opts: EngineOptions): Engine {
 
   return {
     // A push that may touch a policy file runs even when no handler takes it: its run drops the cached policy.
-    intake: createEnqueue(store, pool, (d) => engineTakes(d) || routeDelivery(opts.handlers, d, config).length > 0, opts.readinessProbes),
+    intake: createEnqueue(
+      store,
+      pool,
+      (d) => engineTakes(d) || routeDelivery(opts.handlers, d, config).length > 0,
+      opts.readinessProbes,
+    ),
     schedulerFor,
     handlerStarts: () => starts?.status() ?? [],
     async start() {
@@ -131,7 +138,11 @@ export function createEngine(opts: EngineOptions): Engine {
       const ok = await store.deliveries.replayDelivery(deliveryId);
       if (!ok) {
         const found = await store.deliveries.getDelivery(deliveryId);
-        throw new Error(found ? `delivery ${deliveryId} is running; replay it when it has finished` : `no stored delivery ${deliveryId}`);
+        throw new Error(
+          found
+            ? `delivery ${deliveryId} is running; replay it when it has finished`
+            : `no stored delivery ${deliveryId}`,
+        );
       }
       pool.wake();
     },

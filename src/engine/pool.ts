@@ -76,7 +76,9 @@ export function createWorkerPool(opts: {
       if (claim) work.push({ kind: "task", claim });
     };
     if (preferTask) await claimTask();
-    if (work.length < free) for (const claim of await store.deliveries.claimDeliveries(leaseMs, free - work.length)) work.push({ kind: "delivery", claim });
+    if (work.length < free)
+      for (const claim of await store.deliveries.claimDeliveries(leaseMs, free - work.length))
+        work.push({ kind: "delivery", claim });
     if (!preferTask && work.length < free) await claimTask();
     return work;
   }
@@ -120,10 +122,13 @@ export function createWorkerPool(opts: {
   function armTimerIn(ms: number): void {
     clearTimer();
     if (state !== "running") return;
-    timer = setTimeout(() => {
-      timer = undefined;
-      void pump();
-    }, Math.max(1, ms));
+    timer = setTimeout(
+      () => {
+        timer = undefined;
+        void pump();
+      },
+      Math.max(1, ms),
+    );
     timer.unref();
   }
 

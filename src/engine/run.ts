@@ -32,7 +32,10 @@ export async function installationOctokit(
   try {
     return { octokit: await deps.octokits.octokitFor(installationId) };
   } catch (e) {
-    return { octokit: undefined, failure: { status: "failed", error: `no Octokit for installation ${installationId}: ${errorText(e)}` } };
+    return {
+      octokit: undefined,
+      failure: { status: "failed", error: `no Octokit for installation ${installationId}: ${errorText(e)}` },
+    };
   }
 }
 
@@ -67,7 +70,8 @@ export async function runHandler(
     try {
       const result = await invoke();
       if (result === undefined) return { status: "done" };
-      if (!isOutcome(result)) return { status: "failed", error: "handler returned something that is not an outcome", retryable: false };
+      if (!isOutcome(result))
+        return { status: "failed", error: "handler returned something that is not an outcome", retryable: false };
       return result;
     } catch (e) {
       return { status: "failed", error: errorText(e) };

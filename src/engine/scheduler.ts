@@ -37,7 +37,12 @@ export function createSchedulers(store: Pick<TasksPart, "scheduleTask" | "cancel
  * looked at again. Only tasks not due yet move (one due now may be claimed meanwhile, and it runs
  * anyway). Returns the unsubscribe; a no-op for a clock that never jumps.
  */
-export function followClockMoves(clock: Clock, store: Pick<TasksPart, "listTasks" | "scheduleTask">, wake: () => void, log: Logger): () => void {
+export function followClockMoves(
+  clock: Clock,
+  store: Pick<TasksPart, "listTasks" | "scheduleTask">,
+  wake: () => void,
+  log: Logger,
+): () => void {
   if (!clock.onMove) return () => undefined;
   let moving = Promise.resolve();
   return clock.onMove((deltaMs) => {

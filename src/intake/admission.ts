@@ -51,8 +51,14 @@ export function peerKey(address: string | undefined): string {
   const left = head ? head.split(":") : [];
   const right = tail ? tail.split(":") : [];
   // An embedded IPv4 tail takes two groups; only the first four groups matter here.
-  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ""))
+    .join(":")}::/64`;
 }
 
 interface Ticket {
@@ -83,7 +89,8 @@ export class BodyAdmission {
     this.limits = {
       maxBytes,
       maxBodies,
-      maxBytesPerPeer: limits.maxBytesPerPeer ?? Math.min(maxBytes, Math.max(limits.largestBody ?? 0, Math.floor(maxBytes / 2))),
+      maxBytesPerPeer:
+        limits.maxBytesPerPeer ?? Math.min(maxBytes, Math.max(limits.largestBody ?? 0, Math.floor(maxBytes / 2))),
       maxBodiesPerPeer: limits.maxBodiesPerPeer ?? Math.min(maxBodies, DEFAULT_MAX_BODIES_PER_PEER),
     };
   }

@@ -6,8 +6,7 @@ import type { IncomingMessage } from "node:http";
 import type { AdmittedBody } from "./admission.js";
 
 export type BodyResult =
-  | { ok: true; body: Buffer }
-  | { ok: false; reason: "too-large" | "aborted" | "timeout" | "too-slow" | "no-room" };
+  { ok: true; body: Buffer } | { ok: false; reason: "too-large" | "aborted" | "timeout" | "too-slow" | "no-room" };
 
 /** A floor under how fast a body must arrive, after a grace period. */
 export interface MinRate {
@@ -45,7 +44,11 @@ export function declaredTooLarge(req: IncomingMessage, limit: number): boolean {
  * Reads the whole body, at most `limit` bytes, within `timeoutMs` (a sender that stalls or
  * trickles is cut off long before the server's request timeout).
  */
-export function readBody(req: IncomingMessage, limit: number, timeoutOrOptions: number | ReadOptions = {}): Promise<BodyResult> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  timeoutOrOptions: number | ReadOptions = {},
+): Promise<BodyResult> {
   const opts: ReadOptions = typeof timeoutOrOptions === "number" ? { timeoutMs: timeoutOrOptions } : timeoutOrOptions;
   const timeoutMs = opts.timeoutMs ?? Number.POSITIVE_INFINITY;
   return new Promise((resolve) => {

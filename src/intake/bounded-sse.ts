@@ -183,7 +183,8 @@ export class BoundedSseParser {
     if (this.#inValue) {
       if (this.#sink === "event") this.#type = Buffer.from(this.#small).toString("utf8");
       // An id holding NUL is ignored (the spec).
-      else if (this.#sink === "id" && !this.#small.includes(0)) this.#lastEventId = Buffer.from(this.#small).toString("utf8");
+      else if (this.#sink === "id" && !this.#small.includes(0))
+        this.#lastEventId = Buffer.from(this.#small).toString("utf8");
     } else if (this.#field.length === 0) {
       this.#dispatch();
     } else {

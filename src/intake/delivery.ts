@@ -77,7 +77,9 @@ function payloadText(body: Buffer, encoding: Encoding): string | undefined {
 }
 
 function objectOr(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === "object" && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
 /** The fields a delivery is routed and listed by, from one parse of its payload; or why it is not a JSON object. */
@@ -110,7 +112,8 @@ export function parseDelivery(
   receivedAt: Date,
 ): { ok: true; delivery: IncomingDelivery } | { ok: false; refusal: Refusal } {
   const encoding = encodingOf(single(headers["content-type"]));
-  if (!encoding) return { ok: false, refusal: refuseByHeaders(headers) ?? { status: 415, message: "unsupported Content-Type" } };
+  if (!encoding)
+    return { ok: false, refusal: refuseByHeaders(headers) ?? { status: 415, message: "unsupported Content-Type" } };
   const text = payloadText(body, encoding);
   if (text === undefined) return { ok: false, refusal: { status: 400, message: "form body has no payload field" } };
   const routing = routingFields(text);

@@ -67,8 +67,13 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
     };
     let admitted: AdmittedBody | undefined;
     const noRoom = () => {
-      log.warn({ deliveryId, event }, "delivery refused: request bodies in flight are at the intake's admission limits");
-      return answer(503, "too many request bodies in flight; deliver again later", true, { "retry-after": String(RETRY_AFTER_SECONDS) });
+      log.warn(
+        { deliveryId, event },
+        "delivery refused: request bodies in flight are at the intake's admission limits",
+      );
+      return answer(503, "too many request bodies in flight; deliver again later", true, {
+        "retry-after": String(RETRY_AFTER_SECONDS),
+      });
     };
     try {
       if (opts.isDraining()) return answer(503, "shutting down; deliver again later", true);
@@ -132,7 +137,13 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       if (result === "duplicate") log.info({ deliveryId, event }, "delivery already recorded");
       else {
         log.info(
-          { deliveryId, event, action: delivery.action, installationId: delivery.installationId, repository: delivery.repository },
+          {
+            deliveryId,
+            event,
+            action: delivery.action,
+            installationId: delivery.installationId,
+            repository: delivery.repository,
+          },
           "delivery recorded",
         );
       }

@@ -10,7 +10,15 @@ export interface PreparedJson {
 
 export function prepareJson(status: number, body: Record<string, unknown>): PreparedJson {
   const bytes = Buffer.from(JSON.stringify(body));
-  return { status, body: bytes, headers: { "content-type": "application/json; charset=utf-8", "content-length": bytes.length, "cache-control": "no-store" } };
+  return {
+    status,
+    body: bytes,
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      "content-length": bytes.length,
+      "cache-control": "no-store",
+    },
+  };
 }
 
 export function sendPrepared(res: ServerResponse, answer: PreparedJson): void {
@@ -51,7 +59,13 @@ export const LINGER_BYTES = 4 * 1024 * 1024;
  * LINGER_BYTES were dropped; past that, reading stops (the client's sending blocks, it can still
  * read its answer) and the socket is destroyed LINGER_MS after the answer.
  */
-export function sendJsonAndClose(req: IncomingMessage, res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+export function sendJsonAndClose(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   const socket = req.socket;
   if (!socket.destroyed) {
     const cutOff = () => socket.destroy();

@@ -82,9 +82,12 @@ export function route(
   webhookPath: string,
   opsPaths: readonly string[],
 ): { kind: "webhook" } | { kind: "ops" } | { kind: "refuse"; status: 404 | 405; allow?: string } {
-  if (path === webhookPath) return method === "POST" ? { kind: "webhook" } : { kind: "refuse", status: 405, allow: "POST" };
+  if (path === webhookPath)
+    return method === "POST" ? { kind: "webhook" } : { kind: "refuse", status: 405, allow: "POST" };
   if (opsPaths.includes(path)) {
-    return method === "GET" || method === "HEAD" ? { kind: "ops" } : { kind: "refuse", status: 405, allow: "GET, HEAD" };
+    return method === "GET" || method === "HEAD"
+      ? { kind: "ops" }
+      : { kind: "refuse", status: 405, allow: "GET, HEAD" };
   }
   return { kind: "refuse", status: 404 };
 }
@@ -100,7 +103,8 @@ export function createServiceServer(opts: ServiceServerOptions & { drainState: D
     const path = pathOf(req);
     const decision = route(method, path, opts.webhookPath, opsPaths);
     let work: Promise<void>;
-    if (decision.kind === "refuse" && decision.status === 404 && opts.pages?.owns(path)) work = opts.pages.handle(req, res);
+    if (decision.kind === "refuse" && decision.status === 404 && opts.pages?.owns(path))
+      work = opts.pages.handle(req, res);
     else if (decision.kind === "webhook") work = opts.receiver(req, res);
     else if (decision.kind === "ops") work = opts.ops[path]!(req, res);
     else {
@@ -130,9 +134,11 @@ export function createServiceServer(opts: ServiceServerOptions & { drainState: D
   // Malformed HTTP must not reach the process: answer 400 and close.
   server.on("clientError", (error: NodeJS.ErrnoException, socket) => {
     const status =
-      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? "408 Request Timeout"
-      : error.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large"
-      : "400 Bad Request";
+      error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? "408 Request Timeout"
+        : error.code === "HPE_HEADER_OVERFLOW"
+          ? "431 Request Header Fields Too Large"
+          : "400 Bad Request";
     if (socket.writable && !(socket as { _httpMessage?: unknown })._httpMessage) {
       socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     } else socket.destroy();

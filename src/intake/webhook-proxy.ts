@@ -50,7 +50,16 @@ const DEFAULT_BURST = 20;
 /** One line per drop reason at most this often, counting what it left out. */
 const DROP_LOG_MS = 10_000;
 /** Headers of the relayed request that describe its transport, not the delivery. */
-const TRANSPORT_HEADERS = new Set(["host", "content-length", "connection", "transfer-encoding", "accept-encoding", "keep-alive", "te", "upgrade"]);
+const TRANSPORT_HEADERS = new Set([
+  "host",
+  "content-length",
+  "connection",
+  "transfer-encoding",
+  "accept-encoding",
+  "keep-alive",
+  "te",
+  "upgrade",
+]);
 /** GitHub's signature header in the relay's JSON, as the relay writes it (lowercase, the value a string). */
 const SIGNED = /"x-hub-signature-256"\s*:\s*"sha256=[0-9a-fA-F]{64}"/;
 /** The length GitHub declared, when the relay kept it. */
@@ -78,22 +87,30 @@ export function relayedDelivery(data: string): RelayedDelivery | { error: string
   } catch {
     return { error: "its data is not JSON" };
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return { error: "its data is not a JSON object" };
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    return { error: "its data is not a JSON object" };
   const fields = parsed as Record<string, unknown>;
   if (typeof fields["x-github-event"] !== "string") return { error: "it has no x-github-event header" };
   if (typeof fields.body !== "object" || fields.body === null) return { error: "it has no body object" };
   // Steward's intake refuses it anyway (401): not forwarded, it costs nothing more.
-  if (typeof fields["x-hub-signature-256"] !== "string") return { error: "it is unsigned (no x-hub-signature-256 header)" };
+  if (typeof fields["x-hub-signature-256"] !== "string")
+    return { error: "it is unsigned (no x-hub-signature-256 header)" };
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(fields)) {
-    if (name === "body" || name === "query" || name === "timestamp" || TRANSPORT_HEADERS.has(name.toLowerCase())) continue;
+    if (name === "body" || name === "query" || name === "timestamp" || TRANSPORT_HEADERS.has(name.toLowerCase()))
+      continue;
     if (typeof value === "string") headers[name.toLowerCase()] = value;
   }
   const type = headers["content-type"] ?? "application/json";
   headers["content-type"] = type;
   // A form-encoded delivery arrives parsed as { payload: "<json>" }: encode it back the same way.
   const body = type.startsWith("application/x-www-form-urlencoded")
-    ? new URLSearchParams(Object.entries(fields.body as Record<string, unknown>).map(([k, v]): [string, string] => [k, typeof v === "string" ? v : JSON.stringify(v)])).toString()
+    ? new URLSearchParams(
+        Object.entries(fields.body as Record<string, unknown>).map(([k, v]): [string, string] => [
+          k,
+          typeof v === "string" ? v : JSON.stringify(v),
+        ]),
+      ).toString()
     : JSON.stringify(fields.body);
   return { headers, body };
 }
@@ -131,7 +148,10 @@ export function startWebhookProxy(opts: WebhookProxyOptions): WebhookProxy {
     }
     if (!seen && dropLog.size >= 100) dropLog.clear();
     dropLog.set(reason, { at: now, left: 0 });
-    log.warn({ ...detail, ...(seen?.left ? { droppedSinceLastLine: seen.left } : {}) }, `relayed event skipped: ${reason}`);
+    log.warn(
+      { ...detail, ...(seen?.left ? { droppedSinceLastLine: seen.left } : {}) },
+      `relayed event skipped: ${reason}`,
+    );
   }
 
   /** Waits for the pace (a token bucket): a channel sending faster waits in its socket. */
@@ -186,7 +206,11 @@ export function startWebhookProxy(opts: WebhookProxyOptions): WebhookProxy {
   /** One connection: resolves when the stream ends, throws when it cannot be read. */
   async function readChannel(): Promise<void> {
     const res = await fetch(opts.source, {
-      headers: { accept: "text/event-stream", "cache-control": "no-cache", ...(lastEventId ? { "last-event-id": lastEventId } : {}) },
+      headers: {
+        accept: "text/event-stream",
+        "cache-control": "no-cache",
+        ...(lastEventId ? { "last-event-id": lastEventId } : {}),
+      },
       signal: stop.signal,
     });
     if (res.status !== 200 || !res.body) {

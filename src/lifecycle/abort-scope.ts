@@ -83,10 +83,13 @@ export function stoppableDelay(ms: number, stops: readonly AbortSignal[]): Promi
       clearTimeout(timer);
       for (const remove of listeners) remove();
     };
-    const timer = setTimeout(() => {
-      clear();
-      resolve();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        clear();
+        resolve();
+      },
+      Math.max(0, ms),
+    );
   });
 }
 

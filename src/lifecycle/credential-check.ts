@@ -60,7 +60,10 @@ export function checkAppCredential(opts: {
         // A connection that failed has no response (Octokit still gives it status 500).
         const answered = (error as { response?: unknown })?.response !== undefined;
         const what = answered ? `GET /app answered ${answerOf(error)}` : "GitHub API not reachable yet";
-        log.warn({ attempt, retryInMs, apiUrl: opts.apiUrl, answer: answerOf(error) }, `${what}; retrying in the background`);
+        log.warn(
+          { attempt, retryInMs, apiUrl: opts.apiUrl, answer: answerOf(error) },
+          `${what}; retrying in the background`,
+        );
       },
     }),
   );

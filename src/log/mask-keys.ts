@@ -31,13 +31,22 @@ export function isSecretKey(key: string): boolean {
 }
 
 function walkable(value: unknown): value is object {
-  return typeof value === "object" && value !== null && !ArrayBuffer.isView(value) && !(value instanceof Map) && !(value instanceof Set);
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !ArrayBuffer.isView(value) &&
+    !(value instanceof Map) &&
+    !(value instanceof Set)
+  );
 }
 
 /** Same prototype and own properties (an Error stays an Error, message and stack included). */
 function shallowCopy(value: object): Record<string, unknown> {
   if (Array.isArray(value)) return value.slice() as unknown as Record<string, unknown>;
-  return Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<string, unknown>;
+  return Object.create(Object.getPrototypeOf(value), Object.getOwnPropertyDescriptors(value)) as Record<
+    string,
+    unknown
+  >;
 }
 
 function setData(target: Record<string, unknown>, key: string, value: unknown): void {

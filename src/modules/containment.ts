@@ -22,7 +22,10 @@ export interface Containment {
   /** A scope of `module`'s work outside deliveries and tasks (loading, starting, a route). */
   scope(module: string, during: string): HostedRun;
   /** The handlers, each run in its own scope; faults of a delivery's or task's run fail that run. */
-  contain(handlers: readonly HandlerModule<any>[], opts?: { builtin?: readonly HandlerModule<any>[] }): HandlerModule<any>[];
+  contain(
+    handlers: readonly HandlerModule<any>[],
+    opts?: { builtin?: readonly HandlerModule<any>[] },
+  ): HandlerModule<any>[];
   /** This service no longer logs the unattributed faults of the process. */
   release(): void;
 }
@@ -39,7 +42,10 @@ function firstFrame(error: unknown): string | undefined {
 }
 
 function describe(error: unknown, secrets: readonly string[]): string {
-  const name = error instanceof Error && error.name !== "Error" && !errorText(error).startsWith(error.name) ? `${error.name}: ` : "";
+  const name =
+    error instanceof Error && error.name !== "Error" && !errorText(error).startsWith(error.name)
+      ? `${error.name}: `
+      : "";
   return scrub(`${name}${errorText(error)}`, secrets).slice(0, 2_000);
 }
 
@@ -55,7 +61,8 @@ function onRejection(reason: unknown): void {
   if (process.listenerCount("unhandledRejection") > 1) return;
   const log = services[services.length - 1];
   const fields = { error: describe(reason, []), at: firstFrame(reason) };
-  if (log) log.error(fields, "unattributed unhandled rejection (outside every hosted module's work); Steward keeps serving");
+  if (log)
+    log.error(fields, "unattributed unhandled rejection (outside every hosted module's work); Steward keeps serving");
   else process.stderr.write(`steward: unattributed unhandled rejection: ${fields.error}\n`);
 }
 
@@ -83,7 +90,12 @@ export function createContainment(opts: { logger: Logger; secrets: readonly stri
   const log = opts.logger.child({ component: "containment" });
   const budget = new Map<string, { since: number; lines: number; dropped: number }>();
 
-  function report(run: { module: string; during: string; deliveryId?: string }, error: unknown, kind: FaultKind, late: boolean): string {
+  function report(
+    run: { module: string; during: string; deliveryId?: string },
+    error: unknown,
+    kind: FaultKind,
+    late: boolean,
+  ): string {
     const text = describe(error, opts.secrets);
     const now = Date.now();
     let b = budget.get(run.module);
@@ -165,7 +177,12 @@ export function createContainment(opts: { logger: Logger; secrets: readonly stri
 
   function containOne(h: HandlerModule<any>, settles: boolean): HandlerModule<any> {
     // One delivery's or task's run in the module's scope: what escaped it while open fails the run.
-    const inRun = async <T,>(what: string, deliveryId: string | undefined, signal: AbortSignal, work: () => Promise<T>): Promise<T | Outcome> => {
+    const inRun = async <T>(
+      what: string,
+      deliveryId: string | undefined,
+      signal: AbortSignal,
+      work: () => Promise<T>,
+    ): Promise<T | Outcome> => {
       const s = runScope(h.name, what, deliveryId);
       try {
         const outcome = await runHosted(s.run, work);
@@ -178,7 +195,8 @@ export function createContainment(opts: { logger: Logger; secrets: readonly stri
     };
     // Its own properties as they are, the rest (a module built by a class) through its prototype.
     const wrapped: HandlerModule<any> = Object.assign(Object.create(h) as HandlerModule<any>, h, {
-      handle: (ctx: HandlerContext<any, any>) => inRun(`delivery ${ctx.deliveryId}`, ctx.deliveryId, ctx.signal, () => h.handle(ctx)),
+      handle: (ctx: HandlerContext<any, any>) =>
+        inRun(`delivery ${ctx.deliveryId}`, ctx.deliveryId, ctx.signal, () => h.handle(ctx)),
     });
     if (h.onTask) {
       const onTask = h.onTask.bind(h);

@@ -31,7 +31,6 @@ export function currentHosted(): HostedRun | undefined {
   return scope.getStore();
 }
 
-
 /** Octokit plugin: a request made inside a run that counts them is counted until it is answered or fails. */
 export function countHostedRequests(octokit: Octokit): Record<string, never> {
   octokit.hook.wrap("request", (request, options) => {

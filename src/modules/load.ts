@@ -31,7 +31,8 @@ function isHandlerModule(value: unknown): value is HandlerModule<any> {
 /** The default export, looking through one level of CommonJS interop (`module.exports = fn`). */
 function defaultExport(mod: Record<string, unknown>): unknown {
   const d = mod.default;
-  if (typeof d === "object" && d !== null && "default" in d && !isHandlerModule(d)) return (d as { default: unknown }).default;
+  if (typeof d === "object" && d !== null && "default" in d && !isHandlerModule(d))
+    return (d as { default: unknown }).default;
   return d;
 }
 
@@ -53,7 +54,9 @@ function loadTypeScript(raw: string): Promise<void> {
     (tsx) => void tsx.register(),
     () => {
       typeScriptLoader = undefined;
-      throw new Error(`handler module ${raw}: a TypeScript module needs tsx installed (npm install --save-dev tsx), or compile it to JavaScript`);
+      throw new Error(
+        `handler module ${raw}: a TypeScript module needs tsx installed (npm install --save-dev tsx), or compile it to JavaScript`,
+      );
     },
   );
   return typeScriptLoader;
@@ -89,22 +92,33 @@ async function loadOne(raw: string, opts: { config: StewardConfig; logger: Logge
   if (isHandlerModule(exported)) {
     // Routing calls it on every delivery of its events: a wrong type is refused here, by name, not per delivery.
     if (exported.takes !== undefined && typeof exported.takes !== "function") {
-      throw new Error(`handler module ${raw}: \`takes\` must be a function (delivery, config) => boolean, not ${typeof exported.takes}`);
+      throw new Error(
+        `handler module ${raw}: \`takes\` must be a function (delivery, config) => boolean, not ${typeof exported.takes}`,
+      );
     }
     return exported;
   }
   if (typeof exported === "function") {
     // Probot (and express, for the app's routes) is loaded only for a service that hosts a Probot app.
     const { probotAppAsHandler } = await import("./probot-app.js");
-    return probotAppAsHandler(exported as ApplicationFunction, { name: nameFromPath(path), config: opts.config, logger: opts.logger });
+    return probotAppAsHandler(exported as ApplicationFunction, {
+      name: nameFromPath(path),
+      config: opts.config,
+      logger: opts.logger,
+    });
   }
-  throw new Error(`handler module ${raw}: its default export is neither a handler module ({ name, events, handle }) nor a Probot app function`);
+  throw new Error(
+    `handler module ${raw}: its default export is neither a handler module ({ name, events, handle }) nor a Probot app function`,
+  );
 }
 
 function withinLoadTime<T>(raw: string, work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`handler module ${raw}: did not finish loading within ${ms / 1000} s`)), ms);
+    timer = setTimeout(
+      () => reject(new Error(`handler module ${raw}: did not finish loading within ${ms / 1000} s`)),
+      ms,
+    );
     timer.unref();
   });
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
@@ -132,7 +146,10 @@ export async function loadHandlerModules(
         module = await withinLoadTime(raw, loading, opts.loadTimeoutMs ?? LOAD_TIMEOUT_MS);
       } catch (e) {
         disabledPaths.add(resolve(process.cwd(), raw));
-        opts.logger.error({ path: raw, handler: name, error: safeErrorMessage(e, configSecrets(opts.config)) }, `handler module ${name} disabled: it could not be loaded; Steward serves without it`);
+        opts.logger.error(
+          { path: raw, handler: name, error: safeErrorMessage(e, configSecrets(opts.config)) },
+          `handler module ${name} disabled: it could not be loaded; Steward serves without it`,
+        );
         continue;
       }
     } else {
@@ -161,7 +178,8 @@ export function policyModules(paths: readonly string[] = []): Promise<readonly H
       const modules: HandlerModule<any>[] = [];
       for (const raw of wanted) {
         const { exported } = await importModule(raw);
-        if (exported && typeof exported === "object" && ("policy" in exported || "documents" in exported)) modules.push(exported as HandlerModule<any>);
+        if (exported && typeof exported === "object" && ("policy" in exported || "documents" in exported))
+          modules.push(exported as HandlerModule<any>);
       }
       return modules;
     })();

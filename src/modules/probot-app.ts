@@ -47,7 +47,8 @@ function callableLog(logger: Logger): Logger {
   return new Proxy(info, {
     get: (_t, key) => {
       // Probot logs through children of the logger it is given: they are callable too.
-      if (key === "child") return (...args: Parameters<Logger["child"]>) => callableLog(logger.child(...args) as unknown as Logger);
+      if (key === "child")
+        return (...args: Parameters<Logger["child"]>) => callableLog(logger.child(...args) as unknown as Logger);
       const value = (logger as unknown as Record<string | symbol, unknown>)[key];
       return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(logger) : value;
     },
@@ -102,9 +103,14 @@ export async function probotAppAsHandler(
     async handle(ctx) {
       const action = (ctx.payload as { action?: unknown }).action;
       if (!subscribed(subs, ctx.name, action)) {
-        return { status: "skipped", reason: `the app does not listen to ${typeof action === "string" ? `${ctx.name}.${action}` : ctx.name}` };
+        return {
+          status: "skipped",
+          reason: `the app does not listen to ${typeof action === "string" ? `${ctx.name}.${action}` : ctx.name}`,
+        };
       }
-      await probot.receive({ id: ctx.deliveryId, name: ctx.name, payload: ctx.payload } as Parameters<Probot["receive"]>[0]);
+      await probot.receive({ id: ctx.deliveryId, name: ctx.name, payload: ctx.payload } as Parameters<
+        Probot["receive"]
+      >[0]);
       return { status: "done" };
     },
   };

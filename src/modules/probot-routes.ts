@@ -55,7 +55,9 @@ export function routeMounter(app: string, reserved: readonly string[]) {
       const prefix = normalise(path ?? `/probot/${app}`);
       const conflict = mountConflict(prefix, reserved);
       if (conflict) {
-        throw new Error(`Probot app "${app}" called ${call} to serve routes under "${prefix || "/"}", which would shadow Steward's own ${conflict}; give getRouter a path of its own (no path: /probot/${app})`);
+        throw new Error(
+          `Probot app "${app}" called ${call} to serve routes under "${prefix || "/"}", which would shadow Steward's own ${conflict}; give getRouter a path of its own (no path: /probot/${app})`,
+        );
       }
       const router = loadExpress().Router();
       mounts.push({ app, prefix, router });
@@ -90,11 +92,15 @@ export function probotRoutePages(
   for (const m of mounts) {
     const scope = scopeOf?.(m.app);
     // Probot's logging middleware gave routes `req.log`; apps written for it use it.
-    app.use(m.prefix, (req, _res, next) => {
-      (req as Request & { log?: Logger }).log = log.child({ handler: m.app });
-      if (scope) runHosted(scope, next);
-      else next();
-    }, m.router);
+    app.use(
+      m.prefix,
+      (req, _res, next) => {
+        (req as Request & { log?: Logger }).log = log.child({ handler: m.app });
+        if (scope) runHosted(scope, next);
+        else next();
+      },
+      m.router,
+    );
   }
   app.use((req: Request, res: Response) => {
     res.status(404).json({ message: `not found: no route of a Probot app for ${req.method} ${req.path}` });

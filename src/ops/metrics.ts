@@ -56,7 +56,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       },
     });
   storeGauge("steward_queue_depth", "Deliveries waiting or running", "depth");
-  storeGauge("steward_deliveries_dead", "Deliveries parked as dead (steward deliveries list --status dead; replay --status dead)", "dead");
+  storeGauge(
+    "steward_deliveries_dead",
+    "Deliveries parked as dead (steward deliveries list --status dead; replay --status dead)",
+    "dead",
+  );
   const outcomes = new Counter({
     name: "steward_handler_outcomes_total",
     help: "Handler runs, by handler and outcome (done, skipped, failed)",

@@ -37,7 +37,8 @@ export function startPeriodic<T>(opts: {
     clearTimeout(timer);
     current = runWithSignal(stopping.signal, () => opts.run(stopping.signal))
       .catch((error: unknown) => {
-        if (!stopping.signal.aborted) opts.logger.warn({ job: opts.name, error: safeErrorMessage(error) }, "background job failed");
+        if (!stopping.signal.aborted)
+          opts.logger.warn({ job: opts.name, error: safeErrorMessage(error) }, "background job failed");
         return undefined;
       })
       .finally(() => {
@@ -55,7 +56,9 @@ export function startPeriodic<T>(opts: {
       clearTimeout(timer);
       if (!current) return;
       let bound: NodeJS.Timeout | undefined;
-      const waited = Number.isFinite(graceMs) ? new Promise<void>((resolve) => (bound = setTimeout(resolve, graceMs))) : undefined;
+      const waited = Number.isFinite(graceMs)
+        ? new Promise<void>((resolve) => (bound = setTimeout(resolve, graceMs)))
+        : undefined;
       await (waited ? Promise.race([current, waited]) : current);
       clearTimeout(bound);
     },

@@ -35,7 +35,11 @@ export interface BoundedMatch {
 }
 
 /** Matches the lines of `text`; adds the sources that match to `matched`. */
-function scanLines(text: string, matchers: readonly { source: string; test(line: string): boolean }[], matched: Set<string>): void {
+function scanLines(
+  text: string,
+  matchers: readonly { source: string; test(line: string): boolean }[],
+  matched: Set<string>,
+): void {
   let pos = 0;
   while (pos < text.length && matched.size < matchers.length) {
     let end = text.indexOf("\n", pos);
@@ -170,7 +174,11 @@ function pump(): void {
     slot.timer = setTimeout(() => {
       // Terminated, not asked: the loop inside the worker never looks at its messages.
       finish(slot, false);
-      job.resolve({ matched: new Set(), stopped: `matching ${job.what} was stopped at its bound of ${job.deadlineMs} ms`, ms: job.deadlineMs });
+      job.resolve({
+        matched: new Set(),
+        stopped: `matching ${job.what} was stopped at its bound of ${job.deadlineMs} ms`,
+        ms: job.deadlineMs,
+      });
     }, job.deadlineMs);
     slot.worker.postMessage({ text: job.text, specs: job.specs });
   }
@@ -182,7 +190,11 @@ function pump(): void {
  * thread. At the deadline the worker is terminated (and replaced for the next job) and the result
  * says it was `stopped`: nothing is reported matched, so a caller deciding on a match fails closed.
  */
-export function boundedMatch(text: string, matchers: readonly TextMatcher[], opts: { deadlineMs: number; what: string }): Promise<BoundedMatch> {
+export function boundedMatch(
+  text: string,
+  matchers: readonly TextMatcher[],
+  opts: { deadlineMs: number; what: string },
+): Promise<BoundedMatch> {
   if (text.length > MAX_MATCH_TEXT_CHARS) text = text.slice(text.length - MAX_MATCH_TEXT_CHARS);
   if (matchers.length === 0) return Promise.resolve({ matched: new Set(), ms: 0 });
   if (matchWork(text, matchers) <= INLINE_WORK) {
@@ -190,8 +202,16 @@ export function boundedMatch(text: string, matchers: readonly TextMatcher[], opt
     const matched = matchInline(text, matchers);
     return Promise.resolve({ matched, ms: performance.now() - start });
   }
-  if (opts.deadlineMs <= 0) return Promise.resolve({ matched: new Set(), stopped: `matching ${opts.what} was stopped: the delivery's matching time was spent`, ms: 0 });
-  if (queue.length >= MAX_QUEUED_MATCHES) return Promise.reject(new Error(`matching ${opts.what}: ${queue.length} matching jobs are waiting already; try again later`));
+  if (opts.deadlineMs <= 0)
+    return Promise.resolve({
+      matched: new Set(),
+      stopped: `matching ${opts.what} was stopped: the delivery's matching time was spent`,
+      ms: 0,
+    });
+  if (queue.length >= MAX_QUEUED_MATCHES)
+    return Promise.reject(
+      new Error(`matching ${opts.what}: ${queue.length} matching jobs are waiting already; try again later`),
+    );
   return new Promise((resolve, reject) => {
     const specs = matchers.map((m) => ({ source: m.source, ...(m.re2 ? { re2: m.re2 } : {}) }));
     queue.push({ text, specs, deadlineMs: Math.ceil(opts.deadlineMs), what: opts.what, resolve, reject });

@@ -36,7 +36,8 @@ export function checkExpandedSize(doc: Document, max = MAX_EXPANDED_VALUES): Exp
         return 0;
       }
       n = size(target);
-      if (!problem && n > max) problem = { offset, message: `the document expands to more than ${max} values through aliases` };
+      if (!problem && n > max)
+        problem = { offset, message: `the document expands to more than ${max} values through aliases` };
     } else if (isScalar(node)) {
       n = 1;
     } else if (isPair(node)) {
@@ -52,7 +53,13 @@ export function checkExpandedSize(doc: Document, max = MAX_EXPANDED_VALUES): Exp
       open.delete(node);
     }
     sizes.set(node, n);
-    if (!problem && n > max) problem = { offset: (node as Node).range?.[0] ?? 0, message: aliases ? `the document expands to more than ${max} values through aliases` : `the document has more than ${max} values` };
+    if (!problem && n > max)
+      problem = {
+        offset: (node as Node).range?.[0] ?? 0,
+        message: aliases
+          ? `the document expands to more than ${max} values through aliases`
+          : `the document has more than ${max} values`,
+      };
     return n;
   };
   size(doc.contents);

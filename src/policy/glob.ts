@@ -47,7 +47,8 @@ class Translator {
 
   run(): string {
     const out = this.sequence("");
-    if (this.i < this.glob.length) throw new GlobSyntaxError(`unbalanced "${this.glob[this.i]}" in glob "${this.glob}"`);
+    if (this.i < this.glob.length)
+      throw new GlobSyntaxError(`unbalanced "${this.glob[this.i]}" in glob "${this.glob}"`);
     return out;
   }
 
@@ -63,7 +64,7 @@ class Translator {
       const ch = g[this.i]!;
       if (stops.includes(ch)) return out;
       if (ch === "\\") {
-        if (this.i + 1 >= g.length) this.fail("trailing \"\\\"");
+        if (this.i + 1 >= g.length) this.fail('trailing "\\"');
         out += literal(g[this.i + 1]!);
         this.i += 2;
       } else if ("@?+*!".includes(ch) && g[this.i + 1] === "(") {
@@ -114,7 +115,7 @@ class Translator {
   }
 
   private extglob(kind: string): string {
-    if (kind === "!") this.fail("negated extglob \"!(...)\" is not supported (it needs lookaround)");
+    if (kind === "!") this.fail('negated extglob "!(...)" is not supported (it needs lookaround)');
     this.i += 2;
     const alternatives: string[] = [];
     for (;;) {
@@ -181,6 +182,9 @@ export function compileGlob(glob: string, opts: { ignoreCase?: boolean } = {}): 
     throw new GlobSyntaxError(`invalid glob "${glob}": ${(e as Error).message.replace(/^error parsing regexp: /, "")}`);
   }
   const size = re.programSize();
-  if (size > MAX_PROGRAM_SIZE) throw new GlobSyntaxError(`glob "${glob.length > 80 ? `${glob.slice(0, 77)}...` : glob}" compiles to ${size} instructions, more than the ${MAX_PROGRAM_SIZE} Steward runs`);
+  if (size > MAX_PROGRAM_SIZE)
+    throw new GlobSyntaxError(
+      `glob "${glob.length > 80 ? `${glob.slice(0, 77)}...` : glob}" compiles to ${size} instructions, more than the ${MAX_PROGRAM_SIZE} Steward runs`,
+    );
   return Object.assign((value: string) => re.matches(value) !== negated, { size });
 }

@@ -23,7 +23,13 @@ export async function simulatePolicy(
     const key = h.policy!.key;
     if (opts.only && !opts.only.has(key)) continue;
     if (!Object.hasOwn(sections, key) || sections[key] === undefined) continue;
-    lines.push(await h.simulate!({ policy: sections[key], store: opts.store, ...(opts.repository ? { repository: opts.repository } : {}) }));
+    lines.push(
+      await h.simulate!({
+        policy: sections[key],
+        store: opts.store,
+        ...(opts.repository ? { repository: opts.repository } : {}),
+      }),
+    );
   }
   return lines;
 }

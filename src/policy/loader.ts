@@ -50,7 +50,13 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
   const fileKey = (owner: string, repo: string, path: string, ref: string | undefined) =>
     [owner.toLowerCase(), repo.toLowerCase(), path, ref ?? ""].join("\0");
 
-  async function fetchFile(octokit: InstallationOctokit, owner: string, repo: string, path: string, ref: string | undefined): Promise<FileEntry> {
+  async function fetchFile(
+    octokit: InstallationOctokit,
+    owner: string,
+    repo: string,
+    path: string,
+    ref: string | undefined,
+  ): Promise<FileEntry> {
     const key = fileKey(owner, repo, path, ref);
     const cached = files.get(key);
     if (cached) {
@@ -89,7 +95,13 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
       }
       if (!answer.changed) throw new Error(`${where}: 304 without a cached copy`);
       opts.logger.debug({ file: where, status: answer.response.status }, "policy file fetched");
-      return { version: ++versions, etag: answer.etag, checkedAt: now(), stale: false, ...decodeContent(answer.response.data) };
+      return {
+        version: ++versions,
+        etag: answer.etag,
+        checkedAt: now(),
+        stale: false,
+        ...decodeContent(answer.response.data),
+      };
     } catch (e) {
       const status = (e as { status?: number }).status;
       if (status === 404) {
@@ -103,7 +115,10 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
       }
       if (cached && (status === undefined || status >= 500)) {
         // The API is down: yesterday's policy beats no policy. Try again on the next load.
-        opts.logger.warn({ file: where, status, err: (e as Error).message }, "policy file revalidation failed; using the cached copy");
+        opts.logger.warn(
+          { file: where, status, err: (e as Error).message },
+          "policy file revalidation failed; using the cached copy",
+        );
         return cached;
       }
       throw e;
@@ -126,9 +141,14 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
       const inputs = `${org?.entry.version ?? "-"}/${own.entry.version}`;
       const hit = resolved.get(key);
       if (hit && hit.inputs === inputs) return hit.policy;
-      const source = (f: { entry: FileEntry; file: string }): PolicySource => ({ file: f.file, text: f.entry.unusable ? "" : f.entry.text });
+      const source = (f: { entry: FileEntry; file: string }): PolicySource => ({
+        file: f.file,
+        text: f.entry.unusable ? "" : f.entry.text,
+      });
       const result = resolvePolicy({ ...(org ? { org: source(org) } : {}), repo: source(own) }, opts.handlers);
-      const unusable = [org, own].flatMap((f) => (f?.entry.unusable ? [unusableProblem(f.file, f.entry.unusable)] : []));
+      const unusable = [org, own].flatMap((f) =>
+        f?.entry.unusable ? [unusableProblem(f.file, f.entry.unusable)] : [],
+      );
       const policy: LoadedPolicy = {
         sections: unusable.length > 0 ? {} : result.sections,
         problems: [...unusable, ...result.problems],
@@ -139,12 +159,20 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
       return policy;
     },
 
-    async loadDocument<P = unknown>(octokit: InstallationOctokit, target: { owner: string; path: string; ref?: string }) {
+    async loadDocument<P = unknown>(
+      octokit: InstallationOctokit,
+      target: { owner: string; path: string; ref?: string },
+    ) {
       const { entry, file } = await loadFile(octokit, target.owner, opts.adminRepo, target.path, target.ref);
       const spec = policyDocuments(opts.handlers).get(target.path);
-      if (entry.text === undefined) return { value: spec ? (mergePolicy(spec.defaults, undefined) as P) : undefined, problems: [], found: false };
+      if (entry.text === undefined)
+        return { value: spec ? (mergePolicy(spec.defaults, undefined) as P) : undefined, problems: [], found: false };
       if (entry.unusable) return { value: undefined, problems: [unusableProblem(file, entry.unusable)], found: true };
-      const { value, problems } = validatePolicyText(entry.text, { file, handlers: opts.handlers, document: target.path });
+      const { value, problems } = validatePolicyText(entry.text, {
+        file,
+        handlers: opts.handlers,
+        document: target.path,
+      });
       const ok = spec !== undefined && !problems.some((p) => p.severity === "error");
       return { value: ok ? (mergePolicy(spec.defaults, value ?? {}) as P) : undefined, problems, found: true };
     },
@@ -166,7 +194,11 @@ function decodeContent(data: unknown): Pick<FileEntry, "text" | "unusable"> {
   if (Array.isArray(data)) return { text: "", unusable: "is a directory, not a file" };
   const d = data as { type?: string; encoding?: string; content?: string; size?: number };
   if (d.type !== undefined && d.type !== "file") return { text: "", unusable: `is a ${d.type}, not a file` };
-  if (d.encoding === "base64" && typeof d.content === "string") return { text: Buffer.from(d.content, "base64").toString("utf8") };
+  if (d.encoding === "base64" && typeof d.content === "string")
+    return { text: Buffer.from(d.content, "base64").toString("utf8") };
   // Files over 1 MB come back without content; no sane policy file is that large.
-  return { text: "", unusable: `cannot be read through the contents API (encoding "${d.encoding ?? "none"}", ${d.size ?? "?"} bytes)` };
+  return {
+    text: "",
+    unusable: `cannot be read through the contents API (encoding "${d.encoding ?? "none"}", ${d.size ?? "?"} bytes)`,
+  };
 }

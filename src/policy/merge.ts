@@ -12,7 +12,8 @@ export function mergePolicy(base: unknown, over: unknown): unknown {
   if (isPlainObject(base) && isPlainObject(over)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(base)) setOwn(out, k, clone(v));
-    for (const [k, v] of Object.entries(over)) setOwn(out, k, mergePolicy(Object.hasOwn(base, k) ? base[k] : undefined, v));
+    for (const [k, v] of Object.entries(over))
+      setOwn(out, k, mergePolicy(Object.hasOwn(base, k) ? base[k] : undefined, v));
     return out;
   }
   return clone(over);
@@ -37,10 +38,7 @@ function setOwn(target: Record<string, unknown>, key: string, value: unknown) {
  * The sections of a (merged) steward.yml value with every handler's defaults underneath.
  * Keys of handlers without a section are dropped; a section left empty (`checks:`) counts as unset.
  */
-export function applySectionDefaults(
-  value: unknown,
-  handlers: readonly HandlerModule<any>[],
-): Record<string, unknown> {
+export function applySectionDefaults(value: unknown, handlers: readonly HandlerModule<any>[]): Record<string, unknown> {
   const given = isPlainObject(value) ? value : {};
   const out: Record<string, unknown> = {};
   for (const section of policySections(handlers)) {

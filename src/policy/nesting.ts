@@ -19,18 +19,29 @@ const VALUE_TOKENS = new Set(["scalar", "single-quoted-scalar", "double-quoted-s
  * Where `text` first nests deeper than `maxDepth` levels or holds more than `maxValues` written
  * values (what aliases expand to is counted later, on the document), or undefined.
  */
-export function shapeProblem(text: string, maxDepth = MAX_NESTING, maxValues = Infinity, maxAliases = MAX_ALIASES): { offset: number; message: string } | undefined {
+export function shapeProblem(
+  text: string,
+  maxDepth = MAX_NESTING,
+  maxValues = Infinity,
+  maxAliases = MAX_ALIASES,
+): { offset: number; message: string } | undefined {
   const parser = new Parser();
   let values = 0;
   let aliases = 0;
   for (const lexeme of new Lexer().lex(text)) {
     // The CST parser holds one stack entry per open collection (and one for the document).
     for (const _ of parser.next(lexeme)) void _;
-    if (parser.stack.length > maxDepth + 1) return { offset: parser.offset, message: `the document nests deeper than ${maxDepth} levels` };
+    if (parser.stack.length > maxDepth + 1)
+      return { offset: parser.offset, message: `the document nests deeper than ${maxDepth} levels` };
     const type = CST.tokenType(lexeme) ?? "";
-    if (VALUE_TOKENS.has(type) && ++values > maxValues) return { offset: parser.offset, message: `the document has more than ${maxValues} values` };
+    if (VALUE_TOKENS.has(type) && ++values > maxValues)
+      return { offset: parser.offset, message: `the document has more than ${maxValues} values` };
     // At the alias itself: the parser's offset is past the token by now.
-    if (type === "alias" && ++aliases > maxAliases) return { offset: parser.offset - lexeme.length, message: `the document uses more than ${maxAliases} aliases (*name); write the values out or use fewer` };
+    if (type === "alias" && ++aliases > maxAliases)
+      return {
+        offset: parser.offset - lexeme.length,
+        message: `the document uses more than ${maxAliases} aliases (*name); write the values out or use fewer`,
+      };
   }
   return undefined;
 }

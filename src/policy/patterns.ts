@@ -98,7 +98,12 @@ export function textMatcher(spec: string): TextMatcher {
     const m = REGEX_LITERAL.exec(spec);
     if (!m) return { source: spec, size: 0, test: (text: string) => text.includes(spec) };
     const re = compileRegex(spec, m[1]!, m[2]!);
-    return { source: spec, size: re.programSize(), re2: { source: re.pattern(), flags: re.flags() }, test: (text: string) => re.test(text) };
+    return {
+      source: spec,
+      size: re.programSize(),
+      re2: { source: re.pattern(), flags: re.flags() },
+      test: (text: string) => re.test(text),
+    };
   });
 }
 

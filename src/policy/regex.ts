@@ -18,16 +18,27 @@ const UNSUPPORTED: readonly [RegExp, string][] = [
   [/\(\?<?[=!]/, "lookaround ((?=...), (?!...), (?<=...), (?<!...))"],
 ];
 
-const FLAGS: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL, u: 0, d: 0, g: 0, y: 0 };
+const FLAGS: Record<string, number> = {
+  i: RE2JS.CASE_INSENSITIVE,
+  m: RE2JS.MULTILINE,
+  s: RE2JS.DOTALL,
+  u: 0,
+  d: 0,
+  g: 0,
+  y: 0,
+};
 
 /** Compiles the body and flags of a `/body/flags` literal; throws an Error whose message says what is wrong. */
 export function compileRegex(spec: string, body: string, flags: string): RE2JS {
   const bad = [...flags].filter((f) => !(f in FLAGS)).join("");
   if (bad) throw new Error(`invalid regular expression flags "${bad}" in ${spec}`);
-  if (body.length > MAX_REGEX_LENGTH) throw new Error(`regular expression ${spec.slice(0, 40)}... is longer than ${MAX_REGEX_LENGTH} characters`);
+  if (body.length > MAX_REGEX_LENGTH)
+    throw new Error(`regular expression ${spec.slice(0, 40)}... is longer than ${MAX_REGEX_LENGTH} characters`);
   for (const [pattern, what] of UNSUPPORTED) {
     if (pattern.test(withoutEscapedBackslashes(body))) {
-      throw new Error(`regular expression ${spec} uses ${what}, which Steward does not support: patterns are matched in linear time (RE2 syntax)`);
+      throw new Error(
+        `regular expression ${spec} uses ${what}, which Steward does not support: patterns are matched in linear time (RE2 syntax)`,
+      );
     }
   }
   // Compiling itself costs time in the program's size: a pattern that is plainly too large is

@@ -30,7 +30,11 @@ export function resolvePolicy(
   const analyses = new Map<string, PolicyAnalysis>();
   const problems: Problem[] = [];
   for (const f of present) {
-    const a = analysePolicyText(f.text, { file: f.file, handlers, ...(opts.resolveSources === false ? { resolveSources: false } : {}) });
+    const a = analysePolicyText(f.text, {
+      file: f.file,
+      handlers,
+      ...(opts.resolveSources === false ? { resolveSources: false } : {}),
+    });
     analyses.set(f.file, a);
     problems.push(...a.problems);
   }
@@ -50,7 +54,11 @@ export function resolvePolicy(
     let errors = 0;
     if (ordered.length > 1 || merged === undefined) {
       // One file alone was already checked by its analysis; a merge (or defaults alone) may differ.
-      for (const finding of runCheck({ key: section.key, prefix: [section.key], check: section.check }, value, checkOptions(opts))) {
+      for (const finding of runCheck(
+        { key: section.key, prefix: [section.key], check: section.check },
+        value,
+        checkOptions(opts),
+      )) {
         const p = placeFinding(finding, section.key, ordered);
         if (finding.severity === "error") errors++;
         if (seen.has(problemId(p))) continue;
@@ -73,7 +81,15 @@ function placeFinding(
   for (const want of [finding.path, [key]]) {
     for (const o of fromLast) {
       const pos = o.analysis.locate(want);
-      if (pos.exact) return { file: o.file, line: pos.line, column: pos.column, message: finding.message, path: finding.path, severity: finding.severity };
+      if (pos.exact)
+        return {
+          file: o.file,
+          line: pos.line,
+          column: pos.column,
+          message: finding.message,
+          path: finding.path,
+          severity: finding.severity,
+        };
     }
   }
   const file = fromLast[0]?.file ?? "(defaults)";

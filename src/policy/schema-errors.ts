@@ -15,7 +15,10 @@ export interface SchemaFinding {
 }
 
 /** Readable findings for ajv errors (ajv must run with `verbose: true` for suggestions). */
-export function describeSchemaErrors(errors: readonly ErrorObject[], prefix: readonly PathSegment[] = []): SchemaFinding[] {
+export function describeSchemaErrors(
+  errors: readonly ErrorObject[],
+  prefix: readonly PathSegment[] = [],
+): SchemaFinding[] {
   const findings = fold(errors.filter((e) => e.keyword !== "if")).map((e) => describe(e, prefix));
   const seen = new Set<string>();
   return findings.filter((f) => {
@@ -53,7 +56,12 @@ function fold(errors: readonly ErrorObject[]): ErrorObject[] {
       branches.get(index)!.push(e);
     }
     const typeMismatch = (list: ErrorObject[]) =>
-      list.some((e) => e.instancePath === c.instancePath && (e.keyword === "type" || e.keyword === "const" || e.keyword === "enum") && e.schemaPath.split("/").length === prefix.split("/").length + 1);
+      list.some(
+        (e) =>
+          e.instancePath === c.instancePath &&
+          (e.keyword === "type" || e.keyword === "const" || e.keyword === "enum") &&
+          e.schemaPath.split("/").length === prefix.split("/").length + 1,
+      );
     const candidates = [...branches.values()].filter((list) => !typeMismatch(list));
     if (candidates.length > 0) {
       candidates.sort((a, b) => a.length - b.length);
@@ -72,7 +80,8 @@ function alternativesMessage(c: ErrorObject, branchErrors: ErrorObject[]): strin
     if (e.instancePath !== c.instancePath) continue;
     if (e.keyword === "type") expected.push(...[e.params.type].flat().map(String));
     else if (e.keyword === "const") expected.push(JSON.stringify(e.params.allowedValue));
-    else if (e.keyword === "enum") expected.push(...(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)));
+    else if (e.keyword === "enum")
+      expected.push(...(e.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)));
   }
   const unique = [...new Set(expected)];
   return unique.length > 0 ? `must be ${unique.join(" or ")}${gotType(c.data)}` : "does not match any allowed form";
@@ -98,20 +107,45 @@ function describe(e: ErrorObject, prefix: readonly PathSegment[]): SchemaFinding
       const allowed = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
       const suggestion = didYouMean(key, allowed);
       const inside = named.length > 0 ? ` in "${named.join(".")}"` : "";
-      return { path: [...path, key], atKey: true, unknownKey: true, message: `unknown key "${key}"${inside}${suggestionNote(suggestion)}`, ...(suggestion ? { suggestion } : {}) };
+      return {
+        path: [...path, key],
+        atKey: true,
+        unknownKey: true,
+        message: `unknown key "${key}"${inside}${suggestionNote(suggestion)}`,
+        ...(suggestion ? { suggestion } : {}),
+      };
     }
     case "required":
-      return { path, atKey: path.length > 0, message: `${where}is missing required key "${String(e.params.missingProperty)}"`.trimStart() };
+      return {
+        path,
+        atKey: path.length > 0,
+        message: `${where}is missing required key "${String(e.params.missingProperty)}"`.trimStart(),
+      };
     case "enum": {
       const allowed = (e.params.allowedValues as unknown[]) ?? [];
-      const suggestion = typeof e.data === "string" ? didYouMean(e.data, allowed.filter((v): v is string => typeof v === "string")) : undefined;
+      const suggestion =
+        typeof e.data === "string"
+          ? didYouMean(
+              e.data,
+              allowed.filter((v): v is string => typeof v === "string"),
+            )
+          : undefined;
       const list = allowed.map((v) => JSON.stringify(v)).join(", ");
-      return { path, atKey: false, message: `${where}must be one of ${list}${suggestionNote(suggestion)}`, ...(suggestion ? { suggestion } : {}) };
+      return {
+        path,
+        atKey: false,
+        message: `${where}must be one of ${list}${suggestionNote(suggestion)}`,
+        ...(suggestion ? { suggestion } : {}),
+      };
     }
     case "const":
       return { path, atKey: false, message: `${where}must be ${JSON.stringify(e.params.allowedValue)}` };
     case "type":
-      return { path, atKey: false, message: `${where}must be ${[e.params.type].flat().join(" or ")}${gotType(e.data)}` };
+      return {
+        path,
+        atKey: false,
+        message: `${where}must be ${[e.params.type].flat().join(" or ")}${gotType(e.data)}`,
+      };
     default:
       return { path, atKey: false, message: `${where}${e.message ?? "is invalid"}` };
   }
@@ -119,6 +153,7 @@ function describe(e: ErrorObject, prefix: readonly PathSegment[]): SchemaFinding
 
 function gotType(data: unknown): string {
   if (data === undefined) return "";
-  const kind = data === null ? "empty" : Array.isArray(data) ? "a list" : typeof data === "object" ? "a map" : typeof data;
+  const kind =
+    data === null ? "empty" : Array.isArray(data) ? "a list" : typeof data === "object" ? "a map" : typeof data;
   return ` (got ${kind})`;
 }

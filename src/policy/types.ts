@@ -105,10 +105,7 @@ export interface LoadedPolicy {
 
 export interface PolicyLoader {
   /** Effective `.github/steward.yml` for a repository (default branch unless `ref`), cached, ETag-revalidated. */
-  load(
-    octokit: InstallationOctokit,
-    target: { owner: string; repo: string; ref?: string },
-  ): Promise<LoadedPolicy>;
+  load(octokit: InstallationOctokit, target: { owner: string; repo: string; ref?: string }): Promise<LoadedPolicy>;
   /** An admin-repository document such as `.github/steward/secrets.yml`. */
   loadDocument<P = unknown>(
     octokit: InstallationOctokit,

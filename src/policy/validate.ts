@@ -47,7 +47,10 @@ export interface PolicyAnalysis {
   /** Section keys ("" for a document) that have at least one error. */
   invalid: Set<string>;
   /** Position of a JSON path in this file, and whether the path exists there. */
-  locate(path: readonly PathSegment[], opts?: { key?: boolean }): { line: number; column: number; endColumn?: number; exact: boolean };
+  locate(
+    path: readonly PathSegment[],
+    opts?: { key?: boolean },
+  ): { line: number; column: number; endColumn?: number; exact: boolean };
 }
 
 /**
@@ -79,7 +82,13 @@ function analyse(text: string, opts: ValidateOptions): PolicyAnalysis {
   try {
     if (typeof text !== "string") throw new TypeError("policy text is not a string");
     if (text.length > MAX_POLICY_CHARS) {
-      push({ line: 1, column: 1, message: `the file is ${text.length} characters long, more than the ${MAX_POLICY_CHARS} Steward reads`, path: [], severity: "error" });
+      push({
+        line: 1,
+        column: 1,
+        message: `the file is ${text.length} characters long, more than the ${MAX_POLICY_CHARS} Steward reads`,
+        path: [],
+        severity: "error",
+      });
       invalid.add(opts.document === undefined ? "*" : "");
       return { value: undefined, problems, invalid, locate };
     }
@@ -88,7 +97,13 @@ function analyse(text: string, opts: ValidateOptions): PolicyAnalysis {
     if (shape) {
       const before = text.slice(0, shape.offset);
       const line = before.split("\n").length;
-      push({ line, column: shape.offset - before.lastIndexOf("\n"), message: shape.message, path: [], severity: "error" });
+      push({
+        line,
+        column: shape.offset - before.lastIndexOf("\n"),
+        message: shape.message,
+        path: [],
+        severity: "error",
+      });
       invalid.add(opts.document === undefined ? "*" : "");
       return { value: undefined, problems, invalid, locate };
     }
@@ -96,7 +111,14 @@ function analyse(text: string, opts: ValidateOptions): PolicyAnalysis {
     doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false, strict: true });
     for (const e of [...doc.errors, ...doc.warnings]) {
       const pos = offsetRange(lineCounter, e.pos[0], e.pos[1]);
-      push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: yamlMessage(e.code, e.message), path: [], severity: e.name === "YAMLWarning" ? "warning" : "error" });
+      push({
+        line: pos.line,
+        column: pos.column,
+        ...(pos.endColumn ? { endColumn: pos.endColumn } : {}),
+        message: yamlMessage(e.code, e.message),
+        path: [],
+        severity: e.name === "YAMLWarning" ? "warning" : "error",
+      });
     }
     if (doc.errors.length === 0 && reportDuplicateKeys(doc, lineCounter, push) > 0) {
       invalid.add(opts.document === undefined ? "*" : "");
@@ -118,15 +140,22 @@ function analyse(text: string, opts: ValidateOptions): PolicyAnalysis {
     reportNonScalarKeys(doc, lineCounter, push);
     const parts = partsFor(value, opts, locate, push);
     if (parts === "invalid") invalid.add("*");
-    else for (const part of parts) {
-      // An empty admin document reads as an empty map, like an empty steward.yml.
-      const partValue = part.key === "" ? (value ?? {}) : valueAt(value, part.prefix);
-      const errors = validatePart(part, partValue, locate, push, checkOptions(opts));
-      if (errors > 0) invalid.add(part.key);
-    }
+    else
+      for (const part of parts) {
+        // An empty admin document reads as an empty map, like an empty steward.yml.
+        const partValue = part.key === "" ? (value ?? {}) : valueAt(value, part.prefix);
+        const errors = validatePart(part, partValue, locate, push, checkOptions(opts));
+        if (errors > 0) invalid.add(part.key);
+      }
   } catch (e) {
     // Reached only by inputs the YAML library rejects outright (e.g. alias bombs): still a problem, never a crash.
-    push({ line: 1, column: 1, message: `cannot read policy: ${(e as Error)?.message ?? String(e)}`, path: [], severity: "error" });
+    push({
+      line: 1,
+      column: 1,
+      message: `cannot read policy: ${(e as Error)?.message ?? String(e)}`,
+      path: [],
+      severity: "error",
+    });
     invalid.add(opts.document === undefined ? "*" : "");
     value = undefined;
   }
@@ -141,7 +170,11 @@ function yamlMessage(code: string, message: string): string {
 }
 
 /** Reports each key that repeats one before it in the same map, at the repeat; returns how many. */
-function reportDuplicateKeys(doc: Document, lineCounter: LineCounter, push: (p: Omit<Problem, "file">) => void): number {
+function reportDuplicateKeys(
+  doc: Document,
+  lineCounter: LineCounter,
+  push: (p: Omit<Problem, "file">) => void,
+): number {
   let found = 0;
   const walk = (node: unknown) => {
     if (!node || typeof node !== "object") return;
@@ -190,7 +223,8 @@ function reportNonScalarKeys(doc: Document, lineCounter: LineCounter, push: (p: 
 
 function valueAt(value: unknown, path: readonly PathSegment[]): unknown {
   let v = value;
-  for (const s of path) v = isPlainObject(v) || Array.isArray(v) ? (v as Record<string, unknown>)[s as string] : undefined;
+  for (const s of path)
+    v = isPlainObject(v) || Array.isArray(v) ? (v as Record<string, unknown>)[s as string] : undefined;
   return v;
 }
 
@@ -206,7 +240,14 @@ function partsFor(
     const spec = documents.get(opts.document);
     if (!spec) {
       const suggestion = didYouMean(opts.document, documents.keys());
-      push({ line: 1, column: 1, message: `"${opts.document}" is not a Steward policy document${suggestionNote(suggestion)}`, path: [], severity: "error", ...(suggestion ? { suggestion } : {}) });
+      push({
+        line: 1,
+        column: 1,
+        message: `"${opts.document}" is not a Steward policy document${suggestionNote(suggestion)}`,
+        path: [],
+        severity: "error",
+        ...(suggestion ? { suggestion } : {}),
+      });
       return "invalid";
     }
     return [{ key: "", prefix: [], schema: spec.schema, defaults: spec.defaults, check: spec.check }];
@@ -215,7 +256,13 @@ function partsFor(
   if (value === null || value === undefined) return [];
   if (!isPlainObject(value)) {
     const pos = locate([]);
-    push({ line: pos.line, column: pos.column, message: `a policy file must be a map of sections (${sections.map((s) => s.key).join(", ")}), not ${Array.isArray(value) ? "a list" : typeof value}`, path: [], severity: "error" });
+    push({
+      line: pos.line,
+      column: pos.column,
+      message: `a policy file must be a map of sections (${sections.map((s) => s.key).join(", ")}), not ${Array.isArray(value) ? "a list" : typeof value}`,
+      path: [],
+      severity: "error",
+    });
     return "invalid";
   }
   const keys = sections.map((s) => s.key);
@@ -223,7 +270,15 @@ function partsFor(
     if (keys.includes(key)) continue;
     const suggestion = didYouMean(key, keys);
     const pos = locate([key], { key: true });
-    push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: `unknown section "${key}"${suggestionNote(suggestion)}; known sections: ${keys.join(", ") || "(none)"}`, path: [key], severity: "error", ...(suggestion ? { suggestion } : {}) });
+    push({
+      line: pos.line,
+      column: pos.column,
+      ...(pos.endColumn ? { endColumn: pos.endColumn } : {}),
+      message: `unknown section "${key}"${suggestionNote(suggestion)}; known sections: ${keys.join(", ") || "(none)"}`,
+      path: [key],
+      severity: "error",
+      ...(suggestion ? { suggestion } : {}),
+    });
   }
   return sections
     .filter((s) => value[s.key] !== undefined && value[s.key] !== null)
@@ -263,7 +318,13 @@ function validatePart(
   const validate = compile(part.schema);
   if (validate instanceof Error) {
     const pos = locate(part.prefix, { key: true });
-    push({ line: pos.line, column: pos.column, message: `the schema of ${label} cannot be used: ${validate.message}`, path: part.prefix, severity: "error" });
+    push({
+      line: pos.line,
+      column: pos.column,
+      message: `the schema of ${label} cannot be used: ${validate.message}`,
+      path: part.prefix,
+      severity: "error",
+    });
     return 1;
   }
   if (!validate(value)) {
@@ -271,16 +332,33 @@ function validatePart(
     for (const f of findings.slice(0, MAX_REPORTED_PROBLEMS)) {
       const path = [...part.prefix, ...f.path];
       const pos = locate(path, { key: f.atKey });
-      push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: f.message, path, severity: "error", ...(f.suggestion ? { suggestion: f.suggestion } : {}) });
+      push({
+        line: pos.line,
+        column: pos.column,
+        ...(pos.endColumn ? { endColumn: pos.endColumn } : {}),
+        message: f.message,
+        path,
+        severity: "error",
+        ...(f.suggestion ? { suggestion: f.suggestion } : {}),
+      });
     }
     if (findings.length > MAX_REPORTED_PROBLEMS) {
       const pos = locate(part.prefix, { key: true });
-      push({ line: pos.line, column: pos.column, message: `${findings.length - MAX_REPORTED_PROBLEMS} more problems in ${label} not shown`, path: part.prefix, severity: "error" });
+      push({
+        line: pos.line,
+        column: pos.column,
+        message: `${findings.length - MAX_REPORTED_PROBLEMS} more problems in ${label} not shown`,
+        path: part.prefix,
+        severity: "error",
+      });
     }
     // Typos are the commonest mistake: when unknown keys are the only schema problem, the
     // rest of the section is still checked, so one pass shows every problem of the file.
     if (findings.every((f) => f.unknownKey)) {
-      const stripped = withoutPaths(value, findings.map((f) => f.path));
+      const stripped = withoutPaths(
+        value,
+        findings.map((f) => f.path),
+      );
       if (validate(stripped)) reportCheck(part, stripped, locate, push, options);
     }
     return findings.length;
@@ -289,11 +367,24 @@ function validatePart(
 }
 
 /** Runs the part's semantic check on a schema-valid value, reporting at positions; returns the errors. */
-function reportCheck(part: Part, value: unknown, locate: PolicyAnalysis["locate"], push: (p: Omit<Problem, "file">) => void, options: CheckOptions): number {
+function reportCheck(
+  part: Part,
+  value: unknown,
+  locate: PolicyAnalysis["locate"],
+  push: (p: Omit<Problem, "file">) => void,
+  options: CheckOptions,
+): number {
   const found = runCheck(part, mergePolicy(part.defaults, value), options);
   for (const p of found) {
     const pos = locate(p.path, { key: false });
-    push({ line: pos.line, column: pos.column, ...(pos.endColumn ? { endColumn: pos.endColumn } : {}), message: p.message, path: p.path, severity: p.severity });
+    push({
+      line: pos.line,
+      column: pos.column,
+      ...(pos.endColumn ? { endColumn: pos.endColumn } : {}),
+      message: p.message,
+      path: p.path,
+      severity: p.severity,
+    });
   }
   return found.filter((p) => p.severity === "error").length;
 }
@@ -315,19 +406,31 @@ export interface CheckFinding {
 }
 
 /** Runs a part's semantic check on an already schema-valid value; a throwing check becomes a finding. */
-export function runCheck(part: { key: string; prefix: PathSegment[]; check?: SemanticCheck<any> }, value: unknown, options: CheckOptions = checkOptions()): CheckFinding[] {
+export function runCheck(
+  part: { key: string; prefix: PathSegment[]; check?: SemanticCheck<any> },
+  value: unknown,
+  options: CheckOptions = checkOptions(),
+): CheckFinding[] {
   const found: CheckFinding[] = [];
   if (!part.check) return found;
   try {
     part.check(
       value,
       (path, message, severity = "error") => {
-        found.push({ path: [...part.prefix, ...(Array.isArray(path) ? path : [])], message: String(message), severity });
+        found.push({
+          path: [...part.prefix, ...(Array.isArray(path) ? path : [])],
+          message: String(message),
+          severity,
+        });
       },
       { ...options },
     );
   } catch (e) {
-    found.push({ path: part.prefix, message: `${part.key || "document"}: check failed: ${(e as Error)?.message ?? String(e)}`, severity: "error" });
+    found.push({
+      path: part.prefix,
+      message: `${part.key || "document"}: check failed: ${(e as Error)?.message ?? String(e)}`,
+      severity: "error",
+    });
   }
   return found;
 }

@@ -46,9 +46,19 @@ export function findRedeliveries(
   for (const [guid, list] of byGuid) {
     if (list.some((a) => a.status_code >= 200 && a.status_code < 300)) continue;
     if (opts.known(guid)) continue;
-    const latest = list.reduce((a, b) => (Date.parse(b.delivered_at) > Date.parse(a.delivered_at) || (b.delivered_at === a.delivered_at && b.id > a.id) ? b : a));
+    const latest = list.reduce((a, b) =>
+      Date.parse(b.delivered_at) > Date.parse(a.delivered_at) || (b.delivered_at === a.delivered_at && b.id > a.id)
+        ? b
+        : a,
+    );
     if (Date.parse(latest.delivered_at) < since) continue;
-    out.push({ guid, id: latest.id, event: latest.event, deliveredAt: latest.delivered_at, lastStatus: latest.status_code });
+    out.push({
+      guid,
+      id: latest.id,
+      event: latest.event,
+      deliveredAt: latest.delivered_at,
+      lastStatus: latest.status_code,
+    });
   }
   return out.sort((a, b) => a.deliveredAt.localeCompare(b.deliveredAt));
 }
@@ -120,13 +130,18 @@ export async function sweepRedeliveries(opts: {
     attempts.push(...items);
     if (opts.signal?.aborted) break;
     // Newest first: once a whole page is older than the window (or the mark), older pages cannot matter.
-    if (items.length === 0 || items.every((a) => Date.parse(a.delivered_at) < since || (mark !== undefined && a.id <= mark))) break;
+    if (
+      items.length === 0 ||
+      items.every((a) => Date.parse(a.delivered_at) < since || (mark !== undefined && a.id <= mark))
+    )
+      break;
   }
   // Only a delivery no attempt of which got a 2xx can need redelivering: the store is asked about
   // those alone (a first sweep reads a day of deliveries, nearly all of them answered).
   const answered = new Set(attempts.filter((a) => a.status_code >= 200 && a.status_code < 300).map((a) => a.guid));
   const known = new Set<string>();
-  for (const guid of new Set(attempts.map((a) => a.guid))) if (!answered.has(guid) && (await opts.isKnown(guid))) known.add(guid);
+  for (const guid of new Set(attempts.map((a) => a.guid)))
+    if (!answered.has(guid) && (await opts.isKnown(guid))) known.add(guid);
   const candidates = findRedeliveries(attempts, { now, lookbackMs: opts.lookbackMs, known: (g) => known.has(g) });
   const result: SweepResult = { scanned: attempts.length, requested: [], alreadyAsked: 0, failed: [] };
   const limit = opts.maxRequests ?? 500;
@@ -145,7 +160,9 @@ export async function sweepRedeliveries(opts: {
     }
     try {
       await opts.app.request("POST /app/hook/deliveries/{delivery_id}/attempts", { delivery_id: c.id });
-      await opts.store.set(key, { id: c.id, at: now.toISOString(), state: "asked" } satisfies AskRecord, { ttlMs: ASKED_TTL_MS });
+      await opts.store.set(key, { id: c.id, at: now.toISOString(), state: "asked" } satisfies AskRecord, {
+        ttlMs: ASKED_TTL_MS,
+      });
       result.requested.push(c.guid);
     } catch (e) {
       // Let the next sweep try again.
@@ -154,10 +171,19 @@ export async function sweepRedeliveries(opts: {
     }
   }
   // Move the mark only when every candidate was asked for; otherwise the next sweep reads them again.
-  if (!stopped && !opts.signal?.aborted && result.failed.length === 0 && candidates.length <= limit && attempts.length > 0) {
+  if (
+    !stopped &&
+    !opts.signal?.aborted &&
+    result.failed.length === 0 &&
+    candidates.length <= limit &&
+    attempts.length > 0
+  ) {
     const newest = Math.max(...attempts.map((a) => a.id));
     if (mark === undefined || newest > mark) await opts.store.set(MARK_KEY, newest, { ttlMs: 7 * 86_400_000 });
   }
-  opts.logger.info({ scanned: result.scanned, requested: result.requested.length, failed: result.failed.length }, "redelivery sweep");
+  opts.logger.info(
+    { scanned: result.scanned, requested: result.requested.length, failed: result.failed.length },
+    "redelivery sweep",
+  );
   return result;
 }

@@ -57,7 +57,8 @@ export function startRedeliverySweeper(opts: RedeliverySweeperOptions): Periodic
           ...(opts.maxRequests !== undefined ? { maxRequests: opts.maxRequests } : {}),
         });
       } catch (error) {
-        if (!signal.aborted) logger.warn({ error: safeErrorMessage(error) }, "redelivery sweep failed; trying again at the next interval");
+        if (!signal.aborted)
+          logger.warn({ error: safeErrorMessage(error) }, "redelivery sweep failed; trying again at the next interval");
         return nothing();
       }
     },

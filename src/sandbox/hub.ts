@@ -13,7 +13,10 @@ const manifest = parseYaml(readFileSync(packageFile("app.yml"), "utf8")) as {
   default_events: string[];
 };
 
-export const STEWARD_APP: AppGrant = { permissions: { ...manifest.default_permissions }, events: [...manifest.default_events] };
+export const STEWARD_APP: AppGrant = {
+  permissions: { ...manifest.default_permissions },
+  events: [...manifest.default_events],
+};
 export const STEWARD_PERMISSIONS = STEWARD_APP.permissions;
 
 export function createHub(opts: CreateHubOptions = {}): Promise<HubHandle> {

@@ -41,7 +41,11 @@ export function hubClock(hub: HubHandle): Clock {
  * token as the reviewer's, and `env` over them. Also for a hub in another process (the bench's
  * end-to-end section), which sends its `env` and that token over.
  */
-export function sandboxStewardEnv(hubEnv: HubEnv, reviewerToken: string, o: { dataDir: string; port?: number | undefined; env?: Record<string, string> | undefined }): Record<string, string> {
+export function sandboxStewardEnv(
+  hubEnv: HubEnv,
+  reviewerToken: string,
+  o: { dataDir: string; port?: number | undefined; env?: Record<string, string> | undefined },
+): Record<string, string> {
   return {
     APP_ID: hubEnv.APP_ID,
     PRIVATE_KEY_PATH: hubEnv.PRIVATE_KEY_PATH,
@@ -68,7 +72,13 @@ export async function startSandboxStack(opts: SandboxStackOptions = {}): Promise
   const hub = await createHub(opts.hub);
   const ownDataDir = opts.dataDir ? undefined : await mkdtemp(join(tmpdir(), "steward-stack-"));
   try {
-    const config = loadConfig(sandboxStewardEnv(hub.env, hub.control.userToken("release-manager"), { dataDir: opts.dataDir ?? ownDataDir!, port: opts.port, env: opts.env }));
+    const config = loadConfig(
+      sandboxStewardEnv(hub.env, hub.control.userToken("release-manager"), {
+        dataDir: opts.dataDir ?? ownDataDir!,
+        port: opts.port,
+        env: opts.env,
+      }),
+    );
     const steward = await createSteward({
       config,
       ...sandboxApiOptions(opts.env),

@@ -45,7 +45,13 @@ export interface DeliveriesPart {
   claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined>;
   /** Lease up to `max` due deliveries, oldest due first. */
   claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]>;
-  recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean>;
+  recordOutcome(
+    token: string,
+    deliveryId: string,
+    handler: string,
+    outcome: Outcome,
+    seconds: number,
+  ): Promise<boolean>;
   finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean>;
   listDeliveries(filter?: DeliveryFilter): Promise<StoredDelivery[]>;
   getDelivery(id: string): Promise<DeliveryRecord | undefined>;

@@ -7,7 +7,8 @@ const droppedHeaders = /^x-hub-signature/i;
 /** `headers` without a signature; the same object when it holds none (the intake's never does: it keeps only what it names). */
 export function keptHeaders(headers: Record<string, string>): Record<string, string> {
   for (const name in headers) {
-    if (droppedHeaders.test(name)) return Object.fromEntries(Object.entries(headers).filter(([n]) => !droppedHeaders.test(n)));
+    if (droppedHeaders.test(name))
+      return Object.fromEntries(Object.entries(headers).filter(([n]) => !droppedHeaders.test(n)));
   }
   return headers;
 }

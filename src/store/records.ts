@@ -83,9 +83,7 @@ export interface ClaimedDelivery {
 
 /** What becomes of a delivery after a run (decided by `decideDelivery`). */
 export type DeliveryDecision =
-  | { status: "done" }
-  | { status: "failed"; retryAt: Date; lastError: string }
-  | { status: "dead"; lastError: string };
+  { status: "done" } | { status: "failed"; retryAt: Date; lastError: string } | { status: "dead"; lastError: string };
 
 export interface DeliveryFilter {
   status?: DeliveryStatus;
@@ -134,4 +132,5 @@ export interface ClaimedTask {
   task: StoredTask;
 }
 
-export type TaskDecision = { status: "done" } | { status: "retry"; retryAt: Date; lastError: string } | { status: "dead"; lastError: string };
+export type TaskDecision =
+  { status: "done" } | { status: "retry"; retryAt: Date; lastError: string } | { status: "dead"; lastError: string };

@@ -32,7 +32,11 @@ export interface Store {
    * `next` is undefined; returns whether it did. A lease's renewal and release: never
    * overwrites what another holder wrote after its own lease expired.
    */
-  replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean>;
+  replaceIf(
+    key: string,
+    expect: { field: string; equals: string },
+    next?: { value: unknown; ttlMs?: number },
+  ): Promise<boolean>;
   get<T = unknown>(key: string): Promise<T | undefined>;
   set(key: string, value: unknown, opts?: { ttlMs?: number }): Promise<void>;
   delete(key: string): Promise<void>;

@@ -21,16 +21,28 @@ function collectingLog() {
 describe("StewardOctokit", () => {
   it("authenticates as an installation with the app's key and calls REST methods, paginated", async () => {
     const installationId = hub.control.installation("acme")!.id;
-    const octokit = new StewardOctokit({ auth: { appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, installationId }, baseUrl: hub.url, log: collectingLog().log });
+    const octokit = new StewardOctokit({
+      auth: { appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, installationId },
+      baseUrl: hub.url,
+      log: collectingLog().log,
+    });
     const { data: repo } = await octokit.rest.repos.get({ owner: "acme", repo: "web" });
     expect(repo.full_name).toBe("acme/web");
     const repos = await octokit.paginate(octokit.rest.apps.listReposAccessibleToInstallation, { per_page: 1 });
     expect(repos.map((r) => r.full_name)).toContain("acme/web");
     const requests = hub.control.requests();
     // The token was minted once, with the app's JWT; every call after it carried that token.
-    expect(requests.filter((r) => r.path === `/app/installations/${installationId}/access_tokens`).map((r) => [r.method, r.auth, r.status])).toEqual([["POST", "app", 201]]);
+    expect(
+      requests
+        .filter((r) => r.path === `/app/installations/${installationId}/access_tokens`)
+        .map((r) => [r.method, r.auth, r.status]),
+    ).toEqual([["POST", "app", 201]]);
     expect(requests.filter((r) => r.path === "/installation/repositories").length).toBeGreaterThan(1);
-    expect(requests.filter((r) => r.path.startsWith("/repos/") || r.path === "/installation/repositories").every((r) => r.auth === "installation")).toBe(true);
+    expect(
+      requests
+        .filter((r) => r.path.startsWith("/repos/") || r.path === "/installation/repositories")
+        .every((r) => r.auth === "installation"),
+    ).toBe(true);
     // Probot's config-file reader is there for handlers written against Probot's client.
     expect(typeof octokit.config.get).toBe("function");
   });

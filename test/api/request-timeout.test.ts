@@ -27,8 +27,20 @@ afterEach(async () => {
 });
 
 function factoryFor(h: HubHandle, env: Record<string, string>, extra: { signal?: AbortSignal; retries?: number } = {}) {
-  const config = loadConfig({ ...h.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: "/nonexistent-unused", LOG_LEVEL: "silent", ...env });
-  return createOctokitFactory({ config, logger: silent, coordination: inProcessCoordination(), writeIntervalMs: 0, ...extra });
+  const config = loadConfig({
+    ...h.env,
+    PRIVATE_KEY: undefined,
+    STEWARD_DATA_DIR: "/nonexistent-unused",
+    LOG_LEVEL: "silent",
+    ...env,
+  });
+  return createOctokitFactory({
+    config,
+    logger: silent,
+    coordination: inProcessCoordination(),
+    writeIntervalMs: 0,
+    ...extra,
+  });
 }
 
 async function installationOf(h: HubHandle): Promise<number> {
@@ -39,7 +51,11 @@ async function installationOf(h: HubHandle): Promise<number> {
 
 describe("STEWARD_API_TIMEOUT", () => {
   it("is 30 s unless set, and takes a duration", () => {
-    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs1", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+    const { privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs1", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    });
     const base = { APP_ID: "1", PRIVATE_KEY: privateKey, WEBHOOK_SECRET: "s" };
     expect(loadConfig(base).apiTimeoutMs).toBe(30_000);
     expect(loadConfig({ ...base, STEWARD_API_TIMEOUT: "250ms" }).apiTimeoutMs).toBe(250);
@@ -61,7 +77,9 @@ describe("STEWARD_API_TIMEOUT", () => {
     );
     const took = Date.now() - started;
     expect(error).toBeDefined();
-    expect(error!.message).toMatch(/^GitHub API request GET http:\/\/127\.0\.0\.1:\d+\/repos\/acme\/web got no answer within 2500 ms \(STEWARD_API_TIMEOUT\)$/);
+    expect(error!.message).toMatch(
+      /^GitHub API request GET http:\/\/127\.0\.0\.1:\d+\/repos\/acme\/web got no answer within 2500 ms \(STEWARD_API_TIMEOUT\)$/,
+    );
     expect(error!.message).not.toMatch(/ghs_|token/i);
     // Before the hub would have answered (20 s).
     expect(took).toBeLessThan(20_000);
@@ -75,17 +93,38 @@ describe("STEWARD_API_TIMEOUT", () => {
       events: ["pull_request.opened"],
       async handle(ctx) {
         const { repository, pull_request: pr } = ctx.payload;
-        await ctx.octokit.rest.issues.createComment({ owner: repository.owner.login, repo: repository.name, issue_number: pr.number, body: "hello" });
+        await ctx.octokit.rest.issues.createComment({
+          owner: repository.owner.login,
+          repo: repository.name,
+          issue_number: pr.number,
+          body: "hello",
+        });
         return { status: "done", summary: "commented" };
       },
     });
     // 2.5 s, not 300 ms: the handler's other requests (token, retry) must answer within it on a loaded machine.
-    stack = await startSandboxStack({ handlers: [commenter], env: { STEWARD_API_TIMEOUT: "2500ms", LOG_LEVEL: "silent" } });
+    stack = await startSandboxStack({
+      handlers: [commenter],
+      env: { STEWARD_API_TIMEOUT: "2500ms", LOG_LEVEL: "silent" },
+    });
     // Held before the route runs: the first comment never lands.
     stack.hub.control.setFault(COMMENTS, { latencyMs: 20_000, times: 1 });
-    const pr = stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "timeout", title: "timeout", files: { "t.txt": "x\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "timeout",
+      title: "timeout",
+      files: { "t.txt": "x\n" },
+    });
     await stack.hub.control.settled();
-    const delivery = stack.hub.control.deliveries().find((d) => d.event === "pull_request" && d.action === "opened" && (d.payload as { number?: number }).number === pr.number)!;
+    const delivery = stack.hub.control
+      .deliveries()
+      .find(
+        (d) =>
+          d.event === "pull_request" &&
+          d.action === "opened" &&
+          (d.payload as { number?: number }).number === pr.number,
+      )!;
     const store = (stack.steward as unknown as Steward).store;
     const record = await vi.waitFor(
       async () => {
@@ -98,7 +137,9 @@ describe("STEWARD_API_TIMEOUT", () => {
     const runs = record.attempts.filter((a) => a.handler === "commenter");
     expect(runs.map((a) => a.status)).toEqual(["failed", "done"]);
     expect(runs[0]!.detail).toMatch(/got no answer within 2500 ms \(STEWARD_API_TIMEOUT\)/);
-    expect(stack.hub.control.effects.filter((e) => e.kind === "issues.commented" && e.detail.number === pr.number)).toHaveLength(1);
+    expect(
+      stack.hub.control.effects.filter((e) => e.kind === "issues.commented" && e.detail.number === pr.number),
+    ).toHaveLength(1);
   }, 120_000);
 });
 
@@ -118,19 +159,27 @@ describe("the hard-stop signal", () => {
       // 1,000-repository sync). Here the hard stop keeps one listener, however many went by.
       let answered = 0;
       for (let batch = 0; batch < 10; batch++) {
-        const answers = await Promise.all(Array.from({ length: 50 }, () => octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })));
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, () =>
+            octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }),
+          ),
+        );
         answered += answers.filter((r) => r.status === 200).length;
         expect(getEventListeners(hardStop.signal, "abort").length).toBeLessThanOrEqual(1);
       }
       expect(answered).toBe(500);
       // Held requests in flight when the stop fires are cut off, not waited for.
       hub.control.setFault("GET /repos/{owner}/{repo}", { latencyMs: 20_000 });
-      const held = Promise.allSettled(Array.from({ length: 20 }, () => octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })));
+      const held = Promise.allSettled(
+        Array.from({ length: 20 }, () => octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })),
+      );
       await new Promise((r) => setTimeout(r, 200));
       hardStop.abort(new Error("shutdown bound reached"));
       const settled = await held;
       expect(settled.every((s) => s.status === "rejected")).toBe(true);
-      await expect(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).rejects.toThrow(/stopped/);
+      await expect(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).rejects.toThrow(
+        /stopped/,
+      );
       // Warnings are emitted on the next tick.
       await new Promise((r) => setImmediate(r));
       expect(warnings.filter((w) => w.name === "MaxListenersExceededWarning")).toEqual([]);

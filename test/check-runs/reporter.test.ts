@@ -15,12 +15,30 @@ beforeEach(async () => {
 });
 afterEach(() => gh.close());
 
-type Run = { id: number; name: string; head_sha: string; status: string; conclusion: string | null; details_url: string; actions: unknown[]; output: { title: string | null; summary: string | null; text: string | null }; annotations: { message: string }[] };
+type Run = {
+  id: number;
+  name: string;
+  head_sha: string;
+  status: string;
+  conclusion: string | null;
+  details_url: string;
+  actions: unknown[];
+  output: { title: string | null; summary: string | null; text: string | null };
+  annotations: { message: string }[];
+};
 const runs = () => gh.hub.domains.checks.checkRuns({ owner: "acme", repo: "web" }) as unknown as Run[];
 const sentWrites = () => gh.sent.filter((r) => r.method !== "GET");
 
 const problems = (n: number): Annotation[] =>
-  Array.from({ length: n }, (_, i) => ({ path: ".github/steward.yml", start_line: i + 1, end_line: i + 1, start_column: 3, end_column: 9, annotation_level: "failure" as const, message: `problem ${i + 1}` }));
+  Array.from({ length: n }, (_, i) => ({
+    path: ".github/steward.yml",
+    start_line: i + 1,
+    end_line: i + 1,
+    start_column: 3,
+    end_column: 9,
+    annotation_level: "failure" as const,
+    message: `problem ${i + 1}`,
+  }));
 
 const report = (over: Partial<CheckReport> = {}): CheckReport => ({
   owner: "acme",
@@ -33,7 +51,10 @@ const report = (over: Partial<CheckReport> = {}): CheckReport => ({
   ...over,
 });
 
-const writes = () => sentWrites().map((r) => `${r.method} ${r.status} ${r.body.output?.annotations?.length ?? 0} ${r.body.conclusion ?? r.body.status}`);
+const writes = () =>
+  sentWrites().map(
+    (r) => `${r.method} ${r.status} ${r.body.output?.annotations?.length ?? 0} ${r.body.conclusion ?? r.body.status}`,
+  );
 
 describe("check reporter", () => {
   for (const [count, expected] of [
@@ -74,7 +95,7 @@ describe("check reporter", () => {
   });
 
   it("cuts an over-long summary, text and title with a visible note instead of failing", async () => {
-    const summary = "| a | b |\n|---|---|\n" + "| row | " + "x".repeat(80) + " |\n".repeat(1) ;
+    const summary = "| a | b |\n|---|---|\n" + "| row | " + "x".repeat(80) + " |\n".repeat(1);
     const huge = summary.repeat(2000);
     await createCheckReporter(gh.octokit, { detailsUrl: "https://steward.example/status" }).report(
       report({ title: "T".repeat(400), summary: huge, text: "y".repeat(70_000), conclusion: "success" }),
@@ -99,7 +120,9 @@ describe("check reporter", () => {
     expect(runs()[0]!.annotations).toHaveLength(3);
     const lookups = gh.sent.filter((r) => r.path.endsWith(`/commits/${SHA}/check-runs`));
     expect(lookups).toHaveLength(5);
-    expect(lookups.every((r) => r.query.get("check_name") === "steward/config" && r.query.get("filter") === "latest")).toBe(true);
+    expect(
+      lookups.every((r) => r.query.get("check_name") === "steward/config" && r.query.get("filter") === "latest"),
+    ).toBe(true);
   });
 
   it("updates a reused run's conclusion and sends only annotations it lacks", async () => {
@@ -140,22 +163,52 @@ describe("check reporter", () => {
 
   it("sends actions within limits and refuses malformed ones before any request", async () => {
     const reporter = createCheckReporter(gh.octokit);
-    await reporter.report(report({ actions: [{ label: "Re-run the failed jobs now", description: "Ask Steward to re-run every failed job of this run", identifier: "rerun" }] }));
-    expect(runs()[0]!.actions).toEqual([{ label: "Re-run the failed j…", description: "Ask Steward to re-run every failed job …", identifier: "rerun" }]);
+    await reporter.report(
+      report({
+        actions: [
+          {
+            label: "Re-run the failed jobs now",
+            description: "Ask Steward to re-run every failed job of this run",
+            identifier: "rerun",
+          },
+        ],
+      }),
+    );
+    expect(runs()[0]!.actions).toEqual([
+      { label: "Re-run the failed j…", description: "Ask Steward to re-run every failed job …", identifier: "rerun" },
+    ]);
     const before = gh.hub.control.requests().length;
     const four = Array.from({ length: 4 }, (_, i) => ({ label: "a", description: "b", identifier: `id${i}` }));
     await expect(reporter.report(report({ actions: four }))).rejects.toThrow(/at most 3/);
-    await expect(reporter.report(report({ actions: [{ label: "a", description: "b", identifier: "x".repeat(21) }] }))).rejects.toThrow(/identifier/);
+    await expect(
+      reporter.report(report({ actions: [{ label: "a", description: "b", identifier: "x".repeat(21) }] })),
+    ).rejects.toThrow(/identifier/);
     expect(gh.hub.control.requests().length).toBe(before);
   });
 
   it("fixes annotations the API would refuse", async () => {
     await createCheckReporter(gh.octokit).report(
-      report({ annotations: [{ path: "a.yml", start_line: 0, end_line: 3, start_column: 2, end_column: 1, annotation_level: "failure", message: "" }] }),
+      report({
+        annotations: [
+          {
+            path: "a.yml",
+            start_line: 0,
+            end_line: 3,
+            start_column: 2,
+            end_column: 1,
+            annotation_level: "failure",
+            message: "",
+          },
+        ],
+      }),
     );
     expect(sentWrites()[0]!.status).toBe(201);
-    expect(sentWrites()[0]!.body.output.annotations).toEqual([{ path: "a.yml", start_line: 1, end_line: 3, annotation_level: "failure", message: "(no message)" }]);
-    expect(runs()[0]!.annotations).toMatchObject([{ path: "a.yml", start_line: 1, end_line: 3, annotation_level: "failure", message: "(no message)" }]);
+    expect(sentWrites()[0]!.body.output.annotations).toEqual([
+      { path: "a.yml", start_line: 1, end_line: 3, annotation_level: "failure", message: "(no message)" },
+    ]);
+    expect(runs()[0]!.annotations).toMatchObject([
+      { path: "a.yml", start_line: 1, end_line: 3, annotation_level: "failure", message: "(no message)" },
+    ]);
   });
 });
 

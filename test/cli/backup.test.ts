@@ -9,7 +9,8 @@ import { deliveryId, postDelivery } from "../service/helpers.js";
 import { realAppEnv, startChild } from "../service/child.js";
 import { perTest } from "../service/per-test.js";
 
-const byName = (name: string) => (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === name)!.examples;
+const byName = (name: string) =>
+  (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === name)!.examples;
 /** Deliveries no handler takes (recorded done) and ones a handler takes (queued and run). */
 const bodies = [JSON.stringify(byName("ping")[0]), JSON.stringify(byName("workflow_run")[0])];
 const events = ["ping", "workflow_run"];
@@ -19,7 +20,10 @@ const start = (env: Record<string, string>, args?: string[]) =>
   scope.stopAfter(startChild(env, args), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
 
 /** A CLI run: its exit code, all it printed, and its stdout alone (what --json parses; a runtime may warn on stderr). */
-async function cli(env: Record<string, string>, args: string[]): Promise<{ code: number | null; out: string; stdout: string }> {
+async function cli(
+  env: Record<string, string>,
+  args: string[],
+): Promise<{ code: number | null; out: string; stdout: string }> {
   const run = start(env, args);
   let stdout = "";
   run.proc.stdout!.on("data", (d) => (stdout += d.toString()));
@@ -32,7 +36,11 @@ describe("steward backup", () => {
     const hub = await scope.hub();
     const dir = await scope.dataDir("backup");
     const secret = "backup-webhook-secret";
-    const env: Record<string, string> = { ...(await realAppEnv(hub, dir, secret)), STEWARD_SHUTDOWN_TIMEOUT: "5s", LOG_LEVEL: "info" };
+    const env: Record<string, string> = {
+      ...(await realAppEnv(hub, dir, secret)),
+      STEWARD_SHUTDOWN_TIMEOUT: "5s",
+      LOG_LEVEL: "info",
+    };
     const service = start(env);
     const url = await service.listening;
     const sent = new Map<string, string>();
@@ -96,7 +104,10 @@ describe("steward backup", () => {
     const none = await cli({ STEWARD_DATA_DIR: join(dir, "empty") }, ["backup", join(dir, "out")]);
     expect(none.code).toBe(1);
     expect(none.out).toContain("no store in");
-    const redis = await cli({ STEWARD_DATA_DIR: dir, STEWARD_REDIS_URL: "redis://127.0.0.1:6379/0" }, ["backup", join(dir, "out")]);
+    const redis = await cli({ STEWARD_DATA_DIR: dir, STEWARD_REDIS_URL: "redis://127.0.0.1:6379/0" }, [
+      "backup",
+      join(dir, "out"),
+    ]);
     expect(redis.code).toBe(2);
     expect(redis.out).toContain("back up Redis itself");
     // A store a development build wrote: only the version that wrote it copies it whole.

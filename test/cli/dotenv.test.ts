@@ -20,8 +20,15 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function steward(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+function steward(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; out: string; err: string }> {
+  const proc = spawn(process.execPath, [BIN, ...args], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   let err = "";
   proc.stdout.on("data", (d) => (out += String(d)));
@@ -31,10 +38,18 @@ function steward(args: string[], env: Record<string, string>): Promise<{ code: n
 
 describe(".env loading", () => {
   it("fills in missing variables, keeps existing ones, and parses quotes, export and comments", async () => {
-    await writeFile(join(dir, ".env"), '# local settings\nexport LOG_LEVEL=debug\nAPP_ID=999\nPRIVATE_KEY="-----BEGIN-----\\nabc\\n-----END-----"\nEMPTY=\n');
+    await writeFile(
+      join(dir, ".env"),
+      '# local settings\nexport LOG_LEVEL=debug\nAPP_ID=999\nPRIVATE_KEY="-----BEGIN-----\\nabc\\n-----END-----"\nEMPTY=\n',
+    );
     const env: NodeJS.ProcessEnv = { APP_ID: "42" };
     expect(loadDotEnv(env, dir).sort()).toEqual(["EMPTY", "LOG_LEVEL", "PRIVATE_KEY"]);
-    expect(env).toEqual({ APP_ID: "42", LOG_LEVEL: "debug", PRIVATE_KEY: "-----BEGIN-----\nabc\n-----END-----", EMPTY: "" });
+    expect(env).toEqual({
+      APP_ID: "42",
+      LOG_LEVEL: "debug",
+      PRIVATE_KEY: "-----BEGIN-----\nabc\n-----END-----",
+      EMPTY: "",
+    });
   });
 
   it("is a no-op without a .env file, and a clear error when .env cannot be read", async () => {
@@ -54,7 +69,9 @@ describe(".env loading", () => {
     expect(fromFile.code).toBe(0);
 
     await writeFile(join(dir, ".env"), "STEWARD_HANDLERS=./no/such/handler.ts\n");
-    const overridden = await steward(["receive", "--event", "ping", "--payload", "ping.json"], { STEWARD_HANDLERS: HANDLER });
+    const overridden = await steward(["receive", "--event", "ping", "--payload", "ping.json"], {
+      STEWARD_HANDLERS: HANDLER,
+    });
     expect(overridden.out).toMatch(/^extra: done/m);
     expect(overridden.code).toBe(0);
   });

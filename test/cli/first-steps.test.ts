@@ -12,7 +12,11 @@ const examples = join(root, "config/examples");
 /** Every file under config/examples/, as a path relative to the checkout (as a person types it). */
 function exampleFiles(dir = examples): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? exampleFiles(join(dir, e.name)) : /\.ya?ml$/.test(e.name) ? [relative(root, join(dir, e.name))] : [],
+    e.isDirectory()
+      ? exampleFiles(join(dir, e.name))
+      : /\.ya?ml$/.test(e.name)
+        ? [relative(root, join(dir, e.name))]
+        : [],
   );
 }
 
@@ -30,10 +34,14 @@ describe("steward validate on the shipped examples", () => {
     expect(files).toEqual(expect.arrayContaining(["config/examples/steward.yml", "config/examples/secrets.yml"]));
   });
 
-  it.each(files)("steward validate %s succeeds with no flags", async (file) => {
-    const { code, out } = await steward(["validate", join(root, file)]);
-    expect(code, out).toBe(0);
-  }, 120_000);
+  it.each(files)(
+    "steward validate %s succeeds with no flags",
+    async (file) => {
+      const { code, out } = await steward(["validate", join(root, file)]);
+      expect(code, out).toBe(0);
+    },
+    120_000,
+  );
 
   it("a file not named steward.yml that fails as one is told about --document", async () => {
     // package.json is YAML too (JSON), and no steward.yml: its keys are unknown sections.

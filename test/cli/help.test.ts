@@ -19,7 +19,17 @@ async function steward(args: string[]): Promise<{ code: number | null; out: stri
   dir ??= await mkdtemp(join(tmpdir(), "steward-help-"));
   const dataDir = join(dir, `data-${args.join("-")}`);
   // APP_ID and an unreachable API: were `start` to run, it would start as a real app (and stay up).
-  const run = startChild({ STEWARD_DATA_DIR: dataDir, APP_ID: "1", PRIVATE_KEY: "x", WEBHOOK_SECRET: "s", PORT: "0", GITHUB_API_URL: "http://127.0.0.1:9" }, args);
+  const run = startChild(
+    {
+      STEWARD_DATA_DIR: dataDir,
+      APP_ID: "1",
+      PRIVATE_KEY: "x",
+      WEBHOOK_SECRET: "s",
+      PORT: "0",
+      GITHUB_API_URL: "http://127.0.0.1:9",
+    },
+    args,
+  );
   const code = await run.exited;
   return { code, out: run.out(), dataDir };
 }

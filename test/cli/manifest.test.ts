@@ -18,11 +18,15 @@ import deploymentsScenario from "../../src/sandbox/demo/scenarios/deployments.js
 import configScenario from "../../src/sandbox/demo/scenarios/config.js";
 import secretsScenario from "../../src/sandbox/demo/scenarios/secrets.js";
 
-const appYml = parse(readFileSync(join(import.meta.dirname, "../../app.yml"), "utf8")) as { default_events: string[]; default_permissions: Record<string, string> };
+const appYml = parse(readFileSync(join(import.meta.dirname, "../../app.yml"), "utf8")) as {
+  default_events: string[];
+  default_permissions: Record<string, string>;
+};
 const dir = mkdtempSync(join(tmpdir(), "steward-manifest-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const needsOf = (list: string, reviewer = true): AppNeeds => appNeeds({ builtins: selectBuiltins(list, builtinHandlers), reviewer });
+const needsOf = (list: string, reviewer = true): AppNeeds =>
+  appNeeds({ builtins: selectBuiltins(list, builtinHandlers), reviewer });
 
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -47,35 +51,59 @@ describe("least-privilege manifests", () => {
   it("each handler set gets only its own events and permissions", () => {
     const rerun = needsOf("rerun");
     expect(rerun.default_events).toEqual(["merge_group", "push", "workflow_job", "workflow_run"]);
-    expect(rerun.default_permissions).toEqual({ actions: "write", checks: "write", contents: "read", merge_queues: "read", metadata: "read", pull_requests: "read" });
+    expect(rerun.default_permissions).toEqual({
+      actions: "write",
+      checks: "write",
+      contents: "read",
+      merge_queues: "read",
+      metadata: "read",
+      pull_requests: "read",
+    });
 
     const deployments = needsOf("deployments", false);
     expect(deployments.default_events).not.toContain("workflow_run"); // without a reviewer token, never taken
     expect(deployments.default_permissions).toMatchObject({ deployments: "write", actions: "read", checks: "read" });
-    expect(needsOf("deployments", true).default_events).toEqual(expect.arrayContaining(["workflow_run", "workflow_job"]));
+    expect(needsOf("deployments", true).default_events).toEqual(
+      expect.arrayContaining(["workflow_run", "workflow_job"]),
+    );
 
     const checks = needsOf("checks");
-    expect(checks.default_permissions).toEqual({ checks: "write", contents: "read", merge_queues: "read", metadata: "read", pull_requests: "read" });
+    expect(checks.default_permissions).toEqual({
+      checks: "write",
+      contents: "read",
+      merge_queues: "read",
+      metadata: "read",
+      pull_requests: "read",
+    });
     for (const set of [rerun, deployments, checks, needsOf("secrets"), needsOf("all")]) {
       expect(set.default_permissions.issues).toBeUndefined();
       expect(set.default_permissions.administration).toBeUndefined();
     }
     expect(needsOf("rerun,checks").default_permissions.secrets).toBeUndefined();
-    expect(() => needsOf("rerun,labels")).toThrow(/unknown handler "labels" \(built-in handlers: rerun, deployments, checks, secrets; or all, none\)/);
+    expect(() => needsOf("rerun,labels")).toThrow(
+      /unknown handler "labels" \(built-in handlers: rerun, deployments, checks, secrets; or all, none\)/,
+    );
   });
 
   it("a module in STEWARD_HANDLERS adds its events and declared permissions; a Probot app is named as undeclared", async () => {
     const labeller = join(dir, "labeller.mjs");
-    writeFileSync(labeller, `export default { name: "labeller", events: ["issues.opened", "issue_comment.created"], permissions: { issues: "write" }, async handle() {} };\n`);
+    writeFileSync(
+      labeller,
+      `export default { name: "labeller", events: ["issues.opened", "issue_comment.created"], permissions: { issues: "write" }, async handle() {} };\n`,
+    );
     const probotApp = join(dir, "probot-app.cjs");
     writeFileSync(probotApp, `module.exports = (app) => { app.on("issues.opened", async () => {}); };\n`);
 
     const without = await buildManifest(parseManifestArgs(["--handlers", "rerun"]) as never, {});
     expect((without.manifest.default_permissions as Record<string, string>).issues).toBeUndefined();
 
-    const withModule = await buildManifest(parseManifestArgs(["--handlers", "rerun"]) as never, { STEWARD_HANDLERS: `${labeller},${probotApp}` });
+    const withModule = await buildManifest(parseManifestArgs(["--handlers", "rerun"]) as never, {
+      STEWARD_HANDLERS: `${labeller},${probotApp}`,
+    });
     expect(withModule.manifest.default_permissions).toMatchObject({ issues: "write", actions: "write" });
-    expect(withModule.manifest.default_events).toEqual(expect.arrayContaining(["issues", "issue_comment", "workflow_run"]));
+    expect(withModule.manifest.default_events).toEqual(
+      expect.arrayContaining(["issues", "issue_comment", "workflow_run"]),
+    );
     expect(withModule.undeclared).toEqual([`${probotApp} does not declare its events (a Probot app?)`]);
 
     const missing = await buildManifest(parseManifestArgs([]) as never, { STEWARD_HANDLERS: join(dir, "gone.mjs") });
@@ -83,7 +111,19 @@ describe("least-privilege manifests", () => {
   });
 
   it("prints app.yml's fields with the callback URL, webhook URL and hand-added permissions", async () => {
-    const { code, out } = await cli(["--handlers", "checks", "--permission", "statuses=read", "--event", "status", "--webhook-url", "https://hooks.example.com/api/github/webhooks"], { STEWARD_STATUS_URL: "https://steward.internal.example.com/some/page" });
+    const { code, out } = await cli(
+      [
+        "--handlers",
+        "checks",
+        "--permission",
+        "statuses=read",
+        "--event",
+        "status",
+        "--webhook-url",
+        "https://hooks.example.com/api/github/webhooks",
+      ],
+      { STEWARD_STATUS_URL: "https://steward.internal.example.com/some/page" },
+    );
     expect(code).toBe(0);
     const manifest = parse(out) as Record<string, any>;
     expect(manifest).toMatchObject({
@@ -93,8 +133,22 @@ describe("least-privilege manifests", () => {
       hook_attributes: { url: "https://hooks.example.com/api/github/webhooks", active: true },
       callback_urls: ["https://steward.internal.example.com/console/callback"],
     });
-    expect(manifest.default_permissions).toEqual({ checks: "write", contents: "read", merge_queues: "read", metadata: "read", pull_requests: "read", statuses: "read" });
-    expect(manifest.default_events).toEqual(["check_run", "check_suite", "merge_group", "pull_request", "push", "status"]);
+    expect(manifest.default_permissions).toEqual({
+      checks: "write",
+      contents: "read",
+      merge_queues: "read",
+      metadata: "read",
+      pull_requests: "read",
+      statuses: "read",
+    });
+    expect(manifest.default_events).toEqual([
+      "check_run",
+      "check_suite",
+      "merge_group",
+      "pull_request",
+      "push",
+      "status",
+    ]);
 
     const bad = await cli(["--handlers", "nope"]);
     expect(bad.code).toBe(1);
@@ -111,17 +165,26 @@ const SCENARIOS: [string, Scenario][] = [
   ["secrets", secretsScenario],
 ];
 
-async function playWithGrant(handler: string, scenario: Scenario, needs: Pick<AppNeeds, "default_events" | "default_permissions">) {
+async function playWithGrant(
+  handler: string,
+  scenario: Scenario,
+  needs: Pick<AppNeeds, "default_events" | "default_permissions">,
+) {
   const stack = await startSandboxStack({
     handlers: selectBuiltins(handler, builtinHandlers),
-    hub: { app: { permissions: needs.default_permissions as Record<string, "read" | "write">, events: needs.default_events } },
+    hub: {
+      app: { permissions: needs.default_permissions as Record<string, "read" | "write">, events: needs.default_events },
+    },
     logger: pino({ level: "silent" }),
   });
   try {
     // A scenario whose handler was refused throws (it did not see what it waited for): its refusals are the answer.
     const rows = await scenario.run(stack, () => {}).catch((e: Error) => e);
     await stack.hub.control.settled();
-    const refused = stack.hub.control.requests().filter((r) => r.status === 403 && r.auth === "installation").map((r) => `${r.method} ${r.route ?? r.path}`);
+    const refused = stack.hub.control
+      .requests()
+      .filter((r) => r.status === 403 && r.auth === "installation")
+      .map((r) => `${r.method} ${r.route ?? r.path}`);
     return { rows, refused };
   } finally {
     await stack.close();
@@ -129,26 +192,49 @@ async function playWithGrant(handler: string, scenario: Scenario, needs: Pick<Ap
 }
 
 describe("each built-in handler works with its own manifest's grant alone", () => {
-  it.each(SCENARIOS)("%s", async (handler, scenario) => {
-    const { rows, refused } = await playWithGrant(handler, scenario, needsOf(handler));
-    expect(refused).toEqual([]);
-    if (rows instanceof Error) throw rows;
-    expect(rows.length).toBeGreaterThan(0);
-    for (const row of rows) expect(String(row.result)).not.toMatch(/^failed/);
-  }, 120_000);
+  it.each(SCENARIOS)(
+    "%s",
+    async (handler, scenario) => {
+      const { rows, refused } = await playWithGrant(handler, scenario, needsOf(handler));
+      expect(refused).toEqual([]);
+      if (rows instanceof Error) throw rows;
+      expect(rows.length).toBeGreaterThan(0);
+      for (const row of rows) expect(String(row.result)).not.toMatch(/^failed/);
+    },
+    120_000,
+  );
 
   it("and a grant one permission short is refused (rerun without actions: write)", async () => {
     const needs = needsOf("rerun");
-    const { rows, refused } = await playWithGrant("rerun", rerunScenario, { ...needs, default_permissions: { ...needs.default_permissions, actions: "read" } });
+    const { rows, refused } = await playWithGrant("rerun", rerunScenario, {
+      ...needs,
+      default_permissions: { ...needs.default_permissions, actions: "read" },
+    });
     expect(rows).toBeInstanceOf(Error);
-    expect(refused).toEqual(expect.arrayContaining([expect.stringMatching(/^POST \/repos\/\{owner\}\/\{repo\}\/actions\/(runs|jobs)\/\{\w+\}\/rerun/)]));
+    expect(refused).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^POST \/repos\/\{owner\}\/\{repo\}\/actions\/(runs|jobs)\/\{\w+\}\/rerun/),
+      ]),
+    );
   }, 120_000);
 });
 
 describe("steward register takes the same flags", () => {
   it("parses --handlers, --permission, --event and --console-url beside its own", async () => {
     const { parseRegisterArgs } = await import("../../src/cli/commands/register.js");
-    expect(parseRegisterArgs(["--port", "0", "--handlers", "rerun,checks", "--permission=issues=write", "--event", "issues", "--console-url", "https://steward.example.com"])).toMatchObject({
+    expect(
+      parseRegisterArgs([
+        "--port",
+        "0",
+        "--handlers",
+        "rerun,checks",
+        "--permission=issues=write",
+        "--event",
+        "issues",
+        "--console-url",
+        "https://steward.example.com",
+      ]),
+    ).toMatchObject({
       port: 0,
       handlers: "rerun,checks",
       permissions: { issues: "write" },

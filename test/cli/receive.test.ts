@@ -18,8 +18,9 @@ beforeEach(async () => {
   process.env.STEWARD_HANDLERS = [fixture("handler-module.ts"), fixture("probot-app.ts")].join(",");
 });
 afterEach(async () => {
-  for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-  else process.env[k] = v;
+  for (const [k, v] of Object.entries(saved))
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -50,7 +51,13 @@ describe("steward receive", () => {
     expect((await runCli(["receive", "--event", "push"])).err).toMatch(/--payload needs a JSON file/);
     const missing = await runCli(["receive", "--event", "push", "--payload", join(dir, "nope.json")]);
     expect([missing.code, missing.err]).toEqual([1, expect.stringMatching(/cannot read .*nope\.json: ENOENT/)]);
-    const broken = await runCli(["receive", "--event", "push", "--payload", await payloadFile("bad.json", "{not json")]);
+    const broken = await runCli([
+      "receive",
+      "--event",
+      "push",
+      "--payload",
+      await payloadFile("bad.json", "{not json"),
+    ]);
     expect([broken.code, broken.err]).toEqual([1, expect.stringMatching(/bad\.json is not valid JSON/)]);
   });
 });

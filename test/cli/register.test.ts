@@ -24,7 +24,9 @@ function unescapeHtml(s: string): string {
 }
 
 /** What a browser does with the registration page: submit its form to the hub, follow the redirect back. */
-async function browse(registration: Registration): Promise<{ callback: Response; manifest: Record<string, unknown>; action: string }> {
+async function browse(
+  registration: Registration,
+): Promise<{ callback: Response; manifest: Record<string, unknown>; action: string }> {
   const html = await (await fetch(registration.url)).text();
   const action = unescapeHtml(/<form id="register" method="post" action="([^"]+)"/.exec(html)![1]!);
   const manifest = unescapeHtml(/name="manifest" value="([^"]+)"/.exec(html)![1]!);
@@ -40,14 +42,18 @@ async function browse(registration: Registration): Promise<{ callback: Response;
 }
 
 const scope = perTest();
-const register = async (opts: Parameters<typeof startRegistration>[0]) => scope.stopAfter(await startRegistration(opts), (r) => r.close());
+const register = async (opts: Parameters<typeof startRegistration>[0]) =>
+  scope.stopAfter(await startRegistration(opts), (r) => r.close());
 
 describe("steward register against the sandbox hub", () => {
   it("writes the new app's credentials to .env, keeping its other lines", async () => {
     const hub = await scope.hub();
     const dir = await scope.dataDir("register");
     const envFile = join(dir, ".env");
-    await writeFile(envFile, "# my settings\nFOO=bar\nAPP_ID=1\nPRIVATE_KEY=\"-----BEGIN OLD-----\nold\n-----END OLD-----\"\nLOG_LEVEL=warn\n");
+    await writeFile(
+      envFile,
+      '# my settings\nFOO=bar\nAPP_ID=1\nPRIVATE_KEY="-----BEGIN OLD-----\nold\n-----END OLD-----"\nLOG_LEVEL=warn\n',
+    );
     const stewardPort = await freePort();
     const hookUrl = `http://127.0.0.1:${stewardPort}/api/github/webhooks`;
     const registration = await register({
@@ -61,7 +67,12 @@ describe("steward register against the sandbox hub", () => {
 
     const { callback, manifest, action } = await browse(registration);
     expect(action).toMatch(new RegExp(`^${hub.url}/settings/apps/new\\?state=[0-9a-f]{32}$`));
-    expect(manifest).toMatchObject({ name: "Steward", url: "https://github.com/steward-app/steward", hook_attributes: { url: hookUrl, active: true }, public: false });
+    expect(manifest).toMatchObject({
+      name: "Steward",
+      url: "https://github.com/steward-app/steward",
+      hook_attributes: { url: hookUrl, active: true },
+      public: false,
+    });
     expect(manifest.redirect_url).toBe(`${registration.url}callback`);
     expect((manifest.default_permissions as Record<string, string>).checks).toBe("write");
     expect(callback.status).toBe(200);
@@ -75,14 +86,33 @@ describe("steward register against the sandbox hub", () => {
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
     const env: NodeJS.ProcessEnv = {};
     loadDotEnv(env, dir);
-    expect(Object.keys(env).sort()).toEqual(["APP_ID", "FOO", "GITHUB_API_URL", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET", "LOG_LEVEL", "PRIVATE_KEY", "WEBHOOK_SECRET"]);
+    expect(Object.keys(env).sort()).toEqual([
+      "APP_ID",
+      "FOO",
+      "GITHUB_API_URL",
+      "GITHUB_CLIENT_ID",
+      "GITHUB_CLIENT_SECRET",
+      "LOG_LEVEL",
+      "PRIVATE_KEY",
+      "WEBHOOK_SECRET",
+    ]);
     expect(env.PRIVATE_KEY).toMatch(/^-----BEGIN RSA PRIVATE KEY-----\n[\s\S]+\n-----END RSA PRIVATE KEY-----\n?$/);
     expect(env.PRIVATE_KEY).not.toBe(hub.env.PRIVATE_KEY); // a new key pair
     expect(env.WEBHOOK_SECRET).not.toBe(hub.env.WEBHOOK_SECRET);
     const shown = await callback.text();
-    for (const secret of [env.PRIVATE_KEY!.split("\n")[1]!, env.WEBHOOK_SECRET!, env.GITHUB_CLIENT_SECRET!]) expect(shown).not.toContain(secret);
+    for (const secret of [env.PRIVATE_KEY!.split("\n")[1]!, env.WEBHOOK_SECRET!, env.GITHUB_CLIENT_SECRET!])
+      expect(shown).not.toContain(secret);
     // The code works once.
-    const code = new URL((await fetch(action, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ manifest: JSON.stringify(manifest) }).toString(), redirect: "manual" })).headers.get("location")!).searchParams.get("code")!;
+    const code = new URL(
+      (
+        await fetch(action, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ manifest: JSON.stringify(manifest) }).toString(),
+          redirect: "manual",
+        })
+      ).headers.get("location")!,
+    ).searchParams.get("code")!;
     expect((await fetch(`${hub.url}/app-manifests/${code}/conversions`, { method: "POST" })).status).toBe(201);
     expect((await fetch(`${hub.url}/app-manifests/${code}/conversions`, { method: "POST" })).status).toBe(404);
   });
@@ -92,7 +122,8 @@ describe("steward register against the sandbox hub", () => {
     const dir = await scope.dataDir("register");
     const stewardPort = await freePort();
     const registration = await register({
-      manifest: (redirectUrl) => manifestFromAppYml(appYml, { redirectUrl, hookUrl: `http://127.0.0.1:${stewardPort}/api/github/webhooks` }),
+      manifest: (redirectUrl) =>
+        manifestFromAppYml(appYml, { redirectUrl, hookUrl: `http://127.0.0.1:${stewardPort}/api/github/webhooks` }),
       githubUrl: hub.url,
       apiUrl: hub.url,
       port: 0,
@@ -102,7 +133,11 @@ describe("steward register against the sandbox hub", () => {
     await browse(registration);
     await registration.done;
 
-    const env: NodeJS.ProcessEnv = { PORT: String(stewardPort), HOST: "127.0.0.1", STEWARD_DATA_DIR: join(dir, "data") };
+    const env: NodeJS.ProcessEnv = {
+      PORT: String(stewardPort),
+      HOST: "127.0.0.1",
+      STEWARD_DATA_DIR: join(dir, "data"),
+    };
     loadDotEnv(env, dir);
     const seen: string[] = [];
     const reader = defineHandler({
@@ -110,12 +145,20 @@ describe("steward register against the sandbox hub", () => {
       events: ["push"],
       async handle(ctx) {
         // An installation token minted with the new key (the app's JWT signed with the written PEM).
-        const { data } = await ctx.octokit.rest.repos.get({ owner: ctx.payload.repository.owner!.login, repo: ctx.payload.repository.name });
+        const { data } = await ctx.octokit.rest.repos.get({
+          owner: ctx.payload.repository.owner!.login,
+          repo: ctx.payload.repository.name,
+        });
         seen.push(data.full_name);
         return { status: "done" };
       },
     });
-    const steward = await scope.steward({ config: loadConfig(env), handlers: [reader], logger: pino({ level: "silent" }), api: { writeIntervalMs: 0 } });
+    const steward = await scope.steward({
+      config: loadConfig(env),
+      handlers: [reader],
+      logger: pino({ level: "silent" }),
+      api: { writeIntervalMs: 0 },
+    });
     hub.control.pushFiles({ owner: "acme", repo: "web", files: { "registered.txt": "hi\n" } });
     await vi.waitFor(() => expect(seen).toContain("acme/web"), { timeout: 60_000, interval: 50 });
     const delivery = hub.control.deliveries().find((d) => d.event === "push")!;
@@ -160,12 +203,27 @@ describe("the steward register command", () => {
     const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk) => ((out += String(chunk)), true));
     try {
       const proxy = "http://127.0.0.1:9/channel-key";
-      const exit = runRegister(["--port", String(port), "--org", "acme", "--env-file", join(dir, ".env"), "--app-yml", join(import.meta.dirname, "../../app.yml")], {
-        GITHUB_URL: hub.url,
-        GITHUB_API_URL: hub.url,
-        WEBHOOK_PROXY_URL: proxy,
+      const exit = runRegister(
+        [
+          "--port",
+          String(port),
+          "--org",
+          "acme",
+          "--env-file",
+          join(dir, ".env"),
+          "--app-yml",
+          join(import.meta.dirname, "../../app.yml"),
+        ],
+        {
+          GITHUB_URL: hub.url,
+          GITHUB_API_URL: hub.url,
+          WEBHOOK_PROXY_URL: proxy,
+        },
+      );
+      await vi.waitFor(() => expect(out).toContain(`Open http://127.0.0.1:${port}/`), {
+        timeout: 30_000,
+        interval: 20,
       });
-      await vi.waitFor(() => expect(out).toContain(`Open http://127.0.0.1:${port}/`), { timeout: 30_000, interval: 20 });
       const { manifest, action } = await browse({ url: `http://127.0.0.1:${port}/` } as Registration);
       expect(action.startsWith(`${hub.url}/organizations/acme/settings/apps/new?state=`)).toBe(true);
       expect((manifest.hook_attributes as { url: string }).url).toBe(proxy);
@@ -174,7 +232,8 @@ describe("the steward register command", () => {
       const env: NodeJS.ProcessEnv = {};
       loadDotEnv(env, dir);
       expect(env.GITHUB_API_URL).toBe(hub.url);
-      for (const secret of [env.WEBHOOK_SECRET!, env.GITHUB_CLIENT_SECRET!, env.PRIVATE_KEY!.split("\n")[1]!]) expect(out).not.toContain(secret);
+      for (const secret of [env.WEBHOOK_SECRET!, env.GITHUB_CLIENT_SECRET!, env.PRIVATE_KEY!.split("\n")[1]!])
+        expect(out).not.toContain(secret);
     } finally {
       spy.mockRestore();
     }

@@ -17,10 +17,15 @@ const prober = defineHandler<unknown>({
   name: "prober",
   events: ["push"],
   async handle(ctx) {
-    const payload = ctx.payload as { repository: { name: string; owner: { login: string } }; head_commit?: { message?: string } };
+    const payload = ctx.payload as {
+      repository: { name: string; owner: { login: string } };
+      head_commit?: { message?: string };
+    };
     const where = { owner: payload.repository.owner.login, repo: payload.repository.name };
     await ctx.octokit.request("GET /repos/{owner}/{repo}", where);
-    const missing = await ctx.octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { ...where, path: "missing.txt" }).catch((e: { status?: number }) => e.status);
+    const missing = await ctx.octokit
+      .request("GET /repos/{owner}/{repo}/contents/{path}", { ...where, path: "missing.txt" })
+      .catch((e: { status?: number }) => e.status);
     await ctx.octokit.request(`GET /repos/${where.owner}/${where.repo}/commits?per_page=1`);
     if (payload.head_commit?.message?.includes("many")) {
       for (let i = 0; i < MAX_CALLS + 5; i++) await ctx.octokit.request("GET /repos/{owner}/{repo}", where);
@@ -30,10 +35,17 @@ const prober = defineHandler<unknown>({
 });
 
 async function deliveryIdOf(repo: string, message: string): Promise<string> {
-  const page = await stack.steward.store.browse.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push" });
+  const page = await stack.steward.store.browse.browseDeliveries({
+    limit: 50,
+    repository: `${ORG}/${repo}`,
+    event: "push",
+  });
   for (const item of page.items) {
     const record = await stack.steward.store.deliveries.getDelivery(item.id);
-    if ((JSON.parse(record!.delivery.payload) as { head_commit?: { message?: string } }).head_commit?.message === message) return item.id;
+    if (
+      (JSON.parse(record!.delivery.payload) as { head_commit?: { message?: string } }).head_commit?.message === message
+    )
+      return item.id;
   }
   throw new Error(`no push delivery "${message}" to ${repo}`);
 }
@@ -48,7 +60,11 @@ async function push(repo: string, message: string): Promise<string> {
 /** Rows of the API calls table as [method, route, status, duration]. */
 function callRows(text: string): string[][] {
   const section = /<section aria-labelledby="api-calls">([\s\S]*?)<\/section>/.exec(text)?.[1] ?? "";
-  return [...section.matchAll(/<tr><td>([A-Z]+)<\/td><td><code>([^<]*)<\/code><\/td><td>([^<]*)<\/td><td>([^<]*)<\/td><\/tr>/g)].map((m) => m.slice(1));
+  return [
+    ...section.matchAll(
+      /<tr><td>([A-Z]+)<\/td><td><code>([^<]*)<\/code><\/td><td>([^<]*)<\/td><td>([^<]*)<\/td><\/tr>/g,
+    ),
+  ].map((m) => m.slice(1));
 }
 
 beforeAll(async () => {

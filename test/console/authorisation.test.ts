@@ -43,7 +43,11 @@ const csrfs = {} as Record<Persona, string>;
 async function pushId(repo: string, message: string): Promise<string> {
   stack.hub.control.pushFiles({ owner: ORG, repo, files: { [`${Date.now()}.txt`]: message }, message });
   await settle();
-  const page = await stack.steward.store.browse.browseDeliveries({ limit: 5, repository: `${ORG}/${repo}`, event: "push" });
+  const page = await stack.steward.store.browse.browseDeliveries({
+    limit: 5,
+    repository: `${ORG}/${repo}`,
+    event: "push",
+  });
   return page.items[0]!.id;
 }
 
@@ -56,17 +60,27 @@ beforeAll(async () => {
   hub.createRepo({ owner: ORG, name: "site" });
   hub.createRepo({ owner: ORG, name: "vault", private: true, files: { "keys.txt": "restricted\n" } });
   hub.restrictRepo(ORG, "vault", ["gary"]);
-  const inst = hub.install(ORG, { permissions: { ...BROAD_GRANT.permissions }, repositories: "all", events: [...BROAD_GRANT.events] });
+  const inst = hub.install(ORG, {
+    permissions: { ...BROAD_GRANT.permissions },
+    repositories: "all",
+    events: [...BROAD_GRANT.events],
+  });
   hub.pushFiles({ owner: "acme", repo: "service-billing", files: { "rates.txt": "2\n" }, message: "break the rates" });
   await settle();
   ids.vault = await pushId("vault", "break the vault");
   ids.site = await pushId("site", "docs for the site");
   const installs = await stack.steward.store.browse.browseDeliveries({ limit: 50, event: "installation" });
   ids.install = installs.items.find((d) => d.installationId === inst.id)!.id;
-  ids.acmeDead = (await stack.steward.store.browse.browseDeliveries({ limit: 5, repository: "acme/service-billing", status: "dead" })).items[0]!.id;
+  ids.acmeDead = (
+    await stack.steward.store.browse.browseDeliveries({ limit: 5, repository: "acme/service-billing", status: "dead" })
+  ).items[0]!.id;
   // The installation event (no repository) lists the restricted repository: what must not leak.
   expect((await stack.steward.store.deliveries.getDelivery(ids.install))!.delivery.payload).toContain("globex/vault");
-  expect((await stack.steward.store.browse.browseDeliveries({ limit: 5, repository: `${ORG}/vault`, status: "dead" })).items.map((d) => d.id)).toEqual([ids.vault]);
+  expect(
+    (
+      await stack.steward.store.browse.browseDeliveries({ limit: 5, repository: `${ORG}/vault`, status: "dead" })
+    ).items.map((d) => d.id),
+  ).toEqual([ids.vault]);
 
   for (const p of PERSONAS) {
     const login = LOGINS[p];
@@ -103,90 +117,209 @@ interface Row {
   readers?: Persona[];
 }
 
-const anyoneIn = (status: Expect, out: Expect = "login"): Record<Persona, Expect> =>
-  ({ owner: status, crossOwner: status, vaultMember: status, member: status, outsider: status, signedOut: out, revoked: out });
+const anyoneIn = (status: Expect, out: Expect = "login"): Record<Persona, Expect> => ({
+  owner: status,
+  crossOwner: status,
+  vaultMember: status,
+  member: status,
+  outsider: status,
+  signedOut: out,
+  revoked: out,
+});
 
 const ROUTES: Row[] = [
   { name: "overview", path: () => "/console", expect: anyoneIn(200, 200) },
-  { name: "deliveries filtered to the restricted repository", path: () => `/console/deliveries?repository=${ORG}%2Fvault`, expect: anyoneIn(200), secret: () => ids.vault, readers: ["owner", "vaultMember"] },
-  { name: "deliveries, everything", path: () => "/console/deliveries", expect: anyoneIn(200), secret: () => ids.vault, readers: ["owner", "vaultMember"] },
+  {
+    name: "deliveries filtered to the restricted repository",
+    path: () => `/console/deliveries?repository=${ORG}%2Fvault`,
+    expect: anyoneIn(200),
+    secret: () => ids.vault,
+    readers: ["owner", "vaultMember"],
+  },
+  {
+    name: "deliveries, everything",
+    path: () => "/console/deliveries",
+    expect: anyoneIn(200),
+    secret: () => ids.vault,
+    readers: ["owner", "vaultMember"],
+  },
   {
     name: "a restricted repository's delivery",
     path: () => `/console/deliveries/${ids.vault}`,
-    expect: { owner: 200, crossOwner: 404, vaultMember: 200, member: 404, outsider: 404, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 404,
+      vaultMember: 200,
+      member: 404,
+      outsider: 404,
+      signedOut: "login",
+      revoked: "login",
+    },
     secret: () => "break the vault",
     readers: ["owner", "vaultMember"],
   },
   {
     name: "its payload",
     path: () => `/console/deliveries/${ids.vault}?payload=1`,
-    expect: { owner: 200, crossOwner: 404, vaultMember: 200, member: 404, outsider: 404, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 404,
+      vaultMember: 200,
+      member: 404,
+      outsider: 404,
+      signedOut: "login",
+      revoked: "login",
+    },
     secret: () => "&#34;head_commit&#34;",
     readers: ["owner", "vaultMember"],
   },
   {
     name: "the installation event (no repository; lists the restricted one)",
     path: () => `/console/deliveries/${ids.install}`,
-    expect: { owner: 200, crossOwner: 404, vaultMember: 404, member: 404, outsider: 404, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 404,
+      vaultMember: 404,
+      member: 404,
+      outsider: 404,
+      signedOut: "login",
+      revoked: "login",
+    },
   },
   {
     name: "its payload",
     path: () => `/console/deliveries/${ids.install}?payload=1`,
-    expect: { owner: 200, crossOwner: 404, vaultMember: 404, member: 404, outsider: 404, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 404,
+      vaultMember: 404,
+      member: 404,
+      outsider: 404,
+      signedOut: "login",
+      revoked: "login",
+    },
     secret: () => "globex/vault",
     readers: ["owner"],
   },
   {
     name: "another organisation's delivery (acme's dead letter)",
     path: () => `/console/deliveries/${ids.acmeDead}`,
-    expect: { owner: 404, crossOwner: 200, vaultMember: 404, member: 404, outsider: 404, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 404,
+      crossOwner: 200,
+      vaultMember: 404,
+      member: 404,
+      outsider: 404,
+      signedOut: "login",
+      revoked: "login",
+    },
   },
   {
     name: "dead letters",
     path: () => "/console/dead",
-    expect: { owner: 200, crossOwner: 200, vaultMember: 403, member: 403, outsider: 403, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 200,
+      vaultMember: 403,
+      member: 403,
+      outsider: 403,
+      signedOut: "login",
+      revoked: "login",
+    },
     secret: () => ids.vault,
     readers: ["owner"],
   },
   { name: "deployments", path: () => "/console/deployments", expect: anyoneIn(200) },
-  { name: "flaky jobs of the restricted repository", path: () => `/console/flakes?repo=${ORG}/vault`, expect: anyoneIn(200) },
+  {
+    name: "flaky jobs of the restricted repository",
+    path: () => `/console/flakes?repo=${ORG}/vault`,
+    expect: anyoneIn(200),
+  },
   {
     name: "secrets",
     path: () => "/console/secrets",
-    expect: { owner: 200, crossOwner: 200, vaultMember: 403, member: 403, outsider: 403, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 200,
+      vaultMember: 403,
+      member: 403,
+      outsider: 403,
+      signedOut: "login",
+      revoked: "login",
+    },
     secret: () => `id="org-${ORG}"`,
     readers: ["owner"],
   },
   {
     name: "the restricted repository's policy",
     path: () => `/console/policies/${ORG}/vault`,
-    expect: { owner: 200, crossOwner: 404, vaultMember: 200, member: 404, outsider: 404, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 404,
+      vaultMember: 200,
+      member: 404,
+      outsider: 404,
+      signedOut: "login",
+      revoked: "login",
+    },
   },
   {
     name: "live deliveries (a login that can see no repository gets no stream)",
     path: () => "/console/events?view=deliveries",
-    expect: { owner: 200, crossOwner: 200, vaultMember: 200, member: 200, outsider: 403, signedOut: "login", revoked: "login" },
+    expect: {
+      owner: 200,
+      crossOwner: 200,
+      vaultMember: 200,
+      member: 200,
+      outsider: 403,
+      signedOut: "login",
+      revoked: "login",
+    },
   },
   {
     name: "replay the restricted repository's dead letter",
     method: "POST",
     path: () => `/console/deliveries/${ids.vault}/replay`,
     form: { back: "/console/dead" },
-    expect: { owner: "replayed=1", crossOwner: 403, vaultMember: 403, member: 403, outsider: 403, signedOut: 403, revoked: 403 },
+    expect: {
+      owner: "replayed=1",
+      crossOwner: 403,
+      vaultMember: 403,
+      member: 403,
+      outsider: 403,
+      signedOut: 403,
+      revoked: 403,
+    },
   },
   {
     name: "replay the installation event",
     method: "POST",
     path: () => `/console/deliveries/${ids.install}/replay`,
     form: {},
-    expect: { owner: "replayed=1", crossOwner: 403, vaultMember: 403, member: 403, outsider: 403, signedOut: 403, revoked: 403 },
+    expect: {
+      owner: "replayed=1",
+      crossOwner: 403,
+      vaultMember: 403,
+      member: 403,
+      outsider: 403,
+      signedOut: 403,
+      revoked: 403,
+    },
   },
   {
     name: "replay all dead letters of the restricted repository",
     method: "POST",
     path: () => "/console/dead/replay",
     form: { repository: `${ORG}/vault` },
-    expect: { owner: "replayed=1", crossOwner: "replayed=0", vaultMember: 403, member: 403, outsider: 403, signedOut: 403, revoked: 403 },
+    expect: {
+      owner: "replayed=1",
+      crossOwner: "replayed=0",
+      vaultMember: 403,
+      member: 403,
+      outsider: 403,
+      signedOut: 403,
+      revoked: 403,
+    },
   },
   {
     name: "replay all dead letters, no filter",
@@ -194,7 +327,15 @@ const ROUTES: Row[] = [
     path: () => "/console/dead/replay",
     form: {},
     // The acme owner replays acme's dead letter, never globex's.
-    expect: { owner: "replayed=1", crossOwner: "replayed=1", vaultMember: 403, member: 403, outsider: 403, signedOut: 403, revoked: 403 },
+    expect: {
+      owner: "replayed=1",
+      crossOwner: "replayed=1",
+      vaultMember: 403,
+      member: 403,
+      outsider: 403,
+      signedOut: 403,
+      revoked: 403,
+    },
   },
 ];
 
@@ -203,7 +344,10 @@ async function ask(p: Persona, row: Row): Promise<Answer> {
   if (row.method === "POST") return v.request(row.path(), { form: { csrf: csrfs[p], ...row.form } });
   if (row.path().startsWith("/console/events")) {
     // A stream: its status and first event, then let go.
-    const res = await fetch(`${base}${row.path()}`, { redirect: "manual", headers: v.cookies.size ? { cookie: v.cookieHeader() } : {} });
+    const res = await fetch(`${base}${row.path()}`, {
+      redirect: "manual",
+      headers: v.cookies.size ? { cookie: v.cookieHeader() } : {},
+    });
     let text = "";
     if (res.status === 200) {
       const reader = res.body!.getReader();
@@ -290,10 +434,16 @@ describe("sign-out revokes the session on the server", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {
       const fresh = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const revoked = await fetch(`${fresh}/console/deliveries`, { redirect: "manual", headers: { cookie: `steward_session=${kept}` } });
+      const revoked = await fetch(`${fresh}/console/deliveries`, {
+        redirect: "manual",
+        headers: { cookie: `steward_session=${kept}` },
+      });
       expect(revoked.status).toBe(303);
       expect(revoked.headers.get("location")).toMatch(/^\/console\/login/);
-      const standing = await fetch(`${fresh}/console/deliveries`, { redirect: "manual", headers: { cookie: other.cookieHeader() } });
+      const standing = await fetch(`${fresh}/console/deliveries`, {
+        redirect: "manual",
+        headers: { cookie: other.cookieHeader() },
+      });
       expect(standing.status).toBe(200);
     } finally {
       routes.close();
@@ -307,7 +457,8 @@ describe("sign-out revokes the session on the server", () => {
 describe("per-person bounds", () => {
   it(`one login holds at most ${MAX_STREAMS_PER_LOGIN} live streams; others still get theirs; a login without repositories gets none`, async () => {
     const owner = await signIn(base, "globex-owner");
-    const open = async (v: Visitor) => fetch(`${base}/console/events?view=overview`, { headers: { cookie: v.cookieHeader() } });
+    const open = async (v: Visitor) =>
+      fetch(`${base}/console/events?view=overview`, { headers: { cookie: v.cookieHeader() } });
     const held: Response[] = [];
     for (let i = 0; i < MAX_STREAMS_PER_LOGIN; i++) {
       held.push(await open(owner));
@@ -329,12 +480,17 @@ describe("per-person bounds", () => {
     await other.body!.cancel();
     // One stream let go: the owner may open another.
     await held.pop()!.body!.cancel();
-    await expect.poll(async () => {
-      const r = await open(owner);
-      if (r.status === 200) held.push(r);
-      else await r.text();
-      return r.status;
-    }, { timeout: 10_000, interval: 200 }).toBe(200);
+    await expect
+      .poll(
+        async () => {
+          const r = await open(owner);
+          if (r.status === 200) held.push(r);
+          else await r.text();
+          return r.status;
+        },
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBe(200);
     for (const r of held) await r.body!.cancel();
   });
 
@@ -348,7 +504,11 @@ describe("per-person bounds", () => {
         port: target.port,
         path: "/console/dead/replay",
         method: "POST",
-        headers: { cookie: owner.cookieHeader(), "content-type": "application/x-www-form-urlencoded", "content-length": "64" },
+        headers: {
+          cookie: owner.cookieHeader(),
+          "content-type": "application/x-www-form-urlencoded",
+          "content-length": "64",
+        },
       });
       const answered = new Promise<number>((resolve, reject) => {
         req.on("response", (res) => {
@@ -360,7 +520,9 @@ describe("per-person bounds", () => {
       req.write("csrf=");
       return { req, answered };
     });
-    await expect.poll(async () => (await owner.request("/console/deliveries")).status, { timeout: 10_000, interval: 100 }).toBe(429);
+    await expect
+      .poll(async () => (await owner.request("/console/deliveries")).status, { timeout: 10_000, interval: 100 })
+      .toBe(429);
     expect((await visitors.vaultMember.request("/console/deliveries")).status).toBe(200);
     for (const p of pending) p.req.end("x".repeat(59));
     // Wrong CSRF: each refused, and nothing replayed.
@@ -403,7 +565,9 @@ describe("malformed input", () => {
     expect(seen.filter((s) => !s.startsWith("400 "))).toEqual([]);
     // The console still serves the same person afterwards.
     expect((await owner.request("/console/deliveries")).status).toBe(200);
-    const loud = lines.filter((l) => l.time >= from && l.level >= 40 && (l.component === "console" || l.component === "http"));
+    const loud = lines.filter(
+      (l) => l.time >= from && l.level >= 40 && (l.component === "console" || l.component === "http"),
+    );
     expect(loud).toEqual([]);
   });
 });

@@ -79,14 +79,26 @@ async function fill(store: AnyStore): Promise<IncomingDelivery[]> {
     if (!claim) break;
     const n = Number(claim.delivery.id.slice(2));
     const dead = n % 5 === 0;
-    await store.deliveries.recordOutcome(claim.token, claim.delivery.id, "probe", dead ? { status: "failed", error: "boom", retryable: false } : { status: "done", summary: "fine" }, 0.01);
-    await store.deliveries.finishDelivery(claim.token, claim.delivery.id, dead ? { status: "dead", lastError: "boom" } : { status: "done" });
+    await store.deliveries.recordOutcome(
+      claim.token,
+      claim.delivery.id,
+      "probe",
+      dead ? { status: "failed", error: "boom", retryable: false } : { status: "done", summary: "fine" },
+      0.01,
+    );
+    await store.deliveries.finishDelivery(
+      claim.token,
+      claim.delivery.id,
+      dead ? { status: "dead", lastError: "boom" } : { status: "done" },
+    );
   }
   return all;
 }
 
 function newestFirst(list: IncomingDelivery[]): string[] {
-  return [...list].sort((a, b) => b.receivedAt.getTime() - a.receivedAt.getTime() || (a.id < b.id ? 1 : -1)).map((d) => d.id);
+  return [...list]
+    .sort((a, b) => b.receivedAt.getTime() - a.receivedAt.getTime() || (a.id < b.id ? 1 : -1))
+    .map((d) => d.id);
 }
 
 for (const backend of backends) {
@@ -127,22 +139,37 @@ for (const backend of backends) {
         return seen;
       };
       expect(await walk({ handler: "probe", outcome: "failed" })).toEqual(newestFirst(all.filter(failed)));
-      expect(await walk({ outcome: "done", repositories: ["acme/web", "acme/api"] })).toEqual(newestFirst(all.filter((d) => !failed(d) && d.repository !== "acme/billing")));
+      expect(await walk({ outcome: "done", repositories: ["acme/web", "acme/api"] })).toEqual(
+        newestFirst(all.filter((d) => !failed(d) && d.repository !== "acme/billing")),
+      );
       const since = BASE + 50_000;
       const until = BASE + 450_000;
       expect(await walk({ handler: "probe", outcome: "done", event: "push", since, until })).toEqual(
-        newestFirst(all.filter((d) => !failed(d) && d.event === "push" && d.receivedAt.getTime() >= since && d.receivedAt.getTime() < until)),
+        newestFirst(
+          all.filter(
+            (d) =>
+              !failed(d) && d.event === "push" && d.receivedAt.getTime() >= since && d.receivedAt.getTime() < until,
+          ),
+        ),
       );
-      expect(await walk({ handler: "probe", outcome: "failed", repository: "acme/api" })).toEqual(newestFirst(all.filter((d) => failed(d) && d.repository === "acme/api")));
+      expect(await walk({ handler: "probe", outcome: "failed", repository: "acme/api" })).toEqual(
+        newestFirst(all.filter((d) => failed(d) && d.repository === "acme/api")),
+      );
     });
 
     it("filters by event, repository, status, handler outcome and time, within the reader's repositories", async () => {
       const store = await backend.open();
       const all = await fill(store);
       const ids = async (q: DeliveryQuery) => (await store.browse.browseDeliveries(q)).items.map((d) => d.id);
-      expect(await ids({ limit: 200, event: "push", repository: "acme/web" })).toEqual(newestFirst(all.filter((d) => d.event === "push" && d.repository === "acme/web")));
-      expect(await ids({ limit: 200, status: "dead" })).toEqual(newestFirst(all.filter((d) => Number(d.id.slice(2)) % 5 === 0)));
-      expect(await ids({ limit: 200, handler: "probe", outcome: "failed" })).toEqual(await ids({ limit: 200, status: "dead" }));
+      expect(await ids({ limit: 200, event: "push", repository: "acme/web" })).toEqual(
+        newestFirst(all.filter((d) => d.event === "push" && d.repository === "acme/web")),
+      );
+      expect(await ids({ limit: 200, status: "dead" })).toEqual(
+        newestFirst(all.filter((d) => Number(d.id.slice(2)) % 5 === 0)),
+      );
+      expect(await ids({ limit: 200, handler: "probe", outcome: "failed" })).toEqual(
+        await ids({ limit: 200, status: "dead" }),
+      );
       expect(await ids({ limit: 200, handler: "other" })).toEqual([]);
       const scoped = await ids({ limit: 200, repositories: ["acme/web", "acme/api"] });
       expect(scoped).toEqual(newestFirst(all.filter((d) => d.repository !== "acme/billing")));
@@ -150,15 +177,23 @@ for (const backend of backends) {
       expect(await ids({ limit: 200, repository: "acme/billing", repositories: ["acme/web"] })).toEqual([]);
       const since = BASE + 200_000;
       const until = BASE + 400_000;
-      expect(await ids({ limit: 200, since, until })).toEqual(newestFirst(all.filter((d) => d.receivedAt.getTime() >= since && d.receivedAt.getTime() < until)));
-      expect((await store.browse.browseDeliveries({ limit: 200, status: "dead" })).items[0]).toMatchObject({ status: "dead", lastError: "boom", attempts: 1 });
+      expect(await ids({ limit: 200, since, until })).toEqual(
+        newestFirst(all.filter((d) => d.receivedAt.getTime() >= since && d.receivedAt.getTime() < until)),
+      );
+      expect((await store.browse.browseDeliveries({ limit: 200, status: "dead" })).items[0]).toMatchObject({
+        status: "dead",
+        lastError: "boom",
+        attempts: 1,
+      });
     });
 
     it("counts dead letters and per-minute activity within the scope; a replayed dead letter leaves the dead list", async () => {
       const store = await backend.open();
       const all = await fill(store);
       expect(await store.browse.countDead()).toBe(12);
-      expect(await store.browse.countDead(["acme/web"])).toBe(all.filter((d) => d.repository === "acme/web" && Number(d.id.slice(2)) % 5 === 0).length);
+      expect(await store.browse.countDead(["acme/web"])).toBe(
+        all.filter((d) => d.repository === "acme/web" && Number(d.id.slice(2)) % 5 === 0).length,
+      );
       const activity = await store.browse.deliveryActivity(BASE);
       expect(activity.reduce((n, r) => n + r.count, 0)).toBe(60);
       expect(activity.filter((r) => r.status === "dead").reduce((n, r) => n + r.count, 0)).toBe(12);
@@ -168,7 +203,9 @@ for (const backend of backends) {
 
       expect(await store.deliveries.replayDelivery("d-000")).toBe(true);
       expect(await store.browse.countDead()).toBe(11);
-      expect((await store.browse.browseDeliveries({ limit: 200, status: "dead" })).items.map((d) => d.id)).not.toContain("d-000");
+      expect(
+        (await store.browse.browseDeliveries({ limit: 200, status: "dead" })).items.map((d) => d.id),
+      ).not.toContain("d-000");
     });
   });
 }
@@ -187,7 +224,9 @@ describe.skipIf(!redisUp)("console listing on redis: failed outcomes recorded be
     cleanups.push(() => void client.disconnect());
     await client.del(`${stores.prefix}ix:f`, `${stores.prefix}ix:f:probe`);
     await client.set(`${stores.prefix}ix:fsince`, String(BASE + 10 * 60_000));
-    for (const d of all.filter((x) => x.receivedAt.getTime() >= BASE + 10 * 60_000 && Number(x.id.slice(2)) % 5 === 0)) {
+    for (const d of all.filter(
+      (x) => x.receivedAt.getTime() >= BASE + 10 * 60_000 && Number(x.id.slice(2)) % 5 === 0,
+    )) {
       await client.zadd(`${stores.prefix}ix:f:probe`, d.receivedAt.getTime(), d.id);
       await client.zadd(`${stores.prefix}ix:f`, d.receivedAt.getTime(), d.id);
     }
@@ -196,7 +235,12 @@ describe.skipIf(!redisUp)("console listing on redis: failed outcomes recorded be
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const page = await reopened.browse.browseDeliveries({ handler: "probe", outcome: "failed", limit: 3, ...(cursor ? { cursor } : {}) });
+      const page = await reopened.browse.browseDeliveries({
+        handler: "probe",
+        outcome: "failed",
+        limit: 3,
+        ...(cursor ? { cursor } : {}),
+      });
       seen.push(...page.items.map((d) => d.id));
       cursor = page.next;
       pages++;

@@ -20,9 +20,19 @@ beforeAll(async () => {
   world = await consoleWorld();
   stack = world.stack;
   base = world.base;
-  stack.hub.control.pushFiles({ owner: "acme", repo: ".github", files: { ".github/steward.yml": "rerun:\n  enabled: true\n  max_attempts: 3\n" }, message: "org policy" });
+  stack.hub.control.pushFiles({
+    owner: "acme",
+    repo: ".github",
+    files: { ".github/steward.yml": "rerun:\n  enabled: true\n  max_attempts: 3\n" },
+    message: "org policy",
+  });
   stack.hub.control.pushFiles({ owner: "acme", repo: "web", files: { "README.md": "# web\n" }, message: "docs" });
-  stack.hub.control.pushFiles({ owner: "acme", repo: "service-billing", files: { "rates.txt": "1\n" }, message: "break the rates" });
+  stack.hub.control.pushFiles({
+    owner: "acme",
+    repo: "service-billing",
+    files: { "rates.txt": "1\n" },
+    message: "break the rates",
+  });
   await settle();
 }, 60_000);
 
@@ -53,9 +63,12 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     expect(await page.locator("main table").innerText()).not.toContain("service-billing");
 
     // The newest push to web: its page shows the decision and its reason.
-    const web = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!;
+    const web = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" }))
+      .items[0]!;
     await page.getByRole("link", { name: web.id }).click();
-    await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain('accepted commit "docs" because it does not say break');
+    await expect
+      .poll(() => page.locator("main").innerText(), BROWSER_WAIT)
+      .toContain('accepted commit "docs" because it does not say break');
     await browser!.shot(page, "delivery");
 
     const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, status: "dead" })).items[0]!;
@@ -69,7 +82,9 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     expect(world.pushRuns()).toBe(runs + 1);
 
     await page.goto(`${base}/console/policies/acme/web`);
-    await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain("acme/.github:.github/steward.yml:3");
+    await expect
+      .poll(() => page.locator("main").innerText(), BROWSER_WAIT)
+      .toContain("acme/.github:.github/steward.yml:3");
     await browser!.shot(page, "policy");
     await page.getByRole("link", { name: "Deployments" }).click();
     await expect.poll(() => page.locator("h1").innerText(), BROWSER_WAIT).toBe("Deployments");
@@ -79,9 +94,20 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     await browser!.shot(page, "secrets");
 
     // A pull request with a broken policy: its check run's "Details" opens the delivery that made it.
-    const pr = stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "typo", title: "policy", files: { ".github/steward.yml": "rerun:\n  max_atempts: 3\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "typo",
+      title: "policy",
+      files: { ".github/steward.yml": "rerun:\n  max_atempts: 3\n" },
+    });
     await settle();
-    const [run] = stack.hub.domains.checks.checkRuns({ owner: "acme", repo: "web", sha: pr.head_sha, name: "steward/config" }) as { details_url: string }[];
+    const [run] = stack.hub.domains.checks.checkRuns({
+      owner: "acme",
+      repo: "web",
+      sha: pr.head_sha,
+      name: "steward/config",
+    }) as { details_url: string }[];
     await page.goto(run!.details_url);
     await expect.poll(() => page.locator("main").innerText(), BROWSER_WAIT).toContain("pull_request.opened");
     expect(await page.locator("main").innerText()).toContain("checks");
@@ -96,7 +122,8 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("acme/web");
     expect(await page.content()).not.toContain("service-billing");
     await browser!.shot(page, "member-deliveries");
-    const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/service-billing" })).items[0]!;
+    const dead = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/service-billing" }))
+      .items[0]!;
     const detail = await page.goto(`${base}/console/deliveries/${dead.id}`);
     expect(detail?.status()).toBe(404);
     expect(await page.content()).not.toContain("break the rates");
@@ -108,9 +135,15 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     const page = await browser!.open();
     await signInAs(page, base, "octo-admin");
     await page.goto(`${base}/console/deliveries`);
-    stack.hub.control.pushFiles({ owner: "acme", repo: "web", files: { "CHANGELOG.md": "live\n" }, message: "live one" });
+    stack.hub.control.pushFiles({
+      owner: "acme",
+      repo: "web",
+      files: { "CHANGELOG.md": "live\n" },
+      message: "live one",
+    });
     await settle();
-    const id = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" })).items[0]!.id;
+    const id = (await stack.steward.store.browse.browseDeliveries({ limit: 1, repository: "acme/web", event: "push" }))
+      .items[0]!.id;
     // Not reloaded: the server-sent events replace the table.
     await expect.poll(() => page.locator("#live").innerText(), BROWSER_WAIT).toContain(id);
 

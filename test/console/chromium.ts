@@ -15,7 +15,16 @@ if (!haveChromium) console.warn(`browser tests skipped: no ${CHROMIUM} (.ci/run 
 // Pages change after navigation, a POST or a live event: expect.poll's 1 s default is too short on a loaded machine.
 export const BROWSER_WAIT = { timeout: 30_000 };
 
-const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const toDocs = process.env.STEWARD_SCREENSHOTS === "docs";
 
 export interface Browsers {
@@ -27,7 +36,9 @@ export interface Browsers {
 }
 
 export function browsers(): Browsers {
-  const shotsDir = toDocs ? fileURLToPath(new URL("../../docs/console/", import.meta.url)) : mkdtempSync(join(tmpdir(), "steward-shots-"));
+  const shotsDir = toDocs
+    ? fileURLToPath(new URL("../../docs/console/", import.meta.url))
+    : mkdtempSync(join(tmpdir(), "steward-shots-"));
   mkdirSync(shotsDir, { recursive: true });
   const profiles: string[] = [];
   const contexts: BrowserContext[] = [];

@@ -10,7 +10,12 @@ const base = { APP_ID: "123", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: 
 describe("console settings", () => {
   it("takes GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET together, and masks the secrets", () => {
     expect(loadConfig(base).oauth).toBeUndefined();
-    const config = loadConfig({ ...base, GITHUB_CLIENT_ID: "Iv1.0123456789abcdef", GITHUB_CLIENT_SECRET: "oauth-client-secret-value", STEWARD_SESSION_SECRET: "s".repeat(40) });
+    const config = loadConfig({
+      ...base,
+      GITHUB_CLIENT_ID: "Iv1.0123456789abcdef",
+      GITHUB_CLIENT_SECRET: "oauth-client-secret-value",
+      STEWARD_SESSION_SECRET: "s".repeat(40),
+    });
     expect(config.oauth).toEqual({ clientId: "Iv1.0123456789abcdef", clientSecret: "oauth-client-secret-value" });
     expect(config.sessionSecret).toBe("s".repeat(40));
     expect(scrub("leaked oauth-client-secret-value here")).not.toContain("oauth-client-secret-value");

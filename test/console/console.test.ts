@@ -15,7 +15,12 @@ let base: string;
 const settle = () => world.settle();
 
 async function deliveryIdOf(repo: string, status?: "dead"): Promise<string> {
-  const page = await stack.steward.store.browse.browseDeliveries({ limit: 50, repository: `${ORG}/${repo}`, event: "push", ...(status ? { status } : {}) });
+  const page = await stack.steward.store.browse.browseDeliveries({
+    limit: 50,
+    repository: `${ORG}/${repo}`,
+    event: "push",
+    ...(status ? { status } : {}),
+  });
   expect(page.items.length).toBeGreaterThan(0);
   return page.items[0]!.id;
 }
@@ -25,7 +30,12 @@ beforeAll(async () => {
   stack = world.stack;
   base = world.base;
   stack.hub.control.pushFiles({ owner: ORG, repo: "web", files: { "README.md": "# web\n" }, message: "docs" });
-  stack.hub.control.pushFiles({ owner: ORG, repo: "service-billing", files: { "rates.txt": "1\n" }, message: "break the rates" });
+  stack.hub.control.pushFiles({
+    owner: ORG,
+    repo: "service-billing",
+    files: { "rates.txt": "1\n" },
+    message: "break the rates",
+  });
   await settle();
 });
 afterAll(async () => {
@@ -41,7 +51,9 @@ describe("console sign-in and sessions", () => {
     const session = owner.cookies.get("steward_session")!;
     // The token is inside, encrypted: neither it nor the login reads from the cookie.
     expect(Buffer.from(session, "base64url").toString("latin1")).not.toMatch(/octo-admin|gh[up]_/);
-    const raw = await fetch(`${stack.hub.url}/login/oauth/authorize?client_id=${stack.hub.env.GITHUB_CLIENT_ID}`).then((r) => r.text());
+    const raw = await fetch(`${stack.hub.url}/login/oauth/authorize?client_id=${stack.hub.env.GITHUB_CLIENT_ID}`).then(
+      (r) => r.text(),
+    );
     expect(raw).toContain("Sign in as dev-dana");
 
     const again = new Visitor(base);
@@ -130,7 +142,8 @@ describe("what an owner and a member see and may do", () => {
     expect((await dana.visit("/console/policies/acme/service-billing")).status).toBe(404);
     const live = await fetch(`${base}/console/events?view=deliveries`, { headers: { cookie: dana.cookieHeader() } });
     const reader = live.body!.getReader();
-    const first = new TextDecoder().decode((await reader.read()).value) + new TextDecoder().decode((await reader.read()).value);
+    const first =
+      new TextDecoder().decode((await reader.read()).value) + new TextDecoder().decode((await reader.read()).value);
     await reader.cancel();
     expect(first).toContain("acme/web");
     expect(first).not.toContain("service-billing");
@@ -151,7 +164,14 @@ describe("what an owner and a member see and may do", () => {
     const csrf = owner.csrfFrom(page.text);
     const runs = world.pushRuns();
     expect((await owner.request(`/console/deliveries/${deadId}/replay`, { form: { csrf: "wrong" } })).status).toBe(403);
-    expect((await owner.request(`/console/deliveries/${deadId}/replay`, { form: { csrf }, headers: { origin: "https://evil.example" } })).status).toBe(403);
+    expect(
+      (
+        await owner.request(`/console/deliveries/${deadId}/replay`, {
+          form: { csrf },
+          headers: { origin: "https://evil.example" },
+        })
+      ).status,
+    ).toBe(403);
     expect((await owner.request(`/console/deliveries/${deadId}/replay`, { method: "GET" })).status).toBe(404);
     await settle();
     expect(world.pushRuns()).toBe(runs);
@@ -190,9 +210,20 @@ describe("console surface", () => {
   });
 
   it("check runs link to the console's page of the delivery that made them", async () => {
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "bad-policy", title: "policy", files: { ".github/steward.yml": "rerun:\n  max_atempts: 3\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "bad-policy",
+      title: "policy",
+      files: { ".github/steward.yml": "rerun:\n  max_atempts: 3\n" },
+    });
     await settle();
-    const [run] = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: "web", sha: pr.head_sha, name: "steward/config" }) as { details_url: string }[];
+    const [run] = stack.hub.domains.checks.checkRuns({
+      owner: ORG,
+      repo: "web",
+      sha: pr.head_sha,
+      name: "steward/config",
+    }) as { details_url: string }[];
     expect(run?.details_url).toMatch(new RegExp(`^${base}/console/deliveries/[0-9a-f-]+$`));
     const owner = await signIn(base, "octo-admin");
     const page = await owner.visit(run!.details_url);
@@ -201,13 +232,26 @@ describe("console surface", () => {
   });
 
   it("shows a repository's effective policy with the file and line each value came from", async () => {
-    stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { ".github/steward.yml": "rerun:\n  enabled: true\n  max_attempts: 4\n" }, message: "org policy" });
-    stack.hub.control.pushFiles({ owner: ORG, repo: "web", files: { ".github/steward.yml": "# web's own\nrerun:\n  max_attempts: 3\n" }, message: "web policy" });
+    stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ".github",
+      files: { ".github/steward.yml": "rerun:\n  enabled: true\n  max_attempts: 4\n" },
+      message: "org policy",
+    });
+    stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: "web",
+      files: { ".github/steward.yml": "# web's own\nrerun:\n  max_attempts: 3\n" },
+      message: "web policy",
+    });
     await settle();
     const dana = await signIn(base, "dev-dana");
     const page = await dana.visit("/console/policies/acme/web");
     expect(page.status).toBe(200);
-    const row = (path: string) => new RegExp(`<code>${path.replace(/\./g, "\\.")}</code></th><td><code>([^<]*)</code></td><td>([^<]*)</td>`).exec(page.text)?.slice(1);
+    const row = (path: string) =>
+      new RegExp(`<code>${path.replace(/\./g, "\\.")}</code></th><td><code>([^<]*)</code></td><td>([^<]*)</td>`)
+        .exec(page.text)
+        ?.slice(1);
     expect(row("rerun.max_attempts")).toEqual(["3", "acme/web:.github/steward.yml:3"]);
     expect(row("rerun.enabled")).toEqual(["true", "acme/.github:.github/steward.yml:2"]);
     expect(row("rerun.mode")).toEqual(["&#34;failed_jobs&#34;", "default"]);

@@ -7,11 +7,15 @@ describe("details_url", () => {
     const config = { statusUrl: "https://status.example/steward", apiUrl: "https://api.github.com" };
     const base = consoleBase(config, "http://10.0.0.5:3000");
     expect(base).toBe("https://status.example");
-    expect(detailsUrlFor(config, base, "72d3162e-cc78-11e3-81ab-4c9367dc0958")).toBe("https://status.example/console/deliveries/72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    expect(detailsUrlFor(config, base, "72d3162e-cc78-11e3-81ab-4c9367dc0958")).toBe(
+      "https://status.example/console/deliveries/72d3162e-cc78-11e3-81ab-4c9367dc0958",
+    );
     expect(detailsUrlFor(config, base, undefined)).toBe("https://status.example/console");
     const unset = { statusUrl: undefined, apiUrl: "https://api.github.com" };
     expect(detailsUrlFor(unset, consoleBase(unset, "http://10.0.0.5:3000"), "abc")).toBeUndefined();
     const sandbox = { statusUrl: undefined, apiUrl: "http://127.0.0.1:41091" };
-    expect(detailsUrlFor(sandbox, consoleBase(sandbox, "http://127.0.0.1:3916"), "a/b")).toBe("http://127.0.0.1:3916/console/deliveries/a%2Fb");
+    expect(detailsUrlFor(sandbox, consoleBase(sandbox, "http://127.0.0.1:3916"), "a/b")).toBe(
+      "http://127.0.0.1:3916/console/deliveries/a%2Fb",
+    );
   });
 });

@@ -21,11 +21,16 @@ export async function consoleWorld(opts: { logger?: Logger } = {}): Promise<Cons
     async handle(ctx) {
       runs++;
       const message = String((ctx.payload as { head_commit?: { message?: string } }).head_commit?.message ?? "");
-      if (message.includes("break")) return { status: "failed", error: `refused commit "${message}"`, retryable: false };
+      if (message.includes("break"))
+        return { status: "failed", error: `refused commit "${message}"`, retryable: false };
       return { status: "done", summary: `accepted commit "${message}" because it does not say break` };
     },
   });
-  const stack = await startSandboxStack({ handlers: [...builtinHandlers, picky], env: { STEWARD_MAX_ATTEMPTS: "1" }, ...(opts.logger ? { logger: opts.logger } : {}) });
+  const stack = await startSandboxStack({
+    handlers: [...builtinHandlers, picky],
+    env: { STEWARD_MAX_ATTEMPTS: "1" },
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  });
   return {
     stack,
     base: stack.steward.url,

@@ -52,7 +52,9 @@ describe.skipIf(!haveChromium)("flaky jobs in Chromium", { timeout: 120_000 }, (
     await page.getByRole("button", { name: "Show" }).click();
     await page.waitForURL(/repo=acme%2Fweb/);
     const last = web.redRunIds[1]!;
-    expect(await page.getByRole("link", { name: `run ${last}` }).getAttribute("href")).toBe(`${world.stack.hub.url}/acme/web/actions/runs/${last}`);
+    expect(await page.getByRole("link", { name: `run ${last}` }).getAttribute("href")).toBe(
+      `${world.stack.hub.url}/acme/web/actions/runs/${last}`,
+    );
     await page.locator("main").getByRole("link", { name: "deliveries", exact: true }).click();
     await page.waitForURL(/\/console\/deliveries\?repository=acme%2Fweb&event=workflow_run/);
     await expect.poll(() => page.locator("main table").innerText(), BROWSER_WAIT).toContain("workflow_run");

@@ -5,7 +5,13 @@ import type { SandboxStack } from "../../src/sandbox/stack.js";
 
 const JOBS = [{ name: "unit" }, { name: "e2e" }];
 
-export async function makeFlakes(stack: SandboxStack, settle: () => Promise<void>, owner: string, repo: string, o: { job?: string; times?: number } = {}): Promise<{ redRunIds: number[]; redShas: string[] }> {
+export async function makeFlakes(
+  stack: SandboxStack,
+  settle: () => Promise<void>,
+  owner: string,
+  repo: string,
+  o: { job?: string; times?: number } = {},
+): Promise<{ redRunIds: number[]; redShas: string[] }> {
   const { control, domains } = stack.hub;
   const { actions } = domains;
   // A re-run makes new deliveries: settle until the hub has nothing more to send.
@@ -18,16 +24,30 @@ export async function makeFlakes(stack: SandboxStack, settle: () => Promise<void
     }
   };
   const flaky = o.job ?? "e2e";
-  control.pushFiles({ owner, repo, files: { ".github/steward.yml": "rerun:\n  enabled: true\n  flake_pattern: true\n  rules:\n    - log: [ECONNRESET]\n  events: [push]\n  workflows: [E2E]\n  max_attempts: 3\n" }, message: "flake pattern on" });
+  control.pushFiles({
+    owner,
+    repo,
+    files: {
+      ".github/steward.yml":
+        "rerun:\n  enabled: true\n  flake_pattern: true\n  rules:\n    - log: [ECONNRESET]\n  events: [push]\n  workflows: [E2E]\n  max_attempts: 3\n",
+    },
+    message: "flake pattern on",
+  });
   await settled();
   const redRunIds: number[] = [];
   const redShas: string[] = [];
   const commit = async (i: number, red: boolean) => {
-    const sha = control.pushFiles({ owner, repo, files: { "src/flaky.txt": `${i} ${Math.random()}\n` }, message: `change ${i}` }).sha;
+    const sha = control.pushFiles({
+      owner,
+      repo,
+      files: { "src/flaky.txt": `${i} ${Math.random()}\n` },
+      message: `change ${i}`,
+    }).sha;
     const run = actions.startRun({ owner, repo, workflow: "E2E", sha, jobs: JOBS });
     if (red) actions.scriptAttempt(run.id, 2, "success");
     for (const j of JOBS) {
-      if (red && j.name === flaky) actions.failJob({ runId: run.id, job: j.name, log: "Error: element #checkout not visible after 5000ms" });
+      if (red && j.name === flaky)
+        actions.failJob({ runId: run.id, job: j.name, log: "Error: element #checkout not visible after 5000ms" });
       else actions.completeJob({ runId: run.id, job: j.name });
     }
     await settled();

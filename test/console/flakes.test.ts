@@ -26,7 +26,14 @@ afterAll(async () => {
 /** The table rows of a page's section for `repo`, as cell texts (tags stripped). */
 function rowsOf(page: string, repo: string): string[][] {
   const section = new RegExp(`<h2 id="flakes-${repo.replace("/", "\\/")}">[\\s\\S]*?</table>`).exec(page)?.[0] ?? "";
-  return [...section.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].slice(1).map((m) => [...m[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((c) => c[1]!.replace(/<[^>]+>/g, "").replace(/\s+/g, " ").trim()));
+  return [...section.matchAll(/<tr>([\s\S]*?)<\/tr>/g)].slice(1).map((m) =>
+    [...m[1]!.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((c) =>
+      c[1]!
+        .replace(/<[^>]+>/g, "")
+        .replace(/\s+/g, " ")
+        .trim(),
+    ),
+  );
 }
 
 async function cli(...args: string[]): Promise<string> {
@@ -51,7 +58,9 @@ describe("/console/flakes", () => {
     expect(page.text).toContain(`href="/console/deliveries?repository=acme%2Fweb&#38;event=workflow_run"`);
     expect(rowsOf(page.text, "acme/service-billing").map((r) => r.slice(0, 3))).toEqual([["E2E / unit", "1", "1"]]);
     // The flakiest repository first.
-    expect(page.text.indexOf('id="flakes-acme/web"')).toBeLessThan(page.text.indexOf('id="flakes-acme/service-billing"'));
+    expect(page.text.indexOf('id="flakes-acme/web"')).toBeLessThan(
+      page.text.indexOf('id="flakes-acme/service-billing"'),
+    );
   });
 
   it("matches what steward flakes prints for the same repository and window", async () => {
@@ -72,10 +81,20 @@ describe("/console/flakes", () => {
     const none = await owner.visit("/console/flakes?repo=acme%2F.github");
     expect(none.text).toContain("No flaky job recorded for acme/.github in the last 30d.");
     const bad = await owner.visit("/console/flakes?since=soon");
-    expect(bad.text).toContain("&#34;soon&#34; is not a duration from 1 minute to 180 days (like 7d or 12h): showing the last 30d");
+    expect(bad.text).toContain(
+      "&#34;soon&#34; is not a duration from 1 minute to 180 days (like 7d or 12h): showing the last 30d",
+    );
     expect(rowsOf(bad.text, "acme/web")).toHaveLength(1);
-    expect(flakeFilters(new URLSearchParams("since=400d"), ["acme/web"])).toMatchObject({ since: "30d", problem: expect.stringContaining("400d") });
-    expect(flakeFilters(new URLSearchParams("since=12h&repo=ACME/WEB"), ["acme/web"])).toMatchObject({ since: "12h", sinceMs: 12 * 3_600_000, repos: ["acme/web"], repo: "acme/web" });
+    expect(flakeFilters(new URLSearchParams("since=400d"), ["acme/web"])).toMatchObject({
+      since: "30d",
+      problem: expect.stringContaining("400d"),
+    });
+    expect(flakeFilters(new URLSearchParams("since=12h&repo=ACME/WEB"), ["acme/web"])).toMatchObject({
+      since: "12h",
+      sinceMs: 12 * 3_600_000,
+      repos: ["acme/web"],
+      repo: "acme/web",
+    });
   });
 
   it("a member without access to service-billing sees none of its flakes, even when asking for it by name", async () => {

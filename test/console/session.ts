@@ -27,7 +27,10 @@ export class Visitor {
     return [...this.cookies].map(([k, v]) => `${k}=${v}`).join("; ");
   }
 
-  async request(url: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Answer> {
+  async request(
+    url: string,
+    init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+  ): Promise<Answer> {
     const absolute = url.startsWith("http") ? url : `${this.base}${url}`;
     const sameOrigin = new URL(absolute).origin === new URL(this.base).origin;
     const res = await fetch(absolute, {

@@ -24,12 +24,19 @@ type Service = {
   cap_drop?: string[];
   secrets?: string[];
 };
-const compose = parse(read("compose.yaml")) as { services: Record<string, Service>; secrets: Record<string, { file: string }> };
+const compose = parse(read("compose.yaml")) as {
+  services: Record<string, Service>;
+  secrets: Record<string, { file: string }>;
+};
 const dockerfile = read("Dockerfile");
 
 /** Steward's default shutdown bound, from the configuration code itself. */
 function defaultShutdownMs(): number {
-  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, privateKeyEncoding: { type: "pkcs8", format: "pem" }, publicKeyEncoding: { type: "spki", format: "pem" } });
+  const { privateKey } = generateKeyPairSync("rsa", {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    publicKeyEncoding: { type: "spki", format: "pem" },
+  });
   return loadConfig({ APP_ID: "1", PRIVATE_KEY: privateKey, WEBHOOK_SECRET: "s" }).shutdownTimeoutMs;
 }
 const seconds = (d: string) => Number(/^(\d+)s$/.exec(d)?.[1] ?? NaN);
@@ -61,7 +68,9 @@ describe("compose.yaml", () => {
   });
 
   it(".env.example names only Steward's settings and holds no secret", () => {
-    const lines = read(".env.example").split("\n").filter((l) => /^[A-Z_]+=/.test(l));
+    const lines = read(".env.example")
+      .split("\n")
+      .filter((l) => /^[A-Z_]+=/.test(l));
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) {
       const [name, value] = line.split("=", 2) as [string, string];
@@ -74,7 +83,11 @@ describe("compose.yaml", () => {
     const probe = spawnSync("docker", ["compose", "version"], { encoding: "utf8" });
     if (probe.error || probe.status !== 0) ctx.skip();
     const env = { ...process.env, APP_ID: "1", WEBHOOK_SECRET: "x" };
-    const out = spawnSync("docker", ["compose", "--env-file", ".env.example", "-f", "compose.yaml", "config", "--no-interpolate", "--quiet"], { cwd: ROOT, encoding: "utf8", env });
+    const out = spawnSync(
+      "docker",
+      ["compose", "--env-file", ".env.example", "-f", "compose.yaml", "config", "--no-interpolate", "--quiet"],
+      { cwd: ROOT, encoding: "utf8", env },
+    );
     expect(out.status, out.stderr).toBe(0);
   });
 });
@@ -98,7 +111,10 @@ describe("Dockerfile and .dockerignore", () => {
   });
 
   it("keeps .env, the data directory, keys, node_modules, dist and .git out of the build context", () => {
-    const ignored = read(".dockerignore").split("\n").map((l) => l.trim());
-    for (const entry of [".env", ".env.*", "*.pem", ".steward/", "node_modules/", "dist/", ".git/"]) expect(ignored).toContain(entry);
+    const ignored = read(".dockerignore")
+      .split("\n")
+      .map((l) => l.trim());
+    for (const entry of [".env", ".env.*", "*.pem", ".steward/", "node_modules/", "dist/", ".git/"])
+      expect(ignored).toContain(entry);
   });
 });

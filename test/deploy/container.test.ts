@@ -22,8 +22,21 @@ const EXIT_MARGIN_S = 5;
 function cannotRun(): string | undefined {
   if (process.platform !== "linux") return "needs Linux namespaces";
   if (process.getuid?.() !== 0) return "needs root (to make PID and mount namespaces and drop to an unprivileged user)";
-  const probe = spawnSync("unshare", ["--pid", "--fork", "--mount-proc", "--mount", "sh", "-c", "mount -o remount,bind,ro / && exec setpriv --reuid=65534 --regid=65534 --clear-groups true"], { encoding: "utf8" });
-  if (probe.error || probe.status !== 0) return `unshare/setpriv not permitted here: ${probe.error?.message ?? probe.stderr.trim()}`;
+  const probe = spawnSync(
+    "unshare",
+    [
+      "--pid",
+      "--fork",
+      "--mount-proc",
+      "--mount",
+      "sh",
+      "-c",
+      "mount -o remount,bind,ro / && exec setpriv --reuid=65534 --regid=65534 --clear-groups true",
+    ],
+    { encoding: "utf8" },
+  );
+  if (probe.error || probe.status !== 0)
+    return `unshare/setpriv not permitted here: ${probe.error?.message ?? probe.stderr.trim()}`;
   return undefined;
 }
 const reason = cannotRun();
@@ -33,7 +46,8 @@ const scope = perTest();
 
 /** Runs `command` as PID 1 of a new PID namespace, / read-only except `writable`, as nobody. */
 function contained(command: string[], opts: { cwd: string; writable: string; env: Record<string, string> }) {
-  const script = 'mount --bind "$W" "$W" && mount -o remount,bind,ro / && exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs "$@"';
+  const script =
+    'mount --bind "$W" "$W" && mount -o remount,bind,ro / && exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs "$@"';
   const proc = spawn("unshare", ["--pid", "--fork", "--mount-proc", "--mount", "sh", "-c", script, "sh", ...command], {
     cwd: opts.cwd,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", W: opts.writable, ...opts.env },
@@ -66,7 +80,11 @@ describe.skipIf(reason !== undefined)("the runtime image's tree, contained", () 
   it("PID 1 without its own handlers ignores SIGTERM (why Steward installs them)", { timeout: 90_000 }, async () => {
     const dir = await scope.dataDir("pid1");
     await chmod(dir, 0o755);
-    const run = contained([process.execPath, "-e", "setInterval(() => {}, 1000)"], { cwd: dir, writable: dir, env: {} });
+    const run = contained([process.execPath, "-e", "setInterval(() => {}, 1000)"], {
+      cwd: dir,
+      writable: dir,
+      env: {},
+    });
     const pid = await namespaceInit(run.proc.pid!);
     process.kill(pid, "SIGTERM");
     await new Promise((r) => setTimeout(r, 1000));
@@ -117,13 +135,19 @@ describe.skipIf(reason !== undefined)("the runtime image's tree, contained", () 
     expect(status).toMatch(/^NSpid:\s+\d+\s+1$/m); // PID 1 in its namespace
     expect(status).toMatch(new RegExp(`^Uid:\\s+${NOBODY}\\s+${NOBODY}\\s+${NOBODY}\\s+${NOBODY}$`, "m"));
     const mounts = await readFile(`/proc/${pid}/mountinfo`, "utf8");
-    const options = (point: string) => mounts.split("\n").find((l) => l.split(" ")[4] === point)?.split(" ")[5] ?? "";
+    const options = (point: string) =>
+      mounts
+        .split("\n")
+        .find((l) => l.split(" ")[4] === point)
+        ?.split(" ")[5] ?? "";
     expect(options("/").split(",")).toContain("ro");
     expect(options(data).split(",")).toContain("rw");
 
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
-    const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
+    const ping = JSON.stringify(
+      (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0],
+    );
     expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
 
     const stopAt = Date.now();

@@ -49,7 +49,12 @@ async function startService(name: string, handlers: string[]) {
   const dir = await scope.dataDir(name);
   const secret = hub.env.WEBHOOK_SECRET;
   const run = scope.stopAfter(
-    startChild({ ...(await realAppEnv(hub, dir, secret)), STEWARD_HANDLERS: handlers.join(","), LOG_LEVEL: "info", STEWARD_SHUTDOWN_TIMEOUT: "5s" }),
+    startChild({
+      ...(await realAppEnv(hub, dir, secret)),
+      STEWARD_HANDLERS: handlers.join(","),
+      LOG_LEVEL: "info",
+      STEWARD_SHUTDOWN_TIMEOUT: "5s",
+    }),
     (r) => r.proc.exitCode === null && r.proc.kill("SIGKILL"),
   );
   const url = await run.listening;
@@ -60,9 +65,18 @@ async function startService(name: string, handlers: string[]) {
 /** A pull request changing the policy file, which the built-in checks handler answers with its check run. */
 let prs = 0;
 async function builtinsAct(s: Awaited<ReturnType<typeof startService>>) {
-  const created = () => s.hub.control.requests().filter((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs" && r.status === 201).length;
+  const created = () =>
+    s.hub.control
+      .requests()
+      .filter((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs" && r.status === 201).length;
   const before = created();
-  s.hub.control.openPullRequest({ owner: "acme", repo: "web", head: `feature/contained-${++prs}`, title: "Contained", files: { ".github/steward.yml": `# change ${prs}\n{}\n` } });
+  s.hub.control.openPullRequest({
+    owner: "acme",
+    repo: "web",
+    head: `feature/contained-${++prs}`,
+    title: "Contained",
+    files: { ".github/steward.yml": `# change ${prs}\n{}\n` },
+  });
   await vi.waitFor(() => expect(created()).toBeGreaterThan(before), { timeout: 45_000, interval: 50 });
 }
 
@@ -74,7 +88,10 @@ async function serving(url: string) {
 describe("hosted code is contained (steward start)", () => {
   it("probot-stale@1.1.0 from npm: the service starts and stays up, one error line names the app, the built-in handlers act", async () => {
     const s = await startService("stale", [STALE]);
-    await vi.waitFor(() => expect(lines(s.run.out()).some((l) => l.component === "containment")).toBe(true), { timeout: 30_000, interval: 50 });
+    await vi.waitFor(() => expect(lines(s.run.out()).some((l) => l.component === "containment")).toBe(true), {
+      timeout: 30_000,
+      interval: 50,
+    });
     await builtinsAct(s);
     await serving(s.url);
     expect(s.run.proc.exitCode).toBe(null);
@@ -85,7 +102,11 @@ describe("hosted code is contained (steward start)", () => {
     expect(errors).toHaveLength(1);
     expect(errors[0]!.level).toBe(50);
     expect(s.run.out().match(/getInstallations/g)).toHaveLength(1);
-    expect(errors[0]).toMatchObject({ handler: "probot-stale", during: "loading", error: "TypeError: github.apps.getInstallations is not a function" });
+    expect(errors[0]).toMatchObject({
+      handler: "probot-stale",
+      during: "loading",
+      error: "TypeError: github.apps.getInstallations is not a function",
+    });
     expect(errors[0]!.msg).toContain("hosted module probot-stale: unhandled rejection");
     // The app itself stays loaded: its own events still reach it.
     expect(s.run.out()).toContain('"handler":"probot-stale","msg":"handler module loaded"');
@@ -108,28 +129,47 @@ describe("hosted code is contained (steward start)", () => {
     await vi.waitFor(
       () => {
         expect(forDelivery(guid).some((l) => l.handler === app)).toBe(true);
-        expect(new Set(forDelivery(guid).filter((l) => l.handler === "stray-timers").map((l) => l.error))).toEqual(new Set([`stray emitter error for ${guid}`, `stray timer thrown for ${guid}`]));
+        expect(
+          new Set(
+            forDelivery(guid)
+              .filter((l) => l.handler === "stray-timers")
+              .map((l) => l.error),
+          ),
+        ).toEqual(new Set([`stray emitter error for ${guid}`, `stray timer thrown for ${guid}`]));
       },
       { timeout: 45_000, interval: 50 },
     );
     for (const line of forDelivery(guid)) {
       if (line.handler === app) {
-        expect(line.msg).toContain(`hosted module ${app}: unhandled rejection outside its awaited work (delivery ${guid})`);
+        expect(line.msg).toContain(
+          `hosted module ${app}: unhandled rejection outside its awaited work (delivery ${guid})`,
+        );
         expect(line.error).toMatch(/Not Found/);
       } else {
         expect(line.handler).toBe("stray-timers");
-        expect(line.msg).toMatch(/hosted module stray-timers: uncaught exception outside its awaited work \(delivery .*, after its run ended\)/);
+        expect(line.msg).toMatch(
+          /hosted module stray-timers: uncaught exception outside its awaited work \(delivery .*, after its run ended\)/,
+        );
       }
     }
     // start()'s stray timer, attributed to its starting.
-    expect(attributed().filter((l) => l.during === "starting").map((l) => [l.handler, l.error])).toEqual([["stray-timers", "stray timer thrown after start"]]);
+    expect(
+      attributed()
+        .filter((l) => l.during === "starting")
+        .map((l) => [l.handler, l.error]),
+    ).toEqual([["stray-timers", "stray timer thrown after start"]]);
 
     // The service keeps serving; the built-in handlers act on the next deliveries; a second issue reaches the app again.
     await serving(s.url);
     await builtinsAct(s);
     s.hub.control.openIssue({ owner: "acme", repo: "web", title: "Second" });
-    const second = (await s.hub.control.waitForDeliveries((d) => d.event === "issues", { count: 2, timeoutMs: 30_000 })).find((d) => d.guid !== guid)!.guid;
-    await vi.waitFor(() => expect(forDelivery(second).some((l) => l.handler === app)).toBe(true), { timeout: 45_000, interval: 50 });
+    const second = (
+      await s.hub.control.waitForDeliveries((d) => d.event === "issues", { count: 2, timeoutMs: 30_000 })
+    ).find((d) => d.guid !== guid)!.guid;
+    await vi.waitFor(() => expect(forDelivery(second).some((l) => l.handler === app)).toBe(true), {
+      timeout: 45_000,
+      interval: 50,
+    });
     await builtinsAct(s);
     expect(s.run.proc.exitCode).toBe(null);
 
@@ -141,7 +181,9 @@ describe("hosted code is contained (steward start)", () => {
       const record = await store.deliveries.getDelivery(guid);
       const outcome = record!.outcomes.find((o) => o.handler === app)!;
       expect(outcome).toMatchObject({ status: "failed", retryable: true });
-      expect(outcome.detail).toMatch(/^unawaited-probot-app: unhandled rejection: .*Not Found.*, outside its awaited run/);
+      expect(outcome.detail).toMatch(
+        /^unawaited-probot-app: unhandled rejection: .*Not Found.*, outside its awaited run/,
+      );
       expect(record!.outcomes.find((o) => o.handler === "stray-timers")).toMatchObject({ status: "done" });
     } finally {
       store.close();
@@ -155,16 +197,46 @@ describe("a module that cannot load is disabled, the service serves", () => {
     const out: string[] = [];
     const logger = pino({ level: "info" }, { write: (line: string) => void out.push(line) });
     const broken = [relative(process.cwd(), fixture("throwing-probot-app.cjs")), "./no/such/module.js"];
-    const stack = scope.stopAfter(await startSandboxStack({ env: { STEWARD_HANDLERS: broken.join(",") }, logger }), (s) => s.close());
+    const stack = scope.stopAfter(
+      await startSandboxStack({ env: { STEWARD_HANDLERS: broken.join(",") }, logger }),
+      (s) => s.close(),
+    );
     expect((await fetch(`${stack.steward.url}/healthz`)).status).toBe(200);
     const disabled = lines(out.join("")).filter((l) => / disabled: /.test(l.msg));
     expect(disabled.map((l) => [l.level, l.msg, l.error])).toEqual([
-      [50, "handler module throwing-probot-app disabled: it could not be loaded; Steward serves without it", "throwing-probot-app needs SOME_SETTING"],
-      [50, "handler module module disabled: it could not be loaded; Steward serves without it", expect.stringContaining("handler module ./no/such/module.js: no such file")],
+      [
+        50,
+        "handler module throwing-probot-app disabled: it could not be loaded; Steward serves without it",
+        "throwing-probot-app needs SOME_SETTING",
+      ],
+      [
+        50,
+        "handler module module disabled: it could not be loaded; Steward serves without it",
+        expect.stringContaining("handler module ./no/such/module.js: no such file"),
+      ],
     ]);
-    expect(stack.steward.engine.handlerStarts().map((h) => h.handler).sort()).toEqual(["deployments", "secrets"]);
-    stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "after-disabled", title: "Policy", files: { ".github/steward.yml": "{}\n" } });
-    await vi.waitFor(() => expect(stack.hub.control.requests().some((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs" && r.status === 201)).toBe(true), { timeout: 45_000, interval: 50 });
+    expect(
+      stack.steward.engine
+        .handlerStarts()
+        .map((h) => h.handler)
+        .sort(),
+    ).toEqual(["deployments", "secrets"]);
+    stack.hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "after-disabled",
+      title: "Policy",
+      files: { ".github/steward.yml": "{}\n" },
+    });
+    await vi.waitFor(
+      () =>
+        expect(
+          stack.hub.control
+            .requests()
+            .some((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs" && r.status === 201),
+        ).toBe(true),
+      { timeout: 45_000, interval: 50 },
+    );
   }, 90_000);
 });
 
@@ -182,7 +254,11 @@ describe("a hosted module's credentials go to the API origin only", () => {
     scope.stopAfter(null, () => delete process.env.STEWARD_TEST_COLLECT_URL);
 
     let app: HandlerModule<any> | undefined;
-    const standIn: HandlerModule<any> = { name: "collect-probot-app", events: ["issues.opened"], handle: (ctx) => app!.handle(ctx) };
+    const standIn: HandlerModule<any> = {
+      name: "collect-probot-app",
+      events: ["issues.opened"],
+      handle: (ctx) => app!.handle(ctx),
+    };
     const module: HandlerModule<any> = {
       name: "collect-module",
       events: ["issues.opened"],
@@ -192,19 +268,33 @@ describe("a hosted module's credentials go to the API origin only", () => {
         await ctx.octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
       },
     };
-    const stack = scope.stopAfter(await startSandboxStack({ handlers: [standIn, module], hub: { app: GRANT } }), (s) => s.close());
-    [app] = await loadHandlerModules([relative(process.cwd(), fixture("collect-probot-app.cjs"))], { config: stack.config, logger: pino({ level: "silent" }) });
+    const stack = scope.stopAfter(await startSandboxStack({ handlers: [standIn, module], hub: { app: GRANT } }), (s) =>
+      s.close(),
+    );
+    [app] = await loadHandlerModules([relative(process.cwd(), fixture("collect-probot-app.cjs"))], {
+      config: stack.config,
+      logger: pino({ level: "silent" }),
+    });
 
     const issue = stack.hub.control.openIssue({ owner: "acme", repo: "web", title: "Collect" });
     const [opened] = await stack.hub.control.waitForDeliveries((d) => d.event === "issues", { timeoutMs: 30_000 });
     expect(await outcomeOf(stack, opened!.guid, "collect-probot-app")).toMatchObject({ status: "done" });
     expect(await outcomeOf(stack, opened!.guid, "collect-module")).toMatchObject({ status: "done" });
 
-    expect(seen.map((s) => s.path).sort()).toEqual(["/module-absolute", "/module-base-url", "/probot-absolute", "/probot-base-url"]);
-    expect(seen.filter((s) => s.headers.authorization !== undefined).map((s) => `${s.path}: ${s.headers.authorization}`)).toEqual([]);
+    expect(seen.map((s) => s.path).sort()).toEqual([
+      "/module-absolute",
+      "/module-base-url",
+      "/probot-absolute",
+      "/probot-base-url",
+    ]);
+    expect(
+      seen.filter((s) => s.headers.authorization !== undefined).map((s) => `${s.path}: ${s.headers.authorization}`),
+    ).toEqual([]);
     // The same clients' API requests were authenticated (the hub answers 200 only to a token).
     const api = stack.hub.control.requests();
-    expect(api.some((r) => r.method === "GET" && r.path === `/repos/acme/web/issues/${issue.number}` && r.status === 200)).toBe(true);
+    expect(
+      api.some((r) => r.method === "GET" && r.path === `/repos/acme/web/issues/${issue.number}` && r.status === 200),
+    ).toBe(true);
     expect(api.some((r) => r.method === "GET" && r.path === "/repos/acme/web" && r.status === 200)).toBe(true);
   }, 90_000);
 });

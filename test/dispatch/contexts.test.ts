@@ -6,7 +6,19 @@ import { defineHandler } from "../../src/index.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { outcomeOf } from "../../src/testing.js";
 
-const COMMON = ["attempt", "checks", "config", "loadPolicy", "log", "now", "octokit", "once", "scheduler", "signal", "store"];
+const COMMON = [
+  "attempt",
+  "checks",
+  "config",
+  "loadPolicy",
+  "log",
+  "now",
+  "octokit",
+  "once",
+  "scheduler",
+  "signal",
+  "store",
+];
 
 let seen: { delivery?: Record<string, unknown>; task?: Record<string, unknown> } = {};
 
@@ -23,11 +35,22 @@ const inspect = defineHandler({
       now: ctx.now() instanceof Date,
       aborted: ctx.signal.aborted,
     };
-    await ctx.scheduler.schedule({ key: `later-${ctx.payload.number}`, runAt: new Date(0), data: { n: ctx.payload.number }, installationId: ctx.installationId });
+    await ctx.scheduler.schedule({
+      key: `later-${ctx.payload.number}`,
+      runAt: new Date(0),
+      data: { n: ctx.payload.number },
+      installationId: ctx.installationId,
+    });
     return { status: "done", summary: "inspected" };
   },
   async onTask(ctx) {
-    seen.task = { keys: Object.keys(ctx).sort(), key: ctx.key, data: ctx.data, octokitRequests: typeof ctx.octokit.request, attempt: ctx.attempt };
+    seen.task = {
+      keys: Object.keys(ctx).sort(),
+      key: ctx.key,
+      data: ctx.data,
+      octokitRequests: typeof ctx.octokit.request,
+      attempt: ctx.attempt,
+    };
   },
 });
 
@@ -41,9 +64,17 @@ afterEach(async () => {
 describe("handler and task contexts", { timeout: 60_000 }, () => {
   it("hold every field as an own property, octokit and payload read through", async () => {
     stack = await startSandboxStack({ handlers: [inspect] });
-    const pr = stack.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "ctx", title: "ctx", files: { "ctx.txt": "x\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "ctx",
+      title: "ctx",
+      files: { "ctx.txt": "x\n" },
+    });
     await stack.hub.control.settled();
-    const delivery = stack.hub.control.deliveries().find((d) => d.event === "pull_request" && (d.payload as { number?: number }).number === pr.number)!;
+    const delivery = stack.hub.control
+      .deliveries()
+      .find((d) => d.event === "pull_request" && (d.payload as { number?: number }).number === pr.number)!;
     expect((await outcomeOf(stack, delivery.guid, "inspect")).status).toBe("done");
     expect(seen.delivery).toEqual({
       keys: [...COMMON, "action", "deliveryId", "installationId", "name", "payload", "policy", "policySources"].sort(),

@@ -17,8 +17,13 @@ const welcome = defineHandler({
     const { repository, pull_request: pr } = ctx.payload;
     const where = { owner: repository.owner.login, repo: repository.name, issue_number: pr.number };
     const posted = await ctx.once(`comment:${repository.id}:${pr.number}`, {
-      run: async () => (await ctx.octokit.rest.issues.createComment({ ...where, body: `Thanks for the pull request!\n${MARKER}` })).data.id,
-      check: async () => (await ctx.octokit.rest.issues.listComments({ ...where, per_page: 100 })).data.find((c) => c.body?.includes(MARKER))?.id,
+      run: async () =>
+        (await ctx.octokit.rest.issues.createComment({ ...where, body: `Thanks for the pull request!\n${MARKER}` }))
+          .data.id,
+      check: async () =>
+        (await ctx.octokit.rest.issues.listComments({ ...where, per_page: 100 })).data.find((c) =>
+          c.body?.includes(MARKER),
+        )?.id,
     });
     return { status: "done", summary: `comment ${posted.value} (${posted.state})` };
   },
@@ -31,9 +36,20 @@ afterEach(async () => {
 });
 
 async function openAndSettle(s: SandboxStack, head: string) {
-  const pr = s.hub.control.openPullRequest({ owner: "acme", repo: "web", head, title: head, files: { [`${head}.txt`]: "x\n" } });
+  const pr = s.hub.control.openPullRequest({
+    owner: "acme",
+    repo: "web",
+    head,
+    title: head,
+    files: { [`${head}.txt`]: "x\n" },
+  });
   await s.hub.control.settled();
-  const delivery = s.hub.control.deliveries().find((d) => d.event === "pull_request" && d.action === "opened" && (d.payload as { number?: number }).number === pr.number)!;
+  const delivery = s.hub.control
+    .deliveries()
+    .find(
+      (d) =>
+        d.event === "pull_request" && d.action === "opened" && (d.payload as { number?: number }).number === pr.number,
+    )!;
   // A failed attempt is retried after a backoff: wait until the handler's outcome is final.
   const outcome = await outcomeOf(s, delivery.guid, "welcome");
   const comments = s.hub.control.effects.filter((e) => e.kind === "issues.commented" && e.detail.number === pr.number);

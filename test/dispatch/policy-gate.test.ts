@@ -11,7 +11,8 @@ const section = (enabledByDefault?: boolean): PolicySection<{ label: string }> =
   defaults: { label: "needs-review" },
   ...(enabledByDefault === undefined ? {} : { enabledByDefault }),
 });
-const handlerWith = (s: PolicySection<{ label: string }>) => defineHandler({ name: "labeler", events: ["pull_request.opened"], policy: s, async handle() {} });
+const handlerWith = (s: PolicySection<{ label: string }>) =>
+  defineHandler({ name: "labeler", events: ["pull_request.opened"], policy: s, async handle() {} });
 
 function gate(s: PolicySection<{ label: string }>, files: { org?: string; repo?: string }) {
   const loaded = resolvePolicy(
@@ -27,7 +28,10 @@ function gate(s: PolicySection<{ label: string }>, files: { org?: string; repo?:
 describe("policy gate for a handler's section", () => {
   it("absent everywhere: skipped, saying where it looked", () => {
     const g = gate(section(), { repo: "other: 1\n" });
-    expect(g).toEqual({ run: false, reason: 'no "labeler" section in acme/web:.github/steward.yml; the handler is off where it is not configured' });
+    expect(g).toEqual({
+      run: false,
+      reason: 'no "labeler" section in acme/web:.github/steward.yml; the handler is off where it is not configured',
+    });
     expect(gate(section(false), {})).toMatchObject({ run: false });
   });
 
@@ -37,7 +41,10 @@ describe("policy gate for a handler's section", () => {
 
   it("set in the repository file or only in the organisation file: runs, defaults underneath", () => {
     expect(gate(section(), { repo: "labeler: {}\n" })).toEqual({ run: true, policy: { label: "needs-review" } });
-    expect(gate(section(), { org: "labeler:\n  label: triage\n", repo: "" })).toEqual({ run: true, policy: { label: "triage" } });
+    expect(gate(section(), { org: "labeler:\n  label: triage\n", repo: "" })).toEqual({
+      run: true,
+      policy: { label: "triage" },
+    });
   });
 
   it("invalid: skipped with the error, even when on by default", () => {

@@ -40,25 +40,51 @@ describe("a Probot 12-style app behind Steward", () => {
   it("comments and labels through the legacy namespaces, reading its config from the repository", async () => {
     const { s, name } = await stackWithApp("legacy-probot-app.cjs");
     stack = s;
-    s.hub.control.pushFiles({ owner: "acme", repo: "web", files: { ".github/legacy-bot.yml": "greeting: Welcome aboard\nlabel: needs-review\n" } });
+    s.hub.control.pushFiles({
+      owner: "acme",
+      repo: "web",
+      files: { ".github/legacy-bot.yml": "greeting: Welcome aboard\nlabel: needs-review\n" },
+    });
     await s.hub.control.settled();
-    const pr = s.hub.control.openPullRequest({ owner: "acme", repo: "web", head: "legacy", title: "legacy", files: { "legacy.txt": "x\n" } });
+    const pr = s.hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "legacy",
+      title: "legacy",
+      files: { "legacy.txt": "x\n" },
+    });
     await s.hub.control.settled();
     const deliveries = s.hub.control.deliveries();
-    const opened = deliveries.find((d) => d.event === "pull_request" && d.action === "opened" && (d.payload as { number?: number }).number === pr.number)!;
+    const opened = deliveries.find(
+      (d) =>
+        d.event === "pull_request" && d.action === "opened" && (d.payload as { number?: number }).number === pr.number,
+    )!;
     const push = deliveries.find((d) => d.event === "push")!;
 
     expect(await outcomeOf(s, opened.guid, name)).toMatchObject({ status: "done" });
-    const comments = s.hub.control.effects.filter((e) => e.kind === "issues.commented" && e.detail.number === pr.number);
+    const comments = s.hub.control.effects.filter(
+      (e) => e.kind === "issues.commented" && e.detail.number === pr.number,
+    );
     expect(comments).toHaveLength(1);
-    expect(s.hub.control.requests().some((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`)).toBe(true);
+    expect(
+      s.hub.control.requests().some((r) => r.method === "GET" && r.path === `/repos/acme/web/pulls/${pr.number}`),
+    ).toBe(true);
     const labels = s.hub.control.effects.filter((e) => e.kind === "issues.labeled" && e.detail.number === pr.number);
     expect(labels.map((e) => e.detail.label)).toEqual(["needs-review"]);
     // context.config read the file through the contents API (the label above came from it).
-    expect(s.hub.control.requests().some((r) => r.method === "GET" && /^\/repos\/acme\/web\/contents\/\.github(\/|%2F)legacy-bot\.yml$/.test(r.path))).toBe(true);
+    expect(
+      s.hub.control
+        .requests()
+        .some(
+          (r) => r.method === "GET" && /^\/repos\/acme\/web\/contents\/\.github(\/|%2F)legacy-bot\.yml$/.test(r.path),
+        ),
+    ).toBe(true);
 
     // Not subscribed: the push is the app's `skipped`, with the reason naming the event.
-    expect(await outcomeOf(s, push.guid, name)).toMatchObject({ status: "skipped", detail: "the app does not listen to push" });
+    expect(await outcomeOf(s, push.guid, name)).toMatchObject({
+      status: "skipped",
+      detail: "the app does not listen to push",
+    });
   });
 
   it("an app listening through app.onAny is done for every event", async () => {
@@ -78,28 +104,51 @@ describe("a Probot 13/14-style app behind Steward", () => {
     stack = s;
     const { control } = s.hub;
     const issue = control.openIssue({ owner: "acme", repo: "web", title: "Count us" });
-    for (const body of ["first", "second", "/count"]) control.commentOnIssue({ owner: "acme", repo: "web", number: issue.number, body });
+    for (const body of ["first", "second", "/count"])
+      control.commentOnIssue({ owner: "acme", repo: "web", number: issue.number, body });
     await control.settled();
-    const asked = control.deliveries().find((d) => d.event === "issue_comment" && (d.request.payload as { comment: { body: string } }).comment.body === "/count")!;
+    const asked = control
+      .deliveries()
+      .find(
+        (d) =>
+          d.event === "issue_comment" && (d.request.payload as { comment: { body: string } }).comment.body === "/count",
+      )!;
     expect(await outcomeOf(s, asked.guid, name)).toMatchObject({ status: "done" });
 
     const web = control.repo("acme", "web")!;
     const bodies = commentsOf(s.hub.state, web.id, issue.number).map((c) => [c.user, c.body]);
     expect(bodies.at(-1)).toEqual([`${s.hub.state.appSlug}[bot]`, `${s.hub.state.appSlug} counted 3 comments`]);
     // `paginate` followed the Link header one comment a page; `app.auth()` asked as the app itself.
-    const pages = control.requests().filter((r) => r.method === "GET" && r.path.startsWith(`/repos/acme/web/issues/${issue.number}/comments`));
+    const pages = control
+      .requests()
+      .filter((r) => r.method === "GET" && r.path.startsWith(`/repos/acme/web/issues/${issue.number}/comments`));
     expect(pages).toHaveLength(3);
     expect(control.requests().some((r) => r.method === "GET" && r.path === "/app" && r.status === 200)).toBe(true);
 
-    const pr = control.openPullRequest({ owner: "acme", repo: "web", head: "modern", title: "Modern", files: { "m.txt": "x\n" } });
+    const pr = control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "modern",
+      title: "Modern",
+      files: { "m.txt": "x\n" },
+    });
     await control.settled();
     const deliveries = control.deliveries();
     const opened = deliveries.find((d) => d.event === "pull_request" && d.action === "opened")!;
     expect(await outcomeOf(s, opened.guid, name)).toMatchObject({ status: "done" });
-    const runs = (s.hub.domains.checks.checkRuns({ owner: "acme", repo: "web" }) as { name: string; head_sha: string; conclusion: string | null }[]).filter((r) => r.name === "modern-app");
+    const runs = (
+      s.hub.domains.checks.checkRuns({ owner: "acme", repo: "web" }) as {
+        name: string;
+        head_sha: string;
+        conclusion: string | null;
+      }[]
+    ).filter((r) => r.name === "modern-app");
     expect(runs.map((r) => [r.head_sha, r.conclusion])).toEqual([[pr.head_sha, "success"]]);
 
     const openedIssue = deliveries.find((d) => d.event === "issues" && d.action === "opened")!;
-    expect(await outcomeOf(s, openedIssue.guid, name)).toMatchObject({ status: "skipped", detail: "the app does not listen to issues.opened" });
+    expect(await outcomeOf(s, openedIssue.guid, name)).toMatchObject({
+      status: "skipped",
+      detail: "the app does not listen to issues.opened",
+    });
   });
 });

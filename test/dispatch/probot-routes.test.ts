@@ -29,7 +29,11 @@ describe("Probot apps' routes on Steward's server", () => {
     expect(hello.status).toBe(200);
     expect(await hello.text()).toBe("hi dana");
 
-    const echo = await fetch(`${base}/my-app/echo`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ a: [1, 2] }) });
+    const echo = await fetch(`${base}/my-app/echo`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ a: [1, 2] }),
+    });
     expect(echo.status).toBe(201);
     expect(await echo.json()).toEqual({ got: { a: [1, 2] } });
 
@@ -73,7 +77,9 @@ describe("Probot apps' routes on Steward's server", () => {
     await expect(loadHandlerModules([fixture("shadow-probot-app.cjs")], opts)).rejects.toThrow(
       /shadow-probot-app.*called getRouter\(\) to serve routes under "\/console", which would shadow Steward's own \/console/,
     );
-    await expect(loadHandlerModules([fixture("add-handler-probot-app.cjs")], opts)).rejects.toThrow(/add-handler-probot-app.*called addHandler\(\)/);
+    await expect(loadHandlerModules([fixture("add-handler-probot-app.cjs")], opts)).rejects.toThrow(
+      /add-handler-probot-app.*called addHandler\(\)/,
+    );
   });
 
   it("decides conflicts by whole path segments", () => {

@@ -3,7 +3,14 @@
 // never saying "no" where the parsed payload would say "yes".
 import { describe, expect, it } from "vitest";
 import examples from "@octokit/webhooks-examples";
-import { engineTakes, PUSH_COMMITS_LISTED, pushMayTouchPolicy, pushTouchesPolicy, routeDelivery, takesEvent } from "../../src/dispatch/route.js";
+import {
+  engineTakes,
+  PUSH_COMMITS_LISTED,
+  pushMayTouchPolicy,
+  pushTouchesPolicy,
+  routeDelivery,
+  takesEvent,
+} from "../../src/dispatch/route.js";
 import type { RoutedDelivery } from "../../src/handler.js";
 import secrets from "../../handlers/secrets/index.js";
 import { testConfig } from "../engine/helpers.js";
@@ -45,8 +52,24 @@ describe("pushMayTouchPolicy", () => {
   it("takes a push listing as many commits as GitHub lists to touch a policy file, from its text too", () => {
     const base = pushes.find((x) => x.commits.length > 0)!;
     // The smallest commits GitHub could list: no message, no paths, empty names.
-    const commit = { id: "0".repeat(40), tree_id: "1".repeat(40), distinct: true, message: "", timestamp: "2024-01-01T00:00:00Z", url: `https://github.com/o/r/commit/${"0".repeat(40)}`, author: { name: "", email: "" }, committer: { name: "", email: "" }, added: [], removed: [], modified: [] };
-    const long = { ...structuredClone(base), commits: Array.from({ length: PUSH_COMMITS_LISTED }, () => commit), head_commit: commit };
+    const commit = {
+      id: "0".repeat(40),
+      tree_id: "1".repeat(40),
+      distinct: true,
+      message: "",
+      timestamp: "2024-01-01T00:00:00Z",
+      url: `https://github.com/o/r/commit/${"0".repeat(40)}`,
+      author: { name: "", email: "" },
+      committer: { name: "", email: "" },
+      added: [],
+      removed: [],
+      modified: [],
+    };
+    const long = {
+      ...structuredClone(base),
+      commits: Array.from({ length: PUSH_COMMITS_LISTED }, () => commit),
+      head_commit: commit,
+    };
     const text = JSON.stringify(long);
     expect(text).not.toContain("steward");
     expect(pushTouchesPolicy("push", long)).toBe(true);
@@ -74,11 +97,20 @@ describe("takesEvent", () => {
     expect(takesEvent(["*"], "anything", undefined)).toBe(true);
     expect(takesEvent([], "push", undefined)).toBe(false);
     // Against the plain definition, over every example event and action and a few event lists.
-    const all = (examples as unknown as Example[]).flatMap((g) => g.examples.map((e) => ({ event: g.name, action: typeof e.action === "string" ? e.action : undefined })));
-    const lists = [["push"], ["issues.opened", "issues.closed"], ["workflow_run.completed", "workflow_job"], ["check_suite.requested", "check_run.rerequested", "pull_request"]];
+    const all = (examples as unknown as Example[]).flatMap((g) =>
+      g.examples.map((e) => ({ event: g.name, action: typeof e.action === "string" ? e.action : undefined })),
+    );
+    const lists = [
+      ["push"],
+      ["issues.opened", "issues.closed"],
+      ["workflow_run.completed", "workflow_job"],
+      ["check_suite.requested", "check_run.rerequested", "pull_request"],
+    ];
     for (const list of lists) {
       for (const { event, action } of all) {
-        const plain = list.some((e) => e === "*" || e === event || (action !== undefined && e === `${event}.${action}`));
+        const plain = list.some(
+          (e) => e === "*" || e === event || (action !== undefined && e === `${event}.${action}`),
+        );
         expect(takesEvent(list, event, action), `${list.join(",")} ${event}.${action}`).toBe(plain);
       }
     }
@@ -87,7 +119,11 @@ describe("takesEvent", () => {
 
 describe("routeDelivery", () => {
   const config = testConfig({ adminRepo: ".github" });
-  const onlyAcme = { name: "acme-only", events: ["push", "issues.opened"], takes: (d: RoutedDelivery) => d.repository?.startsWith("acme/") ?? true };
+  const onlyAcme = {
+    name: "acme-only",
+    events: ["push", "issues.opened"],
+    takes: (d: RoutedDelivery) => d.repository?.startsWith("acme/") ?? true,
+  };
   const everything = { name: "all", events: ["*"] };
   const broken = {
     name: "broken",
@@ -106,11 +142,14 @@ describe("routeDelivery", () => {
   });
 
   it("counts a narrowing that throws as taking the delivery: the handler's run decides, the intake never fails", () => {
-    expect(routeDelivery([broken], { event: "push", action: undefined, repository: "acme/web" }, config)).toEqual([broken]);
+    expect(routeDelivery([broken], { event: "push", action: undefined, repository: "acme/web" }, config)).toEqual([
+      broken,
+    ]);
   });
 
   it("hands the narrowing the service's configuration (the built-in secrets handler: pushes of the admin repository only)", () => {
-    const route = (repository: string, event = "push", action?: string) => routeDelivery([secrets], { event, action, repository }, config).length;
+    const route = (repository: string, event = "push", action?: string) =>
+      routeDelivery([secrets], { event, action, repository }, config).length;
     expect(route("acme/.github")).toBe(1);
     expect(route("acme/.GitHub")).toBe(1);
     expect(route("acme/web")).toBe(0);
@@ -119,7 +158,13 @@ describe("routeDelivery", () => {
     expect(route("acme/.github", "pull_request", "labeled")).toBe(0);
     // A repository created anywhere gets its secrets.
     expect(route("acme/web", "repository", "created")).toBe(1);
-    expect(routeDelivery([secrets], { event: "push", action: undefined, repository: "acme/.github" }, testConfig({ adminRepo: "other-org/.github" })).length).toBe(0);
+    expect(
+      routeDelivery(
+        [secrets],
+        { event: "push", action: undefined, repository: "acme/.github" },
+        testConfig({ adminRepo: "other-org/.github" }),
+      ).length,
+    ).toBe(0);
   });
 });
 

@@ -44,9 +44,19 @@ describe("steward deliveries", () => {
     expect(dead).toContain('error="rerun: 503 Service Unavailable (attempt 2)"');
 
     const onlyDead = await cli("list", "--status", "dead");
-    expect(onlyDead.out.trim().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["d-run"]);
+    expect(
+      onlyDead.out
+        .trim()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(["d-run"]);
     const onlyPush = await cli("list", "--event=push");
-    expect(onlyPush.out.trim().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["d-push"]);
+    expect(
+      onlyPush.out
+        .trim()
+        .split("\n")
+        .map((l) => l.split(/\s+/)[0]),
+    ).toEqual(["d-push"]);
     const none = await cli("list", "--status", "queued");
     expect(none.out).toMatch(/^no deliveries match/);
     expect((await cli("list", "--status", "bogus")).code).toBe(2);

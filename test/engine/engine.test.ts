@@ -6,7 +6,10 @@ import { sqliteStorePerTest } from "./scratch-store.js";
 
 const scratch = sqliteStorePerTest();
 
-function makeEngine(handlers: HandlerModule<any>[], extra: { policies?: ReturnType<typeof fakePolicies>; maxAttempts?: number } = {}) {
+function makeEngine(
+  handlers: HandlerModule<any>[],
+  extra: { policies?: ReturnType<typeof fakePolicies>; maxAttempts?: number } = {},
+) {
   const policies = extra.policies ?? fakePolicies();
   const octokits = fakeOctokits();
   const observed: string[] = [];
@@ -32,7 +35,9 @@ describe("routing and outcomes", () => {
         events,
         async handle(ctx) {
           seen.push(`${name}<-${ctx.name}.${ctx.action ?? ""}`);
-          return name === "quiet" ? { status: "skipped", reason: "nothing to do" } : { status: "done", summary: `saw ${ctx.deliveryId}` };
+          return name === "quiet"
+            ? { status: "skipped", reason: "nothing to do" }
+            : { status: "done", summary: `saw ${ctx.deliveryId}` };
         },
       });
     const { engine: e, observed } = makeEngine([
@@ -67,22 +72,40 @@ describe("routing and outcomes", () => {
       ["every-run", "done", `saw ${completed.id}`, 1],
       ["quiet", "skipped", "nothing to do", 1],
     ]);
-    expect((await scratch.store.deliveries.getDelivery(push.id))?.outcomes.map((o) => o.handler)).toEqual(["pusher", "quiet"]);
+    expect((await scratch.store.deliveries.getDelivery(push.id))?.outcomes.map((o) => o.handler)).toEqual([
+      "pusher",
+      "quiet",
+    ]);
     expect(observed.filter((o) => o === "quiet:skipped")).toHaveLength(3);
   });
 
   it("gives handlers a context bound to the delivery: payload, installation, octokit, policy, store", async () => {
-    let captured: { installationId: number | undefined; attempt: number; payload: unknown; octokit: unknown } | undefined;
+    let captured:
+      { installationId: number | undefined; attempt: number; payload: unknown; octokit: unknown } | undefined;
     let policySeen: unknown;
-    const answer: LoadedPolicy = { sections: { probe: { enabled: true } }, problems: [], sources: ["x"], given: ["probe"] };
-    const { engine: e, octokits, policies } = makeEngine(
+    const answer: LoadedPolicy = {
+      sections: { probe: { enabled: true } },
+      problems: [],
+      sources: ["x"],
+      given: ["probe"],
+    };
+    const {
+      engine: e,
+      octokits,
+      policies,
+    } = makeEngine(
       [
         defineHandler<{ enabled: boolean }>({
           name: "probe",
           events: ["workflow_run.completed"],
           policy: { key: "probe", schema: {}, defaults: { enabled: false } },
           async handle(ctx) {
-            captured = { installationId: ctx.installationId, attempt: ctx.attempt, payload: ctx.payload as unknown, octokit: ctx.octokit };
+            captured = {
+              installationId: ctx.installationId,
+              attempt: ctx.attempt,
+              payload: ctx.payload as unknown,
+              octokit: ctx.octokit,
+            };
             policySeen = ctx.policy;
             await ctx.store.set("probe:last", ctx.deliveryId);
             expect(await ctx.loadPolicy({ owner: "octo-org", repo: "other" })).toEqual({ enabled: true });
@@ -112,8 +135,22 @@ describe("routing and outcomes", () => {
       sections: { other: {} },
       given: ["other"],
       problems: [
-        { file: ".github/steward.yml", line: 2, column: 3, message: "warning only", path: ["rerun"], severity: "warning" },
-        { file: ".github/steward.yml", line: 4, column: 5, message: 'unknown key "max_atempts"', path: ["rerun", "max_atempts"], severity: "error" },
+        {
+          file: ".github/steward.yml",
+          line: 2,
+          column: 3,
+          message: "warning only",
+          path: ["rerun"],
+          severity: "warning",
+        },
+        {
+          file: ".github/steward.yml",
+          line: 4,
+          column: 5,
+          message: 'unknown key "max_atempts"',
+          path: ["rerun", "max_atempts"],
+          severity: "error",
+        },
         { file: ".github/steward.yml", line: 9, column: 1, message: "second", path: ["rerun"], severity: "error" },
       ],
       sources: [".github/steward.yml"],
@@ -154,18 +191,30 @@ describe("routing and outcomes", () => {
           return { status: "done" };
         },
       });
-    const answer: LoadedPolicy = { sections: { on: {}, off: {}, quiet: {} }, given: ["on", "quiet"], problems: [], sources: [".github/steward.yml"] };
-    const { engine: e, policies } = makeEngine([handler("on", true), handler("off", true), handler("quiet", false)], { policies: fakePolicies(answer) });
+    const answer: LoadedPolicy = {
+      sections: { on: {}, off: {}, quiet: {} },
+      given: ["on", "quiet"],
+      problems: [],
+      sources: [".github/steward.yml"],
+    };
+    const { engine: e, policies } = makeEngine([handler("on", true), handler("off", true), handler("quiet", false)], {
+      policies: fakePolicies(answer),
+    });
     await e.start();
     // The text is not JSON (a payload file damaged on disk, say): only a handler that reads it finds out.
     const run = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
     const push = deliveryOf("push", withInstallation(examplePayload("push")));
     const policyPush = deliveryOf("push", withInstallation(examplePayload("push")));
     const fine = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed")));
-    const damaged = [{ ...run, payload: "{ not json" }, { ...push, payload: "{ not json" }, { ...policyPush, payload: '{ "modified": [".github/steward.yml"' }];
+    const damaged = [
+      { ...run, payload: "{ not json" },
+      { ...push, payload: "{ not json" },
+      { ...policyPush, payload: '{ "modified": [".github/steward.yml"' },
+    ];
     for (const d of [...damaged, fine]) expect(await e.intake.record(d)).toBe("recorded");
     await e.idle();
-    const outcomes = async (id: string) => (await scratch.store.deliveries.getDelivery(id))!.outcomes.map((o) => [o.handler, o.status, o.detail]);
+    const outcomes = async (id: string) =>
+      (await scratch.store.deliveries.getDelivery(id))!.outcomes.map((o) => [o.handler, o.status, o.detail]);
     const offSkipped = ["off", "skipped", expect.stringContaining('no "off" section')];
     const unparsable = (name: string) => [name, "failed", "stored payload is not valid JSON"];
     expect(await outcomes(run.id)).toEqual([offSkipped, unparsable("on"), ["quiet", "done", undefined]]);
@@ -174,17 +223,26 @@ describe("routing and outcomes", () => {
     expect(await outcomes(policyPush.id)).toEqual([unparsable("off"), unparsable("on"), unparsable("quiet")]);
     expect(await outcomes(push.id)).toEqual([offSkipped, unparsable("on"), ["quiet", "done", undefined]]);
     expect(await outcomes(fine.id)).toEqual([offSkipped, ["on", "done", undefined], ["quiet", "done", undefined]]);
-    expect(ran.sort()).toEqual(["on<-workflow_run:object", "quiet<-push", "quiet<-workflow_run", "quiet<-workflow_run"]);
+    expect(ran.sort()).toEqual([
+      "on<-workflow_run:object",
+      "quiet<-push",
+      "quiet<-workflow_run",
+      "quiet<-workflow_run",
+    ]);
     // The policy was loaded for the repository the intake read from the payload, without parsing it.
     expect(policies.loads.sort()).toEqual([run.repository, push.repository, fine.repository].sort());
   });
 
   it("invalidates the policy cache when a push touches policy files, before routing", async () => {
-    const { engine: e, policies } = makeEngine([defineHandler<unknown>({ name: "p", events: ["push"], async handle() {} })]);
+    const { engine: e, policies } = makeEngine([
+      defineHandler<unknown>({ name: "p", events: ["push"], async handle() {} }),
+    ]);
     await e.start();
     const plain = examplePayload("push");
     const touching = examplePayload("push");
-    touching.commits = [{ ...(touching.commits[0] ?? {}), added: [], removed: [], modified: [".github/steward/secrets.yml"] }];
+    touching.commits = [
+      { ...(touching.commits[0] ?? {}), added: [], removed: [], modified: [".github/steward/secrets.yml"] },
+    ];
     touching.head_commit = null;
     await e.intake.record(deliveryOf("push", plain));
     await e.intake.record(deliveryOf("push", touching));
@@ -238,7 +296,9 @@ describe("retries", () => {
           events: ["push"],
           async handle(ctx) {
             attempts.push(ctx.attempt);
-            throw new Error(`API said no (attempt ${ctx.attempt}) with token ghs_abcdefghijklmnop1234 and test-webhook-secret`);
+            throw new Error(
+              `API said no (attempt ${ctx.attempt}) with token ghs_abcdefghijklmnop1234 and test-webhook-secret`,
+            );
           },
         }),
       ],
@@ -261,7 +321,11 @@ describe("retries", () => {
   it("does not retry a failure marked not retryable, and one handler's failure does not stop another", async () => {
     let other = 0;
     const { engine: e } = makeEngine([
-      defineHandler<unknown>({ name: "final", events: ["push"], handle: async () => ({ status: "failed", error: "bad input", retryable: false }) }),
+      defineHandler<unknown>({
+        name: "final",
+        events: ["push"],
+        handle: async () => ({ status: "failed", error: "bad input", retryable: false }),
+      }),
       defineHandler<unknown>({ name: "other", events: ["push"], handle: async () => void other++ }),
     ]);
     await e.start();
@@ -331,7 +395,9 @@ describe("lifecycle", () => {
     await e.stop(10);
     expect(peak).toBe(4);
     expect(await e.intake.ready()).toBe(false);
-    const statuses = await Promise.all(ds.map(async (d) => (await scratch.store.deliveries.getDelivery(d.id))!.delivery));
+    const statuses = await Promise.all(
+      ds.map(async (d) => (await scratch.store.deliveries.getDelivery(d.id))!.delivery),
+    );
     expect(statuses.every((d) => d.status === "queued" && d.attempts === 0)).toBe(true);
     release();
     await new Promise((r) => setTimeout(r, 20));

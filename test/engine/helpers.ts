@@ -19,7 +19,9 @@ export const silent = pino({ level: "silent" });
 let key: string | undefined;
 /** A real RSA key (Probot signs app JWTs with it). */
 export function privateKey(): string {
-  key ??= generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+  key ??= generateKeyPairSync("rsa", { modulusLength: 2048 })
+    .privateKey.export({ type: "pkcs1", format: "pem" })
+    .toString();
   return key;
 }
 
@@ -99,7 +101,9 @@ export function fakeOctokits(): OctokitFactory & { requested: number[] } {
 }
 
 /** Policy loader fake: answers a fixed LoadedPolicy and records loads and invalidations. */
-export function fakePolicies(answer: LoadedPolicy = { sections: {}, problems: [], sources: [], given: [] }): PolicyLoader & {
+export function fakePolicies(
+  answer: LoadedPolicy = { sections: {}, problems: [], sources: [], given: [] },
+): PolicyLoader & {
   loads: string[];
   invalidated: string[];
   answer: LoadedPolicy;
@@ -144,7 +148,9 @@ export function testEngine(
   overrides: Partial<Omit<EngineOptions, "store" | "handlers">> & { maxAttempts?: number; concurrency?: number } = {},
 ) {
   const { maxAttempts, concurrency, ...rest } = overrides;
-  const config = overrides.config ?? testConfig({ ...(maxAttempts ? { maxAttempts } : {}), ...(concurrency ? { concurrency } : {}) });
+  const config =
+    overrides.config ??
+    testConfig({ ...(maxAttempts ? { maxAttempts } : {}), ...(concurrency ? { concurrency } : {}) });
   return createEngine({
     store,
     handlers,

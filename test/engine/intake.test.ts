@@ -25,13 +25,20 @@ function pushCounter() {
 
 /** Records a mix through the engine and checks what became of each delivery. */
 async function settledAndRun(store: StewardStore, engine: Engine, ran: string[]) {
-  const taken = [deliveryOf("push", examplePayload("push")), deliveryOf("workflow_job", examplePayload("workflow_job", "completed"))];
-  const untaken = [deliveryOf("issues", examplePayload("issues", "opened")), deliveryOf("workflow_job", examplePayload("workflow_job", "in_progress"))];
+  const taken = [
+    deliveryOf("push", examplePayload("push")),
+    deliveryOf("workflow_job", examplePayload("workflow_job", "completed")),
+  ];
+  const untaken = [
+    deliveryOf("issues", examplePayload("issues", "opened")),
+    deliveryOf("workflow_job", examplePayload("workflow_job", "in_progress")),
+  ];
   for (const d of [untaken[0]!, taken[0]!, untaken[1]!, taken[1]!]) {
     expect(await engine.intake.record(d)).toBe("recorded");
   }
   // Redelivered: still a duplicate, settled or not.
-  for (const d of [...taken, ...untaken]) expect(await engine.intake.record({ ...d, settled: undefined })).toBe("duplicate");
+  for (const d of [...taken, ...untaken])
+    expect(await engine.intake.record({ ...d, settled: undefined })).toBe("duplicate");
   await engine.idle();
   expect(ran.sort()).toEqual(taken.map((d) => d.id).sort());
   for (const d of untaken) {
@@ -40,7 +47,8 @@ async function settledAndRun(store: StewardStore, engine: Engine, ran: string[])
     expect(got?.outcomes).toEqual([]);
     expect(got?.delivery.payload).toBe(d.payload);
   }
-  for (const d of taken) expect((await store.deliveries.getDelivery(d.id))?.delivery).toMatchObject({ status: "done", attempts: 1 });
+  for (const d of taken)
+    expect((await store.deliveries.getDelivery(d.id))?.delivery).toMatchObject({ status: "done", attempts: 1 });
   expect(await store.deliveries.depth()).toBe(0);
   // Replayed like any finished delivery: queued, claimed and finished again (no handler takes it).
   expect(await store.deliveries.replayDelivery(untaken[0]!.id)).toBe(true);
@@ -111,11 +119,17 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
   it("exclude a push that may touch a policy file: the engine runs it to drop the cached policy, though no handler takes pushes", async () => {
     const policies = fakePolicies();
     store = openSqliteStore(dir);
-    engine = testEngine(store, [pushCounter().handler].map((h) => ({ ...h, events: ["workflow_job.completed"] as const })), { policies });
+    engine = testEngine(
+      store,
+      [pushCounter().handler].map((h) => ({ ...h, events: ["workflow_job.completed"] as const })),
+      { policies },
+    );
     await engine.start();
     const plain = deliveryOf("push", examplePayload("push"));
     const payload = examplePayload("push");
-    payload.commits = [{ id: "1".repeat(40), message: "policy", added: [], removed: [], modified: [".github/steward.yml"] }];
+    payload.commits = [
+      { id: "1".repeat(40), message: "policy", added: [], removed: [], modified: [".github/steward.yml"] },
+    ];
     const touching = deliveryOf("push", payload);
     for (const d of [plain, touching]) expect(await engine.intake.record(d)).toBe("recorded");
     await engine.idle();
@@ -124,7 +138,6 @@ describe("deliveries no handler takes", { timeout: 60_000 }, () => {
     expect((await store.deliveries.getDelivery(touching.id))?.delivery).toMatchObject({ status: "done", attempts: 1 });
     expect((await store.deliveries.getDelivery(touching.id))?.outcomes).toEqual([]);
   });
-
 });
 
 describe.skipIf(!redisUp)("deliveries no handler takes, on Redis", { timeout: 60_000 }, () => {

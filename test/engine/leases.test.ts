@@ -14,7 +14,12 @@ const LEASE_MS = 1_500;
 /** A handler that runs until its signal fires or `release` is called, telling `runs` each start. */
 function waiting() {
   let started!: () => void;
-  const state = { runs: 0, reasons: [] as string[], release: () => undefined as void, started: new Promise<void>((r) => (started = r)) };
+  const state = {
+    runs: 0,
+    reasons: [] as string[],
+    release: () => undefined as void,
+    started: new Promise<void>((r) => (started = r)),
+  };
   const released = new Promise<void>((r) => (state.release = r));
   const handler = defineHandler<unknown>({
     name: "waits",
@@ -49,7 +54,9 @@ describe("lease keeping", { timeout: 60_000 }, () => {
     };
     const first = leaseUntil();
     // Past the first lease's end, renewed: the lease ends later than it first did.
-    await expect.poll(() => Date.now() > first + LEASE_MS && leaseUntil() > first, { timeout: 20_000, interval: 50 }).toBe(true);
+    await expect
+      .poll(() => Date.now() > first + LEASE_MS && leaseUntil() > first, { timeout: 20_000, interval: 50 })
+      .toBe(true);
     const idle = engine.idle();
     state.release();
     await idle;

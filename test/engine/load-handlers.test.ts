@@ -20,8 +20,16 @@ const scratch = sqliteStorePerTest();
 
 describe("loading handler modules", () => {
   it("runs a plain Probot app through a real Probot instance with a working context.octokit", async () => {
-    const config = testConfig({ apiUrl: hub.url, appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, maxAttempts: 1 });
-    const handlers = await loadHandlerModules([fixture("probot-app.ts"), fixture("handler-module.ts")], { config, logger: silent });
+    const config = testConfig({
+      apiUrl: hub.url,
+      appId: Number(hub.env.APP_ID),
+      privateKey: hub.env.PRIVATE_KEY,
+      maxAttempts: 1,
+    });
+    const handlers = await loadHandlerModules([fixture("probot-app.ts"), fixture("handler-module.ts")], {
+      config,
+      logger: silent,
+    });
     expect(handlers.map((h) => [h.name, h.events])).toEqual([
       ["probot-app", ["*"]],
       ["extra", ["ping"]],
@@ -33,7 +41,12 @@ describe("loading handler modules", () => {
     const installationId = hub.control.installation("acme")!.id;
     const { number } = hub.control.openIssue({ owner: "acme", repo: "web", title: "It breaks" });
     const example = examplePayload("issues", "opened");
-    const issue: Record<string, any> = { ...example, issue: { ...example.issue, number }, repository: hub.state.repoJson(hub.control.repo("acme", "web")!), installation: { id: installationId } };
+    const issue: Record<string, any> = {
+      ...example,
+      issue: { ...example.issue, number },
+      repository: hub.state.repoJson(hub.control.repo("acme", "web")!),
+      installation: { id: installationId },
+    };
     const opened = deliveryOf("issues", issue);
     const push = deliveryOf("push", examplePayload("push"));
     const ping = deliveryOf("ping", examplePayload("ping"));
@@ -41,20 +54,39 @@ describe("loading handler modules", () => {
     await engine.idle();
 
     // The token was asked for with the app's JWT, which the hub verified against the app's key.
-    const tokenRequests = hub.control.requests().filter((r) => r.path === `/app/installations/${installationId}/access_tokens`);
-    expect(tokenRequests.map((r) => [r.method, r.auth, r.authorization, r.status])).toEqual([["POST", "app", true, 201]]);
+    const tokenRequests = hub.control
+      .requests()
+      .filter((r) => r.path === `/app/installations/${installationId}/access_tokens`);
+    expect(tokenRequests.map((r) => [r.method, r.auth, r.authorization, r.status])).toEqual([
+      ["POST", "app", true, 201],
+    ]);
     expect(hub.state.tokens.minted.get(installationId)).toBe(1);
     // The comment was written with that installation token, on the issue.
     const commentPath = `/repos/acme/web/issues/${number}/comments`;
-    expect(hub.control.requests().filter((r) => r.path.endsWith("/comments")).map((r) => [r.method, r.path, r.auth, r.status])).toEqual([["POST", commentPath, "installation", 201]]);
-    expect(hub.control.effects.filter((e) => e.kind === "issues.commented").map((e) => [e.by, e.detail.number])).toEqual([[`installation:${installationId}`, number]]);
-    const reader = await fetch(`${hub.url}${commentPath}`, { headers: { authorization: `token ${hub.control.userToken("octo-admin")}` } });
-    expect(((await reader.json()) as { body: string; user: { login: string } }[]).map((c) => [c.user.login, c.body])).toEqual([["steward-sandbox[bot]", `Thanks for opening #${number}`]]);
+    expect(
+      hub.control
+        .requests()
+        .filter((r) => r.path.endsWith("/comments"))
+        .map((r) => [r.method, r.path, r.auth, r.status]),
+    ).toEqual([["POST", commentPath, "installation", 201]]);
+    expect(
+      hub.control.effects.filter((e) => e.kind === "issues.commented").map((e) => [e.by, e.detail.number]),
+    ).toEqual([[`installation:${installationId}`, number]]);
+    const reader = await fetch(`${hub.url}${commentPath}`, {
+      headers: { authorization: `token ${hub.control.userToken("octo-admin")}` },
+    });
+    expect(
+      ((await reader.json()) as { body: string; user: { login: string } }[]).map((c) => [c.user.login, c.body]),
+    ).toEqual([["steward-sandbox[bot]", `Thanks for opening #${number}`]]);
 
-    expect((await scratch.store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([{ handler: "probot-app", status: "done" }]);
+    expect((await scratch.store.deliveries.getDelivery(opened.id))?.outcomes).toMatchObject([
+      { handler: "probot-app", status: "done" },
+    ]);
     const failedPush = (await scratch.store.deliveries.getDelivery(push.id))!;
     expect(failedPush.delivery.status).toBe("dead");
-    expect(failedPush.outcomes).toMatchObject([{ handler: "probot-app", status: "failed", detail: "this app cannot handle pushes" }]);
+    expect(failedPush.outcomes).toMatchObject([
+      { handler: "probot-app", status: "failed", detail: "this app cannot handle pushes" },
+    ]);
     const pinged = (await scratch.store.deliveries.getDelivery(ping.id))!;
     expect(pinged.outcomes.map((o) => [o.handler, o.status])).toEqual([
       ["extra", "done"],
@@ -64,7 +96,9 @@ describe("loading handler modules", () => {
 
   it("names the path when a module is missing or has no usable export", async () => {
     const opts = { config: testConfig(), logger: silent };
-    await expect(loadHandlerModules(["./no/such/handler.ts"], opts)).rejects.toThrow(/handler module \.\/no\/such\/handler\.ts: no such file/);
+    await expect(loadHandlerModules(["./no/such/handler.ts"], opts)).rejects.toThrow(
+      /handler module \.\/no\/such\/handler\.ts: no such file/,
+    );
     await expect(loadHandlerModules([fixture("not-a-handler.ts")], opts)).rejects.toThrow(
       new RegExp(`handler module ${fixture("not-a-handler.ts")}: its default export is neither`),
     );
@@ -101,7 +135,9 @@ describe("the policy modules of STEWARD_HANDLERS (steward validate, the steward/
   });
 
   it("name the path of a missing module, as the service does, and are tried again next time", async () => {
-    await expect(policyModules(["./no/such/policy-module.ts"])).rejects.toThrow(/handler module \.\/no\/such\/policy-module\.ts: no such file/);
+    await expect(policyModules(["./no/such/policy-module.ts"])).rejects.toThrow(
+      /handler module \.\/no\/such\/policy-module\.ts: no such file/,
+    );
     await expect(policyModules(["./no/such/policy-module.ts"])).rejects.toThrow(/no such file/);
     expect(await policyModules([" ", ""])).toEqual([]);
   });

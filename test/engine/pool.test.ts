@@ -28,7 +28,9 @@ describe("worker pool", () => {
       events: ["push"],
       async handle() {
         attempts++;
-        return attempts === 1 ? { status: "failed", error: "first attempt fails" } : { status: "done", summary: "second attempt" };
+        return attempts === 1
+          ? { status: "failed", error: "first attempt fails" }
+          : { status: "done", summary: "second attempt" };
       },
     });
     // Retries are due 5–20 ms after a failure; the pending-work answer takes 100 ms, so the pool's

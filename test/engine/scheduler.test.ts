@@ -20,7 +20,13 @@ function recorder(name: string, behave: (ctx: TaskContext, runs: Run[]) => Promi
     events: [],
     async handle() {},
     async onTask(ctx) {
-      runs.push({ key: ctx.key, data: ctx.data, at: Date.now(), attempt: ctx.attempt, installationId: ctx.installationId });
+      runs.push({
+        key: ctx.key,
+        data: ctx.data,
+        at: Date.now(),
+        attempt: ctx.attempt,
+        installationId: ctx.installationId,
+      });
       await behave(ctx, runs);
     },
   });
@@ -44,7 +50,9 @@ describe("scheduled tasks", () => {
     const first = recorder("delays");
     const e1 = await start([first.module]);
     // Due well after the stop below, so it cannot run before it even on a loaded machine.
-    await e1.schedulerFor("delays").schedule({ key: "rerun:55", runAt: new Date(Date.now() + 2_000), data: { run: 55 } });
+    await e1
+      .schedulerFor("delays")
+      .schedule({ key: "rerun:55", runAt: new Date(Date.now() + 2_000), data: { run: 55 } });
     await e1.stop(100);
     scratch.store.close();
     expect(first.runs).toEqual([]);
@@ -85,17 +93,26 @@ describe("scheduled tasks", () => {
     const e = await start([flaky.module, broken.module], 2);
     await e.schedulerFor("flaky").schedule({ key: "a", runAt: new Date(), data: 1 });
     await e.schedulerFor("broken").schedule({ key: "b", runAt: new Date(), data: 1 });
-    await waitFor(async () => (await scratch.store.tasks.listTasks()).every((t) => t.status === "dead") && flaky.runs.length === 2);
+    await waitFor(
+      async () => (await scratch.store.tasks.listTasks()).every((t) => t.status === "dead") && flaky.runs.length === 2,
+    );
     expect(flaky.runs.map((r) => r.attempt)).toEqual([1, 2]);
     expect(broken.runs.map((r) => r.attempt)).toEqual([1, 2]);
     const tasks = await scratch.store.tasks.listTasks();
     expect(tasks).toHaveLength(1);
-    expect(tasks[0]).toMatchObject({ handler: "broken", key: "b", status: "dead", attempts: 2, lastError: "still broken (2)" });
+    expect(tasks[0]).toMatchObject({
+      handler: "broken",
+      key: "b",
+      status: "dead",
+      attempts: 2,
+      lastError: "still broken (2)",
+    });
   });
 
   it("lets a task re-schedule itself under the same key (periodic work)", async () => {
     const periodic = recorder("tick", async (ctx, runs) => {
-      if (runs.length < 3) await ctx.scheduler.schedule({ key: ctx.key, runAt: new Date(Date.now() + 10), data: runs.length });
+      if (runs.length < 3)
+        await ctx.scheduler.schedule({ key: ctx.key, runAt: new Date(Date.now() + 10), data: runs.length });
     });
     const e = await start([periodic.module]);
     await e.schedulerFor("tick").schedule({ key: "every", runAt: new Date(), data: 0 });
@@ -121,16 +138,28 @@ describe("one run path for tasks and deliveries", () => {
         throw new Error(leaky("task"));
       },
     });
-    const engine = (scratch.engine = testEngine(scratch.store, [module], { maxAttempts: 1, observe: { outcome: (h, status) => observed.push([h, status]) } }));
+    const engine = (scratch.engine = testEngine(scratch.store, [module], {
+      maxAttempts: 1,
+      observe: { outcome: (h, status) => observed.push([h, status]) },
+    }));
     await engine.start();
     await engine.schedulerFor("leaky").schedule({ key: "k", runAt: new Date(), data: null });
     await engine.intake.record(deliveryOf("ping", examplePayload("ping")));
-    await waitFor(async () => (await scratch.store.tasks.listTasks()).some((t) => t.status === "dead") && (await scratch.store.deliveries.listDeliveries({ status: "dead" })).length === 1);
+    await waitFor(
+      async () =>
+        (await scratch.store.tasks.listTasks()).some((t) => t.status === "dead") &&
+        (await scratch.store.deliveries.listDeliveries({ status: "dead" })).length === 1,
+    );
     const [task] = await scratch.store.tasks.listTasks();
     const [delivery] = await scratch.store.deliveries.listDeliveries({ status: "dead" });
     expect(task!.lastError).toBe("task failed with [REDACTED] and [REDACTED]");
     expect(delivery!.lastError).toBe("leaky: delivery failed with [REDACTED] and [REDACTED]");
-    expect(observed).toEqual(expect.arrayContaining([["leaky", "failed"], ["leaky", "failed"]]));
+    expect(observed).toEqual(
+      expect.arrayContaining([
+        ["leaky", "failed"],
+        ["leaky", "failed"],
+      ]),
+    );
     expect(observed).toHaveLength(2);
   });
 
@@ -146,6 +175,9 @@ describe("one run path for tasks and deliveries", () => {
     const e = await start([module]);
     await e.schedulerFor("odd").schedule({ key: "x", runAt: new Date(), data: null });
     await waitFor(async () => (await scratch.store.tasks.listTasks()).some((t) => t.status === "dead"));
-    expect((await scratch.store.tasks.listTasks())[0]).toMatchObject({ attempts: 1, lastError: "handler returned something that is not an outcome" });
+    expect((await scratch.store.tasks.listTasks())[0]).toMatchObject({
+      attempts: 1,
+      lastError: "handler returned something that is not an outcome",
+    });
   });
 });

@@ -10,10 +10,18 @@ type Store = Parameters<typeof testEngine>[0];
  * stops. `calls` collects the delivery id of each failing attempt; `engine` overrides the test
  * engine's options (its retry backoff). The handlers are given back, to process a replay with.
  */
-export async function seedDoneAndDead(store: Store, prefix: string, opts: { calls?: string[]; engine?: Parameters<typeof testEngine>[2] } = {}) {
+export async function seedDoneAndDead(
+  store: Store,
+  prefix: string,
+  opts: { calls?: string[]; engine?: Parameters<typeof testEngine>[2] } = {},
+) {
   const calls = opts.calls ?? [];
   const handlers: HandlerModule<any>[] = [
-    defineHandler<unknown>({ name: "pusher", events: ["push"], handle: async () => ({ status: "done", summary: "pushed" }) }),
+    defineHandler<unknown>({
+      name: "pusher",
+      events: ["push"],
+      handle: async () => ({ status: "done", summary: "pushed" }),
+    }),
     defineHandler<unknown>({
       name: "rerun",
       events: ["workflow_run.completed"],

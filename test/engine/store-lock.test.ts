@@ -55,7 +55,8 @@ describe("withStoreLock", () => {
     // The real store, whose compare-and-replace fails the first time it is asked (a busy store).
     let failures = 1;
     const blinking = storeWith(store, {
-      replaceIf: (...args) => (failures-- > 0 ? Promise.reject(new Error("database is locked")) : store.replaceIf(...args)),
+      replaceIf: (...args) =>
+        failures-- > 0 ? Promise.reject(new Error("database is locked")) : store.replaceIf(...args),
     });
     expect(await withStoreLock(blinking, "k:lock", async () => "first")).toBe("first");
     expect(await store.get("k:lock")).toBeUndefined();
@@ -73,7 +74,10 @@ describe("withStoreLock", () => {
   });
 
   it("takes a lock left by an earlier incarnation with this very pid over at once", async () => {
-    await store.claim("k:lock", { ttlMs: 60_000, value: { owner: `${hostname()}/${process.pid}/earlier-incarnation` } });
+    await store.claim("k:lock", {
+      ttlMs: 60_000,
+      value: { owner: `${hostname()}/${process.pid}/earlier-incarnation` },
+    });
     expect(await withStoreLock(store, "k:lock", async () => "mine", { waitMs: 0 })).toBe("mine");
   });
 
@@ -81,7 +85,9 @@ describe("withStoreLock", () => {
     const live = spawn(process.execPath, ["-e", "setTimeout(() => {}, 10000)"]);
     try {
       await store.claim("k:lock", { ttlMs: 60_000, value: { owner: `${hostname()}/${live.pid}/other` } });
-      await expect(withStoreLock(store, "k:lock", async () => "never", { waitMs: 150 })).rejects.toThrow("k:lock stayed locked for 0.15s");
+      await expect(withStoreLock(store, "k:lock", async () => "never", { waitMs: 150 })).rejects.toThrow(
+        "k:lock stayed locked for 0.15s",
+      );
       expect(processOwnerGone(`${hostname()}/${live.pid}/other`)).toBe(false);
     } finally {
       live.kill("SIGKILL");

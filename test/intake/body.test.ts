@@ -26,7 +26,10 @@ async function reader(limit: number): Promise<{ url: URL; next(): Promise<BodyRe
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
-  return { url, next: () => (results.length > 0 ? Promise.resolve(results.shift()!) : new Promise((r) => waiting.push(r))) };
+  return {
+    url,
+    next: () => (results.length > 0 ? Promise.resolve(results.shift()!) : new Promise((r) => waiting.push(r))),
+  };
 }
 
 /** Sends `parts` as one chunked body, each part its own write after the last reached the server. */

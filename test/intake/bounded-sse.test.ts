@@ -14,7 +14,9 @@ function parser(opts: { max?: number; head?: number; screen?: (head: Buffer) => 
 }
 
 const shown = (events: (SseEvent | SseDrop)[]) =>
-  events.map((e) => ("reason" in e ? { dropped: e.reason } : { type: e.type, data: e.data.toString("utf8"), id: e.lastEventId }));
+  events.map((e) =>
+    "reason" in e ? { dropped: e.reason } : { type: e.type, data: e.data.toString("utf8"), id: e.lastEventId },
+  );
 
 /** `text` fed in every way of cutting it in two, and byte by byte: the same events each time. */
 function everySplit(text: string, make = () => parser()) {
@@ -53,7 +55,10 @@ describe("BoundedSseParser", () => {
     const p = parser({ max: 100 });
     expect(p.push(Buffer.from("data: " + "x".repeat(60)))).toEqual([]);
     expect(p.push(Buffer.from("y".repeat(10_000)))).toEqual([]);
-    expect(shown(p.push(Buffer.from("\n\ndata: small\n\n")))).toEqual([{ dropped: "larger than 100 bytes" }, { type: "message", data: "small", id: "" }]);
+    expect(shown(p.push(Buffer.from("\n\ndata: small\n\n")))).toEqual([
+      { dropped: "larger than 100 bytes" },
+      { type: "message", data: "small", id: "" },
+    ]);
     expect(everySplit("data: " + "z".repeat(150) + "\n\ndata: ok\n\n", () => parser({ max: 100 }))).toEqual([
       { dropped: "larger than 100 bytes" },
       { type: "message", data: "ok", id: "" },
@@ -72,7 +77,11 @@ describe("BoundedSseParser", () => {
       ...p.push(Buffer.from("data: unsigned and long " + "u".repeat(100_000) + "\n\n")),
       ...p.push(Buffer.from("data: signed and long\n\n")),
     ]);
-    expect(events).toEqual([{ type: "message", data: "short", id: "" }, { dropped: "unsigned" }, { type: "message", data: "signed and long", id: "" }]);
+    expect(events).toEqual([
+      { type: "message", data: "short", id: "" },
+      { dropped: "unsigned" },
+      { type: "message", data: "signed and long", id: "" },
+    ]);
     expect(heads).toEqual(["unsigned", "signed a"]);
   });
 

@@ -57,7 +57,11 @@ beforeAll(async () => {
   await new Promise<void>((r) => channel.listen(0, "127.0.0.1", r));
   const source = `http://127.0.0.1:${(channel.address() as AddressInfo).port}/channel/hostile`;
   child = spawn(process.execPath, ["--import", "tsx", CHILD], {
-    env: stewardChildEnv(hub, dataDir, { STEWARD_REDELIVER_INTERVAL: "1h", WEBHOOK_PROXY_URL: source, LOG_LEVEL: "info" }),
+    env: stewardChildEnv(hub, dataDir, {
+      STEWARD_REDELIVER_INTERVAL: "1h",
+      WEBHOOK_PROXY_URL: source,
+      LOG_LEVEL: "info",
+    }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
@@ -128,7 +132,8 @@ function filler(size: number, headers = ""): Buffer {
 }
 
 /** Whether the child logged `guid` as recorded. */
-const recorded = (guid: string) => out.split("\n").some((line) => line.includes(`"deliveryId":"${guid}"`) && line.includes("delivery recorded"));
+const recorded = (guid: string) =>
+  out.split("\n").some((line) => line.includes(`"deliveryId":"${guid}"`) && line.includes("delivery recorded"));
 
 describe("a hostile WEBHOOK_PROXY_URL channel", { timeout: 180_000 }, () => {
   it("cannot grow memory with unsigned 4 MiB events, and genuine signed deliveries still get through", async () => {
@@ -179,7 +184,9 @@ describe("a hostile WEBHOOK_PROXY_URL channel", { timeout: 180_000 }, () => {
     sampling = false;
     await sampler;
     const growth = peak - before;
-    console.log(`webhook proxy under ${HOSTILE_EVENTS} unsigned 4 MiB events: RSS ${(before / MiB).toFixed(0)} MB before, peak ${(peak / MiB).toFixed(0)} MB (+${(growth / MiB).toFixed(1)} MB)`);
+    console.log(
+      `webhook proxy under ${HOSTILE_EVENTS} unsigned 4 MiB events: RSS ${(before / MiB).toFixed(0)} MB before, peak ${(peak / MiB).toFixed(0)} MB (+${(growth / MiB).toFixed(1)} MB)`,
+    );
     expect(growth).toBeLessThan(MAX_GROWTH);
     expect(out).toMatch(/relayed event skipped: it is unsigned/);
     expect(out).toMatch(/relayed event skipped: its body is declared larger than 8388608 bytes/);
@@ -216,7 +223,11 @@ describe("the webhook proxy's pace", { timeout: 60_000 }, () => {
     });
     await new Promise<void>((r) => relay.listen(0, "127.0.0.1", r));
     const lines: string[] = [];
-    const logger = createLogger({ level: "debug", format: "json", destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }) });
+    const logger = createLogger({
+      level: "debug",
+      format: "json",
+      destination: new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }),
+    });
     const proxy = startWebhookProxy({
       source: `http://127.0.0.1:${(relay.address() as AddressInfo).port}/c`,
       target: `http://127.0.0.1:${(target.address() as AddressInfo).port}/hook`,
@@ -227,8 +238,10 @@ describe("the webhook proxy's pace", { timeout: 60_000 }, () => {
     try {
       await vi.waitFor(() => expect(stream).toBeDefined(), { timeout: 10_000, interval: 20 });
       let events = "";
-      for (let i = 0; i < 1000; i++) events += `data: {"x-github-event":"push","x-github-delivery":"u${i}","body":{}}\n\n`;
-      for (let i = 0; i < 6; i++) events += `data: ${JSON.stringify({ "x-github-event": "push", "x-github-delivery": `s${i}`, "x-hub-signature-256": "sha256=00", body: { n: i } })}\n\n`;
+      for (let i = 0; i < 1000; i++)
+        events += `data: {"x-github-event":"push","x-github-delivery":"u${i}","body":{}}\n\n`;
+      for (let i = 0; i < 6; i++)
+        events += `data: ${JSON.stringify({ "x-github-event": "push", "x-github-delivery": `s${i}`, "x-hub-signature-256": "sha256=00", body: { n: i } })}\n\n`;
       const started = Date.now();
       stream!.write(events);
       await vi.waitFor(() => expect(arrived).toHaveLength(6), { timeout: 20_000, interval: 20 });

@@ -49,7 +49,11 @@ class Channel {
 
 let seq = 0;
 /** The message smee sends for a delivery: headers as lowercase keys, the parsed body, a query and a timestamp. */
-function smeeMessage(secret: string, payload: object, overrides: Record<string, string> = {}): { data: string; guid: string } {
+function smeeMessage(
+  secret: string,
+  payload: object,
+  overrides: Record<string, string> = {},
+): { data: string; guid: string } {
   const guid = `proxy-${process.pid}-${Date.now()}-${++seq}`;
   const body = JSON.stringify(payload);
   return {
@@ -106,14 +110,20 @@ describe("WEBHOOK_PROXY_URL", { timeout: 120_000 }, () => {
     await vi.waitFor(() => expect(seen).toContain(first.guid), { timeout: 30_000, interval: 20 });
     const stored = await stack.steward.store.deliveries.getDelivery(first.guid);
     expect(stored?.delivery.event).toBe("issues");
-    await vi.waitFor(() => expect(logs.output()).toMatch(new RegExp(`"deliveryId":"${first.guid}","status":200`)), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(() => expect(logs.output()).toMatch(new RegExp(`"deliveryId":"${first.guid}","status":200`)), {
+      timeout: 30_000,
+      interval: 20,
+    });
     expect(seen.filter((g) => g === first.guid)).toHaveLength(1);
   });
 
   it("refuses a relayed delivery whose signature does not verify, and says why", async () => {
     const forged = smeeMessage("not-the-secret", opened);
     channel.publish(forged.data);
-    await vi.waitFor(() => expect(logs.output()).toMatch(/relayed delivery refused: its signature does not match/), { timeout: 30_000, interval: 20 });
+    await vi.waitFor(() => expect(logs.output()).toMatch(/relayed delivery refused: its signature does not match/), {
+      timeout: 30_000,
+      interval: 20,
+    });
     expect(await stack.steward.store.deliveries.getDelivery(forged.guid)).toBeUndefined();
   });
 
@@ -159,12 +169,23 @@ describe("relayedDelivery", () => {
     const out = relayedDelivery(smeeMessage("s", { a: 1, b: "é" }).data);
     if ("error" in out) throw new Error(out.error);
     expect(out.body).toBe('{"a":1,"b":"é"}');
-    expect(Object.keys(out.headers).sort()).toEqual(["content-type", "user-agent", "x-github-delivery", "x-github-event", "x-hub-signature-256"]);
+    expect(Object.keys(out.headers).sort()).toEqual([
+      "content-type",
+      "user-agent",
+      "x-github-delivery",
+      "x-github-event",
+      "x-hub-signature-256",
+    ]);
   });
 
   it("encodes a form-encoded delivery back as a form", () => {
     const out = relayedDelivery(
-      JSON.stringify({ "x-github-event": "ping", "x-hub-signature-256": "sha256=00", "content-type": "application/x-www-form-urlencoded", body: { payload: '{"zen":"x"}' } }),
+      JSON.stringify({
+        "x-github-event": "ping",
+        "x-hub-signature-256": "sha256=00",
+        "content-type": "application/x-www-form-urlencoded",
+        body: { payload: '{"zen":"x"}' },
+      }),
     );
     if ("error" in out) throw new Error(out.error);
     expect(new URLSearchParams(out.body).get("payload")).toBe('{"zen":"x"}');
@@ -173,6 +194,8 @@ describe("relayedDelivery", () => {
   it("names what is wrong with a malformed event", () => {
     expect(relayedDelivery("[1]")).toEqual({ error: "its data is not a JSON object" });
     expect(relayedDelivery(JSON.stringify({ "x-github-event": "push" }))).toEqual({ error: "it has no body object" });
-    expect(relayedDelivery(JSON.stringify({ "x-github-event": "push", body: {} }))).toEqual({ error: "it is unsigned (no x-hub-signature-256 header)" });
+    expect(relayedDelivery(JSON.stringify({ "x-github-event": "push", body: {} }))).toEqual({
+      error: "it is unsigned (no x-hub-signature-256 header)",
+    });
   });
 });

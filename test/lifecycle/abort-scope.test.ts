@@ -12,7 +12,7 @@ function heldBy(signal: AbortSignal): number {
   let held = 0;
   for (const key of Object.getOwnPropertySymbols(signal)) {
     // Node's own collections (SafeSet, SafeMap) are not instances of the global Set and Map.
-    const size = ((signal as unknown as Record<symbol, { size?: unknown } | undefined>)[key])?.size;
+    const size = (signal as unknown as Record<symbol, { size?: unknown } | undefined>)[key]?.size;
     if (typeof size === "number") held += size;
   }
   return held;

@@ -80,7 +80,15 @@ describe("stop means stop (secrets sync, SIGTERM, resume)", () => {
     children.push(first.proc);
     const url = await first.listening;
     h.control.setWebhookUrl(`${url}/api/github/webhooks`);
-    h.control.pushFiles({ owner: ORG, repo: ADMIN, files: { ".github/steward/secrets.yml": "secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: ['repo-*'] }\n" }, message: "policy" });
+    h.control.pushFiles({
+      owner: ORG,
+      repo: ADMIN,
+      files: {
+        ".github/steward/secrets.yml":
+          "secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: ['repo-*'] }\n",
+      },
+      message: "policy",
+    });
     await until(() => secretWrites(h).length >= 20, "the sync to be under way", first.out, 100);
 
     const signalledAt = Date.now();
@@ -102,8 +110,18 @@ describe("stop means stop (secrets sync, SIGTERM, resume)", () => {
     const second = startChild({ ...env, STEWARD_WRITE_INTERVAL: "0ms" });
     children.push(second.proc);
     await second.listening;
-    await until(() => new Set(secretWrites(h).map((w) => w.repo)).size === REPOS.length, "every repository to have its secret", second.out, 100);
-    await until(() => /secrets sync progress: .*\(|"msg":"secrets sync"/.test(second.out()), "the resumed sync to finish", second.out, 100);
+    await until(
+      () => new Set(secretWrites(h).map((w) => w.repo)).size === REPOS.length,
+      "every repository to have its secret",
+      second.out,
+      100,
+    );
+    await until(
+      () => /secrets sync progress: .*\(|"msg":"secrets sync"/.test(second.out()),
+      "the resumed sync to finish",
+      second.out,
+      100,
+    );
     const perRepo = new Map<string, number>();
     for (const w of secretWrites(h)) perRepo.set(w.repo, (perRepo.get(w.repo) ?? 0) + 1);
     expect([...perRepo.entries()].filter(([, n]) => n !== 1)).toEqual([]);

@@ -20,14 +20,25 @@ let h: HubHandle;
 let dataDir: string;
 let store: SqliteStore;
 
-const io = () => syncIo(h, dataDir, { STEWARD_WRITE_INTERVAL: "0ms", STEWARD_SF_TOKEN: "single-flight-value", STEWARD_SECRET_SOURCES: "acme=env:STEWARD_SF_" });
+const io = () =>
+  syncIo(h, dataDir, {
+    STEWARD_WRITE_INTERVAL: "0ms",
+    STEWARD_SF_TOKEN: "single-flight-value",
+    STEWARD_SECRET_SOURCES: "acme=env:STEWARD_SF_",
+  });
 
 beforeAll(async () => {
   h = await createHub({ seed: "demo" });
   dataDir = await mkdtemp(join(tmpdir(), "steward-single-flight-"));
   process.env.STEWARD_SF_TOKEN = "single-flight-value";
   process.env.STEWARD_SECRET_SOURCES = "acme=env:STEWARD_SF_";
-  h.control.pushFiles({ owner: "acme", repo: ".github", files: { ".github/steward/secrets.yml": "secrets:\n  SF_TOKEN: { from: env:STEWARD_SF_TOKEN, repositories: [api, web] }\n" } });
+  h.control.pushFiles({
+    owner: "acme",
+    repo: ".github",
+    files: {
+      ".github/steward/secrets.yml": "secrets:\n  SF_TOKEN: { from: env:STEWARD_SF_TOKEN, repositories: [api, web] }\n",
+    },
+  });
   store = openSqliteStore(dataDir);
 });
 afterAll(async () => {
@@ -41,10 +52,17 @@ async function whileServiceSyncs(during: (lost: AbortSignal) => Promise<void>): 
   let seen!: AbortSignal;
   // A 5 s lease, renewed every ~1.7 s: a stall of this process on a loaded machine must not let it
   // lapse (the CLI would then take the sync without --force).
-  await withJobLease(store.kv, syncLeaseKey("acme"), "the sync of acme", "the Steward service", async (signal) => {
-    seen = signal;
-    await during(signal);
-  }, { ttlMs: 5_000 });
+  await withJobLease(
+    store.kv,
+    syncLeaseKey("acme"),
+    "the sync of acme",
+    "the Steward service",
+    async (signal) => {
+      seen = signal;
+      await during(signal);
+    },
+    { ttlMs: 5_000 },
+  );
   return seen;
 }
 
@@ -52,7 +70,9 @@ describe("single-flight sync", () => {
   it("the plan prints how long applying it takes at GitHub's write pace", async () => {
     const dry = io();
     expect(await run(["--org", "acme", "--dry-run"], dry)).toBe(0);
-    expect(dry.stdout).toContain("Applying it makes 2 writes: about 2 s at GitHub's pace of about one write per second.");
+    expect(dry.stdout).toContain(
+      "Applying it makes 2 writes: about 2 s at GitHub's pace of about one write per second.",
+    );
   });
 
   it("says who holds the sync and exits 1; --force takes it over and the holder is told", async () => {
@@ -68,7 +88,12 @@ describe("single-flight sync", () => {
       expect(forced.stdout).toContain("applied: 2 created");
       // Progress on stderr, plain lines when not a terminal.
       expect(forced.stderr).toMatch(/^acme: \d+\/\d+ repositories, 2\/2 writes, 0 errors/m);
-      await until(() => signal.aborted, "the holder to be told", () => "", 20);
+      await until(
+        () => signal.aborted,
+        "the holder to be told",
+        () => "",
+        20,
+      );
     });
     expect(lost.aborted).toBe(true);
     expect(String((lost.reason as Error).message)).toMatch(/lease (taken by steward sync \(CLI\)|expired)/);
@@ -79,7 +104,12 @@ describe("single-flight sync", () => {
     let result: Promise<number> | undefined;
     await whileServiceSyncs(async () => {
       result = run(["--org", "acme", "--wait"], waiting);
-      await until(() => waiting.stderr.includes("waiting for the sync of acme already running (the Steward service"), "the wait message", () => waiting.stderr, 20);
+      await until(
+        () => waiting.stderr.includes("waiting for the sync of acme already running (the Steward service"),
+        "the wait message",
+        () => waiting.stderr,
+        20,
+      );
     });
     expect(await result).toBe(0);
     expect(waiting.stdout).toContain("applied: 0 created, 0 updated, 0 deleted");

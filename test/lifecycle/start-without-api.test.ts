@@ -8,7 +8,9 @@ import { collectingLogger, deliveryId, postDelivery, testConfig } from "../servi
 import { perTest } from "../service/per-test.js";
 import { until } from "./support.js";
 
-const push = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "push")!.examples[0]);
+const push = JSON.stringify(
+  (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "push")!.examples[0],
+);
 const fastBackoff = { minMs: 20, maxMs: 100 };
 /** The discard port: nothing listens there, and no other test binds it (a port freed a moment ago might be). */
 const UNREACHABLE_API = "http://127.0.0.1:9";
@@ -34,8 +36,16 @@ describe("start without the API", () => {
     });
     expect((await postDelivery(steward.url, { body: push, id: deliveryId(), event: "push" })).status).toBe(202);
     expect((await fetch(`${steward.url}/readyz`)).status).toBe(200);
-    await until(() => lines(output()).filter((l) => l.msg.includes("secrets could not start yet")).length >= 2, "handler start retries", output);
-    await until(() => lines(output()).some((l) => l.msg === "GitHub API not reachable yet; retrying in the background"), "credential check retry", output);
+    await until(
+      () => lines(output()).filter((l) => l.msg.includes("secrets could not start yet")).length >= 2,
+      "handler start retries",
+      output,
+    );
+    await until(
+      () => lines(output()).some((l) => l.msg === "GitHub API not reachable yet; retrying in the background"),
+      "credential check retry",
+      output,
+    );
     const retry = lines(output()).find((l) => l.msg.includes("secrets could not start yet"))!;
     expect(retry).toMatchObject({ handler: "secrets", attempt: 1 });
     expect(typeof retry.retryInMs).toBe("number");
@@ -51,14 +61,23 @@ describe("start without the API", () => {
     const { logger, output } = collectingLogger("info");
     const steward = await scope.steward({
       // The hub's app id, with a private key that is not the app's.
-      config: testConfig({ privateKey: appKey().privateKey, appId: Number(hub.env.APP_ID), apiUrl: hub.url, dataDir: dir }),
+      config: testConfig({
+        privateKey: appKey().privateKey,
+        appId: Number(hub.env.APP_ID),
+        apiUrl: hub.url,
+        dataDir: dir,
+      }),
       logger,
       api: { retries: 0 },
       startBackoff: fastBackoff,
     });
     expect((await postDelivery(steward.url, { body: push, id: deliveryId(), event: "push" })).status).toBe(202);
     expect((await fetch(`${steward.url}/readyz`)).status).toBe(200);
-    await until(() => hub.control.requests().filter((r) => r.path === "/app" && r.status === 401).length >= 3, "three rejected GET /app", output);
+    await until(
+      () => hub.control.requests().filter((r) => r.path === "/app" && r.status === 401).length >= 3,
+      "three rejected GET /app",
+      output,
+    );
     const errors = lines(output()).filter((l) => l.level >= 50);
     expect(errors).toHaveLength(1);
     expect(errors[0]!.msg).toContain("GitHub rejected the app credential: GET /app answered 401");

@@ -8,14 +8,18 @@ import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";
 
-const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
+const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!
+  .examples[0]!;
 
 const scope = perTest();
 
 describe("the stop signal", () => {
   it("fires at shutdown; the API client then refuses the handler's requests; the delivery returns to the queue", async () => {
     const hub = await scope.hub();
-    const body = JSON.stringify({ ...push, installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" } });
+    const body = JSON.stringify({
+      ...push,
+      installation: { id: hub.control.installation("acme")!.id, node_id: "MDIz" },
+    });
     const repoReads = () => hub.control.requests().filter((r) => r.path === "/repos/acme/web");
     const dir = await scope.dataDir("signal");
     let running!: () => void;
@@ -41,7 +45,13 @@ describe("the stop signal", () => {
     });
     const { logger } = collectingLogger("info");
     const steward = await scope.steward({
-      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir, shutdownTimeoutMs: 10_000 }),
+      config: testConfig({
+        appId: Number(hub.env.APP_ID),
+        privateKey: hub.env.PRIVATE_KEY,
+        apiUrl: hub.url,
+        dataDir: dir,
+        shutdownTimeoutMs: 10_000,
+      }),
       logger,
       handlers: [slow],
     });

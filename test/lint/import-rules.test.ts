@@ -15,7 +15,11 @@ const broken: Array<[string, string, RegExp]> = [
   ["src/store/sqlite/deliveries.ts", `import { x } from "../../intake/receiver.js";`, /never reaches up the path/],
   ["src/store/contract.ts", `import { x } from "../engine/pool.js";`, /never reaches up the path/],
   ["src/api/client.ts", `import { x } from "../store/contract.js";`, /declares the interfaces it needs/],
-  ["src/api/client.ts", `import { x } from "../coordination/redis/write-slots.js";`, /declares the interfaces it needs/],
+  [
+    "src/api/client.ts",
+    `import { x } from "../coordination/redis/write-slots.js";`,
+    /declares the interfaces it needs/,
+  ],
   ["src/config/env.ts", `import { x } from "../policy/loader.js";`, /never imports policy/],
   ["src/cli/commands/flakes.ts", `import { x } from "../../../handlers/rerun/flake.js";`, /only through their list/],
   ["src/console/pages/x.ts", `import { x } from "../../../handlers/shared/visibility.js";`, /only through their list/],

@@ -2,13 +2,26 @@
 // secrets and a configuration's own, one mask everywhere, and ordinary text left readable.
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { MASK, MAX_ROTATING_VALUES, ROTATING_KEEP_MS, containsRegisteredSecret, errorText, registerSecret, safeErrorMessage, scrub } from "../../src/log/redact.js";
+import {
+  MASK,
+  MAX_ROTATING_VALUES,
+  ROTATING_KEEP_MS,
+  containsRegisteredSecret,
+  errorText,
+  registerSecret,
+  safeErrorMessage,
+  scrub,
+} from "../../src/log/redact.js";
 import { loadConfig } from "../../src/config/env.js";
 import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { appKey } from "../support/app-key.js";
 import { maskSecretKeys } from "../../src/log/mask-keys.js";
 
-const alnum = (n: number) => randomBytes(n * 2).toString("base64").replace(/[^A-Za-z0-9]/g, "").slice(0, n);
+const alnum = (n: number) =>
+  randomBytes(n * 2)
+    .toString("base64")
+    .replace(/[^A-Za-z0-9]/g, "")
+    .slice(0, n);
 const b64url = (bytes: number) => randomBytes(bytes).toString("base64url");
 
 /** `text` with `secret` in it comes out masked, with no piece of the secret left and the words around it kept. */
@@ -38,7 +51,9 @@ describe("credential shapes, never registered", () => {
   it("long installation tokens ghs_<app id>_<JWT>, whole (dots, dashes and underscores included)", () => {
     const token = `ghs_123456_eyJ${b64url(30)}.eyJ${b64url(150)}.${b64url(256)}`;
     expect(token.length).toBeGreaterThan(500);
-    expect(expectMasked(token, (s) => `request failed with "${s}". (retry later)`)).toBe(`request failed with "${MASK}". (retry later)`);
+    expect(expectMasked(token, (s) => `request failed with "${s}". (retry later)`)).toBe(
+      `request failed with "${MASK}". (retry later)`,
+    );
   });
 
   it("JWTs (app authentication)", () => {
@@ -47,7 +62,9 @@ describe("credential shapes, never registered", () => {
   });
 
   it("PEM private keys, whole or cut short", () => {
-    const pem = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    const pem = generateKeyPairSync("rsa", { modulusLength: 2048 })
+      .privateKey.export({ type: "pkcs1", format: "pem" })
+      .toString();
     expect(expectMasked(pem.trim())).toBe(`request failed with ${MASK} (retry later)`);
     const cut = pem.slice(0, 200);
     const out = scrub(`cannot parse key: ${cut}`);
@@ -77,7 +94,9 @@ describe("secrets by value", () => {
     const multi = `first-${alnum(10)}\nsecond-${alnum(10)}`;
     registerSecret(multi);
     expect(scrub(JSON.stringify({ m: multi }))).toBe(`{"m":"${MASK}"}`);
-    const pem = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const pem = generateKeyPairSync("ec", { namedCurve: "P-256" })
+      .privateKey.export({ type: "pkcs8", format: "pem" })
+      .toString();
     registerSecret(pem);
     const bodyLine = pem.split("\n")[1]!;
     expect(scrub(`line: ${bodyLine}`)).toBe(`line: ${MASK}`);
@@ -87,7 +106,12 @@ describe("secrets by value", () => {
     // A webhook secret has no shape a pattern knows: only its registration masks it.
     const webhookSecret = `hook-${alnum(24)}`;
     const reviewer = `reviewer-${alnum(24)}`;
-    loadConfig({ APP_ID: "4242", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: webhookSecret, STEWARD_REVIEWER_TOKEN: reviewer });
+    loadConfig({
+      APP_ID: "4242",
+      PRIVATE_KEY: appKey().privateKey,
+      WEBHOOK_SECRET: webhookSecret,
+      STEWARD_REVIEWER_TOKEN: reviewer,
+    });
     expect(scrub(`signed with ${webhookSecret}`)).toBe(`signed with ${MASK}`);
     // A year of hourly tokens of a few installations, through the token cache as auth-app stores them
     // (no token shape either: a server may issue any string).
@@ -109,7 +133,8 @@ describe("secrets by value", () => {
     expect(containsRegisteredSecret(first)).toBe(false);
     // A configuration secret seen again as a token (the same string) is not made rotating.
     registerSecret(webhookSecret, { rotating: true });
-    for (let i = 0; i < MAX_ROTATING_VALUES + 1; i++) registerSecret(`again${String(i).padStart(8, "0")}${alnum(8)}`, { rotating: true });
+    for (let i = 0; i < MAX_ROTATING_VALUES + 1; i++)
+      registerSecret(`again${String(i).padStart(8, "0")}${alnum(8)}`, { rotating: true });
     expect(containsRegisteredSecret(webhookSecret)).toBe(true);
   }, 60_000);
 
@@ -121,7 +146,10 @@ describe("secrets by value", () => {
     const mint = () => {
       const token = `tok${alnum(30)}`;
       const at = new Date(Date.now());
-      cache.set("installation-1", `${token}|${at.toISOString()}|${new Date(at.getTime() + 3_600_000).toISOString()}|{}|`);
+      cache.set(
+        "installation-1",
+        `${token}|${at.toISOString()}|${new Date(at.getTime() + 3_600_000).toISOString()}|{}|`,
+      );
       return token;
     };
     const first = mint();
@@ -158,14 +186,24 @@ describe("one mask, readable text", () => {
   });
 
   it("leaves ordinary text alone", () => {
-    for (const text of ["token refreshed for installation 42", "bearer of bad news", "ghs_ prefix", "github_pat_ prefix", "eyJ alone", "the authorization header was missing"]) {
+    for (const text of [
+      "token refreshed for installation 42",
+      "bearer of bad news",
+      "ghs_ prefix",
+      "github_pat_ prefix",
+      "eyJ alone",
+      "the authorization header was missing",
+    ]) {
       expect(scrub(text)).toBe(text);
     }
   });
 
   it("error text: an AggregateError's errors, an Error's name when it has no message, anything else as a string", () => {
     const token = `ghp_${alnum(36)}`;
-    const aggregate = new AggregateError([new Error("connect ECONNREFUSED 127.0.0.1:1"), new Error(`denied for ${token}`)], "");
+    const aggregate = new AggregateError(
+      [new Error("connect ECONNREFUSED 127.0.0.1:1"), new Error(`denied for ${token}`)],
+      "",
+    );
     expect(errorText(aggregate)).toBe(`connect ECONNREFUSED 127.0.0.1:1; denied for ${token}`);
     expect(safeErrorMessage(aggregate)).toBe(`connect ECONNREFUSED 127.0.0.1:1; denied for ${MASK}`);
     expect(errorText(new TypeError(""))).toBe("TypeError");

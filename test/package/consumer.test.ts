@@ -21,11 +21,16 @@ beforeAll(async () => {
   mkdirSync(pkg);
   for (const f of ["package.json", "app.yml", "cjs", "bin"]) cpSync(join(root, f), join(pkg, f), { recursive: true });
   symlinkSync(join(root, "node_modules"), join(pkg, "node_modules"));
-  await run(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", join(pkg, "dist")], { cwd: root });
+  await run(process.execPath, [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", join(pkg, "dist")], {
+    cwd: root,
+  });
 
   consumer = join(scratch, "my-handlers");
   mkdirSync(consumer);
-  writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "my-handlers", version: "1.0.0", type: "module" }));
+  writeFileSync(
+    join(consumer, "package.json"),
+    JSON.stringify({ name: "my-handlers", version: "1.0.0", type: "module" }),
+  );
   // Offline and without scripts: the dependency is a local path and is already built above.
   await run("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", pkg], { cwd: consumer });
 }, 300_000);
@@ -50,13 +55,17 @@ describe("steward as a dependency of another package", () => {
   });
 
   it("runs the steward bin from dist/ (the scratch copy has no TypeScript sources to fall back to)", async () => {
-    const { stdout } = await run(process.execPath, [join(consumer, "node_modules", ".bin", "steward"), "--help"], { cwd: consumer });
+    const { stdout } = await run(process.execPath, [join(consumer, "node_modules", ".bin", "steward"), "--help"], {
+      cwd: consumer,
+    });
     expect(stdout).toContain("usage: steward <command>");
   });
 
   it("refuses require() with an error that says what to do", async () => {
     writeFileSync(join(consumer, "legacy.cjs"), 'require("steward");\n');
-    const failed = (await run(process.execPath, ["legacy.cjs"], { cwd: consumer }).catch((e: unknown) => e)) as { stderr: string };
+    const failed = (await run(process.execPath, ["legacy.cjs"], { cwd: consumer }).catch((e: unknown) => e)) as {
+      stderr: string;
+    };
     expect(failed.stderr).toContain("steward is an ES module package and cannot be loaded with require()");
     expect(failed.stderr).toContain('await import("steward")');
   });
@@ -64,7 +73,18 @@ describe("steward as a dependency of another package", () => {
   it("type-checks a handler through the package's declarations, and rejects a wrong one", async () => {
     writeFileSync(
       join(consumer, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, skipLibCheck: true, types: [] }, include: ["*.ts"] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: [],
+        },
+        include: ["*.ts"],
+      }),
     );
     writeFileSync(
       join(consumer, "handler.ts"),
@@ -91,7 +111,9 @@ describe("steward as a dependency of another package", () => {
       join(consumer, "wrong.ts"),
       'import { defineHandler } from "steward";\nexport default defineHandler({ name: "w", events: ["issues.opened"], async handle(ctx) { ctx.payload.workflow_run; } });\n',
     );
-    const failed = (await run(process.execPath, [tsc, "-p", "."], { cwd: consumer }).catch((e: unknown) => e)) as { stdout: string };
+    const failed = (await run(process.execPath, [tsc, "-p", "."], { cwd: consumer }).catch((e: unknown) => e)) as {
+      stdout: string;
+    };
     expect(failed.stdout).toMatch(/wrong\.ts\(2,\d+\): error TS2339: Property 'workflow_run' does not exist/);
     rmSync(join(consumer, "wrong.ts"));
   }, 180_000);
@@ -100,10 +122,33 @@ describe("steward as a dependency of another package", () => {
 describe("a handler author's own package, tested against the sandbox", () => {
   it("writes a typed handler and a test against the sandbox hub, and runs both", async () => {
     // The hub is its own package in the Steward checkout; an author installs it beside Steward.
-    await run("npm", ["install", "--offline", "--ignore-scripts", "--no-audit", "--no-fund", "--save-dev", join(root, "packages", "sandbox-hub")], { cwd: consumer });
+    await run(
+      "npm",
+      [
+        "install",
+        "--offline",
+        "--ignore-scripts",
+        "--no-audit",
+        "--no-fund",
+        "--save-dev",
+        join(root, "packages", "sandbox-hub"),
+      ],
+      { cwd: consumer },
+    );
     writeFileSync(
       join(consumer, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, outDir: "build", skipLibCheck: true, types: [] }, include: ["label-bugs.ts"] }),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          strict: true,
+          outDir: "build",
+          skipLibCheck: true,
+          types: [],
+        },
+        include: ["label-bugs.ts"],
+      }),
     );
     writeFileSync(
       join(consumer, "label-bugs.ts"),
@@ -118,7 +163,7 @@ describe("a handler author's own package, tested against the sandbox", () => {
         "    const where = { owner: repository.owner.login, repo: repository.name, issue_number: pr.number };",
         "    const labelled = await ctx.once(`bug-label:${repository.id}:${pr.number}`, {",
         '      run: async () => (await ctx.octokit.rest.issues.addLabels({ ...where, labels: ["bug"] })).data.length,',
-        "      check: async () => ((await ctx.octokit.rest.issues.listLabelsOnIssue(where)).data.some((l) => l.name === \"bug\") ? 1 : undefined),",
+        '      check: async () => ((await ctx.octokit.rest.issues.listLabelsOnIssue(where)).data.some((l) => l.name === "bug") ? 1 : undefined),',
         "    });",
         '    return { status: "done", summary: `labelled (${labelled.state})` };',
         "  },",
@@ -150,7 +195,9 @@ describe("a handler author's own package, tested against the sandbox", () => {
       ].join("\n"),
     );
     // TAP named: Node 20 reports in TAP when not on a terminal, Node 24 in its "spec" format.
-    const { stdout } = await run(process.execPath, ["--test", "--test-reporter=tap", "label-bugs.test.mjs"], { cwd: consumer });
+    const { stdout } = await run(process.execPath, ["--test", "--test-reporter=tap", "label-bugs.test.mjs"], {
+      cwd: consumer,
+    });
     expect(stdout).toMatch(/# pass 1\b/);
     expect(stdout).toMatch(/# fail 0\b/);
   }, 240_000);

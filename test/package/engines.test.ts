@@ -10,9 +10,18 @@ const ROOT = resolve(__dirname, "../..");
 // npm's own range semantics (semver is in every npm tree; no types of its own here).
 const semver = createRequire(import.meta.url)("semver") as { satisfies(version: string, range: string): boolean };
 
-type Entry = { version?: string; engines?: { node?: string } | string[]; os?: string[]; cpu?: string[]; dev?: boolean; optional?: boolean };
+type Entry = {
+  version?: string;
+  engines?: { node?: string } | string[];
+  os?: string[];
+  cpu?: string[];
+  dev?: boolean;
+  optional?: boolean;
+};
 const pkg = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8")) as { engines: { node: string } };
-const lock = JSON.parse(readFileSync(resolve(ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, Entry> };
+const lock = JSON.parse(readFileSync(resolve(ROOT, "package-lock.json"), "utf8")) as {
+  packages: Record<string, Entry>;
+};
 
 /** The lowest version of each line `engines` names: "^22.13 || ^24 || ^26" -> 22.13.0, 24.0.0, 26.0.0. */
 const supported = pkg.engines.node.split("||").map((part) => {

@@ -9,13 +9,21 @@ export type ImportGraph = Map<string, string[]>;
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith(".ts") && !e.name.endsWith(".d.ts") ? [join(dir, e.name)] : [],
+    e.isDirectory()
+      ? tsFiles(join(dir, e.name))
+      : e.name.endsWith(".ts") && !e.name.endsWith(".d.ts")
+        ? [join(dir, e.name)]
+        : [],
   );
 }
 
 /** Files under `folders` of `root` (paths relative to `root`), each with the files among them it imports. */
 export function importGraph(root: string, folders: readonly string[]): ImportGraph {
-  const options: ts.CompilerOptions = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, allowJs: false };
+  const options: ts.CompilerOptions = {
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    allowJs: false,
+  };
   const files = folders.flatMap((f) => tsFiles(resolve(root, f)));
   const known = new Set(files);
   const graph: ImportGraph = new Map();
@@ -94,7 +102,8 @@ function shortestCircle(graph: ImportGraph, part: string[]): string {
       if (!inPart.has(to)) continue;
       if (to === first) {
         const path = [first];
-        for (let at: string | undefined = node; at !== undefined && at !== first; at = cameFrom.get(at)) path.splice(1, 0, at);
+        for (let at: string | undefined = node; at !== undefined && at !== first; at = cameFrom.get(at))
+          path.splice(1, 0, at);
         return [...path, first].join(" -> ");
       }
       if (!cameFrom.has(to)) {

@@ -35,7 +35,8 @@ describe("import circles", () => {
 
   it("finds and names a circle of type-only imports, re-exports and lazy imports", async () => {
     const dir = await tree({
-      "src/handler.ts": 'import type { Section } from "./policy/types.js";\nexport type Handler = { section: Section };\n',
+      "src/handler.ts":
+        'import type { Section } from "./policy/types.js";\nexport type Handler = { section: Section };\n',
       "src/policy/types.ts": 'export type Section = { loader: import("../handler.js").Handler };\n',
       "src/a.ts": 'export { b } from "./b.js";\nexport const a = 1;\n',
       "src/b.ts": 'export const b = async () => (await import("./c.js")).c;\n',

@@ -27,7 +27,8 @@ function tsFiles(dir: string): string[] {
 /** Every module specifier of static imports, re-exports and dynamic imports. */
 function specifiers(source: string): string[] {
   const found: string[] = [];
-  for (const m of source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^;"']*?\bfrom\s*["']([^"']+)["']/g)) found.push(m[1]!);
+  for (const m of source.matchAll(/(?:^|\n)\s*(?:import|export)\b[^;"']*?\bfrom\s*["']([^"']+)["']/g))
+    found.push(m[1]!);
   for (const m of source.matchAll(/(?:^|\n)\s*import\s*["']([^"']+)["']/g)) found.push(m[1]!);
   for (const m of source.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)) found.push(m[1]!);
   return found;

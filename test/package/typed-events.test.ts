@@ -12,7 +12,9 @@ describe("defineHandler infers the payload from its event names", () => {
       async handle(ctx) {
         expectTypeOf(ctx.payload).toEqualTypeOf<EmitterWebhookEvent<"workflow_run.completed">["payload"]>();
         expectTypeOf(ctx.payload.action).toEqualTypeOf<"completed">();
-        expectTypeOf(ctx.payload.workflow_run.conclusion).toEqualTypeOf<EmitterWebhookEvent<"workflow_run.completed">["payload"]["workflow_run"]["conclusion"]>();
+        expectTypeOf(ctx.payload.workflow_run.conclusion).toEqualTypeOf<
+          EmitterWebhookEvent<"workflow_run.completed">["payload"]["workflow_run"]["conclusion"]
+        >();
         // @ts-expect-error a workflow_run delivery has no pull_request
         void ctx.payload.pull_request;
         return { status: "done" };

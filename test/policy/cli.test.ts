@@ -24,7 +24,12 @@ async function file(name: string, text: string) {
 async function validate(args: { files: string[]; org?: string; document?: string }) {
   let out = "";
   let err = "";
-  const code = await validateFiles(args, testHandlers, (s) => (out += s), (s) => (err += s));
+  const code = await validateFiles(
+    args,
+    testHandlers,
+    (s) => (out += s),
+    (s) => (err += s),
+  );
   return { code, out, err };
 }
 
@@ -33,14 +38,19 @@ describe("steward validate", () => {
     const f = await file("bad.yml", "rerun:\n  max_atempts: 3\nchecks:\n  config: nope\n");
     const r = await validate({ files: [f] });
     expect(r.code).toBe(1);
-    expect(r.out).toBe(`${f}:2:3: unknown key "max_atempts" in "rerun" (did you mean "max_attempts"?)\n${f}:4:11: "checks.config" must be boolean (got string)\n`);
+    expect(r.out).toBe(
+      `${f}:2:3: unknown key "max_atempts" in "rerun" (did you mean "max_attempts"?)\n${f}:4:11: "checks.config" must be boolean (got string)\n`,
+    );
   });
 
   it("exits 0 printing the effective policy with defaults", async () => {
     const f = await file("good.yml", "checks:\n  config: false\n");
     const r = await validate({ files: [f] });
     expect(r).toMatchObject({ code: 0, err: "" });
-    expect(parse(r.out)).toEqual({ rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] }, checks: { config: false } });
+    expect(parse(r.out)).toEqual({
+      rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] },
+      checks: { config: false },
+    });
   });
 
   it("merges over an org file with --org, the same way the service does", async () => {
@@ -57,7 +67,9 @@ describe("steward validate", () => {
     expect(documentFor("steward\\secrets.yaml")).toBe(".github/steward/secrets.yaml");
     expect(documentFor(".github/steward.yml")).toBeUndefined();
     const doc = await file("steward/secrets.yml", "secrets:\n  - name: lower\n    repositories: []\n");
-    expect((await validate({ files: [doc] })).out).toBe(`${doc}:2:11: "secrets.0.name" must match pattern "^[A-Z_][A-Z0-9_]*$"\n`);
+    expect((await validate({ files: [doc] })).out).toBe(
+      `${doc}:2:11: "secrets.0.name" must match pattern "^[A-Z_][A-Z0-9_]*$"\n`,
+    );
     const plain = await file("plain.yml", "secrets:\n  - name: OK\n    repositories: [x]\n");
     expect((await validate({ files: [plain] })).code).toBe(1);
     const ok = await validate({ files: [plain], document: ".github/steward/secrets.yml" });
@@ -90,7 +102,9 @@ describe("steward validate", () => {
     const run = promisify(execFile);
     const failed = await run(process.execPath, [bin, "validate", bad, good]).catch((e) => e);
     expect(failed.code).toBe(1);
-    expect(failed.stdout.startsWith(`${bad}:1:1: unknown section "chekcs" (did you mean "checks"?); known sections: `)).toBe(true);
+    expect(
+      failed.stdout.startsWith(`${bad}:1:1: unknown section "chekcs" (did you mean "checks"?); known sections: `),
+    ).toBe(true);
     expect(failed.stdout.trim().split("\n")).toHaveLength(1);
     const passed = await run(process.execPath, [bin, "validate", good]);
     expect(parse(passed.stdout).checks).toEqual({ config: true });
@@ -99,10 +113,15 @@ describe("steward validate", () => {
   });
 
   it("knows the sections of STEWARD_HANDLERS modules, as the service does", async () => {
-    const extra = await file("extra-handler.mjs", 'export default { name: "extra", events: [], policy: { key: "extra", schema: { type: "object", additionalProperties: false, properties: { on: { type: "boolean" } } }, defaults: { on: false } }, handle() {} };\n');
+    const extra = await file(
+      "extra-handler.mjs",
+      'export default { name: "extra", events: [], policy: { key: "extra", schema: { type: "object", additionalProperties: false, properties: { on: { type: "boolean" } } }, defaults: { on: false } }, handle() {} };\n',
+    );
     const f = await file("uses-extra.yml", "extra:\n  onn: true\n");
     const bin = new URL("../../bin/steward.js", import.meta.url).pathname;
-    const failed = await promisify(execFile)(process.execPath, [bin, "validate", f], { env: { ...process.env, STEWARD_HANDLERS: extra } }).catch((e) => e);
+    const failed = await promisify(execFile)(process.execPath, [bin, "validate", f], {
+      env: { ...process.env, STEWARD_HANDLERS: extra },
+    }).catch((e) => e);
     expect(failed.stdout).toBe(`${f}:2:3: unknown key "onn" in "extra" (did you mean "on"?)\n`);
   });
 });

@@ -43,7 +43,11 @@ describe("config/examples", () => {
   for (const name of examples) {
     it(`examples/${name} validates clean`, () => {
       const document = name === "steward.yml" ? undefined : `.github/steward/${name}`;
-      const r = validatePolicyText(read(`examples/${name}`), { file: name, handlers: builtinHandlers, ...(document ? { document } : {}) });
+      const r = validatePolicyText(read(`examples/${name}`), {
+        file: name,
+        handlers: builtinHandlers,
+        ...(document ? { document } : {}),
+      });
       expect(r.problems).toEqual([]);
     });
   }

@@ -49,7 +49,8 @@ export const rerunLike = defineHandler<RerunPolicy>({
           if (e) report(["rules", i, "log", ...(Array.isArray(r.log) ? [j] : [])], e);
         }),
       );
-      if (value.max_attempts > 5 && value.branches.includes("*")) report(["max_attempts"], "more than 5 attempts on every branch", "warning");
+      if (value.max_attempts > 5 && value.branches.includes("*"))
+        report(["max_attempts"], "more than 5 attempts on every branch", "warning");
     },
   },
   async handle() {},
@@ -58,7 +59,11 @@ export const rerunLike = defineHandler<RerunPolicy>({
 export const checksLike = defineHandler<{ config: boolean }>({
   name: "checks",
   events: [],
-  policy: { key: "checks", schema: { type: "object", additionalProperties: false, properties: { config: { type: "boolean" } } }, defaults: { config: true } },
+  policy: {
+    key: "checks",
+    schema: { type: "object", additionalProperties: false, properties: { config: { type: "boolean" } } },
+    defaults: { config: true },
+  },
   async handle() {},
 });
 
@@ -75,16 +80,26 @@ export const secretsLike = defineHandler({
         properties: {
           secrets: {
             type: "array",
-            items: { type: "object", additionalProperties: false, required: ["name", "repositories"], properties: { name: { type: "string", pattern: "^[A-Z_][A-Z0-9_]*$" }, repositories: { type: "array", items: { type: "string" } } } },
+            items: {
+              type: "object",
+              additionalProperties: false,
+              required: ["name", "repositories"],
+              properties: {
+                name: { type: "string", pattern: "^[A-Z_][A-Z0-9_]*$" },
+                repositories: { type: "array", items: { type: "string" } },
+              },
+            },
           },
         },
       },
       defaults: { secrets: [] },
       check(value, report) {
-        (value as { secrets: { repositories: string[] }[] }).secrets.forEach((s, i) => s.repositories.forEach((r, j) => {
-          const e = globError(r);
-          if (e) report(["secrets", i, "repositories", j], e);
-        }));
+        (value as { secrets: { repositories: string[] }[] }).secrets.forEach((s, i) =>
+          s.repositories.forEach((r, j) => {
+            const e = globError(r);
+            if (e) report(["secrets", i, "repositories", j], e);
+          }),
+        );
       },
     },
   ],

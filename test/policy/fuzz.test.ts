@@ -4,7 +4,8 @@ import { stringify } from "yaml";
 import { validatePolicyText } from "../../src/policy/validate.js";
 import { testHandlers } from "./fixtures.js";
 
-const VALID = "rerun:\n  enabled: true\n  max_attempts: 3\n  branches: [main, 'release/*']\n  rules:\n    - log: /ETIMEDOUT|ECONNRESET/i\n      jobs: [build]\nchecks:\n  config: true\n";
+const VALID =
+  "rerun:\n  enabled: true\n  max_attempts: 3\n  branches: [main, 'release/*']\n  rules:\n    - log: /ETIMEDOUT|ECONNRESET/i\n      jobs: [build]\nchecks:\n  config: true\n";
 
 function assertWellFormed(text: string, document?: string) {
   const r = validatePolicyText(text, { file: "f.yml", handlers: testHandlers, ...(document ? { document } : {}) });
@@ -46,7 +47,10 @@ describe("validation never throws", () => {
   });
 
   it("survives arbitrary text", () => {
-    fc.assert(fc.property(fc.string({ maxLength: 200 }), (t) => void assertWellFormed(t)), { numRuns: 250 });
+    fc.assert(
+      fc.property(fc.string({ maxLength: 200 }), (t) => void assertWellFormed(t)),
+      { numRuns: 250 },
+    );
   });
 
   it("survives hostile YAML features", () => {
@@ -74,7 +78,9 @@ describe("validation never throws", () => {
       expect(r.problems.length, text.slice(0, 40)).toBeGreaterThan(0);
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(assertWellFormed("rerun:\n  rules: " + "[".repeat(5000) + "]".repeat(5000) + "\n").problems[0]).toMatchObject({ line: 2, message: "the document nests deeper than 64 levels" });
+    expect(
+      assertWellFormed("rerun:\n  rules: " + "[".repeat(5000) + "]".repeat(5000) + "\n").problems[0],
+    ).toMatchObject({ line: 2, message: "the document nests deeper than 64 levels" });
     // A YAML 1.1 document keeps its own booleans.
     expect(assertWellFormed("\uFEFFrerun:\n  enabled: true\n").problems).toEqual([]);
     expect(assertWellFormed("%YAML 1.1\n---\nrerun: {enabled: yes}\n").problems).toEqual([]);

@@ -18,7 +18,8 @@ let hub: HubHandle;
 let dir: string;
 let octokit: InstallationOctokit;
 let clock = 0;
-const loaderFor = () => createPolicyLoader({ adminRepo: ".github", handlers: testHandlers, logger, freshMs: 1000, now: () => clock });
+const loaderFor = () =>
+  createPolicyLoader({ adminRepo: ".github", handlers: testHandlers, logger, freshMs: 1000, now: () => clock });
 const contentGets = () => hub.control.requests().filter((r) => r.method === "GET" && r.path.includes("/contents/"));
 /** Put a file on a branch (default: the default branch); answers the commit's SHA. */
 const setFile = (owner: string, repo: string, path: string, text: string, branch?: string) =>
@@ -28,12 +29,21 @@ const gh = { octokit: () => octokit };
 beforeEach(async () => {
   hub = await createHub();
   // The hub seeds the demo organisation (acme, with acme/web); the rest is added here.
-  for (const name of ["web", "api", ".github"]) if (!hub.control.repo("acme", name)) hub.control.createRepo({ owner: "acme", name });
-  const installation = hub.control.installation("acme") ?? hub.control.install("acme", { permissions: STEWARD_PERMISSIONS, repositories: "all" });
+  for (const name of ["web", "api", ".github"])
+    if (!hub.control.repo("acme", name)) hub.control.createRepo({ owner: "acme", name });
+  const installation =
+    hub.control.installation("acme") ??
+    hub.control.install("acme", { permissions: STEWARD_PERMISSIONS, repositories: "all" });
   dir = await mkdtemp(join(tmpdir(), "steward-loader-"));
   // No retries: a failed read must reach the loader as it was answered.
   const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-  octokit = await createOctokitFactory({ config, logger, coordination: inProcessCoordination(), retries: 0, writeIntervalMs: 0 }).octokitFor(installation.id);
+  octokit = await createOctokitFactory({
+    config,
+    logger,
+    coordination: inProcessCoordination(),
+    retries: 0,
+    writeIntervalMs: 0,
+  }).octokitFor(installation.id);
   clock = 0;
 });
 afterEach(async () => {
@@ -48,19 +58,31 @@ describe("policy loader", () => {
     const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
     expect(policy.problems).toEqual([]);
     expect(policy.sources).toEqual(["acme/.github:.github/steward.yml", "acme/web:.github/steward.yml"]);
-    expect(policy.sections).toEqual({ rerun: { enabled: true, max_attempts: 4, branches: ["trunk"], rules: [] }, checks: { config: true } });
+    expect(policy.sections).toEqual({
+      rerun: { enabled: true, max_attempts: 4, branches: ["trunk"], rules: [] },
+      checks: { config: true },
+    });
   });
 
   it("answers defaults when neither file exists (404)", async () => {
     const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
-    expect(policy).toEqual({ sections: { rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] }, checks: { config: true } }, problems: [], sources: [], given: [] });
+    expect(policy).toEqual({
+      sections: { rerun: { enabled: true, max_attempts: 2, branches: ["main"], rules: [] }, checks: { config: true } },
+      problems: [],
+      sources: [],
+      given: [],
+    });
   });
 
   it("reads the repository file at a given ref, the org file at its default branch", async () => {
     setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n", "feature");
     const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web", ref: "feature" });
     expect(policy.sections.checks).toEqual({ config: false });
-    expect(contentGets().map((r) => `${decodeURIComponent(r.path)}?ref=${new URLSearchParams(r.query).get("ref")}`).sort()).toEqual([
+    expect(
+      contentGets()
+        .map((r) => `${decodeURIComponent(r.path)}?ref=${new URLSearchParams(r.query).get("ref")}`)
+        .sort(),
+    ).toEqual([
       "/repos/acme/.github/contents/.github/steward.yml?ref=null",
       "/repos/acme/web/contents/.github/steward.yml?ref=feature",
     ]);
@@ -94,7 +116,9 @@ describe("policy loader", () => {
     const loader = loaderFor();
     await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
     setFile("acme", "web", ".github/steward.yml", "checks:\n  config: true\n");
-    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: false });
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({
+      config: false,
+    });
     loader.invalidate("ACME", "Web");
     const after = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
     expect(after.sections.checks).toEqual({ config: true });
@@ -104,7 +128,9 @@ describe("policy loader", () => {
   it("invalidating the admin repository refreshes every repository's org layer", async () => {
     setFile("acme", ".github", ".github/steward.yml", "checks:\n  config: false\n");
     const loader = loaderFor();
-    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: false });
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({
+      config: false,
+    });
     setFile("acme", ".github", ".github/steward.yml", "checks:\n  config: true\n");
     loader.invalidate("acme", ".github");
     expect((await loader.load(gh.octokit(), { owner: "acme", repo: "api" })).sections.checks).toEqual({ config: true });
@@ -131,7 +157,9 @@ describe("policy loader", () => {
     setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\nrerun:\n  max_atempts: 3\n");
     const policy = await loaderFor().load(gh.octokit(), { owner: "acme", repo: "web" });
     expect(policy.sections).toEqual({ checks: { config: false } });
-    expect(policy.problems).toMatchObject([{ file: "acme/web:.github/steward.yml", line: 4, column: 3, suggestion: "max_attempts" }]);
+    expect(policy.problems).toMatchObject([
+      { file: "acme/web:.github/steward.yml", line: 4, column: 3, suggestion: "max_attempts" },
+    ]);
   });
 
   it("keeps the cached copy when the API fails on revalidation, and throws when there is none", async () => {
@@ -140,7 +168,9 @@ describe("policy loader", () => {
     await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
     clock += 5000;
     hub.control.setFault("GET /repos/acme/web/contents/*", { status: 502, times: 1 });
-    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({ config: false });
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({
+      config: false,
+    });
     expect(contentGets().some((r) => r.path.startsWith("/repos/acme/web/") && r.status === 502)).toBe(true);
     hub.control.setFault("GET /repos/acme/api/contents/*", { status: 502 });
     await expect(loader.load(gh.octokit(), { owner: "acme", repo: "api" })).rejects.toMatchObject({ status: 502 });
@@ -149,16 +179,25 @@ describe("policy loader", () => {
   it("loads an admin document with defaults, and reports its problems", async () => {
     const loader = loaderFor();
     const path = ".github/steward/secrets.yml";
-    expect(await loader.loadDocument(gh.octokit(), { owner: "acme", path })).toEqual({ value: { secrets: [] }, problems: [], found: false });
+    expect(await loader.loadDocument(gh.octokit(), { owner: "acme", path })).toEqual({
+      value: { secrets: [] },
+      problems: [],
+      found: false,
+    });
     setFile("acme", ".github", path, "secrets:\n  - name: NPM_TOKEN\n    repositories: ['web-*']\n");
     loader.invalidate("acme", ".github");
-    expect(await loader.loadDocument(gh.octokit(), { owner: "acme", path })).toEqual({ value: { secrets: [{ name: "NPM_TOKEN", repositories: ["web-*"] }] }, problems: [], found: true });
+    expect(await loader.loadDocument(gh.octokit(), { owner: "acme", path })).toEqual({
+      value: { secrets: [{ name: "NPM_TOKEN", repositories: ["web-*"] }] },
+      problems: [],
+      found: true,
+    });
     setFile("acme", ".github", path, "secrets:\n  - nme: NPM_TOKEN\n");
     loader.invalidate("acme", ".github");
     const bad = await loader.loadDocument(gh.octokit(), { owner: "acme", path });
     expect(bad.value).toBeUndefined();
     expect(bad.found).toBe(true);
-    expect(bad.problems.map((p) => `${p.file}:${p.line}:${p.column}`)).toContain("acme/.github:.github/steward/secrets.yml:2:5");
+    expect(bad.problems.map((p) => `${p.file}:${p.line}:${p.column}`)).toContain(
+      "acme/.github:.github/steward/secrets.yml:2:5",
+    );
   });
 });
-

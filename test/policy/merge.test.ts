@@ -8,7 +8,9 @@ describe("mergePolicy", () => {
   it("merges maps deeply, replaces lists, and lets the overriding side win", () => {
     const org = { rerun: { enabled: true, max_attempts: 2, branches: ["main", "develop"], nested: { a: 1, b: 2 } } };
     const repo = { rerun: { max_attempts: 4, branches: ["release/*"], nested: { b: 3 } } };
-    expect(mergePolicy(org, repo)).toEqual({ rerun: { enabled: true, max_attempts: 4, branches: ["release/*"], nested: { a: 1, b: 3 } } });
+    expect(mergePolicy(org, repo)).toEqual({
+      rerun: { enabled: true, max_attempts: 4, branches: ["release/*"], nested: { a: 1, b: 3 } },
+    });
   });
 
   it("keeps the base when the override is undefined, but an explicit false or empty list wins", () => {
@@ -34,7 +36,8 @@ describe("mergePolicy", () => {
         if (Array.isArray(b) || typeof b !== "object" || b === null) expect(mergePolicy(a, b)).toEqual(b);
         // Merging the same override twice changes nothing more.
         expect(mergePolicy(mergePolicy(a, c), c)).toEqual(mergePolicy(a, c));
-        const isMap = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+        const isMap = (v: unknown): v is Record<string, unknown> =>
+          typeof v === "object" && v !== null && !Array.isArray(v);
         if (isMap(a) && isMap(b)) {
           const m = mergePolicy(a, b) as Record<string, unknown>;
           expect(new Set(Object.keys(m))).toEqual(new Set([...Object.keys(a), ...Object.keys(b)]));
@@ -62,19 +65,38 @@ describe("resolvePolicy", () => {
   const repo = (text: string) => ({ file: "acme/web:.github/steward.yml", text });
 
   it("merges the org file under the repository file with defaults under both", () => {
-    const r = resolvePolicy({ org: org("rerun:\n  max_attempts: 4\n  branches: [main, develop]\n"), repo: repo("rerun:\n  branches: [trunk]\nchecks:\n  config: false\n") }, testHandlers);
+    const r = resolvePolicy(
+      {
+        org: org("rerun:\n  max_attempts: 4\n  branches: [main, develop]\n"),
+        repo: repo("rerun:\n  branches: [trunk]\nchecks:\n  config: false\n"),
+      },
+      testHandlers,
+    );
     expect(r.problems).toEqual([]);
     expect(r.sources).toEqual(["acme/.github:.github/steward.yml", "acme/web:.github/steward.yml"]);
-    expect(r.sections).toEqual({ rerun: { enabled: true, max_attempts: 4, branches: ["trunk"], rules: [] }, checks: { config: false } });
+    expect(r.sections).toEqual({
+      rerun: { enabled: true, max_attempts: 4, branches: ["trunk"], rules: [] },
+      checks: { config: false },
+    });
   });
 
   it("gives defaults when neither file exists", () => {
-    const r = resolvePolicy({ org: { file: "o", text: undefined }, repo: { file: "r", text: undefined } }, testHandlers);
-    expect(r).toMatchObject({ problems: [], sources: [], sections: { rerun: { max_attempts: 2 }, checks: { config: true } } });
+    const r = resolvePolicy(
+      { org: { file: "o", text: undefined }, repo: { file: "r", text: undefined } },
+      testHandlers,
+    );
+    expect(r).toMatchObject({
+      problems: [],
+      sources: [],
+      sections: { rerun: { max_attempts: 2 }, checks: { config: true } },
+    });
   });
 
   it("drops a section with errors in either file, keeps the others, and reports each problem in its own file", () => {
-    const r = resolvePolicy({ org: org("rerun:\n  max_atempts: 4\n"), repo: repo("checks:\n  config: false\n") }, testHandlers);
+    const r = resolvePolicy(
+      { org: org("rerun:\n  max_atempts: 4\n"), repo: repo("checks:\n  config: false\n") },
+      testHandlers,
+    );
     expect(Object.keys(r.sections)).toEqual(["checks"]);
     expect(r.problems).toMatchObject([{ file: "acme/.github:.github/steward.yml", line: 2, column: 3 }]);
   });
@@ -87,8 +109,19 @@ describe("resolvePolicy", () => {
 
   it("runs the semantic check on the merged value and blames the file whose value won", () => {
     // Neither file alone warns (each sees a default on the other side); the merge does.
-    const r = resolvePolicy({ org: org("rerun:\n  max_attempts: 7\n"), repo: repo("rerun:\n  branches: ['*']\n") }, testHandlers);
-    expect(r.problems).toMatchObject([{ file: "acme/.github:.github/steward.yml", line: 2, column: 17, severity: "warning", message: "more than 5 attempts on every branch" }]);
+    const r = resolvePolicy(
+      { org: org("rerun:\n  max_attempts: 7\n"), repo: repo("rerun:\n  branches: ['*']\n") },
+      testHandlers,
+    );
+    expect(r.problems).toMatchObject([
+      {
+        file: "acme/.github:.github/steward.yml",
+        line: 2,
+        column: 17,
+        severity: "warning",
+        message: "more than 5 attempts on every branch",
+      },
+    ]);
     expect(r.sections.rerun).toMatchObject({ max_attempts: 7, branches: ["*"] });
   });
 

@@ -72,7 +72,10 @@ describe("startRedeliverySweeper", () => {
     expect(failed.length).toBeGreaterThanOrEqual(3); // installation.created plus two pushes
     // One failed delivery reached Steward's store anyway (it answered after the hub gave up).
     const known = failed[0]!.guid;
-    const answered = hub.control.deliveries().filter((d) => d.status_code === 202).map((d) => d.guid);
+    const answered = hub.control
+      .deliveries()
+      .filter((d) => d.status_code === 202)
+      .map((d) => d.guid);
     expect(answered.length).toBeGreaterThanOrEqual(1);
     const asked: string[] = [];
 
@@ -95,7 +98,10 @@ describe("startRedeliverySweeper", () => {
       // The store is asked only about deliveries that never got a 2xx: each of those, none of the others.
       expect([...new Set(asked)].sort()).toEqual([...new Set(failed.map((d) => d.guid))].sort());
       for (const g of answered) expect(asked).not.toContain(g);
-      const expected = failed.filter((d) => d.guid !== known).map((d) => d.guid).sort();
+      const expected = failed
+        .filter((d) => d.guid !== known)
+        .map((d) => d.guid)
+        .sort();
       expect([...result.requested].sort()).toEqual(expected);
       expect(result.failed).toEqual([]);
       expect([...rx.seen].filter((g) => expected.includes(g)).sort()).toEqual(expected);
@@ -121,7 +127,13 @@ describe("startRedeliverySweeper", () => {
     expect(fresh.map((d) => d.event)).toContain("push");
     const guid = fresh.find((d) => d.event === "push")!.guid;
     // Only this push is unknown to the store; everything earlier reached Steward.
-    const sweeper = startRedeliverySweeper({ octokits, store: store.kv, isKnown: async (g) => g !== guid, logger, intervalMs: 3_600_000 });
+    const sweeper = startRedeliverySweeper({
+      octokits,
+      store: store.kv,
+      isKnown: async (g) => g !== guid,
+      logger,
+      intervalMs: 3_600_000,
+    });
     try {
       const first = await sweeper.runNow();
       expect(first?.requested).toEqual([guid]);
@@ -145,7 +157,13 @@ describe("startRedeliverySweeper", () => {
     const lines: string[] = [];
     const capture = pino({ level: "warn" }, { write: (l: string) => void lines.push(l) });
     const sweeper = startRedeliverySweeper({
-      octokits: createOctokitFactory({ config: loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir }), logger, coordination: inProcessCoordination(), retries: 0, writeIntervalMs: 0 }),
+      octokits: createOctokitFactory({
+        config: loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir }),
+        logger,
+        coordination: inProcessCoordination(),
+        retries: 0,
+        writeIntervalMs: 0,
+      }),
       store: store.kv,
       isKnown: async () => false,
       logger: capture,
@@ -177,12 +195,21 @@ describe("startRedeliverySweeper", () => {
       } finally {
         hub.control.setClock(new Date());
       }
-      return hub.control.deliveries().slice(before).find((d) => d.event === "push")!.guid;
+      return hub.control
+        .deliveries()
+        .slice(before)
+        .find((d) => d.event === "push")!.guid;
     };
     const within = await failedAgo(5, "web");
     const tooOld = await failedAgo(30, "web");
     const ours = new Set([within, tooOld]);
-    const sweeper = startRedeliverySweeper({ octokits, store: store.kv, isKnown: async (g) => !ours.has(g), logger, intervalMs: hour });
+    const sweeper = startRedeliverySweeper({
+      octokits,
+      store: store.kv,
+      isKnown: async (g) => !ours.has(g),
+      logger,
+      intervalMs: hour,
+    });
     try {
       answer = 202;
       const first = await sweeper.runNow();
@@ -195,7 +222,12 @@ describe("startRedeliverySweeper", () => {
       const second = await sweeper.runNow();
       expect(second?.requested).toEqual([]);
       expect(second?.scanned).toBeGreaterThan(0);
-      expect(hub.control.deliveries().filter((d) => d.redelivery).map((d) => d.guid)).not.toContain(late);
+      expect(
+        hub.control
+          .deliveries()
+          .filter((d) => d.redelivery)
+          .map((d) => d.guid),
+      ).not.toContain(late);
     } finally {
       await sweeper.stop();
     }

@@ -23,15 +23,21 @@ describe("STEWARD_REDIS_URL", () => {
   });
 
   it("accepts redis:// and rediss:// URLs with a database number", () => {
-    expect(loadConfig({ ...base, STEWARD_REDIS_URL: "redis://127.0.0.1:6379/0" }).redisUrl).toBe("redis://127.0.0.1:6379/0");
-    expect(loadConfig({ ...base, STEWARD_REDIS_URL: " rediss://cache.internal:6380 " }).redisUrl).toBe("rediss://cache.internal:6380");
+    expect(loadConfig({ ...base, STEWARD_REDIS_URL: "redis://127.0.0.1:6379/0" }).redisUrl).toBe(
+      "redis://127.0.0.1:6379/0",
+    );
+    expect(loadConfig({ ...base, STEWARD_REDIS_URL: " rediss://cache.internal:6380 " }).redisUrl).toBe(
+      "rediss://cache.internal:6380",
+    );
   });
 
   it("rejects other schemes and non-numeric databases with one line naming the variable", () => {
     const scheme = problem({ STEWARD_REDIS_URL: "http://127.0.0.1:6379" });
     expect(scheme).toBeInstanceOf(ConfigError);
     expect(scheme.message).toBe('STEWARD_REDIS_URL must start with redis:// or rediss:// (got "http:")');
-    expect(problem({ STEWARD_REDIS_URL: "redis://127.0.0.1:6379/queue" }).message).toMatch(/^STEWARD_REDIS_URL must name a database by number/);
+    expect(problem({ STEWARD_REDIS_URL: "redis://127.0.0.1:6379/queue" }).message).toMatch(
+      /^STEWARD_REDIS_URL must name a database by number/,
+    );
     expect(problem({ STEWARD_REDIS_URL: "127.0.0.1:6379" }).message).toMatch(/^STEWARD_REDIS_URL must/);
   });
 

@@ -30,7 +30,10 @@ afterAll(async () => {
   if (redisUp) await dropAll();
 });
 afterEach(() => {
-  for (const [name, value] of [["STEWARD_REDIS_URL", saved.redis], ["STEWARD_DATA_DIR", saved.dir]] as const) {
+  for (const [name, value] of [
+    ["STEWARD_REDIS_URL", saved.redis],
+    ["STEWARD_DATA_DIR", saved.dir],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }
@@ -65,7 +68,9 @@ describe.skipIf(!redisUp)("steward deliveries with STEWARD_REDIS_URL", () => {
     expect(shown.code).toBe(0);
     expect(shown.out).toMatch(/rerun\s+attempt 1\s+failed\s+error: 503 Service Unavailable \(attempt 1\)/);
     expect(shown.out).toMatch(/rerun\s+attempt 2\s+failed\s+error: 503 Service Unavailable \(attempt 2\)/);
-    const shownJson = JSON.parse((await cli("show", "r-run", "--json")).out) as { attempts: { attempt: number; detail: string }[] };
+    const shownJson = JSON.parse((await cli("show", "r-run", "--json")).out) as {
+      attempts: { attempt: number; detail: string }[];
+    };
     expect(shownJson.attempts.map((a) => a.attempt)).toEqual([1, 2]);
 
     const bulk = await cli("replay", "--status", "dead", "--since", "1h", "--json");

@@ -20,9 +20,15 @@ afterEach(async () => {
   await stores.dispose();
 });
 
-async function replica(handlers: HandlerModule<any>[], opts: { leaseMs?: number; concurrency?: number } = {}): Promise<{ engine: Engine; store: RedisStore }> {
+async function replica(
+  handlers: HandlerModule<any>[],
+  opts: { leaseMs?: number; concurrency?: number } = {},
+): Promise<{ engine: Engine; store: RedisStore }> {
   const store = await stores.open();
-  const engine = testEngine(store, handlers, { concurrency: opts.concurrency ?? 4, ...(opts.leaseMs ? { leaseMs: opts.leaseMs } : {}) });
+  const engine = testEngine(store, handlers, {
+    concurrency: opts.concurrency ?? 4,
+    ...(opts.leaseMs ? { leaseMs: opts.leaseMs } : {}),
+  });
   engines.push(engine);
   await engine.start();
   return { engine, store };
@@ -50,7 +56,9 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     const deliveries = Array.from({ length: 500 }, () => deliveryOf("workflow_run", payload));
     // The load balancer spreads deliveries over both; GitHub's redelivery of some lands on the other one.
     const results = await Promise.all(deliveries.map((d, i) => (i % 2 ? a : b).engine.intake.record(d)));
-    const redelivered = await Promise.all(deliveries.slice(0, 50).map((d, i) => (i % 2 ? b : a).engine.intake.record(d)));
+    const redelivered = await Promise.all(
+      deliveries.slice(0, 50).map((d, i) => (i % 2 ? b : a).engine.intake.record(d)),
+    );
     expect(results.every((r) => r === "recorded")).toBe(true);
     expect(redelivered.every((r) => r === "duplicate")).toBe(true);
     await waitFor(() => runs.size === 500, 20_000);
@@ -104,10 +112,14 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     const seed = await stores.open();
     const d = deliveryOf("push", examplePayload("push"));
     await seed.deliveries.record(d);
-    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures", "lease-holder.ts"), redisUrl, stores.prefix], {
-      cwd: join(import.meta.dirname, "..", ".."),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", join(import.meta.dirname, "fixtures", "lease-holder.ts"), redisUrl, stores.prefix],
+      {
+        cwd: join(import.meta.dirname, "..", ".."),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const exited = new Promise((r) => child.once("exit", r));
     const out = await new Promise<string>((resolve, reject) => {
       let text = "";
@@ -163,7 +175,9 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     const replicas = await Promise.all([stores.open(), stores.open(), stores.open()]);
     for (let round = 0; round < 5; round++) {
       const key = `rerun:run-${round}`;
-      const attempts = Array.from({ length: 60 }, (_, i) => replicas[i % 3]!.kv.claim(key, { ttlMs: 60_000, value: i }));
+      const attempts = Array.from({ length: 60 }, (_, i) =>
+        replicas[i % 3]!.kv.claim(key, { ttlMs: 60_000, value: i }),
+      );
       const won = (await Promise.all(attempts)).filter(Boolean);
       expect(won).toHaveLength(1);
     }

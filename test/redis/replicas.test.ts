@@ -15,47 +15,43 @@ const WRITE_INTERVAL_MS = 400;
 const CLOCK_GRAIN_MS = 2;
 
 describe.skipIf(!redisUp)("replicas on one Redis", () => {
-  it(
-    "the write slot's holder killed three times: writes resume, spacing holds, nothing lost or doubled, one token mint",
-    async () => {
-      const result = await runReplicas({
-        replicas: 3,
-        holderKills: 3,
-        writeIntervalMs: WRITE_INTERVAL_MS,
-        runEveryMs: 500,
-        minRuns: 12,
-        // GitHub's ~520-character installation tokens, end to end.
-        tokens: { format: "stateless" },
-        onOutput: (label, text) => leakGuard.output(label, text),
-        log: (line) => console.log(line),
-      });
-      console.log(
-        `replicas: ${result.runs} runs, ${result.writes} writes, min gap ${result.minWriteGapMs} ms, ` +
-          `resumed after ${result.kills.map((k) => k.resumedAfterMs).join(", ")} ms, mints ${result.mints}, ${result.seconds.toFixed(1)} s`,
-      );
-      expect(result.kills).toHaveLength(3);
-      for (const kill of result.kills) {
-        // The victim was the holder: Redis still named its client after it died.
-        expect(kill.confirmed).toBe(true);
-        expect(kill.resumedAfterMs).toBeDefined();
-        expect(kill.resumedAfterMs!).toBeLessThanOrEqual(LIVENESS_BOUND_MS);
-      }
-      expect(result.lostEffects).toEqual([]);
-      expect(result.duplicatedEffects).toEqual([]);
-      // Spacing across replicas, as the hub received the writes: a write is sent no sooner than
-      // the interval after the previous one (any replica's) was answered.
-      expect(result.minWriteGapMs).toBeGreaterThanOrEqual(WRITE_INTERVAL_MS - CLOCK_GRAIN_MS);
-      // Three replicas and three restarts share one token.
-      expect(result.mints).toBe(1);
-      expect(result.tokensInRedis).toBe(0);
-      expect(result.tokenShapesInRedis).toBe(0);
-      // The operator's view.
-      expect(result.registry).toHaveLength(3);
-      expect(result.metrics).toMatch(/^steward_replicas_alive 3$/m);
-      expect(result.metrics).toMatch(/^steward_replica_holds\{replica="[^"]+",what="write_slot"\} \d+$/m);
-      expect(result.metrics).toMatch(/^steward_replica_holds\{replica="[^"]+",what="delivery_lease"\} \d+$/m);
-      expect(result.metrics).toMatch(/^steward_queue_depth \d+$/m);
-    },
-    300_000,
-  );
+  it("the write slot's holder killed three times: writes resume, spacing holds, nothing lost or doubled, one token mint", async () => {
+    const result = await runReplicas({
+      replicas: 3,
+      holderKills: 3,
+      writeIntervalMs: WRITE_INTERVAL_MS,
+      runEveryMs: 500,
+      minRuns: 12,
+      // GitHub's ~520-character installation tokens, end to end.
+      tokens: { format: "stateless" },
+      onOutput: (label, text) => leakGuard.output(label, text),
+      log: (line) => console.log(line),
+    });
+    console.log(
+      `replicas: ${result.runs} runs, ${result.writes} writes, min gap ${result.minWriteGapMs} ms, ` +
+        `resumed after ${result.kills.map((k) => k.resumedAfterMs).join(", ")} ms, mints ${result.mints}, ${result.seconds.toFixed(1)} s`,
+    );
+    expect(result.kills).toHaveLength(3);
+    for (const kill of result.kills) {
+      // The victim was the holder: Redis still named its client after it died.
+      expect(kill.confirmed).toBe(true);
+      expect(kill.resumedAfterMs).toBeDefined();
+      expect(kill.resumedAfterMs!).toBeLessThanOrEqual(LIVENESS_BOUND_MS);
+    }
+    expect(result.lostEffects).toEqual([]);
+    expect(result.duplicatedEffects).toEqual([]);
+    // Spacing across replicas, as the hub received the writes: a write is sent no sooner than
+    // the interval after the previous one (any replica's) was answered.
+    expect(result.minWriteGapMs).toBeGreaterThanOrEqual(WRITE_INTERVAL_MS - CLOCK_GRAIN_MS);
+    // Three replicas and three restarts share one token.
+    expect(result.mints).toBe(1);
+    expect(result.tokensInRedis).toBe(0);
+    expect(result.tokenShapesInRedis).toBe(0);
+    // The operator's view.
+    expect(result.registry).toHaveLength(3);
+    expect(result.metrics).toMatch(/^steward_replicas_alive 3$/m);
+    expect(result.metrics).toMatch(/^steward_replica_holds\{replica="[^"]+",what="write_slot"\} \d+$/m);
+    expect(result.metrics).toMatch(/^steward_replica_holds\{replica="[^"]+",what="delivery_lease"\} \d+$/m);
+    expect(result.metrics).toMatch(/^steward_queue_depth \d+$/m);
+  }, 300_000);
 });

@@ -7,7 +7,12 @@ import { openRedisStore, type RedisStore } from "../../src/store/redis/store.js"
 export const redisUrl = process.env.STEWARD_TEST_REDIS_URL ?? "redis://127.0.0.1:6379/0";
 
 async function probe(): Promise<string | undefined> {
-  const client = new Redis(redisUrl, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1_000 });
+  const client = new Redis(redisUrl, {
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1_000,
+  });
   let cause: string | undefined;
   client.on("error", (e: Error) => (cause ??= e.message));
   try {
@@ -36,7 +41,13 @@ export async function dropPrefix(prefix: string): Promise<void> {
   try {
     let cursor = "0";
     do {
-      const [next, keys] = await client.scan(cursor, "MATCH", `${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`, "COUNT", 1000);
+      const [next, keys] = await client.scan(
+        cursor,
+        "MATCH",
+        `${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`,
+        "COUNT",
+        1000,
+      );
       cursor = next;
       if (keys.length) await client.del(...keys);
     } while (cursor !== "0");

@@ -42,11 +42,16 @@ function prefix(): string {
 /** Every key and string value under `p`. */
 async function contents(client: Redis, p: string): Promise<string> {
   const keys = await client.keys(`${p.replace(/[*?[\]\\]/g, "\\$&")}*`);
-  const values = await Promise.all(keys.map(async (k) => ((await client.type(k)) === "string" ? await client.get(k) : JSON.stringify(await client.hgetall(k)))));
+  const values = await Promise.all(
+    keys.map(async (k) =>
+      (await client.type(k)) === "string" ? await client.get(k) : JSON.stringify(await client.hgetall(k)),
+    ),
+  );
   return [...keys, ...values].join("\n");
 }
 
-const pem = () => generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+const pem = () =>
+  generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 
 describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
   for (const format of ["classic", "stateless"] as const) {
@@ -60,11 +65,21 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
           config,
           logger: silent,
           writeIntervalMs: 0,
-          coordination: { ...inProcessCoordination(), tokens: createSharedTokenCache({ client: redis(), prefix: p, privateKey: config.privateKey, appId: config.appId }) },
+          coordination: {
+            ...inProcessCoordination(),
+            tokens: createSharedTokenCache({
+              client: redis(),
+              prefix: p,
+              privateKey: config.privateKey,
+              appId: config.appId,
+            }),
+          },
         }),
       );
       const octokits = await Promise.all(replicas.map((r) => r.octokitFor(installationId)));
-      const answers = await Promise.all(octokits.flatMap((o) => [1, 2].map(() => o.request("GET /installation/repositories"))));
+      const answers = await Promise.all(
+        octokits.flatMap((o) => [1, 2].map(() => o.request("GET /installation/repositories"))),
+      );
       expect(answers.every((a) => a.status === 200)).toBe(true);
       expect(hub.state.tokens.minted.get(installationId)).toBe(1);
 
@@ -80,7 +95,7 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
       expect(stored).not.toContain(token!);
       // Token-shaped, not a bare prefix: the sealed values are random base64url, where "ghs_" can occur.
       expect(stored).not.toMatch(/gh[opsur]_[A-Za-z0-9]{36}|ghs_\d+_/);
-      const [tokenKey] = (await redis().keys(`${p.replace(/[*?[\]\\]/g, "\\$&")}token:*`));
+      const [tokenKey] = await redis().keys(`${p.replace(/[*?[\]\\]/g, "\\$&")}token:*`);
       const sealed = (await redis().get(tokenKey!))!;
       expect(open(deriveSealingKey(config.privateKey, config.appId), sealed, tokenKey!)).toContain(token!);
       expect(open(deriveSealingKey(pem(), config.appId), sealed, tokenKey!)).toBeUndefined();
@@ -97,9 +112,17 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
     const p = prefix();
     const key = pem();
     const [a, b, c] = [0, 1, 2].map((i) =>
-      createSharedTokenCache({ client: redis(), prefix: p, privateKey: key, appId: 7, owner: `replica-${i}`, now: () => now }),
+      createSharedTokenCache({
+        client: redis(),
+        prefix: p,
+        privateKey: key,
+        appId: 7,
+        owner: `replica-${i}`,
+        now: () => now,
+      }),
     );
-    const minted = (token: string) => `${token}|${new Date(now).toISOString()}|${new Date(now + 3_600_000).toISOString()}|all|checks!`;
+    const minted = (token: string) =>
+      `${token}|${new Date(now).toISOString()}|${new Date(now + 3_600_000).toISOString()}|all|checks!`;
     expect(await a!.get("42")).toBeUndefined(); // a holds the mint lease
     await a!.set("42", minted("ghs_first0000000000000000000000000000000"));
     expect(await b!.get("42")).toMatch(/^ghs_first/);
@@ -121,7 +144,13 @@ describe.skipIf(!redisUp)("installation tokens shared through Redis", () => {
     const dead = createSharedTokenCache({ client: dying, prefix: p, privateKey: key, appId: 7, owner: "dead-replica" });
     expect(await dead.get("42")).toBeUndefined(); // it holds the lease, then its connection is gone for good
     dying.disconnect();
-    const survivor = createSharedTokenCache({ client: redis(), prefix: p, privateKey: key, appId: 7, owner: "survivor" });
+    const survivor = createSharedTokenCache({
+      client: redis(),
+      prefix: p,
+      privateKey: key,
+      appId: 7,
+      owner: "survivor",
+    });
     const started = Date.now();
     // No token and a lease held by the dead one: the survivor waits until the lease lapses, then mints itself.
     expect(await survivor.get("42")).toBeUndefined();

@@ -22,7 +22,12 @@ beforeAll(async () => {
   hub = await createHub();
   dir = await mkdtemp(join(tmpdir(), "steward-stop-scope-"));
   const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-  const octokits = createOctokitFactory({ config, logger: pino({ level: "silent" }), coordination: inProcessCoordination(), writeIntervalMs: 0 });
+  const octokits = createOctokitFactory({
+    config,
+    logger: pino({ level: "silent" }),
+    coordination: inProcessCoordination(),
+    writeIntervalMs: 0,
+  });
   octokit = await octokits.octokitFor(hub.control.installation("acme")!.id);
 });
 afterAll(async () => {
@@ -31,7 +36,11 @@ afterAll(async () => {
 });
 
 const getRepo = () => octokit.request("GET /repos/{owner}/{repo}", repo);
-const repoReads = () => hub.control.requests().filter((r) => r.method === "GET" && r.path === "/repos/acme/web").map((r) => r.status);
+const repoReads = () =>
+  hub.control
+    .requests()
+    .filter((r) => r.method === "GET" && r.path === "/repos/acme/web")
+    .map((r) => r.status);
 
 describe("a request's own settings", () => {
   it("refuses the requests of stopped work, and only of that work", async () => {
@@ -46,7 +55,13 @@ describe("a request's own settings", () => {
 
   it("a POST is not retried, and a GET after it still is", async () => {
     hub.control.setFault("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", { status: 502, times: 1 });
-    await expect(octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", { ...repo, issue_number: 1, body: "hello" })).rejects.toMatchObject({ status: 502 });
+    await expect(
+      octokit.request("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+        ...repo,
+        issue_number: 1,
+        body: "hello",
+      }),
+    ).rejects.toMatchObject({ status: 502 });
     expect(hub.control.requests().filter((r) => r.method === "POST" && r.path.endsWith("/comments"))).toHaveLength(1);
     const before = repoReads().length;
     hub.control.setFault("GET /repos/{owner}/{repo}", { status: 502, times: 1 });

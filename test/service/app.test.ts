@@ -6,7 +6,8 @@ import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "./helpers.js";
 import { perTest } from "./per-test.js";
 
-const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
+const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!
+  .examples[0]!;
 const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
 
 const scope = perTest();
@@ -33,7 +34,12 @@ describe("createSteward", () => {
     });
     const { logger, output } = collectingLogger("info");
     const steward = await scope.steward({
-      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir }),
+      config: testConfig({
+        appId: Number(hub.env.APP_ID),
+        privateKey: hub.env.PRIVATE_KEY,
+        apiUrl: hub.url,
+        dataDir: dir,
+      }),
       logger,
       handlers: [probe],
     });
@@ -55,7 +61,9 @@ describe("createSteward", () => {
     expect(metrics).toMatch(/steward_queue_depth \d+/);
     expect(metrics).toMatch(/steward_handler_outcomes_total\{handler="probe",outcome="done"\} 1/);
     expect(metrics).toMatch(/steward_handler_duration_seconds_count\{handler="probe"\} 1/);
-    expect(metrics).toMatch(new RegExp(`steward_api_requests_total\\{installation="${installation}",status="200"\\} 1`));
+    expect(metrics).toMatch(
+      new RegExp(`steward_api_requests_total\\{installation="${installation}",status="200"\\} 1`),
+    );
     expect(metrics).toMatch(new RegExp(`steward_api_rate_limit_remaining\\{installation="${installation}"\\} 4321`));
     expect(metrics).toMatch(/steward_process_cpu_seconds_total/);
     expect(output()).toContain('"msg":"delivery recorded"');
@@ -102,7 +110,9 @@ describe("createSteward", () => {
     const steward = await scope.steward({ config, logger: collectingLogger().logger, handlers: [] });
     const port = Number(new URL(steward.url).port);
     const other = await scope.dataDir("app");
-    await expect(createSteward({ config: { ...config, port, dataDir: other }, logger: collectingLogger().logger, handlers: [] })).rejects.toThrow(/EADDRINUSE/);
+    await expect(
+      createSteward({ config: { ...config, port, dataDir: other }, logger: collectingLogger().logger, handlers: [] }),
+    ).rejects.toThrow(/EADDRINUSE/);
   });
 });
 
@@ -122,13 +132,22 @@ describe("redelivery sweeper wiring", () => {
     // The list answers only once `known` is recorded, so the sweep's view is deterministic.
     hub.control.setFault("GET /app/hook/deliveries", { status: 502 });
     const steward = await scope.steward({
-      config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url, dataDir: dir, redeliverIntervalMs: 300 }),
+      config: testConfig({
+        appId: Number(hub.env.APP_ID),
+        privateKey: hub.env.PRIVATE_KEY,
+        apiUrl: hub.url,
+        dataDir: dir,
+        redeliverIntervalMs: 300,
+      }),
       logger: collectingLogger().logger,
       handlers: [],
     });
-    expect((await postDelivery(steward.url, { body: JSON.stringify(known!.payload), id: known!.guid })).status).toBe(202);
+    expect((await postDelivery(steward.url, { body: JSON.stringify(known!.payload), id: known!.guid })).status).toBe(
+      202,
+    );
     hub.control.clearFaults();
-    const attempts = (id: number) => hub.control.requests().filter((r) => r.method === "POST" && r.path === `/app/hook/deliveries/${id}/attempts`);
+    const attempts = (id: number) =>
+      hub.control.requests().filter((r) => r.method === "POST" && r.path === `/app/hook/deliveries/${id}/attempts`);
     for (let waited = 0; attempts(lost!.id).length === 0; waited += 100) {
       if (waited > 20_000) throw new Error("the sweeper never asked for the lost delivery");
       await new Promise((r) => setTimeout(r, 100));

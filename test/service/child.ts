@@ -10,7 +10,11 @@ export const BIN = resolve(__dirname, "../../bin/steward.js");
  * The environment of `steward start` as a real app of the hub: its app id, its key written to a
  * file under `dir` (as an operator keeps it), the webhook secret, and a data directory under `dir`.
  */
-export async function realAppEnv(hub: { url: string; env: { APP_ID: string; PRIVATE_KEY: string } }, dir: string, secret: string): Promise<Record<string, string>> {
+export async function realAppEnv(
+  hub: { url: string; env: { APP_ID: string; PRIVATE_KEY: string } },
+  dir: string,
+  secret: string,
+): Promise<Record<string, string>> {
   const keyPath = join(dir, "app.pem");
   await writeFile(keyPath, hub.env.PRIVATE_KEY);
   return {
@@ -45,4 +49,3 @@ export function startChild(env: Record<string, string>, args: string[] = ["start
   listening.catch(() => undefined);
   return { proc, exited, listening, out: () => stdout + stderr };
 }
-

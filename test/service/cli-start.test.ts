@@ -5,11 +5,14 @@ import { deliveryId, postDelivery } from "./helpers.js";
 import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";
 
-const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
+const ping = JSON.stringify(
+  (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0],
+);
 
 const scope = perTest();
 /** A `steward start` child process, killed after the test if it is still running. */
-const start = (env: Record<string, string>) => scope.stopAfter(startChild(env), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
+const start = (env: Record<string, string>) =>
+  scope.stopAfter(startChild(env), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
 
 describe("steward start (child process)", () => {
   it("runs as a real app, accepts a delivery, and exits 0 on SIGTERM", async () => {
@@ -26,7 +29,11 @@ describe("steward start (child process)", () => {
     expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
     // Handler starts run in the background (the service answers before the API does), so wait for the
     // built-in secrets handler's installation listing, made with a valid app JWT, before stopping.
-    const listed = () => hub.control.requests().filter((r) => r.path === "/app/installations").map((r) => [r.auth, r.status]);
+    const listed = () =>
+      hub.control
+        .requests()
+        .filter((r) => r.path === "/app/installations")
+        .map((r) => [r.auth, r.status]);
     await vi.waitFor(() => expect(listed()).toContainEqual(["app", 200]), { timeout: 45_000, interval: 50 });
     run.proc.kill("SIGTERM");
     expect(await run.exited).toBe(0);
@@ -41,7 +48,10 @@ describe("steward start (child process)", () => {
     const run = start({ PORT: "0", STEWARD_DATA_DIR: join(dir, "data"), LOG_LEVEL: "info" });
     const sandbox = await new Promise<{ webhookUrl: string }>((resolve, reject) => {
       const look = () => {
-        const line = run.out().split("\n").find((l) => l.includes("sandbox mode"));
+        const line = run
+          .out()
+          .split("\n")
+          .find((l) => l.includes("sandbox mode"));
         if (line) resolve(JSON.parse(line) as { webhookUrl: string });
       };
       run.proc.stdout!.on("data", look);

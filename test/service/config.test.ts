@@ -92,8 +92,12 @@ describe("loadConfig", () => {
 
   it("builds the API URL from GHE_HOST and GHE_PROTOCOL", () => {
     expect(loadConfig({ ...base, GHE_HOST: "ghe.corp" }).apiUrl).toBe("https://ghe.corp/api/v3");
-    expect(loadConfig({ ...base, GHE_HOST: "ghe.corp:8080", GHE_PROTOCOL: "http" }).apiUrl).toBe("http://ghe.corp:8080/api/v3");
-    expect(loadConfig({ ...base, GHE_HOST: "ghe.corp", GITHUB_API_URL: "https://other/api/v3" }).apiUrl).toBe("https://other/api/v3");
+    expect(loadConfig({ ...base, GHE_HOST: "ghe.corp:8080", GHE_PROTOCOL: "http" }).apiUrl).toBe(
+      "http://ghe.corp:8080/api/v3",
+    );
+    expect(loadConfig({ ...base, GHE_HOST: "ghe.corp", GITHUB_API_URL: "https://other/api/v3" }).apiUrl).toBe(
+      "https://other/api/v3",
+    );
   });
 
   it("accepts the private key with escaped newlines, as base64, and from a file", async () => {

@@ -6,7 +6,8 @@ import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";
 
 const scope = perTest();
-const start = (env: Record<string, string>) => scope.stopAfter(startChild(env), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
+const start = (env: Record<string, string>) =>
+  scope.stopAfter(startChild(env), (run) => run.proc.exitCode === null && run.proc.kill("SIGKILL"));
 
 describe("one service per SQLite data directory", () => {
   it("refuses a second service on the same directory with one clear line, and takes over from one killed with SIGKILL", async () => {

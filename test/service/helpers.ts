@@ -57,7 +57,10 @@ export async function startHttp(
     timeouts?: Partial<ServerTimeouts>;
     path?: string;
     /** The intake's admission limits (bytes and bodies in flight, body rate floor, connections per peer). */
-    admission?: Pick<Parameters<typeof createStewardHttp>[0], "maxBytesInFlight" | "admissionLimits" | "bodyMinRate" | "maxConnectionsPerPeer">;
+    admission?: Pick<
+      Parameters<typeof createStewardHttp>[0],
+      "maxBytesInFlight" | "admissionLimits" | "bodyMinRate" | "maxConnectionsPerPeer"
+    >;
   } = {},
 ): Promise<RunningHttp> {
   const intake = new MemoryIntake();

@@ -40,7 +40,13 @@ interface Attack {
  * with `feed` (called once connected); a connection cut off is opened again after 200 ms, so the
  * attack lasts until stopped.
  */
-function attack(port: number, localAddress: string, count: number, head: string, feed: (socket: Socket) => void): Attack {
+function attack(
+  port: number,
+  localAddress: string,
+  count: number,
+  head: string,
+  feed: (socket: Socket) => void,
+): Attack {
   let stopped = false;
   let opened = 0;
   const sockets = new Set<Socket>();
@@ -85,7 +91,11 @@ function trickle(socket: Socket): void {
 }
 
 /** A genuine signed delivery from `localAddress`: its status and how long its answer took. */
-function deliver(port: number, agent: Agent, payload: { event: string; body: Buffer }): Promise<{ status: number; ms: number }> {
+function deliver(
+  port: number,
+  agent: Agent,
+  payload: { event: string; body: Buffer },
+): Promise<{ status: number; ms: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
     const req = request(
@@ -125,12 +135,17 @@ describe("admission under attack from other addresses", () => {
     attackers.push(attack(port, "127.0.0.8", 4, headers("chunked"), () => undefined));
     // Every attacker connection is open and has sent its headers before the first delivery.
     let mostReading = 0;
-    const sampler = setInterval(() => (mostReading = Math.max(mostReading, running!.surface.admission!.inFlight.bodies)), 100);
+    const sampler = setInterval(
+      () => (mostReading = Math.max(mostReading, running!.surface.admission!.inFlight.bodies)),
+      100,
+    );
     await new Promise((r) => setTimeout(r, 1_500));
 
     // GitHub delivers over a few connections at once; one delivery starts every 50 ms, so the
     // deliveries span the attackers being cut off and coming back.
-    const agent = new Agent({ keepAlive: true, maxSockets: 8, localAddress: GENUINE } as ConstructorParameters<typeof Agent>[0]);
+    const agent = new Agent({ keepAlive: true, maxSockets: 8, localAddress: GENUINE } as ConstructorParameters<
+      typeof Agent
+    >[0]);
     const started = performance.now();
     const results = await Promise.all(
       Array.from({ length: 100 }, async (_, i) => {
@@ -166,7 +181,13 @@ function exchange(port: number, localAddress: string, text: string | Buffer, fee
     feed?.(socket);
   });
   const closed = new Promise<{ status: number; answer: string; ms: number }>((resolve) =>
-    socket.once("close", () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0), answer, ms: performance.now() - startedAt })),
+    socket.once("close", () =>
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0),
+        answer,
+        ms: performance.now() - startedAt,
+      }),
+    ),
   );
   let isClosed = false;
   socket.once("close", () => (isClosed = true));
@@ -198,7 +219,11 @@ describe("the intake's admission limits", () => {
     // than it), then, holding as much as each other, finds none: 503, memory never over the cap.
     let most = 0;
     const sampler = setInterval(() => (most = Math.max(most, admission.inFlight.bytes)), 5);
-    const big = await exchange(port, "127.0.0.6", Buffer.concat([Buffer.from(headers(1 * MiB)), Buffer.alloc(1 * MiB, 0x20)])).closed;
+    const big = await exchange(
+      port,
+      "127.0.0.6",
+      Buffer.concat([Buffer.from(headers(1 * MiB)), Buffer.alloc(1 * MiB, 0x20)]),
+    ).closed;
     clearInterval(sampler);
     expect(big.status).toBe(503);
     expect(big.answer.toLowerCase()).toContain("retry-after: 5");
@@ -230,7 +255,10 @@ describe("the intake's admission limits", () => {
 
   it("gives one peer at most its share of bodies being read, and of connections; other peers are served", async () => {
     // No rate floor here: the held bodies stay held for the whole test.
-    running = await startHttp({ secrets: [SECRET], admission: { admissionLimits: { maxBodiesPerPeer: 4 }, maxConnectionsPerPeer: 8, bodyMinRate: 0 } });
+    running = await startHttp({
+      secrets: [SECRET],
+      admission: { admissionLimits: { maxBodiesPerPeer: 4 }, maxConnectionsPerPeer: 8, bodyMinRate: 0 },
+    });
     const port = running.port;
     const admission = running.surface.admission!;
     const bodies = Array.from({ length: 6 }, () => exchange(port, "127.0.0.2", headers(1_000)));
@@ -270,11 +298,15 @@ describe("admission settings", () => {
   it("reads STEWARD_BODY_MIN_RATE and STEWARD_MAX_CONNECTIONS_PER_ADDRESS, with defaults, and refuses malformed values by name", () => {
     const base = { APP_ID: "123", PRIVATE_KEY: appKey().privateKey, WEBHOOK_SECRET: "whsec-value-1" };
     expect(loadConfig(base)).toMatchObject({ bodyMinRate: 16_384, maxConnectionsPerAddress: 256 });
-    expect(loadConfig({ ...base, STEWARD_BODY_MIN_RATE: "0", STEWARD_MAX_CONNECTIONS_PER_ADDRESS: "1000" })).toMatchObject({
+    expect(
+      loadConfig({ ...base, STEWARD_BODY_MIN_RATE: "0", STEWARD_MAX_CONNECTIONS_PER_ADDRESS: "1000" }),
+    ).toMatchObject({
       bodyMinRate: 0,
       maxConnectionsPerAddress: 1000,
     });
     expect(() => loadConfig({ ...base, STEWARD_BODY_MIN_RATE: "16KiB" })).toThrow(/STEWARD_BODY_MIN_RATE/);
-    expect(() => loadConfig({ ...base, STEWARD_MAX_CONNECTIONS_PER_ADDRESS: "-1" })).toThrow(/STEWARD_MAX_CONNECTIONS_PER_ADDRESS/);
+    expect(() => loadConfig({ ...base, STEWARD_MAX_CONNECTIONS_PER_ADDRESS: "-1" })).toThrow(
+      /STEWARD_MAX_CONNECTIONS_PER_ADDRESS/,
+    );
   });
 });

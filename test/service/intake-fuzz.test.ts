@@ -34,11 +34,23 @@ describe("intake under arbitrary input", () => {
       fc.asyncProperty(
         fc.record({
           method: fc.constantFrom("POST", "GET", "PUT", "DELETE", "PATCH"),
-          path: fc.constantFrom("/api/github/webhooks", "/api/github/webhooks?x=1", "/", "/healthz/x", "/api/github/webhooksx"),
+          path: fc.constantFrom(
+            "/api/github/webhooks",
+            "/api/github/webhooks?x=1",
+            "/",
+            "/healthz/x",
+            "/api/github/webhooksx",
+          ),
           event: fc.option(token, { nil: undefined }),
           id: fc.option(token, { nil: undefined }),
           contentType: fc.option(
-            fc.constantFrom("application/json", "application/x-www-form-urlencoded", "text/plain", "application/json; charset=utf-8", ""),
+            fc.constantFrom(
+              "application/json",
+              "application/x-www-form-urlencoded",
+              "text/plain",
+              "application/json; charset=utf-8",
+              "",
+            ),
             { nil: undefined },
           ),
           body: fc.oneof(

@@ -120,7 +120,9 @@ describe("intake memory under slow and large bodies", () => {
       peak = Math.max(peak, await rss());
     }
     const growthMb = (peak - before) / 1e6;
-    console.log(`intake memory: RSS ${Math.round(before / 1e6)} MB before, ${Math.round(peak / 1e6)} MB peak with ${CONNECTIONS} hostile bodies held (growth ${growthMb.toFixed(1)} MB)`);
+    console.log(
+      `intake memory: RSS ${Math.round(before / 1e6)} MB before, ${Math.round(peak / 1e6)} MB peak with ${CONNECTIONS} hostile bodies held (growth ${growthMb.toFixed(1)} MB)`,
+    );
     expect(growthMb).toBeLessThan(150);
     // Stalled bodies are cut off by the body timeout (4 s here; 15 s by default, the server's own is 60 s).
     await Promise.all(senders.map((s) => s.closed));

@@ -33,7 +33,10 @@ describe("signature", () => {
     running = await startHttp({ secrets: [VECTOR_SECRET] });
     const good = await postDelivery(running.url, { body: VECTOR_PAYLOAD, signature: VECTOR_SIGNATURE });
     expect(good.status).toBe(400);
-    const bad = await postDelivery(running.url, { body: VECTOR_PAYLOAD, signature: VECTOR_SIGNATURE.replace("757", "758") });
+    const bad = await postDelivery(running.url, {
+      body: VECTOR_PAYLOAD,
+      signature: VECTOR_SIGNATURE.replace("757", "758"),
+    });
     expect(bad.status).toBe(401);
   });
 });
@@ -72,7 +75,12 @@ describe("webhook intake over HTTP", () => {
     running = await startHttp();
     const id = deliveryId();
     const body = new URLSearchParams({ payload: workflowRun }).toString();
-    const res = await postDelivery(running.url, { body, id, contentType: "application/x-www-form-urlencoded", event: "workflow_run" });
+    const res = await postDelivery(running.url, {
+      body,
+      id,
+      contentType: "application/x-www-form-urlencoded",
+      event: "workflow_run",
+    });
     expect(res.status).toBe(202);
     expect(JSON.parse(running.intake.deliveries.get(id)!.payload)).toEqual(JSON.parse(workflowRun));
     // Signing the unwrapped JSON instead of the raw body must fail.
@@ -82,7 +90,10 @@ describe("webhook intake over HTTP", () => {
       signature: signBody("test-secret", workflowRun),
     });
     expect(wrong.status).toBe(401);
-    const noField = await postDelivery(running.url, { body: "other=1", contentType: "application/x-www-form-urlencoded" });
+    const noField = await postDelivery(running.url, {
+      body: "other=1",
+      contentType: "application/x-www-form-urlencoded",
+    });
     expect(noField.status).toBe(400);
   });
 
@@ -225,7 +236,9 @@ function streamLargeBody(
     socket.on("error", finish);
     const pump = () => {
       while (!stopped && sent < total) {
-        const piece = chunked ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")]) : chunk;
+        const piece = chunked
+          ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from("\r\n")])
+          : chunk;
         sent += chunk.length;
         if (!socket.write(piece)) return void socket.once("drain", () => setImmediate(pump));
       }
@@ -285,7 +298,9 @@ describe("body size limit", () => {
         });
       });
     const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => lateReader(i)));
-    expect(answers.map((a) => /^HTTP\/1\.1 (\d{3})/.exec(a)?.[1] ?? `no answer (${a.length} bytes)`)).toEqual(answers.map(() => "413"));
+    expect(answers.map((a) => /^HTTP\/1\.1 (\d{3})/.exec(a)?.[1] ?? `no answer (${a.length} bytes)`)).toEqual(
+      answers.map(() => "413"),
+    );
   });
 
   it("cuts a chunked 30 MiB body off at the limit and answers 413", async () => {

@@ -9,7 +9,9 @@ import { deliveryId, postDelivery } from "./helpers.js";
 import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";
 
-const ping = JSON.stringify((examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0]);
+const ping = JSON.stringify(
+  (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0],
+);
 const preload = resolve(import.meta.dirname, "fixtures/record-loads.mjs");
 const probotApp = resolve(import.meta.dirname, "../dispatch/fixtures/router-probot-app.cjs");
 
@@ -34,7 +36,16 @@ async function packagesLoaded(extra: Record<string, string>): Promise<Set<string
   const url = await run.listening;
   expect((await postDelivery(url, { body: ping, secret, event: "ping", id: deliveryId() })).status).toBe(202);
   // The built-in secrets handler lists the app's installations on a ping: an API call made with the service's Octokit.
-  await vi.waitFor(() => expect(hub.control.requests().filter((r) => r.path === "/app/installations").map((r) => r.status)).toContain(200), { timeout: 45_000, interval: 50 });
+  await vi.waitFor(
+    () =>
+      expect(
+        hub.control
+          .requests()
+          .filter((r) => r.path === "/app/installations")
+          .map((r) => r.status),
+      ).toContain(200),
+    { timeout: 45_000, interval: 50 },
+  );
   run.proc.kill("SIGTERM");
   expect(await run.exited).toBe(0);
   const packages = (await readFile(loads, "utf8"))

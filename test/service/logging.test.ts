@@ -24,11 +24,19 @@ describe("redacting logger", () => {
 
   it("masks credential-bearing keys and credential-shaped strings that were never registered", () => {
     const { logger, output } = collectingLogger();
-    logger.info({ headers: { authorization: "token abc123def456" }, token: "plain-token-value", privateKey: "pem" }, "request");
+    logger.info(
+      { headers: { authorization: "token abc123def456" }, token: "plain-token-value", privateKey: "pem" },
+      "request",
+    );
     logger.info("sending Authorization: bearer eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOjF9.c2lnbmF0dXJl now");
     logger.info("got ghs_16C7e42F292c6912E7710c838347Ae178B4a from the API");
     const text = output();
-    for (const leak of ["abc123def456", "plain-token-value", "eyJhbGciOiJSUzI1NiJ9", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"]) {
+    for (const leak of [
+      "abc123def456",
+      "plain-token-value",
+      "eyJhbGciOiJSUzI1NiJ9",
+      "ghs_16C7e42F292c6912E7710c838347Ae178B4a",
+    ]) {
       expect(text).not.toContain(leak);
     }
   });
@@ -36,12 +44,16 @@ describe("redacting logger", () => {
   it("masks credential-named keys at any depth, in child bindings and in errors' own properties", () => {
     const { logger, output } = collectingLogger();
     logger.info({ a: { b: { c: { request: { body: { Token: "deep-unregistered-1" } } } } } }, "deep");
-    logger.child({ config: { webhookSecret: "child-unregistered-2" } }).child({ ok: 1 }).info("nested child");
+    logger
+      .child({ config: { webhookSecret: "child-unregistered-2" } })
+      .child({ ok: 1 })
+      .info("nested child");
     const error = Object.assign(new Error("request failed"), { response: { data: { token: "err-unregistered-3" } } });
     logger.error({ err: error }, "failed");
     logger.info({ list: [{ password: "array-unregistered-4" }] }, "array");
     const text = output();
-    for (const leak of ["deep-unregistered-1", "child-unregistered-2", "err-unregistered-3", "array-unregistered-4"]) expect(text).not.toContain(leak);
+    for (const leak of ["deep-unregistered-1", "child-unregistered-2", "err-unregistered-3", "array-unregistered-4"])
+      expect(text).not.toContain(leak);
     expect(text).toContain("request failed");
     expect(text).toContain('"ok":1');
   });

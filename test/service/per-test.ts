@@ -23,7 +23,10 @@ export function perTest(): PerTest {
   const stops: (() => unknown)[] = [];
   afterEach(async () => {
     const failures: unknown[] = [];
-    for (let stop = stops.pop(); stop; stop = stops.pop()) await Promise.resolve().then(stop).catch((err: unknown) => failures.push(err));
+    for (let stop = stops.pop(); stop; stop = stops.pop())
+      await Promise.resolve()
+        .then(stop)
+        .catch((err: unknown) => failures.push(err));
     if (failures.length > 0) throw failures[0];
   });
   const started = <T>(value: T, stop: (value: T) => unknown): T => {
@@ -32,7 +35,8 @@ export function perTest(): PerTest {
   };
   return {
     hub: async (opts) => started(await createHub(opts), (h) => h.close()),
-    dataDir: async (name) => started(await mkdtemp(join(tmpdir(), `steward-${name}-`)), (d) => rm(d, { recursive: true, force: true })),
+    dataDir: async (name) =>
+      started(await mkdtemp(join(tmpdir(), `steward-${name}-`)), (d) => rm(d, { recursive: true, force: true })),
     steward: async (opts) => started(await createSteward(opts), (s) => s.close()),
     stopAfter: started,
   };

@@ -14,7 +14,8 @@ import { mountSmallDisk } from "../support/small-disk.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "./helpers.js";
 import { perTest } from "./per-test.js";
 
-const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!.examples[0]!;
+const push = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "push")!
+  .examples[0]!;
 const pushWithInstallation = JSON.stringify({ ...push, installation: { id: 77, node_id: "MDIz" } });
 
 const scope = perTest();
@@ -37,39 +38,42 @@ const noDisk = "unavailable" in disk ? disk.unavailable : undefined;
 if (noDisk) console.warn(`disk-full readiness test skipped: ${noDisk}`);
 
 describe("readiness while the disk is full", { timeout: 120_000 }, () => {
-  it.skipIf(noDisk !== undefined)("fails while a delivery cannot be recorded, or the disk is full before one is, and recovers once space is freed, without a restart", async () => {
-    if ("unavailable" in disk) return;
-    scope.stopAfter(disk, (d) => d.unmount());
-    const { logger } = collectingLogger("warn");
-    const steward = await scope.steward({
-      config: testConfig({ privateKey: appKey().privateKey, dataDir: join(disk.dir, "data") }),
-      logger,
-      handlers: [],
-      // Probed more often than in service (1 s while failing, 10 s while not): the test waits for the probes.
-      readinessProbes: { failingMs: 200, healthyMs: 500 },
-    });
-    expect(await readyz(steward.url)).toBe(200);
-    expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
+  it.skipIf(noDisk !== undefined)(
+    "fails while a delivery cannot be recorded, or the disk is full before one is, and recovers once space is freed, without a restart",
+    async () => {
+      if ("unavailable" in disk) return;
+      scope.stopAfter(disk, (d) => d.unmount());
+      const { logger } = collectingLogger("warn");
+      const steward = await scope.steward({
+        config: testConfig({ privateKey: appKey().privateKey, dataDir: join(disk.dir, "data") }),
+        logger,
+        handlers: [],
+        // Probed more often than in service (1 s while failing, 10 s while not): the test waits for the probes.
+        readinessProbes: { failingMs: 200, healthyMs: 500 },
+      });
+      expect(await readyz(steward.url)).toBe(200);
+      expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
 
-    await disk.fill();
-    const statuses = await postUntilRefused(steward.url, 400);
-    expect(statuses.at(-1)).toBe(503);
-    // Asked again and again: the answer stays 503 while nothing can be recorded.
-    for (let i = 0; i < 3; i++) expect(await readyz(steward.url)).toBe(503);
+      await disk.fill();
+      const statuses = await postUntilRefused(steward.url, 400);
+      expect(statuses.at(-1)).toBe(503);
+      // Asked again and again: the answer stays 503 while nothing can be recorded.
+      for (let i = 0; i < 3; i++) expect(await readyz(steward.url)).toBe(503);
 
-    await disk.free();
-    // No delivery in between: readiness finds out by itself.
-    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
-    expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
+      await disk.free();
+      // No delivery in between: readiness finds out by itself.
+      await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
+      expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
 
-    // Full again, and no delivery arrives: readiness sees it by itself (its probe now and then), and recovers.
-    await disk.fill();
-    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(503), { timeout: 30_000, interval: 200 });
-    await disk.free();
-    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
-    expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
-    await steward.close();
-  });
+      // Full again, and no delivery arrives: readiness sees it by itself (its probe now and then), and recovers.
+      await disk.fill();
+      await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(503), { timeout: 30_000, interval: 200 });
+      await disk.free();
+      await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
+      expect((await postDelivery(steward.url, { body: pushWithInstallation, event: "push" })).status).toBe(202);
+      await steward.close();
+    },
+  );
 });
 
 /** A free loopback port (listened on and released). */
@@ -83,8 +87,18 @@ async function freePort(): Promise<number> {
 
 /** A redis-server of the test's own on `port` (no persistence), answering PING before this resolves. */
 async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const proc = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
-  const client = new Redis({ port, host: "127.0.0.1", lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 0 });
+  const proc = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    { stdio: "ignore" },
+  );
+  const client = new Redis({
+    port,
+    host: "127.0.0.1",
+    lazyConnect: true,
+    retryStrategy: () => 50,
+    maxRetriesPerRequest: 0,
+  });
   client.on("error", () => undefined);
   try {
     await vi.waitFor(async () => expect(await client.ping()).toBe("PONG"), { timeout: 20_000, interval: 50 });

@@ -5,7 +5,8 @@ import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { deliveryId, postDelivery, startHttp, type RunningHttp } from "./helpers.js";
 
-const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!.examples[0]!;
+const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!
+  .examples[0]!;
 
 let http: RunningHttp | undefined;
 afterEach(async () => {
@@ -13,7 +14,8 @@ afterEach(async () => {
   http = undefined;
 });
 
-const eventLabels = (text: string) => [...new Set([...text.matchAll(/steward_deliveries_received_total\{event="([^"]*)"/g)].map((m) => m[1]!))].sort();
+const eventLabels = (text: string) =>
+  [...new Set([...text.matchAll(/steward_deliveries_received_total\{event="([^"]*)"/g)].map((m) => m[1]!))].sort();
 
 describe("unauthenticated requests and state", () => {
   it("label every unsigned request 'unverified', and a signed unknown event 'other': /metrics does not grow with what is sent", async () => {
@@ -22,7 +24,12 @@ describe("unauthenticated requests and state", () => {
     const unsigned = async (n: number) => {
       for (let i = 0; i < n; i++) {
         const event = `evt_${randomBytes(6).toString("hex")}`;
-        const r = await postDelivery(http!.url, { body, event, id: `${event}-${i}`, signature: `sha256=${randomBytes(32).toString("hex")}` });
+        const r = await postDelivery(http!.url, {
+          body,
+          event,
+          id: `${event}-${i}`,
+          signature: `sha256=${randomBytes(32).toString("hex")}`,
+        });
         expect(r.status).toBe(401);
       }
     };

@@ -112,7 +112,8 @@ function contract(makeBackend: () => Promise<Backend>) {
     }, 60_000);
 
     it("keeps an audit trail filtered by kind, newest N in order", async () => {
-      for (let i = 0; i < 5; i++) await store.kv.audit({ kind: i % 2 ? "secret_write" : "deployment_review", source: "t", details: { i } });
+      for (let i = 0; i < 5; i++)
+        await store.kv.audit({ kind: i % 2 ? "secret_write" : "deployment_review", source: "t", details: { i } });
       const reviews = await store.kv.auditLog({ kind: "deployment_review" });
       expect(reviews.map((e) => e.details.i)).toEqual([0, 2, 4]);
       const lastTwo = await store.kv.auditLog({ limit: 2 });
@@ -139,7 +140,13 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.deliveries.record(d)).toBe("recorded");
       expect(await store.deliveries.record(d)).toBe("duplicate");
       const stored = await store.deliveries.getDelivery(d.id);
-      expect(stored?.delivery).toMatchObject({ id: d.id, event: "push", status: "queued", attempts: 0, payload: d.payload });
+      expect(stored?.delivery).toMatchObject({
+        id: d.id,
+        event: "push",
+        status: "queued",
+        attempts: 0,
+        payload: d.payload,
+      });
       expect(stored?.delivery.headers["x-github-event"]).toBe("push");
       expect(Object.keys(stored!.delivery.headers).some((h) => h.startsWith("x-hub-signature"))).toBe(false);
       expect(await store.deliveries.depth()).toBe(1);
@@ -149,7 +156,9 @@ function contract(makeBackend: () => Promise<Backend>) {
     it("dedups concurrent records of the same ids", async () => {
       const payload = examplePayload("workflow_run", "completed");
       const deliveries = Array.from({ length: 50 }, () => deliveryOf("workflow_run", payload));
-      const results = await Promise.all([...deliveries, deliveries[7]!, deliveries[7]!].map((d) => store.deliveries.record(d)));
+      const results = await Promise.all(
+        [...deliveries, deliveries[7]!, deliveries[7]!].map((d) => store.deliveries.record(d)),
+      );
       expect(results.filter((r) => r === "recorded")).toHaveLength(50);
       expect(results.slice(50)).toEqual(["duplicate", "duplicate"]);
       expect(await store.deliveries.depth()).toBe(50);
@@ -191,11 +200,15 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.deliveries.recordOutcome(first.token, d.id, "h", { status: "done" }, 0.1)).toBe(false);
       expect(await store.deliveries.finishDelivery(first.token, d.id, { status: "done" })).toBe(false);
       expect(await store.leases.renewLease(second.token, 60_000)).toBe(true);
-      expect(await store.deliveries.recordOutcome(second.token, d.id, "h", { status: "done", summary: "ok" }, 0.1)).toBe(true);
+      expect(
+        await store.deliveries.recordOutcome(second.token, d.id, "h", { status: "done", summary: "ok" }, 0.1),
+      ).toBe(true);
       expect(await store.deliveries.finishDelivery(second.token, d.id, { status: "done" })).toBe(true);
       const shown = await store.deliveries.getDelivery(d.id);
       expect(shown?.delivery.status).toBe("done");
-      expect(shown?.outcomes).toMatchObject([{ handler: "h", status: "done", detail: "ok", attempts: 1, retryable: true }]);
+      expect(shown?.outcomes).toMatchObject([
+        { handler: "h", status: "done", detail: "ok", attempts: 1, retryable: true },
+      ]);
       expect(await store.leases.pendingWork(new Date())).toBe(0);
     });
 
@@ -206,11 +219,15 @@ function contract(makeBackend: () => Promise<Backend>) {
       await store.deliveries.recordOutcome(c1.token, d.id, "a", { status: "failed", error: "boom" }, 0);
       await store.deliveries.recordOutcome(c1.token, d.id, "b", { status: "skipped", reason: "n/a" }, 0);
       const retryAt = new Date(Date.now() + 60_000);
-      expect(await store.deliveries.finishDelivery(c1.token, d.id, { status: "failed", retryAt, lastError: "a: boom" })).toBe(true);
+      expect(
+        await store.deliveries.finishDelivery(c1.token, d.id, { status: "failed", retryAt, lastError: "a: boom" }),
+      ).toBe(true);
       expect(await store.deliveries.claimDelivery(60_000)).toBeUndefined();
       expect((await store.leases.nextDueAt())?.getTime()).toBe(retryAt.getTime());
       expect(await store.deliveries.depth()).toBe(1);
-      expect((await store.deliveries.listDeliveries({ status: "failed" })).map((x) => x.lastError)).toEqual(["a: boom"]);
+      expect((await store.deliveries.listDeliveries({ status: "failed" })).map((x) => x.lastError)).toEqual([
+        "a: boom",
+      ]);
 
       // Redelivered while waiting: replay queues it now with outcomes cleared.
       expect(await store.deliveries.replayDelivery(d.id)).toBe(true);
@@ -218,19 +235,36 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(c2.delivery).toMatchObject({ id: d.id, attempts: 1, lastError: undefined });
       expect(c2.outcomes).toEqual([]);
       expect(await store.deliveries.replayDelivery(d.id)).toBe(false); // running
-      await store.deliveries.recordOutcome(c2.token, d.id, "a", { status: "failed", error: "still", retryable: false }, 0);
-      await store.deliveries.recordOutcome(c2.token, d.id, "a", { status: "failed", error: "again", retryable: false }, 0);
+      await store.deliveries.recordOutcome(
+        c2.token,
+        d.id,
+        "a",
+        { status: "failed", error: "still", retryable: false },
+        0,
+      );
+      await store.deliveries.recordOutcome(
+        c2.token,
+        d.id,
+        "a",
+        { status: "failed", error: "again", retryable: false },
+        0,
+      );
       await store.deliveries.finishDelivery(c2.token, d.id, { status: "dead", lastError: "a: again" });
       const dead = await store.deliveries.getDelivery(d.id);
       expect(dead?.delivery).toMatchObject({ status: "dead", lastError: "a: again" });
-      expect(dead?.outcomes).toMatchObject([{ handler: "a", status: "failed", detail: "again", retryable: false, attempts: 2 }]);
+      expect(dead?.outcomes).toMatchObject([
+        { handler: "a", status: "failed", detail: "again", retryable: false, attempts: 2 },
+      ]);
       expect(await store.deliveries.replayDelivery("no-such-id")).toBe(false);
     });
 
     it("shows every handler run in the history once, oldest first, across retries and a replay", async () => {
       const d = deliveryOf("push", examplePayload("push"));
       await store.deliveries.record(d);
-      const runs = async () => (await store.deliveries.getDelivery(d.id))!.attempts.map((a) => `${a.handler}#${a.attempt}:${a.status}:${a.detail ?? ""}`);
+      const runs = async () =>
+        (await store.deliveries.getDelivery(d.id))!.attempts.map(
+          (a) => `${a.handler}#${a.attempt}:${a.status}:${a.detail ?? ""}`,
+        );
       // Runs are ordered by when they were recorded; a few ms apart so each has its own time.
       const record = async (token: string, handler: string, outcome: Outcome) => {
         await new Promise((resolve) => setTimeout(resolve, 3));
@@ -243,7 +277,11 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a"]);
       await record(c1.token, "a", { status: "failed", error: "twice" });
       expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a", "a#2:failed:twice"]);
-      await store.deliveries.finishDelivery(c1.token, d.id, { status: "failed", retryAt: new Date(Date.now() + 60_000), lastError: "a: twice" });
+      await store.deliveries.finishDelivery(c1.token, d.id, {
+        status: "failed",
+        retryAt: new Date(Date.now() + 60_000),
+        lastError: "a: twice",
+      });
       // A replay clears the outcomes (attempts count from 1 again), not the runs made so far.
       expect(await store.deliveries.replayDelivery(d.id)).toBe(true);
       expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a", "a#2:failed:twice"]);
@@ -251,19 +289,38 @@ function contract(makeBackend: () => Promise<Backend>) {
       await record(c2.token, "a", { status: "failed", error: "boom" });
       await record(c2.token, "a", { status: "done", summary: "ok" });
       await store.deliveries.finishDelivery(c2.token, d.id, { status: "done" });
-      expect(await runs()).toEqual(["a#1:failed:boom", "b#1:skipped:n/a", "a#2:failed:twice", "a#1:failed:boom", "a#2:done:ok"]);
-      expect((await store.deliveries.getDelivery(d.id))!.outcomes).toMatchObject([{ handler: "a", status: "done", attempts: 2 }]);
+      expect(await runs()).toEqual([
+        "a#1:failed:boom",
+        "b#1:skipped:n/a",
+        "a#2:failed:twice",
+        "a#1:failed:boom",
+        "a#2:done:ok",
+      ]);
+      expect((await store.deliveries.getDelivery(d.id))!.outcomes).toMatchObject([
+        { handler: "a", status: "done", attempts: 2 },
+      ]);
     });
 
     it("lists newest first with filters and limit", async () => {
       const base = Date.now();
       const made = [0, 1, 2, 3].map((i) => ({
-        ...deliveryOf(i % 2 ? "push" : "workflow_run", examplePayload(i % 2 ? "push" : "workflow_run", i % 2 ? undefined : "completed")),
+        ...deliveryOf(
+          i % 2 ? "push" : "workflow_run",
+          examplePayload(i % 2 ? "push" : "workflow_run", i % 2 ? undefined : "completed"),
+        ),
         receivedAt: new Date(base + i * 1000),
       }));
       for (const d of made) await store.deliveries.record(d);
-      expect((await store.deliveries.listDeliveries()).map((d) => d.id)).toEqual([made[3]!.id, made[2]!.id, made[1]!.id, made[0]!.id]);
-      expect((await store.deliveries.listDeliveries({ event: "push" })).map((d) => d.id)).toEqual([made[3]!.id, made[1]!.id]);
+      expect((await store.deliveries.listDeliveries()).map((d) => d.id)).toEqual([
+        made[3]!.id,
+        made[2]!.id,
+        made[1]!.id,
+        made[0]!.id,
+      ]);
+      expect((await store.deliveries.listDeliveries({ event: "push" })).map((d) => d.id)).toEqual([
+        made[3]!.id,
+        made[1]!.id,
+      ]);
       expect((await store.deliveries.listDeliveries({ limit: 1 })).map((d) => d.id)).toEqual([made[3]!.id]);
       expect(await store.deliveries.listDeliveries({ status: "done" })).toEqual([]);
     });
@@ -279,7 +336,10 @@ function contract(makeBackend: () => Promise<Backend>) {
     });
 
     it("claims a batch in one go: an expired lease first, never more than asked, each once", async () => {
-      const made = [0, 1, 2].map((i) => ({ ...deliveryOf("push", examplePayload("push")), receivedAt: new Date(Date.now() - 3000 + i * 1000) }));
+      const made = [0, 1, 2].map((i) => ({
+        ...deliveryOf("push", examplePayload("push")),
+        receivedAt: new Date(Date.now() - 3000 + i * 1000),
+      }));
       for (const d of made) await store.deliveries.record(d);
       // Records in one millisecond are due at once; which of them goes first is not promised.
       const stale = (await store.deliveries.claimDelivery(0))!;
@@ -292,7 +352,9 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(new Set([...batch, ...rest].map((c) => c.delivery.id))).toEqual(new Set(made.map((d) => d.id)));
       expect(rest).toHaveLength(1);
       expect(await store.deliveries.claimDeliveries(60_000, 5)).toEqual([]);
-      expect(await store.deliveries.recordOutcome(stale.token, stale.delivery.id, "h", { status: "done" }, 0)).toBe(false);
+      expect(await store.deliveries.recordOutcome(stale.token, stale.delivery.id, "h", { status: "done" }, 0)).toBe(
+        false,
+      );
       expect(await store.deliveries.depth()).toBe(3);
     });
 
@@ -304,7 +366,8 @@ function contract(makeBackend: () => Promise<Backend>) {
       for (let i = 0; i < 2; i++) {
         const c = (await store.deliveries.claimDelivery(60_000))!;
         await store.deliveries.recordOutcome(c.token, c.delivery.id, "h", { status: "failed", error: "x" }, 0);
-        const decision = c.delivery.id === done.id ? { status: "done" as const } : { status: "dead" as const, lastError: "h: x" };
+        const decision =
+          c.delivery.id === done.id ? { status: "done" as const } : { status: "dead" as const, lastError: "h: x" };
         await store.deliveries.finishDelivery(c.token, c.delivery.id, decision);
       }
       expect(await store.deliveries.purgeFinished(new Date(Date.now() - 60_000))).toBe(0);
@@ -409,8 +472,27 @@ function contract(makeBackend: () => Promise<Backend>) {
         await vi.waitFor(() => expect(seen.start).toBeDefined(), { timeout: 30_000 });
         for (const view of [seen.delivery, seen.task, seen.start]) {
           expect(view).toBeDefined();
-          expect(Object.keys(view!).sort()).toEqual(["audit", "auditLog", "claim", "delete", "get", "list", "release", "replaceIf", "set"]);
-          for (const wider of ["finishDelivery", "recordOutcome", "deliveries", "tasks", "leases", "purgeExpired", "close"]) expect(wider in view!).toBe(false);
+          expect(Object.keys(view!).sort()).toEqual([
+            "audit",
+            "auditLog",
+            "claim",
+            "delete",
+            "get",
+            "list",
+            "release",
+            "replaceIf",
+            "set",
+          ]);
+          for (const wider of [
+            "finishDelivery",
+            "recordOutcome",
+            "deliveries",
+            "tasks",
+            "leases",
+            "purgeExpired",
+            "close",
+          ])
+            expect(wider in view!).toBe(false);
           expect(view).not.toBe(store.kv);
         }
         // The narrow view writes through to the store's kv part.

@@ -51,7 +51,11 @@ describe("group commit", () => {
   });
 
   it("rejects only the write that failed; the others of its turn are committed", async () => {
-    const settled = await Promise.allSettled([writes.run(insert("a", 1)), writes.run(insert("a", 2)), writes.run(insert("b", 3))]);
+    const settled = await Promise.allSettled([
+      writes.run(insert("a", 1)),
+      writes.run(insert("a", 2)),
+      writes.run(insert("b", 3)),
+    ]);
     expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(rows()).toEqual([
       { k: "a", v: 1 },

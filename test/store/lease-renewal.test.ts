@@ -49,13 +49,15 @@ function stallable(store: Store) {
   let gate: Promise<void> | undefined;
   let open = () => {};
   let waiting = 0;
-  const held = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-    if (gate) {
-      waiting++;
-      await gate;
-    }
-    return fn(...args);
-  };
+  const held =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (gate) {
+        waiting++;
+        await gate;
+      }
+      return fn(...args);
+    };
   const wrapped: Store = {
     claim: store.claim.bind(store),
     release: store.release.bind(store),
@@ -80,7 +82,10 @@ function stallable(store: Store) {
   };
 }
 
-for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
+for (const [name, backend] of [
+  ["sqlite", sqlite],
+  ["redis", redis],
+] as const) {
   describe.skipIf(name === "redis" && !redisUp)(`lease renewal on ${name}`, () => {
     it("replaceIf writes only over the expected holder's value, and never brings back an expired one", async () => {
       const { a, b, dispose } = await backend.open();
@@ -88,13 +93,24 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
         // Long leases while the holder's writes are checked (150 ms can pass between two awaits on a
         // loaded machine); the last renewal shortens it so that it lapses.
         expect(await a.claim("job", { ttlMs: 60_000, value: { token: "a" } })).toBe(true);
-        expect(await b.replaceIf("job", { field: "token", equals: "b" }, { value: { token: "b" }, ttlMs: 60_000 })).toBe(false);
-        expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 2 }, ttlMs: 60_000 })).toBe(true);
+        expect(
+          await b.replaceIf("job", { field: "token", equals: "b" }, { value: { token: "b" }, ttlMs: 60_000 }),
+        ).toBe(false);
+        expect(
+          await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 2 }, ttlMs: 60_000 }),
+        ).toBe(true);
         expect(await b.get("job")).toEqual({ token: "a", n: 2 });
-        expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 3 }, ttlMs: 150 })).toBe(true);
-        await vi.waitFor(async () => expect(await b.claim("job", { ttlMs: 60_000, value: { token: "b" } })).toBe(true), { timeout: 30_000, interval: 20 });
+        expect(
+          await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a", n: 3 }, ttlMs: 150 }),
+        ).toBe(true);
+        await vi.waitFor(
+          async () => expect(await b.claim("job", { ttlMs: 60_000, value: { token: "b" } })).toBe(true),
+          { timeout: 30_000, interval: 20 },
+        );
         // A's renewal and release after its lease expired and B took it: refused, B's lease stands.
-        expect(await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a" }, ttlMs: 60_000 })).toBe(false);
+        expect(
+          await a.replaceIf("job", { field: "token", equals: "a" }, { value: { token: "a" }, ttlMs: 60_000 }),
+        ).toBe(false);
         expect(await a.replaceIf("job", { field: "token", equals: "a" })).toBe(false);
         expect(await a.get("job")).toEqual({ token: "b" });
         expect(await b.replaceIf("job", { field: "token", equals: "b" })).toBe(true);
@@ -116,23 +132,37 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
         let heldDuringSecond: LeaseHolder | undefined;
         let firstDone!: () => void;
         const firstRunning = new Promise<void>((r) => (firstDone = r));
-        const firstJob = withJobLease(first.store, "sync:acme", "the sync of acme", "replica A", async (signal) => {
-          firstSignal = signal;
-          first.stall();
-          // Its renewal is stuck now; wait until it was attempted, then until the lease is lost.
-          await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 30_000, interval: 10 });
-          await firstRunning;
-        }, { ttlMs: 300 });
+        const firstJob = withJobLease(
+          first.store,
+          "sync:acme",
+          "the sync of acme",
+          "replica A",
+          async (signal) => {
+            firstSignal = signal;
+            first.stall();
+            // Its renewal is stuck now; wait until it was attempted, then until the lease is lost.
+            await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 30_000, interval: 10 });
+            await firstRunning;
+          },
+          { ttlMs: 300 },
+        );
         await vi.waitFor(() => expect(first.waiting()).toBeGreaterThan(0), { timeout: 30_000, interval: 10 });
-        await withJobLease(b, "sync:acme", "the sync of acme", "replica B", async (signal) => {
-          secondSignal = signal;
-          // A resumes: its delayed renewal runs now, after B took the expired lease.
-          first.resume();
-          await vi.waitFor(() => expect(firstSignal.aborted).toBe(true), { timeout: 30_000, interval: 10 });
-          // Two renewal periods of B pass with A's stale write having been tried.
-          await new Promise((r) => setTimeout(r, 1_100));
-          heldDuringSecond = await b.get<LeaseHolder>("sync:acme");
-        }, { ttlMs: 1_500, wait: true, pollMs: 20 }); // B's lease outlives a stall of a second on a loaded machine; A's must lapse
+        await withJobLease(
+          b,
+          "sync:acme",
+          "the sync of acme",
+          "replica B",
+          async (signal) => {
+            secondSignal = signal;
+            // A resumes: its delayed renewal runs now, after B took the expired lease.
+            first.resume();
+            await vi.waitFor(() => expect(firstSignal.aborted).toBe(true), { timeout: 30_000, interval: 10 });
+            // Two renewal periods of B pass with A's stale write having been tried.
+            await new Promise((r) => setTimeout(r, 1_100));
+            heldDuringSecond = await b.get<LeaseHolder>("sync:acme");
+          },
+          { ttlMs: 1_500, wait: true, pollMs: 20 },
+        ); // B's lease outlives a stall of a second on a loaded machine; A's must lapse
         firstDone();
         await firstJob;
         expect((firstSignal.reason as Error).message).toMatch(/^lease taken by replica B, pid \d+ on /);
@@ -150,11 +180,22 @@ for (const [name, backend] of [["sqlite", sqlite], ["redis", redis]] as const) {
       const { a, b, dispose } = await backend.open();
       try {
         let bHolds = false;
-        await withStoreLock(a, "budget-lock", async () => {
-          // A overruns its lock's TTL; B takes the expired lock meanwhile.
-          await vi.waitFor(async () => expect(await b.claim("budget-lock", { ttlMs: 60_000, value: { owner: "replica-b", token: "b" } })).toBe(true), { timeout: 30_000, interval: 20 });
-          bHolds = true;
-        }, { ttlMs: 150 });
+        await withStoreLock(
+          a,
+          "budget-lock",
+          async () => {
+            // A overruns its lock's TTL; B takes the expired lock meanwhile.
+            await vi.waitFor(
+              async () =>
+                expect(await b.claim("budget-lock", { ttlMs: 60_000, value: { owner: "replica-b", token: "b" } })).toBe(
+                  true,
+                ),
+              { timeout: 30_000, interval: 20 },
+            );
+            bHolds = true;
+          },
+          { ttlMs: 150 },
+        );
         expect(bHolds).toBe(true);
         expect(await b.get("budget-lock")).toEqual({ owner: "replica-b", token: "b" });
       } finally {
@@ -171,9 +212,12 @@ describe("a release the store fails once", () => {
       // The real store, whose compare-and-replace fails once the job has run (a busy store).
       let failures = 0;
       const blinking = storeWith(a, {
-        replaceIf: (...args) => (failures-- > 0 ? Promise.reject(new Error("database is locked")) : a.replaceIf(...args)),
+        replaceIf: (...args) =>
+          failures-- > 0 ? Promise.reject(new Error("database is locked")) : a.replaceIf(...args),
       });
-      expect(await withJobLease(blinking, "sync:acme", "sync acme", "test", async () => ((failures = 1), "first"))).toBe("first");
+      expect(
+        await withJobLease(blinking, "sync:acme", "sync acme", "test", async () => ((failures = 1), "first")),
+      ).toBe("first");
       expect(failures).toBe(-1); // the failed try and the one after it
       expect(await a.get("sync:acme")).toBeUndefined();
       expect(await withJobLease(a, "sync:acme", "sync acme", "test", async () => "next")).toBe("next");

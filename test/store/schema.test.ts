@@ -60,13 +60,26 @@ describe("schema", () => {
     const created = onFile("", header);
     expect(created.version).toBe(SCHEMA_VERSION);
     expect(created.application).not.toBe(0);
-    expect(created.tables).toEqual(expect.arrayContaining(["attempts", "audit", "dead_letters", "deliveries", "delivery_minutes", "kv", "outcomes", "tasks"]));
+    expect(created.tables).toEqual(
+      expect.arrayContaining([
+        "attempts",
+        "audit",
+        "dead_letters",
+        "deliveries",
+        "delivery_minutes",
+        "kv",
+        "outcomes",
+        "tasks",
+      ]),
+    );
     store = openSqliteStore(dir);
     expect((await store.deliveries.getDelivery(d.id))?.delivery.payload).toBe(d.payload);
   });
 
   it("refuses a store a development build wrote (schema 13), saying what it is and what to do, and leaves it as it was", () => {
-    onFile("CREATE TABLE deliveries (id TEXT PRIMARY KEY); CREATE TABLE spool_moved (id INTEGER PRIMARY KEY); PRAGMA user_version = 13;");
+    onFile(
+      "CREATE TABLE deliveries (id TEXT PRIMARY KEY); CREATE TABLE spool_moved (id INTEGER PRIMARY KEY); PRAGMA user_version = 13;",
+    );
     const before = onFile("", header);
     let refusal: unknown;
     try {
@@ -76,7 +89,9 @@ describe("schema", () => {
     }
     expect(refusal).toBeInstanceOf(StoreSchemaError);
     const message = (refusal as Error).message;
-    expect(message).toContain(`STEWARD_DATA_DIR (${dir}) holds a store written by a development build of Steward (schema 13)`);
+    expect(message).toContain(
+      `STEWARD_DATA_DIR (${dir}) holds a store written by a development build of Steward (schema 13)`,
+    );
     expect(message).toContain(`this version reads schema ${SCHEMA_VERSION}`);
     expect(message).toContain("point STEWARD_DATA_DIR at an empty directory");
     expect(message).toContain("steward backup");
@@ -93,7 +108,9 @@ describe("schema", () => {
     void store.close();
     store = undefined;
     onFile("PRAGMA user_version = 2;");
-    expect(() => (store = openSqliteStore(dir))).toThrow(/written by a newer Steward \(schema 2\); this version reads schema 1\. Run the newer version/);
+    expect(() => (store = openSqliteStore(dir))).toThrow(
+      /written by a newer Steward \(schema 2\); this version reads schema 1\. Run the newer version/,
+    );
   });
 
   it("refuses a SQLite file that is not a Steward store", () => {

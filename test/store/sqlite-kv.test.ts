@@ -11,7 +11,11 @@ describe("sqlite kv listing", () => {
   it("searches the key index for a prefix's range, with no scan of the table", () => {
     const db = new Database(":memory:");
     openSchema(db, ":memory:");
-    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${LIST_BY_PREFIX_SQL}`).all({ prefix: "deployments:wait:", now: 0 }) as { detail: string }[]).map((r) => r.detail);
+    const plan = (
+      db.prepare(`EXPLAIN QUERY PLAN ${LIST_BY_PREFIX_SQL}`).all({ prefix: "deployments:wait:", now: 0 }) as {
+        detail: string;
+      }[]
+    ).map((r) => r.detail);
     expect(plan.join("\n")).toMatch(/SEARCH kv USING INDEX \S+ \(key>\? AND key<\?\)/);
     expect(plan.join("\n")).not.toMatch(/SCAN kv/);
     db.close();
@@ -38,7 +42,8 @@ describe("sqlite kv listing", () => {
   it("purges through indexes: expired entries by the expiry index, finished deliveries by the receipt index", () => {
     const db = new Database(":memory:");
     openSchema(db, ":memory:");
-    const planOf = (sql: string, ...args: unknown[]) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join("\n");
+    const planOf = (sql: string, ...args: unknown[]) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join("\n");
     const kvPlan = planOf(PURGE_EXPIRED_SQL, 0, 1000);
     expect(kvPlan).toMatch(/SEARCH kv USING INDEX kv_expires \(expires_at>\? AND expires_at<\?\)/);
     expect(kvPlan).not.toMatch(/SCAN kv/);
@@ -51,7 +56,9 @@ describe("sqlite kv listing", () => {
   it("trims the audit trail through its primary key", () => {
     const db = new Database(":memory:");
     openSchema(db, ":memory:");
-    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${TRIM_AUDIT_SQL}`).all(10, 100) as { detail: string }[]).map((r) => r.detail).join("\n");
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${TRIM_AUDIT_SQL}`).all(10, 100) as { detail: string }[])
+      .map((r) => r.detail)
+      .join("\n");
     expect(plan).toMatch(/SEARCH audit USING INTEGER PRIMARY KEY \(rowid<\?\)/);
     expect(plan).not.toMatch(/SCAN audit/);
     db.close();

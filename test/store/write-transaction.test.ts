@@ -110,7 +110,14 @@ describe("store writes while another connection commits", () => {
   });
 
   it("tasks scheduled and scheduled again", async () => {
-    await underOtherWriter(2000, (i) => store.tasks.scheduleTask("rerun", { key: `k${i % 50}`, runAt: new Date(Date.now() + 60_000), data: { i }, replace: true }));
+    await underOtherWriter(2000, (i) =>
+      store.tasks.scheduleTask("rerun", {
+        key: `k${i % 50}`,
+        runAt: new Date(Date.now() + 60_000),
+        data: { i },
+        replace: true,
+      }),
+    );
     const due = await store.tasks.claimTask(1000);
     expect(due).toBeUndefined();
   });
@@ -118,12 +125,23 @@ describe("store writes while another connection commits", () => {
   it("deliveries replayed and purged", async () => {
     const receivedAt = new Date(Date.now() - 60_000);
     for (let i = 0; i < 200; i++) {
-      await store.deliveries.record({ id: `d${i}`, event: "ping", action: undefined, installationId: undefined, repository: undefined, headers: {}, payload: "{}", receivedAt });
+      await store.deliveries.record({
+        id: `d${i}`,
+        event: "ping",
+        action: undefined,
+        installationId: undefined,
+        repository: undefined,
+        headers: {},
+        payload: "{}",
+        receivedAt,
+      });
     }
     // Finish them all, so replay has something to requeue and the purge something to remove.
-    for (const claim of await store.deliveries.claimDeliveries(60_000, 200)) await store.deliveries.finishDelivery(claim.token, claim.delivery.id, { status: "done" });
+    for (const claim of await store.deliveries.claimDeliveries(60_000, 200))
+      await store.deliveries.finishDelivery(claim.token, claim.delivery.id, { status: "done" });
     await underOtherWriter(200, async (i) => expect(await store.deliveries.replayDelivery(`d${i}`)).toBe(true));
-    for (const claim of await store.deliveries.claimDeliveries(60_000, 200)) await store.deliveries.finishDelivery(claim.token, claim.delivery.id, { status: "done" });
+    for (const claim of await store.deliveries.claimDeliveries(60_000, 200))
+      await store.deliveries.finishDelivery(claim.token, claim.delivery.id, { status: "done" });
     await other!.stop();
     other = undefined;
     await underOtherWriter(1, async () => expect(await store.deliveries.purgeFinished(new Date())).toBe(200));

@@ -53,7 +53,13 @@ export async function startHubClient(opts: CreateHubOptions = {}): Promise<HubCl
   const dir = await mkdtemp(join(tmpdir(), "steward-hub-client-"));
   const logger = pino({ level: "silent" });
   const config = loadConfig({ ...hub.env, PRIVATE_KEY: undefined, STEWARD_DATA_DIR: dir, LOG_LEVEL: "silent" });
-  const octokit = await createOctokitFactory({ config, logger, coordination: inProcessCoordination(), retries: 0, writeIntervalMs: 0 }).octokitFor(installation.id);
+  const octokit = await createOctokitFactory({
+    config,
+    logger,
+    coordination: inProcessCoordination(),
+    retries: 0,
+    writeIntervalMs: 0,
+  }).octokitFor(installation.id);
   const sent: SentRequest[] = [];
   const recorded = (client: InstallationOctokit, as: string) => {
     client.hook.wrap("request", async (request, options) => {
@@ -61,7 +67,14 @@ export async function startHubClient(opts: CreateHubOptions = {}): Promise<HubCl
       const url = new URL(parsed.url, hub.url);
       // The auth strategy mints tokens through this client too; those are not the code's requests.
       if (url.pathname.startsWith("/app/")) return request(options);
-      const record: SentRequest = { as, method: parsed.method, path: decodeURIComponent(url.pathname), query: url.searchParams, body: parsed.body, status: 0 };
+      const record: SentRequest = {
+        as,
+        method: parsed.method,
+        path: decodeURIComponent(url.pathname),
+        query: url.searchParams,
+        body: parsed.body,
+        status: 0,
+      };
       sent.push(record);
       try {
         const response = await request(options);
@@ -81,9 +94,22 @@ export async function startHubClient(opts: CreateHubOptions = {}): Promise<HubCl
     installationId: installation.id,
     octokit,
     userOctokit: (login) =>
-      recorded(new ProbotOctokit({ auth: { token: hub.control.userToken(login) }, baseUrl: hub.url, retry: { enabled: false }, throttle: { enabled: false }, log: logger }) as InstallationOctokit, login),
+      recorded(
+        new ProbotOctokit({
+          auth: { token: hub.control.userToken(login) },
+          baseUrl: hub.url,
+          retry: { enabled: false },
+          throttle: { enabled: false },
+          log: logger,
+        }) as InstallationOctokit,
+        login,
+      ),
     sent,
-    installationRequests: (from = 0) => hub.control.requests().slice(from).filter((r) => r.auth === "installation"),
+    installationRequests: (from = 0) =>
+      hub.control
+        .requests()
+        .slice(from)
+        .filter((r) => r.auth === "installation"),
     async close() {
       await hub.close();
       sink.closeAllConnections();
@@ -92,4 +118,3 @@ export async function startHubClient(opts: CreateHubOptions = {}): Promise<HubCl
     },
   };
 }
-

@@ -56,7 +56,12 @@ function addSecret(value: unknown, kind: string): void {
 
 function capture(label: string, chunk: unknown): void {
   if (capturedChars > MAX_CAPTURE_CHARS) return;
-  const text = typeof chunk === "string" ? chunk : Buffer.isBuffer(chunk) || chunk instanceof Uint8Array ? Buffer.from(chunk).toString("utf8") : String(chunk);
+  const text =
+    typeof chunk === "string"
+      ? chunk
+      : Buffer.isBuffer(chunk) || chunk instanceof Uint8Array
+        ? Buffer.from(chunk).toString("utf8")
+        : String(chunk);
   capturedChars += text.length;
   captured.push({ label, text });
 }
@@ -117,7 +122,10 @@ export const leakGuard = {
 onSecretRegistered((value) => addSecret(value, "registered secret"));
 
 const issueInstallationToken = TokenStore.prototype.issueInstallationToken;
-TokenStore.prototype.issueInstallationToken = function (this: TokenStore, ...args: Parameters<TokenStore["issueInstallationToken"]>) {
+TokenStore.prototype.issueInstallationToken = function (
+  this: TokenStore,
+  ...args: Parameters<TokenStore["issueInstallationToken"]>
+) {
   const issued = issueInstallationToken.apply(this, args);
   addSecret(issued.token, "installation token");
   return issued;
@@ -209,7 +217,8 @@ function captureResponse(res: { _header?: string | null }, chunk: unknown): void
     headersSeen.add(res);
     capture("response headers", header);
   }
-  if (chunk !== undefined && chunk !== null && typeof chunk !== "function" && RENDERED.test(header)) capture("rendered page", chunk);
+  if (chunk !== undefined && chunk !== null && typeof chunk !== "function" && RENDERED.test(header))
+    capture("rendered page", chunk);
 }
 for (const method of ["write", "end"] as const) {
   const original = responseProto[method]!;

@@ -4,7 +4,8 @@
 import { createHmac, randomUUID } from "node:crypto";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 
-const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!.examples[0]!;
+const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!
+  .examples[0]!;
 
 export interface Responsiveness {
   /** Milliseconds each `/healthz` and each ping took, and what failed (status or error name). */

@@ -24,7 +24,9 @@ export function mountSmallDisk(mib: number): SmallDisk | { unavailable: string }
     execFileSync("mount", ["-t", "tmpfs", "-o", `size=${mib}m`, "tmpfs", dir], { stdio: "pipe" });
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
-    return { unavailable: `cannot mount a tmpfs here (needs root): ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}` };
+    return {
+      unavailable: `cannot mount a tmpfs here (needs root): ${String((error as { stderr?: Buffer }).stderr ?? error).trim()}`,
+    };
   }
   return {
     dir,

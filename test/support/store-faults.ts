@@ -6,6 +6,8 @@ const METHODS = ["claim", "release", "replaceIf", "get", "set", "delete", "list"
 
 /** `store` with `overrides` in place of its own methods (the rest bound to it). */
 export function storeWith(store: Store, overrides: Partial<Store>): Store {
-  const bound = Object.fromEntries(METHODS.map((m) => [m, (store[m] as (...a: unknown[]) => unknown).bind(store)])) as unknown as Store;
+  const bound = Object.fromEntries(
+    METHODS.map((m) => [m, (store[m] as (...a: unknown[]) => unknown).bind(store)]),
+  ) as unknown as Store;
   return { ...bound, ...overrides };
 }

@@ -79,7 +79,12 @@ export function startRetryableRun(hub: HubHandle, i: number): { id: number; sha:
   const run = domains.actions.startRun({ owner: ORG, repo: REPO, workflow: "CI", jobs: JOBS, branch });
   domains.actions.scriptAttempt(run.id, 2, "success");
   domains.actions.completeJob({ runId: run.id, job: "lint" });
-  domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+  domains.actions.failJob({
+    runId: run.id,
+    job: "integration-db",
+    step: "Install deps",
+    log: "npm ERR! network read ECONNRESET",
+  });
   return { id: run.id, sha: run.head_sha };
 }
 
@@ -89,8 +94,10 @@ export function tallyRerunEffects(hub: HubHandle): { reruns: Map<number, number>
   const checks = new Map<string, number>();
   for (const e of hub.control.effects) {
     const d = e.detail;
-    if (e.kind === "actions.rerun-failed-jobs" && d.allowed === true) reruns.set(d.run_id as number, (reruns.get(d.run_id as number) ?? 0) + 1);
-    if (e.kind === "checks.check_run.created" && d.name === "steward/rerun") checks.set(d.head_sha as string, (checks.get(d.head_sha as string) ?? 0) + 1);
+    if (e.kind === "actions.rerun-failed-jobs" && d.allowed === true)
+      reruns.set(d.run_id as number, (reruns.get(d.run_id as number) ?? 0) + 1);
+    if (e.kind === "checks.check_run.created" && d.name === "steward/rerun")
+      checks.set(d.head_sha as string, (checks.get(d.head_sha as string) ?? 0) + 1);
   }
   return { reruns, checks };
 }
@@ -120,7 +127,13 @@ export function stewardChildEnv(hub: HubHandle, dataDir: string, extra: Record<s
 }
 
 /** Steward as a child process (`fixture`), configured for the hub plus `env`; its output goes to `onOutput` when it exits. */
-export function spawnSteward(fixture: string, hub: HubHandle, env: Record<string, string>, label: string, onOutput: (label: string, text: string) => void): Child {
+export function spawnSteward(
+  fixture: string,
+  hub: HubHandle,
+  env: Record<string, string>,
+  label: string,
+  onOutput: (label: string, text: string) => void,
+): Child {
   const proc = spawn(process.execPath, ["--import", "tsx", fixture], {
     env: stewardChildEnv(hub, env.STEWARD_DATA_DIR ?? "", {
       STEWARD_REDELIVER_INTERVAL: "1s",
@@ -156,12 +169,28 @@ export function spawnSteward(fixture: string, hub: HubHandle, env: Record<string
   return { proc, url, exited };
 }
 
-function startChild(hub: HubHandle, dataDir: string, onOutput: (label: string, text: string) => void, n: number): Child {
-  return spawnSteward(CHILD, hub, { STEWARD_DATA_DIR: dataDir, STEWARD_TORTURE_WRITE_INTERVAL_MS: "0" }, `steward child #${n}`, onOutput);
+function startChild(
+  hub: HubHandle,
+  dataDir: string,
+  onOutput: (label: string, text: string) => void,
+  n: number,
+): Child {
+  return spawnSteward(
+    CHILD,
+    hub,
+    { STEWARD_DATA_DIR: dataDir, STEWARD_TORTURE_WRITE_INTERVAL_MS: "0" },
+    `steward child #${n}`,
+    onOutput,
+  );
 }
 
 /** Wait until every run has its re-run and check run and nothing happened for a few seconds (late duplicates show), or the deadline. */
-export async function awaitRerunEffects(hub: HubHandle, runs: { id: number; sha: string }[], deadlineMs: number, log: (line: string) => void): Promise<void> {
+export async function awaitRerunEffects(
+  hub: HubHandle,
+  runs: { id: number; sha: string }[],
+  deadlineMs: number,
+  log: (line: string) => void,
+): Promise<void> {
   const { control } = hub;
   const deadline = Date.now() + deadlineMs;
   let last = "";
@@ -248,7 +277,9 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
         if (d.event !== "workflow_run" || d.action !== "completed") continue;
         const runId = (d.payload.workflow_run as { id: number }).id;
         const found = await store.deliveries.getDelivery(d.guid);
-        const text = (found?.outcomes ?? []).filter((o) => o.handler === "rerun").map((o) => `${o.status}: ${o.detail ?? ""}`);
+        const text = (found?.outcomes ?? [])
+          .filter((o) => o.handler === "rerun")
+          .map((o) => `${o.status}: ${o.detail ?? ""}`);
         outcomesOf.set(runId, [...(outcomesOf.get(runId) ?? []), ...text]);
       }
       for (const guid of guids) {
@@ -256,9 +287,11 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
         if (!found) {
           // Say enough to diagnose: the event and how each attempt went.
           const tries = attempts.filter((d) => d.guid === guid);
-          lostDeliveries.push(`${guid} ${tries[0]?.event}.${tries[0]?.action ?? ""} attempts: ${tries.map((d) => `${d.status_code}${d.redelivery ? " (redelivery)" : ""}`).join(", ")}`);
-        }
-        else if (found.delivery.status !== "done") notDone.push(`${guid} ${found.delivery.status}: ${found.delivery.lastError ?? ""}`);
+          lostDeliveries.push(
+            `${guid} ${tries[0]?.event}.${tries[0]?.action ?? ""} attempts: ${tries.map((d) => `${d.status_code}${d.redelivery ? " (redelivery)" : ""}`).join(", ")}`,
+          );
+        } else if (found.delivery.status !== "done")
+          notDone.push(`${guid} ${found.delivery.status}: ${found.delivery.lastError ?? ""}`);
       }
     } finally {
       store.close();
@@ -269,7 +302,10 @@ export async function runCrashTorture(opts: CrashTortureOptions): Promise<CrashT
     const duplicatedEffects: string[] = [];
     for (const r of runs) {
       const n = reruns.get(r.id) ?? 0;
-      if (n === 0) lostEffects.push(`re-run of run ${r.id} (rerun outcomes: ${[...new Set(outcomesOf.get(r.id) ?? [])].join(" | ")})`);
+      if (n === 0)
+        lostEffects.push(
+          `re-run of run ${r.id} (rerun outcomes: ${[...new Set(outcomesOf.get(r.id) ?? [])].join(" | ")})`,
+        );
       if (n > 1) duplicatedEffects.push(`re-run of run ${r.id} x${n}`);
       const c = checks.get(r.sha) ?? 0;
       if (c === 0) lostEffects.push(`check run on ${r.sha}`);

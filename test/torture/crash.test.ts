@@ -33,7 +33,9 @@ describe("crash torture", () => {
       onOutput: (label, text) => leakGuard.output(label, text),
     });
     await scanStore(dir);
-    console.log(`crash torture: ${JSON.stringify({ ...result, lostDeliveries: result.lostDeliveries.length, notDone: result.notDone.length })}`);
+    console.log(
+      `crash torture: ${JSON.stringify({ ...result, lostDeliveries: result.lostDeliveries.length, notDone: result.notDone.length })}`,
+    );
     expect(result.kills).toBeGreaterThan(0);
     expect(result.failedAttempts).toBeGreaterThan(0); // the hub did hit a dead Steward
     expect(result.lostDeliveries).toEqual([]);
@@ -57,7 +59,9 @@ describe("crash torture", () => {
       onOutput: (label, text) => leakGuard.output(label, text),
     });
     await scanStore(dir);
-    console.log(`downtime torture: ${JSON.stringify({ ...result, lostDeliveries: result.lostDeliveries.length, notDone: result.notDone.length })}`);
+    console.log(
+      `downtime torture: ${JSON.stringify({ ...result, lostDeliveries: result.lostDeliveries.length, notDone: result.notDone.length })}`,
+    );
     // Only the sweeper asks the hub to redeliver; every failed delivery came back that way.
     expect(result.redeliveries).toBeGreaterThan(0);
     expect(result.lostDeliveries).toEqual([]);

@@ -23,10 +23,14 @@ beforeAll(async () => {
   stack.hub.control.pushFiles({
     owner: ORG,
     repo: "web",
-    files: { [POLICY]: `${rerunPolicyYaml("")}deployments:\n  environments:\n    production:\n      branches: [main]\n` },
+    files: {
+      [POLICY]: `${rerunPolicyYaml("")}deployments:\n  environments:\n    production:\n      branches: [main]\n`,
+    },
     message: "policy",
   });
-  stack.hub.domains.deployments.putEnvironment(stack.hub.control.repo(ORG, "web")!, "production", { protectionApps: [stack.hub.hub.appId] });
+  stack.hub.domains.deployments.putEnvironment(stack.hub.control.repo(ORG, "web")!, "production", {
+    protectionApps: [stack.hub.hub.appId],
+  });
   await settle(stack);
 });
 afterAll(async () => {
@@ -44,16 +48,24 @@ function transientFailure(repo: string): Run {
   const { actions } = stack.hub.domains;
   const run = startCi(stack, repo);
   actions.scriptAttempt(run.id, 2, "success");
-  actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+  actions.failJob({
+    runId: run.id,
+    job: "integration-db",
+    step: "Install deps",
+    log: "npm ERR! network read ECONNRESET",
+  });
   return run;
 }
 
 /** Re-run requests the hub recorded for a run, as `kind allowed`. */
-const reruns = (runId: number) => stack.hub.domains.actions.rerunRequests(runId).map((e) => `${e.kind} ${String(e.detail.allowed)}`);
+const reruns = (runId: number) =>
+  stack.hub.domains.actions.rerunRequests(runId).map((e) => `${e.kind} ${String(e.detail.allowed)}`);
 
 /** Check runs Steward created, by name, on a commit (from the hub's effects: every create counts). */
 const created = (name: string, sha: string) =>
-  stack.hub.domains.effects.of("checks", "check_run.created").filter((e) => e.detail.name === name && e.detail.head_sha === sha && e.by.startsWith("installation:"));
+  stack.hub.domains.effects
+    .of("checks", "check_run.created")
+    .filter((e) => e.detail.name === name && e.detail.head_sha === sha && e.by.startsWith("installation:"));
 
 /** Poll (settling nothing) until `predicate` holds or `ms` elapsed. */
 async function waitFor(predicate: () => boolean, ms: number): Promise<void> {
@@ -64,15 +76,23 @@ async function waitFor(predicate: () => boolean, ms: number): Promise<void> {
 /** Exactly one answer to the run's protection rule, an approval of production, and its gate approved. */
 function expectOneApproval(runId: number): void {
   const { domains } = stack.hub;
-  const answers = domains.effects.of("deployments").filter((e) => e.detail.run_id === runId && /^deployments\.protection_rule\.(approved|rejected)$/.test(e.kind));
-  expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual(["deployments.protection_rule.approved production"]);
-  expect(domains.deployments.gatesOf(runId).map((g) => `${g.environment} ${g.outcome}`)).toEqual(["production approved"]);
+  const answers = domains.effects
+    .of("deployments")
+    .filter((e) => e.detail.run_id === runId && /^deployments\.protection_rule\.(approved|rejected)$/.test(e.kind));
+  expect(answers.map((e) => `${e.kind} ${String(e.detail.environment)}`)).toEqual([
+    "deployments.protection_rule.approved production",
+  ]);
+  expect(domains.deployments.gatesOf(runId).map((g) => `${g.environment} ${g.outcome}`)).toEqual([
+    "production approved",
+  ]);
 }
 
 /** Every delivery Steward recorded ended done: none failed or parked as dead. */
 async function expectEveryDeliveryDone(): Promise<void> {
   const stored = await stewardOf(stack).store.deliveries.listDeliveries();
-  expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual([]);
+  expect(stored.filter((d) => d.status !== "done").map((d) => `${d.event} ${d.status} ${d.lastError ?? ""}`)).toEqual(
+    [],
+  );
 }
 
 describe("Steward against a faulty API", () => {
@@ -99,14 +119,33 @@ describe("Steward against a faulty API", () => {
       repo: "web",
       head: "tune-rerun",
       title: "Allow more attempts",
-      files: { [POLICY]: `${rerunPolicyYaml("  max_attempts: 4\n")}deployments:\n  environments:\n    production:\n      branches: [main]\n` },
+      files: {
+        [POLICY]: `${rerunPolicyYaml("  max_attempts: 4\n")}deployments:\n  environments:\n    production:\n      branches: [main]\n`,
+      },
     });
-    const deploys = [0, 1].map(() => domains.actions.startRun({ owner: ORG, repo: "web", workflow: "Deploy", jobs: [{ name: "deploy", environment: "production" }] }).id);
+    const deploys = [0, 1].map(
+      () =>
+        domains.actions.startRun({
+          owner: ORG,
+          repo: "web",
+          workflow: "Deploy",
+          jobs: [{ name: "deploy", environment: "production" }],
+        }).id,
+    );
 
     // Let Steward struggle through the faults until every path met them (about 4 s when the machine is
     // idle; up to 30 s on a loaded one, so that the faults are exercised there too), then the API recovers.
-    const answered = () => deploys.every((id) => domains.effects.of("deployments").some((e) => e.kind.startsWith("deployments.protection_rule.") && e.detail.run_id === id));
-    await waitFor(() => runs.every((r) => reruns(r.id).length > 0) && created("steward/config", pr.head_sha).length > 0 && answered(), 30_000);
+    const answered = () =>
+      deploys.every((id) =>
+        domains.effects
+          .of("deployments")
+          .some((e) => e.kind.startsWith("deployments.protection_rule.") && e.detail.run_id === id),
+      );
+    await waitFor(
+      () =>
+        runs.every((r) => reruns(r.id).length > 0) && created("steward/config", pr.head_sha).length > 0 && answered(),
+      30_000,
+    );
     control.clearFaults();
     await settle(stack);
 
@@ -120,13 +159,18 @@ describe("Steward against a faulty API", () => {
       expect(reruns(run.id)).toEqual(["actions.rerun-failed-jobs true"]);
       expect(run.attempts.map((a) => `${a.n}:${a.conclusion}`)).toEqual(["1:failure", "2:success"]);
       expect(created("steward/rerun", run.head_sha)).toHaveLength(1);
-      const posts = since(from).filter((r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`));
+      const posts = since(from).filter(
+        (r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`),
+      );
       expect(posts.filter((r) => r.status < 300).map(described)).toHaveLength(1);
     }
 
     const config = created("steward/config", pr.head_sha);
     expect(config).toHaveLength(1);
-    const [check] = domains.checks.checkRuns({ owner: ORG, repo: "web", sha: pr.head_sha, name: "steward/config" }) as { status: string; conclusion: string }[];
+    const [check] = domains.checks.checkRuns({ owner: ORG, repo: "web", sha: pr.head_sha, name: "steward/config" }) as {
+      status: string;
+      conclusion: string;
+    }[];
     expect([check!.status, check!.conclusion]).toEqual(["completed", "success"]);
 
     for (const id of deploys) expectOneApproval(id);
@@ -142,19 +186,34 @@ describe("Steward against a faulty API", () => {
 
     const run = startCi(stack, repo);
     domains.actions.scriptAttempt(run.id, 2, "success");
-    const deploy = domains.actions.startRun({ owner: ORG, repo: "web", workflow: "Deploy", jobs: [{ name: "deploy", environment: "production" }] }).id;
+    const deploy = domains.actions.startRun({
+      owner: ORG,
+      repo: "web",
+      workflow: "Deploy",
+      jobs: [{ name: "deploy", environment: "production" }],
+    }).id;
     // The hub acts on each of these writes (a re-run starts, a check run exists, the rule is
     // answered) and then loses the answer: Steward sees a dropped connection, once each.
     control.setFault(`POST /repos/${ORG}/${repo}/actions/runs/${run.id}/rerun-failed-jobs`, { after: true, times: 1 });
     control.setFault(`POST /repos/${ORG}/${repo}/check-runs`, { after: true, times: 1 });
-    control.setFault(`POST /repos/${ORG}/web/actions/runs/${deploy}/deployment_protection_rule`, { after: true, times: 1 });
-    domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+    control.setFault(`POST /repos/${ORG}/web/actions/runs/${deploy}/deployment_protection_rule`, {
+      after: true,
+      times: 1,
+    });
+    domains.actions.failJob({
+      runId: run.id,
+      job: "integration-db",
+      step: "Install deps",
+      log: "npm ERR! network read ECONNRESET",
+    });
     await settle(stack);
     control.clearFaults();
     await settle(stack);
 
     // Each fault hit: the first request of each kind got no answer.
-    const lost = since(from).filter((r) => r.status === 0).map((r) => `${r.method} ${r.route ?? r.path}`);
+    const lost = since(from)
+      .filter((r) => r.status === 0)
+      .map((r) => `${r.method} ${r.route ?? r.path}`);
     expect(lost.sort()).toEqual([
       "POST /repos/{owner}/{repo}/actions/runs/{run_id}/deployment_protection_rule",
       "POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs",
@@ -164,13 +223,20 @@ describe("Steward against a faulty API", () => {
     // One re-run of the attempt, requested once: no retry of the request whose answer was lost
     // (the retried delivery saw the run one attempt further and knew the re-run was its own).
     expect(reruns(run.id)).toEqual(["actions.rerun-failed-jobs true"]);
-    expect(since(from).filter((r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`)).map((r) => r.status)).toEqual([0]);
+    expect(
+      since(from)
+        .filter((r) => r.method === "POST" && r.path.endsWith(`/actions/runs/${run.id}/rerun-failed-jobs`))
+        .map((r) => r.status),
+    ).toEqual([0]);
     // Steward knew the re-run was its own: the decision on attempt 1 is done, not a refusal.
     expect((await outcomesOf(stack, run.id)).filter((o) => o.attempt === 1).map((o) => o.status)).toEqual(["done"]);
     expect(run.attempts.map((a) => `${a.n}:${a.conclusion}`)).toEqual(["1:failure", "2:success"]);
     // One steward/rerun check run on the commit: the retry found and updated the one whose answer was lost.
     expect(created("steward/rerun", run.head_sha)).toHaveLength(1);
-    const checks = domains.checks.checkRuns({ owner: ORG, repo, sha: run.head_sha, name: "steward/rerun" }) as { status: string; conclusion: string }[];
+    const checks = domains.checks.checkRuns({ owner: ORG, repo, sha: run.head_sha, name: "steward/rerun" }) as {
+      status: string;
+      conclusion: string;
+    }[];
     expect(checks.map((c) => `${c.status} ${c.conclusion}`)).toEqual(["completed neutral"]);
 
     // One answer to the protection rule, and the gate is approved.
@@ -190,7 +256,12 @@ describe("Steward against a faulty API", () => {
     const from = mark();
     const resetAt = new Date(control.now().getTime() + 2_500);
     control.setRateLimit(installationId, { limit: 5000, remaining: 0, resetAt });
-    stack.hub.domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+    stack.hub.domains.actions.failJob({
+      runId: run.id,
+      job: "integration-db",
+      step: "Install deps",
+      log: "npm ERR! network read ECONNRESET",
+    });
     await settle(stack);
 
     const mine = since(from).filter((r) => r.auth === "installation");
@@ -218,7 +289,12 @@ describe("Steward against a faulty API", () => {
     const from = mark();
     const retryAfterSec = 1;
     control.setSecondaryLimit({ status: 429, retryAfterSec, nextN: 2 });
-    stack.hub.domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "npm ERR! network read ECONNRESET" });
+    stack.hub.domains.actions.failJob({
+      runId: run.id,
+      job: "integration-db",
+      step: "Install deps",
+      log: "npm ERR! network read ECONNRESET",
+    });
     await settle(stack);
     control.setSecondaryLimit(null);
 

@@ -31,7 +31,9 @@ export interface Intake {
   close(): Promise<void>;
 }
 
-export async function startIntake(opts: { maxBodyBytes?: number; headersTimeoutMs?: number; requestTimeoutMs?: number } = {}): Promise<Intake> {
+export async function startIntake(
+  opts: { maxBodyBytes?: number; headersTimeoutMs?: number; requestTimeoutMs?: number } = {},
+): Promise<Intake> {
   const dir = await mkdtemp(join(tmpdir(), "steward-fuzz-"));
   const logger = pino({ level: "silent" });
   const store = openSqliteStore(dir, { logger });
@@ -39,11 +41,19 @@ export async function startIntake(opts: { maxBodyBytes?: number; headersTimeoutM
   const http = createStewardHttp({
     webhookPath: WEBHOOK_PATH,
     secrets: [secret],
-    intake: { record: (d) => store.deliveries.record(d), ready: () => store.ready(), depth: () => store.deliveries.depth() },
+    intake: {
+      record: (d) => store.deliveries.record(d),
+      ready: () => store.ready(),
+      depth: () => store.deliveries.depth(),
+    },
     logger,
     metrics: createMetrics({ defaultMetrics: false }),
     ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
-    timeouts: { headersTimeoutMs: opts.headersTimeoutMs ?? 1_000, requestTimeoutMs: opts.requestTimeoutMs ?? 2_000, keepAliveTimeoutMs: 1_000 },
+    timeouts: {
+      headersTimeoutMs: opts.headersTimeoutMs ?? 1_000,
+      requestTimeoutMs: opts.requestTimeoutMs ?? 2_000,
+      keepAliveTimeoutMs: 1_000,
+    },
   });
   await new Promise<void>((r) => http.server.listen(0, "127.0.0.1", r));
   const port = (http.server.address() as AddressInfo).port;
@@ -75,32 +85,60 @@ function requestArbitrary(secret: string): fc.Arbitrary<FuzzRequest> {
     fc.constantFrom(...realPayloads).map((p) => ({ event: p.event, body: Buffer.from(p.body) })),
     fc.json().map((j) => ({ event: "push", body: Buffer.from(j) })),
     fc.uint8Array({ maxLength: 2048 }).map((b) => ({ event: "push", body: Buffer.from(b) })),
-    fc.constantFrom(...realPayloads).chain((p) =>
-      fc.nat(p.body.length).map((cut) => ({ event: p.event, body: Buffer.from(p.body.slice(0, cut)) })),
-    ),
-    fc.constantFrom(...realPayloads).map((p) => ({ event: p.event, body: Buffer.from(`payload=${encodeURIComponent(p.body)}`), form: true })),
+    fc
+      .constantFrom(...realPayloads)
+      .chain((p) => fc.nat(p.body.length).map((cut) => ({ event: p.event, body: Buffer.from(p.body.slice(0, cut)) }))),
+    fc
+      .constantFrom(...realPayloads)
+      .map((p) => ({ event: p.event, body: Buffer.from(`payload=${encodeURIComponent(p.body)}`), form: true })),
   );
   return fc
     .record({
       payload,
-      method: fc.oneof({ arbitrary: fc.constant("POST"), weight: 9 }, { arbitrary: fc.constantFrom("GET", "PUT", "DELETE", "HEAD", "PATCH"), weight: 1 }),
+      method: fc.oneof(
+        { arbitrary: fc.constant("POST"), weight: 9 },
+        { arbitrary: fc.constantFrom("GET", "PUT", "DELETE", "HEAD", "PATCH"), weight: 1 },
+      ),
       path: fc.oneof(
         { arbitrary: fc.constant(WEBHOOK_PATH), weight: 9 },
         { arbitrary: fc.constantFrom("/", "/healthz", "/readyz", "/metrics", `${WEBHOOK_PATH}/`), weight: 1 },
         { arbitrary: token.map((t) => `/${t}`), weight: 1 },
       ),
-      event: fc.oneof({ arbitrary: fc.constant(undefined), weight: 8 }, { arbitrary: token, weight: 1 }, { arbitrary: fc.constant(""), weight: 1 }),
+      event: fc.oneof(
+        { arbitrary: fc.constant(undefined), weight: 8 },
+        { arbitrary: token, weight: 1 },
+        { arbitrary: fc.constant(""), weight: 1 },
+      ),
       // "fresh": a new delivery id at send time (fast-check's uuids repeat, which only tests duplicates).
-      id: fc.oneof({ arbitrary: fc.constant("fresh"), weight: 6 }, { arbitrary: fc.uuid(), weight: 2 }, { arbitrary: token, weight: 1 }, { arbitrary: fc.constant(""), weight: 1 }),
+      id: fc.oneof(
+        { arbitrary: fc.constant("fresh"), weight: 6 },
+        { arbitrary: fc.uuid(), weight: 2 },
+        { arbitrary: token, weight: 1 },
+        { arbitrary: fc.constant(""), weight: 1 },
+      ),
       signature: fc.constantFrom("valid", "valid", "valid", "valid", "valid", "wrong", "missing", "garbage", "sha1"),
       garbage: headerValue,
-      contentType: fc.constantFrom("application/json", "application/json", "application/x-www-form-urlencoded", "text/plain", "", "application/json; charset=utf-8"),
-      extra: fc.dictionary(token.filter((t) => t.length > 0 && !/^(host|content-length|transfer-encoding|connection|expect|upgrade)$/i.test(t)), headerValue, { maxKeys: 3 }),
+      contentType: fc.constantFrom(
+        "application/json",
+        "application/json",
+        "application/x-www-form-urlencoded",
+        "text/plain",
+        "",
+        "application/json; charset=utf-8",
+      ),
+      extra: fc.dictionary(
+        token.filter(
+          (t) => t.length > 0 && !/^(host|content-length|transfer-encoding|connection|expect|upgrade)$/i.test(t),
+        ),
+        headerValue,
+        { maxKeys: 3 },
+      ),
     })
     .map((r) => {
       const isForm = "form" in r.payload;
       const headers: Record<string, string> = { ...r.extra };
-      if (r.event !== undefined) headers["x-github-event"] = r.event === "" ? "" : r.event.length > 0 ? r.event : r.payload.event;
+      if (r.event !== undefined)
+        headers["x-github-event"] = r.event === "" ? "" : r.event.length > 0 ? r.event : r.payload.event;
       else headers["x-github-event"] = r.payload.event;
       headers["x-github-delivery"] = r.id;
       const ct = isForm && r.contentType === "application/json" ? "application/x-www-form-urlencoded" : r.contentType;
@@ -116,7 +154,14 @@ function requestArbitrary(secret: string): fc.Arbitrary<FuzzRequest> {
 function send(url: URL, agent: Agent, r: FuzzRequest): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, method: r.method, path: r.path, headers: { ...r.headers, "content-length": String(r.body.length) }, agent },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: r.method,
+        path: r.path,
+        headers: { ...r.headers, "content-length": String(r.body.length) },
+        agent,
+      },
       (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
@@ -139,7 +184,10 @@ export interface FuzzResult {
 }
 
 /** Send `runs` generated requests (after `warmup` more); a fixed seed replays the same requests. */
-export async function fuzzIntake(intake: Intake, opts: { runs: number; warmup?: number; seed: number }): Promise<FuzzResult> {
+export async function fuzzIntake(
+  intake: Intake,
+  opts: { runs: number; warmup?: number; seed: number },
+): Promise<FuzzResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const byStatus: Record<string, number> = {};
   const undocumented: FuzzResult["undocumented"] = [];
@@ -147,7 +195,10 @@ export async function fuzzIntake(intake: Intake, opts: { runs: number; warmup?: 
   let requests = 0;
   const arbitrary = requestArbitrary(intake.secret);
   const one = async (generated: FuzzRequest) => {
-    const r = generated.headers["x-github-delivery"] === "fresh" ? { ...generated, headers: { ...generated.headers, "x-github-delivery": randomUUID() } } : generated;
+    const r =
+      generated.headers["x-github-delivery"] === "fresh"
+        ? { ...generated, headers: { ...generated.headers, "x-github-delivery": randomUUID() } }
+        : generated;
     const status = await send(intake.url, agent, r);
     requests++;
     byStatus[status] = (byStatus[status] ?? 0) + 1;
@@ -183,13 +234,18 @@ export async function fuzzIntake(intake: Intake, opts: { runs: number; warmup?: 
  * A slow-loris client: sends header bytes one at a time every `gapMs`. Resolves with how many
  * bytes it got to send before the server cut it off, and what it answered.
  */
-export function slowLoris(url: URL, opts: { gapMs: number; maxBytes: number; body?: boolean }): Promise<{ sent: number; answer: string; cut: boolean }> {
+export function slowLoris(
+  url: URL,
+  opts: { gapMs: number; maxBytes: number; body?: boolean },
+): Promise<{ sent: number; answer: string; cut: boolean }> {
   return new Promise((resolve) => {
     const socket = connect(Number(url.port), url.hostname);
     const head = opts.body
       ? `POST ${url.pathname} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\nX-GitHub-Delivery: ${randomBytes(8).toString("hex")}\r\nX-Hub-Signature-256: sha256=00\r\nContent-Length: 100000\r\n\r\n`
       : "";
-    const drip = opts.body ? "{".repeat(opts.maxBytes) : `POST ${url.pathname} HTTP/1.1\r\nHost: x\r\nX-Slow: ${"a".repeat(opts.maxBytes)}`;
+    const drip = opts.body
+      ? "{".repeat(opts.maxBytes)
+      : `POST ${url.pathname} HTTP/1.1\r\nHost: x\r\nX-Slow: ${"a".repeat(opts.maxBytes)}`;
     let sent = 0;
     let answer = "";
     let done = false;

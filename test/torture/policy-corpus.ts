@@ -57,7 +57,9 @@ type LineMutation = (line: string) => string | undefined;
 const valueLine = /^(\s*-?\s*[A-Za-z_"*-][\w"*.-]*:\s)(\S.*)$/;
 
 const SCHEMA_KEYS = new Set(
-  "rerun enabled max_attempts delay branches rules jobs log runner_lost deployments environments checks windows days hours timezone freeze from to reason config secrets variables org visibility repositories value".split(" "),
+  "rerun enabled max_attempts delay branches rules jobs log runner_lost deployments environments checks windows days hours timezone freeze from to reason config secrets variables org visibility repositories value".split(
+    " ",
+  ),
 );
 
 /** Operators applied to one line; undefined when the line does not fit the operator. */
@@ -69,7 +71,8 @@ const LINE_OPERATORS: Record<string, LineMutation> = {
   "type: list for a scalar": (l) => (valueLine.test(l) && !/\[/.test(l) ? l.replace(valueLine, "$1[1, 2]") : undefined),
   "type: mapping for a value": (l) => (valueLine.test(l) ? l.replace(valueLine, "$1{ a: 1 }") : undefined),
   // A variable's value may well be a number; everything else here may not.
-  "type: number for a value": (l) => (valueLine.test(l) && !/^\s*value:/.test(l) ? l.replace(valueLine, "$1-17") : undefined),
+  "type: number for a value": (l) =>
+    valueLine.test(l) && !/^\s*value:/.test(l) ? l.replace(valueLine, "$1-17") : undefined,
   // Only keys of the schema: environment, secret and variable names are the user's to choose.
   "unknown key": (l) => {
     const m = /^(\s*-?\s*)([a-z_]+)(\w):/.exec(l);
@@ -116,25 +119,58 @@ export function brokenCorpus(): BrokenFile[] {
     seen.add(key);
     out.push(f);
   };
-  for (const [base, document] of [[STEWARD_YML, undefined], [SECRETS_YML, ".github/steward/secrets.yml"]] as const) {
+  for (const [base, document] of [
+    [STEWARD_YML, undefined],
+    [SECRETS_YML, ".github/steward/secrets.yml"],
+  ] as const) {
     const lines = base.split("\n");
     for (const [category, op] of Object.entries(LINE_OPERATORS)) {
       lines.forEach((line, i) => {
         const changed = op(line);
         if (changed === undefined || changed === line) return;
         const text = [...lines.slice(0, i), changed, ...lines.slice(i + 1)].join("\n");
-        add({ name: `${category} at line ${i + 1}${document ? " (secrets)" : ""}`, category, ...(document ? { document } : {}), text });
+        add({
+          name: `${category} at line ${i + 1}${document ? " (secrets)" : ""}`,
+          category,
+          ...(document ? { document } : {}),
+          text,
+        });
       });
     }
     for (const [category, pattern, replacement] of VALUE_OPERATORS) {
       if (!pattern.test(base)) continue;
-      add({ name: `${category}: ${replacement}${document ? " (secrets)" : ""}`, category, ...(document ? { document } : {}), text: base.replace(pattern, replacement) });
+      add({
+        name: `${category}: ${replacement}${document ? " (secrets)" : ""}`,
+        category,
+        ...(document ? { document } : {}),
+        text: base.replace(pattern, replacement),
+      });
     }
     // Whole-file breakage.
-    add({ name: `empty mapping key${document ? " (secrets)" : ""}`, category: "syntax", ...(document ? { document } : {}), text: `${base}: x\n` });
-    add({ name: `truncated${document ? " (secrets)" : ""}`, category: "syntax", ...(document ? { document } : {}), text: base.slice(0, Math.floor(base.length / 2)) + "[" });
-    add({ name: `not a mapping${document ? " (secrets)" : ""}`, category: "type", ...(document ? { document } : {}), text: "- just\n- a list\n" });
-    add({ name: `anchor soup${document ? " (secrets)" : ""}`, category: "syntax", ...(document ? { document } : {}), text: base.replace(/\n/, "\n  &anchor *alias: [\n") });
+    add({
+      name: `empty mapping key${document ? " (secrets)" : ""}`,
+      category: "syntax",
+      ...(document ? { document } : {}),
+      text: `${base}: x\n`,
+    });
+    add({
+      name: `truncated${document ? " (secrets)" : ""}`,
+      category: "syntax",
+      ...(document ? { document } : {}),
+      text: base.slice(0, Math.floor(base.length / 2)) + "[",
+    });
+    add({
+      name: `not a mapping${document ? " (secrets)" : ""}`,
+      category: "type",
+      ...(document ? { document } : {}),
+      text: "- just\n- a list\n",
+    });
+    add({
+      name: `anchor soup${document ? " (secrets)" : ""}`,
+      category: "syntax",
+      ...(document ? { document } : {}),
+      text: base.replace(/\n/, "\n  &anchor *alias: [\n"),
+    });
   }
   return out;
 }

@@ -23,7 +23,8 @@ describe("bad policy corpus", () => {
   it(`has at least 200 broken files (${corpus.length}) across every category`, () => {
     expect(corpus.length).toBeGreaterThanOrEqual(200);
     const categories = new Set(corpus.map((f) => f.category.split(":")[0]));
-    for (const c of ["syntax", "type", "unknown key", "bad glob", "bad regex", "bad time zone"]) expect(categories).toContain(c);
+    for (const c of ["syntax", "type", "unknown key", "bad glob", "bad regex", "bad time zone"])
+      expect(categories).toContain(c);
   });
 
   it("never throws, finds a problem in every file, and places each one at FILE:LINE:COL", () => {

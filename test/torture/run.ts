@@ -28,21 +28,46 @@ let failed = false;
 // Crash: `--deliveries` workflow runs (each ~15 deliveries and two effects), `--kills` SIGKILLs.
 {
   const dir = await mkdtemp(join(tmpdir(), "steward-torture-crash-"));
-  const r = await runCrashTorture({ runs, kills, spreadMs: Math.max(5_000, runs * 40), seed, dataDir: dir, deadlineMs: 600_000, log });
+  const r = await runCrashTorture({
+    runs,
+    kills,
+    spreadMs: Math.max(5_000, runs * 40),
+    seed,
+    dataDir: dir,
+    deadlineMs: 600_000,
+    log,
+  });
   await rm(dir, { recursive: true, force: true });
-  log(`crash: runs=${r.runs} deliveries=${r.deliveries} attempts=${r.deliveryAttempts} kills=${r.kills} failed-attempts=${r.failedAttempts} redeliveries=${r.redeliveries} reruns=${r.reruns} check-runs=${r.checkRuns} lost-deliveries=${r.lostDeliveries.length} not-done=${r.notDone.length} lost-effects=${r.lostEffects.length} duplicated=${r.duplicatedEffects.length} seconds=${r.seconds}`);
-  for (const e of [...r.lostDeliveries, ...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20)) log(`  ${e}`);
+  log(
+    `crash: runs=${r.runs} deliveries=${r.deliveries} attempts=${r.deliveryAttempts} kills=${r.kills} failed-attempts=${r.failedAttempts} redeliveries=${r.redeliveries} reruns=${r.reruns} check-runs=${r.checkRuns} lost-deliveries=${r.lostDeliveries.length} not-done=${r.notDone.length} lost-effects=${r.lostEffects.length} duplicated=${r.duplicatedEffects.length} seconds=${r.seconds}`,
+  );
+  for (const e of [...r.lostDeliveries, ...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20))
+    log(`  ${e}`);
   failed ||= r.lostDeliveries.length + r.notDone.length + r.lostEffects.length + r.duplicatedEffects.length > 0;
 }
 
 // Downtime: Steward down for 5 s while the hub delivers; the sweeper brings every one back.
 {
   const dir = await mkdtemp(join(tmpdir(), "steward-torture-down-"));
-  const r = await runCrashTorture({ runs: Math.max(20, Math.floor(runs / 10)), kills: 1, downMs: [5_000, 5_000], spreadMs: 3_000, seed: seed + 1, dataDir: dir, deadlineMs: 300_000, log });
+  const r = await runCrashTorture({
+    runs: Math.max(20, Math.floor(runs / 10)),
+    kills: 1,
+    downMs: [5_000, 5_000],
+    spreadMs: 3_000,
+    seed: seed + 1,
+    dataDir: dir,
+    deadlineMs: 300_000,
+    log,
+  });
   await rm(dir, { recursive: true, force: true });
-  log(`downtime: deliveries=${r.deliveries} failed-attempts=${r.failedAttempts} redeliveries=${r.redeliveries} lost-deliveries=${r.lostDeliveries.length} lost-effects=${r.lostEffects.length} duplicated=${r.duplicatedEffects.length}`);
-  for (const e of [...r.lostDeliveries, ...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20)) log(`  ${e}`);
-  failed ||= r.lostDeliveries.length + r.notDone.length + r.lostEffects.length + r.duplicatedEffects.length > 0 || r.redeliveries === 0;
+  log(
+    `downtime: deliveries=${r.deliveries} failed-attempts=${r.failedAttempts} redeliveries=${r.redeliveries} lost-deliveries=${r.lostDeliveries.length} lost-effects=${r.lostEffects.length} duplicated=${r.duplicatedEffects.length}`,
+  );
+  for (const e of [...r.lostDeliveries, ...r.lostEffects, ...r.duplicatedEffects, ...r.notDone].slice(0, 20))
+    log(`  ${e}`);
+  failed ||=
+    r.lostDeliveries.length + r.notDone.length + r.lostEffects.length + r.duplicatedEffects.length > 0 ||
+    r.redeliveries === 0;
 }
 
 // Hostile intake.
@@ -52,7 +77,9 @@ let failed = false;
     const r = await fuzzIntake(intake, { runs: fuzzRuns, seed });
     const loris = await slowLoris(intake.url, { gapMs: 50, maxBytes: 400 });
     const big = await oversized(intake.url, 256 * 1024 * 1024, intake.secret);
-    log(`fuzz: requests=${r.requests} by-status=${JSON.stringify(r.byStatus)} undocumented=${r.undocumented.length} accepted=${r.accepted} stored=${r.storedAccepted} rss-mb=${r.rssBeforeMb}->${r.rssAfterMb} slow-loris-cut=${loris.cut} oversized-status=${big.status}`);
+    log(
+      `fuzz: requests=${r.requests} by-status=${JSON.stringify(r.byStatus)} undocumented=${r.undocumented.length} accepted=${r.accepted} stored=${r.storedAccepted} rss-mb=${r.rssBeforeMb}->${r.rssAfterMb} slow-loris-cut=${loris.cut} oversized-status=${big.status}`,
+    );
     failed ||= r.undocumented.length > 0 || r.storedAccepted !== r.accepted || !loris.cut;
   } finally {
     await intake.close();
@@ -69,7 +96,11 @@ let failed = false;
   process.env.STEWARD_SECRET_DEPLOY_KEY ??= "corpus-deploy-key-value";
   for (const f of corpus) {
     try {
-      const r = validatePolicyText(f.text, { file: f.document ?? ".github/steward.yml", handlers: builtinHandlers, ...(f.document ? { document: f.document } : {}) });
+      const r = validatePolicyText(f.text, {
+        file: f.document ?? ".github/steward.yml",
+        handlers: builtinHandlers,
+        ...(f.document ? { document: f.document } : {}),
+      });
       problems += r.problems.length;
       if (r.problems.length === 0 || r.problems.some((p) => p.line < 1 || p.column < 1)) missed++;
     } catch {

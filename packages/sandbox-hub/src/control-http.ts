@@ -28,7 +28,8 @@ function deliveryPattern(value: unknown): (d: DeliveryRecord) => boolean {
 
 /** JSON has no dates: ISO strings under date-like keys become Date objects. */
 function revive(value: unknown, key = ""): unknown {
-  if (typeof value === "string" && /^(date|resetAt|at)$/.test(key) && !Number.isNaN(Date.parse(value))) return new Date(value);
+  if (typeof value === "string" && /^(date|resetAt|at)$/.test(key) && !Number.isNaN(Date.parse(value)))
+    return new Date(value);
   if (Array.isArray(value)) return value.map((v) => revive(v));
   if (value && typeof value === "object") {
     return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, revive(v, k)]));
@@ -38,12 +39,18 @@ function revive(value: unknown, key = ""): unknown {
 
 function argsOf(req: HubRequest, fn: string): unknown[] {
   const body = req.body;
-  const args = body && Array.isArray(body.args)
-    ? body.args.map((a, i) => (fn === "setClock" && i === 0 ? new Date(String(a)) : revive(a)))
-    : body === undefined ? [] : [revive(body)];
+  const args =
+    body && Array.isArray(body.args)
+      ? body.args.map((a, i) => (fn === "setClock" && i === 0 ? new Date(String(a)) : revive(a)))
+      : body === undefined
+        ? []
+        : [revive(body)];
   if (fn === "waitForDeliveries") {
     const opts = (args[1] && typeof args[1] === "object" ? args[1] : {}) as { count?: number; timeoutMs?: number };
-    return [deliveryPattern(args[0]), { ...opts, timeoutMs: Math.min(Number(opts.timeoutMs ?? 10_000) || 10_000, MAX_WAIT_MS) }];
+    return [
+      deliveryPattern(args[0]),
+      { ...opts, timeoutMs: Math.min(Number(opts.timeoutMs ?? 10_000) || 10_000, MAX_WAIT_MS) },
+    ];
   }
   return args;
 }
@@ -63,18 +70,33 @@ async function call(target: Record<string, unknown>, fn: string, args: unknown[]
   }
 }
 
-export function installControlRoutes(hub: SandboxHub, router: RouteTable, control: Control, domains: Record<string, unknown>): void {
+export function installControlRoutes(
+  hub: SandboxHub,
+  router: RouteTable,
+  control: Control,
+  domains: Record<string, unknown>,
+): void {
   const open = { auth: "none" as const };
-  router.add("POST", "/_sandbox/control/{fn}", (req) => {
-    const fn = req.params.fn!;
-    if (!CONTROL_FUNCTIONS.has(fn)) throw new HubError(404, "Not Found");
-    return call(control as unknown as Record<string, unknown>, fn, argsOf(req, fn), true);
-  }, open);
-  router.add("POST", "/_sandbox/domains/{domain}/{fn}", (req) => {
-    const target = domains[req.params.domain!];
-    if (!target || typeof target !== "object") throw new HubError(404, "Not Found");
-    return call(target as Record<string, unknown>, req.params.fn!, argsOf(req, req.params.fn!));
-  }, open);
+  router.add(
+    "POST",
+    "/_sandbox/control/{fn}",
+    (req) => {
+      const fn = req.params.fn!;
+      if (!CONTROL_FUNCTIONS.has(fn)) throw new HubError(404, "Not Found");
+      return call(control as unknown as Record<string, unknown>, fn, argsOf(req, fn), true);
+    },
+    open,
+  );
+  router.add(
+    "POST",
+    "/_sandbox/domains/{domain}/{fn}",
+    (req) => {
+      const target = domains[req.params.domain!];
+      if (!target || typeof target !== "object") throw new HubError(404, "Not Found");
+      return call(target as Record<string, unknown>, req.params.fn!, argsOf(req, req.params.fn!));
+    },
+    open,
+  );
   // The link the start banner prints: what this surface offers, so a person can find their way.
   const index = () => ({
     status: 200,
@@ -82,7 +104,14 @@ export function installControlRoutes(hub: SandboxHub, router: RouteTable, contro
       about: "Sandbox hub control surface: a local simulation of the GitHub API (docs/sandbox.md)",
       control: [...CONTROL_FUNCTIONS].map((fn) => `POST /_sandbox/control/${fn}`),
       domains: Object.keys(domains).map((d) => `POST /_sandbox/domains/${d}/{fn}`),
-      inspect: ["/_sandbox/deliveries", "/_sandbox/requests", "/_sandbox/effects", "/_sandbox/clock", "/_sandbox/rate-limits", "/_sandbox/domains"].map((p) => `GET ${p}`),
+      inspect: [
+        "/_sandbox/deliveries",
+        "/_sandbox/requests",
+        "/_sandbox/effects",
+        "/_sandbox/clock",
+        "/_sandbox/rate-limits",
+        "/_sandbox/domains",
+      ].map((p) => `GET ${p}`),
     },
   });
   router.add("GET", "/_sandbox", index, open);

@@ -52,16 +52,26 @@ export class Control {
   }
 
   /** Create a repository with an initial commit on its default branch (plus `files`). */
-  createRepo(opts: { owner: string; name: string; private?: boolean; default_branch?: string; files?: Record<string, string> }): Repo {
+  createRepo(opts: {
+    owner: string;
+    name: string;
+    private?: boolean;
+    default_branch?: string;
+    files?: Record<string, string>;
+  }): Repo {
     const repo = this.hub.accounts.createRepo(opts.owner, opts.name, {
       ...(opts.private !== undefined ? { private: opts.private } : {}),
       ...(opts.default_branch ? { default_branch: opts.default_branch } : {}),
     });
-    this.hub.git(repo).commit(repo.default_branch, { "README.md": `# ${opts.name}\n`, ...(opts.files ?? {}) }, {
-      message: "Initial commit",
-      author: { name: opts.owner, email: `${opts.owner}@users.noreply.sandbox.local`, login: null },
-      date: this.hub.now(),
-    });
+    this.hub.git(repo).commit(
+      repo.default_branch,
+      { "README.md": `# ${opts.name}\n`, ...(opts.files ?? {}) },
+      {
+        message: "Initial commit",
+        author: { name: opts.owner, email: `${opts.owner}@users.noreply.sandbox.local`, login: null },
+        date: this.hub.now(),
+      },
+    );
     return repo;
   }
 
@@ -73,13 +83,23 @@ export class Control {
   install(account: string, opts: InstallOptions = {}): Installation {
     const inst = this.hub.accounts.install(this.hub.appId, account, opts);
     const repos = this.hub.accounts.reposOfInstallation(inst);
-    void this.hub.deliver("installation", {
-      action: "created",
-      installation: this.hub.installationJson(inst),
-      repositories: repos.map((r) => ({ id: r.id, node_id: r.node_id, name: r.name, full_name: `${r.owner}/${r.name}`, private: r.private })),
-      requester: null,
-      sender: this.hub.userJson(account),
-    }, { installationId: inst.id });
+    void this.hub.deliver(
+      "installation",
+      {
+        action: "created",
+        installation: this.hub.installationJson(inst),
+        repositories: repos.map((r) => ({
+          id: r.id,
+          node_id: r.node_id,
+          name: r.name,
+          full_name: `${r.owner}/${r.name}`,
+          private: r.private,
+        })),
+        requester: null,
+        sender: this.hub.userJson(account),
+      },
+      { installationId: inst.id },
+    );
     return inst;
   }
 
@@ -88,26 +108,49 @@ export class Control {
    * installation token for it: what it creates over the API (check runs) belongs to that app and
    * renders its slug. Sends no deliveries; the account's installation stays the hub's own app's.
    */
-  installOtherApp(account: string, o: { slug: string; permissions?: Record<string, "read" | "write">; repositories?: string[] | "all" }): { appId: number; installationId: number; token: string } {
+  installOtherApp(
+    account: string,
+    o: { slug: string; permissions?: Record<string, "read" | "write">; repositories?: string[] | "all" },
+  ): { appId: number; installationId: number; token: string } {
     const appId = 2_000_000 + this.hub.nextId();
     this.hub.accounts.otherApps.set(appId, o.slug);
     const permissions = o.permissions ?? { checks: "write" };
-    const inst = this.hub.accounts.install(appId, account, { permissions, ...(o.repositories ? { repositories: o.repositories } : {}) });
-    const token = this.hub.tokens.issueInstallationToken({ installationId: inst.id, expiresAt: new Date(this.hub.now().getTime() + this.hub.tokenTtlMs), permissions: inst.permissions, repositoryIds: undefined }, "classic", appId);
+    const inst = this.hub.accounts.install(appId, account, {
+      permissions,
+      ...(o.repositories ? { repositories: o.repositories } : {}),
+    });
+    const token = this.hub.tokens.issueInstallationToken(
+      {
+        installationId: inst.id,
+        expiresAt: new Date(this.hub.now().getTime() + this.hub.tokenTtlMs),
+        permissions: inst.permissions,
+        repositoryIds: undefined,
+      },
+      "classic",
+      appId,
+    );
     return { appId, installationId: inst.id, token: token.token };
   }
 
   suspend(installationId: number): void {
     const inst = this.requireInstallation(installationId);
     inst.suspended_at = this.hub.timestamp();
-    void this.hub.deliver("installation", { action: "suspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) }, { installationId });
+    void this.hub.deliver(
+      "installation",
+      { action: "suspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) },
+      { installationId },
+    );
     this.hub.effect("installation.suspended", { by: "control", installation_id: installationId });
   }
 
   unsuspend(installationId: number): void {
     const inst = this.requireInstallation(installationId);
     inst.suspended_at = null;
-    void this.hub.deliver("installation", { action: "unsuspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) }, { installationId });
+    void this.hub.deliver(
+      "installation",
+      { action: "unsuspend", installation: this.hub.installationJson(inst), sender: this.hub.userJson(inst.account) },
+      { installationId },
+    );
     this.hub.effect("installation.unsuspended", { by: "control", installation_id: installationId });
   }
 
@@ -140,7 +183,13 @@ export class Control {
     return openPullRequest(this.hub, opts);
   }
 
-  pushToPullRequest(opts: { owner: string; repo: string; number: number; files: Record<string, string | null>; message?: string }): { sha: string } {
+  pushToPullRequest(opts: {
+    owner: string;
+    repo: string;
+    number: number;
+    files: Record<string, string | null>;
+    message?: string;
+  }): { sha: string } {
     return pushToPullRequest(this.hub, opts);
   }
 
@@ -214,7 +263,10 @@ export class Control {
   }
 
   /** Resolves with the matching deliveries once at least `count` (default 1) were attempted. */
-  waitForDeliveries(predicate: (d: DeliveryRecord) => boolean, opts: { count?: number; timeoutMs?: number } = {}): Promise<StoredDelivery[]> {
+  waitForDeliveries(
+    predicate: (d: DeliveryRecord) => boolean,
+    opts: { count?: number; timeoutMs?: number } = {},
+  ): Promise<StoredDelivery[]> {
     const count = opts.count ?? 1;
     const matching = () => this.hub.deliverer.records.filter(predicate);
     return new Promise((resolve, reject) => {

@@ -39,7 +39,10 @@ export function installDomains(hub: Hub, router: Router) {
     if (event.kind === "push" && !/^0+$/.test(event.after)) {
       const branch = event.ref.startsWith("refs/heads/") ? event.ref.slice("refs/heads/".length) : null;
       checks.requestSuite(event.repo, { headSha: event.after, headBranch: branch, before: event.before });
-    } else if (event.kind === "pull_request" && (event.action === "opened" || event.action === "synchronize" || event.action === "reopened")) {
+    } else if (
+      event.kind === "pull_request" &&
+      (event.action === "opened" || event.action === "synchronize" || event.action === "reopened")
+    ) {
       checks.requestSuite(event.repo, { headSha: event.head_sha, headBranch: event.head_ref, onlyIfNew: true });
     }
   });

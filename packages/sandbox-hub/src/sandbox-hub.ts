@@ -109,9 +109,15 @@ export class SandboxHub implements Hub {
     this.hook = settings.hook;
     this.effects = new EffectsLog(() => this.timestamp());
     this.hookId = this.nextId();
-    this.accounts = new Accounts({ nextId: () => this.nextId(), nodeId: (k, id) => this.nodeId(k, id), timestamp: () => this.timestamp() });
+    this.accounts = new Accounts({
+      nextId: () => this.nextId(),
+      nodeId: (k, id) => this.nodeId(k, id),
+      timestamp: () => this.timestamp(),
+    });
     this.loginAttempts = new LoginAttempts(settings.loginAttempts.max, settings.loginAttempts.windowMs);
-    this.rateLimiter = new RateLimiter((key) => (key.startsWith("installation:") ? settings.rateLimit : key.startsWith("ip:") ? 60 : 5000));
+    this.rateLimiter = new RateLimiter((key) =>
+      key.startsWith("installation:") ? settings.rateLimit : key.startsWith("ip:") ? 60 : 5000,
+    );
     this.faults = new FaultRules(seededRandom(settings.randomSeed));
     this.deliverer = new Deliverer({
       hookId: this.hookId,
@@ -251,7 +257,11 @@ export class SandboxHub implements Hub {
   }
 
   // ---- conventions ----
-  paginate(req: HubRequest, items: unknown[], opts?: { maxPerPage?: number; wrap?: string; totalCountKey?: string }): HubResponse {
+  paginate(
+    req: HubRequest,
+    items: unknown[],
+    opts?: { maxPerPage?: number; wrap?: string; totalCountKey?: string },
+  ): HubResponse {
     return paginate(req, items, opts);
   }
 
@@ -273,7 +283,11 @@ export class SandboxHub implements Hub {
   }
 
   // ---- webhooks ----
-  deliver(event: string, payload: Record<string, unknown>, opts: { installationId?: number } = {}): Promise<DeliveryRecord | undefined> {
+  deliver(
+    event: string,
+    payload: Record<string, unknown>,
+    opts: { installationId?: number } = {},
+  ): Promise<DeliveryRecord | undefined> {
     let inst = opts.installationId !== undefined ? this.accounts.installations.get(opts.installationId) : undefined;
     if (!inst && opts.installationId === undefined) {
       const repoId = (payload.repository as { id?: number } | undefined)?.id;
@@ -282,9 +296,17 @@ export class SandboxHub implements Hub {
     }
     if (!inst) return Promise.resolve(undefined);
     // Suspending an installation blocks its deliveries (seeds, Events rule 1).
-    if (inst.suspended_at && !(event === "installation" && payload.action === "suspend")) return Promise.resolve(undefined);
-    if (inst.events.length > 0 && !inst.events.includes(event) && !event.startsWith("installation")) return Promise.resolve(undefined);
-    const body = { ...payload, installation: payload.installation ?? { id: inst.id, node_id: this.nodeId("MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9u", inst.id) } };
+    if (inst.suspended_at && !(event === "installation" && payload.action === "suspend"))
+      return Promise.resolve(undefined);
+    if (inst.events.length > 0 && !inst.events.includes(event) && !event.startsWith("installation"))
+      return Promise.resolve(undefined);
+    const body = {
+      ...payload,
+      installation: payload.installation ?? {
+        id: inst.id,
+        node_id: this.nodeId("MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9u", inst.id),
+      },
+    };
     return this.deliverer.send(event, body, { installationId: inst.id });
   }
 

@@ -48,7 +48,8 @@ function parseJsonBody(raw: Buffer): Record<string, unknown> | undefined {
   } catch {
     throw new HubError(400, "Problems parsing JSON");
   }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new HubError(400, "Body should be a JSON object");
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw new HubError(400, "Body should be a JSON object");
   return value as Record<string, unknown>;
 }
 
@@ -111,7 +112,8 @@ function authorize(hub: SandboxHub, req: HubRequest, options: RouteOptions): voi
   const perms = token?.kind === "installation" ? token.permissions : {};
   for (const [name, level] of Object.entries(options.permission)) {
     const have = perms[name];
-    if (!(have === "write" || (have === "read" && level === "read"))) throw new HubError(403, "Resource not accessible by integration");
+    if (!(have === "write" || (have === "read" && level === "read")))
+      throw new HubError(403, "Resource not accessible by integration");
   }
 }
 
@@ -131,7 +133,9 @@ export function mediaType(accept: string | undefined): string {
   const m = /application\/vnd\.github(?:\.v3)?(?:\.([a-z-]+))?(?:\+([a-z]+))?/i.exec(accept ?? "");
   const param = m?.[1] && m[1] !== "v3" ? m[1] : undefined;
   const format = m?.[2] ?? (param ? undefined : "json");
-  return ["github.v3", param ? `param=${param}` : undefined, format ? `format=${format}` : undefined].filter(Boolean).join("; ");
+  return ["github.v3", param ? `param=${param}` : undefined, format ? `format=${format}` : undefined]
+    .filter(Boolean)
+    .join("; ");
 }
 
 function etagOf(identity: string, payload: string): string {
@@ -144,7 +148,25 @@ function etagMatches(header: string | undefined, etag: string): boolean {
   return header.split(",").some((t) => t.trim() === "*" || bare(t) === bare(etag));
 }
 
-const STATUS_TEXT: Record<number, string> = { 200: "OK", 201: "Created", 202: "Accepted", 204: "No Content", 301: "Moved Permanently", 302: "Found", 304: "Not Modified", 307: "Temporary Redirect", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 410: "Gone", 422: "Unprocessable Entity", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway" };
+const STATUS_TEXT: Record<number, string> = {
+  200: "OK",
+  201: "Created",
+  202: "Accepted",
+  204: "No Content",
+  301: "Moved Permanently",
+  302: "Found",
+  304: "Not Modified",
+  307: "Temporary Redirect",
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  410: "Gone",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+};
 
 function statusLine(status: number): string {
   return `${status} ${STATUS_TEXT[status] ?? ""}`.trim();
@@ -230,14 +252,19 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
     if (!match) throw noRoute(method, path);
     authorize(hub, hubReq, match.route.options);
     if (match.route.options.permission) {
-      headers["X-Accepted-GitHub-Permissions"] = Object.entries(match.route.options.permission).map(([k, v]) => `${k}=${v}`).join(", ");
+      headers["X-Accepted-GitHub-Permissions"] = Object.entries(match.route.options.permission)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(", ");
     }
     if (BODY_METHODS.has(method)) hubReq.body = isFormPost(req) ? parseFormBody(raw) : parseJsonBody(raw);
     response = await match.route.handler(hubReq);
   } catch (err) {
     if (err instanceof HubError) response = errorResponse(err);
     else {
-      response = { status: 500, body: { message: "Server Error", documentation_url: "https://docs.github.com/rest", status: "500" } };
+      response = {
+        status: 500,
+        body: { message: "Server Error", documentation_url: "https://docs.github.com/rest", status: "500" },
+      };
       hub.effect("hub.error", { path, error: err instanceof Error ? err.message : String(err) });
     }
   }
@@ -263,9 +290,13 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
   }
   if (payload !== undefined && (method === "GET" || method === "HEAD") && status === 200) {
     const identity = hubReq.auth.kind === "none" ? "" : `${hubReq.auth.kind}:${JSON.stringify(hubReq.auth)}`;
-    const etag = etagOf(identity + (req.headers.accept ?? ""), typeof payload === "string" ? payload : payload.toString("base64"));
+    const etag = etagOf(
+      identity + (req.headers.accept ?? ""),
+      typeof payload === "string" ? payload : payload.toString("base64"),
+    );
     headers.ETag = etag;
-    headers["Cache-Control"] = hubReq.auth.kind === "none" ? "public, max-age=60, s-maxage=60" : "private, max-age=60, s-maxage=60";
+    headers["Cache-Control"] =
+      hubReq.auth.kind === "none" ? "public, max-age=60, s-maxage=60" : "private, max-age=60, s-maxage=60";
     // A conditional request answered 304 does not count against the rate limit.
     if (etagMatches(req.headers["if-none-match"], etag)) {
       status = 304;
@@ -280,7 +311,12 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
     Object.assign(headers, hub.rateLimiter.headers(bucket));
   }
   headers.Status = statusLine(status);
-  const body = payload === undefined || method === "HEAD" ? undefined : typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
+  const body =
+    payload === undefined || method === "HEAD"
+      ? undefined
+      : typeof payload === "string"
+        ? Buffer.from(payload, "utf8")
+        : payload;
   headers["Content-Length"] = String(body?.length ?? 0);
   if (logged) record(hub, hubReq, match, status, req, receivedAt, receivedAtHr);
   res.writeHead(status, headers);
@@ -290,20 +326,32 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
 /** Requests the hub remembers (the newest): about 300 bytes each. */
 export const MAX_REQUEST_RECORDS = 50_000;
 
-function record(hub: SandboxHub, req: HubRequest, match: RouteMatch | undefined, status: number, raw: IncomingMessage, receivedAt: number, receivedAtHr: number): void {
-  appendBounded(hub.requests, {
-    method: req.method,
-    path: req.path,
-    query: req.query.toString(),
-    route: match?.route.pattern,
-    status,
-    auth: req.auth.kind,
-    authorization: raw.headers.authorization !== undefined,
-    userAgent: raw.headers["user-agent"],
-    accept: raw.headers.accept,
-    origin: `http://127.0.0.1:${raw.socket.localPort}`,
-    at: Date.now(),
-    receivedAt,
-    receivedAtHr,
-  }, MAX_REQUEST_RECORDS);
+function record(
+  hub: SandboxHub,
+  req: HubRequest,
+  match: RouteMatch | undefined,
+  status: number,
+  raw: IncomingMessage,
+  receivedAt: number,
+  receivedAtHr: number,
+): void {
+  appendBounded(
+    hub.requests,
+    {
+      method: req.method,
+      path: req.path,
+      query: req.query.toString(),
+      route: match?.route.pattern,
+      status,
+      auth: req.auth.kind,
+      authorization: raw.headers.authorization !== undefined,
+      userAgent: raw.headers["user-agent"],
+      accept: raw.headers.accept,
+      origin: `http://127.0.0.1:${raw.socket.localPort}`,
+      at: Date.now(),
+      receivedAt,
+      receivedAtHr,
+    },
+    MAX_REQUEST_RECORDS,
+  );
 }

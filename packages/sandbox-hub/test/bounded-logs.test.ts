@@ -39,7 +39,13 @@ describe("the hub's request log", () => {
       const filler = { ...hub.control.requests()[0]!, path: "/filler" };
       for (let i = fill; i < MAX_REQUEST_RECORDS; i++) hub.state.requests.push({ ...filler, path: `/filler/${i}` });
       for (let i = 0; i < extra; i += 50) {
-        await Promise.all(Array.from({ length: 50 }, () => fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } }).then((r) => r.arrayBuffer())));
+        await Promise.all(
+          Array.from({ length: 50 }, () =>
+            fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } }).then((r) =>
+              r.arrayBuffer(),
+            ),
+          ),
+        );
       }
       const log = hub.control.requests();
       expect(log.length).toBeLessThanOrEqual(MAX_REQUEST_RECORDS + MAX_REQUEST_RECORDS / 10);

@@ -25,8 +25,12 @@ function documentedControlFunctions(): string[] {
 describe("the sandbox hub's control surface over HTTP", () => {
   let hub: HubHandle;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
-  beforeAll(async () => { [hub, receiver] = await Promise.all([startHub(), startReceiver()]); });
-  afterAll(async () => { await Promise.all([hub.close(), receiver.close()]); });
+  beforeAll(async () => {
+    [hub, receiver] = await Promise.all([startHub(), startReceiver()]);
+  });
+  afterAll(async () => {
+    await Promise.all([hub.close(), receiver.close()]);
+  });
 
   const post = async (fn: string, body?: unknown) => {
     const res = await fetch(`${hub.url}/_sandbox/control/${fn}`, {
@@ -53,24 +57,38 @@ describe("the sandbox hub's control surface over HTTP", () => {
       ["createUser", () => ({ args: ["readme-user", { orgs: ["readme-org"] }] })],
       ["userToken", () => ({ args: ["readme-user"] })],
       ["createRepo", () => ({ owner: "readme-org", name: "tour", files: { "a.txt": "a\n" } })],
-      ["restrictRepo", () => ({ args: ["readme-org", "tour", ["readme-member"]]})],
+      ["restrictRepo", () => ({ args: ["readme-org", "tour", ["readme-member"]] })],
       ["renameRepo", () => ({ args: ["readme-org", "tour", "tour2"] })],
       ["install", () => ({ args: ["readme-org", { repositories: "all" }] })],
       ["installation", () => ({ args: ["readme-org"] })],
       ["suspend", () => ({ args: [(ctx.install as { id: number }).id] })],
       ["unsuspend", () => ({ args: [(ctx.install as { id: number }).id] })],
       ["pushFiles", () => ({ owner: "acme", repo: "web", files: { "tour.txt": "tour\n" } })],
-      ["openPullRequest", () => ({ owner: "acme", repo: "web", head: "tour", files: { "pr.txt": "pr\n" }, title: "Tour" })],
+      [
+        "openPullRequest",
+        () => ({ owner: "acme", repo: "web", head: "tour", files: { "pr.txt": "pr\n" }, title: "Tour" }),
+      ],
       ["pushToPullRequest", () => ({ owner: "acme", repo: "web", number: pr(), files: { "pr.txt": "pr 2\n" } })],
       ["openIssue", () => ({ owner: "acme", repo: "web", title: "Over HTTP", body: "from the README's list" })],
-      ["commentOnIssue", () => ({ owner: "acme", repo: "web", number: (ctx.openIssue as { number: number }).number, body: "a comment" })],
+      [
+        "commentOnIssue",
+        () => ({ owner: "acme", repo: "web", number: (ctx.openIssue as { number: number }).number, body: "a comment" }),
+      ],
       ["enqueuePullRequest", () => ({ owner: "acme", repo: "web", number: pr() })],
       ["destroyMergeGroup", () => ({ args: [ctx.enqueuePullRequest, "dequeued"] })],
       ["mergePullRequest", () => ({ owner: "acme", repo: "web", number: pr() })],
-      ["closePullRequest", () => {
-        const opened = hub.control.openPullRequest({ owner: "acme", repo: "web", head: "tour-close", files: { "c.txt": "c\n" } });
-        return { owner: "acme", repo: "web", number: opened.number };
-      }],
+      [
+        "closePullRequest",
+        () => {
+          const opened = hub.control.openPullRequest({
+            owner: "acme",
+            repo: "web",
+            head: "tour-close",
+            files: { "c.txt": "c\n" },
+          });
+          return { owner: "acme", repo: "web", number: opened.number };
+        },
+      ],
       ["setClock", () => ({ args: [new Date().toISOString()] })],
       ["advanceClock", () => ({ args: [1_000] })],
       ["now", () => undefined],

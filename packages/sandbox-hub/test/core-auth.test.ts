@@ -61,15 +61,23 @@ describe("hub auth", () => {
 
   it("issues installation tokens valid one hour that reach only the installation's repositories (others 404)", async () => {
     const app = await probotFor(hub).auth();
-    const { data } = await app.request("POST /app/installations/{installation_id}/access_tokens", { installation_id: instId });
+    const { data } = await app.request("POST /app/installations/{installation_id}/access_tokens", {
+      installation_id: instId,
+    });
     const ttl = Date.parse(data.expires_at) - Date.now();
     expect(ttl).toBeGreaterThan(59 * 60 * 1000);
     expect(ttl).toBeLessThanOrEqual(60 * 60 * 1000);
     expect(data.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     const octokit = tokenOctokit(hub, data.token);
-    expect((await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" })).data.private).toBe(true);
-    expect(await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "globex", repo: "secret-plans" }))).toEqual({ status: 404, message: "Not Found" });
-    expect((await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "globex", repo: "public-site" }))).status).toBe(404);
+    expect((await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" })).data.private).toBe(
+      true,
+    );
+    expect(
+      await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "globex", repo: "secret-plans" })),
+    ).toEqual({ status: 404, message: "Not Found" });
+    expect(
+      (await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "globex", repo: "public-site" }))).status,
+    ).toBe(404);
     // App JWTs are not installation credentials.
     const { token: jwt } = (await app.auth({ type: "app" })) as { token: string };
     expect((await statusOf(tokenOctokit(hub, jwt).request("GET /installation/repositories"))).status).toBe(403);
@@ -80,8 +88,12 @@ describe("hub auth", () => {
     const octokit = tokenOctokit(hub, token);
     const { data } = await octokit.request("GET /installation/repositories");
     expect(data.repositories.map((r: { name: string }) => r.name)).toEqual(["web"]);
-    expect((await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" }))).status).toBe(404);
-    const asked = await statusOf(installationToken(hub, hub.control.installation("globex")!.id, { permissions: { checks: "write" } }));
+    expect((await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" }))).status).toBe(
+      404,
+    );
+    const asked = await statusOf(
+      installationToken(hub, hub.control.installation("globex")!.id, { permissions: { checks: "write" } }),
+    );
     expect(asked.status).toBe(422);
   });
 
@@ -91,7 +103,10 @@ describe("hub auth", () => {
     expect((await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).status).toBe(200);
     hub.control.advanceClock(61 * 60 * 1000);
     try {
-      expect(await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }))).toEqual({ status: 401, message: "Bad credentials" });
+      expect(await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }))).toEqual({
+        status: 401,
+        message: "Bad credentials",
+      });
     } finally {
       hub.control.advanceClock(-61 * 60 * 1000);
     }
@@ -101,17 +116,26 @@ describe("hub auth", () => {
     const token = await installationToken(hub, instId);
     const app = await probotFor(hub).auth();
     await app.request("PUT /app/installations/{installation_id}/suspended", { installation_id: instId });
-    expect((await app.request("GET /app/installations/{installation_id}", { installation_id: instId })).data.suspended_at).toMatch(/Z$/);
+    expect(
+      (await app.request("GET /app/installations/{installation_id}", { installation_id: instId })).data.suspended_at,
+    ).toMatch(/Z$/);
     expect((await statusOf(installationToken(hub, instId))).status).toBe(403);
-    expect((await statusOf(tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }))).status).toBe(403);
+    expect(
+      (await statusOf(tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })))
+        .status,
+    ).toBe(403);
     await app.request("DELETE /app/installations/{installation_id}/suspended", { installation_id: instId });
-    expect((await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).status).toBe(200);
+    expect(
+      (await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).status,
+    ).toBe(200);
   });
 
   it("looks installations up by organisation and repository with a JWT", async () => {
     const app = await probotFor(hub).auth();
     expect((await app.request("GET /orgs/{org}/installation", { org: "acme" })).data.id).toBe(instId);
-    expect((await app.request("GET /repos/{owner}/{repo}/installation", { owner: "acme", repo: "web" })).data.id).toBe(instId);
+    expect((await app.request("GET /repos/{owner}/{repo}/installation", { owner: "acme", repo: "web" })).data.id).toBe(
+      instId,
+    );
     expect((await statusOf(app.request("GET /orgs/{org}/installation", { org: "nobody" }))).status).toBe(404);
     const list = await app.request("GET /app/installations");
     expect(list.data.map((i) => i.account?.login).sort()).toEqual(["acme", "globex"]);
@@ -122,7 +146,9 @@ describe("hub auth", () => {
     const octokit = tokenOctokit(hub, token);
     expect((await octokit.request("GET /user")).data.login).toBe("release-manager");
     expect((await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "api" })).status).toBe(200);
-    expect((await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "globex", repo: "secret-plans" }))).status).toBe(404);
+    expect(
+      (await statusOf(octokit.request("GET /repos/{owner}/{repo}", { owner: "globex", repo: "secret-plans" }))).status,
+    ).toBe(404);
   });
 
   it("locks a source out after repeated bad credentials, even for valid ones", async () => {
@@ -131,12 +157,23 @@ describe("hub auth", () => {
       const app = await probotFor(locked).auth();
       expect((await app.request("GET /app")).status).toBe(200);
       for (let i = 0; i < 3; i++) {
-        expect((await statusOf(tokenOctokit(locked, `ghs_wrong${i}`).request("GET /app/installations"))).status).toBe(401);
+        expect((await statusOf(tokenOctokit(locked, `ghs_wrong${i}`).request("GET /app/installations"))).status).toBe(
+          401,
+        );
       }
       const after = await statusOf(app.request("GET /app"));
-      expect(after).toEqual({ status: 403, message: "Maximum number of login attempts exceeded. Please try again later." });
+      expect(after).toEqual({
+        status: 403,
+        message: "Maximum number of login attempts exceeded. Please try again later.",
+      });
       locked.control.advanceClock(61_000);
-      expect((await probotFor(locked).auth().then((a) => a.request("GET /app"))).status).toBe(200);
+      expect(
+        (
+          await probotFor(locked)
+            .auth()
+            .then((a) => a.request("GET /app"))
+        ).status,
+      ).toBe(200);
     } finally {
       await locked.close();
     }

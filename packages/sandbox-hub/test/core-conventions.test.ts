@@ -26,7 +26,10 @@ describe("hub conventions", () => {
   afterAll(() => hub.close());
 
   it("returns every field, with null for no value, timestamps without milliseconds and the listed headers", async () => {
-    const { data, headers } = await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
+    const { data, headers } = await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", {
+      owner: "acme",
+      repo: "web",
+    });
     expect(data.description).toBeNull();
     expect(data.mirror_url).toBeNull();
     expect(data.license).toBeNull();
@@ -69,9 +72,15 @@ describe("hub conventions", () => {
     const octokit = tokenOctokit(hub, token);
     const missing = await failure(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "nope" }));
     expect(missing.status).toBe(404);
-    expect(missing.response.data).toEqual({ message: "Not Found", documentation_url: "https://docs.github.com/rest", status: "404" });
+    expect(missing.response.data).toEqual({
+      message: "Not Found",
+      documentation_url: "https://docs.github.com/rest",
+      status: "404",
+    });
     // A route the sandbox does not serve: the same body, with the method and path named.
-    const unknown = await failure(octokit.request("DELETE /repos/{owner}/{repo}/no-such-thing/{id}", { owner: "acme", repo: "web", id: 7 }));
+    const unknown = await failure(
+      octokit.request("DELETE /repos/{owner}/{repo}/no-such-thing/{id}", { owner: "acme", repo: "web", id: 7 }),
+    );
     expect(unknown.status).toBe(404);
     expect(unknown.response.data).toEqual({
       message: "Not Found: the sandbox hub has no route for DELETE /repos/acme/web/no-such-thing/7",
@@ -85,7 +94,11 @@ describe("hub conventions", () => {
     expect(invalid.response.data.errors).toEqual([{ resource: "Hook", field: "content_type", code: "invalid" }]);
     const { token: jwt } = (await app.auth({ type: "app" })) as { token: string };
     const send = (body: string) =>
-      fetch(`${hub.url}/app/hook/config`, { method: "PATCH", body, headers: { Authorization: `Bearer ${jwt}`, "Content-Type": "application/json" } });
+      fetch(`${hub.url}/app/hook/config`, {
+        method: "PATCH",
+        body,
+        headers: { Authorization: `Bearer ${jwt}`, "Content-Type": "application/json" },
+      });
     const badJson = await send("{not json");
     expect(badJson.status).toBe(400);
     expect(((await badJson.json()) as { message: string }).message).toBe("Problems parsing JSON");
@@ -98,18 +111,36 @@ describe("hub conventions", () => {
 
   it("answers 304 to If-None-Match with the stored ETag, without counting it against the rate limit", async () => {
     const octokit = tokenOctokit(hub, token);
-    const first = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "web", path: "package.json" });
+    const first = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "web",
+      path: "package.json",
+    });
     const remaining = Number(first.headers["x-ratelimit-remaining"]);
     const again = await failure(
-      octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "web", path: "package.json", headers: { "if-none-match": first.headers.etag! } }),
+      octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+        owner: "acme",
+        repo: "web",
+        path: "package.json",
+        headers: { "if-none-match": first.headers.etag! },
+      }),
     );
     expect(again.status).toBe(304);
     expect(Number(again.response.headers["x-ratelimit-remaining"])).toBe(remaining);
-    const third = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "web", path: "package.json" });
+    const third = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "web",
+      path: "package.json",
+    });
     expect(Number(third.headers["x-ratelimit-remaining"])).toBe(remaining - 1);
     // A change of the content changes the ETag: the conditional request gets the new body.
     hub.control.pushFiles({ owner: "acme", repo: "web", files: { "package.json": "{}\n" } });
-    const changed = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "web", path: "package.json", headers: { "if-none-match": first.headers.etag! } });
+    const changed = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "web",
+      path: "package.json",
+      headers: { "if-none-match": first.headers.etag! },
+    });
     expect(changed.status).toBe(200);
   });
 
@@ -117,7 +148,11 @@ describe("hub conventions", () => {
     const octokit = tokenOctokit(hub, token);
     const resetAt = new Date(Date.now() + 20 * 60 * 1000);
     hub.control.setRateLimit(instId, { limit: 100, remaining: 2, resetAt });
-    expect((await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).headers["x-ratelimit-remaining"]).toBe("1");
+    expect(
+      (await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).headers[
+        "x-ratelimit-remaining"
+      ],
+    ).toBe("1");
     await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" });
     const refused = await failure(octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }));
     expect(refused.status).toBe(403);
@@ -126,7 +161,11 @@ describe("hub conventions", () => {
     expect(refused.response.headers["x-ratelimit-reset"]).toBe(String(Math.floor(resetAt.getTime() / 1000)));
     // Other installations keep their own budget; the window resets on the sandbox clock.
     hub.control.advanceClock(21 * 60 * 1000);
-    expect((await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).headers["x-ratelimit-remaining"]).toBe("99");
+    expect(
+      (await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })).headers[
+        "x-ratelimit-remaining"
+      ],
+    ).toBe("99");
     hub.control.advanceClock(-21 * 60 * 1000);
   });
 
@@ -141,7 +180,12 @@ describe("hub conventions", () => {
     hub.control.setSecondaryLimit({ status: 403, retryAfterSec: 3, everyN: 2 });
     const results: number[] = [];
     for (let i = 0; i < 4; i++) {
-      results.push(await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }).then((r) => r.status, (e: { status: number }) => e.status));
+      results.push(
+        await octokit.request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }).then(
+          (r) => r.status,
+          (e: { status: number }) => e.status,
+        ),
+      );
     }
     expect(results).toEqual([200, 403, 200, 403]);
     hub.control.setSecondaryLimit(null);
@@ -150,11 +194,17 @@ describe("hub conventions", () => {
   it("redirects a renamed repository with 301 and Location, which Octokit follows", async () => {
     hub.control.createRepo({ owner: "acme", name: "old-name", files: { "a.txt": "A\n" } });
     hub.control.renameRepo("acme", "old-name", "new-name");
-    const res = await fetch(`${hub.url}/repos/acme/old-name/contents/a.txt?ref=main`, { headers: { Authorization: `token ${token}` }, redirect: "manual" });
+    const res = await fetch(`${hub.url}/repos/acme/old-name/contents/a.txt?ref=main`, {
+      headers: { Authorization: `token ${token}` },
+      redirect: "manual",
+    });
     expect(res.status).toBe(301);
     const id = hub.control.repo("acme", "new-name")!.id;
     expect(res.headers.get("location")).toBe(`${hub.url}/repositories/${id}/contents/a.txt?ref=main`);
-    const followed = await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "old-name" });
+    const followed = await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", {
+      owner: "acme",
+      repo: "old-name",
+    });
     expect(followed.data.name).toBe("new-name");
   });
 });

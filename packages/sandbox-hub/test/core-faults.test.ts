@@ -13,7 +13,12 @@ describe("hub faults and control surface", () => {
   afterEach(() => hub.control.clearFaults());
 
   const getRepo = () =>
-    tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }).then((r) => r.status, (e: { status?: number }) => e.status ?? 0);
+    tokenOctokit(hub, token)
+      .request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })
+      .then(
+        (r) => r.status,
+        (e: { status?: number }) => e.status ?? 0,
+      );
 
   it("answers a route's configured error status, for a limited number of times", async () => {
     hub.control.setFault("GET /repos/{owner}/{repo}", { status: 502, times: 2 });
@@ -21,7 +26,11 @@ describe("hub faults and control surface", () => {
   });
 
   it("answers a configured message with the status, as GitHub's refusals carry one", async () => {
-    hub.control.setFault("GET /repos/{owner}/{repo}", { status: 403, message: "This workflow is already running", times: 1 });
+    hub.control.setFault("GET /repos/{owner}/{repo}", {
+      status: 403,
+      message: "This workflow is already running",
+      times: 1,
+    });
     const res = await fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } });
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ message: "This workflow is already running", status: "403" });
@@ -35,7 +44,15 @@ describe("hub faults and control surface", () => {
         const t = await installationToken(h, h.control.installation("acme")!.id);
         h.control.setFault("/repos/acme/*", { errorRate: 0.5 });
         const out: number[] = [];
-        for (let i = 0; i < 12; i++) out.push(await tokenOctokit(h, t).request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" }).then((r) => r.status, (e: { status: number }) => e.status));
+        for (let i = 0; i < 12; i++)
+          out.push(
+            await tokenOctokit(h, t)
+              .request("GET /repos/{owner}/{repo}", { owner: "acme", repo: "web" })
+              .then(
+                (r) => r.status,
+                (e: { status: number }) => e.status,
+              ),
+          );
         return out;
       } finally {
         await h.close();
@@ -49,7 +66,9 @@ describe("hub faults and control surface", () => {
 
   it("drops connections without an answer", async () => {
     hub.control.setFault("/repos/acme/web", { drop: true, times: 1 });
-    await expect(fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } })).rejects.toThrow();
+    await expect(
+      fetch(`${hub.url}/repos/acme/web`, { headers: { Authorization: `token ${token}` } }),
+    ).rejects.toThrow();
     expect(await getRepo()).toBe(200);
   });
 
@@ -57,16 +76,32 @@ describe("hub faults and control surface", () => {
     const octokit = tokenOctokit(hub, token);
     const sha = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "after.txt": "lost answer\n" } }).sha;
     const create = () =>
-      octokit.request("POST /repos/{owner}/{repo}/check-runs", { owner: "acme", repo: "web", name: "lost-answer", head_sha: sha });
+      octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+        owner: "acme",
+        repo: "web",
+        name: "lost-answer",
+        head_sha: sha,
+      });
     const listed = async () =>
-      (await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", { owner: "acme", repo: "web", ref: sha, check_name: "lost-answer", filter: "all" })).data.total_count;
+      (
+        await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+          owner: "acme",
+          repo: "web",
+          ref: sha,
+          check_name: "lost-answer",
+          filter: "all",
+        })
+      ).data.total_count;
     const from = hub.control.requests().length;
 
     hub.control.setFault("POST /repos/{owner}/{repo}/check-runs", { after: true, times: 1 });
     await expect(create()).rejects.toThrow();
     // The client saw nothing, yet the check run exists, and the hub recorded a dropped answer.
     expect(await listed()).toBe(1);
-    const posts = hub.control.requests().slice(from).filter((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs");
+    const posts = hub.control
+      .requests()
+      .slice(from)
+      .filter((r) => r.method === "POST" && r.path === "/repos/acme/web/check-runs");
     expect(posts.map((r) => r.status)).toEqual([0]);
 
     // With a status, the client sees that error instead of the 201; the change stands too.
@@ -92,18 +127,32 @@ describe("hub faults and control surface", () => {
 
   it("drives the hub over HTTP under /_sandbox/", async () => {
     const call = (fn: string, body: unknown) =>
-      fetch(`${hub.url}/_sandbox/control/${fn}`, { method: "POST", body: JSON.stringify(body), headers: { "Content-Type": "application/json" } });
+      fetch(`${hub.url}/_sandbox/control/${fn}`, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "Content-Type": "application/json" },
+      });
     const pushed = await call("pushFiles", { owner: "acme", repo: "web", files: { "http.txt": "via http\n" } });
     expect(pushed.status).toBe(200);
     const { result } = (await pushed.json()) as { result: { sha: string } };
-    const file = await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "web", path: "http.txt", ref: result.sha, mediaType: { format: "raw" } });
+    const file = await tokenOctokit(hub, token).request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "web",
+      path: "http.txt",
+      ref: result.sha,
+      mediaType: { format: "raw" },
+    });
     expect(file.data).toBe("via http\n");
     expect((await call("setClock", { args: ["2030-01-02T03:04:05Z"] })).status).toBe(200);
     expect(await (await fetch(`${hub.url}/_sandbox/clock`)).json()).toEqual({ now: "2030-01-02T03:04:05Z" });
     hub.control.setClock(new Date());
     expect((await call("noSuchThing", {})).status).toBe(404);
     expect((await call("createRepo", { owner: "nobody", name: "x" })).status).toBe(422);
-    const requests = (await (await fetch(`${hub.url}/_sandbox/requests`)).json()) as { path: string; authorization: boolean; auth: string }[];
+    const requests = (await (await fetch(`${hub.url}/_sandbox/requests`)).json()) as {
+      path: string;
+      authorization: boolean;
+      auth: string;
+    }[];
     const seen = requests.find((r) => r.path === "/repos/acme/web/contents/http.txt")!;
     expect(seen).toMatchObject({ authorization: true, auth: "installation" });
     expect(requests.some((r) => r.path.startsWith("/_sandbox/control"))).toBe(false);

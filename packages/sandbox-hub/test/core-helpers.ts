@@ -24,13 +24,25 @@ export function tokenOctokit(hub: HubHandle, token?: string) {
 }
 
 export function probotFor(hub: HubHandle): Probot {
-  return new Probot({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, baseUrl: hub.url, log: pino({ level: "silent" }) });
+  return new Probot({
+    appId: Number(hub.env.APP_ID),
+    privateKey: hub.env.PRIVATE_KEY,
+    baseUrl: hub.url,
+    log: pino({ level: "silent" }),
+  });
 }
 
 /** An installation token straight from the API. */
-export async function installationToken(hub: HubHandle, installationId: number, body: Record<string, unknown> = {}): Promise<string> {
+export async function installationToken(
+  hub: HubHandle,
+  installationId: number,
+  body: Record<string, unknown> = {},
+): Promise<string> {
   const app = await probotFor(hub).auth();
-  const { data } = await app.request("POST /app/installations/{installation_id}/access_tokens", { installation_id: installationId, ...body });
+  const { data } = await app.request("POST /app/installations/{installation_id}/access_tokens", {
+    installation_id: installationId,
+    ...body,
+  });
   return data.token;
 }
 
@@ -55,6 +67,10 @@ export async function startReceiver(status: () => number = () => 202) {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`,
     received,
-    close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -15,10 +15,23 @@ describe("request log", () => {
 
   it("records Accept and User-Agent, and only whether Authorization was sent", async () => {
     const from = hub.control.requests().length;
-    await fetch(`${hub.url}/repos/acme/api`, { headers: { Authorization: `token ${token}`, Accept: "application/vnd.github.raw+json", "User-Agent": "probe/1.0" } });
+    await fetch(`${hub.url}/repos/acme/api`, {
+      headers: {
+        Authorization: `token ${token}`,
+        Accept: "application/vnd.github.raw+json",
+        "User-Agent": "probe/1.0",
+      },
+    });
     await fetch(`${hub.url}/repos/acme/web`);
     const [withAuth, without] = hub.control.requests().slice(from);
-    expect(withAuth).toMatchObject({ path: "/repos/acme/api", status: 200, auth: "installation", authorization: true, accept: "application/vnd.github.raw+json", userAgent: "probe/1.0" });
+    expect(withAuth).toMatchObject({
+      path: "/repos/acme/api",
+      status: 200,
+      auth: "installation",
+      authorization: true,
+      accept: "application/vnd.github.raw+json",
+      userAgent: "probe/1.0",
+    });
     expect(without).toMatchObject({ path: "/repos/acme/web", auth: "none", authorization: false });
     expect(JSON.stringify(hub.control.requests())).not.toContain(token);
   });

@@ -27,32 +27,77 @@ describe("hub contents, pull requests and webhooks", () => {
 
   it("serves files per ref as JSON (base64) and raw, and directories as lists", async () => {
     const octokit = tokenOctokit(hub, token);
-    const before = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: "main.go" });
-    const { sha } = hub.control.pushFiles({ owner: "acme", repo: "api", branch: "feature", files: { "main.go": "package main // v2\n" } });
-    const file = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: "main.go", ref: "feature" });
+    const before = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "api",
+      path: "main.go",
+    });
+    const { sha } = hub.control.pushFiles({
+      owner: "acme",
+      repo: "api",
+      branch: "feature",
+      files: { "main.go": "package main // v2\n" },
+    });
+    const file = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "api",
+      path: "main.go",
+      ref: "feature",
+    });
     if (Array.isArray(file.data) || file.data.type !== "file") throw new Error("expected a file");
     expect(file.data.encoding).toBe("base64");
     expect(Buffer.from(file.data.content, "base64").toString()).toBe("package main // v2\n");
     expect(file.data.sha).not.toBe((before.data as { sha: string }).sha);
     expect(file.data.download_url).toContain("/_sandbox/raw/");
-    const bySha = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: "main.go", ref: sha, mediaType: { format: "raw" } });
+    const bySha = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "api",
+      path: "main.go",
+      ref: sha,
+      mediaType: { format: "raw" },
+    });
     expect(bySha.data).toBe("package main // v2\n");
     expect(bySha.headers["x-github-media-type"]).toBe("github.v3; param=raw");
-    const main = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: "main.go", mediaType: { format: "raw" } });
+    const main = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "api",
+      path: "main.go",
+      mediaType: { format: "raw" },
+    });
     expect(main.data).toBe("package main\n\nfunc main() {}\n");
-    const dir = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: ".github" });
+    const dir = await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", {
+      owner: "acme",
+      repo: "api",
+      path: ".github",
+    });
     expect(dir.data).toEqual([expect.objectContaining({ name: "workflows", type: "dir", path: ".github/workflows" })]);
-    await expect(octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: "nope.txt" })).rejects.toMatchObject({ status: 404 });
-    const branch = await octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", { owner: "acme", repo: "api", branch: "feature" });
+    await expect(
+      octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner: "acme", repo: "api", path: "nope.txt" }),
+    ).rejects.toMatchObject({ status: 404 });
+    const branch = await octokit.request("GET /repos/{owner}/{repo}/branches/{branch}", {
+      owner: "acme",
+      repo: "api",
+      branch: "feature",
+    });
     expect(branch.data.commit.sha).toBe(sha);
-    const ref = await octokit.request("GET /repos/{owner}/{repo}/git/ref/{ref}", { owner: "acme", repo: "api", ref: "heads/feature" });
+    const ref = await octokit.request("GET /repos/{owner}/{repo}/git/ref/{ref}", {
+      owner: "acme",
+      repo: "api",
+      ref: "heads/feature",
+    });
     expect(ref.data.object.sha).toBe(sha);
   });
 
   it("delivers a signed push with commits added/modified/removed, verifiable with the app's secret", async () => {
     const start = receiver.received.length;
-    const { sha } = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "docs/new.md": "new\n", "package.json": "{}\n", "src/index.js": null } });
-    const [delivery] = await hub.control.waitForDeliveries((d) => d.event === "push" && (d.payload as { after?: string }).after === sha);
+    const { sha } = hub.control.pushFiles({
+      owner: "acme",
+      repo: "web",
+      files: { "docs/new.md": "new\n", "package.json": "{}\n", "src/index.js": null },
+    });
+    const [delivery] = await hub.control.waitForDeliveries(
+      (d) => d.event === "push" && (d.payload as { after?: string }).after === sha,
+    );
     const got = receiver.received.slice(start).find((r) => r.headers["x-github-delivery"] === delivery!.guid)!;
     expect(got.headers["x-github-event"]).toBe("push");
     expect(got.headers["content-type"]).toBe("application/json");
@@ -65,7 +110,12 @@ describe("hub contents, pull requests and webhooks", () => {
     expect(payload.after).toBe(sha);
     expect(payload.before).toMatch(/^[0-9a-f]{40}$/);
     expect(payload.installation.id).toBe(hub.control.installation("acme")!.id);
-    expect(payload.commits[0]).toMatchObject({ id: sha, added: ["docs/new.md"], modified: ["package.json"], removed: ["src/index.js"] });
+    expect(payload.commits[0]).toMatchObject({
+      id: sha,
+      added: ["docs/new.md"],
+      modified: ["package.json"],
+      removed: ["src/index.js"],
+    });
     expect(delivery!.status_code).toBe(202);
   });
 
@@ -83,18 +133,55 @@ describe("hub contents, pull requests and webhooks", () => {
 
   it("opens pull requests (also from forks), lists changed files and synchronizes on push", async () => {
     const octokit = tokenOctokit(hub, token);
-    const pr = hub.control.openPullRequest({ owner: "acme", repo: "web", head: "topic", files: { "a.txt": "a\n", "package.json": "{\"x\":1}\n" } });
-    const opened = await hub.control.waitForDeliveries((d) => d.event === "pull_request" && d.action === "opened" && (d.payload as { number: number }).number === pr.number);
+    const pr = hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "topic",
+      files: { "a.txt": "a\n", "package.json": '{"x":1}\n' },
+    });
+    const opened = await hub.control.waitForDeliveries(
+      (d) =>
+        d.event === "pull_request" && d.action === "opened" && (d.payload as { number: number }).number === pr.number,
+    );
     expect((opened[0]!.payload as { pull_request: { head: { sha: string } } }).pull_request.head.sha).toBe(pr.head_sha);
-    const files = await octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner: "acme", repo: "web", pull_number: pr.number, per_page: 1 });
-    expect(files.map((f) => [f.filename, f.status])).toEqual([["a.txt", "added"], ["package.json", "modified"]]);
-    const { sha } = hub.control.pushToPullRequest({ owner: "acme", repo: "web", number: pr.number, files: { "a.txt": null } });
-    await hub.control.waitForDeliveries((d) => d.action === "synchronize" && (d.payload as { after?: string }).after === sha);
-    const after = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner: "acme", repo: "web", pull_number: pr.number });
+    const files = await octokit.paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+      owner: "acme",
+      repo: "web",
+      pull_number: pr.number,
+      per_page: 1,
+    });
+    expect(files.map((f) => [f.filename, f.status])).toEqual([
+      ["a.txt", "added"],
+      ["package.json", "modified"],
+    ]);
+    const { sha } = hub.control.pushToPullRequest({
+      owner: "acme",
+      repo: "web",
+      number: pr.number,
+      files: { "a.txt": null },
+    });
+    await hub.control.waitForDeliveries(
+      (d) => d.action === "synchronize" && (d.payload as { after?: string }).after === sha,
+    );
+    const after = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+      owner: "acme",
+      repo: "web",
+      pull_number: pr.number,
+    });
     expect(after.data.map((f) => f.filename)).toEqual(["package.json"]);
 
-    const fork = hub.control.openPullRequest({ owner: "acme", repo: "web", head: "patch-1", fromFork: true, files: { "README.md": "# fork\n" } });
-    const got = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { owner: "acme", repo: "web", pull_number: fork.number });
+    const fork = hub.control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "patch-1",
+      fromFork: true,
+      files: { "README.md": "# fork\n" },
+    });
+    const got = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+      owner: "acme",
+      repo: "web",
+      pull_number: fork.number,
+    });
     expect(got.data.head.repo?.fork).toBe(true);
     expect(got.data.head.repo?.full_name).toBe("contributor/web");
     expect(got.data.base.repo.full_name).toBe("acme/web");

@@ -41,7 +41,9 @@ export async function startWorld() {
       const nowS = Math.floor(hub.control.now().getTime() / 1000);
       const jwt = signJwt(hub.env.PRIVATE_KEY, { iss: Number(hub.env.APP_ID), iat: nowS - 30, exp: nowS + 540 });
       const app = tokenOctokit(hub, jwt);
-      const { data } = await app.request("POST /app/installations/{installation_id}/access_tokens", { installation_id: installationId });
+      const { data } = await app.request("POST /app/installations/{installation_id}/access_tokens", {
+        installation_id: installationId,
+      });
       return tokenOctokit(hub, data.token);
     },
     /** Every domain change so far has been delivered and answered. */
@@ -54,7 +56,12 @@ export async function startWorld() {
       return receiver.received
         .map((r) => {
           const payload = JSON.parse(r.body) as Record<string, any>;
-          return { event: String(r.headers["x-github-event"]), action: payload.action as string | undefined, payload, signatureValid: verify(r.body, r.headers["x-hub-signature-256"]) };
+          return {
+            event: String(r.headers["x-github-event"]),
+            action: payload.action as string | undefined,
+            payload,
+            signatureValid: verify(r.body, r.headers["x-hub-signature-256"]),
+          };
         })
         .filter((d) => (event === undefined || d.event === event) && (action === undefined || d.action === action));
     },

@@ -7,7 +7,12 @@ import { worldPerFile } from "./domain-helpers.js";
 describe("hub log storage on a second origin", () => {
   let jobId: number;
   const world = worldPerFile(async (w) => {
-    const run = w.hub.domains.actions.startRun({ owner: "acme", repo: "web", workflow: "CI", jobs: [{ name: "test", steps: ["Run"] }] });
+    const run = w.hub.domains.actions.startRun({
+      owner: "acme",
+      repo: "web",
+      workflow: "CI",
+      jobs: [{ name: "test", steps: ["Run"] }],
+    });
     jobId = w.hub.domains.actions.failJob({ runId: run.id, job: "test", step: "Run", log: "Error: disk full\n" }).id;
     await w.settle();
   });
@@ -15,7 +20,10 @@ describe("hub log storage on a second origin", () => {
   const auth = () => ({ Authorization: `token ${world().token}` });
 
   const logUrl = () => `${hub().url}/repos/acme/web/actions/jobs/${jobId}/logs`;
-  const storageRequests = () => hub().control.requests().filter((r) => r.origin === hub().blobUrl);
+  const storageRequests = () =>
+    hub()
+      .control.requests()
+      .filter((r) => r.origin === hub().blobUrl);
 
   it("redirects a log request to the storage origin, which serves it without credentials", async () => {
     expect(new URL(hub().blobUrl).origin).not.toBe(new URL(hub().url).origin);
@@ -30,7 +38,11 @@ describe("hub log storage on a second origin", () => {
     expect(log.status).toBe(200);
     expect(log.headers.get("content-type")).toBe("text/plain; charset=utf-8");
     expect(await log.text()).toMatch(/Z Error: disk full\n/);
-    expect(storageRequests().slice(before).map((r) => [r.method, r.path, r.status, r.authorization])).toEqual([["GET", location.pathname, 200, false]]);
+    expect(
+      storageRequests()
+        .slice(before)
+        .map((r) => [r.method, r.path, r.status, r.authorization]),
+    ).toEqual([["GET", location.pathname, 200, false]]);
     // The API's own origin serves no stored documents.
     expect((await fetch(`${hub().url}${location.pathname}${location.search}`)).status).toBe(404);
   });
@@ -40,13 +52,21 @@ describe("hub log storage on a second origin", () => {
     const res = await fetch(logUrl(), { headers: auth() });
     expect(res.status).toBe(200);
     expect(await res.text()).toMatch(/Z Error: disk full\n/);
-    const api = hub().control.requests().filter((r) => r.origin === hub().url && r.path === `/repos/acme/web/actions/jobs/${jobId}/logs`).at(-1);
+    const api = hub()
+      .control.requests()
+      .filter((r) => r.origin === hub().url && r.path === `/repos/acme/web/actions/jobs/${jobId}/logs`)
+      .at(-1);
     expect(api).toMatchObject({ status: 302, authorization: true, auth: "installation" });
-    expect(storageRequests().slice(before).map((r) => [r.status, r.authorization])).toEqual([[200, false]]);
+    expect(
+      storageRequests()
+        .slice(before)
+        .map((r) => [r.status, r.authorization]),
+    ).toEqual([[200, false]]);
   });
 
   it("takes only faults that name its paths: an API-wide fault leaves the storage host alone", async () => {
-    const location = async () => (await fetch(logUrl(), { headers: auth(), redirect: "manual" })).headers.get("location")!;
+    const location = async () =>
+      (await fetch(logUrl(), { headers: auth(), redirect: "manual" })).headers.get("location")!;
     try {
       hub().control.setFault("**", { status: 502 });
       expect((await fetch(logUrl(), { headers: auth(), redirect: "manual" })).status).toBe(502);

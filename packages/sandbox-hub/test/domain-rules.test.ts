@@ -1,10 +1,22 @@
 import { describe, expect, it } from "vitest";
-import { jobsReadyToStart, jobsToSkip, planRerun, runConclusion, stepConclusions, type JobView } from "../src/actions/plan.js";
+import {
+  jobsReadyToStart,
+  jobsToSkip,
+  planRerun,
+  runConclusion,
+  stepConclusions,
+  type JobView,
+} from "../src/actions/plan.js";
 import { checkRunBodyProblems, latestPerName, runsBeyondNameLimit, suiteOutcome } from "../src/checks/rules.js";
 import { gateOutcome, mayReview, PROTECTION_TIMEOUT_MS } from "../src/deployments/rules.js";
 import { applySelection, nameProblems } from "../src/scoped-values/scopes.js";
 
-const job = (name: string, conclusion: JobView["conclusion"], needs: string[] = []): JobView => ({ name, needs, status: conclusion ? "completed" : "queued", conclusion });
+const job = (name: string, conclusion: JobView["conclusion"], needs: string[] = []): JobView => ({
+  name,
+  needs,
+  status: conclusion ? "completed" : "queued",
+  conclusion,
+});
 
 describe("workflow run decisions", () => {
   it("concludes a run from its jobs", () => {
@@ -15,22 +27,48 @@ describe("workflow run decisions", () => {
   });
 
   it("starts jobs whose needs succeeded and skips those whose needs did not", () => {
-    const jobs = [job("build", "success"), job("lint", "failure"), job("test", null, ["build"]), job("pkg", null, ["lint"]), job("e2e", null, ["test"])];
+    const jobs = [
+      job("build", "success"),
+      job("lint", "failure"),
+      job("test", null, ["build"]),
+      job("pkg", null, ["lint"]),
+      job("e2e", null, ["test"]),
+    ];
     expect(jobsReadyToStart(jobs)).toEqual(["test"]);
     expect(jobsToSkip(jobs)).toEqual(["pkg"]);
   });
 
   it("plans a failed-jobs re-run as failed jobs plus transitive dependents", () => {
-    const jobs = [job("a", "success"), job("b", "failure", ["a"]), job("c", "skipped", ["b"]), job("d", "success"), job("e", "cancelled")];
+    const jobs = [
+      job("a", "success"),
+      job("b", "failure", ["a"]),
+      job("c", "skipped", ["b"]),
+      job("d", "success"),
+      job("e", "cancelled"),
+    ];
     const plan = planRerun({ status: "completed", attempt: 1, jobs }, "failed");
     expect(plan).toMatchObject({ allowed: true, rerun: ["b", "c", "e"], keep: ["a", "d"] });
-    expect(planRerun({ status: "completed", attempt: 1, jobs }, "all")).toMatchObject({ allowed: true, rerun: ["a", "b", "c", "d", "e"], keep: [] });
+    expect(planRerun({ status: "completed", attempt: 1, jobs }, "all")).toMatchObject({
+      allowed: true,
+      rerun: ["a", "b", "c", "d", "e"],
+      keep: [],
+    });
   });
 
   it("refuses running runs, the attempt after the cap, and failed-jobs re-runs with nothing failed", () => {
-    expect(planRerun({ status: "in_progress", attempt: 1, jobs: [] }, "all")).toMatchObject({ allowed: false, status: 403, message: "This workflow is already running" });
-    expect(planRerun({ status: "waiting", attempt: 1, jobs: [] }, "failed")).toMatchObject({ allowed: false, message: "This workflow is already running" });
-    expect(planRerun({ status: "completed", attempt: 51, jobs: [job("a", "failure")] }, "failed")).toMatchObject({ allowed: false, message: "This workflow run cannot be retried" });
+    expect(planRerun({ status: "in_progress", attempt: 1, jobs: [] }, "all")).toMatchObject({
+      allowed: false,
+      status: 403,
+      message: "This workflow is already running",
+    });
+    expect(planRerun({ status: "waiting", attempt: 1, jobs: [] }, "failed")).toMatchObject({
+      allowed: false,
+      message: "This workflow is already running",
+    });
+    expect(planRerun({ status: "completed", attempt: 51, jobs: [job("a", "failure")] }, "failed")).toMatchObject({
+      allowed: false,
+      message: "This workflow run cannot be retried",
+    });
     expect(planRerun({ status: "completed", attempt: 50, jobs: [job("a", "failure")] }, "failed").allowed).toBe(true);
     expect(planRerun({ status: "completed", attempt: 1, jobs: [job("a", "success")] }, "failed").allowed).toBe(false);
   });
@@ -47,24 +85,63 @@ describe("checks rules", () => {
   it("accepts a minimal body and rejects the API's violations", () => {
     expect(checkRunBodyProblems({ name: "n", head_sha: "abc" }, "create")).toEqual([]);
     expect(checkRunBodyProblems({ head_sha: "abc" }, "create").map((p) => p.field)).toEqual(["name"]);
-    expect(checkRunBodyProblems({ name: "n", head_sha: "a", status: "completed" }, "create").map((p) => p.field)).toEqual(["conclusion"]);
-    expect(checkRunBodyProblems({ output: { title: "t", summary: "s", annotations: Array(51).fill(ann) } }, "update").map((p) => p.field)).toEqual(["output.annotations"]);
-    expect(checkRunBodyProblems({ output: { title: "t", summary: "s", annotations: Array(50).fill(ann) } }, "update")).toEqual([]);
-    expect(checkRunBodyProblems({ output: { title: "t", summary: "s", annotations: [{ ...ann, annotation_level: "error" }] } }, "update")).toHaveLength(1);
-    expect(checkRunBodyProblems({ output: { title: "t", summary: "s", annotations: [{ ...ann, end_line: 3, start_column: 1 }] } }, "update")).toHaveLength(1);
+    expect(
+      checkRunBodyProblems({ name: "n", head_sha: "a", status: "completed" }, "create").map((p) => p.field),
+    ).toEqual(["conclusion"]);
+    expect(
+      checkRunBodyProblems({ output: { title: "t", summary: "s", annotations: Array(51).fill(ann) } }, "update").map(
+        (p) => p.field,
+      ),
+    ).toEqual(["output.annotations"]);
+    expect(
+      checkRunBodyProblems({ output: { title: "t", summary: "s", annotations: Array(50).fill(ann) } }, "update"),
+    ).toEqual([]);
+    expect(
+      checkRunBodyProblems(
+        { output: { title: "t", summary: "s", annotations: [{ ...ann, annotation_level: "error" }] } },
+        "update",
+      ),
+    ).toHaveLength(1);
+    expect(
+      checkRunBodyProblems(
+        { output: { title: "t", summary: "s", annotations: [{ ...ann, end_line: 3, start_column: 1 }] } },
+        "update",
+      ),
+    ).toHaveLength(1);
     expect(checkRunBodyProblems({ output: { title: "t", summary: "s".repeat(65_536) } }, "update")).toHaveLength(1);
-    expect(checkRunBodyProblems({ actions: [{ label: "x".repeat(21), description: "d", identifier: "i" }] }, "update")).toHaveLength(1);
+    expect(
+      checkRunBodyProblems({ actions: [{ label: "x".repeat(21), description: "d", identifier: "i" }] }, "update"),
+    ).toHaveLength(1);
   });
 
   it("derives a suite's status and conclusion from its runs", () => {
     expect(suiteOutcome([])).toEqual({ status: "queued", conclusion: null });
-    expect(suiteOutcome([{ status: "completed", conclusion: "success" }, { status: "queued", conclusion: null }])).toEqual({ status: "in_progress", conclusion: null });
-    expect(suiteOutcome([{ status: "completed", conclusion: "success" }, { status: "completed", conclusion: "failure" }])).toEqual({ status: "completed", conclusion: "failure" });
-    expect(suiteOutcome([{ status: "completed", conclusion: "neutral" }, { status: "completed", conclusion: "skipped" }])).toEqual({ status: "completed", conclusion: "neutral" });
+    expect(
+      suiteOutcome([
+        { status: "completed", conclusion: "success" },
+        { status: "queued", conclusion: null },
+      ]),
+    ).toEqual({ status: "in_progress", conclusion: null });
+    expect(
+      suiteOutcome([
+        { status: "completed", conclusion: "success" },
+        { status: "completed", conclusion: "failure" },
+      ]),
+    ).toEqual({ status: "completed", conclusion: "failure" });
+    expect(
+      suiteOutcome([
+        { status: "completed", conclusion: "neutral" },
+        { status: "completed", conclusion: "skipped" },
+      ]),
+    ).toEqual({ status: "completed", conclusion: "neutral" });
   });
 
   it("keeps the newest runs per name and picks the latest run per name", () => {
-    const runs = Array.from({ length: 5 }, (_, i) => ({ id: i + 1, name: i < 4 ? "a" : "b", started_at: `2024-01-0${i + 1}T00:00:00Z` }));
+    const runs = Array.from({ length: 5 }, (_, i) => ({
+      id: i + 1,
+      name: i < 4 ? "a" : "b",
+      started_at: `2024-01-0${i + 1}T00:00:00Z`,
+    }));
     expect(runsBeyondNameLimit(runs, 3).map((r) => r.id)).toEqual([1]);
     expect(latestPerName(runs).map((r) => r.id)).toEqual([4, 5]);
   });

@@ -13,10 +13,20 @@ function table(...patterns: [string, string][]): RouteTable {
 
 describe("RouteTable", () => {
   it("prefers literal segments to parameters, and parameters to a rest", () => {
-    const t = table(["GET", "/repos/{owner}/{repo}/{rest+}"], ["GET", "/repos/{owner}/{repo}/branches/{branch}"], ["GET", "/repos/{owner}/{repo}/branches/main"]);
+    const t = table(
+      ["GET", "/repos/{owner}/{repo}/{rest+}"],
+      ["GET", "/repos/{owner}/{repo}/branches/{branch}"],
+      ["GET", "/repos/{owner}/{repo}/branches/main"],
+    );
     expect(t.match("GET", "/repos/acme/web/branches/main")?.route.pattern).toBe("/repos/{owner}/{repo}/branches/main");
-    expect(t.match("GET", "/repos/acme/web/branches/dev")).toMatchObject({ route: { pattern: "/repos/{owner}/{repo}/branches/{branch}" }, params: { owner: "acme", repo: "web", branch: "dev" } });
-    expect(t.match("GET", "/repos/acme/web/contents/a/b.txt")).toMatchObject({ route: { pattern: "/repos/{owner}/{repo}/{rest+}" }, params: { rest: "contents/a/b.txt" } });
+    expect(t.match("GET", "/repos/acme/web/branches/dev")).toMatchObject({
+      route: { pattern: "/repos/{owner}/{repo}/branches/{branch}" },
+      params: { owner: "acme", repo: "web", branch: "dev" },
+    });
+    expect(t.match("GET", "/repos/acme/web/contents/a/b.txt")).toMatchObject({
+      route: { pattern: "/repos/{owner}/{repo}/{rest+}" },
+      params: { rest: "contents/a/b.txt" },
+    });
   });
 
   it("decodes parameters and rejects paths of another length", () => {

@@ -13,7 +13,9 @@ export const usage = `usage: steward backup DEST
 
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   if (args.length !== 1 || args[0]!.startsWith("-")) {
-    process.stderr.write(`steward backup: ${args.length === 0 ? "DEST is required" : `unexpected argument "${args[args.length > 1 ? 1 : 0]}"`}\n\n${usage}\n`);
+    process.stderr.write(
+      `steward backup: ${args.length === 0 ? "DEST is required" : `unexpected argument "${args[args.length > 1 ? 1 : 0]}"`}\n\n${usage}\n`,
+    );
     return 2;
   }
   let settings;
@@ -25,18 +27,24 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     return 1;
   }
   if (settings.postgresUrl) {
-    process.stderr.write("steward backup: the store is in PostgreSQL (STEWARD_POSTGRES_URL is set): back up the database itself (pg_dump or your provider's backups)\n");
+    process.stderr.write(
+      "steward backup: the store is in PostgreSQL (STEWARD_POSTGRES_URL is set): back up the database itself (pg_dump or your provider's backups)\n",
+    );
     return 2;
   }
   if (settings.redisUrl) {
-    process.stderr.write("steward backup: the store is in Redis (STEWARD_REDIS_URL is set): back up Redis itself (RDB or AOF, docs/deploy/backup.md)\n");
+    process.stderr.write(
+      "steward backup: the store is in Redis (STEWARD_REDIS_URL is set): back up Redis itself (RDB or AOF, docs/deploy/backup.md)\n",
+    );
     return 2;
   }
   const dest = resolve(args[0]!);
   try {
     const r = await backupDataDir(settings.dataDir, dest);
     const mb = (r.bytes / 1024 / 1024).toFixed(1);
-    process.stdout.write(`backed up ${r.deliveries} deliveries (schema ${r.schemaVersion}, ${mb} MB) from ${settings.dataDir} to ${dest}\n`);
+    process.stdout.write(
+      `backed up ${r.deliveries} deliveries (schema ${r.schemaVersion}, ${mb} MB) from ${settings.dataDir} to ${dest}\n`,
+    );
     return 0;
   } catch (error) {
     if (!(error instanceof BackupError)) throw error;

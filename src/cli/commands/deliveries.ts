@@ -4,7 +4,14 @@ import { ConfigError, loadStoreSettings } from "../../config/env.js";
 import type { StoreSettings } from "../../config/types.js";
 import { parseDuration } from "../../policy/patterns.js";
 import { openOperatorStore, storeLocation, type OperatorStore } from "../operator-store.js";
-import type { AttemptRecord, DeliveryFilter, DeliveryRecord, DeliveryStatus, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
+import type {
+  AttemptRecord,
+  DeliveryFilter,
+  DeliveryRecord,
+  DeliveryStatus,
+  HandlerOutcomeRecord,
+  StoredDelivery,
+} from "../../store/records.js";
 import { DETAIL_FIELD } from "../../store/recorded.js";
 
 const statuses: readonly DeliveryStatus[] = ["queued", "running", "done", "failed", "dead"];
@@ -82,7 +89,10 @@ function formatAttempt(a: AttemptRecord): string {
   return `  ${a.at.toISOString()}  ${a.handler.padEnd(14)} attempt ${a.attempt}  ${a.status}${detail}`;
 }
 
-export function formatShow(found: Pick<DeliveryRecord, "delivery" | "outcomes"> & { attempts?: AttemptRecord[] }, withPayload: boolean): string {
+export function formatShow(
+  found: Pick<DeliveryRecord, "delivery" | "outcomes"> & { attempts?: AttemptRecord[] },
+  withPayload: boolean,
+): string {
   const { delivery: d, outcomes } = found;
   const lines = [
     `delivery ${d.id}`,
@@ -139,7 +149,8 @@ function parseSince(text: string): Date {
   const ago = /^\d+(ms|s|m|h|d)$/.test(text) ? parseDuration(text) : undefined;
   if (ago !== undefined) return new Date(Date.now() - ago);
   const at = Date.parse(text);
-  if (!Number.isFinite(at)) throw new UsageError(`--since must be a time (2026-11-24T06:00:00Z) or how long ago (24h), not "${text}"`);
+  if (!Number.isFinite(at))
+    throw new UsageError(`--since must be a time (2026-11-24T06:00:00Z) or how long ago (24h), not "${text}"`);
   return new Date(at);
 }
 
@@ -153,7 +164,12 @@ function filterOf(flags: Map<string, string | true>, defaultLimit: number): Deli
   if (!Number.isInteger(limit) || limit <= 0) throw new UsageError("--limit must be a positive whole number");
   const event = flags.get("event") as string | undefined;
   const since = flags.get("since") as string | undefined;
-  return { ...(status ? { status: status as DeliveryStatus } : {}), ...(event ? { event } : {}), ...(since ? { since: parseSince(since) } : {}), limit };
+  return {
+    ...(status ? { status: status as DeliveryStatus } : {}),
+    ...(event ? { event } : {}),
+    ...(since ? { since: parseSince(since) } : {}),
+    limit,
+  };
 }
 
 /** A delivery for --json: everything but the payload (show --payload adds it). */
@@ -176,7 +192,9 @@ async function list(args: string[]): Promise<number> {
     return 0;
   }
   if (rows.length === 0) {
-    process.stdout.write(`no deliveries${filter.status || filter.event || filter.since ? " match" : ""} in ${where()}\n`);
+    process.stdout.write(
+      `no deliveries${filter.status || filter.event || filter.since ? " match" : ""} in ${where()}\n`,
+    );
     return 0;
   }
   process.stdout.write(rows.map(formatListLine).join("\n") + "\n");
@@ -197,7 +215,11 @@ async function show(args: string[]): Promise<number> {
     return 1;
   }
   if (flags.has("json")) {
-    printJson({ delivery: deliveryJson(found.delivery, flags.has("payload")), outcomes: found.outcomes, attempts: found.attempts });
+    printJson({
+      delivery: deliveryJson(found.delivery, flags.has("payload")),
+      outcomes: found.outcomes,
+      attempts: found.attempts,
+    });
     return 0;
   }
   process.stdout.write(formatShow(found, flags.has("payload")) + "\n");
@@ -220,20 +242,30 @@ async function replay(args: string[]): Promise<number> {
   const { positional, flags } = parse(args, ["status", "event", "limit", "since"], ["json"]);
   const bulk = flags.has("status");
   if (bulk && positional.length > 0) throw new UsageError("give delivery IDs or --status, not both");
-  if (!bulk && positional.length === 0) throw new UsageError("expected delivery IDs, or --status dead for every dead delivery");
-  if (!bulk && (flags.has("since") || flags.has("event") || flags.has("limit"))) throw new UsageError("--since, --event and --limit select deliveries with --status");
+  if (!bulk && positional.length === 0)
+    throw new UsageError("expected delivery IDs, or --status dead for every dead delivery");
+  if (!bulk && (flags.has("since") || flags.has("event") || flags.has("limit")))
+    throw new UsageError("--since, --event and --limit select deliveries with --status");
   const filter = bulk ? filterOf(flags, 10_000) : undefined;
-  if (filter?.status === "running" || filter?.status === "queued") throw new UsageError(`deliveries that are ${filter.status} cannot be replayed`);
+  if (filter?.status === "running" || filter?.status === "queued")
+    throw new UsageError(`deliveries that are ${filter.status} cannot be replayed`);
   const result =
-    (await withStore(async (s) => replayIds(s, filter ? (await s.deliveries.listDeliveries(filter)).map((d) => d.id) : positional))) ??
-    ({ replayed: [], running: [], missing: bulk ? [] : [...positional] } satisfies ReplayResult);
+    (await withStore(async (s) =>
+      replayIds(s, filter ? (await s.deliveries.listDeliveries(filter)).map((d) => d.id) : positional),
+    )) ?? ({ replayed: [], running: [], missing: bulk ? [] : [...positional] } satisfies ReplayResult);
   if (flags.has("json")) printJson(result);
   else {
     for (const id of result.replayed) process.stdout.write(`delivery ${id} queued again for every handler\n`);
-    for (const id of result.running) process.stderr.write(`steward deliveries: delivery ${id} is running now; replay it when it has finished\n`);
-    for (const id of result.missing) process.stderr.write(`steward deliveries: no stored delivery ${id} in ${where()}\n`);
-    if (bulk) process.stdout.write(`${result.replayed.length} deliveries queued again (a running service picks them up; otherwise its next start does)\n`);
-    else if (result.replayed.length > 0) process.stdout.write("a running service picks them up; otherwise its next start does\n");
+    for (const id of result.running)
+      process.stderr.write(`steward deliveries: delivery ${id} is running now; replay it when it has finished\n`);
+    for (const id of result.missing)
+      process.stderr.write(`steward deliveries: no stored delivery ${id} in ${where()}\n`);
+    if (bulk)
+      process.stdout.write(
+        `${result.replayed.length} deliveries queued again (a running service picks them up; otherwise its next start does)\n`,
+      );
+    else if (result.replayed.length > 0)
+      process.stdout.write("a running service picks them up; otherwise its next start does\n");
   }
   return result.running.length + result.missing.length > 0 ? 1 : 0;
 }

@@ -8,7 +8,16 @@ import { parse, stringify } from "yaml";
 import { builtinHandlers } from "../../../handlers/index.js";
 import { loadHandlerPaths } from "../../config/env.js";
 import { packageFile } from "../../package-root.js";
-import { appNeeds, consoleCallbackUrl, declaredModules, HTTP_URL, parseNeedsFlag, selectBuiltins, withNeeds, type PermissionSet } from "../register/least-privilege.js";
+import {
+  appNeeds,
+  consoleCallbackUrl,
+  declaredModules,
+  HTTP_URL,
+  parseNeedsFlag,
+  selectBuiltins,
+  withNeeds,
+  type PermissionSet,
+} from "../register/least-privilege.js";
 
 export const usage = `usage: steward manifest [--handlers LIST] [--permission NAME=LEVEL]... [--event NAME]...
                         [--webhook-url URL] [--console-url URL] [--app-yml FILE] [--json]
@@ -57,10 +66,14 @@ export function parseManifestArgs(args: string[]): ManifestArgs | string {
 }
 
 /** The manifest for these arguments and environment, and the modules whose needs could not be read. */
-export async function buildManifest(parsed: ManifestArgs, env: NodeJS.ProcessEnv): Promise<{ manifest: Record<string, unknown>; undeclared: string[] }> {
+export async function buildManifest(
+  parsed: ManifestArgs,
+  env: NodeJS.ProcessEnv,
+): Promise<{ manifest: Record<string, unknown>; undeclared: string[] }> {
   const text = await readFile(parsed.appYml ? resolve(parsed.appYml) : packageFile("app.yml"), "utf8");
   const doc: unknown = parse(text);
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new Error("app.yml is not a mapping of manifest fields");
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new Error("app.yml is not a mapping of manifest fields");
   const needs = appNeeds({
     builtins: selectBuiltins(parsed.handlers ?? "all", builtinHandlers),
     modules: await declaredModules(loadHandlerPaths(env)),
@@ -70,11 +83,17 @@ export async function buildManifest(parsed: ManifestArgs, env: NodeJS.ProcessEnv
   });
   const base = { ...(doc as Record<string, unknown>) };
   if (parsed.webhookUrl) {
-    const hook = typeof base.hook_attributes === "object" && base.hook_attributes !== null ? (base.hook_attributes as Record<string, unknown>) : {};
+    const hook =
+      typeof base.hook_attributes === "object" && base.hook_attributes !== null
+        ? (base.hook_attributes as Record<string, unknown>)
+        : {};
     base.hook_attributes = { ...hook, url: parsed.webhookUrl, active: true };
   }
   const console = parsed.consoleUrl ?? env.STEWARD_STATUS_URL?.trim();
-  return { manifest: withNeeds(base, needs, console ? consoleCallbackUrl(console) : undefined), undeclared: needs.undeclared };
+  return {
+    manifest: withNeeds(base, needs, console ? consoleCallbackUrl(console) : undefined),
+    undeclared: needs.undeclared,
+  };
 }
 
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {

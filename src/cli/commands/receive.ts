@@ -29,7 +29,8 @@ function parseArgs(args: string[]): Args | string {
     else if (a.startsWith("--payload=")) payload = a.slice(10);
     else return `steward receive: unexpected argument ${a}\n${usage}`;
   }
-  if (!/^[a-z_]+$/.test(event)) return `steward receive: --event needs an event name such as issues or pull_request\n${usage}`;
+  if (!/^[a-z_]+$/.test(event))
+    return `steward receive: --event needs an event name such as issues or pull_request\n${usage}`;
   if (!payload) return `steward receive: --payload needs a JSON file\n${usage}`;
   return { event, payload };
 }
@@ -43,7 +44,8 @@ async function readPayload(file: string): Promise<Record<string, unknown> | stri
   }
   try {
     const parsed: unknown = JSON.parse(text);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return `steward receive: ${file} is not a JSON object`;
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+      return `steward receive: ${file} is not a JSON object`;
     return parsed as Record<string, unknown>;
   } catch (e) {
     return `steward receive: ${file} is not valid JSON: ${(e as Error).message}`;
@@ -60,7 +62,12 @@ function deliveryOf(event: string, payload: Record<string, unknown>): IncomingDe
     action: typeof payload.action === "string" ? payload.action : undefined,
     installationId: typeof installation?.id === "number" ? installation.id : undefined,
     repository: typeof repository?.full_name === "string" ? repository.full_name : undefined,
-    headers: { "x-github-event": event, "x-github-delivery": id, "user-agent": "steward-receive", "content-type": "application/json" },
+    headers: {
+      "x-github-event": event,
+      "x-github-delivery": id,
+      "user-agent": "steward-receive",
+      "content-type": "application/json",
+    },
     payload: JSON.stringify(payload),
     receivedAt: new Date(),
   };
@@ -72,7 +79,10 @@ async function startLocal(dataDir: string): Promise<{ steward: Steward; close():
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== "STEWARD_REDIS_URL") env[k] = v;
   Object.assign(env, { PORT: "0", HOST: "127.0.0.1", STEWARD_DATA_DIR: dataDir, STEWARD_MAX_ATTEMPTS: "1" });
   if (env.APP_ID) {
-    const [{ loadConfig }, { createSteward }] = await Promise.all([import("../../config/env.js"), import("../../app.js")]);
+    const [{ loadConfig }, { createSteward }] = await Promise.all([
+      import("../../config/env.js"),
+      import("../../app.js"),
+    ]);
     const steward = await createSteward({ config: loadConfig(env) });
     return { steward, close: () => steward.close() };
   }

@@ -6,7 +6,17 @@ import { resolve } from "node:path";
 import { manifestFromAppYml } from "../register/manifest.js";
 import { startRegistration } from "../register/flow.js";
 import { loadHandlerPaths } from "../../config/env.js";
-import { appNeeds, consoleCallbackUrl, declaredModules, parseNeedsFlag, selectBuiltins, unionNeeds, withNeeds, type AppNeeds, type PermissionSet } from "../register/least-privilege.js";
+import {
+  appNeeds,
+  consoleCallbackUrl,
+  declaredModules,
+  parseNeedsFlag,
+  selectBuiltins,
+  unionNeeds,
+  withNeeds,
+  type AppNeeds,
+  type PermissionSet,
+} from "../register/least-privilege.js";
 
 export const usage = `usage: steward register [--port P] [--org ORG] [--app-yml FILE] [--env-file FILE] [--webhook-url URL]
                         [--handlers LIST] [--permission NAME=LEVEL]... [--event NAME]... [--console-url URL]
@@ -43,7 +53,8 @@ export function parseRegisterArgs(args: string[]): RegisterArgs | string {
       continue;
     }
     const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
-    if (!["--port", "--org", "--app-yml", "--env-file", "--webhook-url"].includes(flag)) return `unknown option "${args[i]}"`;
+    if (!["--port", "--org", "--app-yml", "--env-file", "--webhook-url"].includes(flag))
+      return `unknown option "${args[i]}"`;
     const value = inline ?? args[++i];
     if (value === undefined || value === "") return `${flag} needs a value`;
     if (flag === "--port") {
@@ -65,9 +76,19 @@ export function parseRegisterArgs(args: string[]): RegisterArgs | string {
  * The events and permissions to register when they differ from app.yml's: --handlers' built-in
  * handlers only, and in any case what STEWARD_HANDLERS' modules declare and --permission/--event add.
  */
-async function registerNeeds(parsed: RegisterArgs, appYml: string, env: NodeJS.ProcessEnv): Promise<Pick<AppNeeds, "default_events" | "default_permissions"> | undefined> {
+async function registerNeeds(
+  parsed: RegisterArgs,
+  appYml: string,
+  env: NodeJS.ProcessEnv,
+): Promise<Pick<AppNeeds, "default_events" | "default_permissions"> | undefined> {
   const paths = loadHandlerPaths(env);
-  if (parsed.handlers === undefined && paths.length === 0 && parsed.events.length === 0 && Object.keys(parsed.permissions).length === 0) return undefined;
+  if (
+    parsed.handlers === undefined &&
+    paths.length === 0 &&
+    parsed.events.length === 0 &&
+    Object.keys(parsed.permissions).length === 0
+  )
+    return undefined;
   const { builtinHandlers } = await import("../../../handlers/index.js");
   const modules = await declaredModules(paths);
   const needs = appNeeds({
@@ -77,10 +98,17 @@ async function registerNeeds(parsed: RegisterArgs, appYml: string, env: NodeJS.P
     permissions: parsed.permissions,
     events: parsed.events,
   });
-  for (const what of needs.undeclared) process.stderr.write(`steward register: ${what}: add what it needs with --event and --permission\n`);
+  for (const what of needs.undeclared)
+    process.stderr.write(`steward register: ${what}: add what it needs with --event and --permission\n`);
   if (parsed.handlers !== undefined) return needs;
   const manifest = manifestFromAppYml(appYml, { redirectUrl: "http://127.0.0.1/callback" });
-  return unionNeeds({ default_events: (manifest.default_events as string[] | undefined) ?? [], default_permissions: (manifest.default_permissions as PermissionSet | undefined) ?? {} }, needs);
+  return unionNeeds(
+    {
+      default_events: (manifest.default_events as string[] | undefined) ?? [],
+      default_permissions: (manifest.default_permissions as PermissionSet | undefined) ?? {},
+    },
+    needs,
+  );
 }
 
 /** GitHub's web site and REST API for this environment. */
@@ -103,7 +131,9 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
   try {
     appYml = await readFile(resolve(parsed.appYml), "utf8");
   } catch (e) {
-    process.stderr.write(`steward register: cannot read ${parsed.appYml}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`);
+    process.stderr.write(
+      `steward register: cannot read ${parsed.appYml}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`,
+    );
     return 1;
   }
   const hookUrl = parsed.webhookUrl ?? env.WEBHOOK_PROXY_URL;
@@ -137,7 +167,9 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     process.stderr.write(`steward register: ${(e as Error).message}\n`);
     return 1;
   }
-  process.stdout.write(`Open ${registration.url} in a browser to register the app on ${githubUrl}${parsed.org ? ` for ${parsed.org}` : ""}.\n`);
+  process.stdout.write(
+    `Open ${registration.url} in a browser to register the app on ${githubUrl}${parsed.org ? ` for ${parsed.org}` : ""}.\n`,
+  );
   try {
     const app = await registration.done;
     process.stdout.write(

@@ -35,14 +35,28 @@ export async function run(args: string[]): Promise<number> {
     process.stderr.write(`steward sandbox: ${parsed}\n${usage}\n`);
     return 2;
   }
-  const hub = await createHub({ ...(parsed.port !== undefined ? { port: parsed.port } : {}), ...(parsed.webhookUrl ? { webhookUrl: parsed.webhookUrl } : {}) });
+  const hub = await createHub({
+    ...(parsed.port !== undefined ? { port: parsed.port } : {}),
+    ...(parsed.webhookUrl ? { webhookUrl: parsed.webhookUrl } : {}),
+  });
   const { env } = hub;
-  for (const key of ["GITHUB_API_URL", "APP_ID", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "SANDBOX_ORG", "SANDBOX_REPO", "GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"] as const) {
+  for (const key of [
+    "GITHUB_API_URL",
+    "APP_ID",
+    "PRIVATE_KEY_PATH",
+    "WEBHOOK_SECRET",
+    "SANDBOX_ORG",
+    "SANDBOX_REPO",
+    "GITHUB_CLIENT_ID",
+    "GITHUB_CLIENT_SECRET",
+  ] as const) {
     process.stdout.write(`${key}=${env[key]}\n`);
   }
   process.stderr.write(
     `steward sandbox: hub listening on ${hub.url}` +
-      (parsed.webhookUrl ? `, delivering webhooks to ${parsed.webhookUrl}` : " (no --webhook-url: no deliveries are sent)") +
+      (parsed.webhookUrl
+        ? `, delivering webhooks to ${parsed.webhookUrl}`
+        : " (no --webhook-url: no deliveries are sent)") +
       `\ncontrol surface: ${hub.url}/_sandbox/ (see packages/sandbox-hub/README.md); Ctrl-C to stop\n`,
   );
   await new Promise<void>((resolve) => {

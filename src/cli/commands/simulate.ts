@@ -18,7 +18,11 @@ did; reads STEWARD_DATA_DIR (default ./.steward)`;
 const REPO = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
 /** The simulation's lines for an effective policy, over one repository's records or all of them. */
-export async function simulate(store: Pick<Store, "list">, sections: Record<string, unknown>, repo?: string): Promise<string[]> {
+export async function simulate(
+  store: Pick<Store, "list">,
+  sections: Record<string, unknown>,
+  repo?: string,
+): Promise<string[]> {
   return simulatePolicy(await policyHandlers(), sections, { store, repository: repo });
 }
 
@@ -30,7 +34,12 @@ function fail(message: string, code = 2): number {
 export async function run(args: string[]): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ args, options: { policy: { type: "string" }, repo: { type: "string" } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args,
+      options: { policy: { type: "string" }, repo: { type: "string" } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     return fail((e as Error).message);
   }
@@ -45,7 +54,10 @@ export async function run(args: string[]): Promise<number> {
   const resolved = resolvePolicy({ repo: { file: values.policy, text } }, await policyHandlers());
   const errors = resolved.problems.filter((p) => p.severity === "error");
   if (errors.length > 0) {
-    return fail(`${values.policy} has ${errors.length} error(s); run steward validate ${values.policy}\n${errors.map((p) => `  ${p.message}`).join("\n")}`, 1);
+    return fail(
+      `${values.policy} has ${errors.length} error(s); run steward validate ${values.policy}\n${errors.map((p) => `  ${p.message}`).join("\n")}`,
+      1,
+    );
   }
   const dir = resolve(process.env.STEWARD_DATA_DIR || ".steward");
   const scope = values.repo ?? "every repository";
@@ -57,7 +69,11 @@ export async function run(args: string[]): Promise<number> {
   try {
     const lines = await simulate(store.kv, resolved.sections, values.repo);
     const simulated = simulatedHandlers(await policyHandlers()).map((h) => h.policy!.key);
-    process.stdout.write(lines.length ? `${scope}: with ${values.policy}, ${lines.join("; ")}.\n` : `${values.policy} has no ${simulated.join(" or ")} section to simulate\n`);
+    process.stdout.write(
+      lines.length
+        ? `${scope}: with ${values.policy}, ${lines.join("; ")}.\n`
+        : `${values.policy} has no ${simulated.join(" or ")} section to simulate\n`,
+    );
   } finally {
     store.close();
   }

@@ -20,7 +20,12 @@ See README.md "Configuration" for every variable.
 function sandboxSettings(env: NodeJS.ProcessEnv): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) {
-    if (value !== undefined && (/^STEWARD_/.test(name) || ["PORT", "HOST", "LOG_LEVEL", "LOG_FORMAT", "WEBHOOK_PATH", "WEBHOOK_PROXY_URL"].includes(name))) kept[name] = value;
+    if (
+      value !== undefined &&
+      (/^STEWARD_/.test(name) ||
+        ["PORT", "HOST", "LOG_LEVEL", "LOG_FORMAT", "WEBHOOK_PATH", "WEBHOOK_PROXY_URL"].includes(name))
+    )
+      kept[name] = value;
   }
   return kept;
 }
@@ -28,7 +33,7 @@ function sandboxSettings(env: NodeJS.ProcessEnv): Record<string, string> {
 /** What a person types to send a signed delivery by hand (the secret is read from a file, never printed). */
 function byHand(webhookUrl: string, secretFile: string): string[] {
   return [
-    "    signed webhook:  body='{\"zen\":\"Hello from curl\",\"hook_id\":1}'",
+    '    signed webhook:  body=\'{"zen":"Hello from curl","hook_id":1}\'',
     `                     sig="sha256=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$(cat ${secretFile})" | sed 's/^.* //')"`,
     `                     curl -X POST ${webhookUrl} -H 'Content-Type: application/json' -H 'X-GitHub-Event: ping' \\`,
     `                       -H "X-GitHub-Delivery: by-hand-$RANDOM$RANDOM" -H "X-Hub-Signature-256: $sig" -d "$body"`,
@@ -37,20 +42,22 @@ function byHand(webhookUrl: string, secretFile: string): string[] {
 }
 
 function sandboxBanner(webhookUrl: string, hubUrl: string, secretFile: string): string {
-  return [
-    "",
-    "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
-    `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (packages/sandbox-hub/README.md)`,
-    `    webhooks to:     ${webhookUrl}`,
-    `    console:         ${new URL(webhookUrl).origin}/console (sign in as octo-admin, an owner, or dev-dana, a member)`,
-    "    demo world:      organisation acme, repositories .github, web, api, service-billing",
-    `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
-    `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,
-    ...byHand(webhookUrl, secretFile),
-    "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
-    "  and WEBHOOK_SECRET; README.md \"Configuration\" lists every variable.",
-    "",
-  ].join("\n") + "\n";
+  return (
+    [
+      "",
+      "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
+      `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (packages/sandbox-hub/README.md)`,
+      `    webhooks to:     ${webhookUrl}`,
+      `    console:         ${new URL(webhookUrl).origin}/console (sign in as octo-admin, an owner, or dev-dana, a member)`,
+      "    demo world:      organisation acme, repositories .github, web, api, service-billing",
+      `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
+      `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,
+      ...byHand(webhookUrl, secretFile),
+      "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
+      '  and WEBHOOK_SECRET; README.md "Configuration" lists every variable.',
+      "",
+    ].join("\n") + "\n"
+  );
 }
 
 export const usage = `usage: steward start
@@ -122,7 +129,8 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   } catch (error) {
     // Only a missing hub (a production install, without dev dependencies) means "not available";
     // anything else is a fault to show, not to hide behind the configuration help.
-    if ((error as { code?: string }).code !== "ERR_MODULE_NOT_FOUND" || !String(error).includes("sandbox-hub")) throw error;
+    if ((error as { code?: string }).code !== "ERR_MODULE_NOT_FOUND" || !String(error).includes("sandbox-hub"))
+      throw error;
     process.stderr.write(HOW_TO_CONFIGURE);
     return 1;
   }
@@ -148,7 +156,11 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   const secretFile = join(dirname(running.hub.env.PRIVATE_KEY_PATH), "webhook-secret");
   await writeFile(secretFile, running.hub.env.WEBHOOK_SECRET, { mode: 0o600 });
   log.info(
-    { webhookUrl: running.webhookUrl, hubUrl: running.config.apiUrl, realApp: "set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY) and WEBHOOK_SECRET" },
+    {
+      webhookUrl: running.webhookUrl,
+      hubUrl: running.config.apiUrl,
+      realApp: "set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY) and WEBHOOK_SECRET",
+    },
     "sandbox mode (no APP_ID): Steward is running against the local sandbox hub",
   );
   // For the person at the terminal; the JSON line above is for log pipelines.
@@ -180,7 +192,8 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
     // A refusal that says what to do is one line, not a stack.
-    if (error instanceof DataDirInUseError || error instanceof StoreSchemaError) log.fatal({ error: error.message }, "steward could not start");
+    if (error instanceof DataDirInUseError || error instanceof StoreSchemaError)
+      log.fatal({ error: error.message }, "steward could not start");
     else log.fatal({ err: error }, "steward could not start");
     return 1;
   }

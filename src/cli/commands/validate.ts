@@ -51,7 +51,8 @@ function parseArgs(args: string[]): Args | string {
     else out.files.push(a);
   }
   if (out.files.length === 0 || out.org === "" || out.document === "" || out.account === "") return usage;
-  if (out.resolve && !out.account) return `steward validate: --resolve needs --account ORG (whose exposed sources to resolve)\n${usage}`;
+  if (out.resolve && !out.account)
+    return `steward validate: --resolve needs --account ORG (whose exposed sources to resolve)\n${usage}`;
   return out;
 }
 
@@ -81,12 +82,24 @@ async function readText(file: string): Promise<string | Problem> {
   try {
     return await readFile(file, "utf8");
   } catch (e) {
-    return { file, line: 1, column: 1, message: `cannot read file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, path: [], severity: "error" };
+    return {
+      file,
+      line: 1,
+      column: 1,
+      message: `cannot read file: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      path: [],
+      severity: "error",
+    };
   }
 }
 
 /** Validates `files`; returns the exit code, writing problems to `err` and effective policies to `out`. */
-export async function validateFiles(args: Args, handlers: readonly HandlerModule<any>[], out: (s: string) => void, err: (s: string) => void): Promise<number> {
+export async function validateFiles(
+  args: Args,
+  handlers: readonly HandlerModule<any>[],
+  out: (s: string) => void,
+  err: (s: string) => void,
+): Promise<number> {
   const org = args.org === undefined ? undefined : await readText(args.org);
   const found: Problem[] = [];
   const effective: { file: string; value: unknown }[] = [];
@@ -101,7 +114,12 @@ export async function validateFiles(args: Args, handlers: readonly HandlerModule
     }
     const document = args.document ?? documentFor(file, documents);
     if (document !== undefined) {
-      const r = validatePolicyText(text, { file, handlers, document, ...(args.resolve ? { resolveSources: true, account: args.account! } : {}) });
+      const r = validatePolicyText(text, {
+        file,
+        handlers,
+        document,
+        ...(args.resolve ? { resolveSources: true, account: args.account! } : {}),
+      });
       report(r.problems);
       const spec = policyDocuments(handlers).get(document);
       if (spec) effective.push({ file, value: mergePolicy(spec.defaults, r.value ?? {}) });
@@ -111,9 +129,13 @@ export async function validateFiles(args: Args, handlers: readonly HandlerModule
       report([org]);
       continue;
     }
-    const r = resolvePolicy({ ...(org !== undefined ? { org: { file: args.org!, text: org } } : {}), repo: { file, text } }, handlers);
+    const r = resolvePolicy(
+      { ...(org !== undefined ? { org: { file: args.org!, text: org } } : {}), repo: { file, text } },
+      handlers,
+    );
     report(r.problems);
-    if (r.problems.some((p) => p.severity === "error") && !/(^|[\\/])steward\.ya?ml$/.test(file)) hints.push(documentHint(file, documents));
+    if (r.problems.some((p) => p.severity === "error") && !/(^|[\\/])steward\.ya?ml$/.test(file))
+      hints.push(documentHint(file, documents));
     effective.push({ file, value: r.sections });
   }
   // Errors go to stdout (the output a CI problem matcher reads); warnings beside a clean
@@ -145,5 +167,10 @@ export async function run(argv: string[]): Promise<number> {
     process.stderr.write(`steward validate: cannot load STEWARD_HANDLERS: ${(e as Error).message}\n`);
     return 2;
   }
-  return validateFiles(args, handlers, (s) => process.stdout.write(s), (s) => process.stderr.write(s));
+  return validateFiles(
+    args,
+    handlers,
+    (s) => process.stdout.write(s),
+    (s) => process.stderr.write(s),
+  );
 }

@@ -45,7 +45,9 @@ function page(res: ServerResponse, status: number, body: string, nonce?: string)
     "cache-control": "no-store",
     "content-security-policy": `default-src 'none'; form-action *; ${nonce ? `script-src 'nonce-${nonce}'` : ""}`,
   });
-  res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Register Steward as a GitHub App</title></head><body><main>${body}</main></body></html>`);
+  res.end(
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Register Steward as a GitHub App</title></head><body><main>${body}</main></body></html>`,
+  );
 }
 
 function sameText(a: string, b: string): boolean {
@@ -69,7 +71,11 @@ interface Conversion {
 async function convert(apiUrl: string, code: string): Promise<Conversion> {
   const res = await fetch(`${apiUrl.replace(/\/+$/, "")}/app-manifests/${encodeURIComponent(code)}/conversions`, {
     method: "POST",
-    headers: { accept: "application/vnd.github+json", "x-github-api-version": "2022-11-28", "user-agent": "steward-register" },
+    headers: {
+      accept: "application/vnd.github+json",
+      "x-github-api-version": "2022-11-28",
+      "user-agent": "steward-register",
+    },
   });
   if (res.status !== 201) {
     const text = await res.text().catch(() => "");
@@ -79,10 +85,17 @@ async function convert(apiUrl: string, code: string): Promise<Conversion> {
     } catch {
       // not JSON: the text is the message
     }
-    throw new Error(`POST /app-manifests/{code}/conversions answered ${res.status} ${JSON.stringify(message)} (a code works once, within an hour)`);
+    throw new Error(
+      `POST /app-manifests/{code}/conversions answered ${res.status} ${JSON.stringify(message)} (a code works once, within an hour)`,
+    );
   }
   const app = (await res.json()) as Conversion;
-  if (typeof app.id !== "number" || typeof app.pem !== "string" || typeof app.client_id !== "string" || typeof app.client_secret !== "string") {
+  if (
+    typeof app.id !== "number" ||
+    typeof app.pem !== "string" ||
+    typeof app.client_id !== "string" ||
+    typeof app.client_secret !== "string"
+  ) {
     throw new Error("the conversion's answer lacks the app's id, pem or OAuth client");
   }
   return app;
@@ -102,7 +115,11 @@ export async function startRegistration(opts: RegistrationOptions): Promise<Regi
   async function callback(url: URL, res: ServerResponse): Promise<void> {
     const code = url.searchParams.get("code") ?? "";
     if (!sameText(url.searchParams.get("state") ?? "", state) || code === "") {
-      page(res, 400, "<h1>Not this registration</h1><p>The state does not match the page this server showed. Start again from its first page.</p>");
+      page(
+        res,
+        400,
+        "<h1>Not this registration</h1><p>The state does not match the page this server showed. Start again from its first page.</p>",
+      );
       return;
     }
     if (finished) {
@@ -120,8 +137,18 @@ export async function startRegistration(opts: RegistrationOptions): Promise<Regi
         GITHUB_CLIENT_SECRET: app.client_secret,
         ...opts.extraEnv,
       });
-      const registered: RegisteredApp = { id: app.id, slug: app.slug, name: app.name, owner: app.owner?.login ?? undefined, htmlUrl: app.html_url };
-      page(res, 200, `<h1>${escapeHtml(app.name)} is registered</h1><p>App id ${app.id}. Its credentials (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET) are in ${escapeHtml(opts.envFile)}. Next: install the app on your repositories, then run <code>steward start</code>.</p>`);
+      const registered: RegisteredApp = {
+        id: app.id,
+        slug: app.slug,
+        name: app.name,
+        owner: app.owner?.login ?? undefined,
+        htmlUrl: app.html_url,
+      };
+      page(
+        res,
+        200,
+        `<h1>${escapeHtml(app.name)} is registered</h1><p>App id ${app.id}. Its credentials (APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET) are in ${escapeHtml(opts.envFile)}. Next: install the app on your repositories, then run <code>steward start</code>.</p>`,
+      );
       settle.resolve(registered);
     } catch (error) {
       page(res, 502, `<h1>Registration failed</h1><p>${escapeHtml((error as Error).message)}</p>`);

@@ -21,7 +21,9 @@ const STEWARD_ITSELF: { events: readonly string[]; permissions: PermissionSet } 
 };
 
 /** What each built-in handler calls (handlers/NAME), beyond what its events require. */
-export const BUILTIN_NEEDS: Readonly<Record<string, { permissions: PermissionSet; reviewerOnlyEvents?: readonly string[] }>> = {
+export const BUILTIN_NEEDS: Readonly<
+  Record<string, { permissions: PermissionSet; reviewerOnlyEvents?: readonly string[] }>
+> = {
   // Re-runs failed jobs and runs, reads run and job logs; lists a branch's pull requests; steward/rerun check runs.
   rerun: { permissions: { actions: "write", pull_requests: "read", checks: "write", merge_queues: "read" } },
   // Answers deployment protection rules; reads runs, pending deployments and check runs; organisation
@@ -83,7 +85,12 @@ const EVENT_PERMISSION: Readonly<Record<string, string>> = {
 };
 
 /** Sent to every app, no permission needed. */
-const ALWAYS_SENT = new Set(["installation", "installation_repositories", "installation_target", "github_app_authorization"]);
+const ALWAYS_SENT = new Set([
+  "installation",
+  "installation_repositories",
+  "installation_target",
+  "github_app_authorization",
+]);
 
 export interface AppNeeds {
   default_events: string[];
@@ -154,12 +161,18 @@ export function eventNeedsNoPermission(event: string): boolean {
 
 /** `rerun,deployments` (or `all`, `none`) as built-in modules; an unknown name throws, listing the known ones. */
 export function selectBuiltins(list: string, builtins: readonly HandlerModule<any>[]): HandlerModule<any>[] {
-  const names = list.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const names = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   if (names.length === 1 && names[0] === "all") return [...builtins];
   if (names.length === 1 && names[0] === "none") return [];
   const known = builtins.map((b) => b.name);
   const unknown = names.filter((n) => !known.includes(n));
-  if (unknown.length > 0) throw new Error(`unknown handler ${unknown.map((u) => `"${u}"`).join(", ")} (built-in handlers: ${known.join(", ")}; or all, none)`);
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown handler ${unknown.map((u) => `"${u}"`).join(", ")} (built-in handlers: ${known.join(", ")}; or all, none)`,
+    );
   return builtins.filter((b) => names.includes(b.name));
 }
 
@@ -182,16 +195,19 @@ export async function declaredModules(paths: readonly string[]): Promise<NonNull
     try {
       if (!existsSync(path)) throw new Error(`no such file (${path})`);
       // A TypeScript module needs tsx's loader when Steward runs compiled (as the service's loader does).
-      if (/\.[cm]?ts$/.test(path) && !import.meta.url.endsWith(".ts")) await import("tsx/esm/api").then((tsx) => tsx.register());
+      if (/\.[cm]?ts$/.test(path) && !import.meta.url.endsWith(".ts"))
+        await import("tsx/esm/api").then((tsx) => tsx.register());
       const mod = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
       exported = mod.default;
-      if (typeof exported === "object" && exported !== null && "default" in exported && !("events" in exported)) exported = (exported as { default: unknown }).default;
+      if (typeof exported === "object" && exported !== null && "default" in exported && !("events" in exported))
+        exported = (exported as { default: unknown }).default;
     } catch (e) {
       out.push({ name: raw, undeclared: true, reason: `could not be loaded: ${(e as Error).message.split("\n")[0]}` });
       continue;
     }
     const m = exported as Partial<HandlerModule<any>> | undefined;
-    if (m && typeof m === "object" && typeof m.name === "string" && Array.isArray(m.events)) out.push(m as HandlerModule<any>);
+    if (m && typeof m === "object" && typeof m.name === "string" && Array.isArray(m.events))
+      out.push(m as HandlerModule<any>);
     else out.push({ name: raw, undeclared: true, reason: "does not declare its events (a Probot app?)" });
   }
   return out;
@@ -203,7 +219,11 @@ export function consoleCallbackUrl(statusUrl: string): string {
 }
 
 /** `manifest` with its events and permissions replaced by `needs`, and the console's callback URL when known. */
-export function withNeeds(manifest: Record<string, unknown>, needs: Pick<AppNeeds, "default_events" | "default_permissions">, callbackUrl?: string): Record<string, unknown> {
+export function withNeeds(
+  manifest: Record<string, unknown>,
+  needs: Pick<AppNeeds, "default_events" | "default_permissions">,
+  callbackUrl?: string,
+): Record<string, unknown> {
   return {
     ...manifest,
     ...(callbackUrl ? { callback_urls: [callbackUrl] } : {}),
@@ -213,7 +233,10 @@ export function withNeeds(manifest: Record<string, unknown>, needs: Pick<AppNeed
 }
 
 /** Both sets of needs together, each permission at the higher level (app.yml's lists and a module's additions). */
-export function unionNeeds(a: Pick<AppNeeds, "default_events" | "default_permissions">, b: Pick<AppNeeds, "default_events" | "default_permissions">): Pick<AppNeeds, "default_events" | "default_permissions"> {
+export function unionNeeds(
+  a: Pick<AppNeeds, "default_events" | "default_permissions">,
+  b: Pick<AppNeeds, "default_events" | "default_permissions">,
+): Pick<AppNeeds, "default_events" | "default_permissions"> {
   const permissions: PermissionSet = { ...a.default_permissions };
   for (const [name, level] of Object.entries(b.default_permissions)) grant(permissions, name, level);
   return {
@@ -253,4 +276,3 @@ export function parseNeedsFlag(args: string[], i: number, out: NeedsFlags): { ne
   }
   return { next };
 }
-

@@ -10,12 +10,17 @@ export interface ManifestTarget {
 
 export function manifestFromAppYml(text: string, target: ManifestTarget): Record<string, unknown> {
   const doc: unknown = parse(text);
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new Error("app.yml is not a mapping of manifest fields");
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc))
+    throw new Error("app.yml is not a mapping of manifest fields");
   const manifest = { ...(doc as Record<string, unknown>) };
-  if (typeof manifest.url !== "string") throw new Error("app.yml has no url (the app's homepage), which GitHub requires");
+  if (typeof manifest.url !== "string")
+    throw new Error("app.yml has no url (the app's homepage), which GitHub requires");
   manifest.redirect_url = target.redirectUrl;
   if (target.hookUrl) {
-    const hook = typeof manifest.hook_attributes === "object" && manifest.hook_attributes !== null ? (manifest.hook_attributes as Record<string, unknown>) : {};
+    const hook =
+      typeof manifest.hook_attributes === "object" && manifest.hook_attributes !== null
+        ? (manifest.hook_attributes as Record<string, unknown>)
+        : {};
     manifest.hook_attributes = { ...hook, url: target.hookUrl, active: true };
   }
   return manifest;

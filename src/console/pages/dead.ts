@@ -12,7 +12,11 @@ const MAX_REPLAY = 1_000;
 export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
   const filters = filtersOf(p, ctx.deps.handlers);
-  const found = await ctx.deps.store.browse.browseDeliveries({ ...filters, status: "dead", repositories: ownedScope(ctx) });
+  const found = await ctx.deps.store.browse.browseDeliveries({
+    ...filters,
+    status: "dead",
+    repositories: ownedScope(ctx),
+  });
   // The repository names the installation; a row recorded under another installation is not shown.
   const page = { ...found, items: found.items.filter((d) => mayAct(ctx, d)) };
   const older = filterQuery(p);
@@ -20,18 +24,23 @@ export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const done = p.get("replayed");
   return {
     title: "Dead letters",
-    body: html`
-    ${done !== null ? html`<p role="status">Queued again: ${done} ${done === "1" ? "delivery" : "deliveries"}.</p>` : ""}
-    <form class="filters" method="get" action="/console/dead" aria-label="Filter dead letters">
-      <label>Event<input name="event" value="${p.get("event") ?? ""}" size="18"></label>
-      <label>Repository<input name="repository" value="${p.get("repository") ?? ""}" size="24"></label>
-      <button type="submit">Filter</button></form>
-    ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf } })}
-    ${page.next ? html`<p><a href="/console/dead?${older.toString()}" rel="next">Older dead letters</a></p>` : ""}
-    ${page.items.length ? html`<form method="post" action="/console/dead/replay">
-      <input type="hidden" name="csrf" value="${ctx.viewer.csrf}">
-      ${[...filterQuery(p)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
-      <button type="submit">Replay all dead letters matching this filter</button></form>` : ""}`,
+    body: html` ${done !== null ? html`<p role="status">Queued again: ${done} ${done === "1" ? "delivery" : "deliveries"}.</p>` : ""}
+      <form class="filters" method="get" action="/console/dead" aria-label="Filter dead letters">
+        <label>Event<input name="event" value="${p.get("event") ?? ""}" size="18" /></label>
+        <label>Repository<input name="repository" value="${p.get("repository") ?? ""}" size="24" /></label>
+        <button type="submit">Filter</button>
+      </form>
+      ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf } })}
+      ${page.next ? html`<p><a href="/console/dead?${older.toString()}" rel="next">Older dead letters</a></p>` : ""}
+      ${
+        page.items.length
+          ? html`<form method="post" action="/console/dead/replay">
+              <input type="hidden" name="csrf" value="${ctx.viewer.csrf}" />
+              ${[...filterQuery(p)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
+              <button type="submit">Replay all dead letters matching this filter</button>
+            </form>`
+          : ""
+      }`,
   };
 }
 
@@ -61,7 +70,13 @@ export async function replayAction(ctx: PageContext, form: URLSearchParams): Pro
   let cursor: string | undefined;
   const seen = new Set<string>();
   do {
-    const page = await ctx.deps.store.browse.browseDeliveries({ ...filters, ...(cursor ? { cursor } : {}), status: "dead", repositories: ownedScope(ctx), limit: 200 });
+    const page = await ctx.deps.store.browse.browseDeliveries({
+      ...filters,
+      ...(cursor ? { cursor } : {}),
+      status: "dead",
+      repositories: ownedScope(ctx),
+      limit: 200,
+    });
     for (const d of page.items) {
       if (count >= MAX_REPLAY || seen.has(d.id) || !mayAct(ctx, d)) continue;
       seen.add(d.id);

@@ -12,7 +12,11 @@ import type { SandboxStack } from "../stack.js";
 export const scenarios: Scenario[] = [deliveries, secrets, deployments, rerun, config];
 
 /** Play every scenario; a failing scenario is reported in its table and the others still run. */
-export async function runDemo(stack: SandboxStack, print: Print, list: Scenario[] = scenarios): Promise<{ failed: string[] }> {
+export async function runDemo(
+  stack: SandboxStack,
+  print: Print,
+  list: Scenario[] = scenarios,
+): Promise<{ failed: string[] }> {
   const failed: string[] = [];
   for (const scenario of list) {
     print("");
@@ -21,7 +25,11 @@ export async function runDemo(stack: SandboxStack, print: Print, list: Scenario[
       print(renderTable(scenario.name, rows));
     } catch (err) {
       failed.push(scenario.name);
-      print(renderTable(scenario.name, [{ step: "scenario failed", event: "-", result: err instanceof Error ? err.message : String(err) }]));
+      print(
+        renderTable(scenario.name, [
+          { step: "scenario failed", event: "-", result: err instanceof Error ? err.message : String(err) },
+        ]),
+      );
     }
   }
   return { failed };

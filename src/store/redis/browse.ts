@@ -180,7 +180,8 @@ export class RedisBrowse implements BrowsePart {
   #sources(q: DeliveryQuery): { keys: string[]; allowed: Set<string> | undefined } {
     const k = this.keys;
     const allowed = q.repositories ? new Set(q.repositories) : undefined;
-    if (q.repository !== undefined) return { keys: !allowed || allowed.has(q.repository) ? [k.byRepository(q.repository)] : [], allowed };
+    if (q.repository !== undefined)
+      return { keys: !allowed || allowed.has(q.repository) ? [k.byRepository(q.repository)] : [], allowed };
     if (q.status === "dead") return { keys: [k.dead], allowed };
     // An event index is filtered by the readable repositories in memory: usually fewer reads than merging one zset per repository.
     if (q.event !== undefined) return { keys: [k.byEvent(q.event)], allowed };
@@ -240,8 +241,16 @@ export class RedisBrowse implements BrowsePart {
    */
   async #byOutcome(q: DeliveryQuery, limit: number): Promise<DeliveryPage> {
     const k = this.keys;
-    if (q.repository !== undefined && q.repositories && !q.repositories.includes(q.repository)) return { items: [], next: undefined };
-    const source = q.repository !== undefined ? k.byRepository(q.repository) : q.status === "dead" ? k.dead : q.event !== undefined ? k.byEvent(q.event) : k.all;
+    if (q.repository !== undefined && q.repositories && !q.repositories.includes(q.repository))
+      return { items: [], next: undefined };
+    const source =
+      q.repository !== undefined
+        ? k.byRepository(q.repository)
+        : q.status === "dead"
+          ? k.dead
+          : q.event !== undefined
+            ? k.byEvent(q.event)
+            : k.all;
     let upper = parseCursor(q.cursor);
     if (q.until !== undefined && (!upper || upper.score >= q.until)) upper = { score: q.until, id: "" };
     const since = q.since ?? -Infinity;
@@ -252,7 +261,13 @@ export class RedisBrowse implements BrowsePart {
     // Receipts older than the failed zsets can hold unindexed failures only if the store had deliveries before them.
     const older = indexedFrom === undefined || (indexedFrom > 0 && since < indexedFrom);
     if (indexedFrom !== undefined && (!upper || upper.score >= indexedFrom)) {
-      const part = await this.#scan(q.handler !== undefined ? k.failedBy(q.handler) : k.failed, upper, Math.max(since, indexedFrom), limit, q);
+      const part = await this.#scan(
+        q.handler !== undefined ? k.failedBy(q.handler) : k.failed,
+        upper,
+        Math.max(since, indexedFrom),
+        limit,
+        q,
+      );
       ids.push(...part.ids);
       next = part.exhausted ? undefined : part.last;
       // A full page that ended the index: the next page goes on below it (older receipts).
@@ -265,7 +280,10 @@ export class RedisBrowse implements BrowsePart {
       next = part.exhausted ? undefined : part.last;
     }
     const states = await this.#states(ids);
-    return { items: states.filter((s) => s.id !== undefined).map(summaryOf), next: next ? `${next.score}:${next.id}` : undefined };
+    return {
+      items: states.filter((s) => s.id !== undefined).map(summaryOf),
+      next: next ? `${next.score}:${next.id}` : undefined,
+    };
   }
 
   /** Receipt time from which failed outcomes are all in their zsets; read once (it never changes once set). */
@@ -287,25 +305,38 @@ export class RedisBrowse implements BrowsePart {
     await this.client.set(this.keys.failedSince, newest.length ? String(Number(newest[1]) + 1) : "0", "NX");
   }
 
-  async #scan(source: string, upper: Position | undefined, since: number, limit: number, q: DeliveryQuery): Promise<{ ids: string[]; last: Position | undefined; exhausted: boolean }> {
-    const reply = (await this.#outcomeScan([source], [
-      this.keys.prefix,
-      upper ? String(upper.score) : "+inf",
-      upper?.id ?? "",
-      Number.isFinite(since) ? String(since) : "-inf",
-      q.handler ?? "",
-      q.outcome ?? "",
-      limit,
-      q.event ?? "",
-      MAX_OUTCOME_SCAN,
-      q.status ?? "",
-      q.repositories ? "1" : "0",
-      q.repository ?? "",
-      ...(q.repositories ?? []),
-    ])) as string[];
+  async #scan(
+    source: string,
+    upper: Position | undefined,
+    since: number,
+    limit: number,
+    q: DeliveryQuery,
+  ): Promise<{ ids: string[]; last: Position | undefined; exhausted: boolean }> {
+    const reply = (await this.#outcomeScan(
+      [source],
+      [
+        this.keys.prefix,
+        upper ? String(upper.score) : "+inf",
+        upper?.id ?? "",
+        Number.isFinite(since) ? String(since) : "-inf",
+        q.handler ?? "",
+        q.outcome ?? "",
+        limit,
+        q.event ?? "",
+        MAX_OUTCOME_SCAN,
+        q.status ?? "",
+        q.repositories ? "1" : "0",
+        q.repository ?? "",
+        ...(q.repositories ?? []),
+      ],
+    )) as string[];
     const bar = reply.lastIndexOf("|");
     const [lastScore, lastId, exhausted] = reply.slice(bar + 1);
-    return { ids: reply.slice(0, bar), last: lastId ? { score: Number(lastScore), id: lastId } : undefined, exhausted: exhausted === "1" || !lastId };
+    return {
+      ids: reply.slice(0, bar),
+      last: lastId ? { score: Number(lastScore), id: lastId } : undefined,
+      exhausted: exhausted === "1" || !lastId,
+    };
   }
 
   async #exec<T>(fill: (p: ReturnType<Redis["pipeline"]>) => void): Promise<T[]> {
@@ -330,7 +361,10 @@ export class RedisBrowse implements BrowsePart {
   }
 
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
-    const flat = (await this.#activity([this.keys.all], [this.keys.prefix, since, MAX_ACTIVITY, repositories ? "1" : "0", ...(repositories ?? [])])) as (string | number)[];
+    const flat = (await this.#activity(
+      [this.keys.all],
+      [this.keys.prefix, since, MAX_ACTIVITY, repositories ? "1" : "0", ...(repositories ?? [])],
+    )) as (string | number)[];
     const rows: ActivityRow[] = [];
     for (let i = 0; i < flat.length; i += 2) {
       const [minute, status] = String(flat[i]).split(":");

@@ -64,13 +64,19 @@ export async function persistenceOf(client: Redis): Promise<Persistence> {
 export function warnAboutPersistence(persistence: Persistence, where: string, logger: Logger | undefined): void {
   if (!logger) return;
   if (persistence === undefined) {
-    logger.info({ redis: where }, "redis persistence unknown (CONFIG unavailable): it must use appendonly yes for recorded deliveries to survive a Redis restart");
+    logger.info(
+      { redis: where },
+      "redis persistence unknown (CONFIG unavailable): it must use appendonly yes for recorded deliveries to survive a Redis restart",
+    );
   } else if (!persistence.appendonly) {
     logger.warn(
       { redis: where },
       "redis keeps no append-only file: recorded deliveries, tasks and state are lost if Redis restarts (set appendonly yes, appendfsync everysec or always)",
     );
   } else if (persistence.appendfsync === "no") {
-    logger.warn({ redis: where }, "redis appendfsync is 'no': a power loss may drop recently recorded deliveries (use everysec or always)");
+    logger.warn(
+      { redis: where },
+      "redis appendfsync is 'no': a power loss may drop recently recorded deliveries (use everysec or always)",
+    );
   }
 }

@@ -184,7 +184,17 @@ export class RedisDeliveries implements DeliveriesPart {
     const now = Date.now();
     const result = await this.#record(
       [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.done],
-      [body, d.id, d.event, d.action ?? "", d.installationId ?? "", d.repository ?? "", d.receivedAt.getTime(), now, d.settled ? "1" : ""],
+      [
+        body,
+        d.id,
+        d.event,
+        d.action ?? "",
+        d.installationId ?? "",
+        d.repository ?? "",
+        d.receivedAt.getTime(),
+        now,
+        d.settled ? "1" : "",
+      ],
     );
     return result === 1 ? "recorded" : "duplicate";
   }
@@ -204,7 +214,10 @@ export class RedisDeliveries implements DeliveriesPart {
     if (!leased) return undefined;
     // Body and outcomes change only under the lease just taken: reading them after is consistent.
     const id = leased.fields.id!;
-    const [body, outcomes] = await Promise.all([this.client.get(this.keys.body(id)), this.client.hgetall(this.keys.outcomes(id))]);
+    const [body, outcomes] = await Promise.all([
+      this.client.get(this.keys.body(id)),
+      this.client.hgetall(this.keys.outcomes(id)),
+    ]);
     return { token: leased.token, delivery: toDelivery(leased.fields, body), outcomes: toOutcomes(outcomes) };
   }
 
@@ -219,12 +232,23 @@ export class RedisDeliveries implements DeliveriesPart {
     return claims;
   }
 
-  async recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+  async recordOutcome(
+    token: string,
+    deliveryId: string,
+    handler: string,
+    outcome: Outcome,
+    seconds: number,
+  ): Promise<boolean> {
     const { status, detail, retryable } = outcomeRecord(outcome);
     const record: Omit<OutcomeJson, "attempts"> = { status, retryable, seconds, updatedAt: Date.now() };
     if (detail !== undefined) record.detail = detail;
     const k = this.keys;
-    return (await this.#outcome([k.delivery(deliveryId), k.outcomes(deliveryId), k.attempts(deliveryId), k.failed, k.failedBy(handler)], [token, handler, JSON.stringify(record), MAX_ATTEMPTS_KEPT, deliveryId])) === 1;
+    return (
+      (await this.#outcome(
+        [k.delivery(deliveryId), k.outcomes(deliveryId), k.attempts(deliveryId), k.failed, k.failedBy(handler)],
+        [token, handler, JSON.stringify(record), MAX_ATTEMPTS_KEPT, deliveryId],
+      )) === 1
+    );
   }
 
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
@@ -248,12 +272,17 @@ export class RedisDeliveries implements DeliveriesPart {
     ]);
     if (state.id === undefined) return undefined;
     const attempts = runs.map((json) => {
-      const r = JSON.parse(json) as { handler: string; attempt: number; status: AttemptRecord["status"]; detail?: string; at: number };
+      const r = JSON.parse(json) as {
+        handler: string;
+        attempt: number;
+        status: AttemptRecord["status"];
+        detail?: string;
+        at: number;
+      };
       return { handler: r.handler, attempt: r.attempt, status: r.status, detail: r.detail, at: new Date(r.at) };
     });
     return { delivery: toDelivery(state, body), outcomes: toOutcomes(outcomes), attempts };
   }
-
 
   /** Newest first, filtered, reading the receipt index a page at a time. */
   async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
@@ -283,7 +312,9 @@ export class RedisDeliveries implements DeliveriesPart {
 
   async replayDelivery(id: string): Promise<boolean> {
     const k = this.keys;
-    return (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now(), k.prefix])) === 1;
+    return (
+      (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now(), k.prefix])) === 1
+    );
   }
 
   async purgeFinished(beforeDate: Date): Promise<number> {

@@ -9,51 +9,99 @@ export class RedisKeys {
 
   // deliveries
   /** Header and payload JSON, written with SET NX: the dedup of delivery ids. */
-  body(id: string): string { return `${this.prefix}body:${id}`; }
+  body(id: string): string {
+    return `${this.prefix}body:${id}`;
+  }
   /** Hash: queue state of one delivery. */
-  delivery(id: string): string { return `${this.prefix}d:${id}`; }
+  delivery(id: string): string {
+    return `${this.prefix}d:${id}`;
+  }
   /** Hash: handler -> JSON outcome record. */
-  outcomes(id: string): string { return `${this.prefix}o:${id}`; }
+  outcomes(id: string): string {
+    return `${this.prefix}o:${id}`;
+  }
   /** List: JSON of every handler run (capped), for `deliveries show`. */
-  attempts(id: string): string { return `${this.prefix}a:${id}`; }
+  attempts(id: string): string {
+    return `${this.prefix}a:${id}`;
+  }
   /** Zset of queued and failed-awaiting-retry deliveries by next run time. */
-  get due(): string { return `${this.prefix}due`; }
+  get due(): string {
+    return `${this.prefix}due`;
+  }
   /** Zset of running deliveries by lease expiry. */
-  get leased(): string { return `${this.prefix}leased`; }
+  get leased(): string {
+    return `${this.prefix}leased`;
+  }
   /** Zset of every stored delivery by receipt time (listing). */
-  get all(): string { return `${this.prefix}all`; }
+  get all(): string {
+    return `${this.prefix}all`;
+  }
   /** Zset of done deliveries by finish time (retention purge). */
-  get done(): string { return `${this.prefix}done`; }
+  get done(): string {
+    return `${this.prefix}done`;
+  }
   /** Zset of dead letters by receipt time (the console's dead-letter page, the dead gauge). */
-  get dead(): string { return `${this.prefix}dead`; }
+  get dead(): string {
+    return `${this.prefix}dead`;
+  }
   /** Zsets of deliveries by receipt time per repository and per event (the console's filters). Lua builds the same names. */
-  byRepository(fullName: string): string { return `${this.prefix}ix:r:${fullName}`; }
-  byEvent(event: string): string { return `${this.prefix}ix:e:${event}`; }
+  byRepository(fullName: string): string {
+    return `${this.prefix}ix:r:${fullName}`;
+  }
+  byEvent(event: string): string {
+    return `${this.prefix}ix:e:${event}`;
+  }
   /** Zsets of deliveries by receipt time with a failed outcome: of any handler, of one handler (the console's outcome filter). Lua builds the same names. */
-  get failed(): string { return `${this.prefix}ix:f`; }
-  failedBy(handler: string): string { return `${this.prefix}ix:f:${handler}`; }
+  get failed(): string {
+    return `${this.prefix}ix:f`;
+  }
+  failedBy(handler: string): string {
+    return `${this.prefix}ix:f:${handler}`;
+  }
   /** Receipt time from which every failed outcome is in the failed zsets (older ones may predate them); absent: not known yet. */
-  get failedSince(): string { return `${this.prefix}ix:fsince`; }
+  get failedSince(): string {
+    return `${this.prefix}ix:fsince`;
+  }
 
   // tasks
   /** Member naming a task in the task zsets: unambiguous for any handler name and key. */
-  taskMember(handler: string, key: string): string { return `${handler.length}:${handler}:${key}`; }
-  task(member: string): string { return `${this.prefix}t:${member}`; }
-  get taskDue(): string { return `${this.prefix}tdue`; }
-  get taskLeased(): string { return `${this.prefix}tleased`; }
+  taskMember(handler: string, key: string): string {
+    return `${handler.length}:${handler}:${key}`;
+  }
+  task(member: string): string {
+    return `${this.prefix}t:${member}`;
+  }
+  get taskDue(): string {
+    return `${this.prefix}tdue`;
+  }
+  get taskLeased(): string {
+    return `${this.prefix}tleased`;
+  }
   /** Zset of every task by run time (listing). */
-  get tasks(): string { return `${this.prefix}tasks`; }
+  get tasks(): string {
+    return `${this.prefix}tasks`;
+  }
 
   /** Hash: lease token -> ref of the delivery or task it holds. */
-  get leases(): string { return `${this.prefix}leases`; }
+  get leases(): string {
+    return `${this.prefix}leases`;
+  }
 
   // handler state
-  kv(key: string): string { return `${this.prefix}kv:${key}`; }
+  kv(key: string): string {
+    return `${this.prefix}kv:${key}`;
+  }
   /** Zset (all scores 0) of kv keys in byte order, for prefix listing. */
-  get kvIndex(): string { return `${this.prefix}kvidx`; }
+  get kvIndex(): string {
+    return `${this.prefix}kvidx`;
+  }
   /** Stream: the audit trail, capped. */
-  get audit(): string { return `${this.prefix}audit`; }
+  get audit(): string {
+    return `${this.prefix}audit`;
+  }
 
   /** String written by readiness while recording fails (RedisStore.canRecord); expires on its own. */
-  get recordProbe(): string { return `${this.prefix}record-probe`; }
+  get recordProbe(): string {
+    return `${this.prefix}record-probe`;
+  }
 }

@@ -79,10 +79,19 @@ export class RedisKv implements KvPart {
     await this.delete(key);
   }
 
-  async replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean> {
+  async replaceIf(
+    key: string,
+    expect: { field: string; equals: string },
+    next?: { value: unknown; ttlMs?: number },
+  ): Promise<boolean> {
     const value = next === undefined ? "" : encode(next.value);
     const ttl = next?.ttlMs === undefined ? "" : Math.max(1, Math.ceil(next.ttlMs));
-    return (await this.#replaceIf([this.keys.kv(key), this.keys.kvIndex], [key, expect.field, expect.equals, value, ttl])) === 1;
+    return (
+      (await this.#replaceIf(
+        [this.keys.kv(key), this.keys.kvIndex],
+        [key, expect.field, expect.equals, value, ttl],
+      )) === 1
+    );
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {
@@ -102,7 +111,10 @@ export class RedisKv implements KvPart {
 
   async list<T = unknown>(prefix: string): Promise<KeyValue<T>[]> {
     const start = Buffer.from(`[${prefix}`, "utf8");
-    const names = prefix === "" ? await this.client.zrange(this.keys.kvIndex, 0, -1) : await this.client.zrangebylex(this.keys.kvIndex, start, lexEnd(prefix));
+    const names =
+      prefix === ""
+        ? await this.client.zrange(this.keys.kvIndex, 0, -1)
+        : await this.client.zrangebylex(this.keys.kvIndex, start, lexEnd(prefix));
     const out: KeyValue<T>[] = [];
     for (let i = 0; i < names.length; i += page) {
       const chunk = names.slice(i, i + page);
@@ -164,7 +176,12 @@ export class RedisKv implements KvPart {
         const f: Record<string, string> = {};
         for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!;
         if (filter.kind !== undefined && f.kind !== filter.kind) continue;
-        found.push({ kind: f.kind!, source: f.source!, details: JSON.parse(f.details ?? "{}") as Record<string, unknown>, at: new Date(Number(f.at)) });
+        found.push({
+          kind: f.kind!,
+          source: f.source!,
+          details: JSON.parse(f.details ?? "{}") as Record<string, unknown>,
+          at: new Date(Number(f.at)),
+        });
         if (found.length >= limit) break;
       }
       if (batch.length < page) break;

@@ -8,7 +8,15 @@
 // appendfsync everysec loses at most ~1 s of writes, always loses none). See docs/redis.md.
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { DEFAULT_AUDIT_CAP, type BrowsePart, type DeliveriesPart, type KvPart, type LeasesPart, type StewardStore, type TasksPart } from "../contract.js";
+import {
+  DEFAULT_AUDIT_CAP,
+  type BrowsePart,
+  type DeliveriesPart,
+  type KvPart,
+  type LeasesPart,
+  type StewardStore,
+  type TasksPart,
+} from "../contract.js";
 import { connectRedis, describeRedisUrl, persistenceOf, warnAboutPersistence } from "./connect.js";
 import { defaultRedisPrefix, RedisKeys } from "./keys.js";
 import { RedisDeliveries } from "./deliveries.js";

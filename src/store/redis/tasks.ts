@@ -123,7 +123,15 @@ export class RedisTasks implements TasksPart {
     const member = this.keys.taskMember(claim.task.handler, claim.task.key);
     const retryAt = decision.status === "retry" ? decision.retryAt.getTime() : 0;
     const lastError = decision.status === "done" ? "" : decision.lastError;
-    await this.#finish(this.#taskKeys(member), [member, claim.token, claim.generation, decision.status, retryAt, lastError, Date.now()]);
+    await this.#finish(this.#taskKeys(member), [
+      member,
+      claim.token,
+      claim.generation,
+      decision.status,
+      retryAt,
+      lastError,
+      Date.now(),
+    ]);
   }
 
   async listTasks(): Promise<StoredTask[]> {

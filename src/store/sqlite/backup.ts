@@ -2,7 +2,18 @@
 // The store is one SQLite file (steward.db, WAL): SQLite's online backup API copies it as of one
 // read transaction, all pages in one step (in WAL mode a reader never blocks the writers, and a
 // single step is never restarted by their commits).
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, rmdirSync, statSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  rmdirSync,
+  statSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { storeFileName } from "./store.js";
@@ -37,7 +48,8 @@ export async function backupDataDir(dataDir: string, dest: string): Promise<Back
     // A store of another version may keep data beside the file: only the version that wrote it copies it whole.
     const problem = schemaProblem(db, dataDir);
     if (problem) throw new BackupError(problem);
-    if (db.pragma("user_version", { simple: true }) !== SCHEMA_VERSION) throw new BackupError(`no store in ${dataDir} (${storeFileName} is empty)`);
+    if (db.pragma("user_version", { simple: true }) !== SCHEMA_VERSION)
+      throw new BackupError(`no store in ${dataDir} (${storeFileName} is empty)`);
     rmSync(work, { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
     const copy = join(work, storeFileName);

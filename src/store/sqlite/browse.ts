@@ -27,7 +27,11 @@ const SCAN_BUDGET_MS = 100;
  * repository term is kept off its index (unary +), so the planner reads the small dead-letter
  * index instead of every delivery of those repositories.
  */
-function scope(repositories: readonly string[] | undefined, params: Record<string, unknown>, deadOnly = false): string[] {
+function scope(
+  repositories: readonly string[] | undefined,
+  params: Record<string, unknown>,
+  deadOnly = false,
+): string[] {
   if (repositories === undefined) return [];
   params.repos = JSON.stringify(repositories);
   return [`${deadOnly ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
@@ -66,14 +70,17 @@ export class SqliteBrowse implements BrowsePart {
     // Failed outcomes are few: read them from their index, then sort them, rather than probing recent deliveries one by one.
     const indexed = q.outcome === "failed" && this.#fewFailed(q.handler);
     if (indexed) {
-      where.push(`d.id IN (SELECT delivery_id FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${q.handler !== undefined ? " AND handler = @handler" : ""})`);
+      where.push(
+        `d.id IN (SELECT delivery_id FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${q.handler !== undefined ? " AND handler = @handler" : ""})`,
+      );
       if (q.handler !== undefined) params.handler = q.handler;
     }
     const probe = byOutcome && !indexed ? this.#outcomeProbe(q) : undefined;
     // With a position, a keyset condition the index can seek to (a page deep down costs what the first does).
     const statement = (after: boolean) => {
       const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))"] : where;
-      return this.#prepare(`SELECT d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
+      return this
+        .#prepare(`SELECT d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
           d.attempts, d.last_error, d.updated_at FROM deliveries d ${all.length ? `WHERE ${all.join(" AND ")}` : ""}
         ORDER BY d.received_at DESC, d.rowid DESC LIMIT @chunk`);
     };
@@ -85,7 +92,9 @@ export class SqliteBrowse implements BrowsePart {
     let position = parseCursor(q.cursor);
     let more = false;
     for (let first = true; found.length < limit && (first || Date.now() < deadline); first = false) {
-      const rows = (position ? statement(true).all({ ...params, ...position, chunk }) : statement(false).all({ ...params, chunk })) as SummaryRow[];
+      const rows = (
+        position ? statement(true).all({ ...params, ...position, chunk }) : statement(false).all({ ...params, chunk })
+      ) as SummaryRow[];
       more = rows.length === chunk;
       for (let i = 0; i < rows.length; i++) {
         const r = rows[i]!;
@@ -117,8 +126,9 @@ export class SqliteBrowse implements BrowsePart {
 
   /** Whether the failed outcomes (of `handler`, or of any) are few enough to read whole through their index. */
   #fewFailed(handler: string | undefined): boolean {
-    const n = this
-      .#prepare(`SELECT count(*) FROM (SELECT 1 FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${handler !== undefined ? " AND handler = ?" : ""} LIMIT ${MAX_INDEXED_FAILED + 1})`)
+    const n = this.#prepare(
+      `SELECT count(*) FROM (SELECT 1 FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${handler !== undefined ? " AND handler = ?" : ""} LIMIT ${MAX_INDEXED_FAILED + 1})`,
+    )
       .pluck()
       .get(...(handler !== undefined ? [handler] : [])) as number;
     return n <= MAX_INDEXED_FAILED;
@@ -136,18 +146,24 @@ export class SqliteBrowse implements BrowsePart {
   // at most minutes x repositories x statuses rows, however busy the window was.
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
     const params: Record<string, unknown> = { since };
-    const where = ["m.minute >= @since", "m.count > 0", ...scope(repositories, params).map((c) => c.replace("d.repository", "m.repository"))];
-    return this
-      .#prepare(
-        `SELECT m.minute AS minute, m.status AS status, sum(m.count) AS count FROM delivery_minutes m
+    const where = [
+      "m.minute >= @since",
+      "m.count > 0",
+      ...scope(repositories, params).map((c) => c.replace("d.repository", "m.repository")),
+    ];
+    return this.#prepare(
+      `SELECT m.minute AS minute, m.status AS status, sum(m.count) AS count FROM delivery_minutes m
          WHERE ${where.join(" AND ")} GROUP BY m.minute, m.status HAVING sum(m.count) > 0 ORDER BY m.minute`,
-      )
-      .all(params) as ActivityRow[];
+    ).all(params) as ActivityRow[];
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {
     const params: Record<string, unknown> = {};
     const where = scope(repositories, params).map((c) => c.replace("d.repository", "l.repository"));
-    return this.#prepare(`SELECT coalesce(sum(l.count), 0) FROM dead_letters l ${where.length ? `WHERE ${where.join(" AND ")}` : ""}`).pluck().get(params) as number;
+    return this.#prepare(
+      `SELECT coalesce(sum(l.count), 0) FROM dead_letters l ${where.length ? `WHERE ${where.join(" AND ")}` : ""}`,
+    )
+      .pluck()
+      .get(params) as number;
   }
 }

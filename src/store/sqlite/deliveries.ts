@@ -94,7 +94,13 @@ function toOutcome(r: OutcomeRow): HandlerOutcomeRecord {
 }
 
 function toAttempt(r: AttemptRow): AttemptRecord {
-  return { handler: r.handler, attempt: r.attempt, status: r.status, detail: r.detail ?? undefined, at: new Date(r.at) };
+  return {
+    handler: r.handler,
+    attempt: r.attempt,
+    status: r.status,
+    detail: r.detail ?? undefined,
+    at: new Date(r.at),
+  };
 }
 
 /**
@@ -156,7 +162,9 @@ export class SqliteDeliveries implements DeliveriesPart {
          retryable = excluded.retryable, attempts = outcomes.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at
        RETURNING attempts`,
     );
-    this.#logAttempt = db.prepare("INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at) VALUES (?, ?, ?, ?, ?, ?)");
+    this.#logAttempt = db.prepare(
+      "INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+    );
     this.#finish = db.prepare(
       `UPDATE deliveries SET status = ?, next_run_at = ?, last_error = ?, lease_token = NULL, lease_until = NULL, updated_at = ?
        WHERE id = ? AND lease_token = ?`,
@@ -185,7 +193,11 @@ export class SqliteDeliveries implements DeliveriesPart {
       return ids.map((id) => {
         const token = newLeaseToken();
         const row = this.#lease.get(token, now + leaseMs, now, id) as DeliveryRow;
-        return { token, delivery: toDelivery(row), outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome) };
+        return {
+          token,
+          delivery: toDelivery(row),
+          outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome),
+        };
       });
     });
   }
@@ -265,12 +277,26 @@ export class SqliteDeliveries implements DeliveriesPart {
     return this.#claim(leaseMs, max);
   }
 
-  recordOutcome(token: string, deliveryId: string, handler: string, outcome: Outcome, seconds: number): Promise<boolean> {
+  recordOutcome(
+    token: string,
+    deliveryId: string,
+    handler: string,
+    outcome: Outcome,
+    seconds: number,
+  ): Promise<boolean> {
     const { status, detail, retryable } = outcomeRecord(outcome);
     return this.#writes.run(() => {
       if (!this.#holds.get(deliveryId, token)) return false;
       const now = Date.now();
-      const { attempts } = this.#upsertOutcome.get(deliveryId, handler, status, detail ?? null, retryable ? 1 : 0, seconds, now) as {
+      const { attempts } = this.#upsertOutcome.get(
+        deliveryId,
+        handler,
+        status,
+        detail ?? null,
+        retryable ? 1 : 0,
+        seconds,
+        now,
+      ) as {
         attempts: number;
       };
       this.#logAttempt.run(deliveryId, handler, attempts, status, detail ?? null, now);
@@ -303,7 +329,9 @@ export class SqliteDeliveries implements DeliveriesPart {
       params.since = filter.since.getTime();
     }
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
-    const rows = this.db.prepare(`SELECT * FROM deliveries ${where} ORDER BY received_at DESC, id LIMIT @limit`).all(params);
+    const rows = this.db
+      .prepare(`SELECT * FROM deliveries ${where} ORDER BY received_at DESC, id LIMIT @limit`)
+      .all(params);
     return (rows as DeliveryRow[]).map(toDelivery);
   }
 
@@ -352,18 +380,28 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   /** Running deliveries whose owner process died on this host go back to the queue now. */
   recoverOrphans(): number {
-    const rows = this.db.prepare("SELECT id, lease_token FROM deliveries WHERE status = 'running'").all() as { id: string; lease_token: string | null }[];
-    const requeue = this.db.prepare("UPDATE deliveries SET status = 'queued', lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?");
+    const rows = this.db.prepare("SELECT id, lease_token FROM deliveries WHERE status = 'running'").all() as {
+      id: string;
+      lease_token: string | null;
+    }[];
+    const requeue = this.db.prepare(
+      "UPDATE deliveries SET status = 'queued', lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?",
+    );
     let recovered = 0;
     for (const r of rows) {
-      if (r.lease_token !== null && leaseOwnerDead(r.lease_token)) recovered += requeue.run(r.id, r.lease_token).changes;
+      if (r.lease_token !== null && leaseOwnerDead(r.lease_token))
+        recovered += requeue.run(r.id, r.lease_token).changes;
     }
     return recovered;
   }
 
   renewLease(token: string, until: number): boolean {
     // "running" first: a leased row is always running, and the running rows have an index (schema.ts).
-    return this.db.prepare("UPDATE deliveries SET lease_until = ? WHERE status = 'running' AND lease_token = ?").run(until, token).changes > 0;
+    return (
+      this.db
+        .prepare("UPDATE deliveries SET lease_until = ? WHERE status = 'running' AND lease_token = ?")
+        .run(until, token).changes > 0
+    );
   }
 
   releaseLease(token: string): void {

@@ -49,7 +49,8 @@ export const TRIM_AUDIT_SQL = "DELETE FROM audit WHERE id IN (SELECT id FROM aud
 const TRIM_ON_WRITE = 100;
 
 /** One batch of the purge: expired entries found through the expiry index (schema.ts), never a scan of the table. */
-export const PURGE_EXPIRED_SQL = "DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)";
+export const PURGE_EXPIRED_SQL =
+  "DELETE FROM kv WHERE key IN (SELECT key FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT ?)";
 
 export class SqliteKv implements KvPart {
   readonly #dropExpired: Statement;
@@ -63,7 +64,14 @@ export class SqliteKv implements KvPart {
   readonly #trimAudit: Statement;
   readonly #lastAuditId: Statement;
   readonly #claim: (key: string, value: string, expiresAt: number | null, now: number) => boolean;
-  readonly #replaceIf: (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => boolean;
+  readonly #replaceIf: (
+    key: string,
+    field: string,
+    equals: string,
+    next: string | undefined,
+    expiresAt: number | null,
+    now: number,
+  ) => boolean;
 
   /** `auditCap`: the audit entries kept, the newest (as the Redis store's stream keeps about as many). */
   constructor(
@@ -71,12 +79,16 @@ export class SqliteKv implements KvPart {
     private readonly auditCap = DEFAULT_AUDIT_CAP,
   ) {
     this.#dropExpired = db.prepare("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?");
-    this.#insertIfAbsent = db.prepare("INSERT OR IGNORE INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?)");
+    this.#insertIfAbsent = db.prepare(
+      "INSERT OR IGNORE INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?)",
+    );
     this.#upsert = db.prepare(
       `INSERT INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, ?, ?)
        ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at, updated_at = excluded.updated_at`,
     );
-    this.#get = db.prepare("SELECT key, value, updated_at FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)");
+    this.#get = db.prepare(
+      "SELECT key, value, updated_at FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+    );
     this.#delete = db.prepare("DELETE FROM kv WHERE key = ?");
     this.#list = db.prepare(LIST_BY_PREFIX_SQL);
     this.#purge = db.prepare(PURGE_EXPIRED_SQL);
@@ -94,13 +106,16 @@ export class SqliteKv implements KvPart {
       return this.#insertIfAbsent.run(key, value, expiresAt, now).changes === 1;
     });
     // One IMMEDIATE transaction (write-transaction.ts): no other process writes between the read and the write.
-    this.#replaceIf = writeTransaction(db, (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
-      const row = this.#get.get(key, now) as KvRow | undefined;
-      if (!row || !holds(JSON.parse(row.value), field, equals)) return false;
-      if (next === undefined) this.#delete.run(key);
-      else this.#upsert.run(key, next, expiresAt, now);
-      return true;
-    });
+    this.#replaceIf = writeTransaction(
+      db,
+      (key: string, field: string, equals: string, next: string | undefined, expiresAt: number | null, now: number) => {
+        const row = this.#get.get(key, now) as KvRow | undefined;
+        if (!row || !holds(JSON.parse(row.value), field, equals)) return false;
+        if (next === undefined) this.#delete.run(key);
+        else this.#upsert.run(key, next, expiresAt, now);
+        return true;
+      },
+    );
   }
 
   async claim(key: string, opts: { ttlMs?: number; value?: unknown } = {}): Promise<boolean> {
@@ -112,9 +127,20 @@ export class SqliteKv implements KvPart {
     this.#delete.run(key);
   }
 
-  async replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown; ttlMs?: number }): Promise<boolean> {
+  async replaceIf(
+    key: string,
+    expect: { field: string; equals: string },
+    next?: { value: unknown; ttlMs?: number },
+  ): Promise<boolean> {
     const now = Date.now();
-    return this.#replaceIf(key, expect.field, expect.equals, next === undefined ? undefined : encode(next.value), next === undefined ? null : expiry(now, next.ttlMs), now);
+    return this.#replaceIf(
+      key,
+      expect.field,
+      expect.equals,
+      next === undefined ? undefined : encode(next.value),
+      next === undefined ? null : expiry(now, next.ttlMs),
+      now,
+    );
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {
@@ -150,12 +176,16 @@ export class SqliteKv implements KvPart {
   async auditLog(filter: { kind?: string; limit?: number } = {}): Promise<Required<AuditEntry>[]> {
     const where = filter.kind === undefined ? "" : "WHERE kind = @kind";
     const limit = filter.limit === undefined ? "" : "LIMIT @limit";
-    const rows = this.db
-      .prepare(`SELECT kind, source, details, at FROM audit ${where} ORDER BY id DESC ${limit}`)
-      .all({ ...(filter.kind === undefined ? {} : { kind: filter.kind }), ...(filter.limit === undefined ? {} : { limit: filter.limit }) }) as AuditRow[];
-    return rows
-      .reverse()
-      .map((r) => ({ kind: r.kind, source: r.source, details: JSON.parse(r.details) as Record<string, unknown>, at: new Date(r.at) }));
+    const rows = this.db.prepare(`SELECT kind, source, details, at FROM audit ${where} ORDER BY id DESC ${limit}`).all({
+      ...(filter.kind === undefined ? {} : { kind: filter.kind }),
+      ...(filter.limit === undefined ? {} : { limit: filter.limit }),
+    }) as AuditRow[];
+    return rows.reverse().map((r) => ({
+      kind: r.kind,
+      source: r.source,
+      details: JSON.parse(r.details) as Record<string, unknown>,
+      at: new Date(r.at),
+    }));
   }
 
   /**

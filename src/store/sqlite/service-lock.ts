@@ -35,11 +35,15 @@ export function holdServiceLock(dataDir: string): ServiceLock {
     db.exec("COMMIT");
   } catch (error) {
     db.close();
-    if ((error as { code?: string }).code === "SQLITE_BUSY") throw new DataDirInUseError(dataDir, describeHolder(dataDir));
+    if ((error as { code?: string }).code === "SQLITE_BUSY")
+      throw new DataDirInUseError(dataDir, describeHolder(dataDir));
     throw error;
   }
   // Said in error messages only, to name the other process; the lock is what decides.
-  writeFileSync(join(dataDir, holderFileName), JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }));
+  writeFileSync(
+    join(dataDir, holderFileName),
+    JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() }),
+  );
   let released = false;
   return {
     release: () => {
@@ -52,7 +56,11 @@ export function holdServiceLock(dataDir: string): ServiceLock {
 
 function describeHolder(dataDir: string): string {
   try {
-    const h = JSON.parse(readFileSync(join(dataDir, holderFileName), "utf8")) as { pid?: number; host?: string; since?: string };
+    const h = JSON.parse(readFileSync(join(dataDir, holderFileName), "utf8")) as {
+      pid?: number;
+      host?: string;
+      since?: string;
+    };
     return `process ${h.pid ?? "?"} on ${h.host ?? "?"}, since ${h.since ?? "?"}`;
   } catch {
     return "holder unknown";

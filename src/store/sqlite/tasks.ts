@@ -67,7 +67,9 @@ export class SqliteTasks implements TasksPart {
              OR EXISTS (SELECT 1 FROM tasks WHERE status = 'running' AND lease_until <= @now)`,
       )
       .pluck();
-    this.#pending = db.prepare("SELECT count(*) FROM tasks WHERE status = 'running' OR (status = 'pending' AND run_at <= ?)").pluck();
+    this.#pending = db
+      .prepare("SELECT count(*) FROM tasks WHERE status = 'running' OR (status = 'pending' AND run_at <= ?)")
+      .pluck();
     this.#nextDue = db
       .prepare(
         `SELECT min(t) FROM (
@@ -143,12 +145,16 @@ export class SqliteTasks implements TasksPart {
   }
 
   recoverOrphans(): number {
-    const rows = this.db.prepare("SELECT handler, key, lease_token FROM tasks WHERE status = 'running'").all() as TaskRow[];
+    const rows = this.db
+      .prepare("SELECT handler, key, lease_token FROM tasks WHERE status = 'running'")
+      .all() as TaskRow[];
     let recovered = 0;
     for (const r of rows) {
       if (r.lease_token !== null && leaseOwnerDead(r.lease_token)) {
         this.db
-          .prepare("UPDATE tasks SET status = 'pending', lease_token = NULL, lease_until = NULL WHERE handler = ? AND key = ? AND lease_token = ?")
+          .prepare(
+            "UPDATE tasks SET status = 'pending', lease_token = NULL, lease_until = NULL WHERE handler = ? AND key = ? AND lease_token = ?",
+          )
           .run(r.handler, r.key, r.lease_token);
         recovered++;
       }
@@ -162,7 +168,9 @@ export class SqliteTasks implements TasksPart {
 
   releaseLease(token: string): void {
     this.db
-      .prepare("UPDATE tasks SET status = 'pending', lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND status = 'running'")
+      .prepare(
+        "UPDATE tasks SET status = 'pending', lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND status = 'running'",
+      )
       .run(token);
   }
 

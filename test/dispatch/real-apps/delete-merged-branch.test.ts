@@ -23,7 +23,13 @@ describe("delete-merged-branch (Probot 9) behind Steward", () => {
   it("deletes the head branch of a merged pull request and is skipped for events it does not listen to", async () => {
     stack = await start();
     const { control } = stack.hub;
-    const pr = control.openPullRequest({ owner: "acme", repo: "web", head: "feature/tidy", title: "Tidy", files: { "tidy.txt": "x\n" } });
+    const pr = control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "feature/tidy",
+      title: "Tidy",
+      files: { "tidy.txt": "x\n" },
+    });
     await control.settled();
     const branch = stack.hub.state.git(control.repo("acme", "web")!).branches;
     expect(branch.has("feature/tidy")).toBe(true);
@@ -36,34 +42,64 @@ describe("delete-merged-branch (Probot 9) behind Steward", () => {
 
     expect(await outcomeOf(stack, closed.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({ status: "done" });
     expect(branch.has("feature/tidy")).toBe(false);
-    const deletes = control.requests().filter((r) => r.method === "DELETE" && r.route === "/repos/{owner}/{repo}/git/refs/{ref+}");
+    const deletes = control
+      .requests()
+      .filter((r) => r.method === "DELETE" && r.route === "/repos/{owner}/{repo}/git/refs/{ref+}");
     expect(deletes.map((r) => [r.path, r.status])).toEqual([["/repos/acme/web/git/refs/heads%2Ffeature%2Ftidy", 204]]);
-    expect(control.effects.filter((e) => e.kind === "git.ref_deleted").map((e) => e.detail.ref)).toEqual(["refs/heads/feature/tidy"]);
+    expect(control.effects.filter((e) => e.kind === "git.ref_deleted").map((e) => e.detail.ref)).toEqual([
+      "refs/heads/feature/tidy",
+    ]);
     // It read its configuration file (absent: the app's defaults) through the contents API.
-    expect(control.requests().some((r) => r.method === "GET" && /\/contents\/\.github(\/|%2F)delete-merged-branch-config\.yml$/.test(r.path))).toBe(true);
+    expect(
+      control
+        .requests()
+        .some(
+          (r) => r.method === "GET" && /\/contents\/\.github(\/|%2F)delete-merged-branch-config\.yml$/.test(r.path),
+        ),
+    ).toBe(true);
 
     // `pull_request.opened` is not one of its events.
-    expect(await outcomeOf(stack, opened.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({ status: "skipped", detail: "the app does not listen to pull_request.opened" });
+    expect(await outcomeOf(stack, opened.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({
+      status: "skipped",
+      detail: "the app does not listen to pull_request.opened",
+    });
   });
 
   it("with Steward's own grant (contents: read) the delete is refused and the branch stays", async () => {
     stack = await startSandboxStack({ env: { STEWARD_HANDLERS: APP } });
     const { control } = stack.hub;
-    const pr = control.openPullRequest({ owner: "acme", repo: "web", head: "feature/ro", title: "Read-only", files: { "ro.txt": "x\n" } });
+    const pr = control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "feature/ro",
+      title: "Read-only",
+      files: { "ro.txt": "x\n" },
+    });
     await control.settled();
     control.closePullRequest({ owner: "acme", repo: "web", number: pr.number, merge: true });
     await control.settled();
     const closed = control.deliveries().find((d) => d.event === "pull_request" && d.action === "closed")!;
     // The app catches the failed delete and only logs it: its outcome is `done` all the same.
     expect(await outcomeOf(stack, closed.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({ status: "done" });
-    expect(control.requests().filter((r) => r.method === "DELETE").map((r) => r.status)).toEqual([403]);
+    expect(
+      control
+        .requests()
+        .filter((r) => r.method === "DELETE")
+        .map((r) => r.status),
+    ).toEqual([403]);
     expect(stack.hub.state.git(control.repo("acme", "web")!).branches.has("feature/ro")).toBe(true);
   });
 
   it("keeps the branch of a pull request closed without merging (its default)", async () => {
     stack = await start();
     const { control } = stack.hub;
-    const pr = control.openPullRequest({ owner: "acme", repo: "web", head: "feature/keep", title: "Keep", files: { "keep.txt": "x\n" } });
+    const pr = control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "feature/keep",
+      title: "Keep",
+      files: { "keep.txt": "x\n" },
+    });
     await control.settled();
     control.closePullRequest({ owner: "acme", repo: "web", number: pr.number });
     await control.settled();

@@ -44,19 +44,32 @@ describe("release-drafter (Probot 12) behind Steward", () => {
     stack = await startSandboxStack({ env: { STEWARD_HANDLERS: APP }, hub: { app: GRANT } });
     const { control } = stack.hub;
     const web = control.repo("acme", "web")!;
-    control.pushFiles({ owner: "acme", repo: "web", files: { ".github/release-drafter.yml": CONFIG }, message: "Configure release-drafter" });
+    control.pushFiles({
+      owner: "acme",
+      repo: "web",
+      files: { ".github/release-drafter.yml": CONFIG },
+      message: "Configure release-drafter",
+    });
     await control.settled();
     // The hub's settled() means Steward answered; the app's work on the push is done once its outcome is.
     const configured = control.deliveries().find((d) => d.event === "push")!;
     expect(await outcomeOf(stack, configured.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({ status: "done" });
 
-    const pr = control.openPullRequest({ owner: "acme", repo: "web", head: "feature/login", title: "Sign in with a passkey", files: { "src/login.js": "export {};\n" } });
+    const pr = control.openPullRequest({
+      owner: "acme",
+      repo: "web",
+      head: "feature/login",
+      title: "Sign in with a passkey",
+      files: { "src/login.js": "export {};\n" },
+    });
     await control.settled();
     const opened = control.deliveries().find((d) => d.event === "pull_request" && d.action === "opened")!;
     expect(await outcomeOf(stack, opened.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({ status: "done" });
     expect(labelsOf(stack.hub.state, web.id, pr.number)).toEqual(["feature"]);
     // Pushing the configuration to the default branch already drafted a release with no changes.
-    expect(releasesOf(stack.hub.state, web.id).map((r) => [r.draft, r.body])).toEqual([[true, "## Changes\n* No changes\n"]]);
+    expect(releasesOf(stack.hub.state, web.id).map((r) => [r.draft, r.body])).toEqual([
+      [true, "## Changes\n* No changes\n"],
+    ]);
 
     control.mergePullRequest({ owner: "acme", repo: "web", number: pr.number });
     await control.settled();
@@ -72,12 +85,20 @@ describe("release-drafter (Probot 12) behind Steward", () => {
     expect(draft!.body).toContain(`Sign in with a passkey (#${pr.number})`);
     expect(control.requests().some((r) => r.method === "POST" && r.path === "/graphql" && r.status === 200)).toBe(true);
     // The draft from the first push was updated in place, not duplicated.
-    expect(control.requests().filter((r) => r.path.startsWith("/repos/acme/web/releases") && r.method !== "GET").map((r) => [r.method, r.status])).toEqual([
+    expect(
+      control
+        .requests()
+        .filter((r) => r.path.startsWith("/repos/acme/web/releases") && r.method !== "GET")
+        .map((r) => [r.method, r.status]),
+    ).toEqual([
       ["POST", 201],
       ["PATCH", 200],
     ]);
 
     // `pull_request.closed` is not among its events.
-    expect(await outcomeOf(stack, closed.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({ status: "skipped", detail: "the app does not listen to pull_request.closed" });
+    expect(await outcomeOf(stack, closed.guid, NAME, { timeoutMs: 60_000 })).toMatchObject({
+      status: "skipped",
+      detail: "the app does not listen to pull_request.closed",
+    });
   });
 });

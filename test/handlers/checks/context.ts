@@ -37,7 +37,10 @@ export function memoryStore(): Store {
       data.delete(key);
     },
     async list<T>(prefix: string) {
-      return [...data.entries()].filter(([k]) => k.startsWith(prefix)).sort().map(([key, value]) => ({ key, value: value as T, updatedAt: new Date(0) }));
+      return [...data.entries()]
+        .filter(([k]) => k.startsWith(prefix))
+        .sort()
+        .map(([key, value]) => ({ key, value: value as T, updatedAt: new Date(0) }));
     },
     async audit(entry) {
       audits.push({ at: new Date(0), ...entry });
@@ -75,7 +78,10 @@ export function handlerContext<P>(
     store,
     once: onceFor(store, handler.name, `delivery ${deliveryId}`),
     scheduler: { schedule: async () => {}, cancel: async () => {} },
-    checks: createCheckReporter(octokit, { appId: config.appId, ...(config.statusUrl ? { detailsUrl: config.statusUrl } : {}) }),
+    checks: createCheckReporter(octokit, {
+      appId: config.appId,
+      ...(config.statusUrl ? { detailsUrl: config.statusUrl } : {}),
+    }),
     attempt: 1,
     config,
   };

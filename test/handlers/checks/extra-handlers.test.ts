@@ -19,10 +19,21 @@ afterAll(async () => {
 });
 
 async function configRun(files: Record<string, string>) {
-  const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: `extra-${Object.values(files).join("").length}`, title: "Policy", files });
+  const pr = stack.hub.control.openPullRequest({
+    owner: ORG,
+    repo: "web",
+    head: `extra-${Object.values(files).join("").length}`,
+    title: "Policy",
+    files,
+  });
   await stack.hub.control.settled();
   await (stack.steward as unknown as Steward).engine.idle();
-  const [run] = stack.hub.domains.checks.checkRuns({ owner: ORG, repo: "web", sha: pr.head_sha, name: "steward/config" }) as { conclusion: string; annotations: { start_line: number; message: string }[] }[];
+  const [run] = stack.hub.domains.checks.checkRuns({
+    owner: ORG,
+    repo: "web",
+    sha: pr.head_sha,
+    name: "steward/config",
+  }) as { conclusion: string; annotations: { start_line: number; message: string }[] }[];
   return run;
 }
 
@@ -30,7 +41,9 @@ describe("steward/config and STEWARD_HANDLERS", () => {
   it("knows an extra module's section: a typo in it fails at its line, a right key passes", async () => {
     const failing = await configRun({ [FILE]: "rerun:\n  enabled: true\nextra:\n  onn: true\n" });
     expect(failing?.conclusion).toBe("failure");
-    expect(failing!.annotations.map((a) => `${a.start_line} ${a.message}`)).toEqual([`4 unknown key "onn" in "extra" (did you mean "on"?)`]);
+    expect(failing!.annotations.map((a) => `${a.start_line} ${a.message}`)).toEqual([
+      `4 unknown key "onn" in "extra" (did you mean "on"?)`,
+    ]);
     const passing = await configRun({ [FILE]: "rerun:\n  enabled: true\nextra:\n  on: true\n" });
     expect(passing?.conclusion).toBe("success");
   });

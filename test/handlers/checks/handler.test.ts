@@ -20,14 +20,24 @@ const FILE = ".github/steward.yml";
 const notesLike = defineHandler<{ notes: string[] }>({
   name: "notes",
   events: [],
-  policy: { key: "notes", schema: { type: "object", additionalProperties: false, properties: { notes: { type: "array", items: { type: "string" } } } }, defaults: { notes: [] } },
+  policy: {
+    key: "notes",
+    schema: {
+      type: "object",
+      additionalProperties: false,
+      properties: { notes: { type: "array", items: { type: "string" } } },
+    },
+    defaults: { notes: [] },
+  },
   handle: async () => ({ status: "skipped", reason: "fixture" }),
 });
 const handler = createChecksHandler({ handlers: async () => [rerunLike, secretsLike, notesLike, handler] });
 
 type Example = { name: string; examples: Record<string, any>[] };
 const example = (name: string, action: string): Record<string, any> =>
-  structuredClone((examples as unknown as Example[]).find((e) => e.name === name)!.examples.find((x) => x.action === action)!);
+  structuredClone(
+    (examples as unknown as Example[]).find((e) => e.name === name)!.examples.find((x) => x.action === action)!,
+  );
 
 let gh: HubClient;
 beforeEach(async () => {
@@ -35,8 +45,10 @@ beforeEach(async () => {
 });
 afterEach(() => gh.close());
 
-const run = (event: { name: string; payload: Record<string, any> }, opts: { policy?: ChecksPolicy; store?: Store; config?: Partial<StewardConfig> } = {}) =>
-  handler.handle(handlerContext<ChecksPolicy>(gh, handler, event, opts));
+const run = (
+  event: { name: string; payload: Record<string, any> },
+  opts: { policy?: ChecksPolicy; store?: Store; config?: Partial<StewardConfig> } = {},
+) => handler.handle(handlerContext<ChecksPolicy>(gh, handler, event, opts));
 
 interface Staged {
   number: number;
@@ -57,7 +69,8 @@ async function stage(
 ): Promise<Staged> {
   const repo = opts.repo ?? "web";
   const baseFiles = Object.fromEntries(files.filter((f) => f.base !== undefined).map((f) => [f.path, f.base!]));
-  if (Object.keys(baseFiles).length) gh.hub.control.pushFiles({ owner: "acme", repo, files: baseFiles, message: "base" });
+  if (Object.keys(baseFiles).length)
+    gh.hub.control.pushFiles({ owner: "acme", repo, files: baseFiles, message: "base" });
   const pr = gh.hub.control.openPullRequest({
     owner: "acme",
     repo,
@@ -73,7 +86,12 @@ async function stage(
     async event(action) {
       const of = (d: { event: string; action: string | null; payload: unknown }) => {
         const p = d.payload as { number: number; pull_request: { head: { sha: string } } };
-        return d.event === "pull_request" && p.number === pr.number && p.pull_request.head.sha === staged.head && (action === undefined || d.action === action);
+        return (
+          d.event === "pull_request" &&
+          p.number === pr.number &&
+          p.pull_request.head.sha === staged.head &&
+          (action === undefined || d.action === action)
+        );
       };
       const [delivery] = (await gh.hub.control.waitForDeliveries(of)).filter(of).slice(-1);
       return { name: "pull_request", payload: structuredClone(delivery!.payload) as Record<string, any> };
@@ -88,19 +106,63 @@ function pushTo(pr: Staged, files: Record<string, string | null>): void {
   pr.head = gh.hub.control.pushToPullRequest({ owner: "acme", repo: pr.repo, number: pr.number, files }).sha;
 }
 
-type Run = { id: number; name: string; head_sha: string; status: string; conclusion: string | null; details_url: string; output: { title: string | null; summary: string | null; text: string | null }; annotations: { path: string; start_line: number; start_column: number | null; annotation_level: string; message: string }[] };
+type Run = {
+  id: number;
+  name: string;
+  head_sha: string;
+  status: string;
+  conclusion: string | null;
+  details_url: string;
+  output: { title: string | null; summary: string | null; text: string | null };
+  annotations: {
+    path: string;
+    start_line: number;
+    start_column: number | null;
+    annotation_level: string;
+    message: string;
+  }[];
+};
 const runs = (repo = "web") => gh.hub.domains.checks.checkRuns({ owner: "acme", repo }) as unknown as Run[];
-const annotationsAt = (repo = "web") => runs(repo).at(-1)!.annotations.map((a) => `${a.path}:${a.start_line}:${a.start_column} ${a.message}`);
+const annotationsAt = (repo = "web") =>
+  runs(repo)
+    .at(-1)!
+    .annotations.map((a) => `${a.path}:${a.start_line}:${a.start_column} ${a.message}`);
 const writes = () => gh.sent.filter((r) => r.method !== "GET");
 
 /** A check_suite or check_run payload (from the examples) for a staged pull request. */
-function checkEvent(name: "check_suite" | "check_run", pr: Staged, over: { pullRequests?: boolean; checkName?: string; appId?: number } = {}) {
+function checkEvent(
+  name: "check_suite" | "check_run",
+  pr: Staged,
+  over: { pullRequests?: boolean; checkName?: string; appId?: number } = {},
+) {
   const payload = example(name, "rerequested");
   const repo = gh.hub.control.repo("acme", pr.repo)!;
-  payload.repository = { ...payload.repository, id: repo.id, name: pr.repo, full_name: `acme/${pr.repo}`, owner: { ...payload.repository.owner, login: "acme" } };
-  const pulls = over.pullRequests === false ? [] : [{ number: pr.number, head: { sha: pr.head, ref: "change-policy", repo: { id: repo.id } }, base: { sha: pr.base, ref: "main", repo: { id: repo.id } } }];
+  payload.repository = {
+    ...payload.repository,
+    id: repo.id,
+    name: pr.repo,
+    full_name: `acme/${pr.repo}`,
+    owner: { ...payload.repository.owner, login: "acme" },
+  };
+  const pulls =
+    over.pullRequests === false
+      ? []
+      : [
+          {
+            number: pr.number,
+            head: { sha: pr.head, ref: "change-policy", repo: { id: repo.id } },
+            base: { sha: pr.base, ref: "main", repo: { id: repo.id } },
+          },
+        ];
   if (name === "check_suite") Object.assign(payload.check_suite, { head_sha: pr.head, pull_requests: pulls });
-  else payload.check_run = { ...payload.check_run, name: over.checkName ?? "steward/config", head_sha: pr.head, app: { id: over.appId ?? gh.appId }, pull_requests: pulls };
+  else
+    payload.check_run = {
+      ...payload.check_run,
+      name: over.checkName ?? "steward/config",
+      head_sha: pr.head,
+      app: { id: over.appId ?? gh.appId },
+      pull_requests: pulls,
+    };
   return { name, payload };
 }
 
@@ -111,7 +173,12 @@ describe("checks handler: steward/config", () => {
     const outcome = await run(await pr.event());
     expect(outcome).toMatchObject({ status: "done" });
     expect(runs()).toHaveLength(1);
-    expect(runs()[0]).toMatchObject({ name: "steward/config", head_sha: pr.head, status: "completed", conclusion: "failure" });
+    expect(runs()[0]).toMatchObject({
+      name: "steward/config",
+      head_sha: pr.head,
+      status: "completed",
+      conclusion: "failure",
+    });
     expect(annotationsAt()).toEqual([
       `${FILE}:2:3 unknown key "max_atempts" in "rerun" (did you mean "max_attempts"?)`,
       `${FILE}:5:7 unclosed "[" in glob "release/[0-9"`,
@@ -131,7 +198,9 @@ describe("checks handler: steward/config", () => {
   });
 
   it("reports every problem of a file as an annotation and in a summary table", async () => {
-    const pr = await stage([{ path: FILE, head: "rerun:\n  enabld: true\n  branches: ['{a']\nchecks:\n  config: maybe\n" }]);
+    const pr = await stage([
+      { path: FILE, head: "rerun:\n  enabld: true\n  branches: ['{a']\nchecks:\n  config: maybe\n" },
+    ]);
     await run(await pr.event());
     const r = runs()[0]!;
     expect(r.conclusion).toBe("failure");
@@ -160,7 +229,10 @@ describe("checks handler: steward/config", () => {
   });
 
   it("finds a policy file among many pages of changed files", async () => {
-    const many = Array.from({ length: 250 }, (_, i) => ({ path: `src/f${i}.ts`, head: `export const f${i} = ${i};\n` }));
+    const many = Array.from({ length: 250 }, (_, i) => ({
+      path: `src/f${i}.ts`,
+      head: `export const f${i} = ${i};\n`,
+    }));
     const pr = await stage([...many, { path: FILE, head: "checks: {config: true}\n", base: "" }]);
     await run(await pr.event());
     expect(runs()[0]).toMatchObject({ conclusion: "success" });
@@ -176,7 +248,9 @@ describe("checks handler: steward/config", () => {
     expect(runs()[0]!.output.summary).toContain("comes from a fork");
     const reads = gh.sent.filter((r) => r.path.includes("/contents/"));
     expect(reads.every((r) => r.path.startsWith("/repos/acme/"))).toBe(true);
-    expect(reads.some((r) => r.path === `/repos/acme/web/contents/${FILE}` && r.query.get("ref") === pr.head)).toBe(true);
+    expect(reads.some((r) => r.path === `/repos/acme/web/contents/${FILE}` && r.query.get("ref") === pr.head)).toBe(
+      true,
+    );
   });
 
   it("uses the base branch's own policy to decide, never the pull request's: checks.config false skips", async () => {
@@ -193,7 +267,9 @@ describe("checks handler: steward/config", () => {
     await run(await pr.event());
     const r = runs("api")[0]!;
     expect(r).toMatchObject({ conclusion: "success", annotations: [] });
-    expect(r.output.summary).toContain("Removed: the repository falls back to the organisation's file in `acme/.github` and the defaults.");
+    expect(r.output.summary).toContain(
+      "Removed: the repository falls back to the organisation's file in `acme/.github` and the defaults.",
+    );
     expect(r.output.summary).toContain("`rerun.max_attempts`: `3` → `5`");
   });
 
@@ -203,11 +279,17 @@ describe("checks handler: steward/config", () => {
     const r = runs()[0]!;
     expect(r.conclusion).toBe("failure");
     expect(r.annotations.length).toBeGreaterThan(0);
-    expect(r.annotations.every((a) => String(a.message).startsWith("YAML syntax error") && a.start_line >= 2)).toBe(true);
+    expect(r.annotations.every((a) => String(a.message).startsWith("YAML syntax error") && a.start_line >= 2)).toBe(
+      true,
+    );
   });
 
   it("merges over the org file as the loader does, and shows problems of the org file without failing", async () => {
-    gh.hub.control.pushFiles({ owner: "acme", repo: ".github", files: { [FILE]: "rerun:\n  max_attempts: 4\nchecks:\n  confg: true\n" } });
+    gh.hub.control.pushFiles({
+      owner: "acme",
+      repo: ".github",
+      files: { [FILE]: "rerun:\n  max_attempts: 4\nchecks:\n  confg: true\n" },
+    });
     const pr = await stage([{ path: FILE, head: "rerun:\n  branches: [trunk]\n", base: "" }], { repo: "api" });
     await run(await pr.event());
     const r = runs("api")[0]!;
@@ -236,7 +318,9 @@ describe("checks handler: steward/config", () => {
     ]);
     expect(r.output.summary).toContain("`rerun.max_attempts`: `2` → `4`");
     // The admin repository's own file is the org file: nothing is read from elsewhere.
-    expect(gh.sent.filter((q) => q.path.includes("/contents/")).every((q) => q.path.startsWith("/repos/acme/.github/"))).toBe(true);
+    expect(
+      gh.sent.filter((q) => q.path.includes("/contents/")).every((q) => q.path.startsWith("/repos/acme/.github/")),
+    ).toBe(true);
   });
 
   it("validates a fork's secrets.yml for structure only: its run is the same whatever the host holds", async () => {
@@ -250,8 +334,20 @@ describe("checks handler: steward/config", () => {
       const pr = await stage([{ path: DOC, head: text }], { repo: ".github", branch, fork });
       await withSecrets.handle(handlerContext<ChecksPolicy>(gh, withSecrets, await pr.event()));
       const r = runs(".github").find((x) => x.head_sha === pr.head)!;
-      const annotations = r.annotations.map(({ path, start_line, start_column, annotation_level, message }) => ({ path, start_line, start_column, annotation_level, message }));
-      return { conclusion: r.conclusion, title: r.output.title, summary: r.output.summary, text: r.output.text, annotations };
+      const annotations = r.annotations.map(({ path, start_line, start_column, annotation_level, message }) => ({
+        path,
+        start_line,
+        start_column,
+        annotation_level,
+        message,
+      }));
+      return {
+        conclusion: r.conclusion,
+        title: r.output.title,
+        summary: r.output.summary,
+        text: r.output.text,
+        annotations,
+      };
     };
     try {
       delete process.env[VAR];
@@ -280,7 +376,10 @@ describe("checks handler: steward/config", () => {
     const keys = Array.from({ length: 51 }, (_, i) => `  unknown_${i}: 1`).join("\n");
     const pr = await stage([{ path: FILE, head: `rerun:\n${keys}\n`, base: "" }]);
     await run(await pr.event());
-    expect(writes().map((w) => `${w.method} ${w.status} ${w.body.output.annotations.length}`)).toEqual(["POST 201 50", "PATCH 200 1"]);
+    expect(writes().map((w) => `${w.method} ${w.status} ${w.body.output.annotations.length}`)).toEqual([
+      "POST 201 50",
+      "PATCH 200 1",
+    ]);
     expect(runs()[0]!.annotations).toHaveLength(51);
   });
 
@@ -323,7 +422,10 @@ describe("checks handler: steward/config", () => {
   it("ignores re-runs of other checks and of other apps' runs", async () => {
     const pr = await stage([{ path: FILE, head: "rerun:\n  max_atempts: 1\n", base: "" }]);
     expect(await run(checkEvent("check_run", pr, { checkName: "ci/build" }))).toMatchObject({ status: "skipped" });
-    expect(await run(checkEvent("check_run", pr, { appId: gh.appId + 1 }))).toEqual({ status: "skipped", reason: "check run belongs to another app" });
+    expect(await run(checkEvent("check_run", pr, { appId: gh.appId + 1 }))).toEqual({
+      status: "skipped",
+      reason: "check run belongs to another app",
+    });
     gh.hub.control.closePullRequest({ owner: "acme", repo: "web", number: pr.number });
     const closed = await pr.event("closed");
     expect(await run(closed)).toMatchObject({ status: "skipped" });
@@ -335,8 +437,14 @@ describe("checks handler: steward/config", () => {
       { path: FILE, head: null, base: "checks: {config: true}\n" },
       { path: ".github/steward.yaml", head: "checks: {config: true}\n" },
     ]);
-    const { data: files } = await gh.octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", { owner: "acme", repo: "web", pull_number: pr.number });
-    expect(files.map((f) => [f.filename, f.status, f.previous_filename])).toEqual([[".github/steward.yaml", "renamed", FILE]]);
+    const { data: files } = await gh.octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+      owner: "acme",
+      repo: "web",
+      pull_number: pr.number,
+    });
+    expect(files.map((f) => [f.filename, f.status, f.previous_filename])).toEqual([
+      [".github/steward.yaml", "renamed", FILE],
+    ]);
     await run(await pr.event());
     expect(runs()[0]!.output.summary).toContain(`\`${FILE}\` (removed)`);
   });

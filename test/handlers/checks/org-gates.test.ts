@@ -19,7 +19,10 @@ beforeAll(async () => {
   stack.hub.control.pushFiles({
     owner: ORG,
     repo: ".github",
-    files: { [FILE]: "deployments:\n  environments: {}\n  by_property:\n    - property: tier\n      values: [critical]\n      environments:\n        production:\n          branches: [main]\n          pending_checks: reject\n" },
+    files: {
+      [FILE]:
+        "deployments:\n  environments: {}\n  by_property:\n    - property: tier\n      values: [critical]\n      environments:\n        production:\n          branches: [main]\n          pending_checks: reject\n",
+    },
     message: "organisation gates",
   });
   await settle();
@@ -31,13 +34,22 @@ afterAll(async () => {
 describe("steward/config under organisation gates", () => {
   it("warns at each key of a critical repository's file that tries to loosen the gate", async () => {
     stack.hub.domains.properties.setValues(ORG, "web", { tier: "critical" });
-    const text = "deployments:\n  environments:\n    production:\n      approve: always\n    staging:\n      branches: ['*']\n";
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "loosen", title: "Deploy freely", files: { [FILE]: text } });
+    const text =
+      "deployments:\n  environments:\n    production:\n      approve: always\n    staging:\n      branches: ['*']\n";
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "loosen",
+      title: "Deploy freely",
+      files: { [FILE]: text },
+    });
     await settle();
     const [run] = configRuns("web", pr.head_sha);
     expect(run?.conclusion).toBe("success");
     expect(run!.output.title).toContain("1 warning");
-    expect(run!.annotations.map((a) => `${a.path}:${a.start_line}:${a.start_column} ${a.annotation_level} ${a.message}`)).toEqual([
+    expect(
+      run!.annotations.map((a) => `${a.path}:${a.start_line}:${a.start_column} ${a.annotation_level} ${a.message}`),
+    ).toEqual([
       `${FILE}:4:16 warning \`approve: always\` for production has no effect: the organisation gates production for repositories with tier: critical`,
     ]);
 
@@ -45,7 +57,10 @@ describe("steward/config under organisation gates", () => {
       owner: ORG,
       repo: "web",
       number: pr.number,
-      files: { [FILE]: "deployments:\n  environments:\n    production:\n      branches: [main, 'release/*']\n      pending_checks: wait\n" },
+      files: {
+        [FILE]:
+          "deployments:\n  environments:\n    production:\n      branches: [main, 'release/*']\n      pending_checks: wait\n",
+      },
     });
     await settle();
     const [again] = configRuns("web", worse.sha);
@@ -57,9 +72,24 @@ describe("steward/config under organisation gates", () => {
 
   it("says nothing for a repository without the property, or one that only tightens", async () => {
     stack.hub.domains.properties.setValues(ORG, "api", { tier: "standard" });
-    const loose = stack.hub.control.openPullRequest({ owner: ORG, repo: "api", head: "loose", title: "Deploy freely", files: { [FILE]: "deployments:\n  environments:\n    production:\n      approve: always\n" } });
+    const loose = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "api",
+      head: "loose",
+      title: "Deploy freely",
+      files: { [FILE]: "deployments:\n  environments:\n    production:\n      approve: always\n" },
+    });
     stack.hub.domains.properties.setValues(ORG, "service-billing", { tier: "critical" });
-    const tight = stack.hub.control.openPullRequest({ owner: ORG, repo: "service-billing", head: "tight", title: "Tighten", files: { [FILE]: "deployments:\n  environments:\n    production:\n      branches: [main]\n      checks: [build]\n      approve: never\n" } });
+    const tight = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "service-billing",
+      head: "tight",
+      title: "Tighten",
+      files: {
+        [FILE]:
+          "deployments:\n  environments:\n    production:\n      branches: [main]\n      checks: [build]\n      approve: never\n",
+      },
+    });
     await settle();
     expect(configRuns("api", loose.head_sha)[0]!.annotations).toEqual([]);
     const [tightRun] = configRuns("service-billing", tight.head_sha);

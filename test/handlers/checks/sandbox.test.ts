@@ -12,7 +12,11 @@ let stack: SandboxStack;
 const settle = () => settleStack(stack);
 
 const configRuns = (repo: string, sha: string) => configRunsOf(stack, ORG, repo, sha);
-const appWrites = (from: number) => stack.hub.control.requests().slice(from).filter((r: { method: string; auth: string }) => r.method !== "GET" && r.auth === "installation");
+const appWrites = (from: number) =>
+  stack.hub.control
+    .requests()
+    .slice(from)
+    .filter((r: { method: string; auth: string }) => r.method !== "GET" && r.auth === "installation");
 
 beforeAll(async () => {
   stack = await startSandboxStack({ handlers: [checks] });
@@ -38,7 +42,12 @@ describe("steward/config through the sandbox hub", () => {
       `${FILE}:6:7 unclosed "[" in glob "release/[0-9"`,
     ]);
 
-    const fix = stack.hub.control.pushToPullRequest({ owner: ORG, repo: "web", number: pr.number, files: { [FILE]: "rerun:\n  enabled: true\n  max_attempts: 3\n  branches:\n    - main\n    - 'release/*'\n" } });
+    const fix = stack.hub.control.pushToPullRequest({
+      owner: ORG,
+      repo: "web",
+      number: pr.number,
+      files: { [FILE]: "rerun:\n  enabled: true\n  max_attempts: 3\n  branches:\n    - main\n    - 'release/*'\n" },
+    });
     await settle();
     const runs = configRuns("web", fix.sha);
     expect(runs).toHaveLength(1);
@@ -49,14 +58,27 @@ describe("steward/config through the sandbox hub", () => {
 
   it("a pull request that touches no policy file gets no check run and no write", async () => {
     const mark = stack.hub.control.requests().length;
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "just-code", title: "Code", files: { "src/index.js": "export const hello = () => 'hi';\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "just-code",
+      title: "Code",
+      files: { "src/index.js": "export const hello = () => 'hi';\n" },
+    });
     await settle();
     expect(configRuns("web", pr.head_sha)).toEqual([]);
     expect(appWrites(mark)).toEqual([]);
   });
 
   it("a fork's pull request is read for the report", async () => {
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "fork-policy", title: "From a fork", fromFork: true, files: { [FILE]: "checks:\n  config: nope\n" } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "fork-policy",
+      title: "From a fork",
+      fromFork: true,
+      files: { [FILE]: "checks:\n  config: nope\n" },
+    });
     await settle();
     const [run] = configRuns("web", pr.head_sha);
     expect(run?.conclusion).toBe("failure");
@@ -69,16 +91,40 @@ describe("steward/config through the sandbox hub", () => {
     stack.hub.control.pushFiles({
       owner: ORG,
       repo: ".github",
-      files: { [FILE]: `rerun:\n  enabled: true\n  workflows: ["${SECRET_BITS[0]}"]\n  branches: ["${SECRET_BITS[1]}/*"]\n  max_attempts: 3\n` },
+      files: {
+        [FILE]: `rerun:\n  enabled: true\n  workflows: ["${SECRET_BITS[0]}"]\n  branches: ["${SECRET_BITS[1]}/*"]\n  max_attempts: 3\n`,
+      },
       message: "org policy",
     });
     const change = { [FILE]: "rerun:\n  max_attempts: 4\n" };
-    const publicPr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "org-merge-public", title: "Public", files: change });
-    const forkPr = stack.hub.control.openPullRequest({ owner: ORG, repo: "web", head: "org-merge-fork", title: "Fork", fromFork: true, files: change });
-    const privatePr = stack.hub.control.openPullRequest({ owner: ORG, repo: "api", head: "org-merge-private", title: "Private", files: change });
+    const publicPr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "org-merge-public",
+      title: "Public",
+      files: change,
+    });
+    const forkPr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "web",
+      head: "org-merge-fork",
+      title: "Fork",
+      fromFork: true,
+      files: change,
+    });
+    const privatePr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: "api",
+      head: "org-merge-private",
+      title: "Private",
+      files: change,
+    });
     await settle();
 
-    for (const [repo, pr] of [["web", publicPr], ["web", forkPr]] as const) {
+    for (const [repo, pr] of [
+      ["web", publicPr],
+      ["web", forkPr],
+    ] as const) {
       const [run] = configRuns(repo, pr.head_sha);
       expect(run?.conclusion).toBe("success");
       const shown = JSON.stringify(run);
@@ -86,7 +132,9 @@ describe("steward/config through the sandbox hub", () => {
       expect(run!.output.summary).toContain("The organisation's policy in `acme/.github` is withheld from this check");
       expect(run!.output.summary).toContain("`rerun.max_attempts`: `2` → `4`");
     }
-    expect(configRuns("web", publicPr.head_sha)[0]!.output.summary).toContain("this repository is public and that one is private");
+    expect(configRuns("web", publicPr.head_sha)[0]!.output.summary).toContain(
+      "this repository is public and that one is private",
+    );
     expect(configRuns("web", forkPr.head_sha)[0]!.output.summary).toContain("this pull request comes from a fork");
 
     // A private repository's readers are the organisation's: the merged policy is shown there.

@@ -1,10 +1,21 @@
 // Deploy windows across time zones and DST transitions.
 import { describe, expect, it } from "vitest";
-import { describeWindow, formatInstant, nextOpening, nextWindowStart, parseHours, windowOpen } from "../../../handlers/deployments/calendar.js";
+import {
+  describeWindow,
+  formatInstant,
+  nextOpening,
+  nextWindowStart,
+  parseHours,
+  windowOpen,
+} from "../../../handlers/deployments/calendar.js";
 
 const at = (iso: string) => new Date(iso).getTime();
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
-const parisWeekdays = { days: ["mon", "tue", "wed", "thu", "fri"], hours: "09:00-17:00", timezone: "Europe/Paris" } as const;
+const parisWeekdays = {
+  days: ["mon", "tue", "wed", "thu", "fri"],
+  hours: "09:00-17:00",
+  timezone: "Europe/Paris",
+} as const;
 
 describe("deploy windows", () => {
   it("opens and closes on the zone's wall clock", () => {

@@ -10,7 +10,17 @@ describe("deployments demo scenario", () => {
     try {
       const printed: string[] = [];
       const rows = await scenario.run(stack, (line) => printed.push(line));
-      expect(rows.map((r) => r.result.split(":")[0])).toEqual(["Steward is the protection rule", "approved", "rejected", "policy reloaded", "waiting", "approved", "policy reloaded", "waiting", "approved"]);
+      expect(rows.map((r) => r.result.split(":")[0])).toEqual([
+        "Steward is the protection rule",
+        "approved",
+        "rejected",
+        "policy reloaded",
+        "waiting",
+        "approved",
+        "policy reloaded",
+        "waiting",
+        "approved",
+      ]);
       expect(rows[1]!.result).toMatch(/checks `build`, `test` succeeded on [0-9a-f]{7}/);
       expect(rows[2]!.result).toContain("`feature/login` may not deploy to production (allowed: `main`)");
       expect(rows[4]!.result).toContain("deploy freeze until");

@@ -12,7 +12,11 @@ export interface Harness {
   scheduled: ScheduleRequest[];
   cancelled: string[];
   logLines: string[];
-  context(name: string, payload: Record<string, any>, policy: DeploymentsPolicy | undefined): HandlerContext<any, DeploymentsPolicy>;
+  context(
+    name: string,
+    payload: Record<string, any>,
+    policy: DeploymentsPolicy | undefined,
+  ): HandlerContext<any, DeploymentsPolicy>;
   task(request: ScheduleRequest, policy: DeploymentsPolicy): TaskContext<DeploymentsPolicy>;
 }
 
@@ -31,17 +35,43 @@ export function makeHarness(gh: HubClient, store = new MemoryStore()): Harness {
   };
   const checks = { report: async () => ({ id: 1, html_url: null }) };
   const config = { apiUrl: gh.hub.url } as never;
-  const common = { octokit: gh.octokit, log, store, once: onceFor(store, "deployments", "test"), scheduler, checks, attempt: 1, config, now: () => new Date(), signal: new AbortController().signal };
+  const common = {
+    octokit: gh.octokit,
+    log,
+    store,
+    once: onceFor(store, "deployments", "test"),
+    scheduler,
+    checks,
+    attempt: 1,
+    config,
+    now: () => new Date(),
+    signal: new AbortController().signal,
+  };
   return {
     store,
     scheduled,
     cancelled,
     logLines,
     context(name, payload, policy) {
-      return { ...common, deliveryId: crypto.randomUUID(), name, action: payload.action, payload: payload as never, installationId: gh.installationId, policy, loadPolicy: async () => policy! };
+      return {
+        ...common,
+        deliveryId: crypto.randomUUID(),
+        name,
+        action: payload.action,
+        payload: payload as never,
+        installationId: gh.installationId,
+        policy,
+        loadPolicy: async () => policy!,
+      };
     },
     task(request, policy) {
-      return { ...common, key: request.key, data: structuredClone(request.data), installationId: request.installationId, loadPolicy: async () => policy };
+      return {
+        ...common,
+        key: request.key,
+        data: structuredClone(request.data),
+        installationId: request.installationId,
+        loadPolicy: async () => policy,
+      };
     },
   };
 }

@@ -20,9 +20,16 @@ describe("after: staging", { timeout: 90_000 }, () => {
       after: [staging]
 `);
     w.environment("production", { rule: true });
-    const run = w.startDeploy({ jobs: [{ name: "staging", environment: "staging" }, { name: "production", environment: "production" }] });
+    const run = w.startDeploy({
+      jobs: [
+        { name: "staging", environment: "staging" },
+        { name: "production", environment: "production" },
+      ],
+    });
     await w.until(() => w.effects("protection_rule.status_report").length > 0, "a status report");
-    expect(w.effects("protection_rule.status_report")[0]!.detail.comment).toMatch(/the deployment of [0-9a-f]{7} to staging has not finished/);
+    expect(w.effects("protection_rule.status_report")[0]!.detail.comment).toMatch(
+      /the deployment of [0-9a-f]{7} to staging has not finished/,
+    );
     expect(w.effects("protection_rule.approved")).toEqual([]);
 
     w.completeJob(run, "staging");

@@ -20,7 +20,11 @@ function watch(w: World): Responsiveness {
 }
 
 const hourlyWindows = (n: number) =>
-  Array.from({ length: n }, (_, i) => `        - { rrule: "FREQ=HOURLY", start: "2000-01-01T00:${String(i * 5).padStart(2, "0")}", duration: 5m, timezone: Europe/Paris }`).join("\n");
+  Array.from(
+    { length: n },
+    (_, i) =>
+      `        - { rrule: "FREQ=HOURLY", start: "2000-01-01T00:${String(i * 5).padStart(2, "0")}", duration: 5m, timezone: Europe/Paris }`,
+  ).join("\n");
 /** Rules the recurrence library searches hardest: parts that never meet (it looped forever on them). */
 const NEVER = [
   `        - { rrule: "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", start: "1970-01-01T00:00", duration: 1h }`,
@@ -54,16 +58,25 @@ ${NEVER}
         w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
         w.startDeploy({ jobs: [{ name: "deploy", environment: "staging" }] });
       }
-      await w.until(() => w.effects("protection_rule.approved").length === 3 && w.effects("protection_rule.status_report").length === 3, "every deployment decided", 60_000);
+      await w.until(
+        () =>
+          w.effects("protection_rule.approved").length === 3 && w.effects("protection_rule.status_report").length === 3,
+        "every deployment decided",
+        60_000,
+      );
     } finally {
       result = await watcher.stop();
     }
     for (const approved of w.effects("protection_rule.approved")) {
-      expect(approved.detail.comment).toContain("inside deploy window rrule FREQ=HOURLY from 00:15 for 5m Europe/Paris");
+      expect(approved.detail.comment).toContain(
+        "inside deploy window rrule FREQ=HOURLY from 00:15 for 5m Europe/Paris",
+      );
     }
     // The rules that never meet hold staging, named; nothing approves or rejects it.
     for (const held of w.effects("protection_rule.status_report")) {
-      expect(held.detail.comment).toContain("freeze rrule FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30 from 00:00 for 1h UTC cannot be evaluated");
+      expect(held.detail.comment).toContain(
+        "freeze rrule FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30 from 00:00 for 1h UTC cannot be evaluated",
+      );
     }
     expect(w.effects("protection_rule.rejected")).toEqual([]);
     expect(result.failures).toEqual([]);
@@ -77,7 +90,14 @@ describe("branches: the commit, not the name", { timeout: 90_000 }, () => {
   it("rejects a side-branch commit run under the name main, saying the branch check failed; approves one reachable from main", async () => {
     const older = w.pushPolicy("deployments:\n  environments:\n    production:\n      branches: [main]\n");
     w.stack.hub.control.pushFiles({ owner: ORG, repo: REPO, files: { "b.txt": "more\n" }, message: "main moves on" });
-    const side = w.stack.hub.control.pushFiles({ owner: ORG, repo: REPO, branch: "side", from: "main", files: { "c.txt": "side\n" }, message: "side only" }).sha;
+    const side = w.stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: REPO,
+      branch: "side",
+      from: "main",
+      files: { "c.txt": "side\n" },
+      message: "side only",
+    }).sha;
     w.environment("production", { rule: true });
 
     // What a tag named `main` on the side branch produces: a run whose head branch is `main` at that commit.
@@ -85,12 +105,21 @@ describe("branches: the commit, not the name", { timeout: 90_000 }, () => {
     await w.until(() => decided().length === 1, "the answer for the side commit");
     expect(w.effects("protection_rule.rejected")[0]!.detail).toMatchObject({
       run_id: named,
-      comment: expect.stringContaining(`branch check failed: ${side.slice(0, 7)} is not on branch \`main\` (neither its tip nor reachable from it: ahead); only commits on \`main\` may deploy to production`),
+      comment: expect.stringContaining(
+        `branch check failed: ${side.slice(0, 7)} is not on branch \`main\` (neither its tip nor reachable from it: ahead); only commits on \`main\` may deploy to production`,
+      ),
     });
 
     // An earlier commit of main is on main.
-    const earlier = w.startDeploy({ branch: "main", sha: older, jobs: [{ name: "deploy", environment: "production" }] });
+    const earlier = w.startDeploy({
+      branch: "main",
+      sha: older,
+      jobs: [{ name: "deploy", environment: "production" }],
+    });
     await w.until(() => decided().length === 2, "the answer for the earlier commit");
-    expect(w.effects("protection_rule.approved")[0]!.detail).toMatchObject({ run_id: earlier, comment: expect.stringContaining("`main` may deploy to production") });
+    expect(w.effects("protection_rule.approved")[0]!.detail).toMatchObject({
+      run_id: earlier,
+      comment: expect.stringContaining("`main` may deploy to production"),
+    });
   });
 });

@@ -17,13 +17,19 @@ afterEach(async () => {
 
 /** Lead time before a period ends: long enough for Steward to hold first even on a loaded machine. */
 const LEAD_MS = 5000;
-const ics = (d: Date) => d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+const ics = (d: Date) =>
+  d
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
 
 // Room for the world's waits (w.until, 25-30 s) on a loaded machine.
 describe("calendars in the sandbox hub", { timeout: 90_000 }, () => {
   it("holds until a daily RRULE window opens in Paris, then approves by the scheduled task", async () => {
     // The hub's clock put at 09:59:55 Paris time on a winter Tuesday; the window is daily 10:00 for 2h.
-    w.setClock(DateTime.fromISO("2026-11-24T10:00:00", { zone: "Europe/Paris" }).minus({ milliseconds: LEAD_MS }).toJSDate());
+    w.setClock(
+      DateTime.fromISO("2026-11-24T10:00:00", { zone: "Europe/Paris" }).minus({ milliseconds: LEAD_MS }).toJSDate(),
+    );
     w.pushPolicy(`deployments:
   environments:
     production:
@@ -39,9 +45,13 @@ describe("calendars in the sandbox hub", { timeout: 90_000 }, () => {
     await w.until(() => w.effects("protection_rule.status_report").length > 0, "a status report");
     const report = w.effects("protection_rule.status_report")[0]!.detail.comment as string;
     expect(report).toContain("Steward is holding the deployment to production until 2026-11-24 09:00 UTC");
-    expect(report).toContain("outside deploy window rrule FREQ=DAILY from 10:00 for 2h Europe/Paris; next window opens 2026-11-24 10:00 CET");
+    expect(report).toContain(
+      "outside deploy window rrule FREQ=DAILY from 10:00 for 2h Europe/Paris; next window opens 2026-11-24 10:00 CET",
+    );
     await w.until(() => w.effects("protection_rule.approved").length > 0, "the window to open", 30_000);
-    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain("inside deploy window rrule FREQ=DAILY from 10:00 for 2h Europe/Paris");
+    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain(
+      "inside deploy window rrule FREQ=DAILY from 10:00 for 2h Europe/Paris",
+    );
     expect(w.effects("protection_rule.status_report")).toHaveLength(1);
   });
 
@@ -49,11 +59,24 @@ describe("calendars in the sandbox hub", { timeout: 90_000 }, () => {
     const now = w.stack.hub.control.now();
     const end = new Date(Math.ceil((now.getTime() + LEAD_MS) / 1000) * 1000);
     const calendar = [
-      "BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//acme//holidays//EN",
-      "BEGIN:VEVENT", "UID:offsite@acme", `DTSTART:${ics(new Date(now.getTime() - 3_600_000))}`, `DTEND:${ics(end)}`, "SUMMARY:Company offsite", "END:VEVENT",
-      "END:VCALENDAR", "",
+      "BEGIN:VCALENDAR",
+      "VERSION:2.0",
+      "PRODID:-//acme//holidays//EN",
+      "BEGIN:VEVENT",
+      "UID:offsite@acme",
+      `DTSTART:${ics(new Date(now.getTime() - 3_600_000))}`,
+      `DTEND:${ics(end)}`,
+      "SUMMARY:Company offsite",
+      "END:VEVENT",
+      "END:VCALENDAR",
+      "",
     ].join("\r\n");
-    w.stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { ".github/steward/holidays.ics": calendar }, message: "holidays" });
+    w.stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ".github",
+      files: { ".github/steward/holidays.ics": calendar },
+      message: "holidays",
+    });
     w.pushPolicy(`deployments:
   environments:
     production:

@@ -25,10 +25,21 @@ describe("deployment checks pinned to an app, in the sandbox hub", { timeout: 90
     const other = w.stack.hub.control.installOtherApp(ORG, { slug: "other-ci" });
     const impostor = new Octokit({ auth: other.token, baseUrl: w.stack.hub.url });
     const fakeCi = async (sha: string) => {
-      const made = await impostor.request("POST /repos/{owner}/{repo}/check-runs", { owner: ORG, repo: REPO, name: "ci", head_sha: sha, conclusion: "success" });
+      const made = await impostor.request("POST /repos/{owner}/{repo}/check-runs", {
+        owner: ORG,
+        repo: REPO,
+        name: "ci",
+        head_sha: sha,
+        conclusion: "success",
+      });
       expect(made.data.app?.slug).toBe("other-ci");
     };
-    const answers = (run: number) => [...w.effects("protection_rule.approved"), ...w.effects("protection_rule.rejected"), ...w.effects("protection_rule.status_report")].filter((e) => e.detail.run_id === run);
+    const answers = (run: number) =>
+      [
+        ...w.effects("protection_rule.approved"),
+        ...w.effects("protection_rule.rejected"),
+        ...w.effects("protection_rule.status_report"),
+      ].filter((e) => e.detail.run_id === run);
     w.environment("production", { rule: true });
 
     // Trusting the name (what every `checks:` entry did before): approved on the impostor's run.
@@ -46,7 +57,9 @@ describe("deployment checks pinned to an app, in the sandbox hub", { timeout: 90
     await w.until(() => answers(held).length > 0, "the pinned answer");
     const [report] = answers(held);
     expect(report!.kind).toBe("deployments.protection_rule.status_report");
-    expect(report!.detail.comment).toMatch(/check `ci` has not started on [0-9a-f]{7} from github-actions \(a run of that name from `other-ci` is not counted\)/);
+    expect(report!.detail.comment).toMatch(
+      /check `ci` has not started on [0-9a-f]{7} from github-actions \(a run of that name from `other-ci` is not counted\)/,
+    );
     await w.settle();
     expect(w.effects("protection_rule.approved").filter((e) => e.detail.run_id === held)).toEqual([]);
   });

@@ -38,7 +38,8 @@ describe("moving the hub's clock", { timeout: 90_000 }, () => {
     const reports = () => w.effects("protection_rule.status_report").map((e) => e.detail.comment as string);
     await w.until(() => reports().length > 0, "the first status report");
     expect(reports()[0]).toContain(`Steward is holding the deployment to production until ${utc(opens)}`);
-    const protectionRequests = () => control.deliveries().filter((d) => d.event === "deployment_protection_rule").length;
+    const protectionRequests = () =>
+      control.deliveries().filter((d) => d.event === "deployment_protection_rule").length;
     expect(protectionRequests()).toBe(1);
 
     // One minute on: less than report_every, so no report, and the window is still closed.
@@ -67,14 +68,20 @@ describe("moving the hub's clock", { timeout: 90_000 }, () => {
     const { control } = w.stack.hub;
     const steward = w.steward;
     const later = new Date(Date.now() + 30 * MINUTE);
-    await steward.engine.schedulerFor("deployments").schedule({ key: "clock-probe", runAt: later, data: { waitKey: "deployments:wait:none" } });
+    await steward.engine
+      .schedulerFor("deployments")
+      .schedule({ key: "clock-probe", runAt: later, data: { waitKey: "deployments:wait:none" } });
     control.advanceClock(10 * MINUTE);
     await w.settle();
     const probe = async () => (await steward.store.tasks.listTasks()).find((t) => t.key === "clock-probe");
     // The task follows the clock in the background: wait for it (expect.poll alone gives up after 1 s).
-    await expect.poll(async () => (await probe())?.runAt.getTime(), { timeout: 30_000 }).toBe(later.getTime() - 10 * MINUTE);
+    await expect
+      .poll(async () => (await probe())?.runAt.getTime(), { timeout: 30_000 })
+      .toBe(later.getTime() - 10 * MINUTE);
     control.advanceClock(-5 * MINUTE);
-    await expect.poll(async () => (await probe())?.runAt.getTime(), { timeout: 30_000 }).toBe(later.getTime() - 5 * MINUTE);
+    await expect
+      .poll(async () => (await probe())?.runAt.getTime(), { timeout: 30_000 })
+      .toBe(later.getTime() - 5 * MINUTE);
     // Moved past it: it runs (the wait it names is gone, so it is skipped) and leaves the queue.
     control.advanceClock(30 * MINUTE);
     await expect.poll(async () => (await probe()) === undefined, { timeout: 30_000 }).toBe(true);

@@ -24,7 +24,12 @@ const ORG_POLICY = `deployments:
 `;
 
 function orgPolicy(yaml: string): void {
-  w.stack.hub.control.pushFiles({ owner: ORG, repo: ".github", files: { ".github/steward.yml": yaml }, message: "organisation policy" });
+  w.stack.hub.control.pushFiles({
+    owner: ORG,
+    repo: ".github",
+    files: { ".github/steward.yml": yaml },
+    message: "organisation policy",
+  });
 }
 const decided = () => [...w.effects("protection_rule.approved"), ...w.effects("protection_rule.rejected")];
 
@@ -41,8 +46,12 @@ describe("organisation gates by custom property", { timeout: 90_000 }, () => {
     expect(rejected).toHaveLength(1);
     expect(rejected[0]!.detail).toMatchObject({ run_id: run });
     const comment = rejected[0]!.detail.comment as string;
-    expect(comment).toContain("organisation gate (tier: critical): `feature/login` may not deploy to production (allowed: `main`)");
-    expect(comment).toContain("`approve: always` for production has no effect: the organisation gates production for repositories with tier: critical");
+    expect(comment).toContain(
+      "organisation gate (tier: critical): `feature/login` may not deploy to production (allowed: `main`)",
+    );
+    expect(comment).toContain(
+      "`approve: always` for production has no effect: the organisation gates production for repositories with tier: critical",
+    );
     const reads = w.stack.hub.control.requests().filter((r) => r.path === `/orgs/${ORG}/properties/values`);
     expect(reads.length).toBeGreaterThan(0);
     expect(reads.every((r) => r.status === 200)).toBe(true);
@@ -55,8 +64,9 @@ describe("organisation gates by custom property", { timeout: 90_000 }, () => {
     w.environment("production", { rule: true });
     w.startDeploy({ branch: "feature/login", jobs: [{ name: "deploy", environment: "production" }] });
     await w.until(() => decided().length === 1, "the answer for a standard repository");
-    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain("every deployment to production is approved by policy");
-
+    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain(
+      "every deployment to production is approved by policy",
+    );
   });
 
   it("lets a critical repository tighten the gate (approve: never), with no loosening noted", async () => {
@@ -77,6 +87,8 @@ describe("organisation gates by custom property", { timeout: 90_000 }, () => {
     w.environment("production", { rule: true });
     w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
     await w.until(() => decided().length === 1, "the answer");
-    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain("organisation gate (tier: critical): `main` may deploy to production");
+    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain(
+      "organisation gate (tier: critical): `main` may deploy to production",
+    );
   });
 });

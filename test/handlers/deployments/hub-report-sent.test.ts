@@ -27,7 +27,10 @@ describe("report_every", { timeout: 90_000 }, () => {
 `);
     w.environment("production", { rule: true });
     // Latency is added before the hub runs the route: the status is recorded (effect) that much later.
-    w.stack.hub.control.setFault("POST /repos/*/*/actions/runs/*/deployment_protection_rule", { latencyMs: 1_500, times: 1 });
+    w.stack.hub.control.setFault("POST /repos/*/*/actions/runs/*/deployment_protection_rule", {
+      latencyMs: 1_500,
+      times: 1,
+    });
     w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
     const reports = () => w.effects("protection_rule.status_report");
     await w.until(() => reports().length > 0, "the first status report");

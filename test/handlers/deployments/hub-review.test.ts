@@ -2,7 +2,12 @@
 // with the reviewer token (a secret: only sent to the hub, never logged), the hub's 403/422, and
 // deployment_review deliveries kept as an audit trail.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { isFinalRefusal, listPendingDeployments, reviewPendingDeployment, reviewerOctokitFrom } from "../../../handlers/deployments/answer.js";
+import {
+  isFinalRefusal,
+  listPendingDeployments,
+  reviewPendingDeployment,
+  reviewerOctokitFrom,
+} from "../../../handlers/deployments/answer.js";
 import { outcomeOf } from "../../../src/testing.js";
 import { createWorld, ORG, REPO, REVIEWER, type World } from "./world.js";
 
@@ -32,14 +37,39 @@ describe("required reviewer in the sandbox hub", { timeout: 90_000 }, () => {
     const run = w.startDeploy({ branch: "feature/x", jobs: [{ name: "deploy", environment: "preview-42" }] });
     await w.until(() => w.effects("gate.approved").length > 0, "the gate to open");
     expect(reviews()).toEqual([
-      expect.objectContaining({ kind: "deployments.review.approved", by: `user:${REVIEWER}`, detail: expect.objectContaining({ run_id: run, environment: "preview-42", comment: "Steward approved the deployment to preview-42:\n- every deployment to preview-42 is approved by policy" }) }),
+      expect.objectContaining({
+        kind: "deployments.review.approved",
+        by: `user:${REVIEWER}`,
+        detail: expect.objectContaining({
+          run_id: run,
+          environment: "preview-42",
+          comment:
+            "Steward approved the deployment to preview-42:\n- every deployment to preview-42 is approved by policy",
+        }),
+      }),
     ]);
 
-    await w.until(() => w.stack.hub.control.deliveries().some((d) => d.event === "deployment_review" && d.action === "approved" && d.status_code === 202), "the review delivery");
-    const reviewDelivery = w.stack.hub.control.deliveries().find((d) => d.event === "deployment_review" && d.action === "approved")!;
+    await w.until(
+      () =>
+        w.stack.hub.control
+          .deliveries()
+          .some((d) => d.event === "deployment_review" && d.action === "approved" && d.status_code === 202),
+      "the review delivery",
+    );
+    const reviewDelivery = w.stack.hub.control
+      .deliveries()
+      .find((d) => d.event === "deployment_review" && d.action === "approved")!;
     expect(await outcomeOf(w, reviewDelivery.guid, "deployments")).toMatchObject({ status: "done" });
     const audit = await w.steward.store.kv.auditLog({ kind: "deployment_review" });
-    expect(audit.map((a) => a.details)).toContainEqual(expect.objectContaining({ action: "approved", by: REVIEWER, runId: run, environments: ["preview-42"], repository: `${ORG}/${REPO}` }));
+    expect(audit.map((a) => a.details)).toContainEqual(
+      expect.objectContaining({
+        action: "approved",
+        by: REVIEWER,
+        runId: run,
+        environments: ["preview-42"],
+        repository: `${ORG}/${REPO}`,
+      }),
+    );
     expect(audit.map((a) => a.details)).toContainEqual(expect.objectContaining({ action: "requested", runId: run }));
 
     // The reviewer's token went only to the pending-deployments routes, and never into a log line.
@@ -58,7 +88,10 @@ describe("required reviewer in the sandbox hub", { timeout: 90_000 }, () => {
     await w.until(() => w.effects("gate.rejected").length > 0, "the gate to close");
     await w.settle();
     expect(reviews()).toHaveLength(1);
-    expect(w.effects("review.rejected")[0]!.detail).toMatchObject({ run_id: run, comment: expect.stringContaining("`feature/x` may not deploy to production (allowed: `main`)") });
+    expect(w.effects("review.rejected")[0]!.detail).toMatchObject({
+      run_id: run,
+      comment: expect.stringContaining("`feature/x` may not deploy to production (allowed: `main`)"),
+    });
   });
 
   it("does not review where the reviewer may not approve", async () => {
@@ -76,15 +109,26 @@ describe("required reviewer in the sandbox hub", { timeout: 90_000 }, () => {
     const run = w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
     await w.until(() => w.effects("gate.opened").length > 0, "the gate");
     const installation = await w.steward.octokits.octokitFor(w.stack.hub.control.installation(ORG)!.id);
-    const outsider = reviewerOctokitFrom({ ...w.stack.config, reviewerToken: w.stack.hub.control.userToken("dev-dana") })!;
+    const outsider = reviewerOctokitFrom({
+      ...w.stack.config,
+      reviewerToken: w.stack.hub.control.userToken("dev-dana"),
+    })!;
     const target = { owner: ORG, repo: REPO, runId: run };
     const [pending] = await listPendingDeployments(outsider, target);
     expect(pending).toMatchObject({ environment: "production", currentUserCanApprove: false });
 
-    const denied = await reviewPendingDeployment(installation, target, { environmentId: pending!.environmentId, state: "approved", comment: "x" }).catch((e: unknown) => e);
+    const denied = await reviewPendingDeployment(installation, target, {
+      environmentId: pending!.environmentId,
+      state: "approved",
+      comment: "x",
+    }).catch((e: unknown) => e);
     expect(denied).toMatchObject({ status: 403 });
     expect(isFinalRefusal(denied)).toBe(true);
-    const invalid = await reviewPendingDeployment(outsider, target, { environmentId: pending!.environmentId, state: "approved", comment: "x" }).catch((e: unknown) => e);
+    const invalid = await reviewPendingDeployment(outsider, target, {
+      environmentId: pending!.environmentId,
+      state: "approved",
+      comment: "x",
+    }).catch((e: unknown) => e);
     expect(invalid).toMatchObject({ status: 422 });
     expect(isFinalRefusal(invalid)).toBe(true);
     expect(reviews()).toEqual([]);

@@ -31,7 +31,9 @@ describe("deploy windows and freezes in the sandbox hub", { timeout: 90_000 }, (
       "outside deploy window Mon-Fri 09:00-17:00 Europe/Paris; next window opens 2026-03-30 09:00 CEST",
     );
     await w.until(() => w.effects("protection_rule.approved").length > 0, "the window to open");
-    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain("inside deploy window Mon-Fri 09:00-17:00 Europe/Paris");
+    expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain(
+      "inside deploy window Mon-Fri 09:00-17:00 Europe/Paris",
+    );
   });
 
   it("answers a deployment requested during a freeze when the freeze ends", async () => {
@@ -64,11 +66,12 @@ describe("deploy windows and freezes in the sandbox hub", { timeout: 90_000 }, (
     w.setClock(new Date("2026-11-21T15:00:00Z")); // Saturday
     w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
     await w.until(() => w.effects("protection_rule.status_report").length > 0, "a status report");
-    expect(w.effects("protection_rule.status_report")[0]!.detail.comment).toContain("next window opens 2026-11-23 09:00 CET");
+    expect(w.effects("protection_rule.status_report")[0]!.detail.comment).toContain(
+      "next window opens 2026-11-23 09:00 CET",
+    );
 
     await w.restart(() => w.setClock(new Date("2026-11-23T09:30:00Z")));
     await w.until(() => w.effects("protection_rule.approved").length > 0, "the restarted Steward to answer");
     expect(w.effects("gate.approved")).toHaveLength(1);
   });
-
 });

@@ -42,9 +42,15 @@ describe("deployments policy section", () => {
   });
 
   it("refuses unknown keys and values", () => {
-    expect(problems("deployments:\n  environments:\n    production:\n      branch: [main]\n")).toEqual(["/environments/production must NOT have additional properties"]);
-    expect(problems("deployments:\n  environments:\n    production:\n      outside_window: later\n")[0]).toContain("must be equal to one of the allowed values");
-    expect(problems("deployments:\n  environments:\n    production:\n      windows: [{ days: [monday] }]\n")[0]).toContain("/windows/0/days/0");
+    expect(problems("deployments:\n  environments:\n    production:\n      branch: [main]\n")).toEqual([
+      "/environments/production must NOT have additional properties",
+    ]);
+    expect(problems("deployments:\n  environments:\n    production:\n      outside_window: later\n")[0]).toContain(
+      "must be equal to one of the allowed values",
+    );
+    expect(
+      problems("deployments:\n  environments:\n    production:\n      windows: [{ days: [monday] }]\n")[0],
+    ).toContain("/windows/0/days/0");
   });
 
   it("reports bad globs, zones, hours and ranges by path", () => {
@@ -84,7 +90,10 @@ deployments:
         - { from: "2027-01-04T00:00:00Z", to: "2027-01-10T00:00:00Z" }
         - { from: "2027-01-10T00:00:00Z", to: "2027-01-11T00:00:00Z" }
 `);
-    expect(found).toEqual(["environments.production.windows.1: window overlaps window 1", "environments.production.freeze.1: freeze overlaps freeze 1"]);
+    expect(found).toEqual([
+      "environments.production.windows.1: window overlaps window 1",
+      "environments.production.freeze.1: freeze overlaps freeze 1",
+    ]);
   });
 
   it("flags keys that approve: always would ignore, and self-references", () => {
@@ -97,7 +106,10 @@ deployments:
       approve: always
       checks: [build]
 `);
-    expect(found).toEqual(['environments.staging.after: environment "staging" cannot come after itself', 'environments.preview-*.checks: "checks" has no effect with "approve: always"']);
+    expect(found).toEqual([
+      'environments.staging.after: environment "staging" cannot come after itself',
+      'environments.preview-*.checks: "checks" has no effect with "approve: always"',
+    ]);
   });
 
   it("has empty defaults", () => {
@@ -121,11 +133,18 @@ describe("deployments section through the policy validator", () => {
     ].join("\n");
     const { problems } = validatePolicyText(text, { file: ".github/steward.yml", handlers: [deployments] });
     const brief = problems.map((p) => `${p.line}:${p.severity}:${p.message}`);
-    expect(brief.some((b) => b.startsWith("7:error:") && b.includes("pending_check") && b.includes("pending_checks"))).toBe(true);
+    expect(
+      brief.some((b) => b.startsWith("7:error:") && b.includes("pending_check") && b.includes("pending_checks")),
+    ).toBe(true);
     const documented = validatePolicyText(DOCUMENTED, { file: ".github/steward.yml", handlers: [deployments] });
     expect(documented.problems).toEqual([]);
-    expect((documented.value as { deployments: DeploymentsPolicy }).deployments.environments.production!.freeze![0]!.from).toBe("2026-12-20T00:00:00Z");
-    const valid = validatePolicyText(text.replace("pending_check:", "pending_checks:"), { file: ".github/steward.yml", handlers: [deployments] });
+    expect(
+      (documented.value as { deployments: DeploymentsPolicy }).deployments.environments.production!.freeze![0]!.from,
+    ).toBe("2026-12-20T00:00:00Z");
+    const valid = validatePolicyText(text.replace("pending_check:", "pending_checks:"), {
+      file: ".github/steward.yml",
+      handlers: [deployments],
+    });
     expect(valid.problems.map((p) => `${p.line}:${p.message}`)).toEqual(['6:unknown time zone "Europe/Pariss"']);
   });
 });
@@ -134,12 +153,29 @@ describe("checks pinned to an app", () => {
   it("accepts plain names and pins, and reports a bad entry at its FILE:LINE:COL", async () => {
     const { validatePolicyText } = await import("../../../src/policy/validate.js");
     const { default: deployments } = await import("../../../handlers/deployments/index.js");
-    const good = ["deployments:", "  environments:", "    production:", "      checks:", "        - build", "        - { name: ci, app: github-actions }", "        - name: e2e", "          apps: [github-actions, buildkite]"].join("\n");
+    const good = [
+      "deployments:",
+      "  environments:",
+      "    production:",
+      "      checks:",
+      "        - build",
+      "        - { name: ci, app: github-actions }",
+      "        - name: e2e",
+      "          apps: [github-actions, buildkite]",
+    ].join("\n");
     expect(validatePolicyText(good, { file: ".github/steward.yml", handlers: [deployments] }).problems).toEqual([]);
     const head = ["deployments:", "  environments:", "    production:", "      checks:"];
     const brief = (lines: string[]) =>
-      validatePolicyText([...head, ...lines].join("\n"), { file: ".github/steward.yml", handlers: [deployments] }).problems.map((p) => `${p.file}:${p.line}:${p.column}:${p.severity}: ${p.message}`);
-    const bad = brief(["        - { name: ci, app: GitHub Actions }", "        - { name: lint, app: a, apps: [b] }", "        - { name: e2e, apps: [ok-app, -bad] }", "        - { name: deploy }"]);
+      validatePolicyText([...head, ...lines].join("\n"), {
+        file: ".github/steward.yml",
+        handlers: [deployments],
+      }).problems.map((p) => `${p.file}:${p.line}:${p.column}:${p.severity}: ${p.message}`);
+    const bad = brief([
+      "        - { name: ci, app: GitHub Actions }",
+      "        - { name: lint, app: a, apps: [b] }",
+      "        - { name: e2e, apps: [ok-app, -bad] }",
+      "        - { name: deploy }",
+    ]);
     expect(bad).toEqual([
       '.github/steward.yml:5:28:error: app "GitHub Actions" is not a GitHub App slug (lowercase letters, digits and hyphens, as a check run\'s app.slug, e.g. github-actions)',
       '.github/steward.yml:6:39:error: use "app" or "apps" in one check, not both',
@@ -147,8 +183,12 @@ describe("checks pinned to an app", () => {
       '.github/steward.yml:8:11:warning: check "deploy" names no app: write it as a plain name to accept any app\'s run, or add "app" to pin it',
     ]);
     const unknown = brief(["        - { name: test, ap: github-actions }", "        - { app: github-actions }"]);
-    expect(unknown).toContain('.github/steward.yml:5:25:error: unknown key "ap" in "deployments.environments.production.checks.0" (did you mean "app"?)');
-    expect(unknown).toContain('.github/steward.yml:6:11:error: "deployments.environments.production.checks.1" is missing required key "name"');
+    expect(unknown).toContain(
+      '.github/steward.yml:5:25:error: unknown key "ap" in "deployments.environments.production.checks.0" (did you mean "app"?)',
+    );
+    expect(unknown).toContain(
+      '.github/steward.yml:6:11:error: "deployments.environments.production.checks.1" is missing required key "name"',
+    );
   });
 });
 
@@ -182,7 +222,10 @@ describe("calendar keys", () => {
         - { calendar: ../secrets/holidays.ics }
         - { reason: nothing }
 `;
-    const analysis = analysePolicyText(text, { file: "acme/web:.github/steward.yml", handlers: [createDeploymentsHandler()] });
+    const analysis = analysePolicyText(text, {
+      file: "acme/web:.github/steward.yml",
+      handlers: [createDeploymentsHandler()],
+    });
     expect(analysis.problems.map((p) => `${p.file}:${p.line}:${p.column}: ${p.message}`)).toEqual([
       'acme/web:.github/steward.yml:4:21: duration "soon" is not like "30m", "8h", "1d" or ISO 8601 "PT8H"',
       "acme/web:.github/steward.yml:6:20: rrule FREQ=SECONDLY is finer than hourly; use HOURLY or coarser",

@@ -1,7 +1,12 @@
 // Calendars: RFC 5545 recurrence rules and iCalendar files turned into periods, with zones and DST,
 // and what the decision makes of them.
 import { describe, expect, it } from "vitest";
-import { calendarPeriods, parseCalendar, parseDuration, recurrencePeriods } from "../../../handlers/deployments/recurrence.js";
+import {
+  calendarPeriods,
+  parseCalendar,
+  parseDuration,
+  recurrencePeriods,
+} from "../../../handlers/deployments/recurrence.js";
 import { buildTimetable } from "../../../handlers/deployments/timetable.js";
 import { evaluate } from "../../../handlers/deployments/decide.js";
 import type { DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
@@ -38,7 +43,11 @@ export const HOLIDAYS = [
 
 describe("recurrence rules", () => {
   it("keeps a weekly wall-clock time across the switch to summer time", () => {
-    const periods = recurrencePeriods({ rrule: "FREQ=WEEKLY;BYDAY=FR", start: "2026-03-20T16:00", duration: "2h", timezone: "Europe/Paris" }, at("2026-03-19T00:00:00Z"), at("2026-04-04T00:00:00Z"));
+    const periods = recurrencePeriods(
+      { rrule: "FREQ=WEEKLY;BYDAY=FR", start: "2026-03-20T16:00", duration: "2h", timezone: "Europe/Paris" },
+      at("2026-03-19T00:00:00Z"),
+      at("2026-04-04T00:00:00Z"),
+    );
     expect(periods.map((p) => [iso(p.start), iso(p.end)])).toEqual([
       ["2026-03-20T15:00:00.000Z", "2026-03-20T17:00:00.000Z"], // CET
       ["2026-03-27T15:00:00.000Z", "2026-03-27T17:00:00.000Z"],
@@ -48,8 +57,23 @@ describe("recurrence rules", () => {
 
   it("reads RRULE: prefixes, BYSETPOS and UNTIL", () => {
     // The last Friday of each month, through June.
-    const periods = recurrencePeriods({ rrule: "RRULE:FREQ=MONTHLY;BYDAY=FR;BYSETPOS=-1;UNTIL=20260630T000000Z", start: "2026-01-30T00:00", duration: "1d" }, at("2026-01-01T00:00:00Z"), at("2027-01-01T00:00:00Z"));
-    expect(periods.map((p) => iso(p.start).slice(0, 10))).toEqual(["2026-01-30", "2026-02-27", "2026-03-27", "2026-04-24", "2026-05-29", "2026-06-26"]);
+    const periods = recurrencePeriods(
+      {
+        rrule: "RRULE:FREQ=MONTHLY;BYDAY=FR;BYSETPOS=-1;UNTIL=20260630T000000Z",
+        start: "2026-01-30T00:00",
+        duration: "1d",
+      },
+      at("2026-01-01T00:00:00Z"),
+      at("2027-01-01T00:00:00Z"),
+    );
+    expect(periods.map((p) => iso(p.start).slice(0, 10))).toEqual([
+      "2026-01-30",
+      "2026-02-27",
+      "2026-03-27",
+      "2026-04-24",
+      "2026-05-29",
+      "2026-06-26",
+    ]);
   });
 
   it("parses durations and refuses nonsense", () => {
@@ -88,20 +112,31 @@ describe("decisions on calendars", () => {
   const policy: DeploymentsPolicy = {
     environments: {
       production: {
-        windows: [{ rrule: "FREQ=WEEKLY;BYDAY=TU,TH", start: "2026-01-06T10:00", duration: "4h", timezone: "Europe/Paris" }],
+        windows: [
+          { rrule: "FREQ=WEEKLY;BYDAY=TU,TH", start: "2026-01-06T10:00", duration: "4h", timezone: "Europe/Paris" },
+        ],
         freeze: [{ calendar: ".github/steward/holidays.ics", reason: "holiday" }],
       },
     },
   };
-  const request = (now: string) => ({ environment: "production", ref: "refs/heads/main", sha: "a".repeat(40), requestedAt: new Date(now) });
+  const request = (now: string) => ({
+    environment: "production",
+    ref: "refs/heads/main",
+    sha: "a".repeat(40),
+    requestedAt: new Date(now),
+  });
   const facts = { checkRuns: [], deployedTo: {}, calendars: { ".github/steward/holidays.ics": { text: HOLIDAYS } } };
 
   it("holds outside the recurring window, saying until when, and approves inside it", () => {
     const monday = evaluate(policy, request("2026-11-23T12:00:00Z"), facts, new Date("2026-11-23T12:00:00Z"));
     expect(monday.decision).toBe("wait");
     expect(monday.waitUntil?.toISOString()).toBe("2026-11-24T09:00:00.000Z");
-    expect(monday.reasons[0]).toBe("outside deploy window rrule FREQ=WEEKLY;BYDAY=TU,TH from 10:00 for 4h Europe/Paris; next window opens 2026-11-24 10:00 CET");
-    expect(evaluate(policy, request("2026-11-24T09:30:00Z"), facts, new Date("2026-11-24T09:30:00Z")).decision).toBe("approve");
+    expect(monday.reasons[0]).toBe(
+      "outside deploy window rrule FREQ=WEEKLY;BYDAY=TU,TH from 10:00 for 4h Europe/Paris; next window opens 2026-11-24 10:00 CET",
+    );
+    expect(evaluate(policy, request("2026-11-24T09:30:00Z"), facts, new Date("2026-11-24T09:30:00Z")).decision).toBe(
+      "approve",
+    );
   });
 
   it("holds on a holiday from the calendar until the next window after it", () => {
@@ -114,16 +149,47 @@ describe("decisions on calendars", () => {
   });
 
   it("waits and polls, rather than guess, when the calendar cannot be read", () => {
-    const missing = evaluate(policy, request("2026-11-24T09:30:00Z"), { checkRuns: [], deployedTo: {}, calendars: { ".github/steward/holidays.ics": { error: "acme/.github:.github/steward/holidays.ics does not exist" } } }, new Date("2026-11-24T09:30:00Z"));
+    const missing = evaluate(
+      policy,
+      request("2026-11-24T09:30:00Z"),
+      {
+        checkRuns: [],
+        deployedTo: {},
+        calendars: {
+          ".github/steward/holidays.ics": { error: "acme/.github:.github/steward/holidays.ics does not exist" },
+        },
+      },
+      new Date("2026-11-24T09:30:00Z"),
+    );
     expect(missing.decision).toBe("wait");
-    expect(missing.reasons).toEqual(["calendar .github/steward/holidays.ics cannot be used (acme/.github:.github/steward/holidays.ics does not exist)"]);
+    expect(missing.reasons).toEqual([
+      "calendar .github/steward/holidays.ics cannot be used (acme/.github:.github/steward/holidays.ics does not exist)",
+    ]);
     expect(missing.recheckOn).toEqual({ checks: [], environments: [] });
   });
 
   it("builds recurring freezes with their reason", () => {
-    const table = buildTimetable({ freeze: [{ rrule: "FREQ=WEEKLY;BYDAY=FR", start: "2026-01-02T15:00", duration: "PT65H", timezone: "Europe/Paris", reason: "weekend" }] }, {}, at("2026-11-23T00:00:00Z"));
+    const table = buildTimetable(
+      {
+        freeze: [
+          {
+            rrule: "FREQ=WEEKLY;BYDAY=FR",
+            start: "2026-01-02T15:00",
+            duration: "PT65H",
+            timezone: "Europe/Paris",
+            reason: "weekend",
+          },
+        ],
+      },
+      {},
+      at("2026-11-23T00:00:00Z"),
+    );
     expect(table.problems).toEqual([]);
     const next = table.freezes.find((f) => Date.parse(f.from) > at("2026-11-23T00:00:00Z"))!;
-    expect([next.from, next.to, next.reason]).toEqual(["2026-11-27T14:00:00.000Z", "2026-11-30T07:00:00.000Z", "weekend"]);
+    expect([next.from, next.to, next.reason]).toEqual([
+      "2026-11-27T14:00:00.000Z",
+      "2026-11-30T07:00:00.000Z",
+      "weekend",
+    ]);
   });
 });

@@ -9,15 +9,32 @@ import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
 
 let stack: SandboxStack;
-beforeAll(async () => void (stack = await startSandboxStack({ handlers: [createDeploymentsHandler()], env: { STEWARD_REVIEWER_TOKEN: "" } })));
+beforeAll(
+  async () =>
+    void (stack = await startSandboxStack({
+      handlers: [createDeploymentsHandler()],
+      env: { STEWARD_REVIEWER_TOKEN: "" },
+    })),
+);
 afterAll(() => stack?.close());
 
 function example(event: string, action: string): Record<string, any> {
-  const group = (webhookExamples as unknown as { name: string; examples: Record<string, any>[] }[]).find((g) => g.name === event)!;
+  const group = (webhookExamples as unknown as { name: string; examples: Record<string, any>[] }[]).find(
+    (g) => g.name === event,
+  )!;
   const found = group.examples.find((e) => e.action === action);
   if (!found) throw new Error(`no ${event}.${action} example`);
   const repo = stack.hub.control.repo("acme", "web")!;
-  return { ...structuredClone(found), repository: { ...found.repository, id: repo.id, name: "web", full_name: "acme/web", owner: { ...found.repository.owner, login: "acme" } } };
+  return {
+    ...structuredClone(found),
+    repository: {
+      ...found.repository,
+      id: repo.id,
+      name: "web",
+      full_name: "acme/web",
+      owner: { ...found.repository.owner, login: "acme" },
+    },
+  };
 }
 
 describe("deployments handler: what it takes", () => {
@@ -25,7 +42,12 @@ describe("deployments handler: what it takes", () => {
     expect(stack.config.reviewerToken).toBeUndefined();
     const store = (stack.steward as unknown as Steward).store;
     const sent = new Map<string, string>();
-    for (const [event, action] of [["workflow_run", "requested"], ["workflow_job", "queued"], ["workflow_job", "waiting"], ["check_suite", "completed"]] as const) {
+    for (const [event, action] of [
+      ["workflow_run", "requested"],
+      ["workflow_job", "queued"],
+      ["workflow_job", "waiting"],
+      ["check_suite", "completed"],
+    ] as const) {
       const record = await stack.hub.state.deliver(event, example(event, action));
       expect(record?.status_code, `${event}.${action}`).toBe(202);
       sent.set(`${event}.${action}`, record!.guid);
@@ -37,7 +59,10 @@ describe("deployments handler: what it takes", () => {
       expect(got?.delivery.status, name).toBe("done");
       if (name === "check_suite.completed") {
         expect(got?.delivery.attempts, name).toBe(1);
-        expect(got?.outcomes.map((o) => o.handler), name).toEqual(["deployments"]);
+        expect(
+          got?.outcomes.map((o) => o.handler),
+          name,
+        ).toEqual(["deployments"]);
       } else {
         expect(got?.delivery.attempts, name).toBe(0);
         expect(got?.outcomes, name).toEqual([]);
@@ -48,11 +73,26 @@ describe("deployments handler: what it takes", () => {
   it("takes runs and jobs when a reviewer token is configured or a reviewer client is given", () => {
     const waiting = { event: "workflow_job", action: "waiting", repository: "acme/web" };
     expect(routeDelivery([createDeploymentsHandler()], waiting, stack.config)).toHaveLength(0);
-    expect(routeDelivery([createDeploymentsHandler()], waiting, { ...stack.config, reviewerToken: "reviewer-token" })).toHaveLength(1);
+    expect(
+      routeDelivery([createDeploymentsHandler()], waiting, { ...stack.config, reviewerToken: "reviewer-token" }),
+    ).toHaveLength(1);
     const given = createDeploymentsHandler({ reviewerOctokit: () => ({}) as never });
-    expect(routeDelivery([given], { ...waiting, event: "workflow_run", action: "requested" }, stack.config)).toEqual([given]);
+    expect(routeDelivery([given], { ...waiting, event: "workflow_run", action: "requested" }, stack.config)).toEqual([
+      given,
+    ]);
     for (const event of ["deployment_protection_rule", "deployment_review", "check_run", "deployment_status"]) {
-      expect(routeDelivery([createDeploymentsHandler()], { event, action: event === "check_run" ? "completed" : event === "deployment_status" ? undefined : "requested", repository: "acme/web" }, stack.config), event).toHaveLength(1);
+      expect(
+        routeDelivery(
+          [createDeploymentsHandler()],
+          {
+            event,
+            action: event === "check_run" ? "completed" : event === "deployment_status" ? undefined : "requested",
+            repository: "acme/web",
+          },
+          stack.config,
+        ),
+        event,
+      ).toHaveLength(1);
     }
   });
 });

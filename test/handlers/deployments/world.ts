@@ -45,11 +45,16 @@ export interface World {
  * sets to the hub's); `setClock` then does nothing (move the hub's clock instead). `extraHandlers`
  * run beside it (e.g. `checks`, to read steward/config on a pull request).
  */
-export async function createWorld(o: { stewardClock?: boolean; extraHandlers?: HandlerModule<any>[] } = {}): Promise<World> {
+export async function createWorld(
+  o: { stewardClock?: boolean; extraHandlers?: HandlerModule<any>[] } = {},
+): Promise<World> {
   const dataDir = await mkdtemp(join(tmpdir(), "steward-deployments-"));
   let offsetMs = 0;
   let clock: () => Date = () => new Date();
-  const handlers = () => [o.stewardClock ? createDeploymentsHandler() : createDeploymentsHandler({ now: () => clock() }), ...(o.extraHandlers ?? [])];
+  const handlers = () => [
+    o.stewardClock ? createDeploymentsHandler() : createDeploymentsHandler({ now: () => clock() }),
+    ...(o.extraHandlers ?? []),
+  ];
   const logLines: string[] = [];
   const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
   const stack = await startSandboxStack({ handlers: handlers(), dataDir, logger });
@@ -62,7 +67,12 @@ export async function createWorld(o: { stewardClock?: boolean; extraHandlers?: H
     logLines,
     steward: stack.steward,
     pushPolicy(yaml) {
-      return control.pushFiles({ owner: ORG, repo: REPO, files: { ".github/steward.yml": yaml }, message: "deployments policy" }).sha;
+      return control.pushFiles({
+        owner: ORG,
+        repo: REPO,
+        files: { ".github/steward.yml": yaml },
+        message: "deployments policy",
+      }).sha;
     },
     environment(name, o = {}) {
       domains.deployments.putEnvironment(repo(), name, {
@@ -71,7 +81,14 @@ export async function createWorld(o: { stewardClock?: boolean; extraHandlers?: H
       });
     },
     startDeploy(o) {
-      return domains.actions.startRun({ owner: ORG, repo: REPO, workflow: "Deploy", ...(o.branch ? { branch: o.branch } : {}), ...(o.sha ? { sha: o.sha } : {}), jobs: o.jobs }).id;
+      return domains.actions.startRun({
+        owner: ORG,
+        repo: REPO,
+        workflow: "Deploy",
+        ...(o.branch ? { branch: o.branch } : {}),
+        ...(o.sha ? { sha: o.sha } : {}),
+        jobs: o.jobs,
+      }).id;
     },
     completeJob(runId, job, conclusion = "success") {
       domains.actions.completeJob({ runId, job, conclusion });
@@ -102,7 +119,12 @@ export async function createWorld(o: { stewardClock?: boolean; extraHandlers?: H
     async restart(between) {
       await world.steward.close();
       between?.();
-      world.steward = await createSteward({ config: stack.config, handlers: handlers(), logger, clock: hubClock(stack.hub) });
+      world.steward = await createSteward({
+        config: stack.config,
+        handlers: handlers(),
+        logger,
+        clock: hubClock(stack.hub),
+      });
       control.setWebhookUrl(`${world.steward.url.replace(/\/$/, "")}${stack.config.webhookPath}`);
     },
     async close() {

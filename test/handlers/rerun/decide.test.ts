@@ -1,6 +1,13 @@
 // Table of cases for the pure re-run decision.
 import { describe, expect, it } from "vitest";
-import { classifyJob, decide, logsToFetch, type DecideInput, type JobFacts, type RunFacts } from "../../../handlers/rerun/decide.js";
+import {
+  classifyJob,
+  decide,
+  logsToFetch,
+  type DecideInput,
+  type JobFacts,
+  type RunFacts,
+} from "../../../handlers/rerun/decide.js";
 import { rerunPolicy, type RerunPolicy } from "../../../handlers/rerun/policy.js";
 
 const SHA = "a".repeat(40);
@@ -85,19 +92,34 @@ const cases: Case[] = [
   },
   {
     name: "a fork pull request's run is out of scope by default",
-    in: () => input({ run: run({ event: "pull_request", headBranch: "main", fromFork: "contributor/web" }), jobs: [job("build", "failure")] }),
+    in: () =>
+      input({
+        run: run({ event: "pull_request", headBranch: "main", fromFork: "contributor/web" }),
+        jobs: [job("build", "failure")],
+      }),
     decision: "skip",
     reason: /^run of fork pull request from contributor\/web; rerun\.forks is false$/,
   },
   {
     name: "a fork's run is out of scope before any other condition, even with rules: []",
-    in: () => input({ policy: policy({ rules: [], events: ["pull_request"] }), run: run({ event: "pull_request", fromFork: "mallory/web", conclusion: "failure" }), jobs: [job("build", "failure")] }),
+    in: () =>
+      input({
+        policy: policy({ rules: [], events: ["pull_request"] }),
+        run: run({ event: "pull_request", fromFork: "mallory/web", conclusion: "failure" }),
+        jobs: [job("build", "failure")],
+      }),
     decision: "skip",
     reason: /rerun\.forks is false/,
   },
   {
     name: "rerun.forks: true re-runs a fork's transient failure like any other",
-    in: () => input({ policy: policy({ forks: true }), run: run({ event: "pull_request", fromFork: "contributor/web" }), current: { source: "pull request #3", sha: SHA }, jobs: [job("build", "failure")] }),
+    in: () =>
+      input({
+        policy: policy({ forks: true }),
+        run: run({ event: "pull_request", fromFork: "contributor/web" }),
+        current: { source: "pull request #3", sha: SHA },
+        jobs: [job("build", "failure")],
+      }),
     decision: "rerun",
     reason: /transient/,
   },
@@ -115,7 +137,12 @@ const cases: Case[] = [
   },
   {
     name: "schedule is in scope when listed",
-    in: () => input({ policy: policy({ events: ["schedule"] }), run: run({ event: "schedule" }), jobs: [job("build", "failure")] }),
+    in: () =>
+      input({
+        policy: policy({ events: ["schedule"] }),
+        run: run({ event: "schedule" }),
+        jobs: [job("build", "failure")],
+      }),
     decision: "rerun",
     reason: /transient/,
   },
@@ -127,7 +154,12 @@ const cases: Case[] = [
   },
   {
     name: "workflow matched by path",
-    in: () => input({ policy: policy({ workflows: [".github/workflows/ci.yml"] }), run: run({ name: "Build", path: ".github/workflows/ci.yml@refs/heads/main" }), jobs: [job("b", "failure")] }),
+    in: () =>
+      input({
+        policy: policy({ workflows: [".github/workflows/ci.yml"] }),
+        run: run({ name: "Build", path: ".github/workflows/ci.yml@refs/heads/main" }),
+        jobs: [job("b", "failure")],
+      }),
     decision: "rerun",
     reason: /transient/,
   },
@@ -145,7 +177,13 @@ const cases: Case[] = [
   },
   {
     name: "branch glob matches",
-    in: () => input({ policy: policy({ branches: ["release/*"] }), run: run({ headBranch: "release/1.2" }), current: { source: "branch release/1.2", sha: SHA }, jobs: [job("b", "failure")] }),
+    in: () =>
+      input({
+        policy: policy({ branches: ["release/*"] }),
+        run: run({ headBranch: "release/1.2" }),
+        current: { source: "branch release/1.2", sha: SHA },
+        jobs: [job("b", "failure")],
+      }),
     decision: "rerun",
     reason: /transient/,
   },
@@ -181,7 +219,11 @@ const cases: Case[] = [
   },
   {
     name: "too many failed jobs",
-    in: () => input({ policy: policy({ max_failed_jobs: 2 }), jobs: [job("a", "failure"), job("b", "failure"), job("c", "timed_out")] }),
+    in: () =>
+      input({
+        policy: policy({ max_failed_jobs: 2 }),
+        jobs: [job("a", "failure"), job("b", "failure"), job("c", "timed_out")],
+      }),
     decision: "give_up",
     reason: /3 jobs failed, more than rerun.max_failed_jobs \(2\)/,
   },
@@ -214,20 +256,29 @@ const cases: Case[] = [
   },
   {
     name: "job and step globs",
-    in: () => input({ policy: policy({ rules: [{ jobs: ["integration-*"], steps: ["Install*"] }] }), jobs: [job("integration-db", "failure", "Install deps")] }),
+    in: () =>
+      input({
+        policy: policy({ rules: [{ jobs: ["integration-*"], steps: ["Install*"] }] }),
+        jobs: [job("integration-db", "failure", "Install deps")],
+      }),
     decision: "rerun",
     reason: /transient/,
     rules: [0],
   },
   {
     name: "job glob mismatch",
-    in: () => input({ policy: policy({ rules: [{ jobs: ["integration-*"], steps: ["Install*"] }] }), jobs: [job("unit", "failure", "Install deps")] }),
+    in: () =>
+      input({
+        policy: policy({ rules: [{ jobs: ["integration-*"], steps: ["Install*"] }] }),
+        jobs: [job("unit", "failure", "Install deps")],
+      }),
     decision: "give_up",
     reason: /not transient: unit/,
   },
   {
     name: "step glob mismatch",
-    in: () => input({ policy: policy({ rules: [{ steps: ["Install*"] }] }), jobs: [job("unit", "failure", "Run tests")] }),
+    in: () =>
+      input({ policy: policy({ rules: [{ steps: ["Install*"] }] }), jobs: [job("unit", "failure", "Run tests")] }),
     decision: "give_up",
     reason: /not transient/,
   },
@@ -247,7 +298,11 @@ const cases: Case[] = [
     name: "log substring",
     in: () => {
       const j = job("e2e", "failure", "Test");
-      return input({ policy: policy({ rules: [netLog] }), jobs: [j], logs: new Map([[j.id, "npm ERR! read ECONNRESET"]]) });
+      return input({
+        policy: policy({ rules: [netLog] }),
+        jobs: [j],
+        logs: new Map([[j.id, "npm ERR! read ECONNRESET"]]),
+      });
     },
     decision: "rerun",
     reason: /transient/,
@@ -257,7 +312,11 @@ const cases: Case[] = [
     name: "log regex with flags",
     in: () => {
       const j = job("e2e", "failure");
-      return input({ policy: policy({ rules: [netLog] }), jobs: [j], logs: new Map([[j.id, "The runner has received a shutdown signal. Lost Communication With The Server"]]) });
+      return input({
+        policy: policy({ rules: [netLog] }),
+        jobs: [j],
+        logs: new Map([[j.id, "The runner has received a shutdown signal. Lost Communication With The Server"]]),
+      });
     },
     decision: "rerun",
     reason: /transient/,
@@ -266,7 +325,11 @@ const cases: Case[] = [
     name: "log without a match is a real failure",
     in: () => {
       const j = job("e2e", "failure", "Test");
-      return input({ policy: policy({ rules: [netLog] }), jobs: [j], logs: new Map([[j.id, "expected 2 to equal 3"]]) });
+      return input({
+        policy: policy({ rules: [netLog] }),
+        jobs: [j],
+        logs: new Map([[j.id, "expected 2 to equal 3"]]),
+      });
     },
     decision: "give_up",
     reason: /not transient: e2e/,
@@ -281,7 +344,11 @@ const cases: Case[] = [
     name: "first matching rule wins",
     in: () => {
       const j = job("e2e", "failure");
-      return input({ policy: policy({ rules: [{ jobs: ["unit"] }, lostRunner, netLog] }), jobs: [j], logs: new Map([[j.id, "ECONNRESET"]]) });
+      return input({
+        policy: policy({ rules: [{ jobs: ["unit"] }, lostRunner, netLog] }),
+        jobs: [j],
+        logs: new Map([[j.id, "ECONNRESET"]]),
+      });
     },
     decision: "rerun",
     reason: /transient/,
@@ -289,7 +356,11 @@ const cases: Case[] = [
   },
   {
     name: "one real failure among transient ones",
-    in: () => input({ policy: policy({ rules: [lostRunner] }), jobs: [job("a", "failure"), job("b", "failure", "Compile"), job("c", "success")] }),
+    in: () =>
+      input({
+        policy: policy({ rules: [lostRunner] }),
+        jobs: [job("a", "failure"), job("b", "failure", "Compile"), job("c", "success")],
+      }),
     decision: "give_up",
     reason: /1 of 2 failed jobs are not transient: b/,
     rules: [0, undefined],
@@ -316,7 +387,13 @@ describe("decide", () => {
   });
 
   it("reports both a real failure and exhausted attempts", () => {
-    const d = decide(input({ policy: policy({ rules: [lostRunner], max_attempts: 2 }), run: run({ runAttempt: 2 }), jobs: [job("b", "failure", "Compile")] }));
+    const d = decide(
+      input({
+        policy: policy({ rules: [lostRunner], max_attempts: 2 }),
+        run: run({ runAttempt: 2 }),
+        jobs: [job("b", "failure", "Compile")],
+      }),
+    );
     expect(d.decision).toBe("give_up");
     expect(d.reasons).toHaveLength(2);
   });
@@ -334,7 +411,9 @@ describe("logsToFetch", () => {
   it("asks for no log of a fork's run (its logs say what the fork wants)", () => {
     const failing = job("integration-db", "failure");
     expect(logsToFetch(policy({ rules: [netLog] }), run({ fromFork: "contributor/web" }), [failing])).toEqual([]);
-    expect(logsToFetch(policy({ rules: [netLog], forks: true }), run({ fromFork: "contributor/web" }), [failing])).toEqual([failing.id]);
+    expect(
+      logsToFetch(policy({ rules: [netLog], forks: true }), run({ fromFork: "contributor/web" }), [failing]),
+    ).toEqual([failing.id]);
   });
 
   it("asks for nothing out of scope or past max_failed_jobs", () => {
@@ -347,9 +426,13 @@ describe("logsToFetch", () => {
 
 describe("classifyJob", () => {
   it("explains every rule that did not match", () => {
-    const v = classifyJob([{ jobs: ["x"] }, { steps: ["Install*"] }, { conclusions: ["timed_out"] }], job("y", "failure", "Test"), null);
+    const v = classifyJob(
+      [{ jobs: ["x"] }, { steps: ["Install*"] }, { conclusions: ["timed_out"] }],
+      job("y", "failure", "Test"),
+      null,
+    );
     expect(v.transient).toBe(false);
-    expect(v.reason).toContain('rule 1: job name not in [x]');
+    expect(v.reason).toContain("rule 1: job name not in [x]");
     expect(v.reason).toContain('rule 2: failed step "Test" not in [Install*]');
     expect(v.reason).toContain('rule 3: conclusion "failure" not in [timed_out]');
   });

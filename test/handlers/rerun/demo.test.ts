@@ -17,7 +17,9 @@ describe("rerun demo scenario", () => {
         "neutral: Did not re-run CI attempt 2",
         expect.stringMatching(/^skipped: run concluded "success"/),
         expect.stringMatching(/^done: not re-run: 1 of 1 failed jobs are not transient: e2e/),
-        expect.stringMatching(/^done: flake pattern: job e2e failed on [0-9a-f]{7} but passed on [0-9a-f]{7} before it and [0-9a-f]{7} after it on branch main: re-ran it/),
+        expect.stringMatching(
+          /^done: flake pattern: job e2e failed on [0-9a-f]{7} but passed on [0-9a-f]{7} before it and [0-9a-f]{7} after it on branch main: re-ran it/,
+        ),
         "attempt 2: success (mode job)",
         "E2E / e2e: 1 flake, 1 re-run",
       ]);

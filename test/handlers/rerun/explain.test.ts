@@ -11,7 +11,16 @@ function explanation(attempt: number, over: Partial<Explanation> = {}): Explanat
     htmlUrl: "http://127.0.0.1/acme/web/actions/runs/42",
     action: "rerun_failed_jobs",
     reasons: ["all 1 failed jobs are transient"],
-    verdicts: [{ id: 1, name: "e2e | shard 1", conclusion: "failure", transient: true, rule: 0, reason: "matched rule 1 (runner_lost true)" }],
+    verdicts: [
+      {
+        id: 1,
+        name: "e2e | shard 1",
+        conclusion: "failure",
+        transient: true,
+        rule: 0,
+        reason: "matched rule 1 (runner_lost true)",
+      },
+    ],
     at: "2024-01-01T00:00:00Z",
     ...over,
   };
@@ -19,7 +28,10 @@ function explanation(attempt: number, over: Partial<Explanation> = {}): Explanat
 
 describe("renderCheck", () => {
   it("titles by the latest decision and lists decisions newest first", () => {
-    const { title, summary } = renderCheck([explanation(1), explanation(2, { action: "gave_up", reasons: ["attempt 2 of 2: attempts exhausted"] })]);
+    const { title, summary } = renderCheck([
+      explanation(1),
+      explanation(2, { action: "gave_up", reasons: ["attempt 2 of 2: attempts exhausted"] }),
+    ]);
     expect(title).toBe("Did not re-run CI attempt 2");
     expect(summary.indexOf("attempt 2")).toBeLessThan(summary.indexOf("attempt 1"));
     expect(summary).toContain("[run 42](http://127.0.0.1/acme/web/actions/runs/42)");
@@ -40,7 +52,9 @@ describe("renderCheck", () => {
   });
 
   it("explains a refusal", () => {
-    const { title, summary } = renderCheck([explanation(1, { action: "refused", detail: '"This workflow run cannot be retried"' })]);
+    const { title, summary } = renderCheck([
+      explanation(1, { action: "refused", detail: '"This workflow run cannot be retried"' }),
+    ]);
     expect(title).toBe("Could not re-run CI attempt 1");
     expect(summary).toContain('not re-run: the API refused ("This workflow run cannot be retried")');
   });

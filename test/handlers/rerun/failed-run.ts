@@ -24,11 +24,21 @@ export function failedRuns(hub: () => HubClient) {
   const actions = () => hub().hub.domains.actions;
   const attemptOf = (runId: number) => (actions().describeRun(runId) as { run_attempt: number }).run_attempt;
   return async function failedRun(
-    o: { branch?: string; sha?: string; event?: string; pullRequests?: Record<string, unknown>[]; headRepository?: string; failures?: Record<string, string> } = {},
+    o: {
+      branch?: string;
+      sha?: string;
+      event?: string;
+      pullRequests?: Record<string, unknown>[];
+      headRepository?: string;
+      failures?: Record<string, string>;
+    } = {},
   ): Promise<FailedRun> {
     const failures = o.failures ?? { "integration-db": TRANSIENT };
     const { failures: _f, ...start } = o;
-    const jobs = [{ name: "lint", steps: ["Lint"] }, ...Object.keys(failures).map((name) => ({ name, steps: ["Install deps"] }))];
+    const jobs = [
+      { name: "lint", steps: ["Lint"] },
+      ...Object.keys(failures).map((name) => ({ name, steps: ["Install deps"] })),
+    ];
     const { id } = actions().startRun({ owner: ORG, repo: REPO, workflow: "CI", jobs, ...start });
     const run: FailedRun = {
       id,
@@ -36,16 +46,24 @@ export function failedRuns(hub: () => HubClient) {
         const attempt = n ?? attemptOf(id);
         const of = (d: { event: string; action: string | null; payload: unknown }) => {
           const p = d.payload as { workflow_run: { id: number; run_attempt: number } };
-          return d.event === "workflow_run" && d.action === "completed" && p.workflow_run.id === id && p.workflow_run.run_attempt === attempt;
+          return (
+            d.event === "workflow_run" &&
+            d.action === "completed" &&
+            p.workflow_run.id === id &&
+            p.workflow_run.run_attempt === attempt
+          );
         };
         const [delivery] = await hub().hub.control.waitForDeliveries(of);
         return structuredClone(delivery!.payload) as Record<string, any>;
       },
       async finish(fail = failures) {
         await actions().idle();
-        const open = (actions().describeRun(id) as { jobs: { name: string; status: string }[] }).jobs.filter((j) => j.status !== "completed");
+        const open = (actions().describeRun(id) as { jobs: { name: string; status: string }[] }).jobs.filter(
+          (j) => j.status !== "completed",
+        );
         for (const job of open) {
-          if (fail[job.name] !== undefined) actions().failJob({ runId: id, job: job.name, step: "Install deps", log: fail[job.name] });
+          if (fail[job.name] !== undefined)
+            actions().failJob({ runId: id, job: job.name, step: "Install deps", log: fail[job.name] });
           else actions().completeJob({ runId: id, job: job.name });
         }
         await actions().idle();
@@ -57,5 +75,5 @@ export function failedRuns(hub: () => HubClient) {
     };
     await run.finish();
     return run;
-  }
+  };
 }

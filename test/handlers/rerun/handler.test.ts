@@ -54,11 +54,16 @@ describe("rerun handler", () => {
     expect(logFetch).toHaveLength(1);
     expect(logFetch[0]!.authorization).toBe(false);
     // Every API call but the token's minting (app JWT) carried the installation token.
-    for (const r of seen.filter((r) => !r.path.startsWith("/_sandbox/") && !r.path.endsWith("/access_tokens"))) expect(r.auth).toBe("installation");
+    for (const r of seen.filter((r) => !r.path.startsWith("/_sandbox/") && !r.path.endsWith("/access_tokens")))
+      expect(r.auth).toBe("installation");
 
     expect(h.reports).toHaveLength(1);
     const report = h.reports[0]!;
-    expect(report).toMatchObject({ name: "steward/rerun", headSha: (await run.payload(1)).workflow_run.head_sha, conclusion: "neutral" });
+    expect(report).toMatchObject({
+      name: "steward/rerun",
+      headSha: (await run.payload(1)).workflow_run.head_sha,
+      conclusion: "neutral",
+    });
     expect(report.summary).toContain(`run ${run.id}`);
     expect(report.summary).toContain("attempt 1");
     expect(report.summary).toMatch(/integration-db \| failure \| yes \| matched rule 1 .*log matched ECONNRESET/);
@@ -70,8 +75,15 @@ describe("rerun handler", () => {
     const run = await failedRun();
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)));
     expect(out).toMatchObject({ status: "done" });
-    const reads = gh.sent.filter((r) => r.method === "GET" && r.path.startsWith("/repos/acme/web/")).map((r) => r.path.replace(/^\/repos\/acme\/web\//, ""));
-    expect(reads.map((p) => p.replace(/\d+/g, "N"))).toEqual(["actions/runs/N/attempts/N/jobs", "actions/jobs/N/logs", "branches/main", "actions/runs/N"]);
+    const reads = gh.sent
+      .filter((r) => r.method === "GET" && r.path.startsWith("/repos/acme/web/"))
+      .map((r) => r.path.replace(/^\/repos\/acme\/web\//, ""));
+    expect(reads.map((p) => p.replace(/\d+/g, "N"))).toEqual([
+      "actions/runs/N/attempts/N/jobs",
+      "actions/jobs/N/logs",
+      "branches/main",
+      "actions/runs/N",
+    ]);
     expect(posts()).toEqual(["rerun-failed-jobs"]);
   }, 20_000);
 
@@ -91,7 +103,11 @@ describe("rerun handler", () => {
     const run = await failedRun();
     await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, mode: "workflow" })));
     expect(posts()).toEqual(["rerun"]);
-    expect(actions().rerunRequests(run.id).map((e) => [e.kind, e.detail.allowed])).toEqual([["actions.rerun", true]]);
+    expect(
+      actions()
+        .rerunRequests(run.id)
+        .map((e) => [e.kind, e.detail.allowed]),
+    ).toEqual([["actions.rerun", true]]);
   });
 
   it("does not read logs when no rule needs them", async () => {
@@ -108,14 +124,21 @@ describe("rerun handler", () => {
     expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("not re-run") });
     expect(posts()).toEqual([]);
     expect(h.reports[0]!.title).toMatch(/Did not re-run CI attempt 1/);
-    expect(h.reports[0]!.summary).toMatch(/integration-db \| failure \| no \| no rule matched \(rule 1: log matches none of \[ECONNRESET\]\)/);
+    expect(h.reports[0]!.summary).toMatch(
+      /integration-db \| failure \| no \| no rule matched \(rule 1: log matches none of \[ECONNRESET\]\)/,
+    );
   });
 
   it("is disabled by default and out-of-scope runs touch no API", async () => {
     const run = await failedRun();
     const out = await rerun.handle(h.handlerContext(await run.payload(), { ...rerunPolicy.defaults }));
     expect(out).toEqual({ status: "skipped", reason: expect.stringContaining("not enabled") });
-    const sha = gh.hub.control.pushFiles({ owner: ORG, repo: REPO, branch: "feature/x", files: { "x.txt": "x\n" } }).sha;
+    const sha = gh.hub.control.pushFiles({
+      owner: ORG,
+      repo: REPO,
+      branch: "feature/x",
+      files: { "x.txt": "x\n" },
+    }).sha;
     const feature = await failedRun({ branch: "feature/x", sha });
     const out2 = await rerun.handle(h.handlerContext(await feature.payload(), policy({ branches: ["main"] })));
     expect(out2).toEqual({ status: "skipped", reason: expect.stringContaining('branch "feature/x"') });
@@ -127,28 +150,51 @@ describe("rerun handler", () => {
     const run = await failedRun();
     const { sha } = gh.hub.control.pushFiles({ owner: ORG, repo: REPO, files: { "later.txt": "later\n" } });
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)));
-    expect(out).toEqual({ status: "skipped", reason: expect.stringContaining(`superseded: branch main is now at ${sha.slice(0, 7)}`) });
+    expect(out).toEqual({
+      status: "skipped",
+      reason: expect.stringContaining(`superseded: branch main is now at ${sha.slice(0, 7)}`),
+    });
     expect(posts()).toEqual([]);
     expect(h.reports).toEqual([]);
   });
 
   it("compares a pull request run with the pull request's head", async () => {
     const pr = gh.hub.control.openPullRequest({ owner: ORG, repo: REPO, head: "feature", files: { "f.txt": "f\n" } });
-    const run = await failedRun({ branch: "feature", sha: pr.head_sha, event: "pull_request", pullRequests: [{ number: pr.number, head: { sha: pr.head_sha, ref: "feature" } }] });
-    expect(await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)))).toMatchObject({ status: "done" });
+    const run = await failedRun({
+      branch: "feature",
+      sha: pr.head_sha,
+      event: "pull_request",
+      pullRequests: [{ number: pr.number, head: { sha: pr.head_sha, ref: "feature" } }],
+    });
+    expect(await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)))).toMatchObject({
+      status: "done",
+    });
     expect(gh.sent.some((r) => r.path.endsWith(`/pulls/${pr.number}`))).toBe(true);
 
     // Attempt 2 fails too, but the pull request has moved on meanwhile.
     await run.finish();
-    const { sha } = gh.hub.control.pushToPullRequest({ owner: ORG, repo: REPO, number: pr.number, files: { "f.txt": "g\n" } });
-    expect(await rerun.handle(h.handlerContext(await run.payload(2), policy({ ...logRule, max_attempts: 3 })))).toEqual({
-      status: "skipped",
-      reason: expect.stringContaining(`superseded: pull request #${pr.number} is now at ${sha.slice(0, 7)}`),
+    const { sha } = gh.hub.control.pushToPullRequest({
+      owner: ORG,
+      repo: REPO,
+      number: pr.number,
+      files: { "f.txt": "g\n" },
     });
+    expect(await rerun.handle(h.handlerContext(await run.payload(2), policy({ ...logRule, max_attempts: 3 })))).toEqual(
+      {
+        status: "skipped",
+        reason: expect.stringContaining(`superseded: pull request #${pr.number} is now at ${sha.slice(0, 7)}`),
+      },
+    );
   });
 
   it("leaves a fork pull request's run alone by default, reading and writing nothing", async () => {
-    gh.hub.control.openPullRequest({ owner: ORG, repo: REPO, head: "patch-1", fromFork: true, files: { "f.txt": "f\n" } });
+    gh.hub.control.openPullRequest({
+      owner: ORG,
+      repo: REPO,
+      head: "patch-1",
+      fromFork: true,
+      files: { "f.txt": "f\n" },
+    });
     const run = await failedRun({ headRepository: "contributor/web", branch: "patch-1" });
     expect(await rerun.handle(h.handlerContext(await run.payload(), policy(logRule)))).toEqual({
       status: "skipped",
@@ -159,14 +205,25 @@ describe("rerun handler", () => {
   });
 
   it("with rerun.forks, finds a fork pull request by its head branch to tell whether the run is current", async () => {
-    const pr = gh.hub.control.openPullRequest({ owner: ORG, repo: REPO, head: "patch-1", fromFork: true, files: { "f.txt": "f\n" } });
+    const pr = gh.hub.control.openPullRequest({
+      owner: ORG,
+      repo: REPO,
+      head: "patch-1",
+      fromFork: true,
+      files: { "f.txt": "f\n" },
+    });
     const forks = { ...logRule, forks: true };
     const run = await failedRun({ headRepository: "contributor/web", branch: "patch-1" });
     expect(await rerun.handle(h.handlerContext(await run.payload(), policy(forks)))).toMatchObject({ status: "done" });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
 
     await run.finish();
-    const { sha } = gh.hub.control.pushToPullRequest({ owner: ORG, repo: REPO, number: pr.number, files: { "f.txt": "g\n" } });
+    const { sha } = gh.hub.control.pushToPullRequest({
+      owner: ORG,
+      repo: REPO,
+      number: pr.number,
+      files: { "f.txt": "g\n" },
+    });
     expect(await rerun.handle(h.handlerContext(await run.payload(2), policy({ ...forks, max_attempts: 3 })))).toEqual({
       status: "skipped",
       reason: expect.stringContaining(`superseded: pull request #${pr.number} is now at ${sha.slice(0, 7)}`),
@@ -198,7 +255,9 @@ describe("rerun handler", () => {
     // What a worker killed while deciding leaves: the decision's lease, held by its delivery.
     const lease = `once:rerun:${decisionKey((payload.repository as { id: number }).id, run.id, 1)}:lease`;
     await h.store.claim(lease, { value: "delivery crashed" });
-    await expect(rerun.handle({ ...h.handlerContext(payload, policy(logRule), "someone-else"), attempt: 2 })).rejects.toThrow(/is being carried out by delivery crashed/);
+    await expect(
+      rerun.handle({ ...h.handlerContext(payload, policy(logRule), "someone-else"), attempt: 2 }),
+    ).rejects.toThrow(/is being carried out by delivery crashed/);
     // A worker killed mid-handler recorded no outcome: the resumed run is attempt 1 again.
     const retried = await rerun.handle({ ...h.handlerContext(payload, policy(logRule), "crashed"), attempt: 1 });
     expect(retried).toMatchObject({ status: "done" });
@@ -209,7 +268,9 @@ describe("rerun handler", () => {
 
   it("concurrent deliveries for one attempt re-run once; the others are retried and stand down", async () => {
     const payload = await (await failedRun()).payload();
-    const outs = await Promise.allSettled([1, 2, 3].map((i) => rerun.handle(h.handlerContext(payload, policy(logRule), `c-${i}`))));
+    const outs = await Promise.allSettled(
+      [1, 2, 3].map((i) => rerun.handle(h.handlerContext(payload, policy(logRule), `c-${i}`))),
+    );
     expect(outs.filter((o) => o.status === "fulfilled" && o.value?.status === "done")).toHaveLength(1);
     for (const o of outs) if (o.status === "rejected") expect(String(o.reason)).toMatch(/is being carried out/);
     const retried = await rerun.handle(h.handlerContext(payload, policy(logRule), "c-2"));
@@ -255,17 +316,29 @@ describe("rerun handler", () => {
 
   it("a run read that fails stops a re-run before its request; the retry re-runs once", async () => {
     const run = await failedRun();
-    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { status: 404, message: "Not Found", times: 1 });
-    await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-read"))).rejects.toMatchObject({ status: 404 });
+    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", {
+      status: 404,
+      message: "Not Found",
+      times: 1,
+    });
+    await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-read"))).rejects.toMatchObject({
+      status: 404,
+    });
     expect(posts()).toEqual([]);
-    expect(await rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-read"))).toMatchObject({ status: "done" });
+    expect(await rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-read"))).toMatchObject({
+      status: "done",
+    });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
     expect(attemptOf(run.id)).toBe(2);
   });
 
   it("a decision not to re-run does not read the run's attempt", async () => {
     const run = await failedRun({ failures: { "integration-db": TRANSIENT, "integration-api": "ECONNRESET" } });
-    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", { status: 404, message: "Not Found", times: 1 });
+    gh.hub.control.setFault("GET /repos/{owner}/{repo}/actions/runs/{run_id}", {
+      status: 404,
+      message: "Not Found",
+      times: 1,
+    });
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, max_failed_jobs: 1 })));
     expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("not re-run") });
     expect(posts()).toEqual([]);
@@ -280,12 +353,18 @@ describe("rerun handler", () => {
       if (entry.kind === "rerun_decision" && refused++ === 0) throw new Error("database is full");
       return audit(entry);
     };
-    await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-audit"))).rejects.toThrow("database is full");
+    await expect(rerun.handle(h.handlerContext(await run.payload(), policy(logRule), "r-audit"))).rejects.toThrow(
+      "database is full",
+    );
     expect(posts()).toEqual([]);
-    expect(await rerun.handle(h.handlerContext(await run.payload(1), policy(logRule), "r-audit"))).toMatchObject({ status: "done" });
+    expect(await rerun.handle(h.handlerContext(await run.payload(1), policy(logRule), "r-audit"))).toMatchObject({
+      status: "done",
+    });
     expect(posts()).toEqual(["rerun-failed-jobs"]);
     expect(attemptOf(run.id)).toBe(2);
-    expect((await h.store.auditLog({ kind: "rerun_decision" })).map((a) => (a.details as { decision: string }).decision)).toEqual(["rerun"]);
+    expect(
+      (await h.store.auditLog({ kind: "rerun_decision" })).map((a) => (a.details as { decision: string }).decision),
+    ).toEqual(["rerun"]);
     expect(await h.store.auditLog({ kind: "rerun_requested" })).toHaveLength(1);
     expect([...h.store.kv.keys()].filter((k) => k.startsWith("facts:rerun:"))).toHaveLength(2);
   });
@@ -296,7 +375,9 @@ describe("rerun handler", () => {
     const out = await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, delay: "30s" })));
     expect(out).toMatchObject({ status: "done", summary: expect.stringContaining("scheduled in 30s") });
     expect(posts()).toEqual([]);
-    expect(gh.sent.slice(from).some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${run.id}`))).toBe(false);
+    expect(gh.sent.slice(from).some((r) => r.method === "GET" && r.path.endsWith(`/actions/runs/${run.id}`))).toBe(
+      false,
+    );
   });
 
   it("schedules a delayed re-run in the queue and re-checks when it runs", async () => {
@@ -337,7 +418,10 @@ describe("rerun handler", () => {
     await rerun.handle(h.handlerContext(await run.payload(), policy({ ...logRule, delay: "5m" })));
     await run.rerunByHand();
     const out = await rerun.onTask!(h.taskContext(h.scheduled[0]!));
-    expect(out).toMatchObject({ status: "skipped", reason: expect.stringContaining("re-run meanwhile (now attempt 2)") });
+    expect(out).toMatchObject({
+      status: "skipped",
+      reason: expect.stringContaining("re-run meanwhile (now attempt 2)"),
+    });
     expect(posts()).toEqual([]);
   });
 
@@ -365,7 +449,10 @@ describe("rerun handler", () => {
     let out;
     while (h.scheduled.length > 0) out = await rerun.onTask!(h.taskContext(h.scheduled.shift()!));
     expect(posts()).toHaveLength(6);
-    expect(out).toEqual({ status: "skipped", reason: expect.stringContaining('"This workflow is already running" after 6 tries') });
+    expect(out).toEqual({
+      status: "skipped",
+      reason: expect.stringContaining('"This workflow is already running" after 6 tries'),
+    });
     expect(h.reports).toHaveLength(1);
     expect(h.reports[0]!.title).toMatch(/Could not re-run/);
   });

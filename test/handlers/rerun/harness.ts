@@ -18,7 +18,9 @@ export class MemoryStore implements Store {
     this.kv.set(key, { value: opts?.value ?? true, updatedAt: new Date() });
     return true;
   }
-  async release(key: string) { this.kv.delete(key); }
+  async release(key: string) {
+    this.kv.delete(key);
+  }
   async replaceIf(key: string, expect: { field: string; equals: string }, next?: { value: unknown }) {
     const held = this.kv.get(key)?.value as Record<string, unknown> | undefined;
     if (typeof held !== "object" || held === null || held[expect.field] !== expect.equals) return false;
@@ -26,14 +28,27 @@ export class MemoryStore implements Store {
     else this.kv.set(key, { value: structuredClone(next.value), updatedAt: new Date() });
     return true;
   }
-  async get<T>(key: string) { return this.kv.get(key)?.value as T | undefined; }
-  async set(key: string, value: unknown) { this.kv.set(key, { value: structuredClone(value), updatedAt: new Date() }); }
-  async delete(key: string) { this.kv.delete(key); }
-  async list<T>(prefix: string): Promise<KeyValue<T>[]> {
-    return [...this.kv].filter(([k]) => k.startsWith(prefix)).sort().map(([key, v]) => ({ key, value: v.value as T, updatedAt: v.updatedAt }));
+  async get<T>(key: string) {
+    return this.kv.get(key)?.value as T | undefined;
   }
-  async audit(entry: AuditEntry) { this.audits.push({ ...entry, at: entry.at ?? new Date() }); }
-  async auditLog(filter?: { kind?: string }) { return this.audits.filter((a) => !filter?.kind || a.kind === filter.kind); }
+  async set(key: string, value: unknown) {
+    this.kv.set(key, { value: structuredClone(value), updatedAt: new Date() });
+  }
+  async delete(key: string) {
+    this.kv.delete(key);
+  }
+  async list<T>(prefix: string): Promise<KeyValue<T>[]> {
+    return [...this.kv]
+      .filter(([k]) => k.startsWith(prefix))
+      .sort()
+      .map(([key, v]) => ({ key, value: v.value as T, updatedAt: v.updatedAt }));
+  }
+  async audit(entry: AuditEntry) {
+    this.audits.push({ ...entry, at: entry.at ?? new Date() });
+  }
+  async auditLog(filter?: { kind?: string }) {
+    return this.audits.filter((a) => !filter?.kind || a.kind === filter.kind);
+  }
 }
 
 export interface Harness {
@@ -41,7 +56,11 @@ export interface Harness {
   scheduled: ScheduleRequest[];
   reports: CheckReport[];
   logLines: string[];
-  handlerContext(payload: Record<string, unknown>, policy: RerunPolicy, deliveryId?: string): HandlerContext<any, RerunPolicy>;
+  handlerContext(
+    payload: Record<string, unknown>,
+    policy: RerunPolicy,
+    deliveryId?: string,
+  ): HandlerContext<any, RerunPolicy>;
   taskContext(request: ScheduleRequest): TaskContext<RerunPolicy>;
 }
 
@@ -52,11 +71,28 @@ export function makeHarness(gh: HubClient): Harness {
   const logLines: string[] = [];
   const log = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
   const scheduler = {
-    async schedule(r: ScheduleRequest) { scheduled.push(structuredClone(r)); },
+    async schedule(r: ScheduleRequest) {
+      scheduled.push(structuredClone(r));
+    },
     async cancel() {},
   };
-  const checks = { async report(r: CheckReport) { reports.push(r); return { id: reports.length, html_url: null }; } };
-  const common = { octokit: gh.octokit, log, store, scheduler, checks, attempt: 1, config: {} as never, now: () => new Date(), signal: new AbortController().signal };
+  const checks = {
+    async report(r: CheckReport) {
+      reports.push(r);
+      return { id: reports.length, html_url: null };
+    },
+  };
+  const common = {
+    octokit: gh.octokit,
+    log,
+    store,
+    scheduler,
+    checks,
+    attempt: 1,
+    config: {} as never,
+    now: () => new Date(),
+    signal: new AbortController().signal,
+  };
   return {
     store,
     scheduled,
@@ -77,7 +113,16 @@ export function makeHarness(gh: HubClient): Harness {
       };
     },
     taskContext(request) {
-      return { ...common, once: onceFor(store, "rerun", `task ${request.key}`), key: request.key, data: structuredClone(request.data), installationId: request.installationId, loadPolicy: async () => { throw new Error("unused"); } };
+      return {
+        ...common,
+        once: onceFor(store, "rerun", `task ${request.key}`),
+        key: request.key,
+        data: structuredClone(request.data),
+        installationId: request.installationId,
+        loadPolicy: async () => {
+          throw new Error("unused");
+        },
+      };
     },
   };
 }

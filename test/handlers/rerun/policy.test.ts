@@ -7,14 +7,19 @@ import { delayMs, rerunPolicy, type RerunPolicy } from "../../../handlers/rerun/
 const ajv = new Ajv({ allErrors: true, strict: false });
 const validateSchema = ajv.compile(rerunPolicy.schema);
 
-function problems(yamlText: string): { schema: string[]; semantic: { path: string; message: string; severity: string }[] } {
+function problems(yamlText: string): {
+  schema: string[];
+  semantic: { path: string; message: string; severity: string }[];
+} {
   const section = (parse(yamlText) as { rerun: unknown }).rerun;
   const schemaOk = validateSchema(section);
   const schema = schemaOk ? [] : (validateSchema.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
   const semantic: { path: string; message: string; severity: string }[] = [];
   if (schemaOk) {
     const value = { ...rerunPolicy.defaults, ...(section as object) } as RerunPolicy;
-    rerunPolicy.check!(value, (path, message, severity = "error") => semantic.push({ path: path.join("."), message, severity }));
+    rerunPolicy.check!(value, (path, message, severity = "error") =>
+      semantic.push({ path: path.join("."), message, severity }),
+    );
   }
   return { schema, semantic };
 }
@@ -54,7 +59,9 @@ rerun:
 
   it("rejects unknown keys at the top and in rules", () => {
     expect(problems("rerun:\n  max_atempts: 3\n").schema.join()).toMatch(/additional properties/);
-    expect(problems("rerun:\n  rules:\n    - job: [x]\n").schema.join()).toMatch(/\/rules\/0 must NOT have additional properties/);
+    expect(problems("rerun:\n  rules:\n    - job: [x]\n").schema.join()).toMatch(
+      /\/rules\/0 must NOT have additional properties/,
+    );
   });
 
   it("rejects bad enums and ranges", () => {
@@ -89,7 +96,13 @@ rerun:
 
   it("warns about event names that trigger no workflow", () => {
     const p = problems("rerun:\n  events: [push, pull-request]\n");
-    expect(p.semantic).toEqual([{ path: "events.1", severity: "warning", message: '"pull-request" is not an event that triggers workflow runs (did you mean "pull_request"?)' }]);
+    expect(p.semantic).toEqual([
+      {
+        path: "events.1",
+        severity: "warning",
+        message: '"pull-request" is not an event that triggers workflow runs (did you mean "pull_request"?)',
+      },
+    ]);
   });
 
   it("parses delays", () => {
@@ -114,9 +127,15 @@ describe("rerun section through the policy validator", () => {
     ].join("\n");
     const { problems } = validatePolicyText(text, { file: ".github/steward.yml", handlers: [rerun] });
     const errors = problems.filter((p) => p.severity === "error");
-    expect(errors.find((p) => p.message.includes("max_atempts"))).toMatchObject({ line: 3, suggestion: "max_attempts" });
+    expect(errors.find((p) => p.message.includes("max_atempts"))).toMatchObject({
+      line: 3,
+      suggestion: "max_attempts",
+    });
     // Semantic checks run once the schema passes; fix the key and look again.
-    const second = validatePolicyText(text.replace("max_atempts", "max_attempts"), { file: ".github/steward.yml", handlers: [rerun] });
+    const second = validatePolicyText(text.replace("max_atempts", "max_attempts"), {
+      file: ".github/steward.yml",
+      handlers: [rerun],
+    });
     const byPath = second.problems.map((p) => [p.path.join("."), p.line]);
     expect(byPath).toEqual([
       ["rerun.rules.0.jobs.0", 5],

@@ -2,7 +2,20 @@
 // re-runs the red commit's job, explains it on that commit and records it for `steward flakes`.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
-import { JOBS, ORG, newRepo, outcomesOf, requestsFor, rerunChecks, rerunPolicyYaml, rerunRequestLog, settle, startRerunStack, stewardCli, stewardOf } from "./stack.js";
+import {
+  JOBS,
+  ORG,
+  newRepo,
+  outcomesOf,
+  requestsFor,
+  rerunChecks,
+  rerunPolicyYaml,
+  rerunRequestLog,
+  settle,
+  startRerunStack,
+  stewardCli,
+  stewardOf,
+} from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
@@ -20,7 +33,8 @@ function commitAndRun(repo: string, sha: () => string, fail: string[] = []) {
     run,
     finish() {
       for (const j of JOBS) {
-        if (fail.includes(j.name)) actions.failJob({ runId: run.id, job: j.name, step: "Set up job", log: "AssertionError: expected 200" });
+        if (fail.includes(j.name))
+          actions.failJob({ runId: run.id, job: j.name, step: "Set up job", log: "AssertionError: expected 200" });
         else actions.completeJob({ runId: run.id, job: j.name });
       }
     },
@@ -46,16 +60,24 @@ describe("rerun.flake_pattern", () => {
     await settle(stack);
 
     expect(jobRerunPosts(repo)).toEqual([`run ${b.run.id} job integration-db 201`]);
-    expect(b.run.attempts.map((x) => `${x.n}:${x.mode}:${x.conclusion}`)).toEqual(["1:initial:failure", "2:job:success"]);
+    expect(b.run.attempts.map((x) => `${x.n}:${x.mode}:${x.conclusion}`)).toEqual([
+      "1:initial:failure",
+      "2:job:success",
+    ]);
     const [flakeCheck] = rerunChecks(stack, b.run.head_sha);
     // A flake, not a rule's transient failure; and no other failed job was judged, so none "stays failed".
     expect(flakeCheck!.output.title).toBe("Re-ran CI attempt 1: flake (failed between passing commits)");
     const summary = flakeCheck!.output.summary!;
     expect(summary).toContain("**Action:** re-ran job integration-db and its dependents alone (attempt 2 of");
     expect(summary).not.toContain("stay failed");
-    expect(summary).toContain(`flake pattern: job integration-db failed on ${b.run.head_sha.slice(0, 7)} but passed on ${a.run.head_sha.slice(0, 7)} before it and ${c.run.head_sha.slice(0, 7)} after it on branch main`);
+    expect(summary).toContain(
+      `flake pattern: job integration-db failed on ${b.run.head_sha.slice(0, 7)} but passed on ${a.run.head_sha.slice(0, 7)} before it and ${c.run.head_sha.slice(0, 7)} after it on branch main`,
+    );
     expect(summary).toContain("re-ran job integration-db and its dependents alone");
-    expect((await outcomesOf(stack, c.run.id))[0]).toMatchObject({ status: "done", detail: expect.stringContaining("flake pattern: job integration-db") });
+    expect((await outcomesOf(stack, c.run.id))[0]).toMatchObject({
+      status: "done",
+      detail: expect.stringContaining("flake pattern: job integration-db"),
+    });
 
     // Recorded once, however often the history is looked at again.
     const d = commitAndRun(repo, sha);
@@ -65,7 +87,11 @@ describe("rerun.flake_pattern", () => {
 
     const listed = await cli("--repo", `${ORG}/${repo}`, "--since", "7d");
     expect(listed.code).toBe(0);
-    expect(listed.out).toMatch(new RegExp(`flakiest jobs of ${ORG}/${repo} in the last 7d:\\nFLAKES +RE-RUN +WORKFLOW / JOB +LAST SEEN +COMMIT\\n1 +1 +CI / integration-db +\\S+ +${b.run.head_sha.slice(0, 7)}\\n$`));
+    expect(listed.out).toMatch(
+      new RegExp(
+        `flakiest jobs of ${ORG}/${repo} in the last 7d:\\nFLAKES +RE-RUN +WORKFLOW / JOB +LAST SEEN +COMMIT\\n1 +1 +CI / integration-db +\\S+ +${b.run.head_sha.slice(0, 7)}\\n$`,
+      ),
+    );
   });
 
   it("finds the flake when the red commit's run finishes last (its branch already moved on)", async () => {
@@ -82,7 +108,11 @@ describe("rerun.flake_pattern", () => {
 
     expect(jobRerunPosts(repo)).toEqual([`run ${b.run.id} job lint 201`]);
     const outs = await outcomesOf(stack, b.run.id);
-    expect(outs[0]).toMatchObject({ attempt: 1, status: "done", detail: expect.stringMatching(/flake pattern: job lint .*: re-ran it; superseded: branch main is now at/) });
+    expect(outs[0]).toMatchObject({
+      attempt: 1,
+      status: "done",
+      detail: expect.stringMatching(/flake pattern: job lint .*: re-ran it; superseded: branch main is now at/),
+    });
   });
 
   it("does not look without flake_pattern, and a red-red-green history is no flake", async () => {
@@ -114,14 +144,22 @@ describe("rerun.flake_pattern", () => {
     await settle(stack);
 
     expect(jobRerunPosts(repo)).toEqual([]);
-    expect(rerunChecks(stack, b.run.head_sha)[0]!.output.summary).toContain("budget: the repository's daily budget of 0 re-runs is spent");
+    expect(rerunChecks(stack, b.run.head_sha)[0]!.output.summary).toContain(
+      "budget: the repository's daily budget of 0 re-runs is spent",
+    );
     expect(rerunChecks(stack, b.run.head_sha)[0]!.output.title).toBe("Did not re-run CI attempt 1: daily budget spent");
     const listed = await cli("--repo", `${ORG}/${repo}`);
     expect(listed.out).toMatch(/\n1 +0 +CI \/ lint /);
   });
 
   it("steward flakes refuses bad input with a usage error", async () => {
-    expect(await cli("--since", "7d")).toMatchObject({ code: 2, out: expect.stringContaining("--repo OWNER/NAME is required") });
-    expect(await cli("--repo", "acme/x", "--since", "soon")).toMatchObject({ code: 2, out: expect.stringContaining('--since "soon" is not a duration') });
+    expect(await cli("--since", "7d")).toMatchObject({
+      code: 2,
+      out: expect.stringContaining("--repo OWNER/NAME is required"),
+    });
+    expect(await cli("--repo", "acme/x", "--since", "soon")).toMatchObject({
+      code: 2,
+      out: expect.stringContaining('--since "soon" is not a duration'),
+    });
   });
 });

@@ -2,7 +2,23 @@
 // scope, idempotency, the API's refusals and the durable delay, against the sandbox stack.
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
-import { ORG, beforeRerunLands, completedDeliveries, holdDeliveries, newRepo, outcomesOf, redeliver, requestsFor, rerunChecks, rerunPolicyYaml, rerunPosts, settle, startCi, stewardOf, startRerunStack } from "./stack.js";
+import {
+  ORG,
+  beforeRerunLands,
+  completedDeliveries,
+  holdDeliveries,
+  newRepo,
+  outcomesOf,
+  redeliver,
+  requestsFor,
+  rerunChecks,
+  rerunPolicyYaml,
+  rerunPosts,
+  settle,
+  startCi,
+  stewardOf,
+  startRerunStack,
+} from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
@@ -13,7 +29,9 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     const { repo } = newRepo(stack, rerunPolicyYaml("  max_attempts: 2\n"));
     const { actions } = stack.hub.domains;
     const run = startCi(stack, repo);
-    actions.scriptAttempt(run.id, 2, { "integration-db": { conclusion: "failure", step: "Install deps", log: "ECONNRESET again" } });
+    actions.scriptAttempt(run.id, 2, {
+      "integration-db": { conclusion: "failure", step: "Install deps", log: "ECONNRESET again" },
+    });
     actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "read ECONNRESET" });
     await settle(stack);
 
@@ -28,38 +46,59 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     const { repo, sha } = newRepo(stack, rerunPolicyYaml(""));
     const run = startCi(stack, repo);
     sha(); // a newer commit on main
-    stack.hub.domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Install deps", log: "ECONNRESET" });
+    stack.hub.domains.actions.failJob({
+      runId: run.id,
+      job: "integration-db",
+      step: "Install deps",
+      log: "ECONNRESET",
+    });
     await settle(stack);
 
     expect(rerunPosts(stack, repo)).toEqual([]);
     expect(rerunChecks(stack, run.head_sha)).toEqual([]);
-    expect(await outcomesOf(stack, run.id)).toEqual([{ attempt: 1, status: "skipped", detail: expect.stringMatching(/^superseded: branch main is now at/) }]);
+    expect(await outcomesOf(stack, run.id)).toEqual([
+      { attempt: 1, status: "skipped", detail: expect.stringMatching(/^superseded: branch main is now at/) },
+    ]);
   });
 
   it("does not re-run a pull request run whose pull request has a newer head", async () => {
     const { repo } = newRepo(stack, rerunPolicyYaml(""));
     const { control, domains } = stack.hub;
     const pr = control.openPullRequest({ owner: ORG, repo, head: "feature/x", files: { "a.txt": "1\n" }, title: "x" });
-    const run = startCi(stack, repo, { branch: "feature/x", sha: pr.head_sha, event: "pull_request", pullRequests: [{ number: pr.number, head: { sha: pr.head_sha, ref: "feature/x" } }] });
+    const run = startCi(stack, repo, {
+      branch: "feature/x",
+      sha: pr.head_sha,
+      event: "pull_request",
+      pullRequests: [{ number: pr.number, head: { sha: pr.head_sha, ref: "feature/x" } }],
+    });
     control.pushToPullRequest({ owner: ORG, repo, number: pr.number, files: { "a.txt": "2\n" } });
     domains.actions.failJob({ runId: run.id, job: "integration-db", runnerLost: true });
     await settle(stack);
 
     expect(rerunPosts(stack, repo)).toEqual([]);
-    expect(await outcomesOf(stack, run.id)).toEqual([{ attempt: 1, status: "skipped", detail: expect.stringContaining(`superseded: pull request #${pr.number}`) }]);
+    expect(await outcomesOf(stack, run.id)).toEqual([
+      { attempt: 1, status: "skipped", detail: expect.stringContaining(`superseded: pull request #${pr.number}`) },
+    ]);
   });
 
   it("treats more failed jobs than max_failed_jobs as a real breakage", async () => {
     const { repo } = newRepo(stack, rerunPolicyYaml("  max_failed_jobs: 1\n"));
     const { actions } = stack.hub.domains;
-    const run = actions.startRun({ owner: ORG, repo, workflow: "CI", jobs: [{ name: "integration-a" }, { name: "integration-b" }] });
+    const run = actions.startRun({
+      owner: ORG,
+      repo,
+      workflow: "CI",
+      jobs: [{ name: "integration-a" }, { name: "integration-b" }],
+    });
     actions.failJob({ runId: run.id, job: "integration-a", log: "ECONNRESET" });
     actions.failJob({ runId: run.id, job: "integration-b", log: "ECONNRESET" });
     await settle(stack);
 
     expect(rerunPosts(stack, repo)).toEqual([]);
     expect(requestsFor(stack, repo).some((r) => r.path.endsWith("/logs"))).toBe(false);
-    expect(rerunChecks(stack, run.head_sha)[0]!.output.summary).toContain("2 jobs failed, more than rerun.max_failed_jobs (1)");
+    expect(rerunChecks(stack, run.head_sha)[0]!.output.summary).toContain(
+      "2 jobs failed, more than rerun.max_failed_jobs (1)",
+    );
   });
 
   it("does nothing without a policy, and nothing for runs out of scope", async () => {
@@ -75,9 +114,15 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     actions.failJob({ runId: r3.id, job: "integration-db", runnerLost: true });
     await settle(stack);
 
-    expect(await outcomesOf(stack, r1.id)).toEqual([{ attempt: 1, status: "skipped", detail: expect.stringContaining("not enabled") }]);
-    expect(await outcomesOf(stack, r2.id)).toEqual([{ attempt: 1, status: "skipped", detail: 'branch "main" is not in rerun.branches' }]);
-    expect(await outcomesOf(stack, r3.id)).toEqual([{ attempt: 1, status: "skipped", detail: 'event "schedule" is not in rerun.events' }]);
+    expect(await outcomesOf(stack, r1.id)).toEqual([
+      { attempt: 1, status: "skipped", detail: expect.stringContaining("not enabled") },
+    ]);
+    expect(await outcomesOf(stack, r2.id)).toEqual([
+      { attempt: 1, status: "skipped", detail: 'branch "main" is not in rerun.branches' },
+    ]);
+    expect(await outcomesOf(stack, r3.id)).toEqual([
+      { attempt: 1, status: "skipped", detail: 'event "schedule" is not in rerun.events' },
+    ]);
     for (const { repo } of [none, scoped, nightly]) {
       // Only the policy file was read: no run, job, log or branch read, nothing written.
       expect(requestsFor(stack, repo).filter((r) => !r.path.includes("/contents/"))).toEqual([]);
@@ -131,7 +176,13 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     await settle(stack);
 
     expect(rerunPosts(stack, repo)).toEqual(["rerun-failed-jobs 403"]);
-    expect(await outcomesOf(stack, run.id)).toEqual([{ attempt: 1, status: "done", detail: expect.stringContaining('the API said "This workflow is already running"; retrying in 30s') }]);
+    expect(await outcomesOf(stack, run.id)).toEqual([
+      {
+        attempt: 1,
+        status: "done",
+        detail: expect.stringContaining('the API said "This workflow is already running"; retrying in 30s'),
+      },
+    ]);
     const tasks = await stewardOf(stack).store.tasks.listTasks();
     expect(tasks.filter((t) => JSON.stringify(t).includes(`:${run.id}:1:busy:1`))).toHaveLength(1);
     expect(rerunChecks(stack, run.head_sha)).toEqual([]);
@@ -152,7 +203,11 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
 
     expect(rerunPosts(stack, repo)).toEqual(["rerun-failed-jobs 403"]);
     expect(await outcomesOf(stack, run.id)).toEqual([
-      { attempt: 1, status: "skipped", detail: expect.stringContaining('the API refused the re-run: "This workflow run cannot be retried"') },
+      {
+        attempt: 1,
+        status: "skipped",
+        detail: expect.stringContaining('the API refused the re-run: "This workflow run cannot be retried"'),
+      },
       { attempt: 2, status: "skipped", detail: expect.stringContaining('concluded "success"') },
     ]);
     const [check] = rerunChecks(stack, run.head_sha);
@@ -174,7 +229,9 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     await settle(stack);
 
     expect(rerunPosts(stack, repo)).toEqual([]);
-    expect(await outcomesOf(stack, run.id)).toEqual([{ attempt: 1, status: "skipped", detail: expect.stringContaining("was re-run meanwhile (now attempt 2)") }]);
+    expect(await outcomesOf(stack, run.id)).toEqual([
+      { attempt: 1, status: "skipped", detail: expect.stringContaining("was re-run meanwhile (now attempt 2)") },
+    ]);
   });
 
   it("waits for the delay in the durable queue, then re-runs", async () => {
@@ -185,7 +242,11 @@ describe("rerun against the sandbox hub: guards, idempotency, refusals, delay", 
     await settle(stack);
     // The decision is made and queued; no worker waits and nothing was written yet.
     expect(rerunPosts(stack, repo)).toEqual([]);
-    expect((await stewardOf(stack).store.tasks.listTasks()).some((t) => JSON.stringify(t).includes(`rerun:`) && JSON.stringify(t).includes(`"id":${run.id}`))).toBe(true);
+    expect(
+      (await stewardOf(stack).store.tasks.listTasks()).some(
+        (t) => JSON.stringify(t).includes(`rerun:`) && JSON.stringify(t).includes(`"id":${run.id}`),
+      ),
+    ).toBe(true);
 
     stack.hub.control.advanceClock(11 * 60_000);
     // The task comes due in the background: wait for its write.

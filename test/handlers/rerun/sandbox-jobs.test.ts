@@ -2,13 +2,27 @@
 // against the sandbox hub: the hub's request log and run attempts judge.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
-import { ORG, newRepo, outcomesOf, rerunChecks, rerunRequestLog, rerunPolicyYaml, settle, startRerunStack } from "./stack.js";
+import {
+  ORG,
+  newRepo,
+  outcomesOf,
+  rerunChecks,
+  rerunRequestLog,
+  rerunPolicyYaml,
+  settle,
+  startRerunStack,
+} from "./stack.js";
 
 let stack: SandboxStack;
 beforeAll(async () => void (stack = await startRerunStack()));
 afterAll(() => stack?.close());
 
-const THREE_JOBS = [{ name: "lint" }, { name: "integration-db" }, { name: "unit" }, { name: "report", needs: ["integration-db"] }];
+const THREE_JOBS = [
+  { name: "lint" },
+  { name: "integration-db" },
+  { name: "unit" },
+  { name: "report", needs: ["integration-db"] },
+];
 
 const rerunRequests = (repo: string) => rerunRequestLog(stack, repo);
 
@@ -29,10 +43,18 @@ describe("rerun.mode: jobs", () => {
     expect(attempt2).toEqual(["lint:1:success", "integration-db:2:success", "unit:1:failure", "report:2:success"]);
     expect(run.attempts[1]!.mode).toBe("job");
 
-    const summary = rerunChecks(stack, run.head_sha).map((c) => c.output.summary).join("\n");
-    expect(summary).toContain("re-ran job integration-db and its dependents alone; the other failed jobs stay failed (attempt 2 of 2)");
+    const summary = rerunChecks(stack, run.head_sha)
+      .map((c) => c.output.summary)
+      .join("\n");
+    expect(summary).toContain(
+      "re-ran job integration-db and its dependents alone; the other failed jobs stay failed (attempt 2 of 2)",
+    );
     expect(summary).toMatch(/unit stays failed: not transient \(no rule matched/);
-    expect((await outcomesOf(stack, run.id))[0]).toEqual({ attempt: 1, status: "done", detail: expect.stringContaining("re-ran job integration-db") });
+    expect((await outcomesOf(stack, run.id))[0]).toEqual({
+      attempt: 1,
+      status: "done",
+      detail: expect.stringContaining("re-ran job integration-db"),
+    });
   });
 
   it("re-runs every failed job in one request when all are transient", async () => {
@@ -48,7 +70,10 @@ describe("rerun.mode: jobs", () => {
   });
 
   it("with several transient jobs and a real one, re-runs them one attempt at a time", async () => {
-    const { repo } = newRepo(stack, rerunPolicyYaml("  mode: jobs\n  max_attempts: 5\n", '  rules:\n    - jobs: ["integration-*", "lint"]\n'));
+    const { repo } = newRepo(
+      stack,
+      rerunPolicyYaml("  mode: jobs\n  max_attempts: 5\n", '  rules:\n    - jobs: ["integration-*", "lint"]\n'),
+    );
     const { actions } = stack.hub.domains;
     const run = actions.startRun({ owner: ORG, repo, workflow: "CI", jobs: THREE_JOBS });
     actions.scriptAttempt(run.id, 2, "success");
@@ -59,7 +84,12 @@ describe("rerun.mode: jobs", () => {
     await settle(stack);
 
     expect(rerunRequests(repo)).toEqual(["job lint 201", "job integration-db 201"]);
-    expect(actions.jobsOf(run).map((j) => `${j.name}:${j.conclusion}`)).toEqual(["lint:success", "integration-db:success", "unit:failure", "report:success"]);
+    expect(actions.jobsOf(run).map((j) => `${j.name}:${j.conclusion}`)).toEqual([
+      "lint:success",
+      "integration-db:success",
+      "unit:failure",
+      "report:success",
+    ]);
     const outs = await outcomesOf(stack, run.id);
     expect(outs.map((o) => `${o.attempt}:${o.status}`)).toEqual(["1:done", "2:done", "3:done"]);
     expect(outs[2]!.detail).toContain("not re-run: 1 of 1 failed jobs are not transient: unit");
@@ -82,7 +112,9 @@ describe("budgets", () => {
     expect(rerunRequests(repo)).toEqual(["rerun-failed-jobs 201"]);
     expect(second.attempts).toHaveLength(1);
     const [check] = rerunChecks(stack, second.head_sha);
-    expect(check!.output.summary).toContain("budget: the repository's daily budget of 1 re-runs is spent (1 today, rerun.daily_budget)");
+    expect(check!.output.summary).toContain(
+      "budget: the repository's daily budget of 1 re-runs is spent (1 today, rerun.daily_budget)",
+    );
   });
 
   it("makes every one of GitHub's 50 re-runs of one run (attempt 51) and asks for no more", async () => {
@@ -98,6 +130,8 @@ describe("budgets", () => {
     expect(rerunRequests(repo)).toHaveLength(50);
     const [check] = rerunChecks(stack, run.head_sha);
     expect(check!.output.title).toBe("Did not re-run CI attempt 51: GitHub's limit of re-runs reached");
-    expect(check!.output.summary).toContain("GitHub's re-run limit: attempt 51 is the last GitHub allows (50 re-runs of one run)");
+    expect(check!.output.summary).toContain(
+      "GitHub's re-run limit: attempt 51 is the last GitHub allows (50 re-runs of one run)",
+    );
   });
 });

@@ -29,15 +29,27 @@ function abLog(lines: number, width: number): string {
 
 describe("log patterns as slow as validation allows", () => {
   it("pass validation, are stopped at their bound against MiB logs, and the run is not re-run", async () => {
-    const policy = rerunPolicyYaml("", `  rules:\n    - jobs: ["integration-*"]\n      log: [${SLOW.map((s) => JSON.stringify(s)).join(", ")}]\n`);
+    const policy = rerunPolicyYaml(
+      "",
+      `  rules:\n    - jobs: ["integration-*"]\n      log: [${SLOW.map((s) => JSON.stringify(s)).join(", ")}]\n`,
+    );
     expect(validatePolicyText(policy, { file: ".github/steward.yml", handlers: [rerun] }).problems).toEqual([]);
 
     const { repo } = newRepo(stack, policy);
     const { actions } = stack.hub.domains;
     // 4 MiB: minutes of matching on one thread.
     const log = abLog(256, 16 * 1024);
-    const run = actions.startRun({ owner: "acme", repo, workflow: "CI", jobs: [{ name: "integration-db", steps: ["Set up job", "Test", "Complete job"] }] });
-    const watcher = watchResponsiveness(stewardOf(stack).url.replace(/\/$/, ""), stack.webhookUrl, stack.config.webhookSecrets[0]!);
+    const run = actions.startRun({
+      owner: "acme",
+      repo,
+      workflow: "CI",
+      jobs: [{ name: "integration-db", steps: ["Set up job", "Test", "Complete job"] }],
+    });
+    const watcher = watchResponsiveness(
+      stewardOf(stack).url.replace(/\/$/, ""),
+      stack.webhookUrl,
+      stack.config.webhookSecrets[0]!,
+    );
     actions.failJob({ runId: run.id, job: "integration-db", step: "Test", log });
     await settle(stack);
     const { health, pings, failures } = await watcher.stop();
@@ -52,7 +64,9 @@ describe("log patterns as slow as validation allows", () => {
       {
         attempt: 1,
         status: "done",
-        detail: expect.stringMatching(/not re-run.*integration-db.*rule 1: matching 2 log patterns against a \d+-character job log was stopped at its bound of \d+ ms, so the rule was not evaluated/),
+        detail: expect.stringMatching(
+          /not re-run.*integration-db.*rule 1: matching 2 log patterns against a \d+-character job log was stopped at its bound of \d+ ms, so the rule was not evaluated/,
+        ),
       },
     ]);
     expect(rerunPosts(stack, repo)).toEqual([]);

@@ -34,8 +34,13 @@ let repoCounter = 0;
 /** A fresh repository in the demo organisation with `policy` as its .github/steward.yml. */
 export function newRepo(stack: SandboxStack, policy: string | undefined): { repo: string; sha: () => string } {
   const repo = `rerun-${process.pid}-${++repoCounter}`;
-  stack.hub.control.createRepo({ owner: ORG, name: repo, files: policy === undefined ? {} : { ".github/steward.yml": policy } });
-  const sha = () => stack.hub.control.pushFiles({ owner: ORG, repo, files: { "src/touch.txt": `${Math.random()}\n` } }).sha;
+  stack.hub.control.createRepo({
+    owner: ORG,
+    name: repo,
+    files: policy === undefined ? {} : { ".github/steward.yml": policy },
+  });
+  const sha = () =>
+    stack.hub.control.pushFiles({ owner: ORG, repo, files: { "src/touch.txt": `${Math.random()}\n` } }).sha;
   return { repo, sha };
 }
 
@@ -45,7 +50,11 @@ export const JOBS = [
 ];
 
 /** Start CI on the tip of `branch` and let lint pass. */
-export function startCi(stack: SandboxStack, repo: string, o: { sha?: string; branch?: string; event?: string; pullRequests?: Record<string, unknown>[] } = {}): Run {
+export function startCi(
+  stack: SandboxStack,
+  repo: string,
+  o: { sha?: string; branch?: string; event?: string; pullRequests?: Record<string, unknown>[] } = {},
+): Run {
   const { actions } = stack.hub.domains;
   const run = actions.startRun({ owner: ORG, repo, workflow: "CI", jobs: JOBS, ...o });
   actions.completeJob({ runId: run.id, job: "lint" });
@@ -80,7 +89,9 @@ export function rerunRequestLog(stack: SandboxStack, repo: string, withRun = fal
 }
 
 export function rerunChecks(stack: SandboxStack, headSha: string) {
-  return [...stack.hub.domains.checks.runs.values()].filter((c) => c.name === "steward/rerun" && c.head_sha === headSha && !c.deleted);
+  return [...stack.hub.domains.checks.runs.values()].filter(
+    (c) => c.name === "steward/rerun" && c.head_sha === headSha && !c.deleted,
+  );
 }
 
 /**
@@ -114,7 +125,12 @@ export async function redeliver(stack: SandboxStack, deliveryId: number): Promis
 export function completedDeliveries(stack: SandboxStack, runId: number) {
   return stack.hub.control
     .deliveries()
-    .filter((d) => d.event === "workflow_run" && d.action === "completed" && (d.payload.workflow_run as { id: number }).id === runId);
+    .filter(
+      (d) =>
+        d.event === "workflow_run" &&
+        d.action === "completed" &&
+        (d.payload.workflow_run as { id: number }).id === runId,
+    );
 }
 
 export const NETWORK_RULES = `
@@ -130,7 +146,10 @@ export function rerunPolicyYaml(extra: string, rules = NETWORK_RULES): string {
 }
 
 /** The rerun handler's outcomes on a run's `completed` deliveries, by attempt. */
-export async function outcomesOf(stack: SandboxStack, runId: number): Promise<{ attempt: number; status: string; detail: string }[]> {
+export async function outcomesOf(
+  stack: SandboxStack,
+  runId: number,
+): Promise<{ attempt: number; status: string; detail: string }[]> {
   const out: { attempt: number; status: string; detail: string }[] = [];
   const seen = new Set<string>();
   for (const d of completedDeliveries(stack, runId)) {
@@ -138,7 +157,12 @@ export async function outcomesOf(stack: SandboxStack, runId: number): Promise<{ 
     seen.add(d.guid);
     const stored = await stewardOf(stack).store.deliveries.getDelivery(d.guid);
     for (const o of stored?.outcomes ?? []) {
-      if (o.handler === "rerun") out.push({ attempt: (d.payload.workflow_run as { run_attempt: number }).run_attempt, status: o.status, detail: o.detail ?? "" });
+      if (o.handler === "rerun")
+        out.push({
+          attempt: (d.payload.workflow_run as { run_attempt: number }).run_attempt,
+          status: o.status,
+          detail: o.detail ?? "",
+        });
     }
   }
   return out;
@@ -153,10 +177,16 @@ export function startRerunStack(): Promise<SandboxStack> {
  * Stage a race: hold Steward's next re-run request at the hub (added latency) and, once Steward has
  * read the run (its last look before re-running), let `act` change the run first, as a person would.
  */
-export async function beforeRerunLands(stack: SandboxStack, repo: string, runId: number, act: () => void | Promise<void>): Promise<void> {
+export async function beforeRerunLands(
+  stack: SandboxStack,
+  repo: string,
+  runId: number,
+  act: () => void | Promise<void>,
+): Promise<void> {
   const { control } = stack.hub;
   control.setFault(`POST /repos/${ORG}/${repo}/actions/runs/${runId}/rerun*`, { latencyMs: 1500, times: 1 });
-  const readRun = () => control.requests().some((r) => r.method === "GET" && r.path === `/repos/${ORG}/${repo}/actions/runs/${runId}`);
+  const readRun = () =>
+    control.requests().some((r) => r.method === "GET" && r.path === `/repos/${ORG}/${repo}/actions/runs/${runId}`);
   for (let i = 0; i < 2000 && !readRun(); i++) await new Promise((r) => setTimeout(r, 5));
   if (!readRun()) throw new Error(`Steward never read run ${runId}`);
   await act();

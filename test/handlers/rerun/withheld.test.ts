@@ -16,21 +16,30 @@ describe("rerun explanations and the private admin policy", () => {
     stack.hub.control.pushFiles({
       owner: ORG,
       repo: ".github",
-      files: { ".github/steward.yml": `rerun:\n  enabled: true\n  delay: 0s\n  rules:\n    - jobs: ["${PRIVATE_BITS[0]}"]\n      log: ["/${PRIVATE_BITS[1]}/"]\n` },
+      files: {
+        ".github/steward.yml": `rerun:\n  enabled: true\n  delay: 0s\n  rules:\n    - jobs: ["${PRIVATE_BITS[0]}"]\n      log: ["/${PRIVATE_BITS[1]}/"]\n`,
+      },
       message: "org policy",
     });
     stack.hub.control.createRepo({ owner: ORG, name: "public-7c1d", files: { "README.md": "hi\n" } });
     stack.hub.control.createRepo({ owner: ORG, name: "private-7c1d", private: true, files: { "README.md": "hi\n" } });
     const runs = ["public-7c1d", "private-7c1d"].map((repo) => {
       const run = startCi(stack, repo);
-      stack.hub.domains.actions.failJob({ runId: run.id, job: "integration-db", step: "Test", log: "AssertionError: expected 2 to be 3" });
+      stack.hub.domains.actions.failJob({
+        runId: run.id,
+        job: "integration-db",
+        step: "Test",
+        log: "AssertionError: expected 2 to be 3",
+      });
       return run;
     });
     await settle(stack);
     const [publicCheck, privateCheck] = runs.map((r) => rerunChecks(stack, r.head_sha)[0]!);
     const shown = JSON.stringify(publicCheck);
     for (const bit of PRIVATE_BITS) expect(shown).not.toContain(bit.replace("*", ""));
-    expect(publicCheck.output.summary).toContain("the rules' globs and patterns are withheld from this report: it merges the organisation's policy in acme/.github, and this repository is public and that one is private");
+    expect(publicCheck.output.summary).toContain(
+      "the rules' globs and patterns are withheld from this report: it merges the organisation's policy in acme/.github, and this repository is public and that one is private",
+    );
     expect(publicCheck.output.summary).toContain("job name not in the rule's jobs");
     expect(privateCheck.output.summary).toContain(PRIVATE_BITS[0]);
     expect(privateCheck.output.summary).not.toContain("withheld");

@@ -20,7 +20,9 @@ describe("adopting existing secrets and variables", () => {
     const { secrets, variables } = world.h.domains;
     secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
     variables.setVariableOutOfBand({ owner: ORG, repo: "web" }, "REGION", "us-east-1");
-    world.pushPolicy("adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: us-east-1, repositories: [web] }\n");
+    world.pushPolicy(
+      "adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: us-east-1, repositories: [web] }\n",
+    );
 
     const first = await world.sync();
     expect(first.failures).toEqual([]);
@@ -33,7 +35,10 @@ describe("adopting existing secrets and variables", () => {
 
     world.pushPolicy("secrets: {}\nprune: true\n");
     const pruned = await world.sync();
-    expect(pruned.applied.map((r) => [r.name, r.action])).toEqual([["API_KEY", "delete"], ["REGION", "delete"]]);
+    expect(pruned.applied.map((r) => [r.name, r.action])).toEqual([
+      ["API_KEY", "delete"],
+      ["REGION", "delete"],
+    ]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBeUndefined();
   });
 
@@ -41,16 +46,27 @@ describe("adopting existing secrets and variables", () => {
     world = await createWorld({ repos: ["web"], env: ENV });
     const { secrets } = world.h.domains;
     secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
-    world.pushPolicy("adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: false }\n  NEW_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\n");
+    world.pushPolicy(
+      "adopt: true\nsecrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: false }\n  NEW_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\n",
+    );
     const mark = world.mark();
     const result = await world.sync();
     expect(result.applied.map((r) => r.name)).toEqual(["NEW_KEY"]);
     expect(result.failures).toEqual([]);
     expect(result.leftAlone).toEqual([
-      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", reason: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
+      {
+        scope: { level: "repo", repo: "web" },
+        kind: "secret",
+        name: "API_KEY",
+        reason: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)"),
+      },
     ]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("person's");
-    expect(mark().filter((r) => r.method === "PUT").map((r) => r.path)).toEqual([`/repos/${ORG}/web/actions/secrets/NEW_KEY`]);
+    expect(
+      mark()
+        .filter((r) => r.method === "PUT")
+        .map((r) => r.path),
+    ).toEqual([`/repos/${ORG}/web/actions/secrets/NEW_KEY`]);
   });
 
   it("without adopt, a person's secret and variable are not overwritten: the plan and the sync report them left alone", async () => {
@@ -58,14 +74,29 @@ describe("adopting existing secrets and variables", () => {
     const { secrets, variables } = world.h.domains;
     secrets.setSecretOutOfBand({ owner: ORG, repo: "web" }, "API_KEY", "person's");
     variables.setVariableOutOfBand({ owner: ORG, repo: "web" }, "REGION", "us-east-1");
-    world.pushPolicy("secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web] }\n");
+    world.pushPolicy(
+      "secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web] }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web] }\n",
+    );
     const expected = [
-      { scope: { level: "repo", repo: "web" }, kind: "secret", name: "API_KEY", reason: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)") },
-      { scope: { level: "repo", repo: "web" }, kind: "variable", name: "REGION", reason: CONFLICT("variables.REGION", "value differs from policy") },
+      {
+        scope: { level: "repo", repo: "web" },
+        kind: "secret",
+        name: "API_KEY",
+        reason: CONFLICT("secrets.API_KEY", "exists but Steward never wrote it (value unknown)"),
+      },
+      {
+        scope: { level: "repo", repo: "web" },
+        kind: "variable",
+        name: "REGION",
+        reason: CONFLICT("variables.REGION", "value differs from policy"),
+      },
     ];
 
     const plan = await world.sync({ dryRun: true });
-    expect(plan.rows.map((r) => [r.name, r.action, r.conflict])).toEqual([["API_KEY", "unchanged", true], ["REGION", "unchanged", true]]);
+    expect(plan.rows.map((r) => [r.name, r.action, r.conflict])).toEqual([
+      ["API_KEY", "unchanged", true],
+      ["REGION", "unchanged", true],
+    ]);
     // Left alone on purpose, as documented: reported apart, not a failure.
     expect(plan.failures).toEqual([]);
     expect(plan.leftAlone).toEqual(expected);
@@ -80,11 +111,16 @@ describe("adopting existing secrets and variables", () => {
     expect(variables.valueIn({ owner: ORG, repo: "web" }, "REGION")).toBe("us-east-1");
 
     // The reason names the key that adopts it; saying so takes it over on the next sync.
-    world.pushPolicy("secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: true }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web], adopt: true }\n");
+    world.pushPolicy(
+      "secrets:\n  API_KEY: { from: env:STEWARD_SECRET_ADOPT_VALUE, repositories: [web], adopt: true }\nvariables:\n  REGION: { value: eu-west-1, repositories: [web], adopt: true }\n",
+    );
     const adopted = await world.sync();
     expect(adopted.failures).toEqual([]);
     expect(adopted.leftAlone).toEqual([]);
-    expect(adopted.applied.map((r) => [r.name, r.action, r.created])).toEqual([["API_KEY", "update", true], ["REGION", "update", true]]);
+    expect(adopted.applied.map((r) => [r.name, r.action, r.created])).toEqual([
+      ["API_KEY", "update", true],
+      ["REGION", "update", true],
+    ]);
     expect(secrets.openedValue({ owner: ORG, repo: "web" }, "API_KEY")).toBe("steward's value");
   });
 });

@@ -14,7 +14,12 @@ const run = (args: string[], io: CommandIo) => main(["sync", ...args], io);
 let h: HubHandle;
 let dataDir: string;
 
-const io = () => syncIo(h, dataDir, { STEWARD_ADMIN_REPO: ".github", STEWARD_CLI_TOKEN: VALUE, STEWARD_SECRET_SOURCES: "acme=env:STEWARD_CLI_" });
+const io = () =>
+  syncIo(h, dataDir, {
+    STEWARD_ADMIN_REPO: ".github",
+    STEWARD_CLI_TOKEN: VALUE,
+    STEWARD_SECRET_SOURCES: "acme=env:STEWARD_CLI_",
+  });
 
 beforeAll(async () => {
   h = await createHub({ seed: "demo" });
@@ -23,7 +28,10 @@ beforeAll(async () => {
   h.control.pushFiles({
     owner: "acme",
     repo: ".github",
-    files: { ".github/steward/secrets.yml": "secrets:\n  CLI_TOKEN: { from: env:STEWARD_CLI_TOKEN, repositories: [api] }\nvariables:\n  REGION: { value: eu, repositories: [web] }\n" },
+    files: {
+      ".github/steward/secrets.yml":
+        "secrets:\n  CLI_TOKEN: { from: env:STEWARD_CLI_TOKEN, repositories: [api] }\nvariables:\n  REGION: { value: eu, repositories: [web] }\n",
+    },
   });
 });
 afterAll(async () => {
@@ -33,8 +41,20 @@ afterAll(async () => {
 
 describe("steward sync", () => {
   it("parses its arguments", () => {
-    expect(parseSyncArgs(["--org", "acme", "--dry-run"])).toEqual({ org: "acme", dryRun: true, concurrency: undefined, wait: false, force: false });
-    expect(parseSyncArgs(["--org=acme", "--concurrency", "4"])).toEqual({ org: "acme", dryRun: false, concurrency: 4, wait: false, force: false });
+    expect(parseSyncArgs(["--org", "acme", "--dry-run"])).toEqual({
+      org: "acme",
+      dryRun: true,
+      concurrency: undefined,
+      wait: false,
+      force: false,
+    });
+    expect(parseSyncArgs(["--org=acme", "--concurrency", "4"])).toEqual({
+      org: "acme",
+      dryRun: false,
+      concurrency: 4,
+      wait: false,
+      force: false,
+    });
     expect(parseSyncArgs([])).toBe("--org is required");
     expect(parseSyncArgs(["--org", "a", "--concurrency", "0"])).toMatch(/positive/);
     expect(parseSyncArgs(["--bogus"])).toMatch(/unknown argument/);
@@ -47,7 +67,12 @@ describe("steward sync", () => {
     expect(dry.stdout).toMatch(/repo api\s+CLI_TOKEN\s+secret\s+create\s+missing/);
     expect(dry.stdout).toMatch(/repo web\s+REGION\s+variable\s+create\s+missing/);
     expect(dry.stdout).toContain("dry run: nothing applied.");
-    expect(h.control.requests().slice(before).filter((r) => r.method !== "GET" && !r.path.includes("access_tokens"))).toEqual([]);
+    expect(
+      h.control
+        .requests()
+        .slice(before)
+        .filter((r) => r.method !== "GET" && !r.path.includes("access_tokens")),
+    ).toEqual([]);
 
     const real = io();
     expect(await run(["--org", "acme"], real)).toBe(0);

@@ -47,7 +47,12 @@ function listPaths(): string[] {
 async function steadyWorld(): Promise<World> {
   const w = await createWorld({ repos: REPOS, environments: { "svc-01": ["production"] }, env: { ...SECRET_ENV } });
   // svc-00 has three pages of variables (30 a page), most of them people's.
-  for (let i = 0; i < 64; i++) w.h.domains.variables.setVariableOutOfBand({ owner: ORG, repo: "svc-00" }, `PEOPLE_${String(i).padStart(2, "0")}`, "x");
+  for (let i = 0; i < 64; i++)
+    w.h.domains.variables.setVariableOutOfBand(
+      { owner: ORG, repo: "svc-00" },
+      `PEOPLE_${String(i).padStart(2, "0")}`,
+      "x",
+    );
   w.pushPolicy(POLICY);
   const first = await w.sync();
   expect(first.failures).toEqual([]);
@@ -64,7 +69,13 @@ async function measured<T>(w: World, run: () => Promise<T>) {
   const before = w.charged();
   const result = await run();
   const made = requests();
-  return { result, made, charged: w.charged() - before, gets: made.filter((r) => r.method === "GET"), writes: made.filter((r) => r.method !== "GET") };
+  return {
+    result,
+    made,
+    charged: w.charged() - before,
+    gets: made.filter((r) => r.method === "GET"),
+    writes: made.filter((r) => r.method !== "GET"),
+  };
 }
 
 describe("conditional reads of a secrets sync", () => {
@@ -89,7 +100,9 @@ describe("conditional reads of a secrets sync", () => {
     for (const p of listPaths()) expect(read, p).toContain(p);
     expect(run.gets.filter((r) => r.path === `/repos/${ORG}/svc-00/actions/variables`)).toHaveLength(3);
     expect(run.gets.filter((r) => r.status !== 304)).toEqual([]);
-    expect(sent.filter((s) => s.method === "GET").every((s) => typeof s.ifNoneMatch === "string" && s.ifNoneMatch !== "")).toBe(true);
+    expect(
+      sent.filter((s) => s.method === "GET").every((s) => typeof s.ifNoneMatch === "string" && s.ifNoneMatch !== ""),
+    ).toBe(true);
     expect(sent.filter((s) => s.method === "GET")).toHaveLength(run.gets.length);
     // The hub's rate limit charged nothing.
     expect(run.charged).toBe(0);
@@ -102,7 +115,11 @@ describe("conditional reads of a secrets sync", () => {
     w.h.control.advanceClock(5_000);
     w.h.domains.secrets.setSecretOutOfBand({ owner: ORG, repo: "svc-03" }, "NPM_TOKEN", "tampered");
     w.h.domains.variables.setVariableOutOfBand({ owner: ORG, repo: "svc-04" }, "REGION", "us-east-1");
-    w.h.domains.secrets.setSecretOutOfBand({ owner: ORG, repo: "svc-01", environment: "production" }, "DEPLOY_KEY", "tampered");
+    w.h.domains.secrets.setSecretOutOfBand(
+      { owner: ORG, repo: "svc-01", environment: "production" },
+      "DEPLOY_KEY",
+      "tampered",
+    );
 
     const drift = await measured(w, () => w.sync());
     expect(drift.result.failures).toEqual([]);
@@ -111,11 +128,22 @@ describe("conditional reads of a secrets sync", () => {
       expect.stringMatching(/^secret\/repo\/svc-03\/NPM_TOKEN changed out of band \(updated_at /),
       expect.stringMatching(/^variable\/repo\/svc-04\/REGION value changed out of band$/),
     ]);
-    expect(w.h.domains.secrets.openedValue({ owner: ORG, repo: "svc-03" }, "NPM_TOKEN")).toBe(SECRET_ENV.STEWARD_SECRET_NPM_TOKEN);
-    expect(w.h.domains.secrets.openedValue({ owner: ORG, repo: "svc-01", environment: "production" }, "DEPLOY_KEY")).toBe(SECRET_ENV.STEWARD_SECRET_SHARED);
+    expect(w.h.domains.secrets.openedValue({ owner: ORG, repo: "svc-03" }, "NPM_TOKEN")).toBe(
+      SECRET_ENV.STEWARD_SECRET_NPM_TOKEN,
+    );
+    expect(
+      w.h.domains.secrets.openedValue({ owner: ORG, repo: "svc-01", environment: "production" }, "DEPLOY_KEY"),
+    ).toBe(SECRET_ENV.STEWARD_SECRET_SHARED);
     expect(w.h.domains.variables.valueIn({ owner: ORG, repo: "svc-04" }, "REGION")).toBe("eu-west-1");
-    const fresh = drift.gets.filter((r) => r.status === 200).map((r) => r.path).sort();
-    expect(fresh).toEqual([`/repos/${ORG}/svc-01/environments/production/secrets`, `/repos/${ORG}/svc-03/actions/secrets`, `/repos/${ORG}/svc-04/actions/variables`]);
+    const fresh = drift.gets
+      .filter((r) => r.status === 200)
+      .map((r) => r.path)
+      .sort();
+    expect(fresh).toEqual([
+      `/repos/${ORG}/svc-01/environments/production/secrets`,
+      `/repos/${ORG}/svc-03/actions/secrets`,
+      `/repos/${ORG}/svc-04/actions/variables`,
+    ]);
     expect(drift.gets.filter((r) => r.status !== 200 && r.status !== 304)).toEqual([]);
     expect(drift.charged).toBe(fresh.length + drift.writes.length);
 
@@ -137,18 +165,34 @@ describe("conditional reads of a secrets sync", () => {
     // A person adds SENTRY_DSN by hand in svc-05; then the policy asks for it everywhere.
     w.h.control.advanceClock(2_000);
     w.h.domains.secrets.setSecretOutOfBand({ owner: ORG, repo: "svc-05" }, "SENTRY_DSN", "person's");
-    w.pushPolicy(`${POLICY}\n`.replace("secrets:\n", "secrets:\n  SENTRY_DSN: { from: env:STEWARD_SECRET_SHARED, repositories: ['svc-*'] }\n"));
+    w.pushPolicy(
+      `${POLICY}\n`.replace(
+        "secrets:\n",
+        "secrets:\n  SENTRY_DSN: { from: env:STEWARD_SECRET_SHARED, repositories: ['svc-*'] }\n",
+      ),
+    );
 
     const plan = await measured(w, () => w.sync({ dryRun: true }));
     const sentry = plan.result.rows.filter((r) => r.name === "SENTRY_DSN");
     expect(sentry).toHaveLength(N);
     // The person's secret is a conflict (no adopt): seen through the fresh list, never overwritten.
-    expect(sentry.filter((r) => r.conflict).map((r) => [r.scope, r.action])).toEqual([[{ level: "repo", repo: "svc-05" }, "unchanged"]]);
-    expect(sentry.find((r) => r.conflict)?.reason).toMatch(/^exists and Steward did not create it, so it is left as it is \(exists but Steward never wrote it/);
+    expect(sentry.filter((r) => r.conflict).map((r) => [r.scope, r.action])).toEqual([
+      [{ level: "repo", repo: "svc-05" }, "unchanged"],
+    ]);
+    expect(sentry.find((r) => r.conflict)?.reason).toMatch(
+      /^exists and Steward did not create it, so it is left as it is \(exists but Steward never wrote it/,
+    );
     expect(sentry.filter((r) => r.action === "create")).toHaveLength(N - 1);
-    const fresh = plan.gets.filter((r) => r.status === 200).map((r) => r.path).sort();
+    const fresh = plan.gets
+      .filter((r) => r.status === 200)
+      .map((r) => r.path)
+      .sort();
     // The push also changed the admin repository's entry in the installation's repository list.
-    expect(fresh).toEqual(["/installation/repositories", `/repos/${ORG}/admin/contents/.github%2Fsteward%2Fsecrets.yml`, `/repos/${ORG}/svc-05/actions/secrets`]);
+    expect(fresh).toEqual([
+      "/installation/repositories",
+      `/repos/${ORG}/admin/contents/.github%2Fsteward%2Fsecrets.yml`,
+      `/repos/${ORG}/svc-05/actions/secrets`,
+    ]);
     expect(plan.writes).toEqual([]);
   });
 

@@ -1,7 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { adminRepoFor, decideNewRepositories, decidePullRequest, decidePush, periodicTask } from "../../../handlers/secrets/decide.js";
+import {
+  adminRepoFor,
+  decideNewRepositories,
+  decidePullRequest,
+  decidePush,
+  periodicTask,
+} from "../../../handlers/secrets/decide.js";
 
-const push = { ref: "refs/heads/main", after: "abc", defaultBranch: "main", owner: "acme", repo: "admin", deleted: false, commits: [{ modified: [".github/steward/secrets.yml"] }] };
+const push = {
+  ref: "refs/heads/main",
+  after: "abc",
+  defaultBranch: "main",
+  owner: "acme",
+  repo: "admin",
+  deleted: false,
+  commits: [{ modified: [".github/steward/secrets.yml"] }],
+};
 
 describe("decide", () => {
   it.each([
@@ -18,7 +32,11 @@ describe("decide", () => {
     ["deleted branch", { ...push, deleted: true }, "skip"],
     ["push not touching the policy", { ...push, commits: [{ modified: ["README.md"] }] }, "skip"],
     ["policy removed", { ...push, commits: [{ removed: [".github/steward/secrets.yml"] }] }, "sync"],
-    ["20 commits may hide the policy change", { ...push, commits: Array.from({ length: 20 }, () => ({ modified: ["x"] })) }, "sync"],
+    [
+      "20 commits may hide the policy change",
+      { ...push, commits: Array.from({ length: 20 }, () => ({ modified: ["x"] })) },
+      "sync",
+    ],
   ])("%s", (_t, facts, want) => {
     const d = decidePush(facts, "admin");
     expect(d.decision).toBe(want);
@@ -26,7 +44,16 @@ describe("decide", () => {
   });
 
   it("pull requests: files are read only for the admin repository, plan only when the policy changes", () => {
-    const pr = { action: "opened", owner: "acme", repo: "admin", number: 7, headSha: "h", headRef: "feature", baseRef: "main", defaultBranch: "main" };
+    const pr = {
+      action: "opened",
+      owner: "acme",
+      repo: "admin",
+      number: 7,
+      headSha: "h",
+      headRef: "feature",
+      baseRef: "main",
+      defaultBranch: "main",
+    };
     expect(decidePullRequest({ ...pr, baseRef: "release" }, "admin").decision).toBe("skip");
     expect(decidePullRequest({ ...pr, repo: "web" }, "admin").decision).toBe("skip");
     expect(decidePullRequest({ ...pr, action: "closed" }, "admin").decision).toBe("skip");
@@ -38,14 +65,27 @@ describe("decide", () => {
   });
 
   it("a fork's pull request is planned as a fork: the handler then resolves nothing of it", () => {
-    const pr = { action: "opened", owner: "acme", repo: "admin", number: 7, headSha: "h", headRef: "x", baseRef: "main", defaultBranch: "main", files: [".github/steward/secrets.yml"] };
+    const pr = {
+      action: "opened",
+      owner: "acme",
+      repo: "admin",
+      number: 7,
+      headSha: "h",
+      headRef: "x",
+      baseRef: "main",
+      defaultBranch: "main",
+      files: [".github/steward/secrets.yml"],
+    };
     const plan = decidePullRequest({ ...pr, fork: "mallory/admin" }, "admin");
     expect(plan).toMatchObject({ decision: "plan", fork: "mallory/admin" });
     expect((plan as { reasons: string[] }).reasons.join()).toContain("from fork mallory/admin");
   });
 
   it("new repositories sync only themselves", () => {
-    expect(decideNewRepositories("acme", ["web"], "repository.created")).toMatchObject({ decision: "sync", onlyRepos: ["web"] });
+    expect(decideNewRepositories("acme", ["web"], "repository.created")).toMatchObject({
+      decision: "sync",
+      onlyRepos: ["web"],
+    });
     expect(decideNewRepositories("acme", [], "x").decision).toBe("skip");
   });
 

@@ -24,7 +24,9 @@ it("plays the secrets scenario", async () => {
   expect(out.match(/matches the source/g)).toHaveLength(5);
   expect(out).toMatch(/sync again, nothing changed .*0 created, 0 updated, 0 deleted\); 0 writes/);
   expect(out).toMatch(/edited out of band.*1 updated.*repaired/);
-  expect(out).toMatch(/drops DEPLOY_KEY .*steward\/plan: success \(0 to create, 0 to update, 2 to delete, 3 unchanged\)/);
+  expect(out).toMatch(
+    /drops DEPLOY_KEY .*steward\/plan: success \(0 to create, 0 to update, 2 to delete, 3 unchanged\)/,
+  );
   expect(out).toMatch(/DEPLOY_KEY still in place/);
   expect(out).toMatch(/prune: true.*0 created, 0 updated, 2 deleted\); pruned/);
   expect(out).not.toMatch(/npm_[0-9a-f]{24}|deploy-key-[0-9a-f]{24}/);

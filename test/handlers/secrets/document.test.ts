@@ -58,7 +58,9 @@ describe("the secrets document through the shared validator", () => {
     // Schema errors (an unknown key) come first; the semantic checks run once the schema passes.
     expect(lines.some((l) => /^20 .*secretz/.test(l))).toBe(true);
     const fixed = text.replace("\nsecretz: {}", "");
-    const semantic = validatePolicyText(fixed, { file: DOC, handlers: builtinHandlers, document: DOC }).problems.map((p) => `${p.line} ${p.message}`);
+    const semantic = validatePolicyText(fixed, { file: DOC, handlers: builtinHandlers, document: DOC }).problems.map(
+      (p) => `${p.line} ${p.message}`,
+    );
     expect(semantic).toEqual(
       expect.arrayContaining([
         expect.stringMatching(/^3 secret NPM_TOKEN has a literal value/),
@@ -70,7 +72,10 @@ describe("the secrets document through the shared validator", () => {
   });
 
   it("validation checks structure and source names without the values, whoever wrote the text", async () => {
-    const text = (await example()).replace("STEWARD_SECRET_NPM_TOKEN ", "STEWARD_SECRET_SURELY_UNSET_9876 ").replace(/from: file:\S+/, "from: file:/surely/not/here/deploy_key").replace("  TIER:", "  GITHUB_TIER:");
+    const text = (await example())
+      .replace("STEWARD_SECRET_NPM_TOKEN ", "STEWARD_SECRET_SURELY_UNSET_9876 ")
+      .replace(/from: file:\S+/, "from: file:/surely/not/here/deploy_key")
+      .replace("  TIER:", "  GITHUB_TIER:");
     const trusted = parseSecretsDocument(text, DOC);
     const untrusted = parseSecretsDocument(text, DOC, { resolveSources: false });
     expect(untrusted.problems.map((p) => p.message)).toEqual(['name "GITHUB_TIER" must not start with GITHUB_']);
@@ -83,12 +88,19 @@ describe("the secrets document through the shared validator", () => {
       delete process.env.STEWARD_SECRET_SURELY_UNSET_9876;
     }
     // Steward's own settings are refused whatever the host or the operator's exposure.
-    const own = parseSecretsDocument(text.replace("STEWARD_SECRET_SURELY_UNSET_9876 ", "WEBHOOK_SECRET "), DOC, { resolveSources: false });
-    expect(own.problems.map((p) => p.message)).toContain("source env:WEBHOOK_SECRET is one of Steward's own settings, which are never available to a policy");
+    const own = parseSecretsDocument(text.replace("STEWARD_SECRET_SURELY_UNSET_9876 ", "WEBHOOK_SECRET "), DOC, {
+      resolveSources: false,
+    });
+    expect(own.problems.map((p) => p.message)).toContain(
+      "source env:WEBHOOK_SECRET is one of Steward's own settings, which are never available to a policy",
+    );
   });
 
   it("refuses the document anywhere but as the admin document", () => {
-    const { problems } = validatePolicyText("secrets: {}\n", { file: ".github/steward.yml", handlers: builtinHandlers });
+    const { problems } = validatePolicyText("secrets: {}\n", {
+      file: ".github/steward.yml",
+      handlers: builtinHandlers,
+    });
     expect(problems.map((p) => p.message).join("\n")).toMatch(/unknown section "secrets"/);
   });
 });

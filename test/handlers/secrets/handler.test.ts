@@ -47,7 +47,12 @@ afterAll(async () => {
 
 describe("secrets handler through the sandbox stack", () => {
   it("a policy push syncs and reports steward/sync on the commit; an unrelated push does nothing", async () => {
-    const push = stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy() }, message: "secrets policy" });
+    const push = stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ADMIN,
+      files: { [POLICY]: policy() },
+      message: "secrets policy",
+    });
     await settle();
     const s = stack.hub.domains.secrets;
     expect(s.openedValue({ org: ORG }, "NPM_TOKEN")).toBe(VALUE);
@@ -59,10 +64,20 @@ describe("secrets handler through the sandbox stack", () => {
     expect(run?.output.summary).not.toContain(VALUE);
 
     const mark = stack.hub.control.requests().length;
-    const other = stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { "README.md": "# admin\n" }, message: "docs" });
+    const other = stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ADMIN,
+      files: { "README.md": "# admin\n" },
+      message: "docs",
+    });
     await settle();
     expect(checkRun(ADMIN, other.sha, "steward/sync")).toBeUndefined();
-    expect(stack.hub.control.requests().slice(mark).filter((r) => /\/(secrets|variables)/.test(r.path))).toEqual([]);
+    expect(
+      stack.hub.control
+        .requests()
+        .slice(mark)
+        .filter((r) => /\/(secrets|variables)/.test(r.path)),
+    ).toEqual([]);
   });
 
   it("a pull request changing the policy gets steward/plan and nothing is applied", async () => {
@@ -72,16 +87,26 @@ describe("secrets handler through the sandbox stack", () => {
       repo: ADMIN,
       head: "drop-api-token",
       title: "Drop API_TOKEN, add a variable",
-      files: { [POLICY]: policy("variables:\n  REGION: { value: eu-west-1, org: { visibility: all } }").replace(/  API_TOKEN:[\s\S]*?new-\*"\]\n/, "") },
+      files: {
+        [POLICY]: policy("variables:\n  REGION: { value: eu-west-1, org: { visibility: all } }").replace(
+          /  API_TOKEN:[\s\S]*?new-\*"\]\n/,
+          "",
+        ),
+      },
     });
     await settle();
     const run = checkRun(ADMIN, pr.head_sha, "steward/plan");
     expect(run?.conclusion).toBe("success");
     expect(run?.output.title).toBe("1 to create, 0 to update, 1 to delete, 1 unchanged");
-    expect(run?.output.summary).toContain("| repo api | API_TOKEN | secret | delete | no longer in policy; created by Steward |");
+    expect(run?.output.summary).toContain(
+      "| repo api | API_TOKEN | secret | delete | no longer in policy; created by Steward |",
+    );
     expect(run?.output.summary).toContain("| org | REGION | variable | create | missing |");
     expect(run?.output.summary).toContain("Nothing has been applied");
-    const writes = stack.hub.control.requests().slice(before).filter((r) => r.method !== "GET" && /secrets|variables/.test(r.path));
+    const writes = stack.hub.control
+      .requests()
+      .slice(before)
+      .filter((r) => r.method !== "GET" && /secrets|variables/.test(r.path));
     expect(writes).toEqual([]);
     expect(stack.hub.domains.secrets.openedValue({ owner: ORG, repo: "api" }, "API_TOKEN")).toBe(VALUE);
   });
@@ -113,7 +138,9 @@ describe("secrets handler through the sandbox stack", () => {
     });
     await settle();
     const run = checkRun(ADMIN, pr.head_sha, "steward/plan");
-    expect(run?.output.summary).toContain("secret BIG_TOKEN in repo api is 49.0 KB, over GitHub's limit of 48 KB per secret: its write will fail");
+    expect(run?.output.summary).toContain(
+      "secret BIG_TOKEN in repo api is 49.0 KB, over GitHub's limit of 48 KB per secret: its write will fail",
+    );
     expect(run?.conclusion).toBe("failure");
     expect(run?.output.title).toMatch(/ to create, .* unchanged; writes would fail: over GitHub's limits$/);
     expect(run?.output.summary).toContain(":x: Applying it would fail in part");
@@ -123,7 +150,13 @@ describe("secrets handler through the sandbox stack", () => {
   it("a secret someone else created is left alone, reported as such, and does not fail steward/sync or steward/plan", async () => {
     stack.hub.domains.secrets.setSecretOutOfBand({ owner: ORG, repo: "api" }, "HUMAN_KEY", "a person's value");
     const extra = "  HUMAN_KEY:\n    from: env:STEWARD_E2E_NPM_TOKEN\n    repositories: [api]";
-    const pr = stack.hub.control.openPullRequest({ owner: ORG, repo: ADMIN, head: "human-key", title: "Manage HUMAN_KEY", files: { [POLICY]: policy(extra) } });
+    const pr = stack.hub.control.openPullRequest({
+      owner: ORG,
+      repo: ADMIN,
+      head: "human-key",
+      title: "Manage HUMAN_KEY",
+      files: { [POLICY]: policy(extra) },
+    });
     await settle();
     const plan = checkRun(ADMIN, pr.head_sha, "steward/plan");
     expect(plan?.conclusion).toBe("success");
@@ -131,14 +164,23 @@ describe("secrets handler through the sandbox stack", () => {
     expect(plan?.output.summary).toContain("### Left alone (not Steward's)");
     expect(plan?.output.summary).not.toContain("### Could not plan");
 
-    const push = stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy(extra) }, message: "manage HUMAN_KEY" });
+    const push = stack.hub.control.pushFiles({
+      owner: ORG,
+      repo: ADMIN,
+      files: { [POLICY]: policy(extra) },
+      message: "manage HUMAN_KEY",
+    });
     await settle();
     const run = checkRun(ADMIN, push.sha, "steward/sync");
     expect(run?.conclusion).toBe("success");
     expect(run?.output.title).toBe("0 created, 0 updated, 0 deleted, 1 left alone");
     expect(run?.output.summary).not.toContain("### Failed");
-    expect(run?.output.summary).toContain("### Left alone (not Steward's)\n\nThis target exists but Steward did not create it, and the policy does not say `adopt: true`: it was left as it is, as documented. This is not a failure.");
-    expect(run?.output.summary).toContain("| repo api | HUMAN_KEY | secret | exists and Steward did not create it, so it is left as it is");
+    expect(run?.output.summary).toContain(
+      "### Left alone (not Steward's)\n\nThis target exists but Steward did not create it, and the policy does not say `adopt: true`: it was left as it is, as documented. This is not a failure.",
+    );
+    expect(run?.output.summary).toContain(
+      "| repo api | HUMAN_KEY | secret | exists and Steward did not create it, so it is left as it is",
+    );
     expect(stack.hub.domains.secrets.openedValue({ owner: ORG, repo: "api" }, "HUMAN_KEY")).toBe("a person's value");
   });
 
@@ -147,7 +189,13 @@ describe("secrets handler through the sandbox stack", () => {
     const inst = stack.hub.control.installation(ORG)!;
     await stack.hub.hub.deliver(
       "repository",
-      { action: "created", repository: stack.hub.hub.repoJson(repo), organization: { login: ORG }, sender: stack.hub.hub.userJson("octo-admin"), installation: { id: inst.id } },
+      {
+        action: "created",
+        repository: stack.hub.hub.repoJson(repo),
+        organization: { login: ORG },
+        sender: stack.hub.hub.userJson("octo-admin"),
+        installation: { id: inst.id },
+      },
       { installationId: inst.id },
     );
     await settle();
@@ -180,9 +228,16 @@ describe("secrets handler through the sandbox stack", () => {
     // Enough for the policy read and the repository list, not for the scopes.
     stack.hub.control.setRateLimit(inst.id, { limit: 5000, remaining: 2, resetAt });
     try {
-      stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { [POLICY]: policy("variables:\n  LATER: { value: x, repositories: [api] }") }, message: "more" });
+      stack.hub.control.pushFiles({
+        owner: ORG,
+        repo: ADMIN,
+        files: { [POLICY]: policy("variables:\n  LATER: { value: x, repositories: [api] }") },
+        message: "more",
+      });
       await settle();
-      const tasks = (await (stack.steward as unknown as Steward).store.tasks.listTasks()).filter((t) => t.handler === "secrets" && t.key === `secrets/resume/${inst.id}/${ORG}`);
+      const tasks = (await (stack.steward as unknown as Steward).store.tasks.listTasks()).filter(
+        (t) => t.handler === "secrets" && t.key === `secrets/resume/${inst.id}/${ORG}`,
+      );
       expect(tasks).toHaveLength(1);
       expect(Math.abs(tasks[0]!.runAt.getTime() - resetAt.getTime())).toBeLessThan(10_000);
       expect(tasks[0]!.data).toEqual({ kind: "resume", org: ORG });
@@ -198,12 +253,31 @@ describe("secrets handler: deliveries that are not triggers", () => {
     const store = (stack.steward as unknown as Steward).store;
     const repo = stack.hub.control.repo(ORG, ADMIN)!;
     const example = (action: string) => {
-      const found = (webhookExamples as unknown as { name: string; examples: Record<string, any>[] }[]).find((g) => g.name === "pull_request")!.examples.find((e) => e.action === action);
+      const found = (webhookExamples as unknown as { name: string; examples: Record<string, any>[] }[])
+        .find((g) => g.name === "pull_request")!
+        .examples.find((e) => e.action === action);
       if (!found) throw new Error(`no pull_request.${action} example`);
-      return { ...structuredClone(found), repository: { ...found.repository, id: repo.id, name: ADMIN, full_name: `${ORG}/${ADMIN}`, owner: { ...found.repository.owner, login: ORG } } };
+      return {
+        ...structuredClone(found),
+        repository: {
+          ...found.repository,
+          id: repo.id,
+          name: ADMIN,
+          full_name: `${ORG}/${ADMIN}`,
+          owner: { ...found.repository.owner, login: ORG },
+        },
+      };
     };
     const sent = new Map<string, string>();
-    for (const action of ["labeled", "closed", "assigned", "review_requested", "converted_to_draft", "ready_for_review", "opened"]) {
+    for (const action of [
+      "labeled",
+      "closed",
+      "assigned",
+      "review_requested",
+      "converted_to_draft",
+      "ready_for_review",
+      "opened",
+    ]) {
       const record = await stack.hub.state.deliver("pull_request", example(action));
       expect(record?.status_code, action).toBe(202);
       sent.set(action, record!.guid);
@@ -221,7 +295,8 @@ describe("secrets handler: deliveries that are not triggers", () => {
         expect(got?.outcomes, action).toEqual([]);
       }
     }
-    for (const action of ["opened", "synchronize", "reopened", "edited"]) expect(secrets.events).toContain(`pull_request.${action}`);
+    for (const action of ["opened", "synchronize", "reopened", "edited"])
+      expect(secrets.events).toContain(`pull_request.${action}`);
     expect(secrets.events).not.toContain("pull_request");
   });
 
@@ -231,7 +306,10 @@ describe("secrets handler: deliveries that are not triggers", () => {
     stack.hub.control.pushFiles({ owner: ORG, repo: "api", files: { "README.md": "elsewhere" }, message: "elsewhere" });
     stack.hub.control.pushFiles({ owner: ORG, repo: ADMIN, files: { "README.md": "admin" }, message: "admin" });
     await settle();
-    const pushes = stack.hub.control.deliveries().slice(before).filter((d) => d.event === "push");
+    const pushes = stack.hub.control
+      .deliveries()
+      .slice(before)
+      .filter((d) => d.event === "push");
     expect(pushes.map((d) => (d.request.payload.repository as { name: string }).name)).toEqual(["api", ADMIN]);
     const [elsewhere, admin] = await Promise.all(pushes.map((d) => store.deliveries.getDelivery(d.guid)));
     expect(elsewhere?.delivery).toMatchObject({ status: "done", attempts: 0 });
@@ -242,7 +320,12 @@ describe("secrets handler: deliveries that are not triggers", () => {
   });
 
   it("skips an action it does not act on without reading the payload (the engine parses it only when read)", async () => {
-    for (const [name, action] of [["pull_request", "labeled"], ["pull_request", "closed"], ["repository", "archived"], ["installation", "deleted"]] as const) {
+    for (const [name, action] of [
+      ["pull_request", "labeled"],
+      ["pull_request", "closed"],
+      ["repository", "archived"],
+      ["installation", "deleted"],
+    ] as const) {
       const ctx = {
         name,
         action,

@@ -6,7 +6,9 @@ import { check, nameError, sourceError, type SecretsPolicy } from "../../../hand
 
 function problems(policy: Partial<SecretsPolicy>) {
   const out: { path: (string | number)[]; message: string; severity: string }[] = [];
-  check({ secrets: {}, variables: {}, prune: false, ...policy }, (path, message, severity = "error") => out.push({ path, message, severity }));
+  check({ secrets: {}, variables: {}, prune: false, ...policy }, (path, message, severity = "error") =>
+    out.push({ path, message, severity }),
+  );
   return out;
 }
 
@@ -27,7 +29,8 @@ describe("secrets policy checks", () => {
   });
 
   it("sources: only the form and Steward's own settings are judged without --resolve; literals are refused without echoing them", () => {
-    for (const from of ["env:PRESENT", "env:ABSENT", "file:/etc/passwd", "file:/surely/not/here"]) expect(sourceError(from)).toBeUndefined();
+    for (const from of ["env:PRESENT", "env:ABSENT", "file:/etc/passwd", "file:/surely/not/here"])
+      expect(sourceError(from)).toBeUndefined();
     expect(sourceError("env:WEBHOOK_SECRET")).toMatch(/one of Steward's own settings/);
     expect(sourceError("env:STEWARD_REVIEWER_TOKEN")).toMatch(/one of Steward's own settings/);
     const literal = sourceError("hunter2-very-secret");
@@ -47,8 +50,14 @@ describe("secrets policy checks", () => {
     const resolve = (from: string) => sourceError(from, { resolve: { org: "acme", env } });
     expect(resolve("env:ACME_TOKEN")).toBeUndefined();
     expect(resolve(`file:${dir}/key`)).toBeUndefined();
-    const answers = ["env:ACME_ABSENT", "env:OTHER", `file:${dir}/nope`, `file:${dir}`, "file:/etc/passwd"].map((from) => resolve(from)!.replace(from, "FROM"));
-    expect(new Set(answers)).toEqual(new Set(["source FROM is not available (it is not set, or not exposed to this organisation by STEWARD_SECRET_SOURCES)"]));
+    const answers = ["env:ACME_ABSENT", "env:OTHER", `file:${dir}/nope`, `file:${dir}`, "file:/etc/passwd"].map(
+      (from) => resolve(from)!.replace(from, "FROM"),
+    );
+    expect(new Set(answers)).toEqual(
+      new Set([
+        "source FROM is not available (it is not set, or not exposed to this organisation by STEWARD_SECRET_SOURCES)",
+      ]),
+    );
   });
 
   it("the check never looks at the host unless asked to resolve for one organisation", () => {
@@ -87,7 +96,7 @@ describe("secrets policy checks", () => {
       secrets: {
         LITERAL: { value: "s3cr3t", repositories: ["a"] },
         NOFROM: { repositories: ["a"] },
-        "GITHUB_X": { from: "env:STEWARD_TEST_SECRET_OK", repositories: ["a"] },
+        GITHUB_X: { from: "env:STEWARD_TEST_SECRET_OK", repositories: ["a"] },
         VIS: { from: "env:STEWARD_TEST_SECRET_OK", org: { visibility: "all", repositories: ["a"] } },
         GLOB: { from: "env:STEWARD_TEST_SECRET_OK", repositories: ["web-[a"] },
         NOWHERE: { from: "env:STEWARD_TEST_SECRET_OK" },
@@ -110,7 +119,13 @@ describe("secrets policy checks", () => {
     process.env.STEWARD_TEST_SECRET_OK = "1";
     expect(
       problems({
-        secrets: { NPM_TOKEN: { from: "env:STEWARD_TEST_SECRET_OK", org: { visibility: "selected", repositories: ["web-*", "api"] }, environments: { production: ["service-*"] } } },
+        secrets: {
+          NPM_TOKEN: {
+            from: "env:STEWARD_TEST_SECRET_OK",
+            org: { visibility: "selected", repositories: ["web-*", "api"] },
+            environments: { production: ["service-*"] },
+          },
+        },
         variables: { REGION: { value: "eu-west-1", org: { visibility: "all" } } },
         prune: true,
       }),

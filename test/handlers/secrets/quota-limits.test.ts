@@ -9,39 +9,112 @@ const ORG: Scope = { level: "org" };
 const REPO: Scope = { level: "repo", repo: "web" };
 const ENV: Scope = { level: "env", repo: "web", environment: "production" };
 
-function existing(kind: Kind, scope: Scope, n: number, value?: (i: number) => string, extra: Partial<ActualTarget> = {}): Map<string, ActualTarget> {
+function existing(
+  kind: Kind,
+  scope: Scope,
+  n: number,
+  value?: (i: number) => string,
+  extra: Partial<ActualTarget> = {},
+): Map<string, ActualTarget> {
   const out = new Map<string, ActualTarget>();
   for (let i = 0; i < n; i++) {
     const name = `OLD_${i}`;
     const key = targetKey(kind, scope, name);
-    out.set(key, { key, kind, scope, name, updatedAt: "2026-11-01T00:00:00Z", ...(value ? { value: value(i) } : {}), ...extra });
+    out.set(key, {
+      key,
+      kind,
+      scope,
+      name,
+      updatedAt: "2026-11-01T00:00:00Z",
+      ...(value ? { value: value(i) } : {}),
+      ...extra,
+    });
   }
   return out;
 }
 
 function create(kind: Kind, scope: Scope, name: string, extra: Partial<PlanRow> = {}): PlanRow {
-  return { key: targetKey(kind, scope, name), kind, scope, name, action: "create", changes: ["value"], reason: "new", created: true, ...extra };
+  return {
+    key: targetKey(kind, scope, name),
+    kind,
+    scope,
+    name,
+    action: "create",
+    changes: ["value"],
+    reason: "new",
+    created: true,
+    ...extra,
+  };
 }
 
 describe("count limits, in GitHub's words", () => {
   it.each([
-    ["secret", ORG, 1000, "org would have 1,001 secrets, over GitHub's limit of 1,000 organization secrets: the writes past it will fail"],
-    ["secret", REPO, 100, "repo web would have 101 secrets, over GitHub's limit of 100 repository secrets: the writes past it will fail"],
-    ["secret", ENV, 100, "env web/production would have 101 secrets, over GitHub's limit of 100 environment secrets: the writes past it will fail"],
-    ["variable", ORG, 1000, "org would have 1,001 variables, over GitHub's limit of 1,000 organization variables: the writes past it will fail"],
-    ["variable", REPO, 500, "repo web would have 501 variables, over GitHub's limit of 500 variables per repository: the writes past it will fail"],
-    ["variable", ENV, 100, "env web/production would have 101 variables, over GitHub's limit of 100 variables per environment: the writes past it will fail"],
+    [
+      "secret",
+      ORG,
+      1000,
+      "org would have 1,001 secrets, over GitHub's limit of 1,000 organization secrets: the writes past it will fail",
+    ],
+    [
+      "secret",
+      REPO,
+      100,
+      "repo web would have 101 secrets, over GitHub's limit of 100 repository secrets: the writes past it will fail",
+    ],
+    [
+      "secret",
+      ENV,
+      100,
+      "env web/production would have 101 secrets, over GitHub's limit of 100 environment secrets: the writes past it will fail",
+    ],
+    [
+      "variable",
+      ORG,
+      1000,
+      "org would have 1,001 variables, over GitHub's limit of 1,000 organization variables: the writes past it will fail",
+    ],
+    [
+      "variable",
+      REPO,
+      500,
+      "repo web would have 501 variables, over GitHub's limit of 500 variables per repository: the writes past it will fail",
+    ],
+    [
+      "variable",
+      ENV,
+      100,
+      "env web/production would have 101 variables, over GitHub's limit of 100 variables per environment: the writes past it will fail",
+    ],
   ] as const)("%s in %o: %i is the limit", (kind, scope, limit, over) => {
     const value = kind === "variable" ? () => "v" : undefined;
     const full = existing(kind, scope, limit - 1, value);
     const sizes = new Map([[targetKey(kind, scope, "NEW"), 1]]);
     // Reaching the limit is allowed (GitHub refuses the write after it), so it is only "near".
-    expect(quotaWarnings(full, [create(kind, scope, "NEW")], sizes)).toEqual([over.replace(/ would have [\d,]+ (\w+), over (GitHub's limit of .*?):.*/, ` would have ${limit.toLocaleString("en-US")} $1, near $2`)]);
+    expect(quotaWarnings(full, [create(kind, scope, "NEW")], sizes)).toEqual([
+      over.replace(
+        / would have [\d,]+ (\w+), over (GitHub's limit of .*?):.*/,
+        ` would have ${limit.toLocaleString("en-US")} $1, near $2`,
+      ),
+    ]);
     const past = existing(kind, scope, limit, value);
     expect(quotaWarnings(past, [create(kind, scope, "NEW")], sizes)).toEqual([over]);
     // A deletion in the same plan makes room.
-    const del: PlanRow = { key: [...past.keys()][0]!, kind, scope, name: "OLD_0", action: "delete", changes: [], reason: "pruned", created: false };
-    expect(quotaWarnings(past, [del, create(kind, scope, "NEW")], sizes)).toEqual([over.replace(/ would have [\d,]+ (\w+), over (GitHub's limit of .*?):.*/, ` would have ${limit.toLocaleString("en-US")} $1, near $2`)]);
+    const del: PlanRow = {
+      key: [...past.keys()][0]!,
+      kind,
+      scope,
+      name: "OLD_0",
+      action: "delete",
+      changes: [],
+      reason: "pruned",
+      created: false,
+    };
+    expect(quotaWarnings(past, [del, create(kind, scope, "NEW")], sizes)).toEqual([
+      over.replace(
+        / would have [\d,]+ (\w+), over (GitHub's limit of .*?):.*/,
+        ` would have ${limit.toLocaleString("en-US")} $1, near $2`,
+      ),
+    ]);
   });
 
   it("stays quiet well below the limits", () => {
@@ -76,9 +149,19 @@ describe("256 KB of organization and repository variables per workflow run", () 
     const org = existing("variable", ORG, 1, () => kb(200), { visibility: "selected", selectedRepositoryIds: [7] });
     const web = existing("variable", REPO, 1, () => kb(100));
     const api = existing("variable", { level: "repo", repo: "api" }, 1, () => kb(100));
-    const warnings = quotaWarnings(new Map([...org, ...web, ...api]), [], new Map(), new Map([["web", 7], ["api", 8]]));
+    const warnings = quotaWarnings(
+      new Map([...org, ...web, ...api]),
+      [],
+      new Map(),
+      new Map([
+        ["web", 7],
+        ["api", 8],
+      ]),
+    );
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatch(/^repo web would have 100\.0 KB of repository variables and 200\.0 KB of organization variables it can use, 300\.0 KB together, over GitHub's limit of 256 KB/);
+    expect(warnings[0]).toMatch(
+      /^repo web would have 100\.0 KB of repository variables and 200\.0 KB of organization variables it can use, 300\.0 KB together, over GitHub's limit of 256 KB/,
+    );
   });
 
   it("warns at the organization when its shared variables alone pass it", () => {

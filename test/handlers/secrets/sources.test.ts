@@ -27,7 +27,10 @@ beforeAll(async () => {
   await mkdir(dataDir, { recursive: true });
   await mkdir(globexDir);
   keyFile = join(root, "app.pem");
-  await writeFile(keyFile, "-----BEGIN PRIVATE KEY-----\nnot-a-real-key-but-steward-s-own\n-----END PRIVATE KEY-----\n");
+  await writeFile(
+    keyFile,
+    "-----BEGIN PRIVATE KEY-----\nnot-a-real-key-but-steward-s-own\n-----END PRIVATE KEY-----\n",
+  );
   await writeFile(join(acmeDir, "deploy_key"), "acme-deploy-key\n");
   await writeFile(join(globexDir, "deploy_key"), "globex-deploy-key\n");
   await writeFile(join(dataDir, "secrets-fingerprint.key"), "fingerprint-key-bytes");
@@ -83,16 +86,33 @@ describe("secret sources", () => {
       const r = read("acme", from);
       return r.ok ? "resolved" : r.error.replace(from, "FROM");
     };
-    const answers = ["env:UNEXPOSED", "env:SURELY_NOT_SET_ANYWHERE", "env:ACME_NOT_SET", `file:${root}/app.pem`, `file:${acmeDir}/missing`, `file:${acmeDir}`, "file:/etc/hostname"].map(answer);
+    const answers = [
+      "env:UNEXPOSED",
+      "env:SURELY_NOT_SET_ANYWHERE",
+      "env:ACME_NOT_SET",
+      `file:${root}/app.pem`,
+      `file:${acmeDir}/missing`,
+      `file:${acmeDir}`,
+      "file:/etc/hostname",
+    ].map(answer);
     expect(new Set(answers)).toEqual(new Set([notAvailable("FROM")]));
   });
 
   it("expose nothing when the configuration is malformed, and say why without echoing values", () => {
-    expect(parseExposures("acme")).toEqual({ ok: false, error: "STEWARD_SECRET_SOURCES entry 1: must be ORG=env:PREFIX,file:/dir" });
-    expect(parseExposures("acme=file:/")).toMatchObject({ ok: false, error: expect.stringMatching(/every file on the host/) });
+    expect(parseExposures("acme")).toEqual({
+      ok: false,
+      error: "STEWARD_SECRET_SOURCES entry 1: must be ORG=env:PREFIX,file:/dir",
+    });
+    expect(parseExposures("acme=file:/")).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/every file on the host/),
+    });
     expect(parseExposures("acme=vault:x")).toMatchObject({ ok: false });
     expect(parseExposures(undefined)).toEqual({ ok: true, byOrg: new Map() });
-    expect(resolveSource("env:ACME_TOKEN", { org: "acme", env: { ...env, STEWARD_SECRET_SOURCES: "acme=env:ACME_;bad" } }).ok).toBe(false);
+    expect(
+      resolveSource("env:ACME_TOKEN", { org: "acme", env: { ...env, STEWARD_SECRET_SOURCES: "acme=env:ACME_;bad" } })
+        .ok,
+    ).toBe(false);
   });
 });
 
@@ -100,10 +120,18 @@ describe("steward validate and secret sources", () => {
   it("checks source names without values by default; --resolve --account resolves them for that organisation", async () => {
     const file = join(root, "steward", "secrets.yml");
     await mkdir(join(root, "steward"), { recursive: true });
-    await writeFile(file, `secrets:\n  TOKEN: { from: env:ACME_MISSING, repositories: [web] }\n  KEY: { from: file:${acmeDir}/deploy_key, repositories: [web] }\n`);
+    await writeFile(
+      file,
+      `secrets:\n  TOKEN: { from: env:ACME_MISSING, repositories: [web] }\n  KEY: { from: file:${acmeDir}/deploy_key, repositories: [web] }\n`,
+    );
     const run = async (extra: Record<string, unknown>) => {
       let out = "";
-      const code = await validateFiles({ files: [file], ...extra }, [secrets], (s) => (out += s), () => undefined);
+      const code = await validateFiles(
+        { files: [file], ...extra },
+        [secrets],
+        (s) => (out += s),
+        () => undefined,
+      );
       return { code, out };
     };
     const saved = process.env.STEWARD_SECRET_SOURCES;

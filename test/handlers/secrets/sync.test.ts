@@ -148,11 +148,21 @@ describe("secrets sync against the sandbox hub", () => {
     // Someone adds a repository to the selection by hand: only that repository's access is taken
     // back, one repository at a time (replacing the list would race with other people's changes).
     const tools = h.control.repo(ORG, "private-tools")!.id;
-    await world.api.request("PUT /orgs/{org}/actions/secrets/{name}/repositories/{repository_id}", { org: ORG, name: "NPM_TOKEN", repository_id: tools });
+    await world.api.request("PUT /orgs/{org}/actions/secrets/{name}/repositories/{repository_id}", {
+      org: ORG,
+      name: "NPM_TOKEN",
+      repository_id: tools,
+    });
     const requests2 = world.mark();
     const reconcile = await world.sync();
-    expect(reconcile.applied.map((r) => [r.name, r.changes, r.reason])).toEqual([["NPM_TOKEN", ["repositories"], "selected repositories +0 -1"]]);
-    expect(requests2().filter((r) => r.method !== "GET").map((r) => `${r.method} ${r.path}`)).toEqual([`DELETE /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories/${tools}`]);
+    expect(reconcile.applied.map((r) => [r.name, r.changes, r.reason])).toEqual([
+      ["NPM_TOKEN", ["repositories"], "selected repositories +0 -1"],
+    ]);
+    expect(
+      requests2()
+        .filter((r) => r.method !== "GET")
+        .map((r) => `${r.method} ${r.path}`),
+    ).toEqual([`DELETE /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories/${tools}`]);
     expect(s.get({ kind: "org", org: ORG }, "NPM_TOKEN")!.selected).not.toContain(tools);
 
     // Entries removed from the policy: Steward's targets go, the person's secret stays.
@@ -187,7 +197,9 @@ prune: true
     world = await createWorld({ repos: ["web"], env: { ...SECRET_ENV } });
     const s = world.h.domains.secrets;
     s.setSecretOutOfBand({ owner: ORG, repo: "web" }, "NPM_TOKEN", "person's");
-    world.pushPolicy(`secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: [web] }\n  MINE: { from: env:STEWARD_SECRET_SHARED, repositories: [web] }\n`);
+    world.pushPolicy(
+      `secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: [web] }\n  MINE: { from: env:STEWARD_SECRET_SHARED, repositories: [web] }\n`,
+    );
     const first = await world.sync();
     expect(first.applied.map((r) => [r.name, r.action])).toEqual([["MINE", "create"]]);
     expect(first.failures).toEqual([]);
@@ -206,13 +218,19 @@ prune: true
   it("reads variables 30 a page", async () => {
     world = await createWorld({ repos: ["api"] });
     const v = world.h.domains.variables;
-    for (let i = 0; i < 64; i++) v.setVariableOutOfBand({ owner: ORG, repo: "api" }, `PEOPLE_${String(i).padStart(2, "0")}`, "x");
+    for (let i = 0; i < 64; i++)
+      v.setVariableOutOfBand({ owner: ORG, repo: "api" }, `PEOPLE_${String(i).padStart(2, "0")}`, "x");
     v.setVariableOutOfBand({ owner: ORG, repo: "api" }, "ZZ_TIER", "silver");
-    world.pushPolicy("variables:\n  ZZ_TIER: { value: gold, repositories: [api] }\n  ZZ_NEW: { value: n, repositories: [api] }\n");
+    world.pushPolicy(
+      "variables:\n  ZZ_TIER: { value: gold, repositories: [api] }\n  ZZ_NEW: { value: n, repositories: [api] }\n",
+    );
     const requests = world.mark();
     const result = await world.sync({ dryRun: true });
     // ZZ_TIER is a person's variable: without adopt it is a conflict, not an update.
-    expect(result.rows.map((r) => [r.name, r.action, r.conflict ?? false])).toEqual([["ZZ_NEW", "create", false], ["ZZ_TIER", "unchanged", true]]);
+    expect(result.rows.map((r) => [r.name, r.action, r.conflict ?? false])).toEqual([
+      ["ZZ_NEW", "create", false],
+      ["ZZ_TIER", "unchanged", true],
+    ]);
     const pages = requests().filter((r) => r.path === `/repos/${ORG}/api/actions/variables`);
     expect(pages.map((r) => new URLSearchParams(r.query).get("per_page"))).toEqual(["30", "30", "30"]);
     expect(pages.map((r) => new URLSearchParams(r.query).get("page"))).toEqual(["1", "2", "3"]);
@@ -230,7 +248,11 @@ prune: true
     expect(result.failures).toEqual([]);
     expect(result.applied.map((r) => [r.key, r.changes])).toEqual([["secret/org/NPM_TOKEN", ["repositories"]]]);
     // Access is granted to the one repository; the list is not replaced.
-    expect(requests().filter((r) => r.method !== "GET").map((r) => `${r.method} ${r.path} ${r.status}`)).toEqual([`PUT /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories/${repo.id} 204`]);
+    expect(
+      requests()
+        .filter((r) => r.method !== "GET")
+        .map((r) => `${r.method} ${r.path} ${r.status}`),
+    ).toEqual([`PUT /orgs/${ORG}/actions/secrets/NPM_TOKEN/repositories/${repo.id} 204`]);
     expect(h.domains.secrets.get({ kind: "org", org: ORG }, "NPM_TOKEN")!.selected).toContain(repo.id);
     // service-c was out of reach of that run; a full sync picks it up.
     const full = await world.sync();
@@ -254,7 +276,10 @@ prune: true
     expect(result.applied).toHaveLength(38);
     world.h.control.clearFaults();
     const retry = await world.sync();
-    expect(retry.applied.map((r) => r.scope)).toEqual([{ level: "repo", repo: "svc-17" }, { level: "repo", repo: "svc-23" }]);
+    expect(retry.applied.map((r) => r.scope)).toEqual([
+      { level: "repo", repo: "svc-17" },
+      { level: "repo", repo: "svc-23" },
+    ]);
     for (const f of result.failures) expect(f.error).not.toContain(SECRET_ENV.STEWARD_SECRET_NPM_TOKEN);
   });
 
@@ -270,7 +295,8 @@ prune: true
     expect(result.failures).toEqual([]);
     expect(result.pausedUntil).toBeUndefined();
     expect(result.applied).toHaveLength(12);
-    for (const r of repos) expect(world.h.domains.secrets.openedValue({ owner: ORG, repo: r }, "NPM_TOKEN")).toBe("npm-token-value-1");
+    for (const r of repos)
+      expect(world.h.domains.secrets.openedValue({ owner: ORG, repo: r }, "NPM_TOKEN")).toBe("npm-token-value-1");
   });
 
   it("stops at a long rate limit and resumes where it stopped", async () => {

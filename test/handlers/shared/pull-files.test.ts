@@ -12,15 +12,37 @@ afterAll(() => gh?.close());
 const listings = () => gh.sent.filter((r) => r.method === "GET" && /\/pulls\/\d+\/files$/.test(r.path)).length;
 
 async function openWith(files: Record<string, string>) {
-  const pr = gh.hub.control.openPullRequest({ owner: "acme", repo: "web", head: `change-${Object.keys(files).length}-${Date.now()}`, title: "A change", files });
-  const { data } = await gh.octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { owner: "acme", repo: "web", pull_number: pr.number });
-  return { owner: "acme", repo: "web", number: pr.number, headSha: data.head.sha as string, baseSha: data.base.sha as string };
+  const pr = gh.hub.control.openPullRequest({
+    owner: "acme",
+    repo: "web",
+    head: `change-${Object.keys(files).length}-${Date.now()}`,
+    title: "A change",
+    files,
+  });
+  const { data } = await gh.octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+    owner: "acme",
+    repo: "web",
+    pull_number: pr.number,
+  });
+  return {
+    owner: "acme",
+    repo: "web",
+    number: pr.number,
+    headSha: data.head.sha as string,
+    baseSha: data.base.sha as string,
+  };
 }
 
 describe("changedGithubFiles", () => {
   it("reads every page, keeps only what is under .github/, and lists a pull request once for the same two commits", async () => {
-    const many = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`src/file-${String(i).padStart(3, "0")}.ts`, `export const n = ${i};\n`]));
-    const pull = await openWith({ ...many, ".github/steward.yml": "rerun:\n  enabled: true\n", "docs/readme.md": "hello\n" });
+    const many = Object.fromEntries(
+      Array.from({ length: 150 }, (_, i) => [`src/file-${String(i).padStart(3, "0")}.ts`, `export const n = ${i};\n`]),
+    );
+    const pull = await openWith({
+      ...many,
+      ".github/steward.yml": "rerun:\n  enabled: true\n",
+      "docs/readme.md": "hello\n",
+    });
     const before = listings();
     const files = await changedGithubFiles(gh.octokit, pull);
     expect(files).toEqual([{ filename: ".github/steward.yml", status: "added" }]);
@@ -30,7 +52,12 @@ describe("changedGithubFiles", () => {
     expect(listings() - before).toBe(2);
 
     // A push moves the head: a new pair of commits, listed again, and the new file is there.
-    const { sha } = gh.hub.control.pushToPullRequest({ owner: "acme", repo: "web", number: pull.number, files: { ".github/steward/secrets.yml": "secrets: {}\n" } });
+    const { sha } = gh.hub.control.pushToPullRequest({
+      owner: "acme",
+      repo: "web",
+      number: pull.number,
+      files: { ".github/steward/secrets.yml": "secrets: {}\n" },
+    });
     const moved = await changedGithubFiles(gh.octokit, { ...pull, headSha: sha });
     expect(moved.map((f) => f.filename).sort()).toEqual([".github/steward.yml", ".github/steward/secrets.yml"]);
     expect(listings() - before).toBe(4);

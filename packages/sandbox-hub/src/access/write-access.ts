@@ -5,7 +5,8 @@ import type { HubRequest, Repo } from "../core/types.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 
 export function canWriteContents(hub: SandboxHub, req: HubRequest, repo: Repo): boolean {
-  if (req.auth.kind === "user") return req.auth.login === repo.owner || hub.accounts.isMember(repo.owner, req.auth.login);
+  if (req.auth.kind === "user")
+    return req.auth.login === repo.owner || hub.accounts.isMember(repo.owner, req.auth.login);
   if (req.auth.kind !== "installation") return false;
   const token = hub.tokens.lookup(req.auth.token);
   return token?.kind === "installation" && token.permissions.contents === "write";

@@ -90,7 +90,12 @@ const TEMPLATES: [string, string][] = [
   ["hooks_url", "/hooks"],
 ];
 
-export function repoJson(base: string, repo: Repo, owner: AccountSummary, extra: { forkParent?: Record<string, unknown> } = {}): Record<string, unknown> {
+export function repoJson(
+  base: string,
+  repo: Repo,
+  owner: AccountSummary,
+  extra: { forkParent?: Record<string, unknown> } = {},
+): Record<string, unknown> {
   const url = `${base}/repos/${repo.owner}/${repo.name}`;
   const host = base.replace(/^https?:\/\//, "");
   const json: Record<string, unknown> = {
@@ -150,7 +155,12 @@ export function repoJson(base: string, repo: Repo, owner: AccountSummary, extra:
   return json;
 }
 
-export function installationJson(base: string, inst: Installation, account: AccountSummary, appSlug: string): Record<string, unknown> {
+export function installationJson(
+  base: string,
+  inst: Installation,
+  account: AccountSummary,
+  appSlug: string,
+): Record<string, unknown> {
   return {
     id: inst.id,
     account: ownerJson(base, account),

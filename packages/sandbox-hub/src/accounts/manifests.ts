@@ -59,25 +59,40 @@ export function parseManifest(raw: unknown): Manifest | { error: string } {
   } catch {
     return { error: "the manifest is not JSON" };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { error: "the manifest is not a JSON object" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { error: "the manifest is not a JSON object" };
   const m = value as Record<string, unknown>;
   if (!absoluteUrl(m.url)) return { error: "url is required: the app's homepage, an absolute http(s) URL" };
   if (!absoluteUrl(m.redirect_url)) return { error: "redirect_url is required: where the sandbox sends the code" };
   const hook = m.hook_attributes as Manifest["hook_attributes"] | undefined;
-  if (hook !== undefined && (typeof hook !== "object" || hook === null)) return { error: "hook_attributes must be an object" };
-  if (hook && hook.active !== false && !absoluteUrl(hook.url)) return { error: "hook_attributes.url is required while the webhook is active" };
-  if (m.name !== undefined && (typeof m.name !== "string" || m.name.length > 34)) return { error: "name must be a string of at most 34 characters" };
-  if (m.default_events !== undefined && (!Array.isArray(m.default_events) || !m.default_events.every((e) => typeof e === "string"))) {
+  if (hook !== undefined && (typeof hook !== "object" || hook === null))
+    return { error: "hook_attributes must be an object" };
+  if (hook && hook.active !== false && !absoluteUrl(hook.url))
+    return { error: "hook_attributes.url is required while the webhook is active" };
+  if (m.name !== undefined && (typeof m.name !== "string" || m.name.length > 34))
+    return { error: "name must be a string of at most 34 characters" };
+  if (
+    m.default_events !== undefined &&
+    (!Array.isArray(m.default_events) || !m.default_events.every((e) => typeof e === "string"))
+  ) {
     return { error: "default_events must be a list of event names" };
   }
-  if (m.default_permissions !== undefined && (typeof m.default_permissions !== "object" || m.default_permissions === null)) {
+  if (
+    m.default_permissions !== undefined &&
+    (typeof m.default_permissions !== "object" || m.default_permissions === null)
+  ) {
     return { error: "default_permissions must be an object" };
   }
   return m as unknown as Manifest;
 }
 
 function slugOf(name: string): string {
-  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "app";
+  return (
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "") || "app"
+  );
 }
 
 export function installManifestRoutes(hub: SandboxHub, router: RouteTable, oauth: OAuthClient): void {
@@ -89,9 +104,12 @@ export function installManifestRoutes(hub: SandboxHub, router: RouteTable, oauth
 
   const page = (req: HubRequest): HubResponse => {
     const action = escapeHtml(req.path + (req.query.size ? `?${req.query.toString()}` : ""));
-    return html(200, `<h1>Register a GitHub App from a manifest</h1>
+    return html(
+      200,
+      `<h1>Register a GitHub App from a manifest</h1>
 <p>This is the sandbox hub. Post a manifest (JSON) in a form field named <code>manifest</code>; the sandbox approves it at once and redirects to its <code>redirect_url</code> with a code.</p>
-<form method="post" action="${action}"><textarea name="manifest" rows="12" cols="80"></textarea><button type="submit">Create GitHub App</button></form>`);
+<form method="post" action="${action}"><textarea name="manifest" rows="12" cols="80"></textarea><button type="submit">Create GitHub App</button></form>`,
+    );
   };
 
   const create = (req: HubRequest, org: string | undefined): HubResponse => {
@@ -114,38 +132,43 @@ export function installManifestRoutes(hub: SandboxHub, router: RouteTable, oauth
   router.add("GET", "/organizations/{org}/settings/apps/new", page, { auth: "none" });
   router.add("POST", "/organizations/{org}/settings/apps/new", (req) => create(req, req.params.org!), { auth: "none" });
 
-  router.add("POST", "/app-manifests/{code}/conversions", (req): HubResponse => {
-    const code = req.params.code!;
-    const pending = codes.get(code);
-    codes.delete(code);
-    if (!pending || pending.expiresAt <= Date.now()) throw new HubError(404, "Not Found");
-    const { manifest } = pending;
-    const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-    const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
-    const webhookSecret = randomBytes(20).toString("hex");
-    oauth.clientSecret = randomBytes(20).toString("hex");
-    hub.appPublicKey = publicKey;
-    if (manifest.name) {
-      hub.appName = manifest.name;
-      hub.appSlug = slugOf(manifest.name);
-    }
-    hub.hook.url = manifest.hook_attributes?.active === false ? undefined : manifest.hook_attributes?.url;
-    hub.hook.secret = webhookSecret;
-    const app = appJson(hub);
-    return {
-      status: 201,
-      body: {
-        ...app,
-        owner: pending.org ? hub.userJson(pending.org) : app.owner,
-        description: manifest.description ?? null,
-        external_url: manifest.url,
-        permissions: { metadata: "read", ...(manifest.default_permissions ?? {}) },
-        events: manifest.default_events ?? [],
-        client_id: oauth.clientId,
-        client_secret: oauth.clientSecret,
-        webhook_secret: webhookSecret,
-        pem,
-      },
-    };
-  }, { auth: "none" });
+  router.add(
+    "POST",
+    "/app-manifests/{code}/conversions",
+    (req): HubResponse => {
+      const code = req.params.code!;
+      const pending = codes.get(code);
+      codes.delete(code);
+      if (!pending || pending.expiresAt <= Date.now()) throw new HubError(404, "Not Found");
+      const { manifest } = pending;
+      const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+      const pem = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+      const webhookSecret = randomBytes(20).toString("hex");
+      oauth.clientSecret = randomBytes(20).toString("hex");
+      hub.appPublicKey = publicKey;
+      if (manifest.name) {
+        hub.appName = manifest.name;
+        hub.appSlug = slugOf(manifest.name);
+      }
+      hub.hook.url = manifest.hook_attributes?.active === false ? undefined : manifest.hook_attributes?.url;
+      hub.hook.secret = webhookSecret;
+      const app = appJson(hub);
+      return {
+        status: 201,
+        body: {
+          ...app,
+          owner: pending.org ? hub.userJson(pending.org) : app.owner,
+          description: manifest.description ?? null,
+          external_url: manifest.url,
+          permissions: { metadata: "read", ...(manifest.default_permissions ?? {}) },
+          events: manifest.default_events ?? [],
+          client_id: oauth.clientId,
+          client_secret: oauth.clientSecret,
+          webhook_secret: webhookSecret,
+          pem,
+        },
+      };
+    },
+    { auth: "none" },
+  );
 }

@@ -76,7 +76,8 @@ export class Accounts {
   userReaches(repo: Repo, login: string): boolean {
     if (repo.owner.toLowerCase() === login.toLowerCase()) return true;
     const only = this.restricted.get(repo.id);
-    if (only && this.isMember(repo.owner, login)) return only.has(login.toLowerCase()) || this.isOwner(repo.owner, login);
+    if (only && this.isMember(repo.owner, login))
+      return only.has(login.toLowerCase()) || this.isOwner(repo.owner, login);
     return !repo.private || this.isMember(repo.owner, login);
   }
 
@@ -89,14 +90,20 @@ export class Accounts {
   }
 
   /** An account (organisation or user) by login. */
-  account(login: string): { id: number; login: string; node_id: string; type: "Organization" | "User" | "Bot" } | undefined {
+  account(
+    login: string,
+  ): { id: number; login: string; node_id: string; type: "Organization" | "User" | "Bot" } | undefined {
     const org = this.org(login);
     if (org) return { ...org, type: "Organization" };
     const user = this.user(login);
     return user ? { id: user.id, login: user.login, node_id: user.node_id, type: user.type } : undefined;
   }
 
-  createRepo(owner: string, name: string, opts: { private?: boolean; default_branch?: string; fork?: boolean } = {}): Repo {
+  createRepo(
+    owner: string,
+    name: string,
+    opts: { private?: boolean; default_branch?: string; fork?: boolean } = {},
+  ): Repo {
     if (!this.account(owner)) throw new Error(`no account "${owner}"`);
     if (this.repoByName(owner, name)) throw new Error(`repository ${owner}/${name} exists`);
     const id = this.ids.nextId();
@@ -180,7 +187,8 @@ export class Accounts {
 
   installationOn(account: string): Installation | undefined {
     const a = account.toLowerCase();
-    for (const i of this.installations.values()) if (i.account.toLowerCase() === a && !this.otherApps.has(i.app_id)) return i;
+    for (const i of this.installations.values())
+      if (i.account.toLowerCase() === a && !this.otherApps.has(i.app_id)) return i;
     return undefined;
   }
 

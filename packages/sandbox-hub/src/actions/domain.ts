@@ -9,7 +9,17 @@ import type { ChecksDomain, CheckRun } from "../checks/domain.js";
 import type { DeploymentsDomain, Gate } from "../deployments/domain.js";
 import type { Effect, EffectsLog } from "../core/effects.js";
 import { ACTIONS_APP_ID, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../core/shared.js";
-import { jobsReadyToStart, jobsToSkip, planRerun, runConclusion, stepConclusions, type JobConclusion, type JobStatus, type RerunDecision, type RerunMode } from "./plan.js";
+import {
+  jobsReadyToStart,
+  jobsToSkip,
+  planRerun,
+  runConclusion,
+  stepConclusions,
+  type JobConclusion,
+  type JobStatus,
+  type RerunDecision,
+  type RerunMode,
+} from "./plan.js";
 
 export interface JobSpec {
   name: string;
@@ -90,7 +100,8 @@ export interface Run {
 }
 
 /** A scripted job result: a conclusion, or a conclusion with the failing step, a log, or a lost runner. */
-export type JobOutcome = JobConclusion | { conclusion: JobConclusion; step?: string; log?: string; runnerLost?: boolean };
+export type JobOutcome =
+  JobConclusion | { conclusion: JobConclusion; step?: string; log?: string; runnerLost?: boolean };
 
 export interface StartRunOptions {
   owner: string;
@@ -168,7 +179,8 @@ export class ActionsDomain {
     const head = o.headRepository ? this.forkOf(repo, o.headRepository) : repo;
     const fromFork = head.id !== repo.id;
     // GitHub lists no pull request on a run whose head is in another repository.
-    if (fromFork && o.pullRequests?.length) throw new HubError(422, "A run of a fork's pull request has no pull_requests (GitHub leaves them empty)");
+    if (fromFork && o.pullRequests?.length)
+      throw new HubError(422, "A run of a fork's pull request has no pull_requests (GitHub leaves them empty)");
     const workflow = this.workflowFor(repo, o.workflow);
     const branch = o.branch ?? head.default_branch;
     const id = this.hub.nextId();
@@ -185,14 +197,25 @@ export class ActionsDomain {
       head_sha: o.sha ?? this.hub.resolveRef?.(head, branch) ?? fakeSha(`${head.id}:${branch}:${id}`),
       event: o.event ?? (fromFork ? "pull_request" : "push"),
       actor: o.actor ?? (fromFork ? head.owner : this.defaultActor(repo)),
-      specs: (o.jobs ?? DEFAULT_JOBS).map((j) => ({ ...j, steps: j.steps ?? ["Set up job", "Run", "Complete job"], needs: j.needs ?? [] })),
+      specs: (o.jobs ?? DEFAULT_JOBS).map((j) => ({
+        ...j,
+        steps: j.steps ?? ["Set up job", "Run", "Complete job"],
+        needs: j.needs ?? [],
+      })),
       attempts: [],
       pull_requests: o.pullRequests ?? [],
       created_at: this.hub.timestamp(),
     };
     this.validateSpecs(run.specs);
     this.runs.set(id, run);
-    this.createAttempt(repo, run, "initial", run.specs.map((s) => s.name), [], run.actor);
+    this.createAttempt(
+      repo,
+      run,
+      "initial",
+      run.specs.map((s) => s.name),
+      [],
+      run.actor,
+    );
     this.beginAttempt(repo, run);
     return run;
   }
@@ -243,7 +266,9 @@ export class ActionsDomain {
   /** Re-run requests recorded so far (allowed or refused), optionally of one run. */
   rerunRequests(runId?: number): Effect[] {
     return this.effects.entries.filter(
-      (e) => (e.kind === "actions.rerun" || e.kind === "actions.rerun-failed-jobs" || e.kind === "actions.rerun-job") && (runId === undefined || e.detail.run_id === runId),
+      (e) =>
+        (e.kind === "actions.rerun" || e.kind === "actions.rerun-failed-jobs" || e.kind === "actions.rerun-job") &&
+        (runId === undefined || e.detail.run_id === runId),
     );
   }
 
@@ -254,9 +279,21 @@ export class ActionsDomain {
     const run = this.requireRun(runId);
     const repo = this.repoOf(run);
     const latest = this.latest(run);
-    const decision = planRerun({ status: latest.status, attempt: latest.n, jobs: this.jobsOf(run) }, mode, undefined, o.job);
+    const decision = planRerun(
+      { status: latest.status, attempt: latest.n, jobs: this.jobsOf(run) },
+      mode,
+      undefined,
+      o.job,
+    );
     const kind = mode === "all" ? "rerun" : mode === "failed" ? "rerun-failed-jobs" : "rerun-job";
-    this.effects.record(`actions.${kind}`, by, { run_id: runId, attempt: latest.n, allowed: decision.allowed, reasons: decision.reasons, debug: o.debug ?? false, ...(o.job ? { job: o.job } : {}) });
+    this.effects.record(`actions.${kind}`, by, {
+      run_id: runId,
+      attempt: latest.n,
+      allowed: decision.allowed,
+      reasons: decision.reasons,
+      debug: o.debug ?? false,
+      ...(o.job ? { job: o.job } : {}),
+    });
     if (!decision.allowed) throw new HubError(decision.status, decision.message);
     const keep = decision.keep.map((name) => this.jobsOf(run).find((j) => j.name === name)!);
     this.createAttempt(repo, run, mode, decision.rerun, keep, by.startsWith("user:") ? by.slice(5) : run.actor);
@@ -270,7 +307,8 @@ export class ActionsDomain {
     const run = this.requireRun(runId);
     const repo = this.repoOf(run);
     this.effects.record("actions.cancel", by, { run_id: runId, attempt: this.latest(run).n });
-    if (this.latest(run).status === "completed") throw new HubError(409, "Cannot cancel a workflow run that is completed.");
+    if (this.latest(run).status === "completed")
+      throw new HubError(409, "Cannot cancel a workflow run that is completed.");
     for (const job of this.jobsOf(run)) if (job.status !== "completed") this.finishJob(repo, run, job, "cancelled", {});
     this.advance(repo, run);
   }
@@ -292,7 +330,9 @@ export class ActionsDomain {
 
   requireWorkflow(repo: Repo, idOrFile: string): Workflow {
     const wf = [...this.workflows.values()].find(
-      (w) => w.repoId === repo.id && (String(w.id) === idOrFile || w.path === idOrFile || w.path.split("/").pop() === idOrFile),
+      (w) =>
+        w.repoId === repo.id &&
+        (String(w.id) === idOrFile || w.path === idOrFile || w.path.split("/").pop() === idOrFile),
     );
     if (!wf) throw new HubError(404, "Not Found");
     return wf;
@@ -324,18 +364,31 @@ export class ActionsDomain {
     return [...ids].map((id) => this.jobs.get(id)!);
   }
 
-  listRuns(repo: Repo, f: { workflowId?: number; branch?: string | null; event?: string | null; status?: string | null; actor?: string | null; head_sha?: string | null; check_suite_id?: number | null }): Run[] {
-    return [...this.runs.values()]
-      .filter((r) => r.repoId === repo.id)
-      .filter((r) => f.workflowId === undefined || r.workflowId === f.workflowId)
-      .filter((r) => !f.branch || r.head_branch === f.branch)
-      .filter((r) => !f.event || r.event === f.event)
-      .filter((r) => !f.actor || r.actor.toLowerCase() === f.actor.toLowerCase())
-      .filter((r) => !f.head_sha || r.head_sha === f.head_sha)
-      .filter((r) => !f.check_suite_id || r.attempts.some((a) => a.checkSuiteId === f.check_suite_id))
-      // `status` accepts a status or a conclusion, as the API does.
-      .filter((r) => !f.status || this.latest(r).status === f.status || this.latest(r).conclusion === f.status)
-      .sort((a, b) => b.id - a.id);
+  listRuns(
+    repo: Repo,
+    f: {
+      workflowId?: number;
+      branch?: string | null;
+      event?: string | null;
+      status?: string | null;
+      actor?: string | null;
+      head_sha?: string | null;
+      check_suite_id?: number | null;
+    },
+  ): Run[] {
+    return (
+      [...this.runs.values()]
+        .filter((r) => r.repoId === repo.id)
+        .filter((r) => f.workflowId === undefined || r.workflowId === f.workflowId)
+        .filter((r) => !f.branch || r.head_branch === f.branch)
+        .filter((r) => !f.event || r.event === f.event)
+        .filter((r) => !f.actor || r.actor.toLowerCase() === f.actor.toLowerCase())
+        .filter((r) => !f.head_sha || r.head_sha === f.head_sha)
+        .filter((r) => !f.check_suite_id || r.attempts.some((a) => a.checkSuiteId === f.check_suite_id))
+        // `status` accepts a status or a conclusion, as the API does.
+        .filter((r) => !f.status || this.latest(r).status === f.status || this.latest(r).conclusion === f.status)
+        .sort((a, b) => b.id - a.id)
+    );
   }
 
   // ---- JSON -----------------------------------------------------------------------------
@@ -396,7 +449,14 @@ export class ActionsDomain {
       rerun_url: `${url}/rerun`,
       previous_attempt_url: a.n > 1 ? `${url}/attempts/${a.n - 1}` : null,
       workflow_url: repoApi(this.hub, repo, `/actions/workflows/${wf.id}`),
-      head_commit: { id: run.head_sha, tree_id: run.head_sha, message: `Commit ${run.head_sha.slice(0, 7)}`, timestamp: run.created_at, author: { name: run.actor, email: `${run.actor}@users.noreply.example` }, committer: { name: run.actor, email: `${run.actor}@users.noreply.example` } },
+      head_commit: {
+        id: run.head_sha,
+        tree_id: run.head_sha,
+        message: `Commit ${run.head_sha.slice(0, 7)}`,
+        timestamp: run.created_at,
+        author: { name: run.actor, email: `${run.actor}@users.noreply.example` },
+        committer: { name: run.actor, email: `${run.actor}@users.noreply.example` },
+      },
       repository: repoSummary,
       head_repository: run.headRepoId === repo.id ? repoSummary : this.hub.repoJson(this.hub.repoById(run.headRepoId)!),
     };
@@ -440,21 +500,48 @@ export class ActionsDomain {
     const at = job.started_at ?? job.created_at;
     for (const s of job.steps) {
       lines.push(`${at} ##[group]${s.name}`);
-      if (s.conclusion === "failure" && job.log === null) lines.push(`${at} ##[error]Process completed with exit code 1.`);
+      if (s.conclusion === "failure" && job.log === null)
+        lines.push(`${at} ##[error]Process completed with exit code 1.`);
       lines.push(`${at} ##[endgroup]`);
     }
     if (job.log !== null) lines.push(...job.log.split("\n").map((l) => `${at} ${l}`));
-    if (job.runnerLost) lines.push(`${at} ##[error]The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled.`);
+    if (job.runnerLost)
+      lines.push(
+        `${at} ##[error]The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled.`,
+      );
     return lines.join("\n") + "\n";
   }
 
   // ---- lifecycle internals ----------------------------------------------------------------
 
-  private createAttempt(repo: Repo, run: Run, mode: Attempt["mode"], rerunNames: string[], keep: Job[], triggeringActor: string): Attempt {
+  private createAttempt(
+    repo: Repo,
+    run: Run,
+    mode: Attempt["mode"],
+    rerunNames: string[],
+    keep: Job[],
+    triggeringActor: string,
+  ): Attempt {
     const n = run.attempts.length + 1;
-    const suite = this.checks.createSuite(repo, { appId: ACTIONS_APP_ID, headSha: run.head_sha, headBranch: run.head_branch, workflowRunId: run.id });
+    const suite = this.checks.createSuite(repo, {
+      appId: ACTIONS_APP_ID,
+      headSha: run.head_sha,
+      headBranch: run.head_branch,
+      workflowRunId: run.id,
+    });
     const now = this.hub.timestamp();
-    const attempt: Attempt = { n, status: "queued", conclusion: null, jobIds: [], checkSuiteId: suite.id, created_at: now, updated_at: now, run_started_at: now, triggering_actor: triggeringActor, mode };
+    const attempt: Attempt = {
+      n,
+      status: "queued",
+      conclusion: null,
+      jobIds: [],
+      checkSuiteId: suite.id,
+      created_at: now,
+      updated_at: now,
+      run_started_at: now,
+      triggering_actor: triggeringActor,
+      mode,
+    };
     run.attempts.push(attempt);
     for (const spec of run.specs) {
       const kept = keep.find((j) => j.name === spec.name);
@@ -463,7 +550,12 @@ export class ActionsDomain {
         continue;
       }
       if (!rerunNames.includes(spec.name)) continue;
-      const check = this.checks.createRun(repo, { name: spec.name, head_sha: run.head_sha, status: "queued" }, ACTIONS_APP_ID, { suite, by: "actions" });
+      const check = this.checks.createRun(
+        repo,
+        { name: spec.name, head_sha: run.head_sha, status: "queued" },
+        ACTIONS_APP_ID,
+        { suite, by: "actions" },
+      );
       const job: Job = {
         id: check.id,
         runId: run.id,
@@ -473,7 +565,14 @@ export class ActionsDomain {
         environment: spec.environment ?? null,
         status: "queued",
         conclusion: null,
-        steps: (spec.steps ?? []).map((name, i) => ({ name, number: i + 1, status: "queued", conclusion: null, started_at: null, completed_at: null })),
+        steps: (spec.steps ?? []).map((name, i) => ({
+          name,
+          number: i + 1,
+          status: "queued",
+          conclusion: null,
+          started_at: null,
+          completed_at: null,
+        })),
         created_at: now,
         started_at: null,
         completed_at: null,
@@ -501,19 +600,30 @@ export class ActionsDomain {
   private advance(repo: Repo, run: Run): void {
     const a = this.latest(run);
     if (a.status === "completed" || a.status === "queued") return;
-    for (let progressed = true; progressed; ) {
+    for (let progressed = true; progressed;) {
       progressed = false;
       const jobs = this.jobsOf(run);
       for (const name of jobsToSkip(jobs)) {
-        this.finishJob(repo, run, jobs.find((j) => j.name === name)!, "skipped", {});
+        this.finishJob(
+          repo,
+          run,
+          jobs.find((j) => j.name === name)!,
+          "skipped",
+          {},
+        );
         progressed = true;
       }
       for (const name of jobsReadyToStart(jobs)) {
-        this.startJob(repo, run, jobs.find((j) => j.name === name)!);
+        this.startJob(
+          repo,
+          run,
+          jobs.find((j) => j.name === name)!,
+        );
         progressed = true;
       }
       for (const job of jobs) {
-        const scripted = job.status === "in_progress" && job.attempt === a.n ? this.scriptedOutcome(run.id, a.n, job.name) : undefined;
+        const scripted =
+          job.status === "in_progress" && job.attempt === a.n ? this.scriptedOutcome(run.id, a.n, job.name) : undefined;
         if (!scripted) continue;
         const o = typeof scripted === "string" ? { conclusion: scripted } : scripted;
         this.finishJob(repo, run, job, o.conclusion, o);
@@ -525,7 +635,11 @@ export class ActionsDomain {
       this.finishAttempt(repo, run);
       return;
     }
-    const status: RunStatus = jobs.some((j) => j.status === "in_progress") ? "in_progress" : jobs.some((j) => j.status === "waiting") ? "waiting" : "in_progress";
+    const status: RunStatus = jobs.some((j) => j.status === "in_progress")
+      ? "in_progress"
+      : jobs.some((j) => j.status === "waiting")
+        ? "waiting"
+        : "in_progress";
     if (status !== a.status) {
       a.status = status;
       a.updated_at = this.hub.timestamp();
@@ -534,7 +648,18 @@ export class ActionsDomain {
 
   private startJob(repo: Repo, run: Run, job: Job): void {
     if (job.environment) {
-      const gate = this.deployments.jobReady({ repo, runId: run.id, attempt: job.attempt, jobId: job.id, jobName: job.name, environment: job.environment, sha: run.head_sha, ref: run.head_branch, event: run.event, actor: run.actor });
+      const gate = this.deployments.jobReady({
+        repo,
+        runId: run.id,
+        attempt: job.attempt,
+        jobId: job.id,
+        jobName: job.name,
+        environment: job.environment,
+        sha: run.head_sha,
+        ref: run.head_branch,
+        event: run.event,
+        actor: run.actor,
+      });
       if (!gate.proceed) {
         job.status = "waiting";
         this.sendJob(repo, job, "waiting");
@@ -553,7 +678,13 @@ export class ActionsDomain {
     this.sendJob(repo, job, "in_progress");
   }
 
-  private finishJob(repo: Repo, run: Run, job: Job, conclusion: JobConclusion, o: { step?: string; log?: string; runnerLost?: boolean }): void {
+  private finishJob(
+    repo: Repo,
+    run: Run,
+    job: Job,
+    conclusion: JobConclusion,
+    o: { step?: string; log?: string; runnerLost?: boolean },
+  ): void {
     if (job.status === "completed") throw new HubError(409, `Job ${job.name} of run ${run.id} is already completed`);
     const now = this.hub.timestamp();
     const failing = o.step === undefined ? null : job.steps.findIndex((s) => s.name === o.step);
@@ -563,7 +694,12 @@ export class ActionsDomain {
       const c = conclusions[i] ?? null;
       // A lost runner leaves the interrupted step without a conclusion.
       const interrupted = o.runnerLost && c === conclusion && conclusion !== "success";
-      Object.assign(s, { status: "completed", conclusion: interrupted ? null : c, started_at: s.started_at ?? (job.started_at ? now : null), completed_at: now });
+      Object.assign(s, {
+        status: "completed",
+        conclusion: interrupted ? null : c,
+        started_at: s.started_at ?? (job.started_at ? now : null),
+        completed_at: now,
+      });
     });
     job.status = "completed";
     job.conclusion = conclusion;
@@ -571,10 +707,24 @@ export class ActionsDomain {
     job.started_at ??= now;
     if (o.log !== undefined) job.log = o.log;
     job.runnerLost = o.runnerLost ?? false;
-    this.updateCheck(repo, job, { conclusion, output: conclusion === "success" || conclusion === "skipped" ? undefined : { title: `${job.name} ${conclusion}`, summary: o.log?.slice(-SUMMARY_LOG_TAIL) ?? `Job ${job.name} concluded ${conclusion}.` } });
+    this.updateCheck(repo, job, {
+      conclusion,
+      output:
+        conclusion === "success" || conclusion === "skipped"
+          ? undefined
+          : {
+              title: `${job.name} ${conclusion}`,
+              summary: o.log?.slice(-SUMMARY_LOG_TAIL) ?? `Job ${job.name} concluded ${conclusion}.`,
+            },
+    });
     this.sendJob(repo, job, "completed");
     if (job.environment) this.deployments.jobFinished(repo, job.id, conclusion);
-    this.effects.record("actions.job.completed", "control", { run_id: run.id, job: job.name, attempt: job.attempt, conclusion });
+    this.effects.record("actions.job.completed", "control", {
+      run_id: run.id,
+      job: job.name,
+      attempt: job.attempt,
+      conclusion,
+    });
   }
 
   private finishAttempt(repo: Repo, run: Run): void {
@@ -599,7 +749,9 @@ export class ActionsDomain {
     const run = this.runs.get(gate.runId);
     if (!job || !run || job.status !== "waiting") return;
     const repo = this.repoOf(run);
-    this.finishJob(repo, run, job, "failure", { log: `##[error]Deployment to ${this.deployments.environments.get(gate.envId)?.name ?? "environment"} ${state === "rejected" ? "was rejected" : "timed out"}: ${reason}` });
+    this.finishJob(repo, run, job, "failure", {
+      log: `##[error]Deployment to ${this.deployments.environments.get(gate.envId)?.name ?? "environment"} ${state === "rejected" ? "was rejected" : "timed out"}: ${reason}`,
+    });
     this.advance(repo, run);
   }
 
@@ -616,13 +768,18 @@ export class ActionsDomain {
   }
 
   private defer(fn: () => void): void {
-    this.pending = this.pending.then(() => new Promise<void>((resolve) => setImmediate(() => {
-      try {
-        fn();
-      } finally {
-        resolve();
-      }
-    })));
+    this.pending = this.pending.then(
+      () =>
+        new Promise<void>((resolve) =>
+          setImmediate(() => {
+            try {
+              fn();
+            } finally {
+              resolve();
+            }
+          }),
+        ),
+    );
   }
 
   private locateJob(runId: number, name: string): { repo: Repo; run: Run; job: Job } {
@@ -638,7 +795,8 @@ export class ActionsDomain {
     if (!owner || !name || rest.length) throw new HubError(422, `headRepository must be owner/name, not ${fullName}`);
     const head = findRepo(this.hub, owner, name);
     if (head.id === repo.id) return repo;
-    if (this.hub.forkParent?.(head)?.id !== repo.id) throw new HubError(422, `${fullName} is not a fork of ${repo.owner}/${repo.name}`);
+    if (this.hub.forkParent?.(head)?.id !== repo.id)
+      throw new HubError(422, `${fullName} is not a fork of ${repo.owner}/${repo.name}`);
     return head;
   }
 
@@ -654,7 +812,12 @@ export class ActionsDomain {
     if (existing) return existing;
     const id = this.hub.nextId();
     const now = this.hub.timestamp();
-    const base = isPath ? nameOrPath.split("/").pop()!.replace(/\.ya?ml$/, "") : nameOrPath;
+    const base = isPath
+      ? nameOrPath
+          .split("/")
+          .pop()!
+          .replace(/\.ya?ml$/, "")
+      : nameOrPath;
     const wf: Workflow = {
       id,
       node_id: this.hub.nodeId("Workflow", id),
@@ -672,7 +835,8 @@ export class ActionsDomain {
   private validateSpecs(specs: JobSpec[]): void {
     const names = new Set(specs.map((s) => s.name));
     if (names.size !== specs.length) throw new HubError(422, "Job names must be unique in a workflow");
-    for (const s of specs) for (const n of s.needs ?? []) if (!names.has(n)) throw new HubError(422, `Job ${s.name} needs unknown job ${n}`);
+    for (const s of specs)
+      for (const n of s.needs ?? []) if (!names.has(n)) throw new HubError(422, `Job ${s.name} needs unknown job ${n}`);
   }
 
   private defaultActor(repo: Repo): string {
@@ -680,8 +844,14 @@ export class ActionsDomain {
   }
 
   private sendRun(repo: Repo, run: Run, action: string): void {
-    const payload = { action, workflow_run: this.runJson(run), workflow: this.workflowJson(this.workflows.get(run.workflowId)!) };
-    this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "workflow_run", payload, this.hub.userJson(this.latest(run).triggering_actor)));
+    const payload = {
+      action,
+      workflow_run: this.runJson(run),
+      workflow: this.workflowJson(this.workflows.get(run.workflowId)!),
+    };
+    this.deliveries.push(() =>
+      deliverRepoEvent(this.hub, repo, "workflow_run", payload, this.hub.userJson(this.latest(run).triggering_actor)),
+    );
   }
 
   private sendJob(repo: Repo, job: Job, action: string): void {
@@ -695,4 +865,3 @@ export class ActionsDomain {
 function fakeSha(seed: string): string {
   return createHash("sha1").update(seed).digest("hex");
 }
-

@@ -2,7 +2,8 @@
 // skipped, what a run concluded, and whether (and what) a re-run may re-run.
 
 export type JobStatus = "queued" | "in_progress" | "waiting" | "completed";
-export type JobConclusion = "success" | "failure" | "cancelled" | "timed_out" | "skipped" | "action_required" | "neutral";
+export type JobConclusion =
+  "success" | "failure" | "cancelled" | "timed_out" | "skipped" | "action_required" | "neutral";
 
 export interface JobView {
   name: string;
@@ -64,9 +65,19 @@ export type RerunDecision =
  * (failure, cancelled, timed out) jobs and every job that needs them, directly or not; the
  * other jobs keep their results.
  */
-export function planRerun(run: { status: string; attempt: number; jobs: JobView[] }, mode: RerunMode, maxAttempts = MAX_RUN_ATTEMPTS, job?: string): RerunDecision {
+export function planRerun(
+  run: { status: string; attempt: number; jobs: JobView[] },
+  mode: RerunMode,
+  maxAttempts = MAX_RUN_ATTEMPTS,
+  job?: string,
+): RerunDecision {
   if (run.status !== "completed") {
-    return { allowed: false, status: 403, message: "This workflow is already running", reasons: [`run status is ${run.status}`] };
+    return {
+      allowed: false,
+      status: 403,
+      message: "This workflow is already running",
+      reasons: [`run status is ${run.status}`],
+    };
   }
   if (run.attempt + 1 > maxAttempts) {
     return {
@@ -76,11 +87,20 @@ export function planRerun(run: { status: string; attempt: number; jobs: JobView[
       reasons: [`attempt ${run.attempt + 1} would exceed the cap of ${maxAttempts}`],
     };
   }
-  if (mode === "all") return { allowed: true, rerun: run.jobs.map((j) => j.name), keep: [], reasons: ["re-run all jobs"] };
+  if (mode === "all")
+    return { allowed: true, rerun: run.jobs.map((j) => j.name), keep: [], reasons: ["re-run all jobs"] };
 
-  const failed = mode === "job" ? run.jobs.filter((j) => j.name === job).map((j) => j.name) : run.jobs.filter((j) => j.conclusion !== null && FAILED.has(j.conclusion)).map((j) => j.name);
+  const failed =
+    mode === "job"
+      ? run.jobs.filter((j) => j.name === job).map((j) => j.name)
+      : run.jobs.filter((j) => j.conclusion !== null && FAILED.has(j.conclusion)).map((j) => j.name);
   if (failed.length === 0) {
-    return { allowed: false, status: 403, message: "This workflow run cannot be retried", reasons: ["no failed jobs to re-run"] };
+    return {
+      allowed: false,
+      status: 403,
+      message: "This workflow run cannot be retried",
+      reasons: ["no failed jobs to re-run"],
+    };
   }
   const rerun = new Set(failed);
   // Dependents of a re-run job must run again too: grow the set until it is closed.
@@ -104,7 +124,11 @@ export function planRerun(run: { status: string; attempt: number; jobs: JobView[
 }
 
 /** Steps' conclusions when a job ends: those before the failing step succeed, it fails, later ones are skipped. */
-export function stepConclusions(stepCount: number, conclusion: JobConclusion, failingStep: number | null): (JobConclusion | null)[] {
+export function stepConclusions(
+  stepCount: number,
+  conclusion: JobConclusion,
+  failingStep: number | null,
+): (JobConclusion | null)[] {
   if (conclusion === "success" || conclusion === "skipped") return Array.from({ length: stepCount }, () => conclusion);
   const at = failingStep ?? stepCount - 1;
   return Array.from({ length: stepCount }, (_, i) => (i < at ? "success" : i === at ? conclusion : "skipped"));

@@ -8,10 +8,15 @@ import type { SandboxHub } from "../sandbox-hub.js";
 export const BLOB_PATH = "/_sandbox/blobs/";
 
 export function installBlobRoutes(hub: SandboxHub, router: RouteTable): void {
-  router.add("GET", `${BLOB_PATH}{token}`, (req) => {
-    const blob = hub.blob(req.params.token!);
-    if (blob === undefined) throw new HubError(404, "Not Found");
-    if (blob === "expired") throw new HubError(403, "Request has expired");
-    return { status: 200, raw: blob.raw, headers: { "Content-Type": blob.contentType } };
-  }, { auth: "none" });
+  router.add(
+    "GET",
+    `${BLOB_PATH}{token}`,
+    (req) => {
+      const blob = hub.blob(req.params.token!);
+      if (blob === undefined) throw new HubError(404, "Not Found");
+      if (blob === "expired") throw new HubError(403, "Request has expired");
+      return { status: 200, raw: blob.raw, headers: { "Content-Type": blob.contentType } };
+    },
+    { auth: "none" },
+  );
 }

@@ -4,7 +4,16 @@ import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import type { EffectsLog } from "../core/effects.js";
 import { checkRunBodyProblems, runsBeyondNameLimit, suiteOutcome, latestPerName } from "./rules.js";
-import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../core/shared.js";
+import {
+  ACTIONS_APP_ID,
+  appJson,
+  botSender,
+  type DeliveryQueue,
+  deliverRepoEvent,
+  findRepo,
+  repoApi,
+  repoHtml,
+} from "../core/shared.js";
 
 export interface Annotation {
   path: string;
@@ -80,7 +89,9 @@ export class ChecksDomain {
   checkRuns(o: { owner: string; repo: string; sha?: string; name?: string }): Record<string, unknown>[] {
     const repo = findRepo(this.hub, o.owner, o.repo);
     return [...this.runs.values()]
-      .filter((r) => r.repoId === repo.id && !r.deleted && (!o.sha || r.head_sha === o.sha) && (!o.name || r.name === o.name))
+      .filter(
+        (r) => r.repoId === repo.id && !r.deleted && (!o.sha || r.head_sha === o.sha) && (!o.name || r.name === o.name),
+      )
       .map((r) => ({ ...this.runJson(repo, r), annotations: r.annotations }));
   }
 
@@ -100,7 +111,10 @@ export class ChecksDomain {
     return this.createSuite(repo, { appId, headSha, headBranch });
   }
 
-  createSuite(repo: Repo, o: { appId: number; headSha: string; headBranch: string | null; workflowRunId?: number; before?: string | null }): CheckSuite {
+  createSuite(
+    repo: Repo,
+    o: { appId: number; headSha: string; headBranch: string | null; workflowRunId?: number; before?: string | null },
+  ): CheckSuite {
     const id = this.hub.nextId();
     const now = this.hub.timestamp();
     const suite: CheckSuite = {
@@ -127,8 +141,19 @@ export class ChecksDomain {
    * A push or pull request asks the app for checks: creates the app's suite for the head commit and
    * sends `check_suite.requested` (the core calls this when contents change).
    */
-  requestSuite(repo: Repo, o: { headSha: string; headBranch: string | null; before?: string | null; action?: "requested" | "rerequested"; onlyIfNew?: boolean }): CheckSuite {
-    const known = this.suitesForSha(repo, o.headSha).find((s) => s.appId === this.hub.appId && s.workflowRunId === null);
+  requestSuite(
+    repo: Repo,
+    o: {
+      headSha: string;
+      headBranch: string | null;
+      before?: string | null;
+      action?: "requested" | "rerequested";
+      onlyIfNew?: boolean;
+    },
+  ): CheckSuite {
+    const known = this.suitesForSha(repo, o.headSha).find(
+      (s) => s.appId === this.hub.appId && s.workflowRunId === null,
+    );
     if (known && o.onlyIfNew) return known;
     const suite = known ?? this.suiteFor(repo, this.hub.appId, o.headSha, o.headBranch);
     if (o.before !== undefined) suite.before = o.before;
@@ -154,7 +179,12 @@ export class ChecksDomain {
   // ---- runs ---------------------------------------------------------------------------
 
   /** Create a check run for `appId` (validated as the API does; throws HubError 422). */
-  createRun(repo: Repo, body: Record<string, unknown>, appId: number, o: { suite?: CheckSuite; by?: string } = {}): CheckRun {
+  createRun(
+    repo: Repo,
+    body: Record<string, unknown>,
+    appId: number,
+    o: { suite?: CheckSuite; by?: string } = {},
+  ): CheckRun {
     this.assertValid(body, "create");
     const headSha = body.head_sha as string;
     const suite = o.suite ?? this.suiteFor(repo, appId, headSha);
@@ -183,7 +213,13 @@ export class ChecksDomain {
     this.applyOutputAndActions(run, repo, body);
     this.runs.set(id, run);
     this.enforceNameLimit(suite);
-    this.effects.record("checks.check_run.created", o.by ?? "control", { id, name: run.name, head_sha: headSha, status, conclusion: run.conclusion });
+    this.effects.record("checks.check_run.created", o.by ?? "control", {
+      id,
+      name: run.name,
+      head_sha: headSha,
+      status,
+      conclusion: run.conclusion,
+    });
     this.sendRun(repo, run, "created");
     if (run.status === "completed") this.sendRun(repo, run, "completed");
     this.refreshSuite(repo, suite);
@@ -202,15 +238,28 @@ export class ChecksDomain {
       run.conclusion = body.conclusion as string;
     } else if (typeof body.status === "string") {
       if (body.status === "completed" && !run.conclusion) {
-        throw new HubError(422, "Validation Failed", [{ resource: "CheckRun", field: "conclusion", code: "missing_field", message: "Conclusion is required when status is completed." }]);
+        throw new HubError(422, "Validation Failed", [
+          {
+            resource: "CheckRun",
+            field: "conclusion",
+            code: "missing_field",
+            message: "Conclusion is required when status is completed.",
+          },
+        ]);
       }
       run.status = body.status;
       if (body.status !== "completed") run.conclusion = null;
     }
-    if (run.status === "completed") run.completed_at = this.time(body.completed_at) ?? run.completed_at ?? this.hub.timestamp();
+    if (run.status === "completed")
+      run.completed_at = this.time(body.completed_at) ?? run.completed_at ?? this.hub.timestamp();
     else run.completed_at = null;
     this.applyOutputAndActions(run, repo, body);
-    this.effects.record("checks.check_run.updated", by, { id: run.id, name: run.name, status: run.status, conclusion: run.conclusion });
+    this.effects.record("checks.check_run.updated", by, {
+      id: run.id,
+      name: run.name,
+      status: run.status,
+      conclusion: run.conclusion,
+    });
     if (run.status === "completed" && !wasCompleted) this.sendRun(repo, run, "completed");
     const suite = this.suites.get(run.suiteId);
     if (suite) this.refreshSuite(repo, suite);
@@ -298,7 +347,14 @@ export class ChecksDomain {
       repository: this.hub.repoJson(repo),
       created_at: suite.created_at,
       updated_at: suite.updated_at,
-      head_commit: { id: suite.head_sha, tree_id: suite.head_sha, message: "", timestamp: suite.created_at, author: null, committer: null },
+      head_commit: {
+        id: suite.head_sha,
+        tree_id: suite.head_sha,
+        message: "",
+        timestamp: suite.created_at,
+        author: null,
+        committer: null,
+      },
       latest_check_runs_count: latestPerName(this.runsOfSuite(suite.id)).length,
       check_runs_url: repoApi(this.hub, repo, `/check-suites/${suite.id}/check-runs`),
       rerequestable: suite.rerequestable,
@@ -364,11 +420,16 @@ export class ChecksDomain {
   }
 
   private sender(appId: number): Record<string, unknown> {
-    return appId === ACTIONS_APP_ID ? botSender("github-actions", 41898282) : botSender(String(appJson(this.hub, appId).slug), 900000 + appId);
+    return appId === ACTIONS_APP_ID
+      ? botSender("github-actions", 41898282)
+      : botSender(String(appJson(this.hub, appId).slug), 900000 + appId);
   }
 
   private sendRun(repo: Repo, run: CheckRun, action: string): void {
-    const payload = { action, check_run: { ...this.runJson(repo, run), check_suite: this.suiteJson(repo, this.suites.get(run.suiteId)!) } };
+    const payload = {
+      action,
+      check_run: { ...this.runJson(repo, run), check_suite: this.suiteJson(repo, this.suites.get(run.suiteId)!) },
+    };
     this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "check_run", payload, this.sender(run.appId)));
   }
 

@@ -40,12 +40,21 @@ export function checkRunBodyProblems(body: Record<string, unknown>, mode: "creat
     if (!isStr(body.head_sha) || body.head_sha.length === 0) bad("head_sha", "missing_field");
   } else if (body.name !== undefined && (!isStr(body.name) || body.name.length === 0)) bad("name", "invalid");
 
-  if (body.status !== undefined && !(CHECK_STATUSES as readonly unknown[]).includes(body.status)) bad("status", "invalid");
-  if (body.conclusion !== undefined && body.conclusion !== null && !(CHECK_CONCLUSIONS as readonly unknown[]).includes(body.conclusion))
+  if (body.status !== undefined && !(CHECK_STATUSES as readonly unknown[]).includes(body.status))
+    bad("status", "invalid");
+  if (
+    body.conclusion !== undefined &&
+    body.conclusion !== null &&
+    !(CHECK_CONCLUSIONS as readonly unknown[]).includes(body.conclusion)
+  )
     bad("conclusion", "invalid");
   if (body.status === "completed" && (body.conclusion === undefined || body.conclusion === null) && mode === "create")
     bad("conclusion", "missing_field", "Conclusion is required when status is completed.");
-  if (body.details_url !== undefined && body.details_url !== null && !(isStr(body.details_url) && /^https?:\/\//.test(body.details_url)))
+  if (
+    body.details_url !== undefined &&
+    body.details_url !== null &&
+    !(isStr(body.details_url) && /^https?:\/\//.test(body.details_url))
+  )
     bad("details_url", "invalid");
 
   for (const field of ["started_at", "completed_at"]) {
@@ -59,10 +68,12 @@ export function checkRunBodyProblems(body: Record<string, unknown>, mode: "creat
   if (body.actions !== undefined) {
     if (!Array.isArray(body.actions)) bad("actions", "invalid");
     else {
-      if (body.actions.length > MAX_ACTIONS) bad("actions", "custom", `Only ${MAX_ACTIONS} actions can be added at a time.`);
+      if (body.actions.length > MAX_ACTIONS)
+        bad("actions", "custom", `Only ${MAX_ACTIONS} actions can be added at a time.`);
       body.actions.forEach((a, i) => {
         const action = (a ?? {}) as Record<string, unknown>;
-        if (!isStr(action.label) || action.label.length > 20) bad(`actions[${i}].label`, "invalid", "label must be at most 20 characters");
+        if (!isStr(action.label) || action.label.length > 20)
+          bad(`actions[${i}].label`, "invalid", "label must be at most 20 characters");
         if (!isStr(action.description) || action.description.length > 40)
           bad(`actions[${i}].description`, "invalid", "description must be at most 40 characters");
         if (!isStr(action.identifier) || action.identifier.length > 20)
@@ -78,13 +89,15 @@ function outputProblems(output: Record<string, unknown>): FieldError[] {
   const bad = (field: string, code: string, message?: string) =>
     problems.push({ resource: "CheckRun", field: `output.${field}`, code, ...(message ? { message } : {}) });
   if (!isStr(output.title)) bad("title", "missing_field");
-  else if (output.title.length > MAX_OUTPUT_TITLE) bad("title", "custom", `title is too long (maximum is ${MAX_OUTPUT_TITLE} characters)`);
+  else if (output.title.length > MAX_OUTPUT_TITLE)
+    bad("title", "custom", `title is too long (maximum is ${MAX_OUTPUT_TITLE} characters)`);
   if (!isStr(output.summary)) bad("summary", "missing_field");
   else if (output.summary.length > MAX_OUTPUT_TEXT)
     bad("summary", "custom", `summary is too long (maximum is ${MAX_OUTPUT_TEXT} characters)`);
   if (output.text !== undefined && output.text !== null) {
     if (!isStr(output.text)) bad("text", "invalid");
-    else if (output.text.length > MAX_OUTPUT_TEXT) bad("text", "custom", `text is too long (maximum is ${MAX_OUTPUT_TEXT} characters)`);
+    else if (output.text.length > MAX_OUTPUT_TEXT)
+      bad("text", "custom", `text is too long (maximum is ${MAX_OUTPUT_TEXT} characters)`);
   }
   if (output.annotations !== undefined) {
     if (!Array.isArray(output.annotations)) bad("annotations", "invalid");
@@ -103,15 +116,23 @@ const LEVELS = ["notice", "warning", "failure"];
 function annotationProblems(raw: unknown, i: number): FieldError[] {
   const a = (raw ?? {}) as Record<string, unknown>;
   const problems: FieldError[] = [];
-  const bad = (field: string, code: string) => problems.push({ resource: "CheckRun", field: `output.annotations[${i}].${field}`, code });
+  const bad = (field: string, code: string) =>
+    problems.push({ resource: "CheckRun", field: `output.annotations[${i}].${field}`, code });
   if (!isStr(a.path) || a.path.length === 0) bad("path", "missing_field");
   if (!Number.isInteger(a.start_line)) bad("start_line", "missing_field");
   if (!Number.isInteger(a.end_line)) bad("end_line", "missing_field");
-  if (!LEVELS.includes(a.annotation_level as string)) bad("annotation_level", a.annotation_level === undefined ? "missing_field" : "invalid");
+  if (!LEVELS.includes(a.annotation_level as string))
+    bad("annotation_level", a.annotation_level === undefined ? "missing_field" : "invalid");
   if (!isStr(a.message) || a.message.length === 0) bad("message", "missing_field");
-  if (Number.isInteger(a.start_line) && Number.isInteger(a.end_line) && (a.end_line as number) < (a.start_line as number)) bad("end_line", "invalid");
+  if (
+    Number.isInteger(a.start_line) &&
+    Number.isInteger(a.end_line) &&
+    (a.end_line as number) < (a.start_line as number)
+  )
+    bad("end_line", "invalid");
   // Columns only make sense on a single line (the API rejects them otherwise).
-  if ((a.start_column !== undefined || a.end_column !== undefined) && a.start_line !== a.end_line) bad("start_column", "invalid");
+  if ((a.start_column !== undefined || a.end_column !== undefined) && a.start_line !== a.end_line)
+    bad("start_column", "invalid");
   return problems;
 }
 
@@ -122,18 +143,26 @@ export function suiteOutcome(runs: { status: string; conclusion: string | null }
 } {
   if (runs.length === 0) return { status: "queued", conclusion: null };
   if (runs.some((r) => r.status !== "completed")) {
-    return { status: runs.some((r) => r.status === "in_progress" || r.status === "completed") ? "in_progress" : "queued", conclusion: null };
+    return {
+      status: runs.some((r) => r.status === "in_progress" || r.status === "completed") ? "in_progress" : "queued",
+      conclusion: null,
+    };
   }
   const has = (c: string) => runs.some((r) => r.conclusion === c);
   // Order follows how the service ranks conclusions: anything needing attention wins over success.
-  for (const c of ["action_required", "cancelled", "timed_out", "failure", "stale"] as const) if (has(c)) return { status: "completed", conclusion: c };
+  for (const c of ["action_required", "cancelled", "timed_out", "failure", "stale"] as const)
+    if (has(c)) return { status: "completed", conclusion: c };
   if (runs.every((r) => r.conclusion === "skipped")) return { status: "completed", conclusion: "skipped" };
-  if (runs.every((r) => r.conclusion === "neutral" || r.conclusion === "skipped")) return { status: "completed", conclusion: "neutral" };
+  if (runs.every((r) => r.conclusion === "neutral" || r.conclusion === "skipped"))
+    return { status: "completed", conclusion: "neutral" };
   return { status: "completed", conclusion: "success" };
 }
 
 /** Runs to delete so that at most `limit` runs carry each name in a suite (oldest go first). */
-export function runsBeyondNameLimit<T extends { id: number; name: string }>(runs: T[], limit = MAX_RUNS_PER_NAME_IN_SUITE): T[] {
+export function runsBeyondNameLimit<T extends { id: number; name: string }>(
+  runs: T[],
+  limit = MAX_RUNS_PER_NAME_IN_SUITE,
+): T[] {
   const byName = new Map<string, T[]>();
   for (const r of runs) {
     const list = byName.get(r.name);
@@ -154,7 +183,12 @@ export function latestPerName<T extends { id: number; name: string; started_at: 
   const best = new Map<string, T>();
   for (const r of runs) {
     const cur = best.get(r.name);
-    if (!cur || (r.started_at ?? "") > (cur.started_at ?? "") || ((r.started_at ?? "") === (cur.started_at ?? "") && r.id > cur.id)) best.set(r.name, r);
+    if (
+      !cur ||
+      (r.started_at ?? "") > (cur.started_at ?? "") ||
+      ((r.started_at ?? "") === (cur.started_at ?? "") && r.id > cur.id)
+    )
+      best.set(r.name, r);
   }
   return runs.filter((r) => best.get(r.name) === r);
 }

@@ -3,7 +3,14 @@ import type { Repo } from "../core/types.js";
 import type { SandboxHub } from "../sandbox-hub.js";
 import type { Commit } from "../git/store.js";
 
-export function fileEntryJson(hub: SandboxHub, repo: Repo, path: string, blob: string, size: number, branch: string): Record<string, unknown> {
+export function fileEntryJson(
+  hub: SandboxHub,
+  repo: Repo,
+  path: string,
+  blob: string,
+  size: number,
+  branch: string,
+): Record<string, unknown> {
   const full = `${repo.owner}/${repo.name}`;
   const encoded = path.split("/").map(encodeURIComponent).join("/");
   const self = `${hub.baseUrl}/repos/${full}/contents/${encoded}?ref=${encodeURIComponent(branch)}`;
@@ -35,6 +42,10 @@ export function writeCommitJson(hub: SandboxHub, repo: Repo, c: Commit): Record<
     committer: person,
     message: c.message,
     tree: { sha: c.treeSha, url: `${hub.baseUrl}/repos/${full}/git/trees/${c.treeSha}` },
-    parents: c.parents.map((sha) => ({ sha, url: `${hub.baseUrl}/repos/${full}/git/commits/${sha}`, html_url: `${hub.baseUrl}/${full}/commit/${sha}` })),
+    parents: c.parents.map((sha) => ({
+      sha,
+      url: `${hub.baseUrl}/repos/${full}/git/commits/${sha}`,
+      html_url: `${hub.baseUrl}/${full}/commit/${sha}`,
+    })),
   };
 }

@@ -23,7 +23,10 @@ function field(body: Record<string, unknown> | undefined, name: string, required
   return v;
 }
 
-function target(hub: SandboxHub, req: HubRequest): { repo: Repo; path: string; branch: string; current: string | undefined } {
+function target(
+  hub: SandboxHub,
+  req: HubRequest,
+): { repo: Repo; path: string; branch: string; current: string | undefined } {
   const repo = hub.requireRepo(req, req.params.owner!, req.params.repo!);
   const path = req.params.path!.replace(/^\/+|\/+$/g, "");
   const branch = field(req.body, "branch", false) ?? repo.default_branch;
@@ -39,28 +42,58 @@ function checkSha(given: string | undefined, current: string, path: string): voi
 }
 
 export function installContentWriteRoutes(hub: SandboxHub, router: RouteTable): void {
-  router.add("PUT", "/repos/{owner}/{repo}/contents/{path+}", (req) => {
-    const message = field(req.body, "message", true)!;
-    const content = field(req.body, "content", true)!;
-    if (!/^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/.test(content)) throw invalid("content is not valid Base64");
-    const { repo, path, branch, current } = target(hub, req);
-    if (current !== undefined) checkSha(field(req.body, "sha", false), current, path);
-    const bytes = Buffer.from(content, "base64");
-    const pushed = pushFiles(hub, { owner: repo.owner, repo: repo.name, branch, files: { [path]: bytes.toString("utf8") }, message, pusher: actingLogin(hub, req) });
-    const git = hub.git(repo);
-    const blob = git.tree(pushed.sha).get(path)!;
-    return {
-      status: current === undefined ? 201 : 200,
-      body: { content: fileEntryJson(hub, repo, path, blob, bytes.length, branch), commit: writeCommitJson(hub, repo, git.commits.get(pushed.sha)!) },
-    };
-  }, WRITE);
+  router.add(
+    "PUT",
+    "/repos/{owner}/{repo}/contents/{path+}",
+    (req) => {
+      const message = field(req.body, "message", true)!;
+      const content = field(req.body, "content", true)!;
+      if (!/^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/.test(content)) throw invalid("content is not valid Base64");
+      const { repo, path, branch, current } = target(hub, req);
+      if (current !== undefined) checkSha(field(req.body, "sha", false), current, path);
+      const bytes = Buffer.from(content, "base64");
+      const pushed = pushFiles(hub, {
+        owner: repo.owner,
+        repo: repo.name,
+        branch,
+        files: { [path]: bytes.toString("utf8") },
+        message,
+        pusher: actingLogin(hub, req),
+      });
+      const git = hub.git(repo);
+      const blob = git.tree(pushed.sha).get(path)!;
+      return {
+        status: current === undefined ? 201 : 200,
+        body: {
+          content: fileEntryJson(hub, repo, path, blob, bytes.length, branch),
+          commit: writeCommitJson(hub, repo, git.commits.get(pushed.sha)!),
+        },
+      };
+    },
+    WRITE,
+  );
 
-  router.add("DELETE", "/repos/{owner}/{repo}/contents/{path+}", (req) => {
-    const message = field(req.body, "message", true)!;
-    const { repo, path, branch, current } = target(hub, req);
-    if (current === undefined) throw notFound();
-    checkSha(field(req.body, "sha", false), current, path);
-    const pushed = pushFiles(hub, { owner: repo.owner, repo: repo.name, branch, files: { [path]: null }, message, pusher: actingLogin(hub, req) });
-    return { status: 200, body: { content: null, commit: writeCommitJson(hub, repo, hub.git(repo).commits.get(pushed.sha)!) } };
-  }, WRITE);
+  router.add(
+    "DELETE",
+    "/repos/{owner}/{repo}/contents/{path+}",
+    (req) => {
+      const message = field(req.body, "message", true)!;
+      const { repo, path, branch, current } = target(hub, req);
+      if (current === undefined) throw notFound();
+      checkSha(field(req.body, "sha", false), current, path);
+      const pushed = pushFiles(hub, {
+        owner: repo.owner,
+        repo: repo.name,
+        branch,
+        files: { [path]: null },
+        message,
+        pusher: actingLogin(hub, req),
+      });
+      return {
+        status: 200,
+        body: { content: null, commit: writeCommitJson(hub, repo, hub.git(repo).commits.get(pushed.sha)!) },
+      };
+    },
+    WRITE,
+  );
 }

@@ -27,7 +27,9 @@ export class EffectsLog {
 
   /** Entries of one area (`deployments`), or of one kind in it (`"deployments", "review.approved"`). */
   of(area: string, kind?: string): Effect[] {
-    return this.entries.filter((e) => (kind === undefined ? e.kind.startsWith(`${area}.`) : e.kind === `${area}.${kind}`));
+    return this.entries.filter((e) =>
+      kind === undefined ? e.kind.startsWith(`${area}.`) : e.kind === `${area}.${kind}`,
+    );
   }
 
   clear(): void {

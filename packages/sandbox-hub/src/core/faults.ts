@@ -73,7 +73,9 @@ export class FaultRules {
 
   /** `naming`: only rules whose path pattern starts with it apply (another host's paths). */
   decide(method: string, path: string, routePattern: string | undefined, naming?: string): FaultDecision | undefined {
-    const rule = this.rules.find((r) => (!r.method || r.method === method) && (!naming || r.path.startsWith(naming)) && r.test(path, routePattern));
+    const rule = this.rules.find(
+      (r) => (!r.method || r.method === method) && (!naming || r.path.startsWith(naming)) && r.test(path, routePattern),
+    );
     if (!rule) return undefined;
     const f = rule.fault;
     if (f.times !== undefined) {

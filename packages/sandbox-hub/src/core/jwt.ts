@@ -12,7 +12,11 @@ export function looksLikeJwt(credential: string): boolean {
   return /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(credential);
 }
 
-export function verifyAppJwt(jwt: string, publicKeyFor: (appId: number) => KeyObject | undefined, now: Date): JwtResult {
+export function verifyAppJwt(
+  jwt: string,
+  publicKeyFor: (appId: number) => KeyObject | undefined,
+  now: Date,
+): JwtResult {
   const [headerB64, payloadB64, signatureB64] = jwt.split(".");
   if (!headerB64 || !payloadB64 || signatureB64 === undefined) return { ok: false, reason: "malformed" };
   let header: { alg?: string };

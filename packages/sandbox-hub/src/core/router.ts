@@ -49,9 +49,11 @@ export class RouteTable implements Router {
     let best: { match: RouteMatch; score: number } | undefined;
     for (const m of wanted) {
       for (const compiled of this.byMethod.get(m) ?? []) {
-        if (compiled.segments.length > parts.length || (!compiled.hasRest && compiled.segments.length !== parts.length)) continue;
+        if (compiled.segments.length > parts.length || (!compiled.hasRest && compiled.segments.length !== parts.length))
+          continue;
         const found = matchSegments(compiled.segments, parts);
-        if (found && (!best || found.score > best.score)) best = { match: { route: compiled.route, params: found.params }, score: found.score };
+        if (found && (!best || found.score > best.score))
+          best = { match: { route: compiled.route, params: found.params }, score: found.score };
       }
     }
     return best?.match;
@@ -81,7 +83,10 @@ function compileSegment(seg: string): Segment {
   return param ? { kind: "param", name: param[1]! } : { kind: "literal", text: seg };
 }
 
-function matchSegments(pattern: Segment[], parts: string[]): { params: Record<string, string>; score: number } | undefined {
+function matchSegments(
+  pattern: Segment[],
+  parts: string[],
+): { params: Record<string, string>; score: number } | undefined {
   // Literals first: nearly every route fails on one, before any parameter is decoded.
   for (let i = 0; i < pattern.length; i++) {
     const seg = pattern[i]!;

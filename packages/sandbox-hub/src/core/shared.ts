@@ -66,7 +66,15 @@ export function orgJson(hub: Hub, login: string): Record<string, unknown> | null
   const org = hub.org(login);
   if (!org) return null;
   const render = (hub as Hub & { orgJson?: (login: string) => Record<string, unknown> | null }).orgJson;
-  return render?.call(hub, org.login) ?? { login: org.login, id: org.id, node_id: org.node_id, url: `${hub.baseUrl}/orgs/${org.login}`, description: null };
+  return (
+    render?.call(hub, org.login) ?? {
+      login: org.login,
+      id: org.id,
+      node_id: org.node_id,
+      url: `${hub.baseUrl}/orgs/${org.login}`,
+      description: null,
+    }
+  );
 }
 
 /**
@@ -118,4 +126,3 @@ export class DeliveryQueue {
 export function userSender(hub: Hub, login: string): Record<string, unknown> {
   return hub.userJson(login);
 }
-

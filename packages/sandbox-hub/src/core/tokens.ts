@@ -38,7 +38,13 @@ const b64url = (data: string | Buffer) => Buffer.from(data).toString("base64url"
 function statelessToken(appId: number, installationId: number, expiresAt: Date): string {
   const header = b64url(JSON.stringify({ alg: "RS256", typ: "JWT" }));
   const payload = b64url(
-    JSON.stringify({ iss: appId, ins: installationId, exp: Math.floor(expiresAt.getTime() / 1000), jti: randomBytes(24).toString("base64url"), v: 1 }),
+    JSON.stringify({
+      iss: appId,
+      ins: installationId,
+      exp: Math.floor(expiresAt.getTime() / 1000),
+      jti: randomBytes(24).toString("base64url"),
+      v: 1,
+    }),
   );
   return `ghs_${appId}_${header}.${payload}.${b64url(randomBytes(256))}`;
 }
@@ -48,7 +54,11 @@ export class TokenStore {
   /** Installation tokens issued so far, per installation (what a test counts as mints). */
   readonly minted = new Map<number, number>();
 
-  issueInstallationToken(t: Omit<InstallationToken, "kind" | "token">, format: TokenFormat = "classic", appId = 0): InstallationToken {
+  issueInstallationToken(
+    t: Omit<InstallationToken, "kind" | "token">,
+    format: TokenFormat = "classic",
+    appId = 0,
+  ): InstallationToken {
     const value = format === "stateless" ? statelessToken(appId, t.installationId, t.expiresAt) : randomToken("ghs_");
     const token: InstallationToken = { kind: "installation", token: value, ...t };
     this.tokens.set(token.token, token);

@@ -154,10 +154,18 @@ export interface Hub {
   userJson(login: string): Record<string, unknown>;
 
   /** Answer a list with `per_page` (default 30, max `maxPerPage`) and `page`, with a `Link` header. */
-  paginate(req: HubRequest, items: unknown[], opts?: { maxPerPage?: number; wrap?: string; totalCountKey?: string }): HubResponse;
+  paginate(
+    req: HubRequest,
+    items: unknown[],
+    opts?: { maxPerPage?: number; wrap?: string; totalCountKey?: string },
+  ): HubResponse;
 
   /** Send a webhook delivery for an installation to the app's webhook URL (recorded; async). */
-  deliver(event: string, payload: Record<string, unknown>, opts?: { installationId?: number }): Promise<DeliveryRecord | undefined>;
+  deliver(
+    event: string,
+    payload: Record<string, unknown>,
+    opts?: { installationId?: number },
+  ): Promise<DeliveryRecord | undefined>;
 
   /** Every request the hub received (method, path, status, auth kind), for tests to judge. */
   readonly requests: { method: string; path: string; status: number; auth: AuthInfo["kind"]; at: number }[];
@@ -187,4 +195,12 @@ export interface Hub {
 /** Things that happened in the hub that domain modules may react to. */
 export type HubEvent =
   | { kind: "push"; repo: Repo; ref: string; before: string; after: string; pusher: string }
-  | { kind: "pull_request"; action: string; repo: Repo; number: number; head_sha: string; head_ref: string; base_ref: string };
+  | {
+      kind: "pull_request";
+      action: string;
+      repo: Repo;
+      number: number;
+      head_sha: string;
+      head_ref: string;
+      base_ref: string;
+    };

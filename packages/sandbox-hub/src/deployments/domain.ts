@@ -5,7 +5,16 @@ import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import type { EffectsLog } from "../core/effects.js";
 import { gateOutcome, mayReview, type RuleState } from "./rules.js";
-import { ACTIONS_APP_ID, appJson, botSender, type DeliveryQueue, deliverRepoEvent, findRepo, repoApi, repoHtml } from "../core/shared.js";
+import {
+  ACTIONS_APP_ID,
+  appJson,
+  botSender,
+  type DeliveryQueue,
+  deliverRepoEvent,
+  findRepo,
+  repoApi,
+  repoHtml,
+} from "../core/shared.js";
 
 export interface Environment {
   id: number;
@@ -119,9 +128,18 @@ export class DeploymentsDomain {
   // ---- control (by names, so the HTTP control surface can call it) ------------------------
 
   /** Create or update an environment: required reviewers by login, protection-rule apps (`true` = this hub's app). */
-  configureEnvironment(o: { owner: string; repo: string; environment: string; reviewers?: string[]; protectionApps?: number[]; protectedByApp?: boolean; waitTimer?: number }): Record<string, unknown> {
+  configureEnvironment(o: {
+    owner: string;
+    repo: string;
+    environment: string;
+    reviewers?: string[];
+    protectionApps?: number[];
+    protectedByApp?: boolean;
+    waitTimer?: number;
+  }): Record<string, unknown> {
     const repo = findRepo(this.hub, o.owner, o.repo);
-    for (const login of o.reviewers ?? []) if (!this.hub.user(login)) throw new HubError(422, `No user ${login} in the sandbox`);
+    for (const login of o.reviewers ?? [])
+      if (!this.hub.user(login)) throw new HubError(422, `No user ${login} in the sandbox`);
     const apps = [...(o.protectionApps ?? []), ...(o.protectedByApp ? [this.hub.appId] : [])];
     const env = this.putEnvironment(repo, o.environment, {
       ...(o.reviewers ? { reviewers: o.reviewers } : {}),
@@ -137,7 +155,13 @@ export class DeploymentsDomain {
   }
 
   /** Where each gate of a run stands, with protection-rule comments (status reports). */
-  gatesOf(runId: number): { environment: string; job: string; outcome: Gate["outcome"]; review: Gate["review"]; rules: { appId: number; state: RuleState; comments: string[] }[] }[] {
+  gatesOf(runId: number): {
+    environment: string;
+    job: string;
+    outcome: Gate["outcome"];
+    review: Gate["review"];
+    rules: { appId: number; state: RuleState; comments: string[] }[];
+  }[] {
     this.sweep();
     return [...this.gates.values()]
       .filter((g) => g.runId === runId)
@@ -153,7 +177,8 @@ export class DeploymentsDomain {
   // ---- environments -------------------------------------------------------------------
 
   environment(repo: Repo, name: string): Environment | undefined {
-    for (const e of this.environments.values()) if (e.repoId === repo.id && e.name.toLowerCase() === name.toLowerCase()) return e;
+    for (const e of this.environments.values())
+      if (e.repoId === repo.id && e.name.toLowerCase() === name.toLowerCase()) return e;
     return undefined;
   }
 
@@ -164,14 +189,22 @@ export class DeploymentsDomain {
   }
 
   environmentsOf(repo: Repo): Environment[] {
-    return [...this.environments.values()].filter((e) => e.repoId === repo.id).sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.environments.values()]
+      .filter((e) => e.repoId === repo.id)
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Create or update an environment (PUT semantics: given fields replace the old ones). */
   putEnvironment(
     repo: Repo,
     name: string,
-    o: { wait_timer?: number; prevent_self_review?: boolean; reviewers?: string[]; protectionApps?: number[]; deployment_branch_policy?: Environment["deployment_branch_policy"] } = {},
+    o: {
+      wait_timer?: number;
+      prevent_self_review?: boolean;
+      reviewers?: string[];
+      protectionApps?: number[];
+      deployment_branch_policy?: Environment["deployment_branch_policy"];
+    } = {},
   ): Environment {
     const now = this.hub.timestamp();
     let env = this.environment(repo, name);
@@ -216,7 +249,13 @@ export class DeploymentsDomain {
 
   environmentJson(repo: Repo, env: Environment): Record<string, unknown> {
     const rules: Record<string, unknown>[] = [];
-    if (env.wait_timer > 0) rules.push({ id: env.id * 10 + 1, node_id: this.hub.nodeId("Gate", env.id * 10 + 1), type: "wait_timer", wait_timer: env.wait_timer });
+    if (env.wait_timer > 0)
+      rules.push({
+        id: env.id * 10 + 1,
+        node_id: this.hub.nodeId("Gate", env.id * 10 + 1),
+        type: "wait_timer",
+        wait_timer: env.wait_timer,
+      });
     if (env.reviewers.length > 0) {
       rules.push({
         id: env.id * 10 + 2,
@@ -226,13 +265,18 @@ export class DeploymentsDomain {
         reviewers: env.reviewers.map((login) => ({ type: "User", reviewer: this.hub.userJson(login) })),
       });
     }
-    if (env.deployment_branch_policy) rules.push({ id: env.id * 10 + 3, node_id: this.hub.nodeId("Gate", env.id * 10 + 3), type: "branch_policy" });
+    if (env.deployment_branch_policy)
+      rules.push({ id: env.id * 10 + 3, node_id: this.hub.nodeId("Gate", env.id * 10 + 3), type: "branch_policy" });
     return {
       id: env.id,
       node_id: env.node_id,
       name: env.name,
       url: repoApi(this.hub, repo, `/environments/${encodeURIComponent(env.name)}`),
-      html_url: repoHtml(this.hub, repo, `/deployments/activity_log?environments_filter=${encodeURIComponent(env.name)}`),
+      html_url: repoHtml(
+        this.hub,
+        repo,
+        `/deployments/activity_log?environments_filter=${encodeURIComponent(env.name)}`,
+      ),
       created_at: env.created_at,
       updated_at: env.updated_at,
       can_admins_bypass: true,
@@ -243,12 +287,34 @@ export class DeploymentsDomain {
 
   protectionRuleJson(rule: { id: number; appId: number }): Record<string, unknown> {
     const app = appJson(this.hub, rule.appId);
-    return { id: rule.id, node_id: this.hub.nodeId("DeploymentProtectionRule", rule.id), enabled: true, app: { id: app.id, slug: app.slug, integration_url: `${this.hub.baseUrl}/apps/${String(app.slug)}`, node_id: app.node_id } };
+    return {
+      id: rule.id,
+      node_id: this.hub.nodeId("DeploymentProtectionRule", rule.id),
+      enabled: true,
+      app: {
+        id: app.id,
+        slug: app.slug,
+        integration_url: `${this.hub.baseUrl}/apps/${String(app.slug)}`,
+        node_id: app.node_id,
+      },
+    };
   }
 
   // ---- deployments --------------------------------------------------------------------
 
-  createDeployment(repo: Repo, o: { sha: string; ref: string; environment: string; task?: string; description?: string | null; creator?: string | null; runId?: number; jobId?: number }): Deployment {
+  createDeployment(
+    repo: Repo,
+    o: {
+      sha: string;
+      ref: string;
+      environment: string;
+      task?: string;
+      description?: string | null;
+      creator?: string | null;
+      runId?: number;
+      jobId?: number;
+    },
+  ): Deployment {
     const id = this.hub.nextId();
     const now = this.hub.timestamp();
     const d: Deployment = {
@@ -269,17 +335,38 @@ export class DeploymentsDomain {
     };
     this.deployments.set(id, d);
     if (!this.environment(repo, o.environment)) this.putEnvironment(repo, o.environment);
-    this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "deployment", { action: "created", deployment: this.deploymentJson(repo, d), workflow: null, workflow_run: null }, this.sender()));
+    this.deliveries.push(() =>
+      deliverRepoEvent(
+        this.hub,
+        repo,
+        "deployment",
+        { action: "created", deployment: this.deploymentJson(repo, d), workflow: null, workflow_run: null },
+        this.sender(),
+      ),
+    );
     return d;
   }
 
   addStatus(repo: Repo, d: Deployment, state: DeploymentStatus["state"], description = ""): DeploymentStatus {
     const id = this.hub.nextId();
     const now = this.hub.timestamp();
-    const s: DeploymentStatus = { id, node_id: this.hub.nodeId("DeploymentStatus", id), state, description, environment: d.environment, created_at: now, updated_at: now, log_url: "" };
+    const s: DeploymentStatus = {
+      id,
+      node_id: this.hub.nodeId("DeploymentStatus", id),
+      state,
+      description,
+      environment: d.environment,
+      created_at: now,
+      updated_at: now,
+      log_url: "",
+    };
     d.statuses.unshift(s);
     d.updated_at = now;
-    const payload = { action: "created", deployment_status: this.statusJson(repo, d, s), deployment: this.deploymentJson(repo, d) };
+    const payload = {
+      action: "created",
+      deployment_status: this.statusJson(repo, d, s),
+      deployment: this.deploymentJson(repo, d),
+    };
     this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "deployment_status", payload, this.sender()));
     return s;
   }
@@ -290,7 +377,10 @@ export class DeploymentsDomain {
     return d;
   }
 
-  listDeployments(repo: Repo, f: { sha?: string | null; ref?: string | null; task?: string | null; environment?: string | null }): Deployment[] {
+  listDeployments(
+    repo: Repo,
+    f: { sha?: string | null; ref?: string | null; task?: string | null; environment?: string | null },
+  ): Deployment[] {
     return [...this.deployments.values()]
       .filter((d) => d.repoId === repo.id)
       .filter((d) => !f.sha || d.sha === f.sha)
@@ -353,7 +443,14 @@ export class DeploymentsDomain {
    */
   jobReady(j: JobAtGate): { proceed: boolean; deployment: Deployment; gate: Gate | null } {
     const env = this.environment(j.repo, j.environment) ?? this.putEnvironment(j.repo, j.environment);
-    const deployment = this.createDeployment(j.repo, { sha: j.sha, ref: j.ref, environment: env.name, creator: j.actor, runId: j.runId, jobId: j.jobId });
+    const deployment = this.createDeployment(j.repo, {
+      sha: j.sha,
+      ref: j.ref,
+      environment: env.name,
+      creator: j.actor,
+      runId: j.runId,
+      jobId: j.jobId,
+    });
     const protectedEnv = env.reviewers.length > 0 || env.protectionRules.length > 0 || env.wait_timer > 0;
     if (!protectedEnv) {
       this.addStatus(j.repo, deployment, "in_progress");
@@ -373,12 +470,20 @@ export class DeploymentsDomain {
       waitUntilMs: env.wait_timer > 0 ? now + env.wait_timer * 60_000 : 0,
       reviewers: [...env.reviewers],
       review: { state: "pending", by: null, comment: null, at: null },
-      rules: new Map(env.protectionRules.map((r) => [r.appId, { state: "pending" as RuleState, comments: [], decidedAt: null }])),
+      rules: new Map(
+        env.protectionRules.map((r) => [r.appId, { state: "pending" as RuleState, comments: [], decidedAt: null }]),
+      ),
       outcome: "pending",
     };
     this.gates.set(gate.id, gate);
     this.addStatus(j.repo, deployment, "waiting");
-    this.effects.record("deployments.gate.opened", "control", { run_id: j.runId, job: j.jobName, environment: env.name, reviewers: gate.reviewers, apps: [...gate.rules.keys()] });
+    this.effects.record("deployments.gate.opened", "control", {
+      run_id: j.runId,
+      job: j.jobName,
+      environment: env.name,
+      reviewers: gate.reviewers,
+      apps: [...gate.rules.keys()],
+    });
     if (gate.reviewers.length > 0) this.sendReviewRequested(j.repo, gate, env, j.actor);
     for (const appId of gate.rules.keys()) this.sendProtectionRuleRequested(j.repo, gate, env, deployment, j, appId);
     return { proceed: false, deployment, gate };
@@ -389,7 +494,12 @@ export class DeploymentsDomain {
     // A job ended while still waiting (cancelled, or ended by control): its gate no longer waits.
     for (const g of this.gates.values()) if (g.jobId === jobId && g.outcome === "pending") g.outcome = "cancelled";
     for (const d of this.deployments.values()) {
-      if (d.repoId === repo.id && d.jobId === jobId && d.statuses[0]?.state !== "success" && d.statuses[0]?.state !== "failure") {
+      if (
+        d.repoId === repo.id &&
+        d.jobId === jobId &&
+        d.statuses[0]?.state !== "success" &&
+        d.statuses[0]?.state !== "failure"
+      ) {
         this.addStatus(repo, d, conclusion === "success" ? "success" : "failure");
       }
     }
@@ -402,9 +512,22 @@ export class DeploymentsDomain {
 
   pendingDeploymentJson(repo: Repo, gate: Gate, caller: { kind: string; login?: string }): Record<string, unknown> {
     const env = this.environments.get(gate.envId)!;
-    const canApprove = caller.kind === "user" && gate.review.state === "pending" && gate.reviewers.some((r) => r.toLowerCase() === caller.login?.toLowerCase());
+    const canApprove =
+      caller.kind === "user" &&
+      gate.review.state === "pending" &&
+      gate.reviewers.some((r) => r.toLowerCase() === caller.login?.toLowerCase());
     return {
-      environment: { id: env.id, node_id: env.node_id, name: env.name, url: repoApi(this.hub, repo, `/environments/${encodeURIComponent(env.name)}`), html_url: repoHtml(this.hub, repo, `/deployments/activity_log?environments_filter=${encodeURIComponent(env.name)}`) },
+      environment: {
+        id: env.id,
+        node_id: env.node_id,
+        name: env.name,
+        url: repoApi(this.hub, repo, `/environments/${encodeURIComponent(env.name)}`),
+        html_url: repoHtml(
+          this.hub,
+          repo,
+          `/deployments/activity_log?environments_filter=${encodeURIComponent(env.name)}`,
+        ),
+      },
       wait_timer: env.wait_timer,
       wait_timer_started_at: env.wait_timer > 0 ? this.hub.timestamp(new Date(gate.createdAtMs)) : null,
       current_user_can_approve: canApprove,
@@ -416,19 +539,33 @@ export class DeploymentsDomain {
    * `POST /actions/runs/{run_id}/pending_deployments`: a required reviewer approves or rejects
    * the run's waiting environments. Throws HubError 403/422 as the API does.
    */
-  review(repo: Repo, runId: number, caller: { kind: "user"; login: string } | { kind: "other" }, body: { environment_ids: number[]; state: "approved" | "rejected"; comment: string }): Deployment[] {
+  review(
+    repo: Repo,
+    runId: number,
+    caller: { kind: "user"; login: string } | { kind: "other" },
+    body: { environment_ids: number[]; state: "approved" | "rejected"; comment: string },
+  ): Deployment[] {
     const pending = this.pendingGates(runId);
     const chosen: Gate[] = [];
     for (const envId of body.environment_ids) {
       const env = this.environments.get(envId);
       const gate = pending.find((g) => g.envId === envId && g.reviewers.length > 0 && g.review.state === "pending");
       if (!env || env.repoId !== repo.id || !gate) {
-        throw new HubError(422, "Validation Failed", [{ resource: "DeploymentReview", field: "environment_ids", code: "custom", message: `Environment ${envId} is not waiting for a review on run ${runId}` }]);
+        throw new HubError(422, "Validation Failed", [
+          {
+            resource: "DeploymentReview",
+            field: "environment_ids",
+            code: "custom",
+            message: `Environment ${envId} is not waiting for a review on run ${runId}`,
+          },
+        ]);
       }
       const decision = mayReview(caller, gate.reviewers, env.name);
       if (!decision.ok) {
         if (decision.status === 403) throw new HubError(403, decision.message);
-        throw new HubError(422, decision.message, [{ resource: "DeploymentReview", field: "environment_ids", code: "custom", message: decision.message }]);
+        throw new HubError(422, decision.message, [
+          { resource: "DeploymentReview", field: "environment_ids", code: "custom", message: decision.message },
+        ]);
       }
       chosen.push(gate);
     }
@@ -438,7 +575,11 @@ export class DeploymentsDomain {
       const env = this.environments.get(gate.envId)!;
       gate.review = { state: body.state, by: login, comment: body.comment, at };
       this.reviews.push({ runId, environment: env.name, state: body.state, by: login, comment: body.comment, at });
-      this.effects.record(`deployments.review.${body.state}`, `user:${login}`, { run_id: runId, environment: env.name, comment: body.comment });
+      this.effects.record(`deployments.review.${body.state}`, `user:${login}`, {
+        run_id: runId,
+        environment: env.name,
+        comment: body.comment,
+      });
       this.sendReviewDecision(repo, gate, env, body.state, login, body.comment);
       this.settle(gate);
     }
@@ -449,28 +590,56 @@ export class DeploymentsDomain {
    * `POST /actions/runs/{run_id}/deployment_protection_rule` from a protection-rule app: approve,
    * reject, or (no state) only report a status comment.
    */
-  protectionCallback(repo: Repo, runId: number, appId: number, body: { environment_name: string; state?: "approved" | "rejected"; comment?: string }, by: string): void {
+  protectionCallback(
+    repo: Repo,
+    runId: number,
+    appId: number,
+    body: { environment_name: string; state?: "approved" | "rejected"; comment?: string },
+    by: string,
+  ): void {
     this.sweep();
     const env = this.environment(repo, body.environment_name);
     if (!env) throw new HubError(404, "Not Found");
     const gates = [...this.gates.values()].filter((g) => g.runId === runId && g.envId === env.id && g.rules.has(appId));
     const gate = gates.find((g) => g.outcome === "pending") ?? gates[gates.length - 1];
     if (!gate) {
-      throw new HubError(422, "Validation Failed", [{ resource: "DeploymentProtectionRule", field: "environment_name", code: "custom", message: `No deployment protection rule of this app is waiting on environment ${env.name} for run ${runId}` }]);
+      throw new HubError(422, "Validation Failed", [
+        {
+          resource: "DeploymentProtectionRule",
+          field: "environment_name",
+          code: "custom",
+          message: `No deployment protection rule of this app is waiting on environment ${env.name} for run ${runId}`,
+        },
+      ]);
     }
     const rule = gate.rules.get(appId)!;
     if (body.state === undefined) {
       rule.comments.push(body.comment ?? "");
-      this.effects.record("deployments.protection_rule.status_report", by, { run_id: runId, environment: env.name, comment: body.comment ?? "" });
+      this.effects.record("deployments.protection_rule.status_report", by, {
+        run_id: runId,
+        environment: env.name,
+        comment: body.comment ?? "",
+      });
       return;
     }
     if (rule.state !== "pending" || gate.outcome !== "pending") {
-      throw new HubError(422, "Validation Failed", [{ resource: "DeploymentProtectionRule", field: "state", code: "custom", message: `The deployment protection rule for environment ${env.name} was already decided (${gate.outcome === "pending" ? rule.state : gate.outcome})` }]);
+      throw new HubError(422, "Validation Failed", [
+        {
+          resource: "DeploymentProtectionRule",
+          field: "state",
+          code: "custom",
+          message: `The deployment protection rule for environment ${env.name} was already decided (${gate.outcome === "pending" ? rule.state : gate.outcome})`,
+        },
+      ]);
     }
     rule.state = body.state;
     rule.decidedAt = this.hub.timestamp();
     if (body.comment) rule.comments.push(body.comment);
-    this.effects.record(`deployments.protection_rule.${body.state}`, by, { run_id: runId, environment: env.name, comment: body.comment ?? null });
+    this.effects.record(`deployments.protection_rule.${body.state}`, by, {
+      run_id: runId,
+      environment: env.name,
+      comment: body.comment ?? null,
+    });
     this.settle(gate);
   }
 
@@ -481,15 +650,31 @@ export class DeploymentsDomain {
 
   private settle(gate: Gate): void {
     const outcome = gateOutcome(
-      { reviewers: gate.reviewers, review: gate.review.state, rules: [...gate.rules.values()].map((r) => r.state), createdAtMs: gate.createdAtMs, waitUntilMs: gate.waitUntilMs },
+      {
+        reviewers: gate.reviewers,
+        review: gate.review.state,
+        rules: [...gate.rules.values()].map((r) => r.state),
+        createdAtMs: gate.createdAtMs,
+        waitUntilMs: gate.waitUntilMs,
+      },
       this.hub.now().getTime(),
     );
     if (outcome.state === "pending") return;
     gate.outcome = outcome.state;
     const repo = this.hub.repoById(gate.repoId);
     const deployment = this.deployments.get(gate.deploymentId);
-    if (repo && deployment) this.addStatus(repo, deployment, outcome.state === "approved" ? "in_progress" : "failure", outcome.reasons.join("; "));
-    this.effects.record(`deployments.gate.${outcome.state}`, "hub", { run_id: gate.runId, job: gate.jobName, reasons: outcome.reasons });
+    if (repo && deployment)
+      this.addStatus(
+        repo,
+        deployment,
+        outcome.state === "approved" ? "in_progress" : "failure",
+        outcome.reasons.join("; "),
+      );
+    this.effects.record(`deployments.gate.${outcome.state}`, "hub", {
+      run_id: gate.runId,
+      job: gate.jobName,
+      reasons: outcome.reasons,
+    });
     if (outcome.state === "approved") this.listener?.gateOpened(gate);
     else this.listener?.gateClosed(gate, outcome.state, outcome.reasons.join("; "));
   }
@@ -503,7 +688,18 @@ export class DeploymentsDomain {
   private jobRunsOf(gate: Gate): Record<string, unknown>[] {
     const job = this.listener?.workflowJobJson(gate.jobId) ?? {};
     const env = this.environments.get(gate.envId)!;
-    return [{ id: gate.jobId, name: gate.jobName, status: job.status ?? "waiting", conclusion: job.conclusion ?? null, environment: env.name, html_url: job.html_url ?? null, created_at: job.created_at ?? null, updated_at: this.hub.timestamp() }];
+    return [
+      {
+        id: gate.jobId,
+        name: gate.jobName,
+        status: job.status ?? "waiting",
+        conclusion: job.conclusion ?? null,
+        environment: env.name,
+        html_url: job.html_url ?? null,
+        created_at: job.created_at ?? null,
+        updated_at: this.hub.timestamp(),
+      },
+    ];
   }
 
   private sendReviewRequested(repo: Repo, gate: Gate, env: Environment, requestor: string): void {
@@ -519,7 +715,14 @@ export class DeploymentsDomain {
     this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "deployment_review", body, this.sender()));
   }
 
-  private sendReviewDecision(repo: Repo, gate: Gate, env: Environment, state: "approved" | "rejected", login: string, comment: string): void {
+  private sendReviewDecision(
+    repo: Repo,
+    gate: Gate,
+    env: Environment,
+    state: "approved" | "rejected",
+    login: string,
+    comment: string,
+  ): void {
     const runs = this.jobRunsOf(gate);
     const body = {
       action: state,
@@ -535,7 +738,14 @@ export class DeploymentsDomain {
     this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "deployment_review", body, this.hub.userJson(login)));
   }
 
-  private sendProtectionRuleRequested(repo: Repo, gate: Gate, env: Environment, d: Deployment, j: JobAtGate, appId: number): void {
+  private sendProtectionRuleRequested(
+    repo: Repo,
+    gate: Gate,
+    env: Environment,
+    d: Deployment,
+    j: JobAtGate,
+    appId: number,
+  ): void {
     // Only the hub's own app can be called back; rules of other apps just stay pending.
     if (appId !== this.hub.appId) return;
     const body = {
@@ -548,6 +758,8 @@ export class DeploymentsDomain {
       deployment: this.deploymentJson(repo, d),
       pull_requests: [],
     };
-    this.deliveries.push(() => deliverRepoEvent(this.hub, repo, "deployment_protection_rule", body, this.hub.userJson(j.actor)));
+    this.deliveries.push(() =>
+      deliverRepoEvent(this.hub, repo, "deployment_protection_rule", body, this.hub.userJson(j.actor)),
+    );
   }
 }

@@ -16,12 +16,16 @@ export interface GateView {
   waitUntilMs: number;
 }
 
-export type GateOutcome = { state: "pending"; reasons: string[] } | { state: "approved"; reasons: string[] } | { state: "rejected" | "timed_out"; reasons: string[] };
+export type GateOutcome =
+  | { state: "pending"; reasons: string[] }
+  | { state: "approved"; reasons: string[] }
+  | { state: "rejected" | "timed_out"; reasons: string[] };
 
 /** Where a gate stands: any rejection closes it, every rule approved (and timer elapsed) opens it. */
 export function gateOutcome(g: GateView, nowMs: number): GateOutcome {
   if (g.review === "rejected") return { state: "rejected", reasons: ["a required reviewer rejected the deployment"] };
-  if (g.rules.includes("rejected")) return { state: "rejected", reasons: ["a deployment protection rule rejected the deployment"] };
+  if (g.rules.includes("rejected"))
+    return { state: "rejected", reasons: ["a deployment protection rule rejected the deployment"] };
   const waiting: string[] = [];
   if (g.reviewers.length > 0 && g.review !== "approved") waiting.push("required reviewers");
   if (g.rules.some((r) => r === "pending")) waiting.push("deployment protection rules");
@@ -36,7 +40,11 @@ export function gateOutcome(g: GateView, nowMs: number): GateOutcome {
 export type ReviewDecision = { ok: true } | { ok: false; status: 403 | 422; message: string };
 
 /** Whether a caller may review a pending deployment of an environment (document 001: required reviewers only). */
-export function mayReview(caller: { kind: "user"; login: string } | { kind: "other" }, reviewers: string[], envName: string): ReviewDecision {
+export function mayReview(
+  caller: { kind: "user"; login: string } | { kind: "other" },
+  reviewers: string[],
+  envName: string,
+): ReviewDecision {
   if (caller.kind !== "user") return { ok: false, status: 403, message: "Resource not accessible by integration" };
   if (!reviewers.some((r) => r.toLowerCase() === caller.login.toLowerCase())) {
     return { ok: false, status: 422, message: `${caller.login} is not a required reviewer for environment ${envName}` };

@@ -13,10 +13,19 @@ function wrapBase64(buf: Buffer): string {
   return (b64.match(/.{1,60}/g) ?? [""]).join("\n") + "\n";
 }
 
-export function entryJson(hub: SandboxHub, repo: Repo, ref: string, e: { name: string; path: string; type: "file" | "dir"; blob?: string }, content?: Buffer) {
+export function entryJson(
+  hub: SandboxHub,
+  repo: Repo,
+  ref: string,
+  e: { name: string; path: string; type: "file" | "dir"; blob?: string },
+  content?: Buffer,
+) {
   const full = `${repo.owner}/${repo.name}`;
   const self = `${hub.baseUrl}/repos/${full}/contents/${encodePath(e.path)}?ref=${encodeURIComponent(ref)}`;
-  const git = e.type === "file" ? `${hub.baseUrl}/repos/${full}/git/blobs/${e.blob}` : `${hub.baseUrl}/repos/${full}/git/trees/${ref}`;
+  const git =
+    e.type === "file"
+      ? `${hub.baseUrl}/repos/${full}/git/blobs/${e.blob}`
+      : `${hub.baseUrl}/repos/${full}/git/trees/${ref}`;
   const html = `${hub.baseUrl}/${full}/${e.type === "file" ? "blob" : "tree"}/${encodeURIComponent(ref)}/${encodePath(e.path)}`;
   const json: Record<string, unknown> = {
     type: e.type,
@@ -27,7 +36,8 @@ export function entryJson(hub: SandboxHub, repo: Repo, ref: string, e: { name: s
     url: self,
     git_url: git,
     html_url: html,
-    download_url: e.type === "file" ? `${hub.baseUrl}/_sandbox/raw/${full}/${encodeURIComponent(ref)}/${encodePath(e.path)}` : null,
+    download_url:
+      e.type === "file" ? `${hub.baseUrl}/_sandbox/raw/${full}/${encodeURIComponent(ref)}/${encodePath(e.path)}` : null,
     _links: { self, git, html },
   };
   if (content) {
@@ -57,7 +67,11 @@ export function commitJson(hub: SandboxHub, repo: Repo, c: Commit, withFiles: bo
     comments_url: `${hub.baseUrl}/repos/${full}/commits/${c.sha}/comments`,
     author: c.author.login ? hub.userJson(c.author.login) : null,
     committer: c.author.login ? hub.userJson(c.author.login) : null,
-    parents: c.parents.map((p) => ({ sha: p, url: `${hub.baseUrl}/repos/${full}/commits/${p}`, html_url: `${hub.baseUrl}/${full}/commit/${p}` })),
+    parents: c.parents.map((p) => ({
+      sha: p,
+      url: `${hub.baseUrl}/repos/${full}/commits/${p}`,
+      html_url: `${hub.baseUrl}/${full}/commit/${p}`,
+    })),
   };
   if (withFiles) {
     const git = hub.git(repo);
@@ -79,7 +93,10 @@ export function branchJson(hub: SandboxHub, repo: Repo, name: string, sha: strin
   return {
     name,
     commit: commitJson(hub, repo, hub.git(repo).commits.get(sha)!, false),
-    _links: { self: `${hub.baseUrl}/repos/${full}/branches/${encodePath(name)}`, html: `${hub.baseUrl}/${full}/tree/${encodePath(name)}` },
+    _links: {
+      self: `${hub.baseUrl}/repos/${full}/branches/${encodePath(name)}`,
+      html: `${hub.baseUrl}/${full}/tree/${encodePath(name)}`,
+    },
     protected: false,
     protection: { enabled: false, required_status_checks: { enforcement_level: "off", contexts: [], checks: [] } },
     protection_url: `${hub.baseUrl}/repos/${full}/branches/${encodePath(name)}/protection`,
@@ -88,7 +105,11 @@ export function branchJson(hub: SandboxHub, repo: Repo, name: string, sha: strin
 
 /** A branch as `GET /branches` lists it: the head commit by reference only. */
 export function branchListJson(hub: SandboxHub, repo: Repo, name: string, sha: string) {
-  return { name, commit: { sha, url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/commits/${sha}` }, protected: false };
+  return {
+    name,
+    commit: { sha, url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/commits/${sha}` },
+    protected: false,
+  };
 }
 
 export function refJson(hub: SandboxHub, repo: Repo, ref: string, sha: string) {
@@ -102,5 +123,12 @@ export function refJson(hub: SandboxHub, repo: Repo, ref: string, sha: string) {
 }
 
 export function blobJson(hub: SandboxHub, repo: Repo, sha: string, blob: Buffer) {
-  return { sha, node_id: hub.nodeId("B_", repo.id), size: blob.length, url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/git/blobs/${sha}`, content: wrapBase64(blob), encoding: "base64" };
+  return {
+    sha,
+    node_id: hub.nodeId("B_", repo.id),
+    size: blob.length,
+    url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/git/blobs/${sha}`,
+    content: wrapBase64(blob),
+    encoding: "base64",
+  };
 }

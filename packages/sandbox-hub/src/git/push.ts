@@ -73,7 +73,9 @@ export function pushFiles(hub: SandboxHub, opts: PushOptions): PushResult {
   const branch = opts.branch ?? repo.default_branch;
   const pusher = opts.pusher ?? defaultPusher(hub, repo.owner);
   const git = hub.git(repo);
-  const from = git.branches.has(branch) ? undefined : git.resolve(opts.from ?? repo.default_branch, repo.default_branch);
+  const from = git.branches.has(branch)
+    ? undefined
+    : git.resolve(opts.from ?? repo.default_branch, repo.default_branch);
   const { before, commit, changes, created } = git.commit(branch, opts.files, {
     message: opts.message ?? `Update ${Object.keys(opts.files).join(", ")}`,
     author: { name: pusher, email: email(pusher), login: hub.user(pusher) ? pusher : null },

@@ -109,10 +109,14 @@ export class RepoGit {
       changes.push({ path, status: old === undefined ? "added" : "modified", before: old, after: sha });
     }
     const entries = [...tree.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
-    const treeSha = createHash("sha1").update(`tree ${JSON.stringify(entries)}`).digest("hex");
+    const treeSha = createHash("sha1")
+      .update(`tree ${JSON.stringify(entries)}`)
+      .digest("hex");
     const parents = base ? [base] : [];
     const sha = createHash("sha1")
-      .update(`commit ${treeSha} ${parents.join(",")} ${opts.message} ${opts.date.toISOString()} ${++this.counter} ${Math.random()}`)
+      .update(
+        `commit ${treeSha} ${parents.join(",")} ${opts.message} ${opts.date.toISOString()} ${++this.counter} ${Math.random()}`,
+      )
       .digest("hex");
     const commit: Commit = { sha, treeSha, tree, parents, message: opts.message, author: opts.author, date: opts.date };
     this.commits.set(sha, commit);
@@ -130,7 +134,8 @@ export class RepoGit {
       if (old === undefined) changes.push({ path, status: "added", before: undefined, after: sha });
       else if (old !== sha) changes.push({ path, status: "modified", before: old, after: sha });
     }
-    for (const [path, sha] of from) if (!to.has(path)) changes.push({ path, status: "removed", before: sha, after: undefined });
+    for (const [path, sha] of from)
+      if (!to.has(path)) changes.push({ path, status: "removed", before: sha, after: undefined });
     return changes.sort((a, b) => (a.path < b.path ? -1 : 1));
   }
 

@@ -9,14 +9,23 @@ export function cursorOf(index: number): string {
 function offsetAfter(after: unknown): number {
   if (after === undefined || after === null) return 0;
   const m = /^cursor:(\d+)$/.exec(Buffer.from(String(after), "base64").toString("utf8"));
-  if (!m) throw new GraphQLError(`\`${String(after)}\` does not appear to be a valid cursor.`, { extensions: { type: "INVALID_CURSOR_ARGUMENTS" } });
+  if (!m)
+    throw new GraphQLError(`\`${String(after)}\` does not appear to be a valid cursor.`, {
+      extensions: { type: "INVALID_CURSOR_ARGUMENTS" },
+    });
   return Number(m[1]) + 1;
 }
 
-export function connection<T>(items: T[], args: { first?: unknown; after?: unknown }): { totalCount: number; nodes: T[]; pageInfo: Record<string, unknown> } {
+export function connection<T>(
+  items: T[],
+  args: { first?: unknown; after?: unknown },
+): { totalCount: number; nodes: T[]; pageInfo: Record<string, unknown> } {
   const first = args.first ?? 100;
   if (typeof first !== "number" || first < 1 || first > 100) {
-    throw new GraphQLError(`Requesting ${String(first)} records on the connection exceeds the \`first\` limit of 100 records.`, { extensions: { type: "EXCESSIVE_PAGINATION" } });
+    throw new GraphQLError(
+      `Requesting ${String(first)} records on the connection exceeds the \`first\` limit of 100 records.`,
+      { extensions: { type: "EXCESSIVE_PAGINATION" } },
+    );
   }
   const start = offsetAfter(args.after);
   const nodes = items.slice(start, start + first);

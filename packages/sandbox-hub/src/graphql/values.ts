@@ -39,7 +39,10 @@ function ancestors(hub: SandboxHub, repo: Repo, sha: string): Commit[] {
     out.push(c);
     queue.push(...c.parents);
   }
-  return out.map((c, i) => ({ c, i })).sort((a, b) => b.c.date.getTime() - a.c.date.getTime() || a.i - b.i).map((x) => x.c);
+  return out
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => b.c.date.getTime() - a.c.date.getTime() || a.i - b.i)
+    .map((x) => x.c);
 }
 
 function pullsOfCommit(hub: SandboxHub, repo: Repo, sha: string): PullRequest[] {
@@ -95,8 +98,10 @@ function commitValue(hub: SandboxHub, repo: Repo, c: Commit): Record<string, unk
     committer: () => gitActor(hub, c),
     history: (args: Args) => {
       let list = ancestors(hub, repo, c.sha);
-      if (typeof args.since === "string") list = list.filter((x) => x.date.getTime() >= Date.parse(args.since as string));
-      if (typeof args.until === "string") list = list.filter((x) => x.date.getTime() <= Date.parse(args.until as string));
+      if (typeof args.since === "string")
+        list = list.filter((x) => x.date.getTime() >= Date.parse(args.since as string));
+      if (typeof args.until === "string")
+        list = list.filter((x) => x.date.getTime() <= Date.parse(args.until as string));
       if (typeof args.path === "string") list = list.filter((x) => changedPath(hub, repo, x, args.path as string));
       const page = connection(list, args);
       return { ...page, nodes: page.nodes.map((x) => commitValue(hub, repo, x)) };
@@ -129,7 +134,10 @@ function pullValue(hub: SandboxHub, pr: PullRequest): Record<string, unknown> {
     labels: (args: Args) => {
       const names = labelsOf(hub, base.id, pr.number);
       const page = connection(names, args);
-      return { ...page, nodes: page.nodes.map((name) => ({ id: hub.nodeId("LA_", name.length), name, color: "ededed" })) };
+      return {
+        ...page,
+        nodes: page.nodes.map((name) => ({ id: hub.nodeId("LA_", name.length), name, color: "ededed" })),
+      };
     },
   };
 }
@@ -140,7 +148,10 @@ export function rootValue(hub: SandboxHub, req: HubRequest): Record<string, unkn
     repository: (args: Args) => {
       const repo = hub.accounts.repoByName(String(args.owner), String(args.name));
       if (!repo || !hub.canSee(req, repo)) {
-        throw new GraphQLError(`Could not resolve to a Repository with the name '${String(args.owner)}/${String(args.name)}'.`, { extensions: { type: "NOT_FOUND" } });
+        throw new GraphQLError(
+          `Could not resolve to a Repository with the name '${String(args.owner)}/${String(args.name)}'.`,
+          { extensions: { type: "NOT_FOUND" } },
+        );
       }
       return repositoryValue(hub, repo);
     },

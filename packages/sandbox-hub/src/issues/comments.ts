@@ -37,7 +37,11 @@ export function addComment(hub: SandboxHub, repoId: number, number: number, body
 }
 
 /** The comment with this id in a repository, with the number it belongs to. */
-export function findComment(hub: SandboxHub, repoId: number, id: number): { number: number; comment: Comment } | undefined {
+export function findComment(
+  hub: SandboxHub,
+  repoId: number,
+  id: number,
+): { number: number; comment: Comment } | undefined {
   for (const [key, list] of commentsByHub.get(hub)?.byKey ?? []) {
     if (!key.startsWith(`${repoId}#`)) continue;
     const comment = list.find((c) => c.id === id);

@@ -11,7 +11,13 @@ import type { Issue } from "./store.js";
 type RepoName = Pick<Repo, "owner" | "name">;
 
 export function labelJson(hub: SandboxHub, repo: RepoName, name: string): Record<string, unknown> {
-  return { name, url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/labels/${encodeURIComponent(name)}`, color: "ededed", default: false, description: null };
+  return {
+    name,
+    url: `${hub.baseUrl}/repos/${repo.owner}/${repo.name}/labels/${encodeURIComponent(name)}`,
+    color: "ededed",
+    default: false,
+    description: null,
+  };
 }
 
 export function issueJson(hub: SandboxHub, repo: Repo, i: Issue | PullRequest): Record<string, unknown> {

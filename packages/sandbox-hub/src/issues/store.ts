@@ -30,14 +30,31 @@ export function issuesOf(hub: SandboxHub, repoId: number): Issue[] {
 
 /** The next number in a repository: after every issue and pull request so far. */
 export function nextIssueNumber(hub: SandboxHub, repoId: number): number {
-  const numbers = [...issuesOf(hub, repoId).map((i) => i.number), ...(hub.pulls.get(repoId) ?? []).map((p) => p.number)];
+  const numbers = [
+    ...issuesOf(hub, repoId).map((i) => i.number),
+    ...(hub.pulls.get(repoId) ?? []).map((p) => p.number),
+  ];
   return Math.max(0, ...numbers) + 1;
 }
 
-export function createIssue(hub: SandboxHub, repoId: number, fields: { title: string; body: string | null; user: string }): Issue {
+export function createIssue(
+  hub: SandboxHub,
+  repoId: number,
+  fields: { title: string; body: string | null; user: string },
+): Issue {
   const id = hub.nextId();
   const now = hub.timestamp();
-  const issue: Issue = { id, repoId, number: nextIssueNumber(hub, repoId), ...fields, state: "open", state_reason: null, created_at: now, updated_at: now, closed_at: null };
+  const issue: Issue = {
+    id,
+    repoId,
+    number: nextIssueNumber(hub, repoId),
+    ...fields,
+    state: "open",
+    state_reason: null,
+    created_at: now,
+    updated_at: now,
+    closed_at: null,
+  };
   all(hub).push(issue);
   return issue;
 }

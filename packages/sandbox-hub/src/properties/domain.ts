@@ -10,7 +10,10 @@ export class PropertiesDomain {
   /** repository id -> property name -> value. */
   private readonly values = new Map<number, Map<string, Value>>();
 
-  constructor(private readonly hub: Hub, private readonly effects: EffectsLog) {}
+  constructor(
+    private readonly hub: Hub,
+    private readonly effects: EffectsLog,
+  ) {}
 
   /**
    * Set custom property values of a repository (control surface). `null` removes a value, as
@@ -35,7 +38,11 @@ export class PropertiesDomain {
     if (terms.length === 0) return repos;
     const full = terms.filter((t) => t.startsWith("repo:")).map((t) => t.slice(5).toLowerCase());
     const words = terms.filter((t) => !t.includes(":")).map((t) => t.toLowerCase());
-    return repos.filter((r) => (full.length === 0 || full.includes(`${r.owner}/${r.name}`.toLowerCase())) && words.every((w) => r.name.toLowerCase().includes(w)));
+    return repos.filter(
+      (r) =>
+        (full.length === 0 || full.includes(`${r.owner}/${r.name}`.toLowerCase())) &&
+        words.every((w) => r.name.toLowerCase().includes(w)),
+    );
   }
 
   /** The `GET /orgs/{org}/properties/values` item of one repository. */
@@ -45,7 +52,9 @@ export class PropertiesDomain {
       repository_id: repo.id,
       repository_name: repo.name,
       repository_full_name: `${repo.owner}/${repo.name}`,
-      properties: [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([property_name, value]) => ({ property_name, value })),
+      properties: [...map]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([property_name, value]) => ({ property_name, value })),
     };
   }
 }

@@ -35,7 +35,14 @@ function groupJson(hub: SandboxHub, g: MergeGroup): Record<string, unknown> {
     head_ref: `refs/heads/${g.headRef}`,
     base_sha: g.baseSha,
     base_ref: `refs/heads/${g.baseRef}`,
-    head_commit: { id: c.sha, tree_id: c.treeSha, message: c.message, timestamp: hub.timestamp(c.date), author: person, committer: person },
+    head_commit: {
+      id: c.sha,
+      tree_id: c.treeSha,
+      message: c.message,
+      timestamp: hub.timestamp(c.date),
+      author: person,
+      committer: person,
+    },
   };
 }
 
@@ -49,7 +56,8 @@ export function enqueuePullRequest(hub: SandboxHub, opts: { owner: string; repo:
   const headRepo = hub.repoById(pr.headRepoId)!;
   const changes = hub.git(headRepo).diff(pr.mergeBase, headSha(hub, pr));
   const files: Record<string, string | null> = {};
-  for (const ch of changes) files[ch.path] = ch.after === undefined ? null : hub.git(headRepo).blobs.get(ch.after)!.toString("utf8");
+  for (const ch of changes)
+    files[ch.path] = ch.after === undefined ? null : hub.git(headRepo).blobs.get(ch.after)!.toString("utf8");
   const headRef = `gh-readonly-queue/${pr.baseRef}/pr-${pr.number}-${baseSha}`;
   const author = defaultPusher(hub, repo.owner);
   const { commit } = git.commit(headRef, files, {
@@ -58,10 +66,27 @@ export function enqueuePullRequest(hub: SandboxHub, opts: { owner: string; repo:
     date: hub.now(),
     from: baseSha,
   });
-  const group: MergeGroup = { repoId: repo.id, number: pr.number, baseRef: pr.baseRef, baseSha, headRef, headSha: commit.sha };
+  const group: MergeGroup = {
+    repoId: repo.id,
+    number: pr.number,
+    baseRef: pr.baseRef,
+    baseSha,
+    headRef,
+    headSha: commit.sha,
+  };
   groupsOf(hub).set(`${repo.id}:${headRef}`, group);
-  hub.effect("merge_group.checks_requested", { repository: `${repo.owner}/${repo.name}`, head_ref: headRef, head_sha: commit.sha });
-  void hub.deliver("merge_group", { action: "checks_requested", merge_group: groupJson(hub, group), repository: hub.repoJson(repo), organization: hub.orgJson(repo.owner) ?? undefined, sender: hub.userJson(author) });
+  hub.effect("merge_group.checks_requested", {
+    repository: `${repo.owner}/${repo.name}`,
+    head_ref: headRef,
+    head_sha: commit.sha,
+  });
+  void hub.deliver("merge_group", {
+    action: "checks_requested",
+    merge_group: groupJson(hub, group),
+    repository: hub.repoJson(repo),
+    organization: hub.orgJson(repo.owner) ?? undefined,
+    sender: hub.userJson(author),
+  });
   return group;
 }
 
@@ -75,5 +100,12 @@ export function destroyMergeGroup(hub: SandboxHub, group: MergeGroup, reason: De
   if (reason === "merged") git.branches.set(group.baseRef, group.headSha);
   hub.effect("merge_group.destroyed", { repository: `${repo.owner}/${repo.name}`, head_ref: group.headRef, reason });
   const author = defaultPusher(hub, repo.owner);
-  void hub.deliver("merge_group", { action: "destroyed", reason, merge_group: groupJson(hub, group), repository: hub.repoJson(repo), organization: hub.orgJson(repo.owner) ?? undefined, sender: hub.userJson(author) });
+  void hub.deliver("merge_group", {
+    action: "destroyed",
+    reason,
+    merge_group: groupJson(hub, group),
+    repository: hub.repoJson(repo),
+    organization: hub.orgJson(repo.owner) ?? undefined,
+    sender: hub.userJson(author),
+  });
 }

@@ -13,7 +13,10 @@ export function mergeCommitOf(hub: SandboxHub, pr: PullRequest): string | undefi
   return mergeCommits.get(hub)?.get(pr.id);
 }
 
-export function mergePullRequest(hub: SandboxHub, opts: { owner: string; repo: string; number: number; by?: string }): { sha: string } {
+export function mergePullRequest(
+  hub: SandboxHub,
+  opts: { owner: string; repo: string; number: number; by?: string },
+): { sha: string } {
   const pr = findPull(hub, opts.owner, opts.repo, opts.number);
   if (pr.state !== "open") throw new Error(`pull request #${pr.number} is not open`);
   if (pr.headRepoId !== pr.baseRepoId) throw new Error("merging a pull request from a fork is not simulated");

@@ -23,7 +23,8 @@ export interface PullRequest {
 }
 
 /** A changed file of a pull request: a git change, or a file moved unchanged (`renamed`). */
-export type PullFileChange = FileChange | { path: string; status: "renamed"; previous: string; before: string; after: string };
+export type PullFileChange =
+  FileChange | { path: string; status: "renamed"; previous: string; before: string; after: string };
 
 /**
  * GitHub lists a file moved without changes as one `renamed` entry with `previous_filename`
@@ -31,7 +32,8 @@ export type PullFileChange = FileChange | { path: string; status: "renamed"; pre
  */
 export function pairRenames(changes: FileChange[]): PullFileChange[] {
   const removedByBlob = new Map<string, FileChange>();
-  for (const c of changes) if (c.status === "removed" && c.before && !removedByBlob.has(c.before)) removedByBlob.set(c.before, c);
+  for (const c of changes)
+    if (c.status === "removed" && c.before && !removedByBlob.has(c.before)) removedByBlob.set(c.before, c);
   const movedFrom = new Map<FileChange, FileChange>();
   const paired = new Set<FileChange>();
   for (const c of changes) {
@@ -45,7 +47,9 @@ export function pairRenames(changes: FileChange[]): PullFileChange[] {
     .filter((c) => !paired.has(c))
     .map((c) => {
       const from = movedFrom.get(c);
-      return from ? { path: c.path, status: "renamed" as const, previous: from.path, before: c.after!, after: c.after! } : c;
+      return from
+        ? { path: c.path, status: "renamed" as const, previous: from.path, before: c.after!, after: c.after! }
+        : c;
     });
 }
 
@@ -55,7 +59,10 @@ function lines(text: string | undefined): string[] {
 }
 
 /** A unified-diff style patch of the whole file (enough for reviewers and annotations). */
-export function patchOf(before: string | undefined, after: string | undefined): { patch: string; additions: number; deletions: number } {
+export function patchOf(
+  before: string | undefined,
+  after: string | undefined,
+): { patch: string; additions: number; deletions: number } {
   const old = lines(before);
   const now = lines(after);
   const removedLines = old.filter((l) => !now.includes(l));

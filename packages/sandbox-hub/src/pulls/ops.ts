@@ -99,7 +99,11 @@ function forkFor(hub: SandboxHub, base: Repo, owner: string): Repo {
   const existing = hub.accounts.repoByName(owner, base.name);
   if (existing) return existing;
   if (!hub.accounts.account(owner)) hub.accounts.createUser(owner);
-  const fork = hub.accounts.createRepo(owner, base.name, { private: base.private, default_branch: base.default_branch, fork: true });
+  const fork = hub.accounts.createRepo(owner, base.name, {
+    private: base.private,
+    default_branch: base.default_branch,
+    fork: true,
+  });
   hub.gits.set(fork.id, RepoGit.forkOf(hub.git(base)));
   hub.forkParents.set(fork.id, base.id);
   return fork;
@@ -129,22 +133,44 @@ function notifyPull(hub: SandboxHub, pr: PullRequest, action: string, extra: Rec
     organization: hub.orgJson(base.owner) ?? undefined,
     sender: hub.userJson(pr.user),
   });
-  hub.effect(`pull_request.${action}`, { repository: `${base.owner}/${base.name}`, number: pr.number, head_sha: headSha(hub, pr) });
-  hub.emit({ kind: "pull_request", action, repo: base, number: pr.number, head_sha: headSha(hub, pr), head_ref: pr.headRef, base_ref: pr.baseRef });
+  hub.effect(`pull_request.${action}`, {
+    repository: `${base.owner}/${base.name}`,
+    number: pr.number,
+    head_sha: headSha(hub, pr),
+  });
+  hub.emit({
+    kind: "pull_request",
+    action,
+    repo: base,
+    number: pr.number,
+    head_sha: headSha(hub, pr),
+    head_ref: pr.headRef,
+    base_ref: pr.baseRef,
+  });
 }
 
 export function openPullRequest(hub: SandboxHub, opts: OpenPullRequestOptions): { number: number; head_sha: string } {
   const base = hub.accounts.repoByName(opts.owner, opts.repo);
   if (!base) throw new Error(`no repository ${opts.owner}/${opts.repo}`);
   const baseRef = opts.base ?? base.default_branch;
-  const forkOwner = opts.fromFork === true ? "contributor" : typeof opts.fromFork === "string" ? opts.fromFork : undefined;
+  const forkOwner =
+    opts.fromFork === true ? "contributor" : typeof opts.fromFork === "string" ? opts.fromFork : undefined;
   const head = forkOwner ? forkFor(hub, base, forkOwner) : base;
   const author = opts.author ?? forkOwner ?? defaultPusher(hub, base.owner);
   const git = hub.git(head);
-  const mergeBase = git.branches.get(opts.head) ? git.resolve(baseRef, base.default_branch) : hub.git(base).branches.get(baseRef);
+  const mergeBase = git.branches.get(opts.head)
+    ? git.resolve(baseRef, base.default_branch)
+    : hub.git(base).branches.get(baseRef);
   if (!mergeBase) throw new Error(`no branch ${baseRef} in ${base.owner}/${base.name}`);
   if (opts.files && Object.keys(opts.files).length > 0) {
-    pushFiles(hub, { owner: head.owner, repo: head.name, branch: opts.head, files: opts.files, pusher: author, from: baseRef });
+    pushFiles(hub, {
+      owner: head.owner,
+      repo: head.name,
+      branch: opts.head,
+      files: opts.files,
+      pusher: author,
+      from: baseRef,
+    });
   } else if (!git.branches.has(opts.head)) {
     git.branches.set(opts.head, mergeBase);
   }
@@ -191,13 +217,23 @@ export function pushToPullRequest(
   const pr = findPull(hub, opts.owner, opts.repo, opts.number);
   const head = hub.repoById(pr.headRepoId)!;
   const before = headSha(hub, pr);
-  const result = pushFiles(hub, { owner: head.owner, repo: head.name, branch: pr.headRef, files: opts.files, pusher: pr.user, ...(opts.message ? { message: opts.message } : {}) });
+  const result = pushFiles(hub, {
+    owner: head.owner,
+    repo: head.name,
+    branch: pr.headRef,
+    files: opts.files,
+    pusher: pr.user,
+    ...(opts.message ? { message: opts.message } : {}),
+  });
   pr.updated_at = hub.timestamp();
   notifyPull(hub, pr, "synchronize", { before, after: result.sha });
   return { sha: result.sha };
 }
 
-export function closePullRequest(hub: SandboxHub, opts: { owner: string; repo: string; number: number; merge?: boolean }): void {
+export function closePullRequest(
+  hub: SandboxHub,
+  opts: { owner: string; repo: string; number: number; merge?: boolean },
+): void {
   const pr = findPull(hub, opts.owner, opts.repo, opts.number);
   pr.state = "closed";
   pr.closed_at = hub.timestamp();

@@ -11,12 +11,25 @@ const COUNT: Record<"Secret" | "Variable", Record<Scope["kind"], number>> = {
 export const MAX_VALUE_BYTES = 48 * 1024;
 
 /** Refuse a new item in a scope that already holds `count`, or a value over 48 KB. */
-export function assertWithinLimits(resource: "Secret" | "Variable", scope: Scope, o: { creating: boolean; count: number; value?: string }): void {
+export function assertWithinLimits(
+  resource: "Secret" | "Variable",
+  scope: Scope,
+  o: { creating: boolean; count: number; value?: string },
+): void {
   const limit = COUNT[resource][scope.kind];
   if (o.creating && o.count >= limit) {
-    throw new HubError(422, "Validation Failed", [{ resource, field: "name", code: "custom", message: `Maximum number of ${resource.toLowerCase()}s (${limit}) for this ${scope.kind === "env" ? "environment" : scope.kind === "org" ? "organization" : "repository"} reached` }]);
+    throw new HubError(422, "Validation Failed", [
+      {
+        resource,
+        field: "name",
+        code: "custom",
+        message: `Maximum number of ${resource.toLowerCase()}s (${limit}) for this ${scope.kind === "env" ? "environment" : scope.kind === "org" ? "organization" : "repository"} reached`,
+      },
+    ]);
   }
   if (o.value !== undefined && Buffer.byteLength(o.value) > MAX_VALUE_BYTES) {
-    throw new HubError(422, "Validation Failed", [{ resource, field: "value", code: "custom", message: `${resource} value is larger than 48 KB` }]);
+    throw new HubError(422, "Validation Failed", [
+      { resource, field: "value", code: "custom", message: `${resource} value is larger than 48 KB` },
+    ]);
   }
 }

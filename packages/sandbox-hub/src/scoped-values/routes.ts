@@ -14,7 +14,8 @@ export function requireOrg(hub: Hub, req: HubRequest): Org {
   const login = req.params.org!;
   if (hub.requireOrg) return hub.requireOrg(req, login);
   const org = hub.org(login);
-  if (!org || hub.installationOf(req)?.account.toLowerCase() !== org.login.toLowerCase()) throw new HubError(404, "Not Found");
+  if (!org || hub.installationOf(req)?.account.toLowerCase() !== org.login.toLowerCase())
+    throw new HubError(404, "Not Found");
   return org;
 }
 
@@ -47,11 +48,21 @@ export function orgRepoId(hub: Hub, org: Org, raw: string | undefined): number {
 export function selectedIds(hub: Hub, org: Org, body: Record<string, unknown>, resource: string): number[] {
   const ids = body.selected_repository_ids;
   if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i))) {
-    throw new HubError(422, "Validation Failed", [{ resource, field: "selected_repository_ids", code: ids === undefined ? "missing_field" : "invalid" }]);
+    throw new HubError(422, "Validation Failed", [
+      { resource, field: "selected_repository_ids", code: ids === undefined ? "missing_field" : "invalid" },
+    ]);
   }
   const known = new Set(hub.reposOf(org.login).map((r) => r.id));
   const unknown = (ids as number[]).filter((i) => !known.has(i));
-  if (unknown.length > 0) throw new HubError(422, "Validation Failed", [{ resource, field: "selected_repository_ids", code: "invalid", message: `Unknown repository ids: ${unknown.join(", ")}` }]);
+  if (unknown.length > 0)
+    throw new HubError(422, "Validation Failed", [
+      {
+        resource,
+        field: "selected_repository_ids",
+        code: "invalid",
+        message: `Unknown repository ids: ${unknown.join(", ")}`,
+      },
+    ]);
   return ids as number[];
 }
 
@@ -74,38 +85,84 @@ export interface ScopedRoutesOptions {
  * and organisation scopes, `GET /repos/{owner}/{repo}/actions/organization-{area}`, and the
  * organisation values' selected-repositories routes.
  */
-export function installScopedValueRoutes<T extends ScopedValue>(hub: Hub, router: Router, values: ScopedValues<T>, deployments: DeploymentsDomain, o: ScopedRoutesOptions): void {
+export function installScopedValueRoutes<T extends ScopedValue>(
+  hub: Hub,
+  router: Router,
+  values: ScopedValues<T>,
+  deployments: DeploymentsDomain,
+  o: ScopedRoutesOptions,
+): void {
   const { area } = values.kind;
   const page = { wrap: area, ...(o.maxPerPage ? { maxPerPage: o.maxPerPage } : {}) };
   const scopes: [string, Resolve, string][] = [
     ["/repos/{owner}/{repo}/actions", (req) => repoScope(hub, req), o.permissions.repo],
-    ["/repos/{owner}/{repo}/environments/{environment_name}", (req) => envScope(hub, req, deployments), o.permissions.env],
+    [
+      "/repos/{owner}/{repo}/environments/{environment_name}",
+      (req) => envScope(hub, req, deployments),
+      o.permissions.env,
+    ],
     ["/orgs/{org}/actions", (req) => orgScope(hub, req), o.permissions.org],
   ];
   for (const [prefix, resolve, permission] of scopes) {
     const read: Permission = { [permission]: "read" };
     const write: Permission = { [permission]: "write" };
     o.own(prefix, resolve, read, write);
-    router.add("GET", `${prefix}/${area}`, (req) => {
-      const { scope } = resolve(req);
-      return hub.paginate(req, values.list(scope).map((v) => values.json(scope, v)), page);
-    }, { permission: read });
-    router.add("GET", `${prefix}/${area}/{${o.nameParam}}`, (req) => {
-      const { scope } = resolve(req);
-      return ok(values.json(scope, values.require(scope, req.params[o.nameParam]!)));
-    }, { permission: read });
-    router.add("DELETE", `${prefix}/${area}/{${o.nameParam}}`, (req) => {
-      values.delete(resolve(req).scope, req.params[o.nameParam]!, actorOf(req.auth));
-      return noContent();
-    }, { permission: write });
+    router.add(
+      "GET",
+      `${prefix}/${area}`,
+      (req) => {
+        const { scope } = resolve(req);
+        return hub.paginate(
+          req,
+          values.list(scope).map((v) => values.json(scope, v)),
+          page,
+        );
+      },
+      { permission: read },
+    );
+    router.add(
+      "GET",
+      `${prefix}/${area}/{${o.nameParam}}`,
+      (req) => {
+        const { scope } = resolve(req);
+        return ok(values.json(scope, values.require(scope, req.params[o.nameParam]!)));
+      },
+      { permission: read },
+    );
+    router.add(
+      "DELETE",
+      `${prefix}/${area}/{${o.nameParam}}`,
+      (req) => {
+        values.delete(resolve(req).scope, req.params[o.nameParam]!, actorOf(req.auth));
+        return noContent();
+      },
+      { permission: write },
+    );
   }
 
-  router.add("GET", `/repos/{owner}/{repo}/actions/organization-${area}`, (req) => {
-    const { repo } = repoScope(hub, req);
-    return hub.paginate(req, values.reaching(repo).map((v) => values.json({ kind: "repo", repoId: repo.id }, v)), page);
-  }, { permission: { [o.permissions.repo]: "read" } });
+  router.add(
+    "GET",
+    `/repos/{owner}/{repo}/actions/organization-${area}`,
+    (req) => {
+      const { repo } = repoScope(hub, req);
+      return hub.paginate(
+        req,
+        values.reaching(repo).map((v) => values.json({ kind: "repo", repoId: repo.id }, v)),
+        page,
+      );
+    },
+    { permission: { [o.permissions.repo]: "read" } },
+  );
 
-  installSelectionRoutes(hub, router, `/orgs/{org}/actions/${area}/{${o.nameParam}}`, o.nameParam, values, values.kind.resource, o.permissions.org);
+  installSelectionRoutes(
+    hub,
+    router,
+    `/orgs/{org}/actions/${area}/{${o.nameParam}}`,
+    o.nameParam,
+    values,
+    values.kind.resource,
+    o.permissions.org,
+  );
 }
 
 /** `GET/PUT {prefix}/repositories` and `PUT/DELETE {prefix}/repositories/{repository_id}` (409 unless visibility is selected). */
@@ -124,13 +181,33 @@ function installSelectionRoutes(
     store.changeSelection(org.login, req.params[nameParam]!, make(org), actorOf(req.auth));
     return noContent();
   };
-  router.add("GET", sel, (req) => {
-    const org = requireOrg(hub, req);
-    const item = store.requireSelectable(org.login, req.params[nameParam]!);
-    const repos = item.selected.map((id) => hub.repoById(id)).filter((r) => r !== undefined).map((r) => hub.repoJson(r));
-    return hub.paginate(req, repos, { wrap: "repositories" });
-  }, { permission: { [permission]: "read" } });
-  router.add("PUT", sel, (req) => change(req, (org) => ({ set: selectedIds(hub, org, bodyOf(req), resource) })), { permission: { [permission]: "write" } });
-  router.add("PUT", `${sel}/{repository_id}`, (req) => change(req, (org) => ({ add: orgRepoId(hub, org, req.params.repository_id) })), { permission: { [permission]: "write" } });
-  router.add("DELETE", `${sel}/{repository_id}`, (req) => change(req, (org) => ({ remove: orgRepoId(hub, org, req.params.repository_id) })), { permission: { [permission]: "write" } });
+  router.add(
+    "GET",
+    sel,
+    (req) => {
+      const org = requireOrg(hub, req);
+      const item = store.requireSelectable(org.login, req.params[nameParam]!);
+      const repos = item.selected
+        .map((id) => hub.repoById(id))
+        .filter((r) => r !== undefined)
+        .map((r) => hub.repoJson(r));
+      return hub.paginate(req, repos, { wrap: "repositories" });
+    },
+    { permission: { [permission]: "read" } },
+  );
+  router.add("PUT", sel, (req) => change(req, (org) => ({ set: selectedIds(hub, org, bodyOf(req), resource) })), {
+    permission: { [permission]: "write" },
+  });
+  router.add(
+    "PUT",
+    `${sel}/{repository_id}`,
+    (req) => change(req, (org) => ({ add: orgRepoId(hub, org, req.params.repository_id) })),
+    { permission: { [permission]: "write" } },
+  );
+  router.add(
+    "DELETE",
+    `${sel}/{repository_id}`,
+    (req) => change(req, (org) => ({ remove: orgRepoId(hub, org, req.params.repository_id) })),
+    { permission: { [permission]: "write" } },
+  );
 }

@@ -4,9 +4,13 @@ import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import type { FieldError } from "../checks/rules.js";
 
-export type ScopeRef = { org: string } | { owner: string; repo: string } | { owner: string; repo: string; environment: string };
+export type ScopeRef =
+  { org: string } | { owner: string; repo: string } | { owner: string; repo: string; environment: string };
 
-export type Scope = { kind: "org"; org: string } | { kind: "repo"; repoId: number } | { kind: "env"; repoId: number; environment: string };
+export type Scope =
+  | { kind: "org"; org: string }
+  | { kind: "repo"; repoId: number }
+  | { kind: "env"; repoId: number; environment: string };
 
 export function scopeKey(scope: Scope): string {
   switch (scope.kind) {
@@ -24,7 +28,9 @@ export function resolveScope(hub: Hub, ref: ScopeRef): Scope {
   if ("org" in ref) return { kind: "org", org: ref.org };
   const repo = hub.reposOf(ref.owner).find((r) => r.name.toLowerCase() === ref.repo.toLowerCase());
   if (!repo) throw new HubError(404, `No repository ${ref.owner}/${ref.repo} in the sandbox`);
-  return "environment" in ref ? { kind: "env", repoId: repo.id, environment: ref.environment } : { kind: "repo", repoId: repo.id };
+  return "environment" in ref
+    ? { kind: "env", repoId: repo.id, environment: ref.environment }
+    : { kind: "repo", repoId: repo.id };
 }
 
 export type Visibility = "all" | "private" | "selected";
@@ -33,7 +39,10 @@ export type Visibility = "all" | "private" | "selected";
 export function nameProblems(name: string, resource: string, field = "name"): FieldError[] {
   const problem = (message: string): FieldError[] => [{ resource, field, code: "custom", message }];
   if (name.length === 0) return [{ resource, field, code: "missing_field" }];
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) return problem(`${field} can only contain alphanumeric characters ([a-z], [A-Z], [0-9]) or underscores (_), and must not start with a number`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    return problem(
+      `${field} can only contain alphanumeric characters ([a-z], [A-Z], [0-9]) or underscores (_), and must not start with a number`,
+    );
   if (/^GITHUB_/i.test(name)) return problem(`${field} must not start with the GITHUB_ prefix`);
   return [];
 }
@@ -54,9 +63,15 @@ export function visibilityProblems(
     problems.push({ resource, field: "visibility", code: "invalid" });
   }
   if (ids !== undefined) {
-    if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i))) problems.push({ resource, field: "selected_repository_ids", code: "invalid" });
+    if (!Array.isArray(ids) || !ids.every((i) => Number.isInteger(i)))
+      problems.push({ resource, field: "selected_repository_ids", code: "invalid" });
     else if (visibility !== "selected") {
-      problems.push({ resource, field: "selected_repository_ids", code: "custom", message: "selected_repository_ids can only be set when visibility is selected" });
+      problems.push({
+        resource,
+        field: "selected_repository_ids",
+        code: "custom",
+        message: "selected_repository_ids can only be set when visibility is selected",
+      });
     } else problems.push(...unknownRepoProblems(hub, org, ids as number[], resource));
   }
   return problems;
@@ -65,7 +80,16 @@ export function visibilityProblems(
 export function unknownRepoProblems(hub: Hub, org: string, ids: number[], resource: string): FieldError[] {
   const known = new Set(hub.reposOf(org).map((r) => r.id));
   const unknown = ids.filter((id) => !known.has(id));
-  return unknown.length === 0 ? [] : [{ resource, field: "selected_repository_ids", code: "invalid", message: `Unknown repository ids: ${unknown.join(", ")}` }];
+  return unknown.length === 0
+    ? []
+    : [
+        {
+          resource,
+          field: "selected_repository_ids",
+          code: "invalid",
+          message: `Unknown repository ids: ${unknown.join(", ")}`,
+        },
+      ];
 }
 
 /** Whether an organisation-level item with this visibility reaches a repository. */

@@ -5,7 +5,17 @@
 import type { EffectsLog } from "../core/effects.js";
 import type { Hub, Repo } from "../core/types.js";
 import { HubError } from "../core/types.js";
-import { applySelection, reaches, resolveScope, scopeKey, selectionKind, type Scope, type ScopeRef, type SelectionChange, type Visibility } from "./scopes.js";
+import {
+  applySelection,
+  reaches,
+  resolveScope,
+  scopeKey,
+  selectionKind,
+  type Scope,
+  type ScopeRef,
+  type SelectionChange,
+  type Visibility,
+} from "./scopes.js";
 
 export interface ScopedValue {
   name: string;
@@ -59,13 +69,16 @@ export class ScopedValues<T extends ScopedValue> {
 
   /** Organisation values a repository can use. */
   reaching(repo: Repo): T[] {
-    return this.list({ kind: "org", org: repo.owner }).filter((v) => reaches({ visibility: v.visibility ?? "all", selected: v.selected }, repo));
+    return this.list({ kind: "org", org: repo.owner }).filter((v) =>
+      reaches({ visibility: v.visibility ?? "all", selected: v.selected }, repo),
+    );
   }
 
   /** The selected-repository operations only apply to `selected` values (the API answers 409 otherwise). */
   requireSelectable(org: string, name: string): T {
     const item = this.require({ kind: "org", org }, name);
-    if (item.visibility !== "selected") throw new HubError(409, `${this.kind.resource} ${item.name} does not have visibility selected`);
+    if (item.visibility !== "selected")
+      throw new HubError(409, `${this.kind.resource} ${item.name} does not have visibility selected`);
     return item;
   }
 
@@ -88,24 +101,50 @@ export class ScopedValues<T extends ScopedValue> {
 
   /** The value as the API renders it in a scope (organisation values also say whom they reach). */
   json(scope: Scope, item: T): Record<string, unknown> {
-    const base = { name: item.name, ...(this.kind.showsValue ? { value: item.value } : {}), created_at: item.created_at, updated_at: item.updated_at };
+    const base = {
+      name: item.name,
+      ...(this.kind.showsValue ? { value: item.value } : {}),
+      created_at: item.created_at,
+      updated_at: item.updated_at,
+    };
     if (scope.kind !== "org") return base;
-    return { ...base, visibility: item.visibility, selected_repositories_url: `${this.hub.baseUrl}/orgs/${scope.org}/actions/${this.kind.area}/${item.name}/repositories` };
+    return {
+      ...base,
+      visibility: item.visibility,
+      selected_repositories_url: `${this.hub.baseUrl}/orgs/${scope.org}/actions/${this.kind.area}/${item.name}/repositories`,
+    };
   }
 
   /** Simulate a person editing a value in the UI: sets the value and bumps `updated_at` (no API write counted). */
-  protected setOutOfBand(ref: ScopeRef | Scope, name: string, value: string, o: { visibility?: Visibility; selected?: number[] }): T {
+  protected setOutOfBand(
+    ref: ScopeRef | Scope,
+    name: string,
+    value: string,
+    o: { visibility?: Visibility; selected?: number[] },
+  ): T {
     const scope = this.scope(ref);
     const key = name.toUpperCase();
     const now = this.hub.timestamp();
     const store = this.storeOf(scope);
-    const item = store.get(key) ?? ({ name: key, value, created_at: now, updated_at: now, visibility: scope.kind === "org" ? "all" : null, selected: [] } as ScopedValue as T);
+    const item =
+      store.get(key) ??
+      ({
+        name: key,
+        value,
+        created_at: now,
+        updated_at: now,
+        visibility: scope.kind === "org" ? "all" : null,
+        selected: [],
+      } as ScopedValue as T);
     item.value = value;
     item.updated_at = now;
     if (o.visibility) item.visibility = o.visibility;
     if (o.selected) item.selected = [...o.selected];
     store.set(key, item);
-    this.effects.record(`${this.kind.area}.${this.itemWord}.out_of_band`, "control", { scope: scopeKey(scope), name: key });
+    this.effects.record(`${this.kind.area}.${this.itemWord}.out_of_band`, "control", {
+      scope: scopeKey(scope),
+      name: key,
+    });
     return item;
   }
 

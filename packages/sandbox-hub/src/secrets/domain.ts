@@ -8,7 +8,15 @@ import type { Hub } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import { assertWithinLimits } from "../scoped-values/quotas.js";
 import { ScopedValues, type ScopedValue } from "../scoped-values/values.js";
-import { assertNoProblems, nameProblems, scopeKey, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "../scoped-values/scopes.js";
+import {
+  assertNoProblems,
+  nameProblems,
+  scopeKey,
+  visibilityProblems,
+  type Scope,
+  type ScopeRef,
+  type Visibility,
+} from "../scoped-values/scopes.js";
 
 await sodium.ready;
 
@@ -71,17 +79,44 @@ export class SecretsDomain extends ScopedValues<Secret> {
     const existing = this.get(scope, name);
     if (scope.kind === "org") {
       const visibility = body.visibility ?? existing?.visibility ?? undefined;
-      assertNoProblems(visibilityProblems(this.hub, scope.org, visibility, body.selected_repository_ids, "Secret", existing === undefined));
+      assertNoProblems(
+        visibilityProblems(
+          this.hub,
+          scope.org,
+          visibility,
+          body.selected_repository_ids,
+          "Secret",
+          existing === undefined,
+        ),
+      );
     } else if (body.visibility !== undefined || body.selected_repository_ids !== undefined) {
-      assertNoProblems([{ resource: "Secret", field: body.visibility !== undefined ? "visibility" : "selected_repository_ids", code: "invalid", message: "only organization secrets have a visibility" }]);
+      assertNoProblems([
+        {
+          resource: "Secret",
+          field: body.visibility !== undefined ? "visibility" : "selected_repository_ids",
+          code: "invalid",
+          message: "only organization secrets have a visibility",
+        },
+      ]);
     }
     let value = existing?.value;
     if (body.encrypted_value !== undefined || existing === undefined) value = this.open(scope, body);
-    assertWithinLimits("Secret", scope, { creating: existing === undefined, count: this.storeOf(scope).size, ...(value === undefined ? {} : { value }) });
+    assertWithinLimits("Secret", scope, {
+      creating: existing === undefined,
+      count: this.storeOf(scope).size,
+      ...(value === undefined ? {} : { value }),
+    });
 
     const now = this.hub.timestamp();
     const store = this.storeOf(scope);
-    const secret: Secret = existing ?? { name, created_at: now, updated_at: now, value: value!, visibility: null, selected: [] };
+    const secret: Secret = existing ?? {
+      name,
+      created_at: now,
+      updated_at: now,
+      value: value!,
+      visibility: null,
+      selected: [],
+    };
     secret.value = value!;
     secret.updated_at = now;
     if (scope.kind === "org") {
@@ -102,14 +137,22 @@ export class SecretsDomain extends ScopedValues<Secret> {
   }
 
   /** Simulate a person editing a secret in the UI: sets the value and bumps `updated_at`. */
-  setSecretOutOfBand(ref: ScopeRef | Scope, name: string, value: string, o: { visibility?: Visibility; selected?: number[] } = {}): Secret {
+  setSecretOutOfBand(
+    ref: ScopeRef | Scope,
+    name: string,
+    value: string,
+    o: { visibility?: Visibility; selected?: number[] } = {},
+  ): Secret {
     return this.setOutOfBand(ref, name, value, o);
   }
 
   /** Seal a value under a scope's current key, as a client would (for seeding and demos). */
   seal(ref: ScopeRef | Scope, value: string): { encrypted_value: string; key_id: string } {
     const pair = this.keyOf(this.scope(ref));
-    return { encrypted_value: b64(sodium.crypto_box_seal(sodium.from_string(value), pair.publicKey)), key_id: pair.key_id };
+    return {
+      encrypted_value: b64(sodium.crypto_box_seal(sodium.from_string(value), pair.publicKey)),
+      key_id: pair.key_id,
+    };
   }
 
   // ---- internals --------------------------------------------------------------------------
@@ -117,10 +160,12 @@ export class SecretsDomain extends ScopedValues<Secret> {
   private open(scope: Scope, body: PutSecretBody): string {
     const invalid = (field: string, code: string, message?: string) =>
       new HubError(422, "Validation Failed", [{ resource: "Secret", field, code, ...(message ? { message } : {}) }]);
-    if (typeof body.encrypted_value !== "string" || body.encrypted_value.length === 0) throw invalid("encrypted_value", "missing_field");
+    if (typeof body.encrypted_value !== "string" || body.encrypted_value.length === 0)
+      throw invalid("encrypted_value", "missing_field");
     if (typeof body.key_id !== "string" || body.key_id.length === 0) throw invalid("key_id", "missing_field");
     const pair = this.keyOf(scope);
-    if (body.key_id !== pair.key_id) throw invalid("key_id", "invalid", "key_id does not match the current public key of this scope");
+    if (body.key_id !== pair.key_id)
+      throw invalid("key_id", "invalid", "key_id does not match the current public key of this scope");
     let sealed: Uint8Array;
     try {
       sealed = sodium.from_base64(body.encrypted_value, sodium.base64_variants.ORIGINAL);
@@ -130,7 +175,11 @@ export class SecretsDomain extends ScopedValues<Secret> {
     try {
       return sodium.to_string(sodium.crypto_box_seal_open(sealed, pair.publicKey, pair.privateKey));
     } catch {
-      throw invalid("encrypted_value", "invalid", "encrypted_value could not be decrypted with the public key of this scope");
+      throw invalid(
+        "encrypted_value",
+        "invalid",
+        "encrypted_value could not be decrypted with the public key of this scope",
+      );
     }
   }
 

@@ -9,16 +9,28 @@ import { actorOf } from "../core/shared.js";
 import { bodyOf, noContent, ok } from "../core/http.js";
 import { installScopedValueRoutes } from "../scoped-values/routes.js";
 
-export function installSecretsRoutes(hub: Hub, router: Router, secrets: SecretsDomain, deployments: DeploymentsDomain): void {
+export function installSecretsRoutes(
+  hub: Hub,
+  router: Router,
+  secrets: SecretsDomain,
+  deployments: DeploymentsDomain,
+): void {
   installScopedValueRoutes(hub, router, secrets, deployments, {
     permissions: { repo: "secrets", env: "secrets", org: "organization_secrets" },
     nameParam: "secret_name",
     own(prefix, resolve, read, write) {
-      router.add("GET", `${prefix}/secrets/public-key`, (req) => ok(secrets.publicKeyJson(resolve(req).scope)), { permission: read });
-      router.add("PUT", `${prefix}/secrets/{secret_name}`, (req): HubResponse => {
-        const result = secrets.put(resolve(req).scope, req.params.secret_name!, bodyOf(req), actorOf(req.auth));
-        return result === "created" ? { status: 201, body: {} } : noContent();
-      }, { permission: write });
+      router.add("GET", `${prefix}/secrets/public-key`, (req) => ok(secrets.publicKeyJson(resolve(req).scope)), {
+        permission: read,
+      });
+      router.add(
+        "PUT",
+        `${prefix}/secrets/{secret_name}`,
+        (req): HubResponse => {
+          const result = secrets.put(resolve(req).scope, req.params.secret_name!, bodyOf(req), actorOf(req.auth));
+          return result === "created" ? { status: 201, body: {} } : noContent();
+        },
+        { permission: write },
+      );
     },
   });
 }

@@ -19,15 +19,38 @@ export interface AppGrant {
  */
 export const BROAD_GRANT: AppGrant = {
   permissions: {
-    actions: "write", checks: "write", contents: "write", pull_requests: "write", issues: "write",
-    deployments: "write", environments: "write", secrets: "write", actions_variables: "write",
-    organization_secrets: "write", organization_actions_variables: "write", statuses: "write", metadata: "read",
+    actions: "write",
+    checks: "write",
+    contents: "write",
+    pull_requests: "write",
+    issues: "write",
+    deployments: "write",
+    environments: "write",
+    secrets: "write",
+    actions_variables: "write",
+    organization_secrets: "write",
+    organization_actions_variables: "write",
+    statuses: "write",
+    metadata: "read",
     organization_custom_properties: "read",
   },
   events: [
-    "check_run", "check_suite", "pull_request", "push", "workflow_run", "workflow_job", "deployment_protection_rule",
-    "deployment_review", "deployment_status", "repository", "installation", "installation_repositories", "issues",
-    "issue_comment", "release", "status",
+    "check_run",
+    "check_suite",
+    "pull_request",
+    "push",
+    "workflow_run",
+    "workflow_job",
+    "deployment_protection_rule",
+    "deployment_review",
+    "deployment_status",
+    "repository",
+    "installation",
+    "installation_repositories",
+    "issues",
+    "issue_comment",
+    "release",
+    "status",
   ],
 };
 
@@ -62,7 +85,8 @@ export function seedDemo(control: Control, app: AppGrant = BROAD_GRANT): Install
     owner: DEMO_ORG,
     name: "web",
     files: {
-      "package.json": JSON.stringify({ name: "web", version: "1.0.0", scripts: { test: "node --test" } }, null, 2) + "\n",
+      "package.json":
+        JSON.stringify({ name: "web", version: "1.0.0", scripts: { test: "node --test" } }, null, 2) + "\n",
       "src/index.js": "export const hello = () => 'hello';\n",
       ".github/workflows/ci.yml": CI_WORKFLOW,
       ".github/workflows/deploy.yml": DEPLOY_WORKFLOW,
@@ -72,15 +96,27 @@ export function seedDemo(control: Control, app: AppGrant = BROAD_GRANT): Install
     owner: DEMO_ORG,
     name: "api",
     private: true,
-    files: { "go.mod": "module acme/api\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n", ".github/workflows/ci.yml": CI_WORKFLOW },
+    files: {
+      "go.mod": "module acme/api\n\ngo 1.22\n",
+      "main.go": "package main\n\nfunc main() {}\n",
+      ".github/workflows/ci.yml": CI_WORKFLOW,
+    },
   });
   control.createRepo({
     owner: DEMO_ORG,
     name: "service-billing",
     private: true,
-    files: { "pyproject.toml": "[project]\nname = \"billing\"\n", ".github/workflows/ci.yml": CI_WORKFLOW, ".github/workflows/deploy.yml": DEPLOY_WORKFLOW },
+    files: {
+      "pyproject.toml": '[project]\nname = "billing"\n',
+      ".github/workflows/ci.yml": CI_WORKFLOW,
+      ".github/workflows/deploy.yml": DEPLOY_WORKFLOW,
+    },
   });
   // Billing is private to its team: dev-dana, a member, does not reach it.
   control.restrictRepo(DEMO_ORG, "service-billing", ["release-manager"]);
-  return control.install(DEMO_ORG, { permissions: { ...app.permissions }, repositories: "all", events: [...app.events] });
+  return control.install(DEMO_ORG, {
+    permissions: { ...app.permissions },
+    repositories: "all",
+    events: [...app.events],
+  });
 }

@@ -36,11 +36,20 @@ export function statusJson(hub: SandboxHub, repo: Repo, s: CommitStatus): Record
  * The latest status per context, and their combination: `failure` if any is error or failure,
  * `pending` if any is pending or there are none, else `success`.
  */
-export function combinedJson(hub: SandboxHub, repo: Repo, sha: string, newestFirst: CommitStatus[]): Record<string, unknown> {
+export function combinedJson(
+  hub: SandboxHub,
+  repo: Repo,
+  sha: string,
+  newestFirst: CommitStatus[],
+): Record<string, unknown> {
   const latest = new Map<string, CommitStatus>();
   for (const s of newestFirst) if (!latest.has(s.context)) latest.set(s.context, s);
   const states = [...latest.values()].map((s) => s.state);
-  const state = states.some((s) => s === "error" || s === "failure") ? "failure" : states.length === 0 || states.includes("pending") ? "pending" : "success";
+  const state = states.some((s) => s === "error" || s === "failure")
+    ? "failure"
+    : states.length === 0 || states.includes("pending")
+      ? "pending"
+      : "success";
   return {
     state,
     statuses: [...latest.values()].map((s) => statusJson(hub, repo, s)),

@@ -5,7 +5,14 @@ import type { Hub } from "../core/types.js";
 import { HubError } from "../core/types.js";
 import { assertWithinLimits } from "../scoped-values/quotas.js";
 import { ScopedValues, type ScopedValue } from "../scoped-values/values.js";
-import { assertNoProblems, nameProblems, visibilityProblems, type Scope, type ScopeRef, type Visibility } from "../scoped-values/scopes.js";
+import {
+  assertNoProblems,
+  nameProblems,
+  visibilityProblems,
+  type Scope,
+  type ScopeRef,
+  type Visibility,
+} from "../scoped-values/scopes.js";
 
 export type Variable = ScopedValue;
 
@@ -27,11 +34,18 @@ export class VariablesDomain extends ScopedValues<Variable> {
     if (typeof body.name !== "string") problems.push({ resource: "Variable", field: "name", code: "missing_field" });
     else problems.push(...nameProblems(body.name, "Variable"));
     if (typeof body.value !== "string") problems.push({ resource: "Variable", field: "value", code: "missing_field" });
-    if (scope.kind === "org") problems.push(...visibilityProblems(this.hub, scope.org, body.visibility, body.selected_repository_ids, "Variable", true));
+    if (scope.kind === "org")
+      problems.push(
+        ...visibilityProblems(this.hub, scope.org, body.visibility, body.selected_repository_ids, "Variable", true),
+      );
     assertNoProblems(problems);
     const name = (body.name as string).toUpperCase();
     if (this.get(scope, name)) throw new HubError(409, "Already exists - Variable already exists");
-    assertWithinLimits("Variable", scope, { creating: true, count: this.storeOf(scope).size, value: body.value as string });
+    assertWithinLimits("Variable", scope, {
+      creating: true,
+      count: this.storeOf(scope).size,
+      value: body.value as string,
+    });
     const now = this.hub.timestamp();
     const variable: Variable = {
       name,
@@ -39,7 +53,10 @@ export class VariablesDomain extends ScopedValues<Variable> {
       created_at: now,
       updated_at: now,
       visibility: scope.kind === "org" ? (body.visibility as Visibility) : null,
-      selected: scope.kind === "org" && body.visibility === "selected" ? [...((body.selected_repository_ids as number[] | undefined) ?? [])] : [],
+      selected:
+        scope.kind === "org" && body.visibility === "selected"
+          ? [...((body.selected_repository_ids as number[] | undefined) ?? [])]
+          : [],
     };
     this.storeOf(scope).set(name, variable);
     this.written(scope, "created", by, name);
@@ -54,12 +71,28 @@ export class VariablesDomain extends ScopedValues<Variable> {
       if (typeof body.name !== "string") problems.push({ resource: "Variable", field: "name", code: "invalid" });
       else problems.push(...nameProblems(body.name, "Variable"));
     }
-    if (body.value !== undefined && typeof body.value !== "string") problems.push({ resource: "Variable", field: "value", code: "invalid" });
-    else if (typeof body.value === "string") assertWithinLimits("Variable", scope, { creating: false, count: 0, value: body.value });
+    if (body.value !== undefined && typeof body.value !== "string")
+      problems.push({ resource: "Variable", field: "value", code: "invalid" });
+    else if (typeof body.value === "string")
+      assertWithinLimits("Variable", scope, { creating: false, count: 0, value: body.value });
     if (scope.kind === "org") {
-      problems.push(...visibilityProblems(this.hub, scope.org, body.visibility ?? (body.selected_repository_ids !== undefined ? variable.visibility : undefined), body.selected_repository_ids, "Variable", false));
+      problems.push(
+        ...visibilityProblems(
+          this.hub,
+          scope.org,
+          body.visibility ?? (body.selected_repository_ids !== undefined ? variable.visibility : undefined),
+          body.selected_repository_ids,
+          "Variable",
+          false,
+        ),
+      );
     } else if (body.visibility !== undefined || body.selected_repository_ids !== undefined) {
-      problems.push({ resource: "Variable", field: "visibility", code: "invalid", message: "only organization variables have a visibility" });
+      problems.push({
+        resource: "Variable",
+        field: "visibility",
+        code: "invalid",
+        message: "only organization variables have a visibility",
+      });
     }
     assertNoProblems(problems);
     const store = this.storeOf(scope);
@@ -82,7 +115,12 @@ export class VariablesDomain extends ScopedValues<Variable> {
   // ---- control ----------------------------------------------------------------------------
 
   /** Simulate a person editing a variable in the UI. */
-  setVariableOutOfBand(ref: ScopeRef | Scope, name: string, value: string, o: { visibility?: Visibility; selected?: number[] } = {}): Variable {
+  setVariableOutOfBand(
+    ref: ScopeRef | Scope,
+    name: string,
+    value: string,
+    o: { visibility?: Visibility; selected?: number[] } = {},
+  ): Variable {
     return this.setOutOfBand(ref, name, value, o);
   }
 }

@@ -9,8 +9,12 @@ export function signatureHeaders(secret: string, body: string): Record<string, s
 }
 
 /** The body as the app's content type wants it: JSON, or a form with one `payload` field. */
-export function encodeBody(payload: Record<string, unknown>, contentType: "json" | "form"): { body: string; type: string } {
+export function encodeBody(
+  payload: Record<string, unknown>,
+  contentType: "json" | "form",
+): { body: string; type: string } {
   const json = JSON.stringify(payload);
-  if (contentType === "form") return { body: new URLSearchParams({ payload: json }).toString(), type: "application/x-www-form-urlencoded" };
+  if (contentType === "form")
+    return { body: new URLSearchParams({ payload: json }).toString(), type: "application/x-www-form-urlencoded" };
   return { body: json, type: "application/json" };
 }

@@ -31,12 +31,16 @@ secrets:
   NPM_TOKEN:
     from: env:STEWARD_DEMO_NPM_TOKEN
     org: { visibility: selected, repositories: [web, api] }
-${opts.withDeployKey ? `  DEPLOY_KEY:
+${
+  opts.withDeployKey
+    ? `  DEPLOY_KEY:
     from: file:${keyFile}
     repositories: ["service-*"]
     environments:
       production: ["service-*"]
-` : ""}variables:
+`
+    : ""
+}variables:
   REGION:
     value: eu-west-1
     org: { visibility: all }
@@ -70,58 +74,123 @@ const scenario: Scenario = {
       const keyFile = join(dir, "deploy_key");
       await writeFile(keyFile, deployKey + "\n", { mode: 0o600 });
       const billing = control.repo(ORG, "service-billing");
-      if (billing && !domains.deployments.environment(billing, "production")) domains.deployments.putEnvironment(billing, "production");
+      if (billing && !domains.deployments.environment(billing, "production"))
+        domains.deployments.putEnvironment(billing, "production");
 
       const checkOf = (sha: string, name: string) => {
         const repo = control.repo(ORG, admin)!;
         const run = domains.checks.listForSha(repo, sha, { check_name: name })[0];
         return run ? `${name}: ${run.conclusion} (${run.output.title})` : `${name}: none`;
       };
-      const writes = () => control.requests().filter((r) => r.method !== "GET" && /\/(secrets|variables)/.test(r.path)).length;
+      const writes = () =>
+        control.requests().filter((r) => r.method !== "GET" && /\/(secrets|variables)/.test(r.path)).length;
 
       print(`pushing ${POLICY} to ${ORG}/${admin}`);
-      const first = control.pushFiles({ owner: ORG, repo: admin, files: { [POLICY]: policy(keyFile, { withDeployKey: true }) }, message: "Add the secrets policy" });
+      const first = control.pushFiles({
+        owner: ORG,
+        repo: admin,
+        files: { [POLICY]: policy(keyFile, { withDeployKey: true }) },
+        message: "Add the secrets policy",
+      });
       await settle(stack);
       rows.push({ step: "push the policy", event: "push", result: checkOf(first.sha, "steward/sync") });
 
       const s = domains.secrets;
       const v = domains.variables;
       const org = s.get({ kind: "org", org: ORG }, "NPM_TOKEN");
-      const selectedNames = (org?.selected ?? []).map((id) => stack.hub.hub.repoById(id)?.name).sort().join(", ");
+      const selectedNames = (org?.selected ?? [])
+        .map((id) => stack.hub.hub.repoById(id)?.name)
+        .sort()
+        .join(", ");
       const opened: [string, string | undefined, string][] = [
         [`org NPM_TOKEN (selected: ${selectedNames})`, s.openedValue({ org: ORG }, "NPM_TOKEN"), npmToken],
-        ["repo service-billing DEPLOY_KEY", s.openedValue({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY"), deployKey],
-        ["env service-billing/production DEPLOY_KEY", s.openedValue({ owner: ORG, repo: "service-billing", environment: "production" }, "DEPLOY_KEY"), deployKey],
+        [
+          "repo service-billing DEPLOY_KEY",
+          s.openedValue({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY"),
+          deployKey,
+        ],
+        [
+          "env service-billing/production DEPLOY_KEY",
+          s.openedValue({ owner: ORG, repo: "service-billing", environment: "production" }, "DEPLOY_KEY"),
+          deployKey,
+        ],
         ["org variable REGION", v.valueIn({ org: ORG }, "REGION"), "eu-west-1"],
         ["repo api variable TIER", v.valueIn({ owner: ORG, repo: "api" }, "TIER"), "gold"],
       ];
       for (const [what, got, want] of opened) {
-        rows.push({ step: `hub opens ${what}`, event: "sealed box", result: got === undefined ? "missing" : got === want ? "matches the source" : "DIFFERS" });
+        rows.push({
+          step: `hub opens ${what}`,
+          event: "sealed box",
+          result: got === undefined ? "missing" : got === want ? "matches the source" : "DIFFERS",
+        });
       }
 
       const before = writes();
-      const again = control.pushFiles({ owner: ORG, repo: admin, files: { [POLICY]: policy(keyFile, { withDeployKey: true, comment: "reworded comment" }) }, message: "Reword" });
+      const again = control.pushFiles({
+        owner: ORG,
+        repo: admin,
+        files: { [POLICY]: policy(keyFile, { withDeployKey: true, comment: "reworded comment" }) },
+        message: "Reword",
+      });
       await settle(stack);
-      rows.push({ step: "sync again, nothing changed", event: "push", result: `${checkOf(again.sha, "steward/sync")}; ${writes() - before} writes` });
+      rows.push({
+        step: "sync again, nothing changed",
+        event: "push",
+        result: `${checkOf(again.sha, "steward/sync")}; ${writes() - before} writes`,
+      });
 
       // A while later (updated_at counts whole seconds), someone edits the secret by hand.
       control.advanceClock(5_000);
       s.setSecretOutOfBand({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY", "edited by hand");
-      const repair = control.pushFiles({ owner: ORG, repo: admin, files: { [POLICY]: policy(keyFile, { withDeployKey: true, comment: "after a hand edit" }) }, message: "Touch" });
+      const repair = control.pushFiles({
+        owner: ORG,
+        repo: admin,
+        files: { [POLICY]: policy(keyFile, { withDeployKey: true, comment: "after a hand edit" }) },
+        message: "Touch",
+      });
       await settle(stack);
       const repaired = s.openedValue({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY") === deployKey;
-      rows.push({ step: "DEPLOY_KEY edited out of band, then sync", event: "push", result: `${checkOf(repair.sha, "steward/sync")}; ${repaired ? "repaired" : "NOT repaired"}` });
+      rows.push({
+        step: "DEPLOY_KEY edited out of band, then sync",
+        event: "push",
+        result: `${checkOf(repair.sha, "steward/sync")}; ${repaired ? "repaired" : "NOT repaired"}`,
+      });
 
-      const pr = control.openPullRequest({ owner: ORG, repo: admin, head: "drop-deploy-key", title: "Drop DEPLOY_KEY", files: { [POLICY]: policy(keyFile, { withDeployKey: false }) } });
+      const pr = control.openPullRequest({
+        owner: ORG,
+        repo: admin,
+        head: "drop-deploy-key",
+        title: "Drop DEPLOY_KEY",
+        files: { [POLICY]: policy(keyFile, { withDeployKey: false }) },
+      });
       await settle(stack);
-      rows.push({ step: `pull request #${pr.number} drops DEPLOY_KEY`, event: "pull_request.opened", result: checkOf(pr.head_sha, "steward/plan") });
+      rows.push({
+        step: `pull request #${pr.number} drops DEPLOY_KEY`,
+        event: "pull_request.opened",
+        result: checkOf(pr.head_sha, "steward/plan"),
+      });
       const kept = s.openedValue({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY") !== undefined;
-      rows.push({ step: "  ...nothing applied by the plan", event: "-", result: kept ? "DEPLOY_KEY still in place" : "DEPLOY_KEY GONE" });
+      rows.push({
+        step: "  ...nothing applied by the plan",
+        event: "-",
+        result: kept ? "DEPLOY_KEY still in place" : "DEPLOY_KEY GONE",
+      });
 
-      const prune = control.pushFiles({ owner: ORG, repo: admin, files: { [POLICY]: policy(keyFile, { withDeployKey: false }) }, message: "Drop DEPLOY_KEY" });
+      const prune = control.pushFiles({
+        owner: ORG,
+        repo: admin,
+        files: { [POLICY]: policy(keyFile, { withDeployKey: false }) },
+        message: "Drop DEPLOY_KEY",
+      });
       await settle(stack);
-      const gone = s.openedValue({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY") === undefined && s.openedValue({ owner: ORG, repo: "service-billing", environment: "production" }, "DEPLOY_KEY") === undefined;
-      rows.push({ step: "push without DEPLOY_KEY (prune: true)", event: "push", result: `${checkOf(prune.sha, "steward/sync")}; ${gone ? "pruned" : "NOT pruned"}` });
+      const gone =
+        s.openedValue({ owner: ORG, repo: "service-billing" }, "DEPLOY_KEY") === undefined &&
+        s.openedValue({ owner: ORG, repo: "service-billing", environment: "production" }, "DEPLOY_KEY") === undefined;
+      rows.push({
+        step: "push without DEPLOY_KEY (prune: true)",
+        event: "push",
+        result: `${checkOf(prune.sha, "steward/sync")}; ${gone ? "pruned" : "NOT pruned"}`,
+      });
       return rows;
     } finally {
       delete process.env.STEWARD_DEMO_NPM_TOKEN;

@@ -1,5 +1,5 @@
 # Steward's container image (docs/deploy/docker.md). Two stages on one pinned Debian slim base:
-# `build` installs every dependency (compilers for better-sqlite3 and fadvise included), compiles
+# `build` installs every dependency (a compiler for better-sqlite3 included), compiles
 # dist/ and prunes to production dependencies; the runtime stage copies only that.
 # Base: node:24-bookworm-slim, pinned by its multi-platform index digest (Node 24.18.0). Update it with
 #   docker buildx imagetools inspect node:24-bookworm-slim --format '{{json .Manifest.Digest}}'
@@ -7,7 +7,7 @@
 ARG NODE_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
 
 FROM ${NODE_IMAGE} AS build
-# better-sqlite3 and fadvise have no prebuilt binary reachable offline: node-gyp compiles them.
+# better-sqlite3 has no prebuilt binary reachable offline: node-gyp compiles it.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
@@ -16,7 +16,7 @@ COPY package.json package-lock.json ./
 COPY packages/sandbox-hub/package.json packages/sandbox-hub/
 ENV npm_config_build_from_source=true
 # --ignore-scripts here, `npm rebuild` below: `prepare` (the build) needs the sources copied next.
-RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild --no-audit --no-fund better-sqlite3 fadvise
+RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild --no-audit --no-fund better-sqlite3
 COPY . .
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 

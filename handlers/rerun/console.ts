@@ -40,66 +40,30 @@ async function flakesPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
   const sinceChoices = SINCE_CHOICES.includes(f.since) ? SINCE_CHOICES : [...SINCE_CHOICES, f.since];
   const deliveriesOf = (repository: string) =>
     `/console/deliveries?${new URLSearchParams({ repository, event: "workflow_run" })}`;
-  return html`<p class="note">
-      Jobs that failed on a commit between two passing commits of the same branch (green, red, green), found by
-      <code>rerun.flake_pattern</code>; the same list as
-      <code>steward flakes --repo OWNER/NAME --since ${f.since}</code>.
-    </p>
+  return html`<p class="note">Jobs that failed on a commit between two passing commits of the same branch (green, red, green), found by
+      <code>rerun.flake_pattern</code>; the same list as <code>steward flakes --repo OWNER/NAME --since ${f.since}</code>.</p>
     ${f.problem ? html`<p role="alert">${f.problem}</p>` : ""}
     <form class="filters" method="get" action="/console/flakes">
-      <label
-        >Repository
-        <select name="repo">
-          <option value="">All you can see</option>
-          ${ctx.repositories.map((r) => html`<option value="${r}" ${r === f.repo ? html` selected` : ""}>${r}</option>`)}
-        </select></label
-      >
-      <label
-        >Since
-        <select name="since">
-          ${sinceChoices.map((s) => html`<option value="${s}" ${s === f.since ? html` selected` : ""}>last ${s}</option>`)}
-        </select></label
-      >
+      <label>Repository <select name="repo"><option value="">All you can see</option>
+        ${ctx.repositories.map((r) => html`<option value="${r}"${r === f.repo ? html` selected` : ""}>${r}</option>`)}</select></label>
+      <label>Since <select name="since">${sinceChoices.map((s) => html`<option value="${s}"${s === f.since ? html` selected` : ""}>last ${s}</option>`)}</select></label>
       <button type="submit">Show</button>
     </form>
     ${
       found.length === 0
         ? html`<p class="note">No flaky job recorded ${f.repo ? html`for ${f.repo} ` : ""}in the last ${f.since}.</p>`
         : found.map(
-            (r) =>
-              html`<section aria-labelledby="${`flakes-${r.repository}`}">
-                <h2 id="${`flakes-${r.repository}`}">${r.repository}</h2>
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Workflow / job</th>
-                      <th scope="col">Flakes</th>
-                      <th scope="col">Re-run</th>
-                      <th scope="col">Last seen</th>
-                      <th scope="col">Last flaky run</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${r.jobs.map(
-                      (j) =>
-                        html`<tr>
-                          <td>${j.workflow} / ${j.job}</td>
-                          <td data-k="count">${j.count}</td>
-                          <td>${j.rerun}</td>
-                          <td>${time(new Date(j.lastSeen))}</td>
-                          <td>
-                            <a href="${`${ctx.webUrl}/${r.repository}/actions/runs/${j.lastRunId}`}"
-                              >run ${j.lastRunId}</a
-                            >
-                            on <code>${j.lastSha.slice(0, 7)}</code> (<a href="${deliveriesOf(r.repository)}"
-                              >deliveries</a
-                            >)
-                          </td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </section>`,
+            (
+              r,
+            ) => html`<section aria-labelledby="${`flakes-${r.repository}`}"><h2 id="${`flakes-${r.repository}`}">${r.repository}</h2>
+      <table><thead><tr><th scope="col">Workflow / job</th><th scope="col">Flakes</th><th scope="col">Re-run</th><th scope="col">Last seen</th><th scope="col">Last flaky run</th></tr></thead>
+      <tbody>${r.jobs.map(
+        (
+          j,
+        ) => html`<tr><td>${j.workflow} / ${j.job}</td><td data-k="count">${j.count}</td><td>${j.rerun}</td><td>${time(new Date(j.lastSeen))}</td>
+        <td><a href="${`${ctx.webUrl}/${r.repository}/actions/runs/${j.lastRunId}`}">run ${j.lastRunId}</a> on <code>${j.lastSha.slice(0, 7)}</code>
+        (<a href="${deliveriesOf(r.repository)}">deliveries</a>)</td></tr>`,
+      )}</tbody></table></section>`,
           )
     }`;
 }

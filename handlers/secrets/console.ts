@@ -42,61 +42,27 @@ async function secretsPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
         .map((r) => r.writtenAt)
         .sort()
         .pop();
-      return html`<section aria-labelledby="org-${org}">
-        <h2 id="org-${org}">${org}</h2>
-        <dl>
-          <dt>Last apply</dt>
-          <dd>${last ? time(new Date(last)) : "never"}</dd>
-          <dt>Next sync</dt>
-          <dd>
-            ${next.length ? next.map((t) => html`${time(t.runAt)} (${kindOf(t) ?? "sync"}${t.status === "running" ? ", running now" : ""}) `) : "none scheduled"}
-          </dd>
-        </dl>
+      return html`<section aria-labelledby="org-${org}"><h2 id="org-${org}">${org}</h2>
+        <dl><dt>Last apply</dt><dd>${last ? time(new Date(last)) : "never"}</dd>
+        <dt>Next sync</dt><dd>${next.length ? next.map((t) => html`${time(t.runAt)} (${kindOf(t) ?? "sync"}${t.status === "running" ? ", running now" : ""}) `) : "none scheduled"}</dd></dl>
         <h3>Targets Steward manages</h3>
         ${
           records.length === 0
             ? html`<p class="note">None yet.</p>`
-            : html`<table>
-                <thead>
-                  <tr>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Where</th>
-                    <th scope="col">Fingerprint</th>
-                    <th scope="col">Written</th>
-                    <th scope="col">Drift</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${records.map(
-                    (r) =>
-                      html`<tr>
-                        <td>${r.kind}</td>
-                        <td>${r.name}</td>
-                        <td>${where(r.scope)}</td>
-                        <td><code>${r.fingerprint.slice(0, 16)}</code></td>
-                        <td>${time(new Date(r.writtenAt))}</td>
-                        <td>
-                          ${r.remoteUpdatedAt && r.serverWrittenAt && r.remoteUpdatedAt > r.serverWrittenAt ? "changed outside Steward" : "none seen"}
-                        </td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
+            : html`<table><thead><tr><th scope="col">Kind</th><th scope="col">Name</th><th scope="col">Where</th><th scope="col">Fingerprint</th><th scope="col">Written</th><th scope="col">Drift</th></tr></thead>
+        <tbody>${records.map(
+          (
+            r,
+          ) => html`<tr><td>${r.kind}</td><td>${r.name}</td><td>${where(r.scope)}</td><td><code>${r.fingerprint.slice(0, 16)}</code></td><td>${time(new Date(r.writtenAt))}</td>
+          <td>${r.remoteUpdatedAt && r.serverWrittenAt && r.remoteUpdatedAt > r.serverWrittenAt ? "changed outside Steward" : "none seen"}</td></tr>`,
+        )}</tbody></table>`
         }
         <h3>Recent writes</h3>
-        ${
-          recent.length === 0
-            ? html`<p class="note">None recorded.</p>`
-            : html`<ul>
-                ${recent.map((a) => html`<li>${time(a.at)} ${a.kind}: ${String(a.details.name ?? "")} ${a.details.repository ? html`in ${String(a.details.repository)}` : ""}</li>`)}
-              </ul>`
-        }
+        ${recent.length === 0 ? html`<p class="note">None recorded.</p>` : html`<ul>${recent.map((a) => html`<li>${time(a.at)} ${a.kind}: ${String(a.details.name ?? "")} ${a.details.repository ? html`in ${String(a.details.repository)}` : ""}</li>`)}</ul>`}
       </section>`;
     }),
   );
-  return html`<p class="note">Names and fingerprints only: Steward never shows a secret's value.</p>
-    ${sections.length ? sections : html`<p class="note">You own no organisation with Steward installed.</p>`}`;
+  return html`<p class="note">Names and fingerprints only: Steward never shows a secret's value.</p>${sections.length ? sections : html`<p class="note">You own no organisation with Steward installed.</p>`}`;
 }
 
 /** A sync is an organisation's (the secrets page, owners only): shown to the owners of that organisation. */
@@ -105,32 +71,13 @@ async function syncsSection(ctx: ConsoleContext): Promise<ConsoleHtml> {
   const syncs = (await ctx.tasks()).filter(
     (t) => typeof orgOf(t) === "string" && ctx.owns.includes((orgOf(t) as string).toLowerCase()),
   );
-  return html`<section aria-labelledby="syncs">
-    <h2 id="syncs">Secrets sync per organisation</h2>
+  return html`<section aria-labelledby="syncs"><h2 id="syncs">Secrets sync per organisation</h2>
     ${
       syncs.length === 0
         ? html`<p class="note">No sync scheduled.</p>`
-        : html` <table>
-            <thead>
-              <tr>
-                <th scope="col">Organisation</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Next run</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${syncs.map(
-                (t) =>
-                  html`<tr>
-                    <td>${orgOf(t) as string}</td>
-                    <td>${kindOf(t) ?? ""}</td>
-                    <td>${time(t.runAt)}</td>
-                    <td>${t.status}${t.lastError ? html` (${t.lastError})` : ""}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>`
+        : html`
+    <table><thead><tr><th scope="col">Organisation</th><th scope="col">Kind</th><th scope="col">Next run</th><th scope="col">State</th></tr></thead>
+    <tbody>${syncs.map((t) => html`<tr><td>${orgOf(t) as string}</td><td>${kindOf(t) ?? ""}</td><td>${time(t.runAt)}</td><td>${t.status}${t.lastError ? html` (${t.lastError})` : ""}</td></tr>`)}</tbody></table>`
     }
   </section>`;
 }

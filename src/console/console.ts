@@ -225,10 +225,8 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
         status,
         title: "Console is off",
         body: html`<p>The console is off: Steward has no OAuth client to sign people in with.</p>
-          <p>
-            Set <code>GITHUB_CLIENT_ID</code> and <code>GITHUB_CLIENT_SECRET</code> (the GitHub App's client id and a
-            client secret, written by the manifest flow) and restart Steward. See the README's Console section.
-          </p>`,
+        <p>Set <code>GITHUB_CLIENT_ID</code> and <code>GITHUB_CLIENT_SECRET</code> (the GitHub App's client id and a client secret,
+        written by the manifest flow) and restart Steward. See the README's Console section.</p>`,
       },
       undefined,
     );
@@ -406,7 +404,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
           {
             title: "Console",
             body: html`<p>Steward's console shows what Steward decided and why, for the repositories you can access.</p>
-              <p><a href="/console/login">Sign in with GitHub</a></p>`,
+          <p><a href="/console/login">Sign in with GitHub</a></p>`,
           },
           undefined,
         );
@@ -453,9 +451,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
         {
           status: 502,
           title: "GitHub unavailable",
-          body: html`<p>
-            GitHub did not say what you may see; try again shortly, or <a href="/console/login">sign in again</a>.
-          </p>`,
+          body: html`<p>GitHub did not say what you may see; try again shortly, or <a href="/console/login">sign in again</a>.</p>`,
         },
         undefined,
       );

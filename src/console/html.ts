@@ -81,53 +81,22 @@ export function frame(
   links: readonly NavLink[] = [],
 ): string {
   const nav = viewer
-    ? html`<nav aria-label="Console">
-          <ul>
-            <li><a href="/console">Overview</a></li>
-            <li><a href="/console/deliveries">Deliveries</a></li>
-            ${viewer.owner ? html`<li><a href="/console/dead">Dead letters</a></li>` : ""}
-            ${links.filter((l) => viewer.owner || !l.ownersOnly).map((l) => html`<li><a href="${l.href}">${l.title}</a></li>`)}
-          </ul>
-        </nav>
-        <form method="post" action="/console/logout">
-          <input type="hidden" name="csrf" value="${viewer.csrf}" />
-          <span>Signed in as <strong>${viewer.login}</strong>${viewer.owner ? " (owner)" : ""}</span>
-          <button type="submit">Sign out</button>
-        </form>`
+    ? html`<nav aria-label="Console"><ul>
+        <li><a href="/console">Overview</a></li>
+        <li><a href="/console/deliveries">Deliveries</a></li>
+        ${viewer.owner ? html`<li><a href="/console/dead">Dead letters</a></li>` : ""}
+        ${links.filter((l) => viewer.owner || !l.ownersOnly).map((l) => html`<li><a href="${l.href}">${l.title}</a></li>`)}
+      </ul></nav>
+      <form method="post" action="/console/logout"><input type="hidden" name="csrf" value="${viewer.csrf}">
+        <span>Signed in as <strong>${viewer.login}</strong>${viewer.owner ? " (owner)" : ""}</span> <button type="submit">Sign out</button></form>`
     : "";
   const script = page.live
-    ? html`<script nonce="${nonce}">
-        (function () {
-          if (!window.EventSource) return;
-          var s = new EventSource(${new Html(JSON.stringify(page.live).replace(/</g, "\\u003c"))});
-          s.addEventListener("fragment", function (e) {
-            var l = document.getElementById("live");
-            if (l) l.innerHTML = e.data;
-          });
-        })();
-      </script>`
+    ? html`<script nonce="${nonce}">(function(){if(!window.EventSource)return;var s=new EventSource(${new Html(JSON.stringify(page.live).replace(/</g, "\\u003c"))});s.addEventListener("fragment",function(e){var l=document.getElementById("live");if(l)l.innerHTML=e.data;});})();</script>`
     : "";
   return `<!doctype html>${
-    html`<html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width,initial-scale=1" />
-        <title>${page.title} · Steward</title>
-        <style>
-          ${new Html(STYLE)}
-        </style>
-      </head>
-      <body>
-        <header>
-          <a href="/console"><strong>Steward</strong></a
-          >${nav}
-        </header>
-        <main id="main">
-          <h1>${page.title}</h1>
-          ${page.body}
-        </main>
-        ${script}
-      </body>
-    </html>`.text
+    html`<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${page.title} · Steward</title><style>${new Html(STYLE)}</style></head>
+<body><header><a href="/console"><strong>Steward</strong></a>${nav}</header>
+<main id="main"><h1>${page.title}</h1>${page.body}</main>${script}</body></html>`.text
   }`;
 }

@@ -50,7 +50,8 @@ describe("least-privilege manifests", () => {
 
   it("each handler set gets only its own events and permissions", () => {
     const rerun = needsOf("rerun");
-    expect(rerun.default_events).toEqual(["merge_group", "push", "workflow_job", "workflow_run"]);
+    // A failed job's log is read with its run's decision, so re-runs need no workflow_job deliveries.
+    expect(rerun.default_events).toEqual(["merge_group", "push", "workflow_run"]);
     expect(rerun.default_permissions).toEqual({
       actions: "write",
       checks: "write",

@@ -20,44 +20,16 @@ export async function clusterSection(ctx: PageContext): Promise<Html> {
   try {
     replicas = (await source()).sort((a, b) => a.startedAt - b.startedAt || a.id.localeCompare(b.id));
   } catch {
-    return html`<section aria-labelledby="cluster">
-      <h2 id="cluster">Cluster</h2>
-      <p class="note">Redis did not answer: the replicas cannot be listed now.</p>
-    </section>`;
+    return html`<section aria-labelledby="cluster"><h2 id="cluster">Cluster</h2><p class="note">Redis did not answer: the replicas cannot be listed now.</p></section>`;
   }
-  return html`<section aria-labelledby="cluster">
-    <h2 id="cluster">Cluster</h2>
+  return html`<section aria-labelledby="cluster"><h2 id="cluster">Cluster</h2>
     <p>Replicas alive: <strong data-k="replicas">${replicas.length}</strong></p>
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Replica</th>
-          <th scope="col">Process</th>
-          <th scope="col">Write slots</th>
-          <th scope="col">Token mints</th>
-          <th scope="col">Delivery leases</th>
-          <th scope="col">Task leases</th>
-          <th scope="col">Started</th>
-          <th scope="col">Last heartbeat</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${replicas.map(
-          (r) =>
-            html`<tr data-replica="${r.id}">
-              <td>
-                ${r.id.split("/")[0]}${r.id === PROCESS_OWNER ? html` <span class="note">(serving this page)</span>` : ""}
-              </td>
-              <td>${r.pid}</td>
-              <td>${named(r.writeSlots)}</td>
-              <td>${named(r.tokenMints)}</td>
-              <td>${r.deliveryLeases}</td>
-              <td>${r.taskLeases}</td>
-              <td>${time(r.startedAt)}</td>
-              <td>${time(r.seenAt)}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
+    <table><thead><tr><th scope="col">Replica</th><th scope="col">Process</th><th scope="col">Write slots</th><th scope="col">Token mints</th><th scope="col">Delivery leases</th><th scope="col">Task leases</th><th scope="col">Started</th><th scope="col">Last heartbeat</th></tr></thead>
+    <tbody>${replicas.map(
+      (
+        r,
+      ) => html`<tr data-replica="${r.id}"><td>${r.id.split("/")[0]}${r.id === PROCESS_OWNER ? html` <span class="note">(serving this page)</span>` : ""}</td><td>${r.pid}</td>
+      <td>${named(r.writeSlots)}</td><td>${named(r.tokenMints)}</td><td>${r.deliveryLeases}</td><td>${r.taskLeases}</td><td>${time(r.startedAt)}</td><td>${time(r.seenAt)}</td></tr>`,
+    )}</tbody></table>
   </section>`;
 }

@@ -24,23 +24,22 @@ export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const done = p.get("replayed");
   return {
     title: "Dead letters",
-    body: html` ${done !== null ? html`<p role="status">Queued again: ${done} ${done === "1" ? "delivery" : "deliveries"}.</p>` : ""}
-      <form class="filters" method="get" action="/console/dead" aria-label="Filter dead letters">
-        <label>Event<input name="event" value="${p.get("event") ?? ""}" size="18" /></label>
-        <label>Repository<input name="repository" value="${p.get("repository") ?? ""}" size="24" /></label>
-        <button type="submit">Filter</button>
-      </form>
-      ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf } })}
-      ${page.next ? html`<p><a href="/console/dead?${older.toString()}" rel="next">Older dead letters</a></p>` : ""}
-      ${
-        page.items.length
-          ? html`<form method="post" action="/console/dead/replay">
-              <input type="hidden" name="csrf" value="${ctx.viewer.csrf}" />
-              ${[...filterQuery(p)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}
-              <button type="submit">Replay all dead letters matching this filter</button>
-            </form>`
-          : ""
-      }`,
+    body: html`
+    ${done !== null ? html`<p role="status">Queued again: ${done} ${done === "1" ? "delivery" : "deliveries"}.</p>` : ""}
+    <form class="filters" method="get" action="/console/dead" aria-label="Filter dead letters">
+      <label>Event<input name="event" value="${p.get("event") ?? ""}" size="18"></label>
+      <label>Repository<input name="repository" value="${p.get("repository") ?? ""}" size="24"></label>
+      <button type="submit">Filter</button></form>
+    ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf } })}
+    ${page.next ? html`<p><a href="/console/dead?${older.toString()}" rel="next">Older dead letters</a></p>` : ""}
+    ${
+      page.items.length
+        ? html`<form method="post" action="/console/dead/replay">
+      <input type="hidden" name="csrf" value="${ctx.viewer.csrf}">
+      ${[...filterQuery(p)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
+      <button type="submit">Replay all dead letters matching this filter</button></form>`
+        : ""
+    }`,
   };
 }
 

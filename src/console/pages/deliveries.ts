@@ -12,52 +12,20 @@ export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string
       ? html`<p class="note">None among the deliveries searched so far; older ones may match.</p>`
       : html`<p class="note">No deliveries match.</p>`;
   }
-  return html`<table>
-    <thead>
-      <tr>
-        <th scope="col">Received</th>
-        <th scope="col">Event</th>
-        <th scope="col">Repository</th>
-        <th scope="col">Status</th>
-        <th scope="col">Attempts</th>
-        <th scope="col">Delivery</th>
-        ${
-          opts.replay
-            ? html`<th scope="col">Last error</th>
-                <th scope="col">Action</th>`
-            : ""
-        }
-      </tr>
-    </thead>
-    <tbody>
-      ${page.items.map(
-        (d) =>
-          html`<tr>
-            <td>${time(d.receivedAt)}</td>
-            <td>${d.event}${d.action ? `.${d.action}` : ""}</td>
-            <td>${d.repository ?? "—"}</td>
-            <td>${statusBadge(d.status)}</td>
-            <td>${d.attempts}</td>
-            <td><a href="/console/deliveries/${encodeURIComponent(d.id)}">${d.id}</a></td>
-            ${
-              opts.replay
-                ? html`<td>${d.lastError ?? ""}</td>
-                    <td>
-                      <form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
-                        <input type="hidden" name="csrf" value="${opts.replay.csrf}" /><input
-                          type="hidden"
-                          name="back"
-                          value="/console/dead"
-                        />
-                        <button type="submit">Replay ${d.id}</button>
-                      </form>
-                    </td>`
-                : ""
-            }
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return html`<table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Repository</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Delivery</th>${opts.replay ? html`<th scope="col">Last error</th><th scope="col">Action</th>` : ""}</tr></thead>
+  <tbody>${page.items.map(
+    (d) => html`<tr>
+    <td>${time(d.receivedAt)}</td><td>${d.event}${d.action ? `.${d.action}` : ""}</td><td>${d.repository ?? "—"}</td>
+    <td>${statusBadge(d.status)}</td><td>${d.attempts}</td><td><a href="/console/deliveries/${encodeURIComponent(d.id)}">${d.id}</a></td>
+    ${
+      opts.replay
+        ? html`<td>${d.lastError ?? ""}</td><td><form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
+      <input type="hidden" name="csrf" value="${opts.replay.csrf}"><input type="hidden" name="back" value="/console/dead">
+      <button type="submit">Replay ${d.id}</button></form></td>`
+        : ""
+    }
+  </tr>`,
+  )}</tbody></table>`;
 }
 
 export async function deliveriesFragment(ctx: PageContext): Promise<Html> {
@@ -73,31 +41,24 @@ export async function deliveriesFragment(ctx: PageContext): Promise<Html> {
 }
 
 function select(name: string, label: string, options: readonly string[], current: string | null): Html {
-  return html`<label
-    >${label}<select name="${name}">
-      <option value="">any</option>
-      ${options.map((o) => html`<option${o === current ? html` selected` : ""}>${o}</option>`)}
-    </select></label
-  >`;
+  return html`<label>${label}<select name="${name}"><option value="">any</option>${options.map((o) => html`<option${o === current ? html` selected` : ""}>${o}</option>`)}</select></label>`;
 }
 
 export async function deliveriesPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
   const form = html`<form class="filters" method="get" action="/console/deliveries" aria-label="Filter deliveries">
-    <label>Event<input name="event" value="${p.get("event") ?? ""}" pattern="[a-z_]+" size="18" /></label>
+    <label>Event<input name="event" value="${p.get("event") ?? ""}" pattern="[a-z_]+" size="18"></label>
     ${select("repository", "Repository", [...ctx.scope].sort(), p.get("repository"))}
     ${select("handler", "Handler", ctx.deps.handlers, p.get("handler"))}
     ${select("outcome", "Handler outcome", OUTCOMES, p.get("outcome"))}
     ${select("status", "Delivery status", DELIVERY_STATUSES, p.get("status"))}
-    <label>Since (UTC)<input name="since" type="datetime-local" value="${p.get("since") ?? ""}" /></label>
-    <label>Until (UTC)<input name="until" type="datetime-local" value="${p.get("until") ?? ""}" /></label>
-    <button type="submit">Filter</button> <a href="/console/deliveries">Clear</a>
-  </form>`;
+    <label>Since (UTC)<input name="since" type="datetime-local" value="${p.get("since") ?? ""}"></label>
+    <label>Until (UTC)<input name="until" type="datetime-local" value="${p.get("until") ?? ""}"></label>
+    <button type="submit">Filter</button> <a href="/console/deliveries">Clear</a></form>`;
   const first = !p.get("cursor");
   return {
     title: "Deliveries",
-    body: html`${form}
-      <div id="live">${await deliveriesFragment(ctx)}</div>`,
+    body: html`${form}<div id="live">${await deliveriesFragment(ctx)}</div>`,
     ...(first ? { live: `/console/events?view=deliveries&${filterQuery(p).toString()}` } : {}),
   };
 }

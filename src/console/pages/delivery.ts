@@ -24,41 +24,19 @@ function prettyPayload(payload: string): string {
 }
 
 function apiCallsSection(runs: HandlerRunCalls[]): Html {
-  return html`<section aria-labelledby="api-calls">
-    <h2 id="api-calls">API calls per handler run</h2>
+  return html`<section aria-labelledby="api-calls"><h2 id="api-calls">API calls per handler run</h2>
     ${
       runs.length === 0
         ? html`<p class="note">No handler run of it called the API (or the record has expired).</p>`
         : runs.map(
-            (r) =>
-              html`<table>
-                <caption>
-                  ${r.handler}, attempt ${r.attempt}, started
-                  ${time(new Date(r.at))}${r.dropped > 0 ? html` <span class="note">(${r.dropped} earlier calls not kept)</span>` : ""}
-                </caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Method</th>
-                    <th scope="col">Route</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Duration (ms)</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${r.calls.map(
-                    (c) =>
-                      html`<tr>
-                        <td>${c.method}</td>
-                        <td><code>${c.route}</code></td>
-                        <td>${c.status === 0 ? "no response" : c.status}</td>
-                        <td>${c.ms}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`,
+            (
+              r,
+            ) => html`<table><caption>${r.handler}, attempt ${r.attempt}, started ${time(new Date(r.at))}${r.dropped > 0 ? html` <span class="note">(${r.dropped} earlier calls not kept)</span>` : ""}</caption>
+      <thead><tr><th scope="col">Method</th><th scope="col">Route</th><th scope="col">Status</th><th scope="col">Duration (ms)</th></tr></thead>
+      <tbody>${r.calls.map((c) => html`<tr><td>${c.method}</td><td><code>${c.route}</code></td><td>${c.status === 0 ? "no response" : c.status}</td><td>${c.ms}</td></tr>`)}</tbody></table>`,
           )
     }
-  </section>`;
+    </section>`;
 }
 
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
@@ -83,100 +61,44 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const calls = await storedApiCalls(ctx.deps.store.kv, d.id);
   return {
     title: `Delivery ${d.id}`,
-    body: html` <dl>
-        <dt>Event</dt>
-        <dd>${d.event}${d.action ? `.${d.action}` : ""}</dd>
-        <dt>Repository</dt>
-        <dd>
-          ${d.repository ? html`${d.repository} (<a href="/console/policies/${owner}/${repo}">effective policy</a>)` : "—"}
-        </dd>
-        <dt>Installation</dt>
-        <dd>${d.installationId ?? "—"}</dd>
-        <dt>Status</dt>
-        <dd>${statusBadge(d.status)}</dd>
-        <dt>Attempts</dt>
-        <dd>${d.attempts}</dd>
-        <dt>Received</dt>
-        <dd>${time(d.receivedAt)}</dd>
-        <dt>Updated</dt>
-        <dd>${time(d.updatedAt)}</dd>
-        ${
-          d.status === "failed"
-            ? html`<dt>Next attempt</dt>
-                <dd>${time(d.nextRunAt)}</dd>`
-            : ""
-        }
-        ${
-          d.lastError
-            ? html`<dt>Last error</dt>
-                <dd><code>${d.lastError}</code></dd>`
-            : ""
-        }
-      </dl>
-      ${
-        canReplay && d.status !== "running"
-          ? html`<form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
-              <input type="hidden" name="csrf" value="${ctx.viewer.csrf}" /><input
-                type="hidden"
-                name="back"
-                value="/console/deliveries/${encodeURIComponent(d.id)}"
-              />
-              <button type="submit">Replay this delivery</button>
-            </form>`
-          : ""
-      }
-      <section aria-labelledby="handlers">
-        <h2 id="handlers">Handlers: outcome, decision and reasons</h2>
-        ${
-          found.outcomes.length === 0
-            ? html`<p class="note">No handler has run on it yet.</p>`
-            : html` <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Handler</th>
-                    <th scope="col">Outcome</th>
-                    <th scope="col">Decision and reasons</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Seconds</th>
-                    <th scope="col">At</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${found.outcomes.map(
-                    (o) =>
-                      html`<tr>
-                        <th scope="row">${o.handler}</th>
-                        <td>
-                          ${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">${o.retryable ? "(will be retried)" : "(not retryable)"}</span>` : ""}
-                        </td>
-                        <td>${o.detail ?? ""}</td>
-                        <td>${o.attempts}</td>
-                        <td>${o.seconds.toFixed(3)}</td>
-                        <td>${time(o.updatedAt)}</td>
-                      </tr>`,
-                  )}
-                </tbody>
-              </table>`
-        }
-      </section>
-      ${apiCallsSection(calls)}
-      <section aria-labelledby="headers">
-        <h2 id="headers">Headers</h2>
-        <table>
-          <tbody>
-            ${headers.map(
-              ([k, v]) =>
-                html`<tr>
-                  <th scope="row">${k}</th>
-                  <td>${v}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </section>
-      <section aria-labelledby="payload">
-        <h2 id="payload">Payload</h2>
-        ${showPayload ? html`<pre>${prettyPayload(d.payload)}</pre>` : html`<p><a href="/console/deliveries/${encodeURIComponent(d.id)}?payload=1#payload">Show the payload</a> (${d.payload.length} characters)</p>`}
-      </section>`,
+    body: html`
+    <dl>
+      <dt>Event</dt><dd>${d.event}${d.action ? `.${d.action}` : ""}</dd>
+      <dt>Repository</dt><dd>${d.repository ? html`${d.repository} (<a href="/console/policies/${owner}/${repo}">effective policy</a>)` : "—"}</dd>
+      <dt>Installation</dt><dd>${d.installationId ?? "—"}</dd>
+      <dt>Status</dt><dd>${statusBadge(d.status)}</dd>
+      <dt>Attempts</dt><dd>${d.attempts}</dd>
+      <dt>Received</dt><dd>${time(d.receivedAt)}</dd>
+      <dt>Updated</dt><dd>${time(d.updatedAt)}</dd>
+      ${d.status === "failed" ? html`<dt>Next attempt</dt><dd>${time(d.nextRunAt)}</dd>` : ""}
+      ${d.lastError ? html`<dt>Last error</dt><dd><code>${d.lastError}</code></dd>` : ""}
+    </dl>
+    ${
+      canReplay && d.status !== "running"
+        ? html`<form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
+      <input type="hidden" name="csrf" value="${ctx.viewer.csrf}"><input type="hidden" name="back" value="/console/deliveries/${encodeURIComponent(d.id)}">
+      <button type="submit">Replay this delivery</button></form>`
+        : ""
+    }
+    <section aria-labelledby="handlers"><h2 id="handlers">Handlers: outcome, decision and reasons</h2>
+    ${
+      found.outcomes.length === 0
+        ? html`<p class="note">No handler has run on it yet.</p>`
+        : html`
+    <table><thead><tr><th scope="col">Handler</th><th scope="col">Outcome</th><th scope="col">Decision and reasons</th><th scope="col">Attempts</th><th scope="col">Seconds</th><th scope="col">At</th></tr></thead>
+    <tbody>${found.outcomes.map(
+      (
+        o,
+      ) => html`<tr><th scope="row">${o.handler}</th><td>${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">${o.retryable ? "(will be retried)" : "(not retryable)"}</span>` : ""}</td>
+      <td>${o.detail ?? ""}</td><td>${o.attempts}</td><td>${o.seconds.toFixed(3)}</td><td>${time(o.updatedAt)}</td></tr>`,
+    )}</tbody></table>`
+    }
+    </section>
+    ${apiCallsSection(calls)}
+    <section aria-labelledby="headers"><h2 id="headers">Headers</h2>
+    <table><tbody>${headers.map(([k, v]) => html`<tr><th scope="row">${k}</th><td>${v}</td></tr>`)}</tbody></table></section>
+    <section aria-labelledby="payload"><h2 id="payload">Payload</h2>
+    ${showPayload ? html`<pre>${prettyPayload(d.payload)}</pre>` : html`<p><a href="/console/deliveries/${encodeURIComponent(d.id)}?payload=1#payload">Show the payload</a> (${d.payload.length} characters)</p>`}
+    </section>`,
   };
 }

@@ -18,38 +18,10 @@ export async function policyPage(ctx: PageContext): Promise<PageOut> {
     return { title: `Policy of ${known}`, body: html`<p class="note">The effective policy could not be read now.</p>` };
   return {
     title: `Policy of ${known}`,
-    body: html` <p>
-        Read from:
-        ${view.sources.length ? view.sources.map((s, i) => html`${i ? ", then " : ""}<code>${s}</code>`) : "defaults only"}.
-      </p>
-      ${
-        view.errors.length
-          ? html`<section aria-labelledby="errors">
-              <h2 id="errors">Problems</h2>
-              <ul>
-                ${view.errors.map((e) => html`<li>${e}</li>`)}
-              </ul>
-            </section>`
-          : ""
-      }
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Setting</th>
-            <th scope="col">Value</th>
-            <th scope="col">From</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${view.values.map(
-            (v) =>
-              html`<tr>
-                <th scope="row"><code>${v.path}</code></th>
-                <td><code>${JSON.stringify(v.value)}</code></td>
-                <td>${v.from}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>`,
+    body: html`
+    <p>Read from: ${view.sources.length ? view.sources.map((s, i) => html`${i ? ", then " : ""}<code>${s}</code>`) : "defaults only"}.</p>
+    ${view.errors.length ? html`<section aria-labelledby="errors"><h2 id="errors">Problems</h2><ul>${view.errors.map((e) => html`<li>${e}</li>`)}</ul></section>` : ""}
+    <table><thead><tr><th scope="col">Setting</th><th scope="col">Value</th><th scope="col">From</th></tr></thead>
+    <tbody>${view.values.map((v) => html`<tr><th scope="row"><code>${v.path}</code></th><td><code>${JSON.stringify(v.value)}</code></td><td>${v.from}</td></tr>`)}</tbody></table>`,
   };
 }

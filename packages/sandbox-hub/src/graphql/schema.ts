@@ -9,62 +9,21 @@ export const schema = buildSchema(/* GraphQL */ `
   scalar URI
   scalar GitObjectID
 
-  interface Node {
-    id: ID!
-  }
-  interface Actor {
-    login: String!
-    url: URI!
-  }
-  interface RepositoryOwner {
-    login: String!
-    url: URI!
-  }
-  interface GitObject {
-    id: ID!
-    oid: GitObjectID!
-  }
+  interface Node { id: ID! }
+  interface Actor { login: String! url: URI! }
+  interface RepositoryOwner { login: String! url: URI! }
+  interface GitObject { id: ID! oid: GitObjectID! }
 
-  type User implements Actor & RepositoryOwner & Node {
-    id: ID!
-    login: String!
-    url: URI!
-  }
-  type Organization implements Actor & RepositoryOwner & Node {
-    id: ID!
-    login: String!
-    url: URI!
-  }
-  type Bot implements Actor & Node {
-    id: ID!
-    login: String!
-    url: URI!
-  }
+  type User implements Actor & RepositoryOwner & Node { id: ID! login: String! url: URI! }
+  type Organization implements Actor & RepositoryOwner & Node { id: ID! login: String! url: URI! }
+  type Bot implements Actor & Node { id: ID! login: String! url: URI! }
 
-  type PageInfo {
-    hasNextPage: Boolean!
-    hasPreviousPage: Boolean!
-    endCursor: String
-    startCursor: String
-  }
+  type PageInfo { hasNextPage: Boolean! hasPreviousPage: Boolean! endCursor: String startCursor: String }
 
-  type GitActor {
-    name: String
-    email: String
-    date: GitTimestamp
-    user: User
-  }
+  type GitActor { name: String email: String date: GitTimestamp user: User }
 
-  type Label implements Node {
-    id: ID!
-    name: String!
-    color: String!
-  }
-  type LabelConnection {
-    totalCount: Int!
-    nodes: [Label]
-    pageInfo: PageInfo!
-  }
+  type Label implements Node { id: ID! name: String! color: String! }
+  type LabelConnection { totalCount: Int! nodes: [Label] pageInfo: PageInfo! }
 
   type PullRequest implements Node {
     id: ID!
@@ -83,11 +42,7 @@ export const schema = buildSchema(/* GraphQL */ `
     state: String!
     labels(first: Int, after: String): LabelConnection
   }
-  type PullRequestConnection {
-    totalCount: Int!
-    nodes: [PullRequest]
-    pageInfo: PageInfo!
-  }
+  type PullRequestConnection { totalCount: Int! nodes: [PullRequest] pageInfo: PageInfo! }
 
   type Commit implements GitObject & Node {
     id: ID!
@@ -100,11 +55,7 @@ export const schema = buildSchema(/* GraphQL */ `
     history(first: Int, after: String, since: GitTimestamp, until: GitTimestamp, path: String): CommitHistoryConnection!
     associatedPullRequests(first: Int, after: String): PullRequestConnection
   }
-  type CommitHistoryConnection {
-    totalCount: Int!
-    nodes: [Commit]
-    pageInfo: PageInfo!
-  }
+  type CommitHistoryConnection { totalCount: Int! nodes: [Commit] pageInfo: PageInfo! }
 
   type Repository implements Node {
     id: ID!

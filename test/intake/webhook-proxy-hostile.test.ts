@@ -27,8 +27,13 @@ const MiB = 1024 * 1024;
 const HOSTILE_EVENTS = 100;
 /** A genuine signed delivery after every this many hostile events. */
 const GENUINE_EVERY = 20;
-/** Growth of the child's RSS over its level before the flood that the test allows. */
-const MAX_GROWTH = 64 * MiB;
+/**
+ * Growth of the child's RSS over its level before the flood that the test allows. The flood is
+ * 520 MiB in all, so a proxy that kept events would pass it several times over; a proxy that drops
+ * them as they arrive still leaves some garbage that V8 collects when it chooses (84 MiB was seen on
+ * a loaded machine), which this bound must not mistake for a leak.
+ */
+const MAX_GROWTH = 192 * MiB;
 
 const opened = (examples as { name: string; examples: Record<string, unknown>[] }[])
   .find((e) => e.name === "issues")!

@@ -1,11 +1,16 @@
 import { defineConfig } from "vitest/config";
 import { defaultServerConditions } from "vite";
 
+// Packages resolve as Node resolves them when Steward runs: bundlers' "module" condition is not
+// Node's, and some packages' "module" builds do not load in Node at all (@opentelemetry/api 1.9's
+// extensionless imports, which prom-client requires).
+const conditions = ["steward-source", ...defaultServerConditions.filter((c) => c !== "module")];
+
 export default defineConfig({
   // Workspace packages (the sandbox hub) are imported from their TypeScript sources (their "steward-source"
   // export, as tsconfig.json's customConditions), so a test sees the last edit without a rebuild.
-  resolve: { conditions: ["steward-source", ...defaultServerConditions] },
-  ssr: { resolve: { conditions: ["steward-source", ...defaultServerConditions] } },
+  resolve: { conditions },
+  ssr: { resolve: { conditions } },
   test: {
     include: ["test/**/*.test.ts", "handlers/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     // test/bench holds the benchmark (`npm run bench`) and one smoke test of it with tiny counts.

@@ -158,6 +158,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   // Fires when shutdown begins: start-up work still retrying gives up.
   const stopping = new AbortController();
   metrics.setDeadSource(() => store.browse.countDead());
+  metrics.setOldestDueSource(() => store.deliveries.oldestDueAt());
   const octokits = createOctokitFactory({
     config,
     logger,
@@ -192,6 +193,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       },
       observe: {
         outcome: (handler, status, seconds) => metrics.handlerOutcome(handler, status, seconds),
+        claimed: (seconds) => metrics.queueWait(seconds),
         handlerStart: (handler, state) => metrics.handlerStart(handler, state),
       },
       hardStop,

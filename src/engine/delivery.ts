@@ -223,6 +223,8 @@ export async function runClaimedDelivery(
 ): Promise<void> {
   const { queue } = deps;
   const d = claim.delivery;
+  // Its next run is when it became due (recorded, retry time, replayed or given back): the claim keeps it.
+  deps.observe?.claimed?.(Math.max(0, (Date.now() - d.nextRunAt.getTime()) / 1000));
   const dlog = deps.logger.child({
     delivery: d.id,
     event: d.action ? `${d.event}.${d.action}` : d.event,

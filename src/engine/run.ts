@@ -10,6 +10,8 @@ import { errorText, scrub } from "../log/redact.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
+  /** A delivery was claimed, `seconds` after it was due. */
+  claimed?(seconds: number): void;
 }
 
 export interface RunPathDeps {

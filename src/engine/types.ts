@@ -31,6 +31,8 @@ export interface Engine {
 export interface EngineObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
   handlerStart?(handler: string, state: StartState): void;
+  /** A delivery was claimed, `seconds` after it was due. */
+  claimed?(seconds: number): void;
 }
 
 export interface EngineOptions {

@@ -3,6 +3,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { emitterEventNames } from "@octokit/webhooks";
 import type { IncomingDelivery } from "../store/records.js";
+import { githubTimeOf } from "./github-time.js";
 
 export type Refusal = { status: 400 | 401 | 413 | 415; message: string };
 
@@ -85,7 +86,10 @@ function objectOr(value: unknown): Record<string, unknown> | undefined {
 /** The fields a delivery is routed and listed by, from one parse of its payload; or why it is not a JSON object. */
 function routingFields(
   text: string,
-): { ok: true; action?: string; installationId?: number; repository?: string } | { ok: false; refusal: Refusal } {
+  event: string,
+):
+  | { ok: true; action?: string; installationId?: number; repository?: string; githubAt?: Date }
+  | { ok: false; refusal: Refusal } {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -97,28 +101,34 @@ function routingFields(
   const { action } = payload;
   const id = objectOr(payload.installation)?.id;
   const fullName = objectOr(payload.repository)?.full_name;
+  const named = typeof action === "string" ? action : undefined;
   return {
     ok: true,
-    action: typeof action === "string" ? action : undefined,
+    action: named,
+    githubAt: githubTimeOf(event, named, payload),
     installationId: typeof id === "number" && Number.isSafeInteger(id) ? id : undefined,
     repository: typeof fullName === "string" ? fullName : undefined,
   };
 }
 
-/** Turn a verified body into a delivery, or say why it is not one. */
+/**
+ * Turn a verified body into a delivery, or say why it is not one. `githubAt`: when GitHub says
+ * the event happened (github-time.ts), when the payload says.
+ */
 export function parseDelivery(
   headers: IncomingHttpHeaders,
   body: Buffer,
   receivedAt: Date,
-): { ok: true; delivery: IncomingDelivery } | { ok: false; refusal: Refusal } {
+): { ok: true; delivery: IncomingDelivery; githubAt?: Date } | { ok: false; refusal: Refusal } {
   const encoding = encodingOf(single(headers["content-type"]));
   if (!encoding)
     return { ok: false, refusal: refuseByHeaders(headers) ?? { status: 415, message: "unsupported Content-Type" } };
   const text = payloadText(body, encoding);
   if (text === undefined) return { ok: false, refusal: { status: 400, message: "form body has no payload field" } };
-  const routing = routingFields(text);
+  const event = single(headers["x-github-event"]) as string;
+  const routing = routingFields(text, event);
   if (!routing.ok) return { ok: false, refusal: routing.refusal };
-  const { action, installationId, repository } = routing;
+  const { action, installationId, repository, githubAt } = routing;
   const kept: Record<string, string> = {};
   for (const name of KEPT_HEADERS) {
     const value = single(headers[name]);
@@ -128,7 +138,7 @@ export function parseDelivery(
     ok: true,
     delivery: {
       id: single(headers["x-github-delivery"]) as string,
-      event: single(headers["x-github-event"]) as string,
+      event,
       action,
       installationId,
       repository,
@@ -137,5 +147,6 @@ export function parseDelivery(
       payload: text,
       receivedAt,
     },
+    ...(githubAt ? { githubAt } : {}),
   };
 }

@@ -18,7 +18,11 @@ export interface ReceiverOptions {
   secrets: readonly string[];
   intake: DeliveryIntake;
   logger: Logger;
-  metrics?: { deliveryReceived(event: string, status: number): void };
+  metrics?: {
+    deliveryReceived(event: string, status: number): void;
+    /** Seconds from when GitHub says the event happened to its receipt (github-time.ts), per recorded delivery. */
+    deliveryLag?(event: string, seconds: number): void;
+  };
   /** True once shutdown began: new deliveries are refused with 503 so the sender retries elsewhere/later. */
   isDraining: () => boolean;
   maxBodyBytes?: number;
@@ -128,10 +132,16 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         log.error({ deliveryId, event, error: safeErrorMessage(error) }, "delivery could not be recorded");
         return answer(503, "cannot record the delivery now; deliver again later");
       }
-      const { delivery } = parsed;
+      const { delivery, githubAt } = parsed;
       const prepared = result === "duplicate" ? ALREADY_RECORDED : RECORDED;
-      opts.metrics?.deliveryReceived(metricEventLabel(req.headers, true), prepared.status);
+      const label = metricEventLabel(req.headers, true);
+      opts.metrics?.deliveryReceived(label, prepared.status);
       sendPrepared(res, prepared);
+      // A redelivery of one already recorded says nothing new about GitHub's lag. GitHub's times
+      // have whole seconds, so a clock a little ahead of ours shows as no lag rather than less.
+      if (githubAt && result === "recorded") {
+        opts.metrics?.deliveryLag?.(label, Math.max(0, (delivery.receivedAt.getTime() - githubAt.getTime()) / 1000));
+      }
       // The log line's fields are only gathered when info is on: at warn this path allocates nothing for it.
       if (!log.isLevelEnabled("info")) return;
       if (result === "duplicate") log.info({ deliveryId, event }, "delivery already recorded");

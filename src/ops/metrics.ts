@@ -21,6 +21,12 @@ export interface Metrics {
   setReplicaSource(source: () => Promise<ReplicaEntry[]>): void;
   /** This process minted an installation token. */
   tokenMinted(installationId: string): void;
+  /** Seconds from when GitHub says a delivery's event happened to its receipt (intake/github-time.ts). */
+  deliveryLag(event: string, seconds: number): void;
+  /** Seconds a delivery waited from being due (recorded, retry time, replayed) to its claim by a worker. */
+  queueWait(seconds: number): void;
+  /** Where the due time of the longest-waiting delivery comes from (read at scrape time). */
+  setOldestDueSource(source: () => Promise<Date | undefined>): void;
   /** Where the number of dead deliveries comes from (read at scrape time). */
   setDeadSource(source: () => Promise<number>): void;
   /** Prometheus text exposition. */
@@ -61,6 +67,35 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     "Deliveries parked as dead (steward deliveries list --status dead; replay --status dead)",
     "dead",
   );
+  // GitHub's p95 is under a minute; incidents reached about 40 minutes.
+  const lag = new Histogram({
+    name: "steward_delivery_lag_seconds",
+    help: "From when GitHub says a delivery's event happened (payload timestamps; docs/operations.md) to its receipt, by event",
+    labelNames: ["event"] as const,
+    buckets: [1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200],
+    registers: [registry],
+  });
+  const queueWait = new Histogram({
+    name: "steward_delivery_queue_seconds",
+    help: "From when a delivery was due (recorded, retry time, replayed) to its claim by a worker",
+    buckets: [0.005, 0.025, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600],
+    registers: [registry],
+  });
+  let oldestDue: (() => Promise<Date | undefined>) | undefined;
+  new Gauge({
+    name: "steward_queue_oldest_age_seconds",
+    help: "How long the longest-waiting delivery has been due and not claimed (0: none waiting)",
+    registers: [registry],
+    async collect() {
+      if (!oldestDue) return;
+      try {
+        const at = await oldestDue();
+        this.set(at ? Math.max(0, (Date.now() - at.getTime()) / 1000) : 0);
+      } catch {
+        this.reset();
+      }
+    },
+  });
   const outcomes = new Counter({
     name: "steward_handler_outcomes_total",
     help: "Handler runs, by handler and outcome (done, skipped, failed)",
@@ -169,6 +204,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     },
     setQueueDepthSource(source) {
       sources.depth = source;
+    },
+    deliveryLag(event, seconds) {
+      lag.observe({ event }, seconds);
+    },
+    queueWait(seconds) {
+      queueWait.observe(seconds);
+    },
+    setOldestDueSource(source) {
+      oldestDue = source;
     },
     setDeadSource(source) {
       sources.dead = source;

@@ -41,6 +41,12 @@ export interface DeliveriesPart {
   record(delivery: IncomingDelivery): Promise<"recorded" | "duplicate">;
   /** Deliveries waiting or running (metrics). */
   depth(): Promise<number>;
+  /**
+   * The earliest next run among deliveries waiting to run (queued, or failed and waiting for a
+   * retry), running ones left out: when it lies in the past, the longest-waiting delivery has
+   * waited since then (the queue-age gauge). May lie in the future (only retries are waiting).
+   */
+  oldestDueAt(): Promise<Date | undefined>;
   /** Lease the next due delivery (queued, retry due, or a lease that expired or whose owner died). */
   claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined>;
   /** Lease up to `max` due deliveries, oldest due first. */

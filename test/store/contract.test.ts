@@ -212,6 +212,31 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.leases.pendingWork(new Date())).toBe(0);
     });
 
+    it("tells when the longest-waiting delivery became due, leaving running ones out", async () => {
+      expect(await store.deliveries.oldestDueAt()).toBeUndefined();
+      const before = Date.now();
+      const first = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(first);
+      const second = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(second);
+      const oldest = (await store.deliveries.oldestDueAt())!.getTime();
+      expect(oldest).toBeGreaterThanOrEqual(before - 1);
+      expect(oldest).toBeLessThanOrEqual(Date.now());
+      // Both claimed: nothing is waiting.
+      const claims = await store.deliveries.claimDeliveries(60_000, 2);
+      expect(claims).toHaveLength(2);
+      expect(await store.deliveries.oldestDueAt()).toBeUndefined();
+      // One waits for a retry an hour from now: due then, not now.
+      const retryAt = new Date(Date.now() + 3_600_000);
+      await store.deliveries.finishDelivery(claims[0]!.token, claims[0]!.delivery.id, {
+        status: "failed",
+        retryAt,
+        lastError: "boom",
+      });
+      await store.deliveries.finishDelivery(claims[1]!.token, claims[1]!.delivery.id, { status: "done" });
+      expect((await store.deliveries.oldestDueAt())?.getTime()).toBe(retryAt.getTime());
+    });
+
     it("retries a failed delivery at its time, counts handler attempts, and replays a dead one", async () => {
       const d = deliveryOf("push", examplePayload("push"));
       await store.deliveries.record(d);

@@ -71,6 +71,13 @@ export class PostgresDeliveries implements DeliveriesPart {
     return rows[0]!.n;
   }
 
+  async oldestDueAt(): Promise<Date | undefined> {
+    const { rows } = await this.pool.query<{ at: Date | null }>(
+      `SELECT min(next_run_at) AS at FROM ${this.s}.deliveries WHERE status IN ('queued', 'failed')`,
+    );
+    return rows[0]!.at ?? undefined;
+  }
+
   async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
     return (await this.claimDeliveries(leaseMs, 1))[0];
   }

@@ -209,6 +209,12 @@ export class RedisDeliveries implements DeliveriesPart {
     return due + leased;
   }
 
+  async oldestDueAt(): Promise<Date | undefined> {
+    // The due set holds queued and failed deliveries scored by their next run.
+    const head = await this.client.zrange(this.keys.due, 0, 0, "WITHSCORES");
+    return head.length === 2 ? new Date(Number(head[1])) : undefined;
+  }
+
   async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
     const leased = await this.leases.claim("delivery", leaseMs);
     if (!leased) return undefined;

@@ -128,6 +128,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #finish: Statement;
   readonly #depth: Statement;
   readonly #nextDue: Statement;
+  readonly #oldestDue: Statement;
   readonly #probe: Statement;
   readonly #probeGone: Statement;
   readonly #claim: (leaseMs: number, max: number) => ClaimedDelivery[];
@@ -182,6 +183,9 @@ export class SqliteDeliveries implements DeliveriesPart {
            SELECT min(next_run_at) AS t FROM deliveries WHERE status IN ('queued', 'failed')
            UNION ALL SELECT min(lease_until) FROM deliveries WHERE status = 'running')`,
       )
+      .pluck();
+    this.#oldestDue = db
+      .prepare("SELECT min(next_run_at) FROM deliveries WHERE status IN ('queued', 'failed')")
       .pluck();
     this.#probe = db.prepare("INSERT OR REPLACE INTO kv (key, value, expires_at, updated_at) VALUES (?, ?, NULL, ?)");
     this.#probeGone = db.prepare("DELETE FROM kv WHERE key = ?");
@@ -256,6 +260,11 @@ export class SqliteDeliveries implements DeliveriesPart {
 
   async depth(): Promise<number> {
     return this.#depth.get() as number;
+  }
+
+  async oldestDueAt(): Promise<Date | undefined> {
+    const at = this.#oldestDue.get() as number | null;
+    return at === null ? undefined : new Date(at);
   }
 
   /** What is waiting is committed; later writes are refused. */

@@ -3,7 +3,8 @@
 // a pull request asks more than once: `checks` on `pull_request.synchronize` and again on the
 // `check_suite.requested` GitHub sends for the same head, `secrets` too in the admin repository.
 // What the listing says is fixed by the two commits compared, so it is kept, keyed by them, per
-// installation client (a Steward's own, so nothing crosses between services or installations).
+// installation client (a Steward's own, so nothing crosses between services or installations);
+// a second ask while the first listing is under way waits for it instead of listing again.
 import type { InstallationOctokit } from "../../src/index.js";
 
 export interface ChangedFile {
@@ -28,6 +29,8 @@ const MAX_PAGES = 30;
 const UNDER = ".github/";
 
 const keptBy = new WeakMap<InstallationOctokit, Map<string, ChangedFile[]>>();
+/** Listings under way, by the same key: `checks` and `secrets` on one delivery, or two deliveries for one head. */
+const listingBy = new WeakMap<InstallationOctokit, Map<string, Promise<ChangedFile[]>>>();
 
 /** The most recently used last (a Map keeps insertion order), the least recently used let go past KEPT. */
 function remember(kept: Map<string, ChangedFile[]>, key: string, files: ChangedFile[]): void {
@@ -48,6 +51,25 @@ export async function changedGithubFiles(octokit: InstallationOctokit, pull: Pul
     remember(kept!, key!, known);
     return known;
   }
+  if (!key) return listGithubFiles(octokit, pull);
+  let listing = listingBy.get(octokit);
+  if (!listing) listingBy.set(octokit, (listing = new Map()));
+  const under = listing.get(key);
+  if (under) return under;
+  const pending = listGithubFiles(octokit, pull).then((files) => {
+    if (!kept) keptBy.set(octokit, (kept = new Map()));
+    remember(kept, key, files);
+    return files;
+  });
+  listing.set(key, pending);
+  try {
+    return await pending;
+  } finally {
+    listing.delete(key);
+  }
+}
+
+async function listGithubFiles(octokit: InstallationOctokit, pull: PullCommits): Promise<ChangedFile[]> {
   const files: ChangedFile[] = [];
   for (let page = 1; page <= MAX_PAGES; page++) {
     const res = await octokit.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
@@ -67,10 +89,6 @@ export async function changedGithubFiles(octokit: InstallationOctokit, pull: Pul
       }
     }
     if (res.data.length < 100) break;
-  }
-  if (key) {
-    if (!kept) keptBy.set(octokit, (kept = new Map()));
-    remember(kept, key, files);
   }
   return files;
 }

@@ -38,7 +38,42 @@ async function inTurn<T>(key: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * Runs this process made or updated, with the annotations they carry: the next report of the same
+ * run (a re-run's final answer after its "in progress", the next delivery for one commit) needs no
+ * lookup. Per installation client, as the client is kept per installation. A run is forgotten
+ * after a while and when a write to it fails, and one with many annotations is not remembered
+ * (looking it up costs less than holding them); another replica's later run of the same name is
+ * not seen, so the memory is short.
+ */
+interface KnownRun {
+  id: number;
+  html_url: string | null;
+  annotations: Partial<Annotation>[];
+  at: number;
+}
+const knownBy = new WeakMap<InstallationOctokit, Map<string, KnownRun>>();
+const KNOWN_RUNS = 2000;
+const KNOWN_FOR_MS = 10 * 60_000;
+const KNOWN_ANNOTATIONS = 50;
+
 export function createCheckReporter(octokit: InstallationOctokit, opts: CheckReporterOptions = {}): CheckReporter {
+  let known = knownBy.get(octokit);
+  if (!known) knownBy.set(octokit, (known = new Map()));
+  const runs = known;
+  const recall = (key: string): KnownRun | undefined => {
+    const run = runs.get(key);
+    if (run && Date.now() - run.at < KNOWN_FOR_MS) return run;
+    runs.delete(key);
+    return undefined;
+  };
+  const remember = (key: string, run: Omit<KnownRun, "at">): void => {
+    runs.delete(key);
+    if (run.annotations.length > KNOWN_ANNOTATIONS) return;
+    runs.set(key, { ...run, at: Date.now() });
+    if (runs.size > KNOWN_RUNS) runs.delete(runs.keys().next().value!);
+  };
+
   async function findExisting(report: CheckReport): Promise<ExistingRun | undefined> {
     const { data } = await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
       owner: report.owner,
@@ -68,20 +103,31 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
       // Fit everything first: a malformed action throws here, before any request is made.
       const actions = fitActions(report.actions);
       const key = [report.owner.toLowerCase(), report.repo.toLowerCase(), report.headSha, report.name].join("\0");
-      return inTurn(key, () => send(report, actions));
+      return inTurn(key, async () => {
+        try {
+          return await send(report, actions, key);
+        } catch (e) {
+          runs.delete(key);
+          throw e;
+        }
+      });
     },
   };
 
-  async function send(report: CheckReport, actions: ReturnType<typeof fitActions>): Promise<CheckRunRef> {
+  async function send(report: CheckReport, actions: ReturnType<typeof fitActions>, key: string): Promise<CheckRunRef> {
     const pointer = report.fullReportUrl ?? opts.detailsUrl;
     const title = fitTitle(report.title);
     const summary = fitMarkdown(report.summary, pointer);
     const text = report.text === undefined ? undefined : fitMarkdown(report.text, pointer);
     const wanted = (report.annotations ?? []).map(fitAnnotation);
 
-    const existing = await findExisting(report);
+    const mine = recall(key);
+    const existing: ExistingRun | undefined = mine
+      ? { id: mine.id, html_url: mine.html_url, output: { annotations_count: mine.annotations.length } }
+      : await findExisting(report);
+    const carried = mine ? mine.annotations : existing ? await existingAnnotations(report, existing) : [];
     let plan = { reuse: false, send: wanted };
-    if (existing) plan = planAnnotations(await existingAnnotations(report, existing), wanted);
+    if (existing) plan = planAnnotations(carried, wanted);
     const batches = annotationBatches(plan.send);
 
     const completed = report.conclusion !== undefined;
@@ -128,6 +174,8 @@ export function createCheckReporter(octokit: InstallationOctokit, opts: CheckRep
         output: output(batches[i]!),
       } as any);
     }
+    const reused = existing !== undefined && plan.reuse;
+    remember(key, { ...ref, annotations: reused ? [...carried, ...plan.send] : plan.send });
     return ref;
   }
 

@@ -52,11 +52,51 @@ export function routeDelivery<H extends Routable>(
 }
 
 /**
+ * Events after which a repository's policy files may exist although Steward last found none, with
+ * no push it could have seen: a repository created, renamed, transferred or unarchived, added to
+ * the installation, or readable again (new permissions accepted, unsuspended). They are rare.
+ */
+const REPOSITORY_EVENTS = new Set(["repository", "installation_repositories", "installation"]);
+
+export function renewsRepositories(event: string): boolean {
+  return REPOSITORY_EVENTS.has(event);
+}
+
+/**
  * Whether the engine itself needs the delivery run, whichever handlers take it: a push that may
- * add, change or remove a policy file, so the cached policy of its repository is dropped.
+ * add, change or remove a policy file, or a repository or installation event, so the cached policy
+ * of its repositories is dropped.
  */
 export function engineTakes(delivery: { event: string; payload: string }): boolean {
+  if (REPOSITORY_EVENTS.has(delivery.event)) return true;
   return delivery.event === "push" && pushMayTouchPolicy(delivery.payload);
+}
+
+/**
+ * Pure: the repositories whose cached policy files a repository or installation event makes
+ * unreliable (`owner/name` as the payload names them); none for other events.
+ */
+export function repositoriesRenewed(event: string, payload: unknown): { owner: string; repo: string }[] {
+  if (!REPOSITORY_EVENTS.has(event) || typeof payload !== "object" || payload === null) return [];
+  const p = payload as {
+    repository?: { full_name?: unknown };
+    repositories?: { full_name?: unknown }[];
+    repositories_added?: { full_name?: unknown }[];
+    changes?: { repository?: { name?: { from?: unknown } }; owner?: { from?: { user?: { login?: unknown } } } };
+  };
+  const named = [
+    p.repository,
+    ...(Array.isArray(p.repositories) ? p.repositories : []),
+    ...(Array.isArray(p.repositories_added) ? p.repositories_added : []),
+  ].flatMap((r) => (typeof r?.full_name === "string" ? [r.full_name] : []));
+  // A renamed repository was known under its old name too.
+  const from = p.changes?.repository?.name?.from;
+  if (typeof from === "string" && typeof p.repository?.full_name === "string")
+    named.push(`${p.repository.full_name.split("/")[0]}/${from}`);
+  return named.flatMap((full) => {
+    const [owner, repo, ...rest] = full.split("/");
+    return owner && repo && rest.length === 0 ? [{ owner, repo }] : [];
+  });
 }
 
 /** GitHub lists at most this many commits in a push delivery: a longer push may touch paths it does not list. */

@@ -11,7 +11,13 @@ import { decideDelivery, type RetryPolicy } from "./retry.js";
 import { handlerContext, type ContextDeps, type DeliveryFacts } from "../dispatch/contexts.js";
 import { gatePolicy } from "../dispatch/policy-gate.js";
 import { errorText } from "../log/redact.js";
-import { engineTakes, pushTouchesPolicy, routeDelivery } from "../dispatch/route.js";
+import {
+  engineTakes,
+  pushTouchesPolicy,
+  renewsRepositories,
+  repositoriesRenewed,
+  routeDelivery,
+} from "../dispatch/route.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import type { ApiCallLog } from "./api-calls.js";
 import { outcomeRecord } from "../store/recorded.js";
@@ -173,6 +179,11 @@ async function runHandlers(
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.
   const policyMayChange = pushed !== undefined && engineTakes({ event: d.event, payload: pushed });
+  // A repository or installation event: what was known missing of its repositories may exist now.
+  if (renewsRepositories(d.event)) {
+    const parsed = payload.get();
+    for (const r of parsed ? repositoriesRenewed(d.event, parsed.value) : []) deps.policies.invalidate(r.owner, r.repo);
+  }
   let repo = policyMayChange ? undefined : repositoryNamed(d.repository);
   if (!repo) {
     if (toRun.length === 0 && !policyMayChange) return kept;

@@ -2,7 +2,10 @@
 // repository, path and ref; a cached file is served from memory while fresh, and once stale
 // (or after a push invalidated it) revalidated with If-None-Match (src/api/conditional.ts) so an
 // unchanged file answers 304 and costs no rate limit. A file at a commit SHA never changes and is
-// never refetched.
+// never refetched. A missing file has no ETag to revalidate with (a 404 always costs a request),
+// and most repositories of an organisation have none: it stays known-missing until an event says
+// it may exist now (a push touching a policy path, a repository or installation event: the
+// engine calls `invalidate`), with a long backstop for a replica that never saw that event.
 import type { Logger } from "pino";
 import { requestFnOf, requestIfChanged } from "../api/conditional.js";
 import type { HandlerModule, InstallationOctokit } from "../handler.js";
@@ -19,7 +22,15 @@ export interface PolicyLoaderOptions {
   logger: Logger;
   /** How long a fetched file is trusted without asking again (default 5 minutes). */
   freshMs?: number;
-  /** Files kept in memory at most (default 2000; least recently used go first). */
+  /**
+   * How long a file known to be missing is trusted without asking again (default 1 hour). Events
+   * this service receives invalidate it sooner; the backstop is for the ones another replica ran.
+   */
+  missingFreshMs?: number;
+  /**
+   * Files kept in memory at most (default 20,000, a few hundred bytes each; least recently used go
+   * first): an organisation's every repository, so that what is known missing stays known.
+   */
   maxEntries?: number;
   now?: () => number;
 }
@@ -41,7 +52,10 @@ let versions = 0;
 
 export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
   const freshMs = opts.freshMs ?? 5 * 60_000;
-  const maxEntries = opts.maxEntries ?? 2000;
+  const missingFreshMs = Math.max(freshMs, opts.missingFreshMs ?? 60 * 60_000);
+  const maxEntries = opts.maxEntries ?? 20_000;
+  // Merged policies are recomputed from the kept files without a request: fewer of them are kept.
+  const maxResolved = Math.min(maxEntries, 2000);
   const now = opts.now ?? Date.now;
   const files = new Map<string, FileEntry>();
   const inflight = new Map<string, Promise<FileEntry>>();
@@ -62,7 +76,8 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
     if (cached) {
       keepRecent(files, key, cached, maxEntries);
       const immutable = ref !== undefined && SHA.test(ref);
-      if (immutable || (!cached.stale && now() - cached.checkedAt < freshMs)) return cached;
+      const trusted = cached.text === undefined ? missingFreshMs : freshMs;
+      if (immutable || (!cached.stale && now() - cached.checkedAt < trusted)) return cached;
     }
     let pending = inflight.get(key);
     if (!pending) {
@@ -155,7 +170,7 @@ export function createPolicyLoader(opts: PolicyLoaderOptions): PolicyLoader {
         sources: result.sources,
         given: unusable.length > 0 ? [] : result.given,
       };
-      keepRecent(resolved, key, { inputs, policy }, maxEntries);
+      keepRecent(resolved, key, { inputs, policy }, maxResolved);
       return policy;
     },
 

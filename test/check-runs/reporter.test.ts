@@ -118,11 +118,43 @@ describe("check reporter", () => {
     expect(runs()).toHaveLength(1);
     // Same annotations on the same run are not appended again.
     expect(runs()[0]!.annotations).toHaveLength(3);
+    // Looked up once: the run this client made is known after that.
     const lookups = gh.sent.filter((r) => r.path.endsWith(`/commits/${SHA}/check-runs`));
-    expect(lookups).toHaveLength(5);
+    expect(lookups).toHaveLength(1);
     expect(
       lookups.every((r) => r.query.get("check_name") === "steward/config" && r.query.get("filter") === "latest"),
     ).toBe(true);
+  });
+
+  it("knows the run it made: no lookup before the next report, and the annotations it carries are planned from memory", async () => {
+    const reporter = createCheckReporter(gh.octokit);
+    await reporter.report(report({ conclusion: undefined, status: "in_progress", title: "Checking" }));
+    const lookupsAfterFirst = gh.sent.filter((r) => r.path.endsWith("/check-runs") && r.method === "GET").length;
+    expect(lookupsAfterFirst).toBe(1);
+    // Another reporter on the same installation client (the next delivery) knows it too.
+    await createCheckReporter(gh.octokit).report(report({ annotations: problems(3) }));
+    await createCheckReporter(gh.octokit).report(report({ annotations: problems(4) }));
+    expect(gh.sent.filter((r) => r.path.endsWith("/check-runs") && r.method === "GET")).toHaveLength(1);
+    expect(gh.sent.filter((r) => r.path.includes("/annotations"))).toHaveLength(0);
+    expect(runs()).toHaveLength(1);
+    expect(runs()[0]!.annotations.map((a) => a.message)).toEqual(problems(4).map((a) => a.message));
+    // Annotations that no longer apply: a new run, which is then the one known.
+    await createCheckReporter(gh.octokit).report(report({ conclusion: "success", annotations: [] }));
+    await createCheckReporter(gh.octokit).report(report({ conclusion: "success", title: "Fine" }));
+    expect(runs()).toHaveLength(2);
+    expect(runs()[1]).toMatchObject({ conclusion: "success", output: { title: "Fine" }, annotations: [] });
+    expect(gh.sent.filter((r) => r.path.endsWith("/check-runs") && r.method === "GET")).toHaveLength(1);
+  });
+
+  it("forgets a run whose update failed: the next report looks it up again", async () => {
+    const reporter = createCheckReporter(gh.octokit);
+    await reporter.report(report({ conclusion: undefined, status: "in_progress", title: "Checking" }));
+    gh.hub.control.setFault("/repos/{owner}/{repo}/check-runs/{check_run_id}", { status: 502, times: 1 });
+    await expect(reporter.report(report())).rejects.toMatchObject({ status: 502 });
+    await reporter.report(report());
+    expect(gh.sent.filter((r) => r.path.endsWith(`/commits/${SHA}/check-runs`))).toHaveLength(2);
+    expect(runs()).toHaveLength(1);
+    expect(runs()[0]).toMatchObject({ status: "completed", conclusion: "failure" });
   });
 
   it("updates a reused run's conclusion and sends only annotations it lacks", async () => {

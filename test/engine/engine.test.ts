@@ -249,6 +249,26 @@ describe("routing and outcomes", () => {
     await e.idle();
     expect(policies.invalidated).toEqual([touching.repository.full_name]);
   });
+
+  it("invalidates the policy cache of a repository event's repositories, even with no handler taking it", async () => {
+    const { engine: e, policies } = makeEngine([
+      defineHandler<unknown>({ name: "p", events: ["workflow_run"], async handle() {} }),
+    ]);
+    await e.start();
+    const renamed = examplePayload("repository", "renamed");
+    const added = examplePayload("installation_repositories", "added");
+    await e.intake.record(deliveryOf("repository", renamed));
+    await e.intake.record(deliveryOf("installation_repositories", added));
+    await e.idle();
+    const owner = renamed.repository.full_name.split("/")[0];
+    expect(policies.invalidated.sort()).toEqual(
+      [
+        renamed.repository.full_name,
+        `${owner}/${renamed.changes.repository.name.from}`,
+        ...added.repositories_added.map((r: { full_name: string }) => r.full_name),
+      ].sort(),
+    );
+  });
 });
 
 describe("retries", () => {

@@ -104,11 +104,51 @@ describe("policy loader", () => {
     expect(contentGets()).toHaveLength(2);
     clock += 5000;
     const again = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    // The admin repository has no file: known missing, it is not asked for again (see below).
     const revalidations = contentGets().slice(2);
-    expect(revalidations.map((r) => r.status).sort()).toEqual([304, 404]);
+    expect(revalidations.map((r) => r.status)).toEqual([304]);
     // A 304 is only ever the answer to a conditional read: the loader sent the ETag it kept.
     expect(revalidations.find((r) => r.path.includes("/web/"))!.status).toBe(304);
     expect(again).toBe(first);
+  });
+
+  it("keeps a missing file known missing past its freshness until invalidated, then finds it", async () => {
+    const loader = loaderFor();
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(contentGets().map((r) => r.status)).toEqual([404, 404]);
+    // The file appears without Steward being told: a present file would be revalidated by now.
+    setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
+    clock += 10 * 60_000;
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({
+      config: true,
+    });
+    expect(contentGets()).toHaveLength(2);
+    // The push touching it (or a repository event) invalidates: read again, and found.
+    loader.invalidate("acme", "web");
+    expect((await loader.load(gh.octokit(), { owner: "acme", repo: "web" })).sections.checks).toEqual({
+      config: false,
+    });
+    expect(contentGets().map((r) => r.status)).toEqual([404, 404, 200]);
+  });
+
+  it("asks again for a missing file after the backstop (an event another replica ran)", async () => {
+    const loader = createPolicyLoader({
+      adminRepo: ".github",
+      handlers: testHandlers,
+      logger,
+      freshMs: 1000,
+      missingFreshMs: 60_000,
+      now: () => clock,
+    });
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    clock += 59_000;
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(contentGets()).toHaveLength(2);
+    setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
+    clock += 2_000;
+    const after = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(after.sections.checks).toEqual({ config: false });
+    expect(contentGets().map((r) => r.status)).toEqual([404, 404, 404, 200]);
   });
 
   it("refetches after invalidate and sees the new content", async () => {

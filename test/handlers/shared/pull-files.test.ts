@@ -63,6 +63,23 @@ describe("changedGithubFiles", () => {
     expect(listings() - before).toBe(4);
   });
 
+  it("lists once for concurrent asks about the same two commits, and each caller gets the answer", async () => {
+    const pull = await openWith({ ".github/steward.yml": "checks:\n  config: true\n", "src/a.ts": "a\n" });
+    const before = listings();
+    const answers = await Promise.all([1, 2, 3, 4].map(() => changedGithubFiles(gh.octokit, pull)));
+    for (const a of answers) expect(a).toEqual([{ filename: ".github/steward.yml", status: "added" }]);
+    expect(listings() - before).toBe(1);
+  });
+
+  it("lets a failed listing go: the next ask lists again", async () => {
+    const pull = await openWith({ ".github/steward.yml": "checks:\n  config: true\n" });
+    const before = listings();
+    gh.hub.control.setFault("/repos/{owner}/{repo}/pulls/{pull_number}/files", { status: 502, times: 1 });
+    await expect(changedGithubFiles(gh.octokit, pull)).rejects.toMatchObject({ status: 502 });
+    expect(await changedGithubFiles(gh.octokit, pull)).toEqual([{ filename: ".github/steward.yml", status: "added" }]);
+    expect(listings() - before).toBe(2);
+  });
+
   it("lists again each time when a commit is not known (nothing to key the answer by)", async () => {
     const pull = await openWith({ ".github/steward.yml": "checks:\n  config: true\n" });
     const before = listings();

@@ -10,8 +10,6 @@ import type { ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
-import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import { replicaKeys, type ReplicaEntry } from "../../src/coordination/redis/replicas.js";
 import { slotKey } from "../../src/coordination/redis/write-slots.js";
@@ -22,12 +20,15 @@ import {
   startRetryableRun,
   tallyRerunEffects,
 } from "../torture/crash-harness.js";
-import { dropPrefix, redisUrl } from "./support.js";
+import { dropPrefix, prefixPattern, redisUrl, scanKeys, uniquePrefix } from "./support.js";
+import { connectRedis, type RedisClient } from "../../src/store/redis/connect.js";
 
 const REPLICA = resolve(import.meta.dirname, "fixtures/steward-replica.ts");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface ReplicaRunOptions {
+  /** The Redis the replicas share (default: the test Redis; a Redis Cluster's node for the cluster test). */
+  url?: string;
   replicas: number;
   /** Kills of the write slot's holder (each followed by a restart of the victim). */
   holderKills: number;
@@ -87,7 +88,7 @@ function startReplica(
   env: Record<string, string>,
   onOutput: (label: string, text: string) => void,
 ): Replica {
-  const child = spawnSteward(REPLICA, hub, { STEWARD_REDIS_URL: redisUrl, ...env }, `replica #${n}`, onOutput);
+  const child = spawnSteward(REPLICA, hub, env, `replica #${n}`, onOutput);
   const replica: Replica = { n, ...child, alive: true, url: child.url.then((u) => new URL(u).origin) };
   replica.url.catch(() => undefined);
   void child.exited.then(() => (replica.alive = false));
@@ -130,29 +131,24 @@ async function startBalancer(replicas: () => Replica[], path: string): Promise<{
 }
 
 /** Every value under the deployment's keys, as one text (to look for tokens in it). */
-async function dumpKeys(redis: Redis, patterns: string[]): Promise<string> {
+async function dumpKeys(redis: RedisClient, patterns: string[]): Promise<string> {
   const parts: string[] = [];
   for (const pattern of patterns) {
-    let cursor = "0";
-    do {
-      const [nextCursor, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
-      cursor = nextCursor;
-      for (const key of keys) {
-        const type = await redis.type(key);
-        parts.push(key);
-        if (type === "string") parts.push((await redis.get(key)) ?? "");
-        else if (type === "hash") parts.push(JSON.stringify(await redis.hgetall(key)));
-        else if (type === "zset") parts.push(JSON.stringify(await redis.zrange(key, 0, -1, "WITHSCORES")));
-        else if (type === "list") parts.push(JSON.stringify(await redis.lrange(key, 0, -1)));
-        else if (type === "set") parts.push(JSON.stringify(await redis.smembers(key)));
-        else if (type === "stream") parts.push(JSON.stringify(await redis.xrange(key, "-", "+")));
-      }
-    } while (cursor !== "0");
+    for (const key of await scanKeys(redis, pattern)) {
+      const type = await redis.type(key);
+      parts.push(key);
+      if (type === "string") parts.push((await redis.get(key)) ?? "");
+      else if (type === "hash") parts.push(JSON.stringify(await redis.hgetall(key)));
+      else if (type === "zset") parts.push(JSON.stringify(await redis.zrange(key, 0, -1, "WITHSCORES")));
+      else if (type === "list") parts.push(JSON.stringify(await redis.lrange(key, 0, -1)));
+      else if (type === "set") parts.push(JSON.stringify(await redis.smembers(key)));
+      else if (type === "stream") parts.push(JSON.stringify(await redis.xrange(key, "-", "+")));
+    }
   }
   return parts.join("\n");
 }
 
-async function registryOf(redis: Redis, prefix: string): Promise<ReplicaEntry[]> {
+async function registryOf(redis: RedisClient, prefix: string): Promise<ReplicaEntry[]> {
   const keys = replicaKeys(prefix);
   const ids = await redis.zrange(keys.index, 0, -1);
   if (ids.length === 0) return [];
@@ -165,13 +161,15 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
   const started = Date.now();
   const log = opts.log ?? (() => undefined);
   const onOutput = opts.onOutput ?? (() => undefined);
-  const prefix = `steward-test:${randomUUID()}:`;
+  const url = opts.url ?? redisUrl;
+  const prefix = uniquePrefix();
   const env = {
+    STEWARD_REDIS_URL: url,
     STEWARD_TEST_REDIS_PREFIX: prefix,
     STEWARD_TEST_WRITE_INTERVAL_MS: String(opts.writeIntervalMs),
   };
   const hub = await createHub({ randomSeed: 19, ...(opts.tokens ? { tokens: opts.tokens } : {}) });
-  const redis = new Redis(redisUrl);
+  const redis = await connectRedis(url, undefined, "steward-test");
   const replicas: Replica[] = [];
   let balancer: Server | undefined;
   try {
@@ -271,7 +269,7 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
       log(
         `write gap ${g} ms: ${writeRecords[i]!.method} ${writeRecords[i]!.path} -> ${writeRecords[i + 1]!.method} ${writeRecords[i + 1]!.path}`,
       );
-    const dump = await dumpKeys(redis, [`${prefix.replace(/[*?[\]\\]/g, "\\$&")}*`]);
+    const dump = await dumpKeys(redis, [prefixPattern(prefix)]);
     const issued = hub.state.tokens.installationTokens();
     return {
       runs: runs.length,
@@ -297,6 +295,6 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     await new Promise((r) => (balancer ? balancer.close(r) : r(undefined)));
     redis.disconnect();
     await hub.close();
-    await dropPrefix(prefix);
+    await dropPrefix(prefix, url);
   }
 }

@@ -1,13 +1,15 @@
 // The store contract (src/store/contract.ts), one suite over every backend: every part the
 // engine, the intake, the console and handlers rely on must hold for SQLite, Redis and
-// PostgreSQL alike. Redis and PostgreSQL cases skip (with a printed reason) when no server answers.
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+// PostgreSQL alike, and for Redis Cluster (three primaries started here from the machine's
+// redis-server). Redis and PostgreSQL cases skip (with a printed reason) when no server answers.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defineHandler, type Outcome } from "../../src/handler.js";
 import type { Store } from "../../src/store/types.js";
 import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.js";
 import type { RedisStore } from "../../src/store/redis/store.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
+import { clusterAvailable, startRedisCluster, type TestCluster } from "../redis/cluster-support.js";
 import type { PostgresStore } from "../../src/store/postgres/store.js";
 import { postgresStores, postgresUp } from "../postgres/support.js";
 
@@ -533,3 +535,12 @@ function contract(makeBackend: () => Promise<Backend>) {
 describe("sqlite store", () => contract(sqliteBackend));
 describe.skipIf(!redisUp)("redis store", () => contract(redisBackend));
 describe.skipIf(!postgresUp)("postgres store", () => contract(async () => postgresStores()));
+describe.skipIf(!clusterAvailable)("redis cluster store", () => {
+  // One cluster for the suite; each test its own prefix, so its keys hash to a slot of their own (on any of the three nodes).
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 120_000);
+  afterAll(async () => cluster?.stop());
+  contract(async () => redisStores(cluster.url));
+});

@@ -6,7 +6,7 @@ import type { StewardConfig } from "../../config/types.js";
 import type { ClientCoordination } from "../../api/types.js";
 import { createSharedTokenCache, type SharedTokenCache } from "./token-cache.js";
 import { connectRedis } from "../../store/redis/connect.js";
-import { defaultRedisPrefix } from "../../store/redis/keys.js";
+import { checkRedisPrefix, defaultRedisPrefix } from "../../store/redis/keys.js";
 import { startReplicaRegistry, type ReplicaEntry, type ReplicaRegistry } from "./replicas.js";
 import { RedisWriteSlots } from "./write-slots.js";
 
@@ -31,7 +31,7 @@ export interface Cluster {
 }
 
 export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
-  const prefix = opts.prefix ?? defaultRedisPrefix;
+  const prefix = checkRedisPrefix(opts.prefix ?? defaultRedisPrefix);
   const client = await connectRedis(opts.url, opts.logger, "steward-cluster");
   const tokens = createSharedTokenCache({
     client,

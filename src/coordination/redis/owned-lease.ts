@@ -1,7 +1,7 @@
 // A named lease in Redis held by one owner for a short time: a key whose value is the owner,
 // with an expiry the owner renews while it works. A holder that dies stops renewing and the
 // lease lapses within its TTL; only the owner can renew or release it.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/connect.js";
 import { defineScript, type Script } from "../../store/redis/script.js";
 
 // KEYS: lease. ARGV: owner, ttlMs. Taken when free; renewed (and kept) when already ours.
@@ -20,7 +20,7 @@ export class OwnedLeases {
   readonly #acquire: Script;
   readonly #keep: Script;
 
-  constructor(client: Redis) {
+  constructor(client: RedisClient) {
     this.#acquire = defineScript(client, "stewardOwnedLeaseAcquire", 1, acquireLua);
     this.#keep = defineScript(client, "stewardOwnedLeaseKeep", 1, keepLua);
   }

@@ -1,7 +1,7 @@
 // Which replicas of a deployment are alive and what each holds, kept in Redis for the
 // operator (/metrics) and for tests: every replica writes its entry once a second with a
 // short expiry, so a replica that died drops out within a few seconds.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/connect.js";
 import type { Logger } from "pino";
 import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
 
@@ -44,7 +44,7 @@ function ownerOf(token: string): string {
 }
 
 export function startReplicaRegistry(opts: {
-  client: Redis;
+  client: RedisClient;
   prefix: string;
   holds(): ReplicaHolds;
   logger?: Logger;

@@ -7,7 +7,7 @@
 // yields nothing usable. A process keeps the tokens it uses in memory as well, so an API call
 // costs no Redis round trip until its token is due.
 import { createHash } from "node:crypto";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/connect.js";
 import type { Logger } from "pino";
 import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
 import { OwnedLeases } from "./owned-lease.js";
@@ -27,7 +27,7 @@ const MAX_WAIT_MS = 15_000;
 const STILL_GOOD_MS = 60_000;
 
 export interface SharedTokenCacheOptions {
-  client: Redis;
+  client: RedisClient;
   /** Key prefix of the deployment (the Redis store's). */
   prefix: string;
   privateKey: string;

@@ -10,7 +10,7 @@
 // flight, and its `minTime` counts from when a turn is granted rather than from when the
 // previous write was answered, so a replica that sends late ends up closer than the gap to the
 // next replica's write.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/connect.js";
 import type { WriteSlots, WriteTurn } from "../../api/types.js";
 import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
 import { defineScript, type Script } from "../../store/redis/script.js";
@@ -64,7 +64,7 @@ export class RedisWriteSlots implements WriteSlots {
   #seq = 0;
 
   constructor(
-    client: Redis,
+    client: RedisClient,
     private readonly prefix: string,
     private readonly owner = PROCESS_OWNER,
     private readonly ttlMs = WRITE_SLOT_TTL_MS,

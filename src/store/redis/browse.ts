@@ -2,7 +2,7 @@
 // delivery, per repository, per event, dead letters), merged when the reader may see several
 // repositories, then filtered on the delivery hashes read in one pipeline per batch. Outcome
 // filters and the overview's counts run inside Redis (Lua): one round trip, not one per batch.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 import type { DeliveryStatus } from "../records.js";
 import { defineScript, optional, optionalNumber, type Script } from "./script.js";
 import type { RedisKeys } from "./keys.js";
@@ -154,7 +154,7 @@ export class RedisBrowse implements BrowsePart {
   #indexedFrom: number | undefined;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.#activity = defineScript(client, "stewardBrowseActivity", 1, activityLua);
@@ -339,7 +339,7 @@ export class RedisBrowse implements BrowsePart {
     };
   }
 
-  async #exec<T>(fill: (p: ReturnType<Redis["pipeline"]>) => void): Promise<T[]> {
+  async #exec<T>(fill: (p: ReturnType<RedisClient["pipeline"]>) => void): Promise<T[]> {
     const p = this.client.pipeline();
     fill(p);
     return ((await p.exec()) ?? []).map(([error, value]) => {

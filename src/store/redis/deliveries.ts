@@ -1,7 +1,7 @@
 // Deliveries in Redis: the intake (SET NX on the body is the dedup) and the leased queue
 // with per-handler outcomes. Each state change is one Lua script, so two replicas never
 // lease the same delivery and a run whose lease was taken back writes nothing.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 import type {
   AttemptRecord,
   ClaimedDelivery,
@@ -165,7 +165,7 @@ export class RedisDeliveries implements DeliveriesPart {
   readonly #purge: Script;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly leases: RedisLeases,
   ) {

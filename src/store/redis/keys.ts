@@ -4,8 +4,37 @@
 
 export const defaultRedisPrefix = "{steward}:";
 
+/**
+ * The hash tag of a key prefix, as Redis Cluster reads it: what lies between the first `{` and
+ * the first `}` after it, when not empty. A prefix with one puts every key of the deployment in
+ * one slot, so every script and transaction of the store stays on one node.
+ */
+export function hashTagOf(prefix: string): string | undefined {
+  const open = prefix.indexOf("{");
+  if (open < 0) return undefined;
+  const close = prefix.indexOf("}", open + 1);
+  return close > open + 1 ? prefix.slice(open + 1, close) : undefined;
+}
+
+/**
+ * A key prefix Steward can use: one with a hash tag, on a standalone Redis as on a cluster (the
+ * same layout serves both, and a deployment can move to a cluster as it is).
+ */
+export function checkRedisPrefix(prefix: string): string {
+  if (hashTagOf(prefix) === undefined) {
+    const inner = prefix.replace(/[{}]/g, "").replace(/:$/, "") || "steward";
+    throw new Error(
+      `Redis key prefix ${JSON.stringify(prefix)} has no hash tag: every key of a deployment must hash to one slot ` +
+        `(Redis Cluster runs a multi-key step only within one slot); wrap its name in braces, e.g. ${JSON.stringify(`{${inner}}:`)}`,
+    );
+  }
+  return prefix;
+}
+
 export class RedisKeys {
-  constructor(readonly prefix: string) {}
+  constructor(readonly prefix: string) {
+    checkRedisPrefix(prefix);
+  }
 
   // deliveries
   /** Header and payload JSON, written with SET NX: the dedup of delivery ids. */

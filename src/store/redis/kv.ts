@@ -1,7 +1,7 @@
 // The handler-facing Store over Redis: claims are SET NX with a PX expiry (Redis expires
 // them itself), values are JSON strings, a lexicographic zset indexes keys for prefix
 // listing, and the audit trail is a capped stream.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 import type { AuditEntry, KeyValue } from "../types.js";
 import type { RedisKeys } from "./keys.js";
 import { defineScript, type Script } from "./script.js";
@@ -59,7 +59,7 @@ export class RedisKv implements KvPart {
   readonly #replaceIf: Script;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly auditCap = DEFAULT_AUDIT_CAP,
   ) {

@@ -1,7 +1,7 @@
 // Leases over both deliveries and tasks in Redis, found by token through one hash
 // (token -> ref). Renewal, a graceful hand-back and the recovery of work whose owner died
 // are one script with three modes, so all three check the same ownership rule.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 import { leaseOwnerDead, newLeaseToken } from "../../lifecycle/process-owner.js";
 import type { RedisKeys } from "./keys.js";
 import { defineScript, pairs, type Script } from "./script.js";
@@ -77,7 +77,7 @@ export class RedisLeases implements LeasesPart {
   readonly #claim: Script;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly keys: RedisKeys,
   ) {
     this.#lease = defineScript(client, "stewardLease", 5, leaseLua);

@@ -1,11 +1,11 @@
 // Typed wrapper over ioredis' defineCommand: every multi-key step of the Redis store is one
 // Lua script, so it is atomic with respect to every other replica.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 
 export type ScriptArg = string | number | Buffer;
 export type Script = (keys: string[], args: ScriptArg[]) => Promise<unknown>;
 
-export function defineScript(client: Redis, name: string, numberOfKeys: number, lua: string): Script {
+export function defineScript(client: RedisClient, name: string, numberOfKeys: number, lua: string): Script {
   client.defineCommand(name, { numberOfKeys, lua });
   const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[name]!;
   return (keys, args) => {

@@ -6,7 +6,7 @@
 // Durability: record() resolves once Redis acknowledged the write. That survives a crash of
 // Steward; it survives a crash of Redis only with an append-only file (appendonly yes,
 // appendfsync everysec loses at most ~1 s of writes, always loses none). See docs/redis.md.
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 import type { Logger } from "pino";
 import {
   DEFAULT_AUDIT_CAP,
@@ -18,7 +18,7 @@ import {
   type TasksPart,
 } from "../contract.js";
 import { connectRedis, describeRedisUrl, persistenceOf, warnAboutPersistence } from "./connect.js";
-import { defaultRedisPrefix, RedisKeys } from "./keys.js";
+import { checkRedisPrefix, defaultRedisPrefix, RedisKeys } from "./keys.js";
 import { RedisDeliveries } from "./deliveries.js";
 import { RedisBrowse } from "./browse.js";
 import { RedisTasks } from "./tasks.js";
@@ -45,11 +45,11 @@ export class RedisStore implements StewardStore {
   readonly browse: RedisBrowse;
   readonly tasks: TasksPart;
   readonly leases: LeasesPart;
-  readonly #client: Redis;
+  readonly #client: RedisClient;
   readonly #deliveries: RedisDeliveries;
   #closed = false;
 
-  constructor(client: Redis, where: string, opts: RedisStoreOptions = {}) {
+  constructor(client: RedisClient, where: string, opts: RedisStoreOptions = {}) {
     this.#client = client;
     this.where = where;
     this.keys = new RedisKeys(opts.prefix ?? defaultRedisPrefix);
@@ -102,6 +102,7 @@ export class RedisStore implements StewardStore {
 /** Connect (failing fast with a message that names the server but never its credentials) and open the store. */
 export async function openRedisStore(url: string, opts: RedisStoreOptions = {}): Promise<RedisStore> {
   const where = describeRedisUrl(url);
+  checkRedisPrefix(opts.prefix ?? defaultRedisPrefix);
   const client = await connectRedis(url, opts.logger, "steward-store");
   warnAboutPersistence(await persistenceOf(client), where, opts.logger);
   opts.logger?.debug({ redis: where, prefix: opts.prefix ?? defaultRedisPrefix }, "store opened");

@@ -1,7 +1,7 @@
 // Scheduled tasks in Redis: one hash per (handler, key), a due zset by run time and a
 // leased zset by lease expiry. A task re-scheduled during its own run becomes a new
 // generation, so finishing the old run leaves it alone (periodic work re-schedules itself).
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect.js";
 import type { ClaimedTask, ScheduleRequest, StoredTask, TaskDecision, TaskStatus } from "../records.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
@@ -80,7 +80,7 @@ export class RedisTasks implements TasksPart {
   readonly #finish: Script;
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly keys: RedisKeys,
     private readonly leases: RedisLeases,
   ) {

@@ -18,6 +18,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // Most test files wait on processes, sockets and services rather than compute, so three
+    // workers keep two cores busy (Vitest's default on two cores is one). Every test holds under
+    // that load: they wait for conditions, never for time.
+    maxWorkers: 3,
     // Fails any test file after which a secret is found in plaintext (output, check runs, stores).
     setupFiles: ["test/support/leak-guard.ts"],
   },

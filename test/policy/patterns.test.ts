@@ -132,7 +132,7 @@ describe("policy file bounds", () => {
   });
 
   it("refuse a file of too many values, aliases or not, quickly", () => {
-    const started = performance.now();
+    // Parsing and locating problems in these once took seconds; the test's timeout stops a regression.
     const list = `rerun:\n  branches: [${Array(30_000).fill("1").join(",")}]\n`;
     expect(brief(list)).toEqual([
       expect.stringMatching(/^\.github\/steward\.yml:2:\d+ the document has more than 20000 values$/),
@@ -141,8 +141,6 @@ describe("policy file bounds", () => {
     expect(brief(nested)).toEqual([
       expect.stringMatching(/^\.github\/steward\.yml:\d+:\d+ the document has more than 20000 values$/),
     ]);
-    // Generous: on the old code these took seconds of parsing and locating problems.
-    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it("refuse nesting deeper than the bound at the place it goes too deep, block or flow", () => {

@@ -5,7 +5,7 @@
 //
 // Durability: record() resolves once Redis acknowledged the write. That survives a crash of
 // Steward; it survives a crash of Redis only with an append-only file (appendonly yes,
-// appendfsync everysec loses at most ~1 s of writes, always loses none). See docs/redis.md.
+// appendfsync everysec loses at most ~1 s of writes, always loses none). See docs/scale-out.md.
 import type { RedisClient } from "./connect.js";
 import type { Logger } from "pino";
 import {

@@ -78,11 +78,10 @@ describe("calendar rules far from their start", () => {
 
 describe("rules past a bound hold, naming the rule", () => {
   it("a rule whose parts never meet returns (it used to loop forever) and holds", () => {
-    const started = performance.now();
+    // A loop that never ends fails this test by its timeout.
     const result = decide({
       freeze: [{ rrule: "FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30", start: "2026-01-01T00:00", duration: "1h" }],
     });
-    expect(performance.now() - started).toBeLessThan(5000);
     expect(result.decision).toBe("wait");
     expect(result.reasons[0]).toMatch(
       /^freeze rrule FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30 from 00:00 for 1h UTC cannot be evaluated \(/,

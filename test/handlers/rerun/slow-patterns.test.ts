@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SandboxStack } from "../../../src/sandbox/stack.js";
 import { validatePolicyText } from "../../../src/policy/validate.js";
 import rerun from "../../../handlers/rerun/index.js";
-import { watchResponsiveness } from "../../support/responsiveness.js";
+import { watchResponsiveness, HEALTH_BOUND_MS, PING_BOUND_MS } from "../../support/responsiveness.js";
 import { newRepo, outcomesOf, rerunPolicyYaml, rerunPosts, settle, startRerunStack, stewardOf } from "./stack.js";
 
 let stack: SandboxStack;
@@ -57,8 +57,8 @@ describe("log patterns as slow as validation allows", () => {
     expect(failures).toEqual([]);
     expect(health.length).toBeGreaterThan(5);
     expect(pings.length).toBeGreaterThan(2);
-    expect(Math.max(...health)).toBeLessThan(1000);
-    expect(Math.max(...pings)).toBeLessThan(2000);
+    expect(Math.max(...health)).toBeLessThan(HEALTH_BOUND_MS);
+    expect(Math.max(...pings)).toBeLessThan(PING_BOUND_MS);
     const outcomes = await outcomesOf(stack, run.id);
     expect(outcomes).toEqual([
       {

@@ -67,22 +67,19 @@ class UnparsablePayload extends Error {}
  * The delivery's payload, parsed the first time something reads it: a handler reading
  * `ctx.payload`, or a push that may change the policy. A handler that decides from the event, the
  * action and its policy alone (off for the repository, an action it does not act on) costs no
- * parse: for a 20 KB payload the parse and its garbage are most of such a run's cost.
+ * parse.
  */
 class LazyPayload {
   #value: unknown;
   #state: "unread" | "parsed" | "unparsable" = "unread";
 
-  constructor(
-    /** The stored text, read when first asked for (a store may read it from disk only then). */
-    private readonly text: () => string,
-  ) {}
+  constructor(private readonly text: string) {}
 
   /** The parsed payload, or undefined when the text is not JSON. */
   get(): { value: unknown } | undefined {
     if (this.#state === "unread") {
       try {
-        this.#value = JSON.parse(this.text());
+        this.#value = JSON.parse(this.text);
         this.#state = "parsed";
       } catch {
         this.#state = "unparsable";
@@ -172,13 +169,11 @@ async function runHandlers(
   const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
 
-  // A push's text is read once, both to see whether it may touch a policy file and to parse it.
-  const pushed = d.event === "push" ? d.payload : undefined;
-  const payload = new LazyPayload(pushed === undefined ? () => d.payload : () => pushed);
+  const payload = new LazyPayload(d.payload);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.
-  const policyMayChange = pushed !== undefined && engineTakes({ event: d.event, payload: pushed });
+  const policyMayChange = d.event === "push" && engineTakes({ event: d.event, payload: d.payload });
   // A repository or installation event: what was known missing of its repositories may exist now.
   if (renewsRepositories(d.event)) {
     const parsed = payload.get();

@@ -42,7 +42,9 @@ export function watchResponsiveness(baseUrl: string, webhookUrl: string, secret:
       await new Promise((r) => setTimeout(r, pauseMs));
     }
   };
-  const healthLoop = loop(health, 50, () => fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(HEALTH_BOUND_MS * 2) }));
+  const healthLoop = loop(health, 50, () =>
+    fetch(`${baseUrl}/healthz`, { signal: AbortSignal.timeout(HEALTH_BOUND_MS * 2) }),
+  );
   const pingLoop = loop(pings, 200, () => {
     const body = JSON.stringify(ping);
     const headers = {

@@ -4,7 +4,12 @@
 // the name the run carries.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createWorld, ORG, REPO, type World } from "./world.js";
-import { watchResponsiveness, type Responsiveness, HEALTH_BOUND_MS, PING_BOUND_MS } from "../../support/responsiveness.js";
+import {
+  watchResponsiveness,
+  type Responsiveness,
+  HEALTH_BOUND_MS,
+  PING_BOUND_MS,
+} from "../../support/responsiveness.js";
 
 let w: World;
 beforeEach(async () => {

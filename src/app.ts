@@ -208,6 +208,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       depth: () => running0.intake.depth(),
       replay: (id) => running0.replay(id),
       handlers,
+      handlerStarts: () => running0.handlerStarts(),
       budget,
       baseUrl: publicBase,
       policyOf: async (owner, repo) => {

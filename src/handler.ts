@@ -283,6 +283,11 @@ export interface ConsoleContext {
   html(strings: TemplateStringsArray, ...values: unknown[]): ConsoleHtml;
   /** A `<time>` element in UTC; `never` for undefined. */
   time(at: Date | number | undefined): ConsoleHtml;
+  /**
+   * Markdown as check runs and reasons are written (code spans, emphasis, links), rendered safely:
+   * HTML in it is shown as text and links go only to http(s) addresses. `inline` for one line.
+   */
+  markdown(text: string, opts?: { inline?: boolean }): ConsoleHtml;
 }
 
 export interface ConsoleTask {

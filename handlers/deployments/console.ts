@@ -30,7 +30,7 @@ async function deploymentsPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
       (
         w,
       ) => html`<tr><td>${w.gate.owner}/${w.gate.repo}</td><td>${w.gate.environment}</td><td>${w.gate.runId}</td><td><code>${w.sha.slice(0, 12)}</code></td>
-      <td>${time(new Date(w.requestedAt))}</td><td>${w.lastComment ?? "its policy's conditions"}</td><td>${time(nextRun(w))}</td></tr>`,
+      <td>${time(new Date(w.requestedAt))}</td><td>${w.lastComment ? ctx.markdown(w.lastComment) : "its policy's conditions"}</td><td>${time(nextRun(w))}</td></tr>`,
     )}</tbody></table>`
     }
     </section>
@@ -44,7 +44,7 @@ async function deploymentsPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
       (
         a,
       ) => html`<tr><td>${time(a.at)}</td><td>${a.details.repository}</td><td>${a.details.environment}</td><td>${a.details.runId}</td><td>${a.details.state}</td>
-      <td>${Array.isArray(a.details.reasons) ? html`<ul>${(a.details.reasons as unknown[]).map((r) => html`<li>${r}</li>`)}</ul>` : ""}</td></tr>`,
+      <td>${Array.isArray(a.details.reasons) ? html`<ul>${(a.details.reasons as unknown[]).map((r) => html`<li>${ctx.markdown(String(r), { inline: true })}</li>`)}</ul>` : ""}</td></tr>`,
     )}</tbody></table>`
     }
     </section>`;

@@ -16,6 +16,19 @@ function where(scope: TargetRecord["scope"]): string {
       : String(scope.repo ?? "");
 }
 
+/**
+ * Whether GitHub's record of the target is newer than Steward's own write, compared as instants:
+ * the same moment spelled `…17Z` and `…17.000Z` is no drift. One second of slack, as the plan allows:
+ * both are whole seconds, and the API may stamp its Date before it finishes the write.
+ */
+export function driftOf(r: Pick<TargetRecord, "remoteUpdatedAt" | "serverWrittenAt">): string {
+  if (!r.remoteUpdatedAt || !r.serverWrittenAt) return "not known";
+  const remote = Date.parse(r.remoteUpdatedAt);
+  const ours = Date.parse(r.serverWrittenAt);
+  if (!Number.isFinite(remote) || !Number.isFinite(ours)) return "not known";
+  return remote > ours + 1000 ? "changed outside Steward" : "none seen";
+}
+
 /** The organisation a sync task is for, when it names one. */
 const orgOf = (t: ConsoleTask) => (t.data as { org?: unknown } | undefined)?.org;
 const kindOf = (t: ConsoleTask) => (t.data as { kind?: string }).kind;
@@ -54,7 +67,7 @@ async function secretsPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
           (
             r,
           ) => html`<tr><td>${r.kind}</td><td>${r.name}</td><td>${where(r.scope)}</td><td><code>${r.fingerprint.slice(0, 16)}</code></td><td>${time(new Date(r.writtenAt))}</td>
-          <td>${r.remoteUpdatedAt && r.serverWrittenAt && r.remoteUpdatedAt > r.serverWrittenAt ? "changed outside Steward" : "none seen"}</td></tr>`,
+          <td>${driftOf(r)}</td></tr>`,
         )}</tbody></table>`
         }
         <h3>Recent writes</h3>

@@ -11,7 +11,7 @@ import type { ConsoleDeps, PageContext } from "./types.js";
 import { overviewPage } from "./pages/overview.js";
 import { deliveriesPage } from "./pages/deliveries.js";
 import { deliveryPage } from "./pages/delivery.js";
-import { deadPage, replayAction } from "./pages/dead.js";
+import { deadPage, replayAction, type ActionResult } from "./pages/dead.js";
 import { policyPage } from "./pages/policy.js";
 import { handlerPages, handlerRoutes } from "./handler-pages.js";
 import { liveStream } from "./live.js";
@@ -29,7 +29,7 @@ const MAX_FORM_BYTES = 16 * 1024;
 export const MAX_URL_CHARS = 4_096;
 /** Requests one person (a login) may have in flight at once, live streams aside; more wait for a 429. */
 export const MAX_IN_FLIGHT_PER_LOGIN = 8;
-/** "Replay all" runs at once: one per person, a few in all (each may queue up to 1,000). */
+/** "Replay all" runs (and their confirmations) at once: one per person, a few in all (each may queue up to 1,000). */
 const MAX_BULK_REPLAYS = 4;
 /** Revocations remembered in memory besides the store (the store is the authority). */
 const MAX_REMEMBERED_REVOCATIONS = 10_000;
@@ -505,7 +505,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
           return tooMany(res, "Other replays of all matching dead letters are running.");
         bulkReplays.add(person);
       }
-      let done: string | undefined;
+      let done: ActionResult | undefined;
       try {
         done = await replayAction(ctx, form);
       } finally {
@@ -522,7 +522,8 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
           viewer,
         );
       }
-      return redirect(res, done);
+      if ("page" in done) return renderPage(res, done.page, viewer);
+      return redirect(res, done.redirect);
     }
     if (method !== "GET" && method !== "HEAD") {
       send(res, 405, "<!doctype html><title>Method not allowed</title><p>Method not allowed.</p>", {

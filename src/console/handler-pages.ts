@@ -5,6 +5,7 @@ import type { ConsoleContext, ConsolePage } from "../handler.js";
 import { webBaseOf } from "./github.js";
 import { html, time, type Html, type PageOut } from "./html.js";
 import type { PageContext } from "./types.js";
+import { markdown, markdownInline } from "./markdown.js";
 
 export interface HandlerPage extends ConsolePage {
   handler: string;
@@ -53,6 +54,7 @@ export function handlerContext(ctx: PageContext, handler: string): ConsoleContex
     webUrl: webBaseOf(deps.apiUrl),
     html,
     time,
+    markdown: (text, opts) => (opts?.inline ? markdownInline(text) : markdown(text)),
   };
 }
 

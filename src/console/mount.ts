@@ -6,7 +6,8 @@ import type { HandlerModule } from "../handler.js";
 import { generatedConfigFiles } from "../policy/schema.js";
 import { ApiBudget } from "./budget.js";
 import { createConsole, type ConsoleRoutes } from "./console.js";
-import type { ConsoleDeps, ConsoleStore, PolicyView } from "./types.js";
+import type { ConsoleDeps, ConsoleStore, HandlerStartView, PolicyView } from "./types.js";
+import type { HandlerStartStatus } from "../engine/handler-starts.js";
 
 export { ApiBudget };
 
@@ -31,12 +32,25 @@ export function detailsUrlFor(
   return deliveryId ? `${base}/console/deliveries/${encodeURIComponent(deliveryId)}` : `${base}/console`;
 }
 
+function startViews(
+  handlers: readonly HandlerModule<any>[],
+  recorded: readonly HandlerStartStatus[],
+): HandlerStartView[] {
+  return handlers.map((h) => {
+    const found = recorded.find((r) => r.handler === h.name);
+    if (found) return { ...found };
+    return { handler: h.name, state: h.start ? "not recorded" : "no start step", attempts: 0 };
+  });
+}
+
 export function mountConsole(opts: {
   config: StewardConfig;
   store: ConsoleStore;
   depth(): Promise<number>;
   replay(id: string): Promise<void>;
   handlers: readonly HandlerModule<any>[];
+  /** The engine's record of the handlers' starts. */
+  handlerStarts?(): readonly HandlerStartStatus[];
   budget: ApiBudget;
   baseUrl(): string;
   policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
@@ -49,6 +63,7 @@ export function mountConsole(opts: {
     depth: opts.depth,
     replay: opts.replay,
     handlers: opts.handlers.map((h) => h.name),
+    ...(opts.handlerStarts ? { handlerStarts: () => startViews(opts.handlers, opts.handlerStarts!()) } : {}),
     handlerConsoles: opts.handlers.flatMap((h) => (h.console ? [{ handler: h.name, console: h.console }] : [])),
     appId: config.appId,
     apiUrl: config.apiUrl,

@@ -6,12 +6,16 @@ import type { Viewer } from "./html.js";
 import type { ApiBudget } from "./budget.js";
 import type { ReplicaEntry } from "../coordination/redis/replicas.js";
 import type { HandlerConsole } from "../handler.js";
+import type { HandlerStartStatus, StartState } from "../engine/handler-starts.js";
 
 export interface ConsoleStore {
   readonly browse: StewardStore["browse"];
   readonly deliveries: Pick<StewardStore["deliveries"], "getDelivery">;
-  /** `set`: sign-out's revocation record, which every replica and every later process reads. */
-  readonly kv: Pick<StewardStore["kv"], "get" | "set" | "list" | "auditLog">;
+  /**
+   * `set`: sign-out's revocation record, which every replica and every later process reads, and the
+   * record of what people did to deliveries (`audit` too).
+   */
+  readonly kv: Pick<StewardStore["kv"], "get" | "set" | "list" | "audit" | "auditLog">;
   readonly tasks: Pick<StewardStore["tasks"], "listTasks">;
 }
 
@@ -21,6 +25,8 @@ export interface ConsoleDeps {
   depth(): Promise<number>;
   replay(deliveryId: string): Promise<void>;
   handlers: readonly string[];
+  /** Each handler's start as the engine recorded it, in the handlers' order. */
+  handlerStarts?(): readonly HandlerStartView[];
   /** What handlers show in the console: their pages and overview sections. */
   handlerConsoles?: readonly { handler: string; console: HandlerConsole }[];
   appId: number;
@@ -57,4 +63,9 @@ export interface PageContext {
   /** The path's segments after `/console/`, percent-decoded (malformed escapes never reach a page: 400). */
   segments: readonly string[];
   deps: ConsoleDeps;
+}
+
+/** A handler's start: the engine's record, or that it has no start step, or that none was recorded yet. */
+export interface HandlerStartView extends Omit<HandlerStartStatus, "state"> {
+  state: StartState | "no start step" | "not recorded";
 }

@@ -180,7 +180,16 @@ describe("what an owner and a member see and may do", () => {
     await settle();
     expect(world.pushRuns()).toBe(runs + 1);
     // Still refused by the handler: dead again, and "replay all matching" finds it once more.
-    const all = await owner.visit("/console/dead/replay", { form: { csrf, repository: "acme/service-billing" } });
+    // "Replay all" first names what it would replay; nothing runs until that is confirmed.
+    const filter = { csrf, repository: "acme/service-billing" };
+    const asked = await owner.visit("/console/dead/replay", { form: filter });
+    expect(asked.status).toBe(200);
+    expect(asked.text).toContain('Replay <strong data-k="count">1</strong> dead letter matching');
+    expect(asked.text).toContain(deadId);
+    await settle();
+    expect(world.pushRuns()).toBe(runs + 1);
+    const confirmed = /name="confirmed" value="([^"]+)"/.exec(asked.text)![1]!;
+    const all = await owner.visit("/console/dead/replay", { form: { ...filter, confirmed } });
     expect(all.text).toContain("Queued again: 1 delivery.");
     await settle();
     expect(world.pushRuns()).toBe(runs + 2);

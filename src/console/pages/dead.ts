@@ -1,94 +1,181 @@
-// /console/dead (owners): dead letters of the owner's organisations; replay one, or every
-// one matching the filter (bounded per request).
+// /console/dead (owners): dead letters of the owner's organisations; replay one, or every one
+// matching the filter shown. "Replay all" first shows what it would replay (the count, the filter
+// and the deliveries) and runs only on a confirmation of exactly that set: a filter the page
+// cannot apply is refused, and a set that changed in between is shown again instead of replayed.
+import { createHash } from "node:crypto";
 import { html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
+import type { DeliverySummary } from "../../store/browse.js";
+import { recordAction } from "../actions.js";
 import { deliveryRows } from "./deliveries.js";
-import { filterQuery, filtersOf } from "./filters.js";
+import { describeFilters, filterQuery, matches, readFilters, refusalNote } from "./filters.js";
 import { mayAct, ownedScope } from "./scope.js";
 
-/** Replays one request may start at most: a bigger backlog takes several clicks, not one unbounded loop. */
-const MAX_REPLAY = 1_000;
+/** Replays one confirmation may start at most: a bigger backlog takes several, not one unbounded loop. */
+export const MAX_REPLAY = 1_000;
+/** Deliveries a confirmation names one by one; the rest are counted. */
+const NAMED_IN_CONFIRMATION = 25;
 
 export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
-  const filters = filtersOf(p, ctx.deps.handlers);
+  const filters = readFilters(p, ctx.deps.handlers);
   const found = await ctx.deps.store.browse.browseDeliveries({
-    ...filters,
+    ...filters.query,
     status: "dead",
     repositories: ownedScope(ctx),
   });
   // The repository names the installation; a row recorded under another installation is not shown.
-  const page = { ...found, items: found.items.filter((d) => mayAct(ctx, d)) };
+  const page = { ...found, items: found.items.filter((d) => mayAct(ctx, d) && matches(filters, d)) };
   const older = filterQuery(p);
   if (page.next) older.set("cursor", page.next);
   const done = p.get("replayed");
+  const doneCount = done !== null && /^\d{1,6}$/.test(done) ? Number(done) : undefined;
   return {
     title: "Dead letters",
     body: html`
-    ${done !== null ? html`<p role="status">Queued again: ${done} ${done === "1" ? "delivery" : "deliveries"}.</p>` : ""}
+    ${doneCount !== undefined ? html`<p role="status">Queued again: ${doneCount} ${doneCount === 1 ? "delivery" : "deliveries"}.</p>` : ""}
+    ${refusalNote(filters.refused)}
     <form class="filters" method="get" action="/console/dead" aria-label="Filter dead letters">
-      <label>Event<input name="event" value="${p.get("event") ?? ""}" size="18"></label>
+      <label>Event<input name="event" value="${p.get("event") ?? ""}" size="24"></label>
       <label>Repository<input name="repository" value="${p.get("repository") ?? ""}" size="24"></label>
       <button type="submit">Filter</button></form>
     ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf } })}
     ${page.next ? html`<p><a href="/console/dead?${older.toString()}" rel="next">Older dead letters</a></p>` : ""}
     ${
-      page.items.length
+      page.items.length && filters.refused.length === 0
         ? html`<form method="post" action="/console/dead/replay">
       <input type="hidden" name="csrf" value="${ctx.viewer.csrf}">
       ${[...filterQuery(p)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
-      <button type="submit">Replay all dead letters matching this filter</button></form>`
+      <button type="submit">Replay all dead letters matching this filter…</button>
+      <span class="note">(${describeFilters(p)}; the next page shows how many and asks you to confirm)</span></form>`
         : ""
     }`,
   };
 }
 
-/**
- * Runs a replay form; returns where to go next, or undefined when the viewer may not replay the
- * delivery named (unknown ones alike: the answer does not tell whether it exists). Only deliveries
- * of installations whose account the viewer owns, each checked by its installation and repository.
- */
-export async function replayAction(ctx: PageContext, form: URLSearchParams): Promise<string | undefined> {
-  const back = form.get("back");
-  if (ctx.segments[0] === "deliveries") {
-    const id = ctx.segments[1]!;
-    const found = await ctx.deps.store.deliveries.getDelivery(id);
-    if (!found || !mayAct(ctx, found.delivery)) return undefined;
-    let count = 0;
-    try {
-      await ctx.deps.replay(id);
-      count = 1;
-    } catch {
-      count = 0;
-    }
-    const target = back === "/console/dead" ? "/console/dead" : `/console/deliveries/${encodeURIComponent(id)}`;
-    return `${target}${target.includes("?") ? "&" : "?"}replayed=${count}`;
-  }
-  const filters = filtersOf(form, ctx.deps.handlers);
-  let count = 0;
-  let cursor: string | undefined;
+/** Every dead letter the viewer may replay that matches the filters, newest first, at most MAX_REPLAY (+1 to tell there are more). */
+async function matching(ctx: PageContext, form: URLSearchParams): Promise<DeliverySummary[]> {
+  const filters = readFilters(form, ctx.deps.handlers);
+  const out: DeliverySummary[] = [];
   const seen = new Set<string>();
+  let cursor: string | undefined;
   do {
     const page = await ctx.deps.store.browse.browseDeliveries({
-      ...filters,
+      ...filters.query,
       ...(cursor ? { cursor } : {}),
       status: "dead",
       repositories: ownedScope(ctx),
       limit: 200,
     });
     for (const d of page.items) {
-      if (count >= MAX_REPLAY || seen.has(d.id) || !mayAct(ctx, d)) continue;
+      if (seen.has(d.id) || !mayAct(ctx, d) || !matches(filters, d)) continue;
       seen.add(d.id);
-      try {
-        await ctx.deps.replay(d.id);
-        count++;
-      } catch {
-        // running meanwhile, or gone: not replayed, the count says so
-      }
+      out.push(d);
+      if (out.length > MAX_REPLAY) return out;
     }
     cursor = page.next;
-  } while (cursor && count < MAX_REPLAY);
+  } while (cursor);
+  return out;
+}
+
+/** What a confirmation names: the exact deliveries, so a changed set is never replayed unseen. */
+function digestOf(items: readonly DeliverySummary[]): string {
+  const h = createHash("sha256");
+  for (const id of items.map((d) => d.id).sort()) h.update(`${id}\n`);
+  return h.digest("base64url").slice(0, 32);
+}
+
+export type ActionResult = { redirect: string } | { page: PageOut };
+
+function confirmation(
+  ctx: PageContext,
+  form: URLSearchParams,
+  items: readonly DeliverySummary[],
+  more: boolean,
+  changed: boolean,
+): PageOut {
+  const filter = describeFilters(form);
+  const back = `/console/dead?${filterQuery(form).toString()}`;
+  if (items.length === 0) {
+    return {
+      title: "Nothing to replay",
+      body: html`${changed ? html`<p role="alert">The matching dead letters changed since you confirmed: nothing was replayed.</p>` : ""}
+      <p>No dead letter you may replay matches <strong>${filter}</strong>. Nothing was replayed.</p><p><a href="${back}">Back to the dead letters</a></p>`,
+    };
+  }
+  const n = items.length;
+  const noun = n === 1 ? "dead letter" : "dead letters";
+  return {
+    title: "Confirm the replay",
+    body: html`
+    ${changed ? html`<p role="alert">The matching dead letters changed since you confirmed: nothing was replayed yet. Check the list again.</p>` : ""}
+    <p>Replay <strong data-k="count">${n}</strong> ${noun} matching <strong data-k="filter">${filter}</strong>${more ? html` (the newest ${MAX_REPLAY}; more match, replay them afterwards)` : ""}:</p>
+    <ul>${items.slice(0, NAMED_IN_CONFIRMATION).map((d) => html`<li><a href="/console/deliveries/${encodeURIComponent(d.id)}">${d.id}</a> ${d.event}${d.action ? `.${d.action}` : ""} ${d.repository ?? ""}</li>`)}</ul>
+    ${n > NAMED_IN_CONFIRMATION ? html`<p class="note">and ${n - NAMED_IN_CONFIRMATION} more.</p>` : ""}
+    <form method="post" action="/console/dead/replay">
+      <input type="hidden" name="csrf" value="${ctx.viewer.csrf}">
+      ${[...filterQuery(form)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
+      <input type="hidden" name="confirmed" value="${digestOf(items)}">
+      <button type="submit">Replay these ${n} ${noun}</button> <a href="${back}">Cancel</a></form>`,
+  };
+}
+
+async function replayOne(ctx: PageContext, id: string, note?: string): Promise<boolean> {
+  let ok = false;
+  let why: string | undefined;
+  try {
+    await ctx.deps.replay(id);
+    ok = true;
+  } catch (error) {
+    // running meanwhile, or gone: not replayed, and the record says so
+    why = error instanceof Error ? error.message.slice(0, 200) : "not replayed";
+  }
+  await recordAction(ctx.deps.store, id, {
+    action: "replay",
+    login: ctx.viewer.login,
+    at: Date.now(),
+    ok,
+    ...(note || why ? { note: [note, why].filter(Boolean).join(": ") } : {}),
+  });
+  return ok;
+}
+
+/**
+ * Runs a replay form; returns where to go next or a page to show, or undefined when the viewer may
+ * not replay the delivery named (unknown ones alike: the answer does not tell whether it exists).
+ * Only deliveries of installations whose account the viewer owns, each checked by its installation and repository.
+ */
+export async function replayAction(ctx: PageContext, form: URLSearchParams): Promise<ActionResult | undefined> {
+  const back = form.get("back");
+  if (ctx.segments[0] === "deliveries") {
+    const id = ctx.segments[1]!;
+    const found = await ctx.deps.store.deliveries.getDelivery(id);
+    if (!found || !mayAct(ctx, found.delivery)) return undefined;
+    const count = (await replayOne(ctx, id)) ? 1 : 0;
+    const target = back === "/console/dead" ? "/console/dead" : `/console/deliveries/${encodeURIComponent(id)}`;
+    return { redirect: `${target}?replayed=${count}` };
+  }
+  const filters = readFilters(form, ctx.deps.handlers);
+  if (filters.refused.length) {
+    return {
+      page: {
+        status: 400,
+        title: "Filter refused",
+        body: html`${refusalNote(filters.refused)}<p>Nothing was replayed: the filter shown cannot be applied as written.</p>
+        <p><a href="/console/dead">Back to the dead letters</a></p>`,
+      },
+    };
+  }
+  const found = await matching(ctx, form);
+  const more = found.length > MAX_REPLAY;
+  const items = found.slice(0, MAX_REPLAY);
+  const confirmed = form.get("confirmed");
+  if (!confirmed || confirmed !== digestOf(items)) {
+    return { page: confirmation(ctx, form, items, more, confirmed !== null && confirmed !== "") };
+  }
+  let count = 0;
+  for (const d of items) if (await replayOne(ctx, d.id, "replay of all matching dead letters")) count++;
   const q = filterQuery(form);
   q.set("replayed", String(count));
-  return `/console/dead?${q.toString()}`;
+  return { redirect: `/console/dead?${q.toString()}` };
 }

@@ -1,7 +1,7 @@
 // /console/deliveries: newest first, filtered, a page at a time; the first page updates live.
 import { html, statusBadge, time, type Html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
-import { DELIVERY_STATUSES, filterQuery, filtersOf, OUTCOMES } from "./filters.js";
+import { DELIVERY_STATUSES, filterQuery, matches, OUTCOMES, readFilters, refusalNote } from "./filters.js";
 import type { DeliveryPage } from "../../store/browse.js";
 import { maySee } from "./scope.js";
 
@@ -29,12 +29,10 @@ export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string
 }
 
 export async function deliveriesFragment(ctx: PageContext): Promise<Html> {
-  const found = await ctx.deps.store.browse.browseDeliveries({
-    ...filtersOf(ctx.url.searchParams, ctx.deps.handlers),
-    repositories: ctx.scope,
-  });
+  const filters = readFilters(ctx.url.searchParams, ctx.deps.handlers);
+  const found = await ctx.deps.store.browse.browseDeliveries({ ...filters.query, repositories: ctx.scope });
   // The query selects by repository name; each row is checked by its installation too.
-  const page = { ...found, items: found.items.filter((d) => maySee(ctx, d)) };
+  const page = { ...found, items: found.items.filter((d) => maySee(ctx, d) && matches(filters, d)) };
   const older = new URLSearchParams(filterQuery(ctx.url.searchParams));
   if (page.next) older.set("cursor", page.next);
   return html`${deliveryRows(page)}${page.next ? html`<p><a href="/console/deliveries?${older.toString()}" rel="next">Older deliveries</a></p>` : ""}`;
@@ -47,7 +45,7 @@ function select(name: string, label: string, options: readonly string[], current
 export async function deliveriesPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
   const form = html`<form class="filters" method="get" action="/console/deliveries" aria-label="Filter deliveries">
-    <label>Event<input name="event" value="${p.get("event") ?? ""}" pattern="[a-z_]+" size="18"></label>
+    <label>Event<input name="event" value="${p.get("event") ?? ""}" size="24"></label>
     ${select("repository", "Repository", [...ctx.scope].sort(), p.get("repository"))}
     ${select("handler", "Handler", ctx.deps.handlers, p.get("handler"))}
     ${select("outcome", "Handler outcome", OUTCOMES, p.get("outcome"))}
@@ -58,7 +56,7 @@ export async function deliveriesPage(ctx: PageContext): Promise<PageOut> {
   const first = !p.get("cursor");
   return {
     title: "Deliveries",
-    body: html`${form}<div id="live">${await deliveriesFragment(ctx)}</div>`,
+    body: html`${refusalNote(readFilters(p, ctx.deps.handlers).refused)}${form}<div id="live">${await deliveriesFragment(ctx)}</div>`,
     ...(first ? { live: `/console/events?view=deliveries&${filterQuery(p).toString()}` } : {}),
   };
 }

@@ -4,6 +4,8 @@
 import { html, statusBadge, time, type Html, type PageOut } from "../html.js";
 import { storedApiCalls, type HandlerRunCalls } from "../../engine/api-calls.js";
 import type { PageContext } from "../types.js";
+import type { AttemptRecord, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
+import { actionsOf, type ActionRecord } from "../actions.js";
 import { mayAct, maySee } from "./scope.js";
 
 // Signatures are dropped when stored; anything credential-like is also never shown.
@@ -39,6 +41,39 @@ function apiCallsSection(runs: HandlerRunCalls[]): Html {
     </section>`;
 }
 
+/**
+ * What becomes of a failed handler run, from the delivery's own state: only a delivery waiting for
+ * its retry will be retried; a dead letter runs again only when someone replays it.
+ */
+function failedNote(d: StoredDelivery, o: HandlerOutcomeRecord): string {
+  if (d.status === "dead") return "dead letter: not retried; it runs again only if replayed";
+  if (d.status === "failed") return o.retryable ? `retry due ${d.nextRunAt.toISOString()}` : "not retryable";
+  if (d.status === "queued" || d.status === "running") return "running again now";
+  return o.retryable ? "retryable" : "not retryable";
+}
+
+/** Every handler run and every action people took on the delivery, in the order they happened. */
+function historySection(attempts: readonly AttemptRecord[], actions: readonly ActionRecord[]): Html {
+  const rows = [
+    ...attempts.map((a) => ({
+      at: a.at.getTime(),
+      row: html`<tr data-kind="attempt"><td>${time(a.at)}</td><td>${a.handler}, attempt ${a.attempt}</td><td>${statusBadge(a.status)}</td><td>${a.detail ?? ""}</td></tr>`,
+    })),
+    ...actions.map((a) => ({
+      at: a.at,
+      row: html`<tr data-kind="action"><td>${time(a.at)}</td><td>${a.action === "replay" ? "replayed" : "acknowledged"} by <strong>${a.login}</strong></td><td>${a.ok ? "done" : "not done"}</td><td>${a.note ?? ""}</td></tr>`,
+    })),
+  ].sort((x, y) => x.at - y.at);
+  return html`<section aria-labelledby="history"><h2 id="history">History: attempts and actions</h2>
+    ${
+      rows.length === 0
+        ? html`<p class="note">No handler run or action recorded yet.</p>`
+        : html`<table><thead><tr><th scope="col">At</th><th scope="col">What</th><th scope="col">Result</th><th scope="col">Detail or error</th></tr></thead>
+    <tbody>${rows.map((r) => r.row)}</tbody></table>
+    <p class="note">Run times are recorded for each handler's latest run (the table above), not for earlier attempts.</p>`
+    }</section>`;
+}
+
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   // The router checked the id's form (a 400 otherwise).
   const id = ctx.segments[1]!;
@@ -58,16 +93,22 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const showPayload = ctx.url.searchParams.get("payload") === "1";
   const canReplay = mayAct(ctx, d);
   const [owner, repo] = (d.repository ?? "").split("/");
-  const calls = await storedApiCalls(ctx.deps.store.kv, d.id);
+  const [calls, actions] = await Promise.all([
+    storedApiCalls(ctx.deps.store.kv, d.id),
+    actionsOf(ctx.deps.store, d.id),
+  ]);
+  const replays = actions.filter((a) => a.action === "replay" && a.ok).length;
+  const replayed = ctx.url.searchParams.get("replayed");
   return {
     title: `Delivery ${d.id}`,
     body: html`
+    ${replayed === "1" ? html`<p role="status">Queued again: 1 delivery.</p>` : replayed === "0" ? html`<p role="alert">Not replayed (it may be running): see the history.</p>` : ""}
     <dl>
       <dt>Event</dt><dd>${d.event}${d.action ? `.${d.action}` : ""}</dd>
       <dt>Repository</dt><dd>${d.repository ? html`${d.repository} (<a href="/console/policies/${owner}/${repo}">effective policy</a>)` : "—"}</dd>
       <dt>Installation</dt><dd>${d.installationId ?? "—"}</dd>
       <dt>Status</dt><dd>${statusBadge(d.status)}</dd>
-      <dt>Attempts</dt><dd>${d.attempts}</dd>
+      <dt>Attempts</dt><dd>${d.attempts}${replays ? html` since the last replay (replayed ${replays} ${replays === 1 ? "time" : "times"}: see the history)` : ""}</dd>
       <dt>Received</dt><dd>${time(d.receivedAt)}</dd>
       <dt>Updated</dt><dd>${time(d.updatedAt)}</dd>
       ${d.status === "failed" ? html`<dt>Next attempt</dt><dd>${time(d.nextRunAt)}</dd>` : ""}
@@ -89,11 +130,12 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
     <tbody>${found.outcomes.map(
       (
         o,
-      ) => html`<tr><th scope="row">${o.handler}</th><td>${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">${o.retryable ? "(will be retried)" : "(not retryable)"}</span>` : ""}</td>
+      ) => html`<tr><th scope="row">${o.handler}</th><td>${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">(${failedNote(d, o)})</span>` : ""}</td>
       <td>${o.detail ?? ""}</td><td>${o.attempts}</td><td>${o.seconds.toFixed(3)}</td><td>${time(o.updatedAt)}</td></tr>`,
     )}</tbody></table>`
     }
     </section>
+    ${historySection(found.attempts, actions)}
     ${apiCallsSection(calls)}
     <section aria-labelledby="headers"><h2 id="headers">Headers</h2>
     <table><tbody>${headers.map(([k, v]) => html`<tr><th scope="row">${k}</th><td>${v}</td></tr>`)}</tbody></table></section>

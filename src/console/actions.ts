@@ -1,0 +1,52 @@
+// What people did to deliveries through the console (replay, acknowledge), recorded when they did
+// it: per delivery, so its page lists who did what and when beside its attempts, and in the audit
+// trail. A delivery's page states only what is recorded here; an action that failed says so.
+import { randomBytes } from "node:crypto";
+import type { ConsoleStore } from "./types.js";
+
+export type ActionKind = "replay" | "acknowledge";
+
+export interface ActionRecord {
+  action: ActionKind;
+  login: string;
+  at: number;
+  /** Whether it took effect (a replay of a running delivery does not). */
+  ok: boolean;
+  /** Why not, or what it was part of (`bulk`: a replay of every matching dead letter). */
+  note?: string;
+}
+
+/** As long as dead letters and finished deliveries are kept, and then some. */
+const ACTION_TTL_MS = 30 * 86_400_000;
+/** The newest shown per delivery: a page stays bounded however often someone clicks. */
+export const MAX_ACTIONS_SHOWN = 50;
+
+const prefixOf = (deliveryId: string) => `console:action:${deliveryId}:`;
+
+/** The record of a dead letter someone acknowledged (it must not run again): the dead page hides it. */
+export function acknowledgedKey(deliveryId: string): string {
+  return `console:acknowledged:${deliveryId}`;
+}
+
+export async function recordAction(store: ConsoleStore, deliveryId: string, record: ActionRecord): Promise<void> {
+  // Time first, zero-padded: the prefix listing returns them in the order they happened.
+  const key = `${prefixOf(deliveryId)}${String(record.at).padStart(15, "0")}:${randomBytes(4).toString("hex")}`;
+  await store.kv.set(key, record, { ttlMs: ACTION_TTL_MS });
+  await store.kv.audit({
+    kind: `console_${record.action}`,
+    source: "console",
+    details: {
+      delivery: deliveryId,
+      login: record.login,
+      ok: record.ok,
+      ...(record.note ? { note: record.note } : {}),
+    },
+    at: new Date(record.at),
+  });
+}
+
+/** Actions on a delivery, oldest first (the newest MAX_ACTIONS_SHOWN). */
+export async function actionsOf(store: ConsoleStore, deliveryId: string): Promise<ActionRecord[]> {
+  const rows = await store.kv.list<ActionRecord>(prefixOf(deliveryId));
+  return rows.slice(-MAX_ACTIONS_SHOWN).map((r) => r.value);
+}

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import type { Logger } from "pino";
 import type { StewardConfig } from "./config/types.js";
+import { ConfigError } from "./config/env.js";
 import type { HandlerModule } from "./handler.js";
 import type { OctokitFactory } from "./api/types.js";
 import { createLogger } from "./log/logger.js";
@@ -103,6 +104,20 @@ function closeServer(server: Server, graceMs: number): Promise<void> {
   });
 }
 
+/** The built-in handlers STEWARD_BUILTIN_HANDLERS enables; an unknown name is a configuration error naming the known ones. */
+export function enabledBuiltins(which: StewardConfig["builtinHandlers"]): readonly HandlerModule<any>[] {
+  if (which === undefined || which === "all") return builtinHandlers;
+  if (which === "none") return [];
+  const known = builtinHandlers.map((h) => h.name);
+  const unknown = which.filter((n) => !known.includes(n));
+  if (unknown.length > 0)
+    throw new ConfigError(
+      "STEWARD_BUILTIN_HANDLERS",
+      `names an unknown handler ${unknown.map((n) => `"${n}"`).join(", ")} (built-in handlers: ${known.join(", ")}; or all, none)`,
+    );
+  return builtinHandlers.filter((h) => which.includes(h.name));
+}
+
 export async function createSteward(opts: CreateStewardOptions): Promise<Steward> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
@@ -111,7 +126,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const containment = createContainment({ logger, secrets: configSecrets(config) });
   const handlers = containment.contain(
     opts.handlers ?? [
-      ...builtinHandlers,
+      ...enabledBuiltins(config.builtinHandlers),
       ...(await loadHandlerModules(config.handlerPaths, { config, logger, containment })),
     ],
     { builtin: builtinHandlers },

@@ -26,6 +26,10 @@ export const coreCommands: Record<string, Command> = {
     summary: "run the service (with no APP_ID: against the sandbox hub)",
     load: lazy(() => import("./commands/start.js")),
   },
+  run: {
+    summary: "host Probot apps or handler modules, and only them (like probot run): steward run ./app.js [APP...]",
+    load: lazy(() => import("./commands/run.js")),
+  },
   validate: {
     summary: "check policy files: steward validate FILE...",
     load: lazy(() => import("./commands/validate.js")),

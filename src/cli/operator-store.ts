@@ -2,7 +2,7 @@
 // set, else Redis when STEWARD_REDIS_URL is, else the SQLite file in STEWARD_DATA_DIR), so they
 // see and change what the service does.
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { StoreSettings } from "../config/types.js";
 import { openSqliteStore, storeFileName, type SqliteStore } from "../store/sqlite/store.js";
@@ -30,4 +30,18 @@ export async function openOperatorStore(
   if (settings.redisUrl) return openRedisStore(settings.redisUrl, logger);
   if (opts.mustExist && !existsSync(join(settings.dataDir, storeFileName))) return undefined;
   return openSqliteStore(settings.dataDir, logger);
+}
+
+/** Where `steward start` keeps the sandbox's store when STEWARD_DATA_DIR is not set. */
+export const SANDBOX_DATA_DIR = "./.steward/sandbox";
+
+/**
+ * With no APP_ID and no STEWARD_DATA_DIR (the sandbox's setting), operator commands read the
+ * sandbox's store when the default directory holds none: what the sandbox's console shows.
+ */
+export function sandboxFallback(settings: StoreSettings, env: NodeJS.ProcessEnv): StoreSettings {
+  if (env.APP_ID?.trim() || env.STEWARD_DATA_DIR?.trim() || settings.redisUrl || settings.postgresUrl) return settings;
+  const sandbox = resolve(SANDBOX_DATA_DIR);
+  if (existsSync(join(settings.dataDir, storeFileName)) || !existsSync(join(sandbox, storeFileName))) return settings;
+  return { ...settings, dataDir: sandbox };
 }

@@ -343,6 +343,20 @@ export function loadHandlerPaths(env: NodeJS.ProcessEnv): string[] {
   return list(env, "STEWARD_HANDLERS");
 }
 
+/** STEWARD_BUILTIN_HANDLERS: `all` (default), `none`, or the built-in handlers' names (checked against the list when the service starts). */
+export function loadBuiltinHandlers(env: NodeJS.ProcessEnv): "all" | "none" | string[] {
+  const names = list(env, "STEWARD_BUILTIN_HANDLERS");
+  if (names.length === 0 || (names.length === 1 && names[0] === "all")) return "all";
+  if (names.length === 1 && names[0] === "none") return "none";
+  const bad = names.find((n) => !/^[a-z][a-z0-9-]*$/.test(n));
+  if (bad !== undefined)
+    throw new ConfigError(
+      "STEWARD_BUILTIN_HANDLERS",
+      `has "${bad}", not a handler name (use all, none, or names such as rerun,deployments)`,
+    );
+  return names;
+}
+
 /** Parse and validate the configuration; throws ConfigError (one line) on the first problem. */
 export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const id = appId(env);
@@ -366,6 +380,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     dataDir: notedPath(resolve(read(env, "STEWARD_DATA_DIR") ?? "./.steward")),
     adminRepo: adminRepo(env),
     handlerPaths: loadHandlerPaths(env),
+    builtinHandlers: loadBuiltinHandlers(env),
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
     maxAttempts: integer(env, "STEWARD_MAX_ATTEMPTS", 5, 1, 100),
     shutdownTimeoutMs: duration(env, "STEWARD_SHUTDOWN_TIMEOUT", "25s"),

@@ -17,6 +17,11 @@ export interface StewardConfig {
   adminRepo: string;
   /** Extra handler module paths (STEWARD_HANDLERS, comma-separated). */
   handlerPaths: string[];
+  /**
+   * Which built-in handlers run (STEWARD_BUILTIN_HANDLERS: `all`, the default, `none`, or names
+   * such as `rerun,deployments`). Optional so hand-built configs may omit it; absent means all.
+   */
+  builtinHandlers?: "all" | "none" | string[];
   /** Worker pool size. */
   concurrency: number;
   /** Handler attempts before a delivery is parked as dead. */

@@ -2,7 +2,7 @@
 // manifest for every built-in handler plus `issues: write` (for modules you add), kept equal here;
 // each built-in handler's demo scenario plays through a sandbox hub that grants only what the
 // manifest for that handler alone asks for, and a grant one permission short is refused.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -105,7 +105,31 @@ describe("least-privilege manifests", () => {
     expect(withModule.manifest.default_events).toEqual(
       expect.arrayContaining(["issues", "issue_comment", "workflow_run"]),
     );
-    expect(withModule.undeclared).toEqual([`${probotApp} does not declare its events (a Probot app?)`]);
+    expect(withModule.undeclared).toEqual([
+      `${probotApp} declares no events: a Probot app declares them in an app.yml next to its entry file or at its package root`,
+    ]);
+
+    // The same app with its own app.yml (as a Probot app ships it): its events and permissions are merged in.
+    const ownDir = join(dir, "own-app");
+    mkdirSync(join(ownDir, "lib"), { recursive: true });
+    writeFileSync(join(ownDir, "package.json"), JSON.stringify({ name: "own-app", main: "lib/index.cjs" }));
+    writeFileSync(
+      join(ownDir, "app.yml"),
+      "default_events:\n  - issue_comment\ndefault_permissions:\n  issues: write\n  pull_requests: read\n",
+    );
+    const ownApp = join(ownDir, "lib", "index.cjs");
+    writeFileSync(ownApp, `module.exports = (app) => { app.on("issue_comment.created", async () => {}); };\n`);
+    const withOwn = await buildManifest(parseManifestArgs(["--handlers", "none"]) as never, {
+      STEWARD_HANDLERS: ownApp,
+    });
+    expect(withOwn.undeclared).toEqual([]);
+    expect(withOwn.manifest.default_events).toEqual(["issue_comment", "push"]);
+    expect(withOwn.manifest.default_permissions).toEqual({
+      contents: "read",
+      issues: "write",
+      metadata: "read",
+      pull_requests: "read",
+    });
 
     const missing = await buildManifest(parseManifestArgs([]) as never, { STEWARD_HANDLERS: join(dir, "gone.mjs") });
     expect(missing.undeclared).toEqual([expect.stringMatching(/gone\.mjs could not be loaded: no such file/)]);

@@ -24,6 +24,7 @@ describe("sandbox mode (no APP_ID)", () => {
     const port = await freePort();
     const run = startChild({
       PORT: String(port),
+      STEWARD_SANDBOX_PORT: "0",
       STEWARD_DATA_DIR: join(dir, "data"),
       STEWARD_HANDLERS: resolve(__dirname, "../engine/fixtures/handler-module.ts"),
       STEWARD_SHUTDOWN_TIMEOUT: "2s",

@@ -4,6 +4,7 @@
 import { resolve } from "node:path";
 import { ConfigError, loadStoreSettings } from "../../config/env.js";
 import { BackupError, backupDataDir } from "../../store/sqlite/backup.js";
+import { sandboxFallback } from "../operator-store.js";
 
 export const usage = `usage: steward backup DEST
   copies the store in the data directory (STEWARD_DATA_DIR, default ./.steward: steward.db) to DEST,
@@ -20,7 +21,7 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
   }
   let settings;
   try {
-    settings = loadStoreSettings(env);
+    settings = sandboxFallback(loadStoreSettings(env), env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`steward: ${error.message}\n`);

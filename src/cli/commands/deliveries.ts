@@ -3,7 +3,7 @@
 import { ConfigError, loadStoreSettings } from "../../config/env.js";
 import type { StoreSettings } from "../../config/types.js";
 import { parseDuration } from "../../policy/patterns.js";
-import { openOperatorStore, storeLocation, type OperatorStore } from "../operator-store.js";
+import { openOperatorStore, sandboxFallback, storeLocation, type OperatorStore } from "../operator-store.js";
 import type {
   AttemptRecord,
   DeliveryFilter,
@@ -273,7 +273,7 @@ async function replay(args: string[]): Promise<number> {
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [sub, ...rest] = args;
   try {
-    settings = loadStoreSettings(env);
+    settings = sandboxFallback(loadStoreSettings(env), env);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     process.stderr.write(`steward deliveries: ${e.message}\n`);

@@ -1,8 +1,10 @@
 // `steward start`: run the service. With APP_ID set it is the real app, configured from the
 // environment; with no APP_ID at all it runs against the sandbox hub (no credentials needed).
 import { writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
-import { ConfigError, loadConfig, loadLogSettings } from "../../config/env.js";
+import { dirname, join, relative, resolve } from "node:path";
+import { ConfigError, loadBuiltinHandlers, loadConfig, loadHandlerPaths, loadLogSettings } from "../../config/env.js";
+import { SANDBOX_DATA_DIR } from "../operator-store.js";
+import { AppManifestError, appManifestOf, type AppManifest } from "../../modules/app-manifest.js";
 import { DataDirInUseError } from "../../store/sqlite/service-lock.js";
 import { StoreSchemaError } from "../../store/sqlite/schema.js";
 import { createLogger, type Logger } from "../../log/logger.js";
@@ -41,20 +43,46 @@ function byHand(webhookUrl: string, secretFile: string): string[] {
   ];
 }
 
-function sandboxBanner(webhookUrl: string, hubUrl: string, secretFile: string): string {
+function sandboxBanner(o: {
+  webhookUrl: string;
+  hubUrl: string;
+  secretFile: string;
+  dataDir: string;
+  installationId: number | undefined;
+  hosted: { path: string; manifest?: AppManifest }[];
+  builtins: "all" | "none" | string[];
+}): string {
+  const { webhookUrl, hubUrl, secretFile } = o;
+  const hosting = o.hosted.map(({ path, manifest }) =>
+    manifest
+      ? `    hosting:         ${path} (its ${relative(process.cwd(), manifest.file) || manifest.file}: events ${manifest.events.join(", ") || "none"})`
+      : `    hosting:         ${path} (no app.yml of its own: Steward's grant)`,
+  );
+  const ownManifest = o.hosted.some((h) => h.manifest);
   return (
     [
       "",
       "  Steward is running against the SANDBOX hub: a local simulation of the GitHub API, not GitHub.",
-      `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (packages/sandbox-hub/README.md)`,
+      `    hub (REST API):  ${hubUrl}   control surface: ${hubUrl}/_sandbox/ (docs/sandbox.md)`,
       `    webhooks to:     ${webhookUrl}`,
       `    console:         ${new URL(webhookUrl).origin}/console (sign in as octo-admin, an owner, or dev-dana, a member)`,
-      "    demo world:      organisation acme, repositories .github, web, api, service-billing",
-      `    try it:          curl -X POST ${hubUrl}/_sandbox/control/pushFiles -H 'Content-Type: application/json' \\`,
-      `                       -d '{"owner":"acme","repo":"web","files":{"README.md":"hi\\n"}}'`,
+      `    data directory:  ${o.dataDir} (kept between runs; \`steward deliveries list\` reads it)`,
+      `    demo world:      organisation acme (installation ${o.installationId ?? "none"}), repositories .github, web, api, service-billing`,
+      `    built-in:        ${o.builtins === "all" ? "all built-in handlers" : o.builtins === "none" ? "none (STEWARD_BUILTIN_HANDLERS=none)" : o.builtins.join(", ")}`,
+      ...hosting,
+      `    try it:          curl -X POST ${hubUrl}/_sandbox/control/openIssue -H 'Content-Type: application/json' \\`,
+      `                       -d '{"owner":"acme","repo":"web","title":"Hello from the sandbox"}'`,
       ...byHand(webhookUrl, secretFile),
-      "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
-      '  and WEBHOOK_SECRET; README.md "Configuration" lists every variable.',
+      ...(ownManifest
+        ? [
+            `  To run as a real GitHub App: steward register ${registerArgs(o.builtins, o.hosted)}`,
+            `  (GitHub's manifest flow: the apps' own app.yml events and permissions with the built-in handlers' you enable),`,
+            "  then start again with the APP_ID, PRIVATE_KEY and WEBHOOK_SECRET it writes to .env.",
+          ]
+        : [
+            "  To run as a real GitHub App, register app.yml and set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY)",
+            '  and WEBHOOK_SECRET; README.md "Configuration" lists every variable.',
+          ]),
       "",
     ].join("\n") + "\n"
   );
@@ -121,6 +149,29 @@ function configOrExit<T>(load: () => T): T | undefined {
   }
 }
 
+/** Where the sandbox listens by default: fixed, so the banner's URLs and a browser tab outlive a restart. */
+export const SANDBOX_DEFAULT_PORT = 3000;
+
+/**
+ * The hub's port: STEWARD_SANDBOX_PORT, else the one after Steward's (3001 by default), else any
+ * free port when Steward's is (PORT=0, as tests run it).
+ */
+function hubPort(env: NodeJS.ProcessEnv, stewardPort: number): number | string {
+  const given = env.STEWARD_SANDBOX_PORT?.trim();
+  if (given) {
+    const n = Number(given);
+    return Number.isInteger(n) && n >= 0 && n <= 65535
+      ? n
+      : `STEWARD_SANDBOX_PORT must be a port number (got "${given}")`;
+  }
+  return stewardPort === 0 ? 0 : stewardPort + 1;
+}
+
+function inUse(error: unknown): number | undefined {
+  const e = error as { code?: unknown; port?: unknown };
+  return e?.code === "EADDRINUSE" ? (typeof e.port === "number" ? e.port : -1) : undefined;
+}
+
 async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
   type StackModule = typeof import("../../sandbox/stack.js");
   let stack: StackModule;
@@ -134,20 +185,55 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
     process.stderr.write(HOW_TO_CONFIGURE);
     return 1;
   }
-  const settings = configOrExit(() => loadLogSettings(env));
+  const { sandboxGrant } = await import("../../sandbox/hub.js");
+  // A person at a terminal reads the log; a pipe gets JSON unless LOG_FORMAT says otherwise.
+  const logEnv: NodeJS.ProcessEnv = {
+    ...env,
+    ...(env.LOG_FORMAT?.trim() ? {} : { LOG_FORMAT: process.stdout.isTTY ? "pretty" : "json" }),
+  } as NodeJS.ProcessEnv;
+  const settings = configOrExit(() => loadLogSettings(logEnv));
   if (!settings) return 1;
   const log = createLogger({ level: settings.logLevel, format: settings.logFormat });
   // PORT, HOST, STEWARD_HANDLERS and every other STEWARD_* setting apply as in real mode.
   const settingsEnv = sandboxSettings(env);
+  const port = env.PORT?.trim() ? Number(env.PORT) : SANDBOX_DEFAULT_PORT;
+  const hub = hubPort(env, Number.isInteger(port) ? port : SANDBOX_DEFAULT_PORT);
+  if (typeof hub === "string") {
+    process.stderr.write(`steward: ${hub}\n`);
+    return 1;
+  }
+  // Kept between runs and printed, so `steward deliveries` (with no APP_ID) finds what the console shows.
+  const dataDir = resolve(env.STEWARD_DATA_DIR?.trim() || SANDBOX_DATA_DIR);
   let running;
   try {
+    const modulePaths = loadHandlerPaths(env);
+    const app = sandboxGrant({ builtins: loadBuiltinHandlers(env), modulePaths });
     running = await stack.startSandboxStack({
-      ...(env.STEWARD_DATA_DIR ? { dataDir: env.STEWARD_DATA_DIR } : {}),
+      dataDir,
       logger: log,
-      env: { PORT: "0", LOG_LEVEL: settings.logLevel, ...settingsEnv },
+      hub: { app, port: hub },
+      env: {
+        PORT: String(port),
+        LOG_LEVEL: settings.logLevel,
+        LOG_FORMAT: settings.logFormat,
+        ...settingsEnv,
+      },
     });
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof DataDirInUseError || error instanceof StoreSchemaError) {
+    const port = inUse(error);
+    if (port !== undefined) {
+      process.stderr.write(
+        `steward: port ${port < 0 ? "" : `${port} `}is already in use (another steward start?): ` +
+          `choose Steward's with PORT and the hub's with STEWARD_SANDBOX_PORT (0: any free port)\n`,
+      );
+      return 1;
+    }
+    if (
+      error instanceof ConfigError ||
+      error instanceof DataDirInUseError ||
+      error instanceof StoreSchemaError ||
+      error instanceof AppManifestError
+    ) {
       process.stderr.write(`steward: ${scrub(error.message)}\n`);
       return 1;
     }
@@ -159,13 +245,38 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
     {
       webhookUrl: running.webhookUrl,
       hubUrl: running.config.apiUrl,
+      dataDir,
       realApp: "set APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY) and WEBHOOK_SECRET",
     },
     "sandbox mode (no APP_ID): Steward is running against the local sandbox hub",
   );
   // For the person at the terminal; the JSON line above is for log pipelines.
-  process.stderr.write(sandboxBanner(running.webhookUrl, running.config.apiUrl, secretFile));
+  process.stderr.write(
+    sandboxBanner({
+      webhookUrl: running.webhookUrl,
+      hubUrl: running.config.apiUrl,
+      secretFile,
+      dataDir,
+      installationId: running.hub.control.installation("acme")?.id,
+      hosted: hostedApps(loadHandlerPaths(env)),
+      builtins: loadBuiltinHandlers(env),
+    }),
+  );
   return serveUntilSignal(running, log, running.config.shutdownTimeoutMs);
+}
+
+/** `steward register`'s arguments for the same handlers and apps. */
+function registerArgs(builtins: "all" | "none" | string[], hosted: { path: string }[]): string {
+  const flag = builtins === "all" ? "" : `--handlers ${builtins === "none" ? "none" : builtins.join(",")} `;
+  return flag + hosted.map((h) => h.path).join(" ");
+}
+
+/** Each hosted module and the app.yml it brought (if any), for the banner. */
+function hostedApps(paths: readonly string[]): { path: string; manifest?: AppManifest }[] {
+  return paths.map((path) => {
+    const manifest = appManifestOf(path);
+    return manifest ? { path, manifest } : { path };
+  });
 }
 
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
@@ -174,10 +285,16 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     const app = args.find((a) => !a.startsWith("-")) ?? "./index.js";
     process.stderr.write(
       `steward start: unexpected argument "${args[0]}" (configuration comes from the environment)\n` +
-        `To load a handler or Probot app, name it in STEWARD_HANDLERS (comma-separated paths): STEWARD_HANDLERS=${app} steward start\n${usage}\n`,
+        `To host a Probot app or handler module: steward run ${app} (it alone), or name it in STEWARD_HANDLERS ` +
+        `(comma-separated paths) beside the built-in handlers: STEWARD_HANDLERS=${app} steward start\n${usage}\n`,
     );
     return 2;
   }
+  return serve(env);
+}
+
+/** The service as configured by `env` (STEWARD_HANDLERS, STEWARD_BUILTIN_HANDLERS included): `steward start` and `steward run`. */
+export async function serve(env: NodeJS.ProcessEnv): Promise<number> {
   if (env.APP_ID === undefined || env.APP_ID.trim() === "") return runSandbox(env);
   const config = configOrExit(() => loadConfig(env));
   if (!config) return 1;
@@ -192,7 +309,7 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
     // A refusal that says what to do is one line, not a stack.
-    if (error instanceof DataDirInUseError || error instanceof StoreSchemaError)
+    if (error instanceof DataDirInUseError || error instanceof StoreSchemaError || error instanceof ConfigError)
       log.fatal({ error: error.message }, "steward could not start");
     else log.fatal({ err: error }, "steward could not start");
     return 1;

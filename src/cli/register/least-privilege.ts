@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { HandlerModule } from "../../handler.js";
+import { appManifestOf, type AppManifest } from "../../modules/app-manifest.js";
 
 export type AccessLevel = "read" | "write";
 export type PermissionSet = Record<string, AccessLevel>;
@@ -206,9 +207,26 @@ export async function declaredModules(paths: readonly string[]): Promise<NonNull
       continue;
     }
     const m = exported as Partial<HandlerModule<any>> | undefined;
-    if (m && typeof m === "object" && typeof m.name === "string" && Array.isArray(m.events))
+    if (m && typeof m === "object" && typeof m.name === "string" && Array.isArray(m.events)) {
       out.push(m as HandlerModule<any>);
-    else out.push({ name: raw, undeclared: true, reason: "does not declare its events (a Probot app?)" });
+      continue;
+    }
+    // A Probot app declares its needs in its own app.yml, as it would to be registered alone.
+    let own: AppManifest | undefined;
+    try {
+      own = appManifestOf(path);
+    } catch (e) {
+      out.push({ name: raw, undeclared: true, reason: (e as Error).message });
+      continue;
+    }
+    if (own) out.push({ name: raw, events: own.events, permissions: own.permissions } as unknown as HandlerModule<any>);
+    else
+      out.push({
+        name: raw,
+        undeclared: true,
+        reason:
+          "declares no events: a Probot app declares them in an app.yml next to its entry file or at its package root",
+      });
   }
   return out;
 }

@@ -31,6 +31,7 @@ import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/m
 import { policyView } from "./console/policy-view.js";
 import { checkAppCredential } from "./lifecycle/credential-check.js";
 import type { Backoff } from "./lifecycle/backoff.js";
+import { startTracing } from "./ops/tracing.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -121,6 +122,8 @@ export function enabledBuiltins(which: StewardConfig["builtinHandlers"]): readon
 export async function createSteward(opts: CreateStewardOptions): Promise<Steward> {
   const { config } = opts;
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  // OTLP traces when the standard OTEL_* variables ask for them; nothing of the SDK is loaded otherwise.
+  const tracing = await startTracing(logger);
   // Hosted code is contained (dispatch/containment.ts): a module that cannot load is left out,
   // and what one does outside its awaited work is attributed to it, never stopping the service.
   const containment = createContainment({ logger, secrets: configSecrets(config) });
@@ -309,6 +312,8 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           await store.close();
           await cluster?.close();
           containment.release();
+          // The spans of the last runs leave before close resolves.
+          await tracing?.flush().catch((e: unknown) => logger.warn({ err: e }, "traces not all exported"));
           logger.info("shut down");
         })();
         return closing;

@@ -33,6 +33,8 @@ import { abortableFetch } from "./request-abort.js";
 import { packageVersion } from "../package-root.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
 import { keepRecent } from "../lifecycle/recently-used.js";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { tracer } from "../log/trace.js";
 
 export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
@@ -189,6 +191,57 @@ function recordCalls(octokit: InstallationOctokit): void {
   });
 }
 
+/** X-RateLimit-Remaining of an answer (Octokit's headers are lower-case), when it was sent. */
+function remainingOf(headers: unknown): number | undefined {
+  const value = (headers as Record<string, unknown> | undefined)?.["x-ratelimit-remaining"];
+  const n = typeof value === "string" || typeof value === "number" ? Number(value) : NaN;
+  return Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * One span per request as the work that made it sees it (write spacing, rate-limit waits and
+ * retries inside it), named by its method and route template. Only the template, the status and
+ * the rate limit left are kept: never the URL's values, a header or a body.
+ */
+function traceCalls(octokit: InstallationOctokit, who: number | "app", server: string): void {
+  octokit.hook.wrap("request", async (request, options) => {
+    const method = options.method.toUpperCase();
+    const route = routeOf(options.url);
+    return tracer.startActiveSpan(
+      `${method} ${route}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          "http.request.method": method,
+          "url.template": route,
+          "server.address": server,
+          "github.installation": String(who),
+        },
+      },
+      async (span) => {
+        const answered = (status: number, headers: unknown) => {
+          if (status > 0) span.setAttribute("http.response.status_code", status);
+          const remaining = remainingOf(headers);
+          if (remaining !== undefined) span.setAttribute("github.ratelimit.remaining", remaining);
+        };
+        try {
+          const response = await request(options);
+          answered(response.status, response.headers);
+          return response;
+        } catch (error) {
+          const { status, response } = error as { status?: unknown; response?: { headers?: unknown } };
+          answered(typeof status === "number" ? status : 0, response?.headers);
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          span.setAttribute("error.type", typeof status === "number" && status > 0 ? String(status) : "no response");
+          throw error;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  });
+}
+
 interface RequestOptions {
   signal?: AbortSignal;
   fetch?: Fetch;
@@ -236,6 +289,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
   });
   const redirecting = createRedirectingFetch(abortable);
   const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
+  const apiHost = new URL(config.apiUrl).hostname;
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   // The write slots pace writes (notifying ones three times as long), across replicas, from the
   // previous answer; the plugin's write groups would pace them again from the moment they are
@@ -309,6 +363,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
     refuseOnceStopped(octokit, opts.signal);
     spaceWrites(octokit, String(who), writeSlots, writeInterval, opts.signal);
     recordCalls(octokit);
+    traceCalls(octokit, who, apiHost);
     return octokit;
   }
 

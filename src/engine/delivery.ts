@@ -21,6 +21,8 @@ import {
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import type { ApiCallLog } from "./api-calls.js";
 import { outcomeRecord } from "../store/recorded.js";
+import { SpanKind, type Span } from "@opentelemetry/api";
+import { deliveryRunContext, inSpan, tracer } from "../log/trace.js";
 
 export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
 
@@ -108,7 +110,11 @@ async function prepare(
   if (failure) return prep;
   if (octokit && repo && toRun.some((h) => h.policy)) {
     try {
-      prep.policy = await deps.policies.load(octokit, repo);
+      prep.policy = await inSpan(
+        "policy load",
+        { attributes: { "github.repository": `${repo.owner}/${repo.repo}` } },
+        () => deps.policies.load(octokit, repo),
+      );
     } catch (e) {
       prep.policyError = `policy of ${repo.owner}/${repo.repo} could not be loaded: ${errorText(e)}`;
     }
@@ -211,7 +217,7 @@ async function runHandlers(
       const attempt = (prior.get(handler.name)?.attempts ?? 0) + 1;
       const result = await runHandler(
         deps,
-        { handler: handler.name, log, signal, wrap: (fn) => calls.during(handler.name, attempt, fn) },
+        { handler: handler.name, log, signal, attempt, wrap: (fn) => calls.during(handler.name, attempt, fn) },
         handlerStep(deps, handler, facts, prep, attempt, log, signal),
       );
       if (!result.stopped) saveOutcome(handler.name, result.outcome, result.seconds);
@@ -227,10 +233,30 @@ export async function runClaimedDelivery(
   claim: ClaimedDelivery,
   signal: AbortSignal,
 ): Promise<void> {
+  const d = claim.delivery;
+  const claimed = new Date();
+  // Its next run is when it became due (recorded, retry time, replayed or given back): the claim keeps it.
+  const waited = Math.max(0, (claimed.getTime() - d.nextRunAt.getTime()) / 1000);
+  deps.observe?.claimed?.(waited);
+  // The run joins the trace its receipt began (log/trace.ts), whichever process received it.
+  const parent = deliveryRunContext(d.id);
+  const attributes = {
+    "github.delivery_id": d.id,
+    "github.event": d.event,
+    ...(d.action ? { "github.action": d.action } : {}),
+    "steward.attempt": d.attempts,
+  };
+  tracer.startSpan("delivery queued", { startTime: d.nextRunAt, attributes }, parent).end(claimed);
+  await inSpan(
+    "delivery run",
+    { parent, kind: SpanKind.CONSUMER, attributes: { ...attributes, "steward.queue_seconds": waited } },
+    (span) => runDelivery(deps, claim, signal, span),
+  );
+}
+
+async function runDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal: AbortSignal, span: Span) {
   const { queue } = deps;
   const d = claim.delivery;
-  // Its next run is when it became due (recorded, retry time, replayed or given back): the claim keeps it.
-  deps.observe?.claimed?.(Math.max(0, (Date.now() - d.nextRunAt.getTime()) / 1000));
   const dlog = deps.logger.child({
     delivery: d.id,
     event: d.action ? `${d.event}.${d.action}` : d.event,
@@ -252,10 +278,12 @@ export async function runClaimedDelivery(
   if (signal.aborted && outcomes.some((o) => o.status === "failed")) {
     await Promise.allSettled(outcomeWrites);
     await queue.leases.releaseLease(claim.token);
+    span.setAttribute("steward.decision", "stopped");
     dlog.info("delivery stopped before it finished; it is back in the queue");
     return;
   }
   const decision = decideDelivery(outcomes, d.attempts, deps.retry, new Date());
+  span.setAttribute("steward.decision", decision.status);
   const finished = queue.deliveries.finishDelivery(claim.token, d.id, decision);
   finished.catch(() => undefined);
   await Promise.all(outcomeWrites);

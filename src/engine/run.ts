@@ -7,6 +7,8 @@ import type { InstallationOctokit, Outcome } from "../handler.js";
 import type { StewardConfig } from "../config/types.js";
 import type { OctokitFactory } from "../api/types.js";
 import { errorText, scrub } from "../log/redact.js";
+import { SpanStatusCode } from "@opentelemetry/api";
+import { inSpan } from "../log/trace.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
@@ -63,6 +65,29 @@ export type HandlerRunResult =
  * context (the API calls it makes are logged there).
  */
 export async function runHandler(
+  deps: RunPathDeps,
+  run: {
+    handler: string;
+    log: Logger;
+    signal: AbortSignal;
+    wrap?: <T>(fn: () => Promise<T>) => Promise<T>;
+    /** The handler's attempt on this delivery or task (its span's attribute). */
+    attempt?: number;
+  },
+  invoke: () => Promise<Outcome | void> | Outcome,
+): Promise<HandlerRunResult> {
+  const attributes = { "steward.handler": run.handler, ...(run.attempt ? { "steward.attempt": run.attempt } : {}) };
+  return inSpan(`handler ${run.handler}`, { attributes }, async (span) => {
+    const result = await runHandlerStep(deps, run, invoke);
+    span.setAttribute("steward.outcome", result.stopped ? "stopped" : result.outcome.status);
+    // The error text is the redacted one stored with the outcome, bounded like it.
+    if (result.outcome.status === "failed")
+      span.setStatus({ code: SpanStatusCode.ERROR, message: result.outcome.error.slice(0, 500) });
+    return result;
+  });
+}
+
+async function runHandlerStep(
   deps: RunPathDeps,
   run: { handler: string; log: Logger; signal: AbortSignal; wrap?: <T>(fn: () => Promise<T>) => Promise<T> },
   invoke: () => Promise<Outcome | void> | Outcome,

@@ -8,6 +8,8 @@ import { decideTask, type RetryPolicy } from "./retry.js";
 import { taskContext, type ContextDeps } from "../dispatch/contexts.js";
 import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import { outcomeRecord } from "../store/recorded.js";
+import { ROOT_CONTEXT, SpanKind } from "@opentelemetry/api";
+import { inSpan } from "../log/trace.js";
 
 export interface TaskRunDeps extends ContextDeps, RunPathDeps {
   queue: Pick<StewardStore, "tasks" | "leases">;
@@ -17,6 +19,20 @@ export interface TaskRunDeps extends ContextDeps, RunPathDeps {
 }
 
 export async function runClaimedTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSignal): Promise<void> {
+  const t = claim.task;
+  // Each run of a task is a trace of its own.
+  const attributes = {
+    "steward.handler": t.handler,
+    "steward.task": t.key,
+    "steward.attempt": t.attempts + 1,
+    ...(t.installationId === undefined ? {} : { "github.installation": String(t.installationId) }),
+  };
+  return inSpan(`task ${t.handler}`, { parent: ROOT_CONTEXT, kind: SpanKind.CONSUMER, attributes }, () =>
+    runTask(deps, claim, signal),
+  );
+}
+
+async function runTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSignal): Promise<void> {
   const t = claim.task;
   const tlog = deps.logger.child({ task: t.key, handler: t.handler, installation: t.installationId });
   const handler = deps.handlersByName.get(t.handler);
@@ -29,7 +45,7 @@ export async function runClaimedTask(deps: TaskRunDeps, claim: ClaimedTask, sign
     retryable = false;
     stopped = signal.aborted;
   } else {
-    const result = await runHandler(deps, { handler: t.handler, log: tlog, signal }, async () => {
+    const result = await runHandler(deps, { handler: t.handler, log: tlog, signal, attempt }, async () => {
       const { octokit, failure } = await installationOctokit(deps, t.installationId);
       if (failure) return failure;
       return handler.onTask!(taskContext(deps, handler, t, { octokit, log: tlog, attempt, signal }));

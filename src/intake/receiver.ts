@@ -10,6 +10,8 @@ import { BodyAdmission, type AdmittedBody } from "./admission.js";
 import { eventLabel, metricEventLabel, parseDelivery, refuseByHeaders } from "./delivery.js";
 import { prepareJson, sendJson, sendJsonAndClose, sendPrepared } from "./respond.js";
 import { verifySignature } from "./signature.js";
+import { context, trace, SpanStatusCode, type Span } from "@opentelemetry/api";
+import { inSpan, startReceiptSpan, tracer } from "../log/trace.js";
 
 /** GitHub caps webhook payloads at 25 MB. */
 export const MAX_BODY_BYTES = 25 * 1024 * 1024;
@@ -61,10 +63,16 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
   const log = opts.logger.child({ component: "intake" });
 
   return async function receive(req, res) {
+    const arrived = new Date();
     const event = eventLabel(req.headers);
     const deliveryId = req.headers["x-github-delivery"];
     let verified = false;
+    // The delivery's trace begins once its signature verified: a request anyone can send makes
+    // no span, and cannot put one in the trace of a delivery whose id it names.
+    let receipt: Span | undefined;
     const answer = (status: number, message: string, close = false, headers: Record<string, string> = {}) => {
+      receipt?.setAttribute("http.response.status_code", status);
+      if (status >= 500) receipt?.setStatus({ code: SpanStatusCode.ERROR });
       opts.metrics?.deliveryReceived(metricEventLabel(req.headers, verified), status);
       if (close) sendJsonAndClose(req, res, status, message, headers);
       else sendJson(res, status, { message }, headers);
@@ -115,19 +123,48 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
         return answer(413, `body larger than ${limit} bytes`, true);
       }
       // Held until recorded (or refused): admission counts what is in memory.
+      const verifying = new Date();
       if (!verifySignature(opts.secrets, read.body, req.headers["x-hub-signature-256"] as string)) {
         log.warn({ deliveryId, event }, "delivery refused: signature does not match");
         return answer(401, "signature does not match");
       }
       verified = true;
-      const parsed = parseDelivery(req.headers, read.body, now());
+      receipt = startReceiptSpan(deliveryId as string, {
+        startTime: arrived,
+        attributes: {
+          "github.delivery_id": deliveryId as string,
+          "github.event": event,
+          "http.request.body.size": read.body.length,
+        },
+      });
+      const traced = trace.setSpan(context.active(), receipt);
+      tracer.startSpan("webhook verify", { startTime: verifying }, traced).end();
+      return await context.with(traced, () => recordVerified(read.body, receipt!));
+    } catch (error) {
+      // Never a 500 and never a crash: the sender retries, the redelivery sweeper recovers.
+      log.error({ deliveryId, event, error: safeErrorMessage(error) }, "intake failed unexpectedly");
+      if (!res.headersSent) answer(503, "temporarily unable to accept deliveries", true);
+      else res.destroy();
+    } finally {
+      admitted?.release();
+      receipt?.end();
+    }
+
+    /** Parses, records and answers a verified delivery (in its receipt span). */
+    async function recordVerified(body: Buffer, span: Span): Promise<void> {
+      const parsed = parseDelivery(req.headers, body, now());
       if (!parsed.ok) {
         log.warn({ deliveryId, event }, `delivery refused: ${parsed.refusal.message}`);
         return answer(parsed.refusal.status, parsed.refusal.message);
       }
+      span.setAttribute("github.action", parsed.delivery.action ?? "");
+      if (parsed.delivery.installationId !== undefined)
+        span.setAttribute("github.installation", String(parsed.delivery.installationId));
+      if (parsed.delivery.repository) span.setAttribute("github.repository", parsed.delivery.repository);
       let result: "recorded" | "duplicate";
       try {
-        result = await opts.intake.record(parsed.delivery);
+        result = await inSpan("webhook record", {}, () => opts.intake.record(parsed.delivery));
+        span.setAttribute("steward.recorded", result);
       } catch (error) {
         log.error({ deliveryId, event, error: safeErrorMessage(error) }, "delivery could not be recorded");
         return answer(503, "cannot record the delivery now; deliver again later");
@@ -136,6 +173,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
       const prepared = result === "duplicate" ? ALREADY_RECORDED : RECORDED;
       const label = metricEventLabel(req.headers, true);
       opts.metrics?.deliveryReceived(label, prepared.status);
+      span.setAttribute("http.response.status_code", prepared.status);
       sendPrepared(res, prepared);
       // A redelivery of one already recorded says nothing new about GitHub's lag. GitHub's times
       // have whole seconds, so a clock a little ahead of ours shows as no lag rather than less.
@@ -157,13 +195,6 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
           "delivery recorded",
         );
       }
-    } catch (error) {
-      // Never a 500 and never a crash: the sender retries, the redelivery sweeper recovers.
-      log.error({ deliveryId, event, error: safeErrorMessage(error) }, "intake failed unexpectedly");
-      if (!res.headersSent) answer(503, "temporarily unable to accept deliveries", true);
-      else res.destroy();
-    } finally {
-      admitted?.release();
     }
   };
 }

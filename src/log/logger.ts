@@ -6,6 +6,7 @@ import { createRequire } from "node:module";
 import type { PrettyOptions } from "pino-pretty";
 import { scrub } from "./redact.js";
 import { maskSecretKeys } from "./mask-keys.js";
+import { traceFields } from "./trace.js";
 
 export type { Logger } from "pino";
 
@@ -39,6 +40,8 @@ export function createLogger(opts: LoggerOptions): Logger {
       formatters: { log: (object) => maskSecretKeys(object) },
       hooks: { streamWrite: (line) => scrub(line) },
       serializers: { err: errSerializer, error: errSerializer },
+      // The trace and span a line was logged in (none while traces are not exported).
+      mixin: traceFields,
     },
     destination as DestinationStream,
   );

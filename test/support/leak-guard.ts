@@ -5,9 +5,11 @@
 // payloads the hub stores, and SQLite store files. After each test file, any plaintext hit
 // fails that file. Child processes' output is handed in with `leakGuard.output(...)`.
 // Pages any server in the test process renders (HTML, event streams, the schema) and every
-// response's header block (redirects, cookies) are watched too: the console's output.
+// response's header block (redirects, cookies) are watched too: the console's output. So is what
+// leaves for an observability backend: OTLP trace exports and error-report envelopes, as sent.
 import fs from "node:fs";
-import { ServerResponse } from "node:http";
+import { ClientRequest, ServerResponse } from "node:http";
+import { gunzipSync } from "node:zlib";
 import { format } from "node:util";
 import { afterAll } from "vitest";
 import { onSecretRegistered } from "../../src/log/redact.js";
@@ -228,6 +230,41 @@ for (const method of ["write", "end"] as const) {
     return result;
   };
 }
+
+// Requests to an OTLP traces endpoint or an error-report (Sentry) ingest: their bodies, decompressed.
+const TELEMETRY_PATH = /\/v1\/traces(?:\?|$)|\/api\/[^/]+\/envelope\/?(?:\?|$)/;
+const requestProto = ClientRequest.prototype as unknown as Patchable;
+const telemetryBodies = new WeakMap<object, Buffer[]>();
+function telemetryChunk(req: ClientRequest, chunk: unknown): void {
+  if (!TELEMETRY_PATH.test(req.path)) return;
+  if (typeof chunk !== "string" && !Buffer.isBuffer(chunk) && !(chunk instanceof Uint8Array)) return;
+  const chunks = telemetryBodies.get(req) ?? [];
+  chunks.push(Buffer.from(chunk));
+  telemetryBodies.set(req, chunks);
+}
+const requestWrite = requestProto.write!;
+requestProto.write = function (this: ClientRequest, ...args: unknown[]) {
+  telemetryChunk(this, args[0]);
+  return requestWrite.apply(this, args);
+};
+const requestEnd = requestProto.end!;
+requestProto.end = function (this: ClientRequest, ...args: unknown[]) {
+  if (typeof args[0] !== "function") telemetryChunk(this, args[0]);
+  const chunks = telemetryBodies.get(this);
+  if (chunks) {
+    telemetryBodies.delete(this);
+    let body = Buffer.concat(chunks);
+    if (String(this.getHeader("content-encoding") ?? "").includes("gzip")) {
+      try {
+        body = gunzipSync(body);
+      } catch {
+        // kept as sent
+      }
+    }
+    capture(`telemetry export ${this.path.replace(/\?.*$/, "")}`, body.toString("utf8"));
+  }
+  return requestEnd.apply(this, args);
+};
 
 for (const method of ["log", "info", "warn", "error", "debug", "trace"] as const) {
   const original = console[method].bind(console);

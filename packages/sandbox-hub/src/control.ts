@@ -1,7 +1,7 @@
 // Driving and inspecting the hub from tests, the demo and scripts: seed accounts,
 // push, open pull requests, move the clock, set limits and faults, read what happened.
 import type { Fault } from "./core/faults.js";
-import type { SecondaryLimit } from "./core/ratelimit.js";
+import type { DocumentedLimits, SecondaryLimit } from "./core/ratelimit.js";
 import type { DeliveryRecord, Installation, Org, Repo, User } from "./core/types.js";
 import { pushFiles, type PushOptions } from "./git/push.js";
 import { mergePullRequest } from "./pulls/merge.js";
@@ -241,6 +241,15 @@ export class Control {
 
   setSecondaryLimit(limit: SecondaryLimit | null): void {
     this.hub.rateLimiter.setSecondary(limit ?? undefined);
+  }
+
+  /**
+   * Enforce GitHub's documented secondary limits per credential (concurrent requests, points a
+   * minute, content-creating requests a minute and an hour), each at GitHub's figure unless given;
+   * `null` stops. A refusal answers 403 with Retry-After and records a `hub.secondary-limit` effect.
+   */
+  enforceDocumentedLimits(limits: Partial<DocumentedLimits> | null = {}): void {
+    this.hub.rateLimiter.setDocumented(limits ?? undefined);
   }
 
   setFault(routePattern: string, fault: Fault): void {

@@ -223,7 +223,10 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
     const storage = path.startsWith(BLOB_PATH);
     if (!control || storage) {
       fault = hub.faults.decide(method, path, match?.route.pattern, storage ? BLOB_PATH : undefined);
-      if (fault?.latencyMs) await new Promise((r) => setTimeout(r, fault!.latencyMs));
+      // A slow answer is under way while it waits (it holds a concurrent request); a slow failure
+      // fails before anything else is looked at.
+      if (fault?.latencyMs && !fault.after && (fault.drop || fault.status))
+        await new Promise((r) => setTimeout(r, fault!.latencyMs));
       // A fault `after` the route is decided now and applied once the route has run (below).
       if (fault?.drop && !fault.after) {
         record(hub, hubReq, match, 0, req, receivedAt, receivedAtHr);
@@ -238,6 +241,18 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       bucket = hub.rateLimiter.bucket(bucketKey(hubReq.auth, source), hub.now());
       Object.assign(headers, hub.rateLimiter.headers(bucket));
       if (bucket.used >= bucket.limit) throw new HubError(403, rateLimitMessage(hubReq.auth, source, hub));
+      const key = bucketKey(hubReq.auth, source);
+      const refusal = hub.rateLimiter.admit(key, method, hub.now());
+      if (refusal) {
+        hub.effect("hub.secondary-limit", { credential: hubReq.auth.kind, limit: refusal.limit, path });
+        throw new HubError(
+          403,
+          `You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID ${headers["X-GitHub-Request-Id"]}.`,
+          undefined,
+          { "Retry-After": String(refusal.retryAfterSec) },
+        );
+      }
+      res.once("close", () => hub.rateLimiter.release(key));
       const secondary = hub.rateLimiter.secondaryHit();
       if (secondary) {
         throw new HubError(
@@ -249,6 +264,8 @@ async function handle(hub: SandboxHub, routes: RouteTable, req: IncomingMessage,
       }
       counted = true;
     }
+    if (fault?.latencyMs && (fault.after || !(fault.drop || fault.status)))
+      await new Promise((r) => setTimeout(r, fault!.latencyMs));
     if (!match) throw noRoute(method, path);
     authorize(hub, hubReq, match.route.options);
     if (match.route.options.permission) {

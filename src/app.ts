@@ -29,7 +29,8 @@ import { startRedeliverySweeper } from "./recovery/sweeper.js";
 import { builtinHandlers } from "../handlers/index.js";
 import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
 import { policyView } from "./console/policy-view.js";
-import { checkAppCredential } from "./lifecycle/credential-check.js";
+import { checkAppCredential, recheckAppCredential } from "./lifecycle/credential-check.js";
+import { startPeriodic } from "./ops/periodic.js";
 import type { Backoff } from "./lifecycle/backoff.js";
 import { startTracing } from "./ops/tracing.js";
 
@@ -73,6 +74,9 @@ export interface CreateStewardOptions {
   /** How often readiness probes whether the store can record (default 1 s while failing, 10 s while not). */
   readinessProbes?: EngineOptions["readinessProbes"];
 }
+
+/** How often the app's credential and installations count are asked again after start (GET /app). */
+const APP_RECHECK_MS = 10 * 60_000;
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
 const HTTP_CLOSE_GRACE_MS = 2_000;
@@ -220,6 +224,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       ...(opts.readinessProbes ? { readinessProbes: opts.readinessProbes } : {}),
     });
     const running0 = engine;
+    metrics.setReadySource(() => running0.intake.ready());
     const consoleRoutes = mountConsole({
       config,
       store,
@@ -285,6 +290,20 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       signal: stopping.signal,
       ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
       observe: (state) => metrics.appCredential(state),
+      installations: (count) => metrics.installations(count),
+    });
+    const appRecheck = startPeriodic({
+      name: "app credential check",
+      intervalMs: APP_RECHECK_MS,
+      firstDelayMs: APP_RECHECK_MS,
+      logger,
+      run: (signal) =>
+        recheckAppCredential({
+          octokits,
+          signal,
+          observe: (state) => metrics.appCredential(state),
+          installations: (count) => metrics.installations(count),
+        }),
     });
     const running = engine;
     let closing: Promise<void> | undefined;
@@ -304,7 +323,11 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           stopping.abort(new Error("shutting down"));
           logger.info({ timeoutMs: config.shutdownTimeoutMs }, "shutting down: new deliveries refused, finishing work");
           // Both told to stop at once: the bound is the shutdown timeout, not the sum of the two.
-          await Promise.all([sweeper.stop(HTTP_CLOSE_GRACE_MS), running.stop(config.shutdownTimeoutMs)]);
+          await Promise.all([
+            sweeper.stop(HTTP_CLOSE_GRACE_MS),
+            appRecheck.stop(HTTP_CLOSE_GRACE_MS),
+            running.stop(config.shutdownTimeoutMs),
+          ]);
           consoleRoutes.close();
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
           // Nothing of this process talks to the API after this line.

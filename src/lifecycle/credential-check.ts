@@ -28,6 +28,8 @@ export function checkAppCredential(opts: {
   signal: AbortSignal;
   backoff?: Backoff;
   observe?(state: CredentialState): void;
+  /** GitHub's count of the app's installations, from the same answer. */
+  installations?(count: number): void;
 }): Promise<boolean> {
   const log = opts.logger.child({ component: "credentials" });
   let reported = false;
@@ -38,8 +40,10 @@ export function checkAppCredential(opts: {
       ...(opts.backoff ? { backoff: opts.backoff } : {}),
       run: async () => {
         const app = await opts.octokits.appOctokit();
-        await app.request("GET /app");
+        const { data } = await app.request("GET /app");
         opts.observe?.("accepted");
+        const count = (data as { installations_count?: unknown } | null)?.installations_count;
+        if (typeof count === "number") opts.installations?.(count);
         if (reported) log.info("GitHub accepts the app credential now");
       },
       onFailure: (error, attempt, retryInMs) => {
@@ -67,4 +71,27 @@ export function checkAppCredential(opts: {
       },
     }),
   );
+}
+
+/**
+ * After start, `GET /app` now and then: a key revoked or rotated while the service runs shows as
+ * rejected (and the installations count stays current) without waiting for a handler to fail.
+ * Throws what GitHub answered, for the periodic runner to log.
+ */
+export async function recheckAppCredential(opts: {
+  octokits: OctokitFactory;
+  signal: AbortSignal;
+  observe(state: CredentialState): void;
+  installations(count: number): void;
+}): Promise<void> {
+  const app = await opts.octokits.appOctokit();
+  try {
+    const { data } = await app.request("GET /app", { request: { signal: opts.signal } });
+    opts.observe("accepted");
+    const count = (data as { installations_count?: unknown } | null)?.installations_count;
+    if (typeof count === "number") opts.installations(count);
+  } catch (error) {
+    if (!opts.signal.aborted) opts.observe(statusOf(error) === 401 ? "rejected" : "unreachable");
+    throw error;
+  }
 }

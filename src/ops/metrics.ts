@@ -29,9 +29,32 @@ export interface Metrics {
   setOldestDueSource(source: () => Promise<Date | undefined>): void;
   /** Where the number of dead deliveries comes from (read at scrape time). */
   setDeadSource(source: () => Promise<number>): void;
+  /** Whether the store can record deliveries now, as /readyz answers (read at scrape time). */
+  setReadySource(source: () => Promise<boolean>): void;
+  /** The app's installations, as GitHub last reported them (GET /app). */
+  installations(count: number): void;
   /** Prometheus text exposition. */
   text(): Promise<string>;
   readonly contentType: string;
+}
+
+/** A scrape-time read of the store waits at most this long (a store that does not answer is not ready). */
+export const SCRAPE_READ_TIMEOUT_MS = 2_000;
+
+/** `read()`'s answer, or "unanswered" when it failed or did not answer in time: a scrape never hangs on the store. */
+async function boundedRead<T>(read: () => Promise<T>): Promise<T | "unanswered"> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"unanswered">((resolve) => {
+    timer = setTimeout(() => resolve("unanswered"), SCRAPE_READ_TIMEOUT_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([read(), late]);
+  } catch {
+    return "unanswered";
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics {
@@ -53,12 +76,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       async collect() {
         const read = sources[source];
         if (!read) return;
-        try {
-          this.set(await read());
-        } catch {
-          // An unusable store shows as a missing sample; /readyz reports it.
-          this.reset();
-        }
+        const value = await boundedRead(read);
+        // An unusable store shows as a missing sample; /readyz and steward_store_ready report it.
+        if (value === "unanswered") this.reset();
+        else this.set(value);
       },
     });
   storeGauge("steward_queue_depth", "Deliveries waiting or running", "depth");
@@ -88,12 +109,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
     async collect() {
       if (!oldestDue) return;
-      try {
-        const at = await oldestDue();
-        this.set(at ? Math.max(0, (Date.now() - at.getTime()) / 1000) : 0);
-      } catch {
-        this.reset();
-      }
+      const at = await boundedRead(oldestDue);
+      if (at === "unanswered") this.reset();
+      else this.set(at ? Math.max(0, (Date.now() - at.getTime()) / 1000) : 0);
     },
   });
   const outcomes = new Counter({
@@ -128,9 +146,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const readReplicas = () =>
     (replicasRead ??= (async () => {
       try {
-        return await replicaSource?.();
-      } catch {
-        return undefined;
+        if (!replicaSource) return undefined;
+        const replicas = await boundedRead(replicaSource);
+        return replicas === "unanswered" ? undefined : replicas;
       } finally {
         setImmediate(() => (replicasRead = undefined));
       }
@@ -180,6 +198,21 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
   });
   credential.set(-1);
+  let readySource: (() => Promise<boolean>) | undefined;
+  new Gauge({
+    name: "steward_store_ready",
+    help: "1 when the store can record deliveries (GET /readyz would answer 200), 0 when it cannot or does not answer in time",
+    registers: [registry],
+    async collect() {
+      if (!readySource) return;
+      this.set((await boundedRead(readySource)) === true ? 1 : 0);
+    },
+  });
+  const installations = new Gauge({
+    name: "steward_installations",
+    help: "Installations of the app, as GitHub last reported them (GET /app); absent until it answered",
+    registers: [registry],
+  });
 
   return {
     registry,
@@ -219,6 +252,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     },
     setReplicaSource(source) {
       replicaSource = source;
+    },
+    setReadySource(source) {
+      readySource = source;
+    },
+    installations(count) {
+      installations.set(count);
     },
     tokenMinted(installation) {
       mints.inc({ installation });

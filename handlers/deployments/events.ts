@@ -124,7 +124,14 @@ export function waitingRun(event: string, action: string | undefined, payload: u
   return undefined;
 }
 
-/** The sha whose waits a completed check run or suite, or a deployment status, may settle. */
+/**
+ * Deployment states that can settle a wait on `after`: a wait exists only while the deployment
+ * waited on is under way (one not made is refused at once), so a status saying it is still under
+ * way (queued, in progress: what Steward's own approval of a gate causes) settles nothing.
+ */
+const FINISHED_DEPLOYMENT = new Set(["success", "failure", "error", "inactive"]);
+
+/** The sha whose waits a completed check run or suite, or a finished deployment's status, may settle. */
 export function settledSha(event: string, action: string | undefined, payload: unknown): string | undefined {
   const p = payload as {
     check_run?: { head_sha?: string };
@@ -134,7 +141,8 @@ export function settledSha(event: string, action: string | undefined, payload: u
   };
   if (event === "check_run" && action === "completed") return p.check_run?.head_sha;
   if (event === "check_suite" && action === "completed") return p.check_suite?.head_sha;
-  if (event === "deployment_status") return p.deployment?.sha;
+  if (event === "deployment_status")
+    return FINISHED_DEPLOYMENT.has(p.deployment_status?.state ?? "") ? p.deployment?.sha : undefined;
   return undefined;
 }
 

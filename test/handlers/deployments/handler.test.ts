@@ -416,6 +416,21 @@ describe("deployments handler: protection rule", () => {
       comment: expect.stringContaining(`the deployment of ${short(d.sha)} to qa has not finished`),
     });
 
+    // A status saying qa is still under way (as Steward's own approval of a gate causes) settles
+    // nothing: no wait is re-evaluated, nothing is read.
+    deployments().addStatus(repo(), qa, "queued");
+    const [queued] = await gh.hub.control.waitForDeliveries(
+      (x) =>
+        x.event === "deployment_status" &&
+        (x.payload as any).deployment.id === qa.id &&
+        (x.payload as any).deployment_status.state === "queued",
+    );
+    const sentBefore = gh.sent.length;
+    expect(
+      await handling.handle(h.context("deployment_status", structuredClone(queued!.payload), policy)),
+    ).toMatchObject({ status: "skipped" });
+    expect(gh.sent.length).toBe(sentBefore);
+
     deployments().addStatus(repo(), qa, "success");
     const [status] = await gh.hub.control.waitForDeliveries(
       (x) =>

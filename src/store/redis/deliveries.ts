@@ -16,7 +16,7 @@ import type {
 } from "../records.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
-import { defineScript, optional, optionalNumber, pairs, type Script } from "./script.js";
+import { defineScript, defineVariadicScript, optional, optionalNumber, pairs, type Script } from "./script.js";
 import type { DeliveriesPart } from "../contract.js";
 import { keptHeaders, outcomeRecord } from "../recorded.js";
 
@@ -77,12 +77,19 @@ elseif ARGV[3] == 'done' then redis.call('ZADD', KEYS[5], ARGV[7], ARGV[2]) end
 if ARGV[3] == 'dead' then redis.call('ZADD', KEYS[6], redis.call('HGET', KEYS[1], 'receivedAt'), ARGV[2]) else redis.call('ZREM', KEYS[6], ARGV[2]) end
 return 1`;
 
-// KEYS: state, outcomes, due, done, dead. ARGV: id, now, prefix
+// KEYS: state, outcomes, due, done, dead, failed (any handler), then the failed zset of each
+// handler with an outcome (as read just before). ARGV: id, now, those handlers' names.
+// -1: the handlers with an outcome are no longer those (it ran meanwhile); the caller reads them again.
 const replayLua = `
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status or status == 'running' then return 0 end
-for _, h in ipairs(redis.call('HKEYS', KEYS[2])) do redis.call('ZREM', ARGV[3] .. 'ix:f:' .. h, ARGV[1]) end
-redis.call('ZREM', ARGV[3] .. 'ix:f', ARGV[1])
+local present = redis.call('HKEYS', KEYS[2])
+if #present ~= #ARGV - 2 then return -1 end
+local named = {}
+for i = 3, #ARGV do named[ARGV[i]] = true end
+for _, h in ipairs(present) do if not named[h] then return -1 end end
+for i = 7, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('HSET', KEYS[1], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[2], 'updatedAt', ARGV[2])
 redis.call('HDEL', KEYS[1], 'lastError')
 redis.call('DEL', KEYS[2])
@@ -91,20 +98,29 @@ redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZREM', KEYS[5], ARGV[1])
 return 1`;
 
-// KEYS: done, all. ARGV: prefix, before (exclusive), batch
+// One finished delivery out, with its indexes. KEYS: done, all, state, body, outcomes, attempts,
+// failed (any handler), its repository's zset, its event's zset, then the failed zset of each
+// handler with an outcome. ARGV: id, before (exclusive), repository, event, those handlers' names.
+// What the caller read (repository, event, handlers) is checked: 0 when the delivery is no longer
+// finished before `before` or changed meanwhile (it is looked at again in the next batch).
 const purgeLua = `
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
-for _, id in ipairs(ids) do
-  local where = redis.call('HMGET', ARGV[1] .. 'd:' .. id, 'repo', 'event')
-  if where[1] and where[1] ~= '' then redis.call('ZREM', ARGV[1] .. 'ix:r:' .. where[1], id) end
-  if where[2] then redis.call('ZREM', ARGV[1] .. 'ix:e:' .. where[2], id) end
-  for _, h in ipairs(redis.call('HKEYS', ARGV[1] .. 'o:' .. id)) do redis.call('ZREM', ARGV[1] .. 'ix:f:' .. h, id) end
-  redis.call('ZREM', ARGV[1] .. 'ix:f', id)
-  redis.call('DEL', ARGV[1] .. 'd:' .. id, ARGV[1] .. 'body:' .. id, ARGV[1] .. 'o:' .. id, ARGV[1] .. 'a:' .. id)
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
-end
-return #ids`;
+local finished = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not finished or tonumber(finished) >= tonumber(ARGV[2]) then return 0 end
+local where = redis.call('HMGET', KEYS[3], 'repo', 'event')
+if (where[1] or '') ~= ARGV[3] or (where[2] or '') ~= ARGV[4] then return 0 end
+local present = redis.call('HKEYS', KEYS[5])
+if #present ~= #ARGV - 4 then return 0 end
+local named = {}
+for i = 5, #ARGV do named[ARGV[i]] = true end
+for _, h in ipairs(present) do if not named[h] then return 0 end end
+if ARGV[3] ~= '' then redis.call('ZREM', KEYS[8], ARGV[1]) end
+redis.call('ZREM', KEYS[9], ARGV[1])
+for i = 10, #KEYS do redis.call('ZREM', KEYS[i], ARGV[1]) end
+redis.call('ZREM', KEYS[7], ARGV[1])
+redis.call('DEL', KEYS[3], KEYS[4], KEYS[5], KEYS[6])
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1`;
 
 /** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
 const MAX_ATTEMPTS_KEPT = 200;
@@ -155,6 +171,8 @@ function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[] {
 }
 
 const listPage = 200;
+/** Finished deliveries purged per batch: other work runs between batches. */
+const PURGE_BATCH = 500;
 
 export class RedisDeliveries implements DeliveriesPart {
   #closed = false;
@@ -172,8 +190,8 @@ export class RedisDeliveries implements DeliveriesPart {
     this.#record = defineScript(client, "stewardRecord", 7, recordLua);
     this.#outcome = defineScript(client, "stewardRecordOutcome", 5, outcomeLua);
     this.#finish = defineScript(client, "stewardFinishDelivery", 6, finishLua);
-    this.#replay = defineScript(client, "stewardReplay", 5, replayLua);
-    this.#purge = defineScript(client, "stewardPurgeFinished", 2, purgeLua);
+    this.#replay = defineVariadicScript(client, "stewardReplay", replayLua);
+    this.#purge = defineVariadicScript(client, "stewardPurgeFinished", purgeLua);
   }
 
   /** Resolves once Redis acknowledged the write (durable as far as Redis' own persistence goes). */
@@ -318,18 +336,54 @@ export class RedisDeliveries implements DeliveriesPart {
 
   async replayDelivery(id: string): Promise<boolean> {
     const k = this.keys;
-    return (
-      (await this.#replay([k.delivery(id), k.outcomes(id), k.due, k.done, k.dead], [id, Date.now(), k.prefix])) === 1
-    );
+    for (;;) {
+      const handlers = await this.client.hkeys(k.outcomes(id));
+      const result = await this.#replay(
+        [k.delivery(id), k.outcomes(id), k.due, k.done, k.dead, k.failed, ...handlers.map((h) => k.failedBy(h))],
+        [id, Date.now(), ...handlers],
+      );
+      // -1: it ran between the read and the replay; its handlers are read again.
+      if (result !== -1) return result === 1;
+    }
   }
 
   async purgeFinished(beforeDate: Date): Promise<number> {
     const before = beforeDate.getTime();
+    const k = this.keys;
     let total = 0;
     for (;;) {
-      const n = Number(await this.#purge([this.keys.done, this.keys.all], [this.keys.prefix, before, 500]));
-      total += n;
-      if (n < 500) return total;
+      const ids = await this.client.zrangebyscore(k.done, "-inf", `(${before}`, "LIMIT", 0, PURGE_BATCH);
+      if (ids.length === 0) return total;
+      // What each delivery's indexes are (its repository, event, handlers), read in one pipeline, then one script each.
+      const p = this.client.pipeline();
+      for (const id of ids) p.hmget(k.delivery(id), "repo", "event").hkeys(k.outcomes(id));
+      const read = ((await p.exec()) ?? []).map(([error, value]) => {
+        if (error) throw error;
+        return value;
+      });
+      const purged = await Promise.all(
+        ids.map((id, i) => {
+          const [repo, event] = (read[2 * i] as (string | null)[]).map((v) => v ?? "");
+          const handlers = read[2 * i + 1] as string[];
+          return this.#purge(
+            [
+              k.done,
+              k.all,
+              k.delivery(id),
+              k.body(id),
+              k.outcomes(id),
+              k.attempts(id),
+              k.failed,
+              k.byRepository(repo!),
+              k.byEvent(event!),
+              ...handlers.map((h) => k.failedBy(h)),
+            ],
+            [id, before, repo!, event!, ...handlers],
+          );
+        }),
+      );
+      total += purged.filter((r) => r === 1).length;
+      if (ids.length < PURGE_BATCH) return total;
     }
   }
 }

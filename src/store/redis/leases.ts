@@ -7,57 +7,69 @@ import type { RedisKeys } from "./keys.js";
 import { defineScript, pairs, type Script } from "./script.js";
 import type { LeasesPart } from "../contract.js";
 
-// KEYS: due, leased, leases. ARGV: prefix, ref prefix ('d:' or 't:'), order field, now, leaseUntil, token.
-// The earliest due item, or a running one whose lease expired (its owner stopped renewing), by the order field.
+// KEYS: due, leased, leases, the due candidate's hash, the expired candidate's hash (the leases
+// hash again when there is no such candidate). ARGV: order field, now, leaseUntil, token, ref
+// prefix ('d:' or 't:'), due candidate, expired candidate ('' = none).
+// The candidates were read just before (the earliest due item, the earliest running one whose
+// lease expired): each is taken only if it still is what it was read as, the expired one first
+// when it was due no later. 0: both are gone (another replica took them); the caller looks again.
 const claimLua = `
-local now = tonumber(ARGV[4])
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
-local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, 1)
-local member, from
-if #expired > 0 then
-  local order = tonumber(redis.call('HGET', ARGV[1] .. ARGV[2] .. expired[1], ARGV[3]) or '0')
-  if #due == 0 or order <= tonumber(due[2]) then member = expired[1]; from = KEYS[2] end
+local now = tonumber(ARGV[2])
+local dueMember, expiredMember = ARGV[6], ARGV[7]
+local dueScore
+if dueMember ~= '' then
+  local score = redis.call('ZSCORE', KEYS[1], dueMember)
+  if score and tonumber(score) <= now then dueScore = tonumber(score) else dueMember = '' end
+end
+if expiredMember ~= '' then
+  local untilAt = redis.call('ZSCORE', KEYS[2], expiredMember)
+  if not untilAt or tonumber(untilAt) > now then expiredMember = '' end
+end
+local member, from, key
+if expiredMember ~= '' then
+  local order = tonumber(redis.call('HGET', KEYS[5], ARGV[1]) or '0')
+  if dueMember == '' or order <= dueScore then member = expiredMember; from = KEYS[2]; key = KEYS[5] end
 end
 if not member then
-  if #due == 0 then return false end
-  member = due[1]; from = KEYS[1]
+  if dueMember == '' then return 0 end
+  member = dueMember; from = KEYS[1]; key = KEYS[4]
 end
-local key = ARGV[1] .. ARGV[2] .. member
 redis.call('ZREM', from, member)
 local old = redis.call('HGET', key, 'leaseToken')
 if old then redis.call('HDEL', KEYS[3], old) end
-redis.call('HSET', key, 'status', 'running', 'leaseToken', ARGV[6], 'leaseUntil', ARGV[5], 'updatedAt', ARGV[4])
-if ARGV[2] == 'd:' then redis.call('HINCRBY', key, 'attempts', 1) end
-redis.call('ZADD', KEYS[2], ARGV[5], member)
-redis.call('HSET', KEYS[3], ARGV[6], ARGV[2] .. member)
+redis.call('HSET', key, 'status', 'running', 'leaseToken', ARGV[4], 'leaseUntil', ARGV[3], 'updatedAt', ARGV[2])
+if ARGV[5] == 'd:' then redis.call('HINCRBY', key, 'attempts', 1) end
+redis.call('ZADD', KEYS[2], ARGV[3], member)
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[5] .. member)
 return redis.call('HGETALL', key)`;
 
-// KEYS: leases, leased, due, tleased, tdue. ARGV: prefix, token, mode (renew|release|orphan), leaseUntil or now
+// KEYS: leases, leased, due, tleased, tdue, the item's hash. ARGV: token, mode (renew|release|orphan),
+// leaseUntil or now, the item's ref (what the leases hash named for the token when it was read).
 const leaseLua = `
-local ref = redis.call('HGET', KEYS[1], ARGV[2])
-if not ref then return 0 end
-local key = ARGV[1] .. ref
+local ref = redis.call('HGET', KEYS[1], ARGV[1])
+if ref ~= ARGV[4] then return 0 end
+local key = KEYS[6]
 local isDelivery = string.sub(ref, 1, 2) == 'd:'
 local member = string.sub(ref, 3)
-if redis.call('HGET', key, 'leaseToken') ~= ARGV[2] or redis.call('HGET', key, 'status') ~= 'running' then
-  redis.call('HDEL', KEYS[1], ARGV[2])
+if redis.call('HGET', key, 'leaseToken') ~= ARGV[1] or redis.call('HGET', key, 'status') ~= 'running' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
   return 0
 end
 local leased = isDelivery and KEYS[2] or KEYS[4]
-if ARGV[3] == 'renew' then
-  redis.call('HSET', key, 'leaseUntil', ARGV[4])
-  redis.call('ZADD', leased, ARGV[4], member)
+if ARGV[2] == 'renew' then
+  redis.call('HSET', key, 'leaseUntil', ARGV[3])
+  redis.call('ZADD', leased, ARGV[3], member)
   return 1
 end
 redis.call('HDEL', key, 'leaseToken', 'leaseUntil')
 redis.call('ZREM', leased, member)
-redis.call('HDEL', KEYS[1], ARGV[2])
+redis.call('HDEL', KEYS[1], ARGV[1])
 if isDelivery then
   redis.call('HSET', key, 'status', 'queued')
-  if ARGV[3] == 'release' then
+  if ARGV[2] == 'release' then
     -- attempts was counted at claim; an interrupted run does not use one up
     local attempts = tonumber(redis.call('HGET', key, 'attempts') or '0')
-    redis.call('HSET', key, 'attempts', math.max(0, attempts - 1), 'nextRunAt', ARGV[4])
+    redis.call('HSET', key, 'attempts', math.max(0, attempts - 1), 'nextRunAt', ARGV[3])
   end
   redis.call('ZADD', KEYS[3], redis.call('HGET', key, 'nextRunAt'), member)
 else
@@ -65,6 +77,11 @@ else
   redis.call('ZADD', KEYS[5], redis.call('HGET', key, 'runAt'), member)
 end
 return 1`;
+
+/** A claim that keeps losing its candidates to other replicas gives up after this many looks (the engine asks again). */
+const MAX_CLAIM_LOOKS = 50;
+/** After a lost race, a claim picks among this many of the earliest due items at most, so claimers spread out. */
+const SPREAD = 16;
 
 export interface Leased {
   token: string;
@@ -80,24 +97,42 @@ export class RedisLeases implements LeasesPart {
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
   ) {
-    this.#lease = defineScript(client, "stewardLease", 5, leaseLua);
-    this.#claim = defineScript(client, "stewardClaimWork", 3, claimLua);
+    this.#lease = defineScript(client, "stewardLease", 6, leaseLua);
+    this.#claim = defineScript(client, "stewardClaimWork", 5, claimLua);
   }
 
   /** Lease the next due delivery (counting an attempt) or task. */
   async claim(kind: "delivery" | "task", leaseMs: number): Promise<Leased | undefined> {
     const k = this.keys;
-    const now = Date.now();
-    const token = newLeaseToken();
-    const keys = kind === "delivery" ? [k.due, k.leased, k.leases] : [k.taskDue, k.taskLeased, k.leases];
+    const [due, leased] = kind === "delivery" ? [k.due, k.leased] : [k.taskDue, k.taskLeased];
     const [ref, order] = kind === "delivery" ? ["d:", "nextRunAt"] : ["t:", "runAt"];
-    const reply = await this.#claim(keys, [k.prefix, ref, order, now, now + leaseMs, token]);
-    return reply ? { token, fields: pairs(reply) } : undefined;
+    const item = (member: string) => (kind === "delivery" ? k.delivery(member) : k.task(member));
+    for (let look = 0; look < MAX_CLAIM_LOOKS; look++) {
+      const now = Date.now();
+      // The first look takes the earliest; after a lost race, one of the earliest few at random.
+      const among = Math.min(look + 1, SPREAD);
+      const [dueHeads, expiredHeads] = await Promise.all([
+        this.client.zrangebyscore(due, "-inf", now, "LIMIT", 0, among),
+        this.client.zrangebyscore(leased, "-inf", now, "LIMIT", 0, 1),
+      ]);
+      if (dueHeads.length === 0 && expiredHeads.length === 0) return undefined;
+      const dueMember = dueHeads[Math.floor(Math.random() * dueHeads.length)] ?? "";
+      const expiredMember = expiredHeads[0] ?? "";
+      const token = newLeaseToken();
+      const reply = await this.#claim(
+        [due, leased, k.leases, dueMember ? item(dueMember) : k.leases, expiredMember ? item(expiredMember) : k.leases],
+        [order, now, now + leaseMs, token, ref, dueMember, expiredMember],
+      );
+      if (Array.isArray(reply)) return { token, fields: pairs(reply) };
+    }
+    return undefined;
   }
 
-  #run(token: string, mode: "renew" | "release" | "orphan", at: number): Promise<unknown> {
+  async #run(token: string, mode: "renew" | "release" | "orphan", at: number): Promise<unknown> {
     const k = this.keys;
-    return this.#lease([k.leases, k.leased, k.due, k.taskLeased, k.taskDue], [k.prefix, token, mode, at]);
+    const ref = await this.client.hget(k.leases, token);
+    if (ref === null) return 0;
+    return this.#lease([k.leases, k.leased, k.due, k.taskLeased, k.taskDue, k.prefix + ref], [token, mode, at, ref]);
   }
 
   async renewLease(token: string, leaseMs: number): Promise<boolean> {

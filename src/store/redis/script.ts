@@ -14,6 +14,13 @@ export function defineScript(client: RedisClient, name: string, numberOfKeys: nu
   };
 }
 
+/** A script whose number of keys varies by call (declared in KEYS each time, never built inside it). */
+export function defineVariadicScript(client: RedisClient, name: string, lua: string): Script {
+  client.defineCommand(name, { lua });
+  const command = (client as unknown as Record<string, (...a: ScriptArg[]) => Promise<unknown>>)[name]!;
+  return (keys, args) => command.call(client, keys.length, ...keys, ...args);
+}
+
 /** A flat HGETALL-style reply [field, value, ...] as an object. */
 export function pairs(flat: unknown): Record<string, string> {
   const out: Record<string, string> = {};

@@ -33,6 +33,7 @@ import { checkAppCredential, recheckAppCredential } from "./lifecycle/credential
 import { startPeriodic } from "./ops/periodic.js";
 import type { Backoff } from "./lifecycle/backoff.js";
 import { startTracing } from "./ops/tracing.js";
+import { startErrorReporting } from "./ops/error-reporting.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -128,6 +129,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   // OTLP traces when the standard OTEL_* variables ask for them; nothing of the SDK is loaded otherwise.
   const tracing = await startTracing(logger);
+  const errorReporting = await startErrorReporting(config.sentryDsn, { logger, secrets: configSecrets(config) });
   // Hosted code is contained (dispatch/containment.ts): a module that cannot load is left out,
   // and what one does outside its awaited work is attributed to it, never stopping the service.
   const containment = createContainment({ logger, secrets: configSecrets(config) });
@@ -337,6 +339,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           containment.release();
           // The spans of the last runs leave before close resolves.
           await tracing?.flush().catch((e: unknown) => logger.warn({ err: e }, "traces not all exported"));
+          await errorReporting?.flush(HTTP_CLOSE_GRACE_MS).catch(() => undefined);
           logger.info("shut down");
         })();
         return closing;

@@ -357,6 +357,19 @@ export function loadBuiltinHandlers(env: NodeJS.ProcessEnv): "all" | "none" | st
   return names;
 }
 
+/** SENTRY_DSN as Sentry gives it (`https://<key>@<host>/<project id>`); never quoted back, it holds a key. */
+function checkedDsn(raw: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !["http:", "https:"].includes(url.protocol) || !url.username || !/\/\d+$/.test(url.pathname))
+    throw new ConfigError("SENTRY_DSN", "must be a Sentry DSN: https://<key>@<host>/<project id>");
+  return raw;
+}
+
 /** Parse and validate the configuration; throws ConfigError (one line) on the first problem. */
 export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const id = appId(env);
@@ -368,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
   const redis = redisUrl(env);
   const postgres = postgresUrl(env);
   const proxy = webhookProxyUrl(env);
+  const sentryDsn = read(env, "SENTRY_DSN");
   return {
     appId: id,
     privateKey: key,
@@ -397,6 +411,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     ...(redis === undefined ? {} : { redisUrl: redis }),
     ...(postgres === undefined ? {} : { postgresUrl: postgres }),
     ...(proxy === undefined ? {} : { webhookProxyUrl: proxy }),
+    ...(sentryDsn === undefined ? {} : { sentryDsn: checkedDsn(sentryDsn) }),
     ...oauthClient(env),
   };
 }

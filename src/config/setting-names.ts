@@ -34,6 +34,7 @@ const KNOWN = [
   "STEWARD_BODY_TIMEOUT",
   "STEWARD_API_TIMEOUT",
   "WEBHOOK_PROXY_URL",
+  "SENTRY_DSN",
 ];
 
 const names = new Set<string>(KNOWN);

@@ -52,6 +52,8 @@ export interface StewardConfig {
   redeliverIntervalMs: number;
   /** Public URL of Steward's status page, used as check runs' details_url. */
   statusUrl: string | undefined;
+  /** SENTRY_DSN: where errors are reported (ops/error-reporting.ts); none when unset. */
+  sentryDsn?: string;
   /**
    * What a recorded delivery must survive before the intake answers: `process` (a crash of
    * Steward; SQLite synchronous=NORMAL in WAL) or `power` (power loss; synchronous=FULL).

@@ -23,6 +23,7 @@ import type { ApiCallLog } from "./api-calls.js";
 import { outcomeRecord } from "../store/recorded.js";
 import { SpanKind, type Span } from "@opentelemetry/api";
 import { deliveryRunContext, inSpan, tracer } from "../log/trace.js";
+import { reportError } from "../log/errors.js";
 
 export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
 
@@ -296,6 +297,10 @@ async function runDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal
     );
   } else if (decision.status === "dead") {
     dlog.error({ attempts: d.attempts, error: decision.lastError }, "delivery parked as dead");
+    reportError(decision.lastError, {
+      what: "delivery parked as dead",
+      tags: { delivery: d.id, event: d.event, attempts: d.attempts },
+    });
   } else {
     dlog.debug({ handlers: outcomes.length }, "delivery done");
   }

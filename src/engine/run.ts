@@ -9,6 +9,7 @@ import type { OctokitFactory } from "../api/types.js";
 import { errorText, scrub } from "../log/redact.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { inSpan } from "../log/trace.js";
+import { reportError } from "../log/errors.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
@@ -93,6 +94,7 @@ async function runHandlerStep(
   invoke: () => Promise<Outcome | void> | Outcome,
 ): Promise<HandlerRunResult> {
   const started = performance.now();
+  let thrown: { error: unknown } | undefined;
   const call = async (): Promise<Outcome> => {
     try {
       const result = await invoke();
@@ -101,6 +103,7 @@ async function runHandlerStep(
         return { status: "failed", error: "handler returned something that is not an outcome", retryable: false };
       return result;
     } catch (e) {
+      thrown = { error: e };
       return { status: "failed", error: errorText(e) };
     }
   };
@@ -110,6 +113,8 @@ async function runHandlerStep(
     run.log.info({ handler: run.handler }, `handler ${run.handler} stopped; it runs again from the queue`);
     return { stopped: true, outcome };
   }
+  // What a handler threw is what it did not expect (an outcome it returned, it did).
+  if (thrown) reportError(thrown.error, { what: "handler threw", tags: { handler: run.handler } });
   const seconds = (performance.now() - started) / 1000;
   deps.observe?.outcome(run.handler, outcome.status, seconds);
   const level = outcome.status === "failed" ? "warn" : "info";

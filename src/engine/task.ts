@@ -10,6 +10,7 @@ import { installationOctokit, runHandler, type RunPathDeps } from "./run.js";
 import { outcomeRecord } from "../store/recorded.js";
 import { ROOT_CONTEXT, SpanKind } from "@opentelemetry/api";
 import { inSpan } from "../log/trace.js";
+import { reportError } from "../log/errors.js";
 
 export interface TaskRunDeps extends ContextDeps, RunPathDeps {
   queue: Pick<StewardStore, "tasks" | "leases">;
@@ -62,5 +63,8 @@ async function runTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSigna
   const decision = decideTask(error, retryable, attempt, deps.retry, new Date());
   await deps.queue.tasks.finishTask(claim, decision);
   if (decision.status === "retry") tlog.warn({ attempt, retryAt: decision.retryAt, error }, "task will be retried");
-  else if (decision.status === "dead") tlog.error({ attempt, error }, "task parked as dead");
+  else if (decision.status === "dead") {
+    tlog.error({ attempt, error }, "task parked as dead");
+    reportError(error, { what: "task parked as dead", tags: { handler: t.handler, attempts: attempt } });
+  }
 }

@@ -12,6 +12,7 @@ import { prepareJson, sendJson, sendJsonAndClose, sendPrepared } from "./respond
 import { verifySignature } from "./signature.js";
 import { context, trace, SpanStatusCode, type Span } from "@opentelemetry/api";
 import { inSpan, startReceiptSpan, tracer } from "../log/trace.js";
+import { reportError } from "../log/errors.js";
 
 /** GitHub caps webhook payloads at 25 MB. */
 export const MAX_BODY_BYTES = 25 * 1024 * 1024;
@@ -143,6 +144,7 @@ export function createWebhookReceiver(opts: ReceiverOptions): WebhookReceiver {
     } catch (error) {
       // Never a 500 and never a crash: the sender retries, the redelivery sweeper recovers.
       log.error({ deliveryId, event, error: safeErrorMessage(error) }, "intake failed unexpectedly");
+      reportError(error, { what: "intake failed", tags: { event } });
       if (!res.headersSent) answer(503, "temporarily unable to accept deliveries", true);
       else res.destroy();
     } finally {

@@ -84,6 +84,8 @@ export {
   matchWork,
   type BoundedMatch,
 } from "./policy/bounded-match.js";
+// Report-only mode: the operator's switch and the policy's `mode` key.
+export { ACT_MODE_SCHEMA, operatorReportOnly, reportReason, type ActMode } from "./policy/mode.js";
 // Secret hygiene: Steward's own settings and credentials are never a policy's to read.
 export { isSettingName, settingPaths } from "./config/setting-names.js";
 export { containsRegisteredSecret } from "./log/redact.js";

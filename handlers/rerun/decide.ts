@@ -81,6 +81,7 @@ export type Decision =
     };
 
 export interface DecideInput {
+  /** The section; `mode: report` decides as `failed_jobs` (what is done with it is execute's business). */
   policy: RerunPolicy;
   run: RunFacts;
   jobs: JobFacts[];
@@ -335,7 +336,7 @@ export function decide(input: DecideInput): Decision {
     reasons: [`all ${verdicts.length} failed jobs are transient; ${next}`, ...note],
     verdicts,
     // Every failure is transient: one request re-runs them all, even in mode `jobs`.
-    mode: policy.mode === "jobs" ? "failed_jobs" : policy.mode,
+    mode: policy.mode === "jobs" || policy.mode === "report" ? "failed_jobs" : policy.mode,
     delayMs: delayMs(policy),
   };
 }

@@ -10,7 +10,7 @@ import { DECIDED_TTL_MS, requestedKey as requestedKeyOf, taskKey } from "./keys.
 import { currentHead, gatherFacts, getRun } from "./facts.js";
 import { returnSlot, takeSlot, usedToday } from "./budget.js";
 import { rememberPlan, standDown } from "./merge-queue.js";
-import type { RerunPolicy } from "./policy.js";
+import type { ActingRerunPolicy } from "./policy.js";
 import { recordRerunFacts } from "./record.js";
 
 /** How many times a re-run refused with "already running" is tried again before giving up. */
@@ -32,7 +32,9 @@ function refusalOf(err: unknown): Refusal | undefined {
 }
 
 export interface DecisionRequest {
-  policy: RerunPolicy;
+  policy: ActingRerunPolicy;
+  /** Why the handler only reports (the operator's setting, `rerun.mode: report`), if it does. */
+  report?: string | undefined;
   scope: RerunScope;
   run: RunFacts;
   htmlUrl: string | undefined;
@@ -51,8 +53,16 @@ export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outc
     run,
   );
   const decision = decide({ policy, run, ...facts.input });
+  // The decision is made exactly as it would be; report mode only changes what is done with it.
+  const report = decision.decision === "rerun" ? (req.report ?? ruleReport(policy, decision)) : undefined;
   ops.log.info(
-    { runId: run.id, attempt: run.runAttempt, decision: decision.decision, reasons: decision.reasons },
+    {
+      runId: run.id,
+      attempt: run.runAttempt,
+      decision: decision.decision,
+      reasons: decision.reasons,
+      ...(report ? { reportOnly: report } : {}),
+    },
     "rerun decision",
   );
   await recordRerunFacts(ops.store, {
@@ -66,9 +76,17 @@ export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outc
   await ops.store.audit({
     kind: "rerun_decision",
     source: "rerun",
-    details: { repository: `${scope.owner}/${scope.repo}`, runId: run.id, attempt: run.runAttempt, ...decision },
+    details: {
+      repository: `${scope.owner}/${scope.repo}`,
+      runId: run.id,
+      attempt: run.runAttempt,
+      ...decision,
+      // `mode` is the decision's re-run mode; report mode is named apart from it.
+      ...(report ? { reportOnly: report } : {}),
+    },
   });
   const task = taskOf(req, decision);
+  if (report) return reportOnly(ops, task, report);
   switch (decision.decision) {
     case "skip":
       return { status: "skipped", reason: decision.reasons.join("; ") };
@@ -90,6 +108,35 @@ export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outc
       }
       return carryOut(ops, task);
   }
+}
+
+/** Why a rule in report mode keeps this re-run from being made: the first such rule a transient job matched. */
+function ruleReport(policy: ActingRerunPolicy, decision: Decision): string | undefined {
+  for (const v of decision.verdicts) {
+    if (v.transient && v.rule !== undefined && policy.rules[v.rule]?.mode === "report")
+      return `rerun.rules[${v.rule}].mode: report (rule ${v.rule + 1}, matched by ${v.name})`;
+  }
+  return undefined;
+}
+
+/** What a re-run decision would have requested, in words: the check run's action line. */
+export function wouldRerunText(task: RerunTask, report: string): string {
+  const what =
+    task.mode === "workflow"
+      ? "the whole workflow"
+      : task.mode === "jobs" && task.jobs?.length
+        ? `job ${task.jobs[0]!.name} and its dependents alone`
+        : "the failed jobs and their dependents";
+  const when = task.delayMs > 0 ? ` after ${task.delayMs / 1000}s` : "";
+  return `${what}${when} (attempt ${task.run.runAttempt + 1} of ${task.maxAttempts}); nothing was re-run: report only, by ${report}`;
+}
+
+/** Report mode: explain what would have been re-run, and request, schedule and spend nothing. */
+async function reportOnly(ops: Ops, task: RerunTask, report: string): Promise<Outcome> {
+  const text = wouldRerunText(task, report);
+  await explainAndReport(ops, task, "would_rerun", text);
+  ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, report }, "re-run reported, not requested");
+  return { status: "done", summary: `run ${task.run.id} attempt ${task.run.runAttempt}: would have re-run ${text}` };
 }
 
 function taskOf(req: DecisionRequest, decision: Decision): RerunTask {

@@ -11,7 +11,8 @@ export type ActionTaken =
   | "budget"
   | "cancelled"
   | "planned"
-  | "stood_down";
+  | "stood_down"
+  | "would_rerun";
 
 export interface Explanation {
   runId: number;
@@ -62,6 +63,8 @@ export function actionText(
       return `not re-run: the planned re-run stood down${e.detail ? ` (${e.detail})` : ""}`;
     case "gave_up":
       return "not re-run";
+    case "would_rerun":
+      return `would have re-run ${e.detail ?? `(${next})`}`;
     case "refused":
       return `not re-run: the API refused${e.detail ? ` (${e.detail})` : ""}`;
   }
@@ -80,6 +83,8 @@ export function titleOf(e: Explanation): string {
       return `Did not re-run ${run}: cancelled`;
     case "planned":
       return `Re-run of ${run} planned`;
+    case "would_rerun":
+      return `Would have re-run ${run}: ${e.flake ? "flake (failed between passing commits)" : "transient failure"} (report only)`;
     case "stood_down":
       return `Did not re-run ${run}: stood down`;
     case "refused":

@@ -4,7 +4,7 @@
 import type { RerunPolicy } from "./policy.js";
 import { flakeKey, flakePrefix } from "./keys.js";
 import { attemptOrBudgetStop, type JobVerdict, type RunFacts } from "./decide.js";
-import { carryOut } from "./execute.js";
+import { carryOut, wouldRerunText } from "./execute.js";
 import { explainAndReport } from "./history.js";
 import type { Ops, RerunScope, RerunTask } from "./task.js";
 import { branchHistory } from "./facts.js";
@@ -15,21 +15,33 @@ import { usedToday } from "./budget.js";
 export const FLAKE_TTL_MS = 180 * 24 * 3_600_000;
 
 /** Look for flakes around `run`; one line per flake acted on (empty when none). */
-export async function flakePass(ops: Ops, policy: RerunPolicy, scope: RerunScope, run: RunFacts): Promise<string[]> {
+export async function flakePass(
+  ops: Ops,
+  policy: RerunPolicy,
+  scope: RerunScope,
+  run: RunFacts,
+  report?: string,
+): Promise<string[]> {
   const ref = { owner: scope.owner, repo: scope.repo };
   const flakes = findFlakes(await branchHistory(ops.octokit, ref, run, scope.repository), run.id);
   const lines: string[] = [];
   for (const flake of flakes) {
     // Each flake is acted on once, whichever of its neighbours' runs finds it first.
     const acted = await ops.once(flakeKey(scope.repoId, flake.run.id, flake.run.runAttempt, flake.job.name), {
-      run: () => actOn(ops, policy, scope, flake),
+      run: () => actOn(ops, policy, scope, flake, report),
     });
     if (acted.state !== "recorded") lines.push(acted.value);
   }
   return lines;
 }
 
-async function actOn(ops: Ops, policy: RerunPolicy, scope: RerunScope, flake: Flake): Promise<string> {
+async function actOn(
+  ops: Ops,
+  policy: RerunPolicy,
+  scope: RerunScope,
+  flake: Flake,
+  report: string | undefined,
+): Promise<string> {
   const reason = flakeReason(flake);
   const stop = attemptOrBudgetStop(policy, flake.run, await usedToday(ops.store, scope.repoId, policy.daily_budget));
   const verdict: JobVerdict = {
@@ -59,7 +71,11 @@ async function actOn(ops: Ops, policy: RerunPolicy, scope: RerunScope, flake: Fl
   let rerun = false;
   let why = stop;
   if (stop) await explainAndReport(ops, task, "gave_up");
-  else {
+  else if (report) {
+    // Report mode: the flake is recorded and explained as it would be, and not re-run.
+    why = `report only, by ${report}`;
+    await explainAndReport(ops, task, "would_rerun", wouldRerunText(task, report));
+  } else {
     const outcome = await carryOut(ops, task);
     rerun = outcome.status === "done";
     if (outcome.status === "skipped") why = outcome.reason;
@@ -84,5 +100,6 @@ async function actOn(ops: Ops, policy: RerunPolicy, scope: RerunScope, flake: Fl
     { ttlMs: FLAKE_TTL_MS },
   );
   await ops.store.audit({ kind: "rerun_flake", source: "rerun", details: { ...record } });
+  if (report && !stop) return `${reason}: would have re-run it (${why})`;
   return `${reason}: ${rerun ? "re-ran it" : `not re-run (${why ?? "no reason"})`}`;
 }

@@ -1,11 +1,11 @@
 // Handler `rerun`: re-runs failed workflow runs whose every failure the repository's policy calls
 // transient. Facts are read in facts.ts, the decision is decide.ts's, execute.ts carries it out.
-import { defineHandler, type HandlerContext, type Outcome } from "../../src/index.js";
+import { defineHandler, operatorReportOnly, reportReason, type HandlerContext, type Outcome } from "../../src/index.js";
 import { outOfScope, type RunFacts } from "./decide.js";
 import { carryOut, decideAndAct } from "./execute.js";
 import { isRerunTask, opsOf, type RerunScope } from "./task.js";
 import { toRunFacts } from "./facts.js";
-import { rerunPolicy, type RerunPolicy } from "./policy.js";
+import { actingPolicy, rerunPolicy, type ActingRerunPolicy, type RerunPolicy } from "./policy.js";
 import { recordRerunFacts } from "./record.js";
 import { flakePass } from "./flake-execute.js";
 import { MERGE_GROUP_EVENT, cancelPlans } from "./merge-queue.js";
@@ -46,13 +46,15 @@ export default defineHandler({
   async handle(ctx): Promise<Outcome> {
     if (ctx.name === MERGE_GROUP_EVENT) return onGroupDestroyed(ctx);
     if (ctx.action !== "completed") return { status: "skipped", reason: `action "${ctx.action}" is not completed` };
-    const policy = ctx.policy;
-    if (!policy) return { status: "skipped", reason: "delivery has no repository" };
+    if (!ctx.policy) return { status: "skipped", reason: "delivery has no repository" };
+    // Report mode (the operator's setting or `rerun.mode: report`) decides as `failed_jobs` would.
+    const { policy, report: sectionReport } = actingPolicy(ctx.policy);
+    const report = reportReason(operatorReportOnly(ctx.config, "rerun"), sectionReport);
     const payload = ctx.payload as WorkflowRunPayload;
     const run = toRunFacts(payload.workflow_run, payload.workflow, payload.repository);
     const scope = scopeOf(payload);
 
-    const flakes = await flakesAround(ctx, policy, scope, run);
+    const flakes = await flakesAround(ctx, policy, scope, run, report);
     // Out of scope: decided from the payload alone, nothing read or written (but the flake pattern).
     const outside = outOfScope(policy, run);
     if (outside) {
@@ -73,6 +75,7 @@ export default defineHandler({
           htmlUrl: payload.workflow_run.html_url,
           adminRepo: ctx.config.adminRepo || ".github",
           policySources: ctx.policySources,
+          report,
         }),
     });
     if (decided.state === "recorded")
@@ -114,10 +117,16 @@ async function onGroupDestroyed(ctx: Context): Promise<Outcome> {
 }
 
 /** The flake pattern's pass over the runs around this one, when the policy asks for it. */
-async function flakesAround(ctx: Context, policy: RerunPolicy, scope: RerunScope, run: RunFacts): Promise<string[]> {
+async function flakesAround(
+  ctx: Context,
+  policy: ActingRerunPolicy,
+  scope: RerunScope,
+  run: RunFacts,
+  report: string | undefined,
+): Promise<string[]> {
   if (!policy.flake_pattern || !FLAKE_SCAN_CONCLUSIONS.has(run.conclusion ?? "")) return [];
   if (outOfScope(policy, run, { anyConclusion: true })) return [];
-  return flakePass(opsOf(ctx), policy, scope, run);
+  return flakePass(opsOf(ctx), policy, scope, run, report);
 }
 
 function withFlakes(outcome: Outcome, flakes: string[]): Outcome {

@@ -7,6 +7,8 @@ import {
   textMatcherError,
   didYouMean,
   suggestionNote,
+  ACT_MODE_SCHEMA,
+  type ActMode,
 } from "../../src/index.js";
 
 export type RuleConclusion = "failure" | "timed_out" | "cancelled";
@@ -24,6 +26,8 @@ export interface RerunRule {
   log?: string[];
   /** true: the job failed without a failed step (its runner went away); false: it has one. */
   runner_lost?: boolean;
+  /** `report`: a re-run this rule takes part in is decided, recorded and reported, never requested. */
+  mode?: ActMode;
 }
 
 export interface RerunPolicy {
@@ -42,7 +46,8 @@ export interface RerunPolicy {
   forks: boolean;
   /** Attempts counting the first run. */
   max_attempts: number;
-  mode: RerunMode;
+  /** How to re-run; `report`: decide and report what `failed_jobs` would do, re-run nothing. */
+  mode: RerunMode | "report";
   /** More failed jobs than this is a real breakage. */
   max_failed_jobs: number;
   /** Wait before re-running: `30s`, `5m`, `1h`, or seconds. */
@@ -120,6 +125,7 @@ const ruleSchema = {
     },
     log: stringList,
     runner_lost: { type: "boolean" },
+    mode: ACT_MODE_SCHEMA,
   },
 } as const;
 
@@ -137,7 +143,7 @@ export const rerunPolicy: PolicySection<RerunPolicy> = {
       events: stringList,
       forks: { type: "boolean" },
       max_attempts: { type: "integer", minimum: 1, maximum: GITHUB_MAX_ATTEMPTS },
-      mode: { type: "string", enum: ["failed_jobs", "workflow", "jobs"] },
+      mode: { type: "string", enum: ["failed_jobs", "workflow", "jobs", "report"] },
       daily_budget: { type: "integer", minimum: 0 },
       flake_pattern: { type: "boolean" },
       read_ahead: { type: "boolean" },
@@ -208,6 +214,18 @@ function checkRule(
   }
   const conditions = ["jobs", "steps", "log", "runner_lost", "conclusions"].filter((k) => k in rule);
   if (conditions.length === 0) report([], "rule has no condition: every failure matches it", "warning");
+}
+
+/** A policy whose `mode` says how to re-run: what the pure decision is given. */
+export type ActingRerunPolicy = Omit<RerunPolicy, "mode"> & { mode: RerunMode };
+
+/**
+ * The policy the decision is made with, and why it is only reported, if so: `mode: report` on the
+ * section reports what `failed_jobs` would do (the re-run mode it stands in for).
+ */
+export function actingPolicy(policy: RerunPolicy): { policy: ActingRerunPolicy; report: string | undefined } {
+  if (policy.mode === "report") return { policy: { ...policy, mode: "failed_jobs" }, report: "rerun.mode: report" };
+  return { policy: { ...policy, mode: policy.mode }, report: undefined };
 }
 
 /** The policy's delay in milliseconds (validated, so always parsable; 0 when it is not). */

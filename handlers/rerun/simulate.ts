@@ -6,7 +6,7 @@ import { MatchBudget, type SimulationInput } from "../../src/index.js";
 import { newest } from "../shared/impact.js";
 import { decide, outOfScope } from "./decide.js";
 import { scanLog, type ScannedLog } from "./scan.js";
-import type { RerunPolicy } from "./policy.js";
+import { actingPolicy, type RerunPolicy } from "./policy.js";
 import { rerunFactsPrefix, type RerunFactRecord } from "./record.js";
 
 export const RERUN_RUNS = 200;
@@ -22,10 +22,11 @@ export interface RerunImpact {
 }
 
 export async function rerunImpact(
-  policy: RerunPolicy,
+  given: RerunPolicy,
   records: readonly RerunFactRecord[],
   limit = RERUN_RUNS,
 ): Promise<RerunImpact> {
+  const policy = actingPolicy(given).policy;
   const last = newest(records, limit);
   const budget = new MatchBudget();
   const specs = policy.rules.flatMap((r) => r.log ?? []);
@@ -60,5 +61,14 @@ export function describeRerunImpact(r: RerunImpact): string {
 
 export async function simulateRerun({ policy, store, repository }: SimulationInput<RerunPolicy>): Promise<string> {
   const records = (await store.list<RerunFactRecord>(rerunFactsPrefix(repository))).map((e) => e.value);
-  return describeRerunImpact(await rerunImpact(policy, records));
+  return describeRerunImpact(await rerunImpact(policy, records)) + describeRerunMode(policy);
+}
+
+/** The policy's report mode, as simulation shows it: the counts above are then what it would report. */
+export function describeRerunMode(policy: RerunPolicy): string {
+  if (policy.mode === "report") return " (rerun.mode: report: reported in steward/rerun, none requested)";
+  const rules = policy.rules.flatMap((r, i) => (r.mode === "report" ? [i + 1] : []));
+  if (rules.length === 0) return "";
+  const which = rules.length === 1 ? `rule ${rules[0]} is` : `rules ${rules.join(", ")} are`;
+  return ` (${which} in report mode: the re-runs they take part in are reported, not requested)`;
 }

@@ -413,5 +413,21 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     ...(proxy === undefined ? {} : { webhookProxyUrl: proxy }),
     ...(sentryDsn === undefined ? {} : { sentryDsn: checkedDsn(sentryDsn) }),
     ...oauthClient(env),
+    ...reportOnly(env),
   };
+}
+
+/**
+ * STEWARD_MODE (`act`, the default, or `report`: every handler) and STEWARD_REPORT_ONLY (handler
+ * names): the operator's report-only switch, above every policy file.
+ */
+function reportOnly(env: Env): Pick<StewardConfig, "reportOnly"> {
+  const mode = oneOf(env, "STEWARD_MODE", ["act", "report"] as const, "act");
+  const names = list(env, "STEWARD_REPORT_ONLY");
+  for (const name of names) {
+    if (!/^[A-Za-z0-9_.-]+$/.test(name))
+      throw new ConfigError("STEWARD_REPORT_ONLY", `must list handler names, comma-separated (got ${shown(name)})`);
+  }
+  if (mode === "report") return { reportOnly: ["*"] };
+  return names.length ? { reportOnly: names } : {};
 }

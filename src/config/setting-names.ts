@@ -35,6 +35,8 @@ const KNOWN = [
   "STEWARD_API_TIMEOUT",
   "WEBHOOK_PROXY_URL",
   "SENTRY_DSN",
+  "STEWARD_MODE",
+  "STEWARD_REPORT_ONLY",
 ];
 
 const names = new Set<string>(KNOWN);

@@ -79,6 +79,12 @@ export interface StewardConfig {
   webhookProxyUrl?: string;
   /** STEWARD_SESSION_SECRET: keys the console's session cookies; derived from the app's secrets when absent. */
   sessionSecret?: string;
+  /**
+   * Handlers that decide, record and report but make no acting write, whatever their policy
+   * says: `["*"]` for every handler (STEWARD_MODE=report), else the names STEWARD_REPORT_ONLY
+   * lists. Optional so hand-built configs may omit it; absent means every handler acts.
+   */
+  reportOnly?: readonly string[];
 }
 
 /** Where the service keeps its state: what operator commands need to open the same store. */

@@ -90,6 +90,18 @@ describe("loadConfig", () => {
     });
   });
 
+  it("reads the operator's report-only switch: STEWARD_MODE for every handler, STEWARD_REPORT_ONLY for some", () => {
+    expect(loadConfig(base).reportOnly).toBeUndefined();
+    expect(loadConfig({ ...base, STEWARD_MODE: "act" }).reportOnly).toBeUndefined();
+    expect(loadConfig({ ...base, STEWARD_MODE: "Report" }).reportOnly).toEqual(["*"]);
+    expect(loadConfig({ ...base, STEWARD_REPORT_ONLY: " rerun, deployments ," }).reportOnly).toEqual([
+      "rerun",
+      "deployments",
+    ]);
+    // The wider switch wins: every handler reports.
+    expect(loadConfig({ ...base, STEWARD_MODE: "report", STEWARD_REPORT_ONLY: "rerun" }).reportOnly).toEqual(["*"]);
+  });
+
   it("builds the API URL from GHE_HOST and GHE_PROTOCOL", () => {
     expect(loadConfig({ ...base, GHE_HOST: "ghe.corp" }).apiUrl).toBe("https://ghe.corp/api/v3");
     expect(loadConfig({ ...base, GHE_HOST: "ghe.corp:8080", GHE_PROTOCOL: "http" }).apiUrl).toBe(
@@ -144,6 +156,8 @@ describe("loadConfig", () => {
     ["STEWARD_REDELIVER_INTERVAL", { STEWARD_REDELIVER_INTERVAL: "x" }],
     ["STEWARD_STATUS_URL", { STEWARD_STATUS_URL: "status" }],
     ["STEWARD_DURABILITY", { STEWARD_DURABILITY: "disk" }],
+    ["STEWARD_MODE", { STEWARD_MODE: "dry-run" }],
+    ["STEWARD_REPORT_ONLY", { STEWARD_REPORT_ONLY: "rerun deployments" }],
   ];
   it.each(cases)("names %s in one line when it is missing or malformed", (variable, env) => {
     const error = problem({ ...base, ...env });

@@ -1,9 +1,11 @@
 // The console's listing queries, run the same on every store: filters, access scope,
-// keyset pages that neither skip nor repeat, per-minute activity and dead-letter counts.
+// keyset pages that neither skip nor repeat, per-minute activity and dead-letter counts. Redis
+// Cluster too (three primaries started here on first use): its console scripts read the
+// per-delivery hashes they find in an index.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { IncomingDelivery } from "../../src/store/records.js";
 import type { DeliveryQuery } from "../../src/store/browse.js";
 import type { StewardStore } from "../../src/store/contract.js";
@@ -11,6 +13,7 @@ import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { redisStores, redisUp, redisUrl } from "../redis/support.js";
 import { postgresStores, postgresUp } from "../postgres/support.js";
+import { clusterAvailable, startRedisCluster, type TestCluster } from "../redis/cluster-support.js";
 
 type AnyStore = StewardStore;
 
@@ -18,6 +21,9 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
 });
+
+let cluster: Promise<TestCluster> | undefined;
+afterAll(async () => (await cluster)?.stop(), 60_000);
 
 const backends: { name: string; skip: boolean; open(): Promise<AnyStore> }[] = [
   {
@@ -38,6 +44,16 @@ const backends: { name: string; skip: boolean; open(): Promise<AnyStore> }[] = [
     skip: !redisUp,
     async open() {
       const stores = redisStores();
+      cleanups.push(() => stores.dispose());
+      return stores.open();
+    },
+  },
+  {
+    name: "redis cluster",
+    skip: !clusterAvailable,
+    async open() {
+      cluster ??= startRedisCluster();
+      const stores = redisStores((await cluster).url);
       cleanups.push(() => stores.dispose());
       return stores.open();
     },

@@ -42,6 +42,11 @@ export function deliveryTraceIds(deliveryId: string): TraceIds {
 let hinted: TraceIds | undefined;
 let exporting = false;
 
+/** Whether traces are exported (the console shows a delivery's trace id then). */
+export function tracingExported(): boolean {
+  return exporting;
+}
+
 /** Called once the SDK is registered (ops/tracing.ts): from then on runs derive their trace's context. */
 export function markTracing(): void {
   exporting = true;

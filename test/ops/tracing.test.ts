@@ -11,6 +11,7 @@ import type { Steward } from "../../src/app.js";
 import { checks } from "../../handlers/index.js";
 import { deliveryTraceIds } from "../../src/log/trace.js";
 import { collectingLogger } from "../service/helpers.js";
+import { signIn } from "../console/session.js";
 
 interface OtlpValue {
   stringValue?: string;
@@ -174,6 +175,12 @@ describe("OpenTelemetry traces over OTLP", () => {
     expect(done?.span_id).toBe(handler.spanId);
     const recorded = lines.find((l) => l.msg === "delivery recorded" && l.deliveryId === guid);
     expect(recorded).toMatchObject({ trace_id: traceId, span_id: receiptId });
+
+    // The console's delivery page names the trace, to look it up in the tracing backend.
+    const owner = await signIn((stack.steward as Steward).url, "octo-admin");
+    const page = await owner.visit(`/console/deliveries/${encodeURIComponent(guid)}`);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain(`<code>${traceId}</code> (receipt span <code>${receiptId}</code>)`);
 
     // Nothing of the payload and no credential: not the title, not the policy file's text.
     const sent = exports.map((e) => e.body).join("\n");

@@ -7,6 +7,7 @@ import type { PageContext } from "../types.js";
 import type { AttemptRecord, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
 import { actionsOf, type ActionRecord } from "../actions.js";
 import { mayAct, maySee } from "./scope.js";
+import { deliveryTraceIds, tracingExported } from "../../log/trace.js";
 
 // Signatures are dropped when stored; anything credential-like is also never shown.
 const hiddenHeaders = /signature|authorization|cookie|token|secret/i;
@@ -74,6 +75,12 @@ function historySection(attempts: readonly AttemptRecord[], actions: readonly Ac
     }</section>`;
 }
 
+/** The delivery's trace (its ids come from the delivery id: log/trace.ts), to look it up in the tracing backend. */
+function traceRow(deliveryId: string): Html {
+  const { traceId, spanId } = deliveryTraceIds(deliveryId);
+  return html`<dt>Trace</dt><dd><code>${traceId}</code> (receipt span <code>${spanId}</code>)</dd>`;
+}
+
 export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   // The router checked the id's form (a 400 otherwise).
   const id = ctx.segments[1]!;
@@ -111,6 +118,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
       <dt>Attempts</dt><dd>${d.attempts}${replays ? html` since the last replay (replayed ${replays} ${replays === 1 ? "time" : "times"}: see the history)` : ""}</dd>
       <dt>Received</dt><dd>${time(d.receivedAt)}</dd>
       <dt>Updated</dt><dd>${time(d.updatedAt)}</dd>
+      ${tracingExported() ? traceRow(d.id) : ""}
       ${d.status === "failed" ? html`<dt>Next attempt</dt><dd>${time(d.nextRunAt)}</dd>` : ""}
       ${d.lastError ? html`<dt>Last error</dt><dd><code>${d.lastError}</code></dd>` : ""}
     </dl>

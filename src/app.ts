@@ -15,7 +15,8 @@ import { createStewardHttp, withPages, type ServerTimeouts } from "./intake/serv
 import { openSqliteStore, type SqliteStore } from "./store/sqlite/store.js";
 import type { RedisStore } from "./store/redis/store.js";
 import type { PostgresStore } from "./store/postgres/store.js";
-import type { Cluster } from "./coordination/redis/cluster.js";
+import type { ClientCoordination } from "./api/types.js";
+import type { ReplicaEntry } from "./coordination/redis/replicas.js";
 import { inProcessCoordination } from "./coordination/in-process.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./check-runs/reporter.js";
@@ -78,6 +79,14 @@ export interface CreateStewardOptions {
 
 /** How often the app's credential and installations count are asked again after start (GET /app). */
 const APP_RECHECK_MS = 10 * 60_000;
+
+/** What replicas share beyond the store, on Redis (coordination/redis/) or PostgreSQL (coordination/postgres/). */
+interface ReplicaCoordination {
+  coordination: ClientCoordination;
+  register(): void;
+  replicas(): Promise<ReplicaEntry[]>;
+  close(): Promise<void>;
+}
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
 const HTTP_CLOSE_GRACE_MS = 2_000;
@@ -144,15 +153,26 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const budget = new ApiBudget();
   let listening: string | undefined;
   const publicBase = () => consoleBase(config, listening);
-  // Several replicas share one Redis: the queue and state live there, and so do API throttling and tokens.
-  let cluster: Cluster | undefined;
+  // Several replicas share one store: the queue and state live there, and so do the write slots,
+  // the tokens and the registry of replicas. With both PostgreSQL and Redis configured, the store
+  // where deliveries live coordinates too and Redis is not used (docs/decisions/0013-*).
+  let cluster: ReplicaCoordination | undefined;
   let store: SqliteStore | RedisStore | PostgresStore;
   if (config.postgresUrl) {
     // Loaded only here, as Redis's: pg is not needed by a single-process service.
-    const { openPostgresStore } = await import("./store/postgres/store.js");
-    store = await openPostgresStore(config.postgresUrl, {
+    const [{ openPostgresStore }, { openPostgresCluster }] = await Promise.all([
+      import("./store/postgres/store.js"),
+      import("./coordination/postgres/cluster.js"),
+    ]);
+    const schema = opts.postgres?.schema;
+    // The store first: it brings the schema (the coordination's tables included) to this version.
+    store = await openPostgresStore(config.postgresUrl, { logger, ...(schema ? { schema } : {}) });
+    cluster = openPostgresCluster({
+      url: config.postgresUrl,
+      config,
       logger,
-      ...(opts.postgres?.schema ? { schema: opts.postgres.schema } : {}),
+      ...(schema ? { schema } : {}),
+      onMint: (id) => metrics.tokenMinted(id),
     });
   } else if (config.redisUrl) {
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.

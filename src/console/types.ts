@@ -40,7 +40,7 @@ export interface ConsoleDeps {
   budget: ApiBudget;
   /** The effective policy of a repository, with where each value came from (undefined: not available). */
   policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
-  /** Redis deployments: the replicas alive and what each holds (absent with SQLite). */
+  /** Redis or PostgreSQL deployments: the replicas alive and what each holds (absent with SQLite). */
   replicas?(): Promise<ReplicaEntry[]>;
   logger: Logger;
 }

@@ -17,7 +17,7 @@ export interface Metrics {
   appCredential(state: string): void;
   /** Where the queue depth comes from (read at scrape time). */
   setQueueDepthSource(source: () => Promise<number>): void;
-  /** Where the live replicas and what they hold come from (Redis deployments; read at scrape time). */
+  /** Where the live replicas and what they hold come from (Redis or PostgreSQL deployments; read at scrape time). */
   setReplicaSource(source: () => Promise<ReplicaEntry[]>): void;
   /** This process minted an installation token. */
   tokenMinted(installationId: string): void;
@@ -155,7 +155,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     })());
   new Gauge({
     name: "steward_replicas_alive",
-    help: "Replicas of this deployment seen alive in the last few seconds (Redis deployments)",
+    help: "Replicas of this deployment seen alive in the last few seconds (Redis or PostgreSQL deployments)",
     registers: [registry],
     async collect() {
       const replicas = await readReplicas();

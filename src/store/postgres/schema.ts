@@ -127,8 +127,43 @@ CREATE TABLE ${s}.leases (
 `,
 };
 
+// Replicas coordinating on PostgreSQL alone (src/coordination/postgres/). Times here are the
+// server's (clock_timestamp()), as Redis's TIME is for the Redis slots: replicas with skewed
+// clocks still agree on a write's spacing and on when a dead holder's hold lapsed.
+const v2: Migration = {
+  version: 2,
+  description: "write slots, shared sealed tokens and the replica registry",
+  sql: (s) => `
+-- One row per installation that wrote: who holds its write slot (until when, renewed while the
+-- write is in flight), the gap the holder asked for, and when its next write may leave.
+CREATE TABLE ${s}.write_slots (
+  installation text COLLATE "C" PRIMARY KEY,
+  holder text,
+  held_until timestamptz,
+  gap_ms integer NOT NULL DEFAULT 0,
+  next_at timestamptz NOT NULL
+);
+
+-- Installation tokens, sealed (AES-256-GCM under a key derived from the app's private key), one
+-- row per auth-app cache key; a row past its expiry is never read and is removed by the next mint.
+CREATE TABLE ${s}.tokens (
+  name text COLLATE "C" PRIMARY KEY,
+  sealed text NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE INDEX tokens_expires ON ${s}.tokens (expires_at);
+
+-- Live replicas: each rewrites its row every second; one not seen for a few seconds is dead.
+CREATE TABLE ${s}.replicas (
+  id text PRIMARY KEY,
+  entry text NOT NULL,
+  seen_at timestamptz NOT NULL
+);
+`,
+};
+
 /** Every migration, in order. Applied ones are never edited: a change is a new version. */
-export const migrations: readonly Migration[] = [v1];
+export const migrations: readonly Migration[] = [v1, v2];
 
 export const schemaVersion = migrations[migrations.length - 1]!.version;
 

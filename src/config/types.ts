@@ -61,16 +61,16 @@ export interface StewardConfig {
    */
   durability?: "process" | "power";
   /**
-   * STEWARD_REDIS_URL: when set, the queue, tasks and handler state live in this Redis (shared
-   * by several replicas) instead of SQLite, and API throttling is shared through it; with
-   * STEWARD_POSTGRES_URL also set, Redis only shares API throttling. May hold a password: a
+   * STEWARD_REDIS_URL: when set, the queue, tasks, handler state and the replicas' coordination
+   * (write slots, tokens, registry) live in this Redis (shared by several replicas) instead of
+   * SQLite; with STEWARD_POSTGRES_URL also set, Redis is not used. May hold a password: a
    * secret, never logged.
    */
   redisUrl?: string;
   /**
    * STEWARD_POSTGRES_URL: when set, the queue, tasks, handler state and the replicas'
    * coordination (write slots, tokens, registry) live in this PostgreSQL; Redis, if also set,
-   * then only shares API throttling. May hold a password: a secret, never logged.
+   * is not used (docs/decisions/0013). May hold a password: a secret, never logged.
    */
   postgresUrl?: string;
   /** The app's OAuth client (GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET): the console's sign-in. Absent: console off. */

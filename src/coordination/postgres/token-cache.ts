@@ -178,7 +178,8 @@ export function createPostgresTokenCache(opts: PostgresTokenCacheOptions): Share
       } catch (e) {
         warn("token cache: storing a token in postgres failed; other replicas mint their own", e);
       } finally {
-        void letGo(key);
+        // Released before set() returns: a caller asking next finds the lease free.
+        await letGo(key);
       }
     },
     minting: () => [...new Set([...held.values()].map((h) => h.installation))],

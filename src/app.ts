@@ -223,7 +223,15 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   }
   let engine: Engine | undefined;
   try {
-    const policies = createPolicyLoader({ adminRepo: config.adminRepo, handlers, logger });
+    // A file known missing stays so until an event this process runs says otherwise. Replicas run
+    // each other's events, so with a shared store a missing file is asked for again as often as
+    // a found one, or a file one replica saw added would stay missing on the others.
+    const policies = createPolicyLoader({
+      adminRepo: config.adminRepo,
+      handlers,
+      logger,
+      ...(cluster ? { missingFreshMs: 0 } : {}),
+    });
     engine = createEngine({
       config,
       store,

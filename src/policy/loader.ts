@@ -23,8 +23,10 @@ export interface PolicyLoaderOptions {
   /** How long a fetched file is trusted without asking again (default 5 minutes). */
   freshMs?: number;
   /**
-   * How long a file known to be missing is trusted without asking again (default 1 hour). Events
-   * this service receives invalidate it sooner; the backstop is for the ones another replica ran.
+   * How long a file known to be missing is trusted without asking again (default 1 hour; never
+   * less than `freshMs`). Events this service receives invalidate it sooner; the backstop is for
+   * the ones another replica ran. Replicas sharing a store pass 0: they trust it as long as a
+   * found file.
    */
   missingFreshMs?: number;
   /**

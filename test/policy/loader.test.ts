@@ -151,6 +151,24 @@ describe("policy loader", () => {
     expect(contentGets().map((r) => r.status)).toEqual([404, 404, 404, 200]);
   });
 
+  it("with replicas (missingFreshMs 0) asks again for a missing file as soon as for a found one", async () => {
+    const loader = createPolicyLoader({
+      adminRepo: ".github",
+      handlers: testHandlers,
+      logger,
+      freshMs: 1000,
+      missingFreshMs: 0,
+      now: () => clock,
+    });
+    await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    // Added, and the push that added it ran on another replica: nothing invalidated this one.
+    setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
+    clock += 1_001;
+    const after = await loader.load(gh.octokit(), { owner: "acme", repo: "web" });
+    expect(after.sections.checks).toEqual({ config: false });
+    expect(contentGets().map((r) => r.status)).toEqual([404, 404, 404, 200]);
+  });
+
   it("refetches after invalidate and sees the new content", async () => {
     setFile("acme", "web", ".github/steward.yml", "checks:\n  config: false\n");
     const loader = loaderFor();

@@ -3,6 +3,7 @@
 // a durable wait with a comment-only status and a scheduled re-evaluation.
 import type { Logger } from "pino";
 import type { InstallationOctokit, Once, Outcome, Scheduler, Store } from "../../src/index.js";
+import { reportReason } from "../../src/index.js";
 import { answerProtectionRule, isFinalRefusal, reviewPendingDeployment, type FinalState } from "./answer.js";
 import { formatComment } from "./comment.js";
 import { matchEnvironment, type Evaluation } from "./decide.js";
@@ -10,7 +11,7 @@ import { evaluateGated, factsRule, type OrgGate } from "./org-gates.js";
 import { fetchFacts } from "./facts.js";
 import { recordDeploymentFacts } from "./record.js";
 import { reportEveryMs } from "./timetable.js";
-import type { DeploymentsPolicy } from "./policy.js";
+import type { DeploymentsPolicy, EnvironmentRule } from "./policy.js";
 import { answeredKey, answerOnceKey, taskKey, waitKey, type Gate, type WaitRecord } from "./waits.js";
 
 /** An answer is remembered past GitHub's 30 days, after which no request for the run can come again. */
@@ -35,6 +36,8 @@ export interface GateServices {
   adminRepo?: string;
   /** Organisation gates by custom property that apply to a repository's environment (none when absent). */
   orgGates?: (owner: string, repo: string, environment: string) => Promise<OrgGate[]>;
+  /** Why the operator's setting makes the handler report only (STEWARD_MODE, STEWARD_REPORT_ONLY), if it does. */
+  operatorReport?: string | undefined;
 }
 
 export interface GateInput {
@@ -76,7 +79,9 @@ async function answer(
   input: GateInput,
   evaluation: Evaluation,
   state: FinalState,
+  report: string | undefined,
 ): Promise<Outcome> {
+  if (report) return reportAnswer(svc, input, evaluation, state, report);
   const { gate } = input;
   const comment = formatComment(evaluation, gate.environment);
   // One final answer per gate, across deliveries, tasks and replicas. A refusal is GitHub's answer
@@ -134,6 +139,91 @@ async function answer(
 }
 
 /**
+ * Report mode: the answer that would have been given is recorded and shown, once per gate, and
+ * nothing is approved or rejected. A protection rule's requester gets a comment-only status (what a
+ * held deployment gets too); a review gate is left to its reviewers. No answer is remembered as
+ * given, so switching the rule to act answers the gate on its next evaluation.
+ */
+async function reportAnswer(
+  svc: GateServices,
+  input: GateInput,
+  evaluation: Evaluation,
+  state: FinalState,
+  report: string,
+): Promise<Outcome> {
+  const { gate } = input;
+  const would = state === "approved" ? "approve" : "reject";
+  const comment = reportComment(formatComment(evaluation, gate.environment), report);
+  const reported = await svc.once(`${answerOnceKey(gate)}:report:${state}`, {
+    run: async () => {
+      if (gate.path === "rule") {
+        try {
+          await answerProtectionRule(svc.octokit, gate, { environment: gate.environment, comment });
+        } catch (error) {
+          if (!isFinalRefusal(error)) throw error;
+          svc.log.warn({ status: error.status, environment: gate.environment }, "report-only status refused");
+        }
+      }
+      return { state, at: svc.now().toISOString() };
+    },
+  });
+  await dropWait(svc, gate, input.sha);
+  if (reported.state === "recorded")
+    return { status: "skipped", reason: `${gate.environment} of run ${gate.runId} was already reported` };
+  await svc.store.audit({
+    kind: "deployment_answer",
+    source: "deployments",
+    details: {
+      repository: `${gate.owner}/${gate.repo}`,
+      runId: gate.runId,
+      environment: gate.environment,
+      path: gate.path,
+      state,
+      sha: input.sha,
+      reasons: evaluation.reasons,
+      reportOnly: report,
+      would: `would have ${state === "approved" ? "approved" : "rejected"}`,
+    },
+  });
+  svc.log.info({ environment: gate.environment, runId: gate.runId, would, report }, "deployment answer reported only");
+  return {
+    status: "done",
+    summary: `would have ${state} ${gate.environment} for run ${gate.runId} (report only, by ${report}): ${evaluation.reasons.join("; ")}`,
+  };
+}
+
+/** A comment in report mode: the answer's words, said as what would have been done. */
+export function reportComment(comment: string, report: string): string {
+  const words = comment.replace(/^Steward (approved|rejected|is holding)/, (_, verb: string) =>
+    verb === "is holding" ? "Steward would be holding" : `Steward would have ${verb}`,
+  );
+  return `Report only (${report}), nothing was approved or rejected. ${words}`.slice(0, 1000);
+}
+
+/**
+ * Whether the gate only reports: the operator's setting, else every rule that applies says
+ * `report` (a repository rule by its own `mode` or its section's, a gate by its rule's). A
+ * repository cannot put an organisation gate in report mode: an acting gate answers.
+ */
+export function gateReport(
+  svc: Pick<GateServices, "operatorReport">,
+  policy: DeploymentsPolicy | undefined,
+  match: { pattern: string; rule: EnvironmentRule } | undefined,
+  gates: readonly OrgGate[],
+): string | undefined {
+  const own = match ? (match.rule.mode ?? policy?.mode ?? "act") : undefined;
+  const rules = [...(own ? [own] : []), ...gates.map((g) => g.rule.mode ?? "act")];
+  const all = rules.length > 0 && rules.every((m) => m === "report");
+  const where =
+    match?.rule.mode === "report"
+      ? `deployments.environments.${match.pattern}.mode: report`
+      : own === "report"
+        ? "deployments.mode: report"
+        : "the organisation gate's mode: report";
+  return reportReason(svc.operatorReport, all && where);
+}
+
+/**
  * A 422 saying the rule was already decided with `state`: the hub answers "... was already
  * decided (approved)". A decision the other way, or any other refusal, is not ours.
  */
@@ -178,9 +268,11 @@ async function hold(
   requestedAt: Date,
   previous: WaitRecord | undefined,
   reportEvery: number | undefined,
+  report: string | undefined,
 ): Promise<Outcome> {
   const { gate } = input;
-  const comment = formatComment(evaluation, gate.environment);
+  const plain = formatComment(evaluation, gate.environment);
+  const comment = report ? reportComment(plain, report) : plain;
   const now = svc.now();
   const send = gate.path === "rule" && reportDue(comment, previous, reportEvery, now.getTime());
   if (send) {
@@ -260,17 +352,25 @@ export async function runGate(
   };
   const withheld = await svc.withheld?.(gate);
   const evaluation = evaluateGated(policy, gates, request, facts, now, withheld ? { withheld } : {});
+  // Decided exactly as it would be; report mode changes only what is done with the decision.
+  const report = gateReport(svc, policy, match, gates);
   await recordDeploymentFacts(svc.store, gate, request, facts, now, evaluation.decision, gates);
   svc.log.info(
-    { environment: gate.environment, runId: gate.runId, decision: evaluation.decision, reasons: evaluation.reasons },
+    {
+      environment: gate.environment,
+      runId: gate.runId,
+      decision: evaluation.decision,
+      reasons: evaluation.reasons,
+      ...(report ? { reportOnly: report } : {}),
+    },
     "deployment evaluated",
   );
   if (evaluation.decision === "approve" || evaluation.decision === "reject")
-    return answer(svc, input, evaluation, STATE[evaluation.decision]);
+    return answer(svc, input, evaluation, STATE[evaluation.decision], report);
   if (evaluation.decision === "wait") {
     // The most frequent report any applying rule asks for.
     const every = rules.map(reportEveryMs).filter((ms): ms is number => ms !== undefined);
-    return hold(svc, input, evaluation, requestedAt, previous, every.length ? Math.min(...every) : undefined);
+    return hold(svc, input, evaluation, requestedAt, previous, every.length ? Math.min(...every) : undefined, report);
   }
   return { status: "skipped", reason: evaluation.reasons.join("; ") };
 }

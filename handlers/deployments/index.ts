@@ -3,6 +3,7 @@
 // token is configured, as a required reviewer of pending deployments.
 import {
   defineHandler,
+  operatorReportOnly,
   type HandlerContext,
   type HandlerModule,
   type InstallationOctokit,
@@ -95,6 +96,7 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       }),
     adminRepo: ctx.config.adminRepo,
     orgGates: (owner, repo, environment) => orgGates(ctx, owner, repo, environment),
+    operatorReport: operatorReportOnly(ctx.config, "deployments"),
   });
 
   async function onProtectionRule(ctx: HandlerContext<any, DeploymentsPolicy>): Promise<Outcome> {

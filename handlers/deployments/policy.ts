@@ -1,6 +1,6 @@
 // The `deployments` section of `.github/steward.yml`: per environment (name or glob, first match
 // wins), what a deployment needs before Steward approves it.
-import { type PolicySection, type SemanticCheck, globError } from "../../src/index.js";
+import { type PolicySection, type SemanticCheck, globError, ACT_MODE_SCHEMA, type ActMode } from "../../src/index.js";
 import { DAYS, parseHours, parseInstant, zoneError, type Day } from "./calendar.js";
 import { CalendarBudget, parseDuration, recurrenceCost, recurrenceError } from "./recurrence.js";
 
@@ -82,6 +82,8 @@ export interface EnvironmentRule {
   pending_checks?: "wait" | "reject";
   /** A held deployment's status report is sent at most this often (`30m`, `1h`), and again after it while held. */
   report_every?: string;
+  /** `report`: decide and say what the answer would have been, never approve or reject (default: the section's). */
+  mode?: ActMode;
 }
 
 /**
@@ -98,6 +100,8 @@ export interface PropertyGate {
 export interface DeploymentsPolicy {
   /** Environment name or glob -> rule; the first matching entry (in file order) applies. */
   environments: Record<string, EnvironmentRule>;
+  /** `report`: every environment's rule only reports unless it says `mode: act` (default `act`). */
+  mode?: ActMode;
   /** Organisation gates by repository custom property (organisation policy only). */
   by_property?: PropertyGate[];
 }
@@ -170,6 +174,7 @@ const ruleSchema = {
     outside_window: { enum: ["wait", "reject"] },
     pending_checks: { enum: ["wait", "reject"] },
     report_every: { type: "string", minLength: 1 },
+    mode: ACT_MODE_SCHEMA,
   },
 } as const;
 
@@ -178,6 +183,7 @@ export const deploymentsSchema = {
   additionalProperties: false,
   properties: {
     environments: { type: "object", additionalProperties: ruleSchema },
+    mode: ACT_MODE_SCHEMA,
     by_property: {
       type: "array",
       items: {

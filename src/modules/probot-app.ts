@@ -4,7 +4,7 @@
 // listeners throw becomes the handler's `failed` outcome (and is retried). Routes the app
 // mounts (`getRouter`, `app.route`) are served on Steward's server (probot-routes.ts).
 import { Probot, ProbotOctokit, type ApplicationFunction } from "probot";
-import type { Logger } from "pino";
+import { pino, type Logger } from "pino";
 import type { HandlerModule } from "../handler.js";
 import type { StewardConfig } from "../config/types.js";
 import { attachMounts, routeMounter, STEWARD_OWN_PATHS } from "./probot-routes.js";
@@ -55,6 +55,25 @@ function callableLog(logger: Logger): Logger {
   }) as unknown as Logger;
 }
 
+/**
+ * The listeners' failure as its message and status only: Probot attaches the whole event (its
+ * payload) to what it throws, and a log line or outcome must not carry a payload.
+ */
+function withoutEvent(error: unknown): Error {
+  const errors = error instanceof AggregateError ? error.errors : [error];
+  const message = errors.map((e) => (e instanceof Error ? e.message : String(e))).join("; ") || String(error);
+  const clean = new Error(message);
+  const status = (errors[0] as { status?: unknown } | undefined)?.status;
+  if (typeof status === "number") Object.assign(clean, { status });
+  if (errors[0] instanceof Error && errors[0].stack)
+    clean.stack = `Error: ${message}\n${errors[0].stack.split("\n").slice(1).join("\n")}`;
+  return clean;
+}
+
+function errorWithoutEvent(error: unknown): unknown {
+  return pino.stdSerializers.err(withoutEvent(error));
+}
+
 /** Which events an app listens to, collected while it loads. */
 interface Subscriptions {
   any: boolean;
@@ -75,7 +94,10 @@ export async function probotAppAsHandler(
     secret: opts.config.webhookSecrets[0],
     baseUrl: opts.config.apiUrl,
     Octokit: LegacyOctokit,
-    log: callableLog(opts.logger.child({ handler: opts.name })),
+    // Probot logs a listener's error with the event it failed on: only the error is kept (no payload in a log line).
+    log: callableLog(
+      opts.logger.child({ handler: opts.name }, { serializers: { err: errorWithoutEvent, event: () => undefined } }),
+    ),
   });
   const subs: Subscriptions = { any: false, names: new Set() };
   const on = probot.on.bind(probot);
@@ -108,9 +130,13 @@ export async function probotAppAsHandler(
           reason: `the app does not listen to ${typeof action === "string" ? `${ctx.name}.${action}` : ctx.name}`,
         };
       }
-      await probot.receive({ id: ctx.deliveryId, name: ctx.name, payload: ctx.payload } as Parameters<
-        Probot["receive"]
-      >[0]);
+      try {
+        await probot.receive({ id: ctx.deliveryId, name: ctx.name, payload: ctx.payload } as Parameters<
+          Probot["receive"]
+        >[0]);
+      } catch (error) {
+        throw withoutEvent(error);
+      }
       return { status: "done" };
     },
   };

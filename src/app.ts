@@ -32,6 +32,7 @@ import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/m
 import { policyView } from "./console/policy-view.js";
 import { checkAppCredential, recheckAppCredential } from "./lifecycle/credential-check.js";
 import { startPeriodic } from "./ops/periodic.js";
+import { listPauses } from "./engine/pauses.js";
 import type { Backoff } from "./lifecycle/backoff.js";
 import { startTracing } from "./ops/tracing.js";
 import { startErrorReporting } from "./ops/error-reporting.js";
@@ -255,6 +256,13 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     });
     const running0 = engine;
     metrics.setReadySource(() => running0.intake.ready());
+    metrics.setPausedSource(async () =>
+      (await listPauses(store.kv)).map(({ scope }) => ({
+        scope: scope.kind,
+        target:
+          scope.kind === "handler" ? scope.handler : scope.kind === "installation" ? String(scope.installation) : "",
+      })),
+    );
     const consoleRoutes = mountConsole({
       config,
       store,

@@ -66,6 +66,15 @@ export const coreCommands: Record<string, Command> = {
       "inspect and replay stored deliveries (SQLite or Redis): list | show ID | replay ID | replay --status dead",
     load: lazy(() => import("./commands/deliveries.js")),
   },
+  pause: {
+    summary:
+      "hold work for a handler, an installation or everything: steward pause [--handler H | --installation N] | status",
+    load: lazy(() => import("./commands/pause.js")),
+  },
+  resume: {
+    summary: "run what a pause held, in order: steward resume [--handler H | --installation N]",
+    load: lazy(() => import("./commands/resume.js")),
+  },
   backup: {
     summary: "copy the SQLite data directory consistently while the service runs: steward backup DEST",
     load: lazy(() => import("./commands/backup.js")),

@@ -18,11 +18,17 @@ import { runClaimedDelivery } from "./delivery.js";
 import { runClaimedTask } from "./task.js";
 import { configSecrets } from "./run.js";
 import { createApiCallLog } from "./api-calls.js";
-import type { Engine, EngineOptions } from "./types.js";
+import type { Engine, EngineOptions, Work } from "./types.js";
+import { isHeld, pauseView, type PauseState } from "./pauses.js";
 
 export type { Engine, EngineOptions, EngineObserver, Work } from "./types.js";
 
 const maintenanceIntervalMs = 3_600_000;
+/**
+ * Work a pause of one handler or installation holds goes back to the queue due this much later,
+ * and is looked at again then: the cost of a held backlog is one claim per item this often.
+ */
+export const PAUSE_HOLD_MS = 5_000;
 /** After the hard stop, how long runs get to notice their refused requests before the store closes. */
 const HARD_STOP_GRACE_MS = 1_000;
 
@@ -57,6 +63,15 @@ export function createEngine(opts: EngineOptions): Engine {
   const runDeps = { ...deps, queue: store, observe: opts.observe, retry, logger };
   const deliveryDeps = { ...runDeps, handlers: opts.handlers, apiCalls: createApiCallLog(store.kv, retentionMs, log) };
   const taskDeps = { ...runDeps, handlersByName };
+  const pauses = pauseView(store.kv);
+  const held = (work: Work, state: PauseState): boolean =>
+    work.kind === "delivery"
+      ? isHeld(
+          state,
+          work.claim.delivery.installationId,
+          routeDelivery(opts.handlers, work.claim.delivery, config).map((h) => h.name),
+        )
+      : isHeld(state, work.claim.task.installationId, [work.claim.task.handler]);
   // Work another replica queued (a backend that signals it): claimed now, not at the next poll.
   store.onWork?.(() => pool.wake());
   const leases = createLeaseKeeper({ store: store.leases, leaseMs, log, running: () => pool.state() === "running" });
@@ -68,10 +83,17 @@ export function createEngine(opts: EngineOptions): Engine {
     pollMs: opts.pollMs ?? 1_000,
     log,
     shutdown: shutdown.signal,
-    run: (work, signal) =>
-      work.kind === "delivery"
+    // Everything paused: nothing is claimed; the queue keeps its order for the resume.
+    paused: async () => (await pauses.current()).all,
+    run: async (work, signal) => {
+      if (held(work, await pauses.current())) {
+        await store.leases.releaseLease(work.claim.token, new Date(Date.now() + PAUSE_HOLD_MS));
+        return;
+      }
+      return work.kind === "delivery"
         ? runClaimedDelivery(deliveryDeps, work.claim, signal)
-        : runClaimedTask(taskDeps, work.claim, signal),
+        : runClaimedTask(taskDeps, work.claim, signal);
+    },
   });
   let starts: HandlerStarts | undefined;
   let maintenance: NodeJS.Timeout | undefined;
@@ -134,6 +156,10 @@ export function createEngine(opts: EngineOptions): Engine {
       log.info("engine stopped");
     },
     idle: () => pool.idle(),
+    pausesChanged() {
+      pauses.forget();
+      pool.wake();
+    },
     async replay(deliveryId) {
       const ok = await store.deliveries.replayDelivery(deliveryId);
       if (!ok) {

@@ -33,6 +33,8 @@ export function createWorkerPool(opts: {
   log: Logger;
   /** Fires when shutdown begins: every running piece of work is told to stop between steps. */
   shutdown: AbortSignal;
+  /** True while everything is paused: nothing is claimed, and the queue is looked at again each poll. */
+  paused?: () => Promise<boolean>;
   run(work: Work, signal: AbortSignal): Promise<void>;
 }): WorkerPool {
   const { store, concurrency, leaseMs, pollMs, log } = opts;
@@ -91,16 +93,20 @@ export function createWorkerPool(opts: {
     }
     pumping = true;
     try {
+      let paused = false;
       do {
         pumpAgain = false;
-        while (state === "running" && inflight.size < concurrency) {
+        paused = (await opts.paused?.()) === true;
+        while (!paused && state === "running" && inflight.size < concurrency) {
           const free = concurrency - inflight.size;
           const work = await claimRound(free);
           for (const w of work) launch(w);
           if (work.length < free) break;
         }
-      } while (pumpAgain && state === "running");
-      await armTimer();
+      } while (pumpAgain && state === "running" && !paused);
+      // Paused, due work would set the timer to "now" again and again: poll instead.
+      if (paused) armTimerIn(pollMs);
+      else await armTimer();
       await settleIdle();
     } catch (e) {
       log.error({ err: e }, "queue pump failed; retrying");

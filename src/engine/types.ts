@@ -24,6 +24,8 @@ export interface Engine {
   replay(deliveryId: string): Promise<void>;
   /** The scheduler a handler module gets in its contexts. */
   schedulerFor(handler: string): Scheduler;
+  /** This process paused or resumed something: read the pauses again now and claim what a resume freed. */
+  pausesChanged(): void;
   /** Each handler's start (they run in the background after start()). */
   handlerStarts(): ReturnType<HandlerStarts["status"]>;
 }

@@ -31,6 +31,8 @@ export interface Metrics {
   setDeadSource(source: () => Promise<number>): void;
   /** Whether the store can record deliveries now, as /readyz answers (read at scrape time). */
   setReadySource(source: () => Promise<boolean>): void;
+  /** What is paused now (read at scrape time from the store). */
+  setPausedSource(source: () => Promise<{ scope: string; target: string }[]>): void;
   /** The app's installations, as GitHub last reported them (GET /app). */
   installations(count: number): void;
   /** Prometheus text exposition. */
@@ -208,6 +210,20 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       this.set((await boundedRead(readySource)) === true ? 1 : 0);
     },
   });
+  let pausedSource: (() => Promise<{ scope: string; target: string }[]>) | undefined;
+  new Gauge({
+    name: "steward_paused",
+    help: "1 for each pause in effect: scope all (target empty), handler (its name) or installation (its id)",
+    labelNames: ["scope", "target"] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      if (!pausedSource) return;
+      const pauses = await boundedRead(pausedSource);
+      if (pauses === "unanswered") return;
+      for (const p of pauses) this.set(p, 1);
+    },
+  });
   const installations = new Gauge({
     name: "steward_installations",
     help: "Installations of the app, as GitHub last reported them (GET /app); absent until it answered",
@@ -255,6 +271,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     },
     setReadySource(source) {
       readySource = source;
+    },
+    setPausedSource(source) {
+      pausedSource = source;
     },
     installations(count) {
       installations.set(count);

@@ -86,8 +86,11 @@ export interface TasksPart {
 /** Leases shared by deliveries and tasks. */
 export interface LeasesPart {
   renewLease(token: string, leaseMs: number): Promise<boolean>;
-  /** Give leased work back to the queue untouched (graceful shutdown ran out of time). */
-  releaseLease(token: string): Promise<void>;
+  /**
+   * Give leased work back to the queue untouched (graceful shutdown ran out of time, or a pause
+   * holds it): due again now, or at `dueAt` (a task's run time moves to it too).
+   */
+  releaseLease(token: string, dueAt?: Date): Promise<void>;
   /** Deliveries queued, awaiting a retry or running, plus tasks running or due by `now`. Zero = idle. */
   pendingWork(now: Date): Promise<number>;
   /** Earliest time any queued delivery, retry or task becomes due. */

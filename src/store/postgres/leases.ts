@@ -27,7 +27,7 @@ export class PostgresLeases implements LeasesPart {
    * The work goes back to the queue. Given back (`release`): due now, and the attempt its claim
    * counted is not used up; taken from a dead owner (`orphan`): as it was when claimed.
    */
-  async #giveBack(token: string, mode: "release" | "orphan"): Promise<number> {
+  async #giveBack(token: string, mode: "release" | "orphan", dueAt?: Date): Promise<number> {
     const { rows } = await this.pool.query<{ n: number }>(
       `WITH d AS (
          UPDATE ${this.s}.deliveries SET status = 'queued', lease_token = NULL, lease_until = NULL,
@@ -35,19 +35,20 @@ export class PostgresLeases implements LeasesPart {
            next_run_at = CASE WHEN $2 THEN $3 ELSE next_run_at END
          WHERE lease_token = $1 AND status = 'running' RETURNING 1
        ), t AS (
-         UPDATE ${this.s}.tasks SET status = 'pending', lease_token = NULL, lease_until = NULL
+         UPDATE ${this.s}.tasks SET status = 'pending', lease_token = NULL, lease_until = NULL,
+           run_at = coalesce($4, run_at)
          WHERE lease_token = $1 AND status = 'running' RETURNING 1
        )
        SELECT ((SELECT count(*) FROM d) + (SELECT count(*) FROM t))::int AS n`,
-      [token, mode === "release", new Date()],
+      [token, mode === "release", dueAt ?? new Date(), dueAt ?? null],
     );
     const n = rows[0]!.n;
     if (n > 0) this.signal.notify();
     return n;
   }
 
-  async releaseLease(token: string): Promise<void> {
-    await this.#giveBack(token, "release");
+  async releaseLease(token: string, dueAt?: Date): Promise<void> {
+    await this.#giveBack(token, "release", dueAt);
   }
 
   /**

@@ -44,7 +44,8 @@ redis.call('HSET', KEYS[3], ARGV[4], ARGV[5] .. member)
 return redis.call('HGETALL', key)`;
 
 // KEYS: leases, leased, due, tleased, tdue, the item's hash. ARGV: token, mode (renew|release|orphan),
-// leaseUntil or now, the item's ref (what the leases hash named for the token when it was read).
+// leaseUntil or now (a release: the due time), the item's ref (what the leases hash named for the token
+// when it was read), and for release whether that time moves a task's run time too ('1').
 const leaseLua = `
 local ref = redis.call('HGET', KEYS[1], ARGV[1])
 if ref ~= ARGV[4] then return 0 end
@@ -74,6 +75,7 @@ if isDelivery then
   redis.call('ZADD', KEYS[3], redis.call('HGET', key, 'nextRunAt'), member)
 else
   redis.call('HSET', key, 'status', 'pending')
+  if ARGV[2] == 'release' and ARGV[5] == '1' then redis.call('HSET', key, 'runAt', ARGV[3]) end
   redis.call('ZADD', KEYS[5], redis.call('HGET', key, 'runAt'), member)
 end
 return 1`;
@@ -128,19 +130,22 @@ export class RedisLeases implements LeasesPart {
     return undefined;
   }
 
-  async #run(token: string, mode: "renew" | "release" | "orphan", at: number): Promise<unknown> {
+  async #run(token: string, mode: "renew" | "release" | "orphan", at: number, movesTask = false): Promise<unknown> {
     const k = this.keys;
     const ref = await this.client.hget(k.leases, token);
     if (ref === null) return 0;
-    return this.#lease([k.leases, k.leased, k.due, k.taskLeased, k.taskDue, k.prefix + ref], [token, mode, at, ref]);
+    return this.#lease(
+      [k.leases, k.leased, k.due, k.taskLeased, k.taskDue, k.prefix + ref],
+      [token, mode, at, ref, movesTask ? "1" : "0"],
+    );
   }
 
   async renewLease(token: string, leaseMs: number): Promise<boolean> {
     return (await this.#run(token, "renew", Date.now() + leaseMs)) === 1;
   }
 
-  async releaseLease(token: string): Promise<void> {
-    await this.#run(token, "release", Date.now());
+  async releaseLease(token: string, dueAt?: Date): Promise<void> {
+    await this.#run(token, "release", dueAt?.getTime() ?? Date.now(), dueAt !== undefined);
   }
 
   /**

@@ -413,14 +413,14 @@ export class SqliteDeliveries implements DeliveriesPart {
     );
   }
 
-  releaseLease(token: string): void {
+  releaseLease(token: string, dueAt?: number): void {
     // attempts was counted at claim; an interrupted run does not use up an attempt.
     this.db
       .prepare(
         `UPDATE deliveries SET status = 'queued', attempts = max(0, attempts - 1), lease_token = NULL, lease_until = NULL, next_run_at = ?
          WHERE status = 'running' AND lease_token = ?`,
       )
-      .run(Date.now(), token);
+      .run(dueAt ?? Date.now(), token);
   }
 
   pending(): number {

@@ -15,9 +15,9 @@ export class SqliteLeases implements LeasesPart {
     return this.deliveries.renewLease(token, until) || this.tasks.renewLease(token, until);
   }
 
-  async releaseLease(token: string): Promise<void> {
-    this.deliveries.releaseLease(token);
-    this.tasks.releaseLease(token);
+  async releaseLease(token: string, dueAt?: Date): Promise<void> {
+    this.deliveries.releaseLease(token, dueAt?.getTime());
+    this.tasks.releaseLease(token, dueAt?.getTime());
   }
 
   async pendingWork(now: Date): Promise<number> {

@@ -166,12 +166,12 @@ export class SqliteTasks implements TasksPart {
     return this.db.prepare("UPDATE tasks SET lease_until = ? WHERE lease_token = ?").run(until, token).changes > 0;
   }
 
-  releaseLease(token: string): void {
+  releaseLease(token: string, dueAt?: number): void {
     this.db
       .prepare(
-        "UPDATE tasks SET status = 'pending', lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND status = 'running'",
+        "UPDATE tasks SET status = 'pending', lease_token = NULL, lease_until = NULL, run_at = coalesce(?, run_at) WHERE lease_token = ? AND status = 'running'",
       )
-      .run(token);
+      .run(dueAt ?? null, token);
   }
 
   /** Tasks running or due by `now`. */

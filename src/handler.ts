@@ -249,6 +249,22 @@ export interface HandlerConsole {
   pages?: readonly ConsolePage[];
   /** A section of the overview (refreshed live with it); undefined shows nothing. */
   overview?(ctx: ConsoleContext): Promise<ConsoleHtml | undefined>;
+  /**
+   * The full explanation of what the handler decided on one delivery, as its check run gives it,
+   * from its own record of the decision (undefined: it recorded none for this delivery). Shown on
+   * the delivery's page, to those who may see the delivery.
+   */
+  explain?(ctx: ConsoleContext, delivery: ConsoleDelivery): Promise<ConsoleHtml | undefined>;
+}
+
+/** A delivery as a handler's explanation reads it. */
+export interface ConsoleDelivery {
+  id: string;
+  event: string;
+  action: string | undefined;
+  repository: string | undefined;
+  /** The parsed payload (undefined when it did not parse). */
+  payload: unknown;
 }
 
 /** A console page at `/console/PATH`, linked from the navigation. */

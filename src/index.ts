@@ -25,6 +25,7 @@ export {
   type HandlerConsole,
   type ConsolePage,
   type ConsoleContext,
+  type ConsoleDelivery,
   type ConsoleHtml,
   type ConsoleTask,
 } from "./handler.js";

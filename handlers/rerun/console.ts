@@ -1,7 +1,15 @@
 // /console/flakes: the flakiest jobs the rerun handler recorded (rerun.flake_pattern), per
 // repository the viewer can access, through the same reading as `steward flakes`.
-import { parseDuration, type ConsoleContext, type ConsoleHtml, type HandlerConsole } from "../../src/index.js";
+import {
+  parseDuration,
+  type ConsoleContext,
+  type ConsoleDelivery,
+  type ConsoleHtml,
+  type HandlerConsole,
+} from "../../src/index.js";
 import { flakyJobs } from "./flake-listing.js";
+import { renderExplanation, titleOf, type Explanation } from "./explain.js";
+import { historyKey } from "./keys.js";
 
 const SINCE_CHOICES = ["7d", "30d", "90d", "180d"];
 const DEFAULT_SINCE = "30d";
@@ -68,6 +76,27 @@ async function flakesPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
     }`;
 }
 
+/**
+ * A workflow run's delivery: the decision recorded on that run attempt, as the commit's
+ * `steward/rerun` check run explains it (which rule matched, on which log line; or why none did).
+ */
+async function explainDelivery(ctx: ConsoleContext, d: ConsoleDelivery): Promise<ConsoleHtml | undefined> {
+  const p = d.payload as {
+    repository?: { id?: unknown };
+    workflow_run?: { id?: unknown; run_attempt?: unknown; head_sha?: unknown };
+  } | null;
+  const run = p?.workflow_run;
+  const repoId = p?.repository?.id;
+  if (d.event !== "workflow_run" || !run || typeof repoId !== "number" || typeof run.head_sha !== "string")
+    return undefined;
+  const history = (await ctx.store.get<Explanation[]>(historyKey(repoId, run.head_sha))) ?? [];
+  const attempt = typeof run.run_attempt === "number" ? run.run_attempt : 1;
+  const e = history.find((x) => x.runId === run.id && x.attempt === attempt);
+  if (!e) return undefined;
+  return ctx.html`<p><strong>${titleOf(e)}</strong> <span class="note">(decided ${ctx.time(new Date(e.at))})</span></p>${ctx.markdown(renderExplanation(e))}`;
+}
+
 export const rerunConsole: HandlerConsole = {
   pages: [{ path: "flakes", title: "Flaky jobs", render: flakesPage }],
+  explain: explainDelivery,
 };

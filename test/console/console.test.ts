@@ -114,7 +114,7 @@ describe("what an owner and a member see and may do", () => {
     expect(dead.text).toContain(deadId);
     const webId = await deliveryIdOf("web");
     const detail = await owner.visit(`/console/deliveries/${webId}`);
-    expect(detail.text).toContain("accepted commit &#34;docs&#34; because it does not say break");
+    expect(detail.text).toContain("accepted commit &quot;docs&quot; because it does not say break");
     expect(detail.text).toContain("x-github-event");
     expect(detail.text).not.toMatch(/x-hub-signature/i);
     expect(detail.text).not.toContain("&#34;head_commit&#34;");

@@ -6,6 +6,8 @@ import { storedApiCalls, type HandlerRunCalls } from "../../engine/api-calls.js"
 import type { PageContext } from "../types.js";
 import type { AttemptRecord, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
 import { actionsOf, type ActionRecord } from "../actions.js";
+import { handlerContext } from "../handler-pages.js";
+import { markdownInline } from "../markdown.js";
 import { mayAct, maySee } from "./scope.js";
 import { deliveryTraceIds, tracingExported } from "../../log/trace.js";
 
@@ -51,6 +53,76 @@ function failedNote(d: StoredDelivery, o: HandlerOutcomeRecord): string {
   if (d.status === "failed") return o.retryable ? `retry due ${d.nextRunAt.toISOString()}` : "not retryable";
   if (d.status === "queued" || d.status === "running") return "running again now";
   return o.retryable ? "retryable" : "not retryable";
+}
+
+type Json = Record<string, any>;
+const webUrl = (u: unknown) => (typeof u === "string" && /^https?:\/\//.test(u) ? u : undefined);
+
+/** Where the delivery's subjects are on GitHub: the payload's own html_urls (so an Enterprise Server's are its own). */
+export function linksOut(payload: unknown): { label: string; url: string }[] {
+  const p = (payload && typeof payload === "object" ? payload : {}) as Json;
+  const out: { label: string; url: string }[] = [];
+  const add = (label: string, url: unknown) => {
+    const u = webUrl(url);
+    if (u && !out.some((o) => o.url === u)) out.push({ label, url: u });
+  };
+  const repoUrl = webUrl(p.repository?.html_url);
+  if (p.check_run) add(`check run ${String(p.check_run.name ?? "")}`.trim(), p.check_run.html_url);
+  if (p.pull_request) add(`pull request #${String(p.pull_request.number ?? "")}`, p.pull_request.html_url);
+  if (p.workflow_run) {
+    add(
+      `workflow run ${String(p.workflow_run.name ?? "")}, attempt ${String(p.workflow_run.run_attempt ?? 1)}`,
+      p.workflow_run.html_url,
+    );
+    const prs: unknown[] = Array.isArray(p.workflow_run.pull_requests) ? p.workflow_run.pull_requests : [];
+    for (const pr of prs) {
+      const n = (pr as Json | null)?.number;
+      if (repoUrl && typeof n === "number") add(`pull request #${n}`, `${repoUrl}/pull/${n}`);
+    }
+  }
+  if (p.workflow_job) add(`job ${String(p.workflow_job.name ?? "")}`.trim(), p.workflow_job.html_url);
+  if (p.issue && !p.pull_request) add(`issue #${String(p.issue.number ?? "")}`, p.issue.html_url);
+  const sha: unknown = p.workflow_run?.head_sha ?? p.pull_request?.head?.sha ?? p.check_run?.head_sha ?? p.after;
+  if (webUrl(p.head_commit?.url)) add(`commit ${String(p.head_commit.id ?? "").slice(0, 7)}`, p.head_commit.url);
+  else if (repoUrl && typeof sha === "string" && /^[0-9a-f]{7,40}$/.test(sha) && !/^0+$/.test(sha))
+    add(`commit ${sha.slice(0, 7)}`, `${repoUrl}/commit/${sha}`);
+  add("repository", repoUrl);
+  return out;
+}
+
+function parsed(payload: string): unknown {
+  try {
+    return JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Each handler's own explanation of its decision on the delivery (what its check run says). */
+async function explanations(ctx: PageContext, d: StoredDelivery, payload: unknown): Promise<Html> {
+  const explainers = (ctx.deps.handlerConsoles ?? []).filter((c) => c.console.explain);
+  const parts = await Promise.all(
+    explainers.map(async (c) => {
+      try {
+        const body = await c.console.explain!(handlerContext(ctx, c.handler), {
+          id: d.id,
+          event: d.event,
+          action: d.action,
+          repository: d.repository,
+          payload,
+        });
+        return body
+          ? html`<section aria-labelledby="explain-${c.handler}" class="explain"><h3 id="explain-${c.handler}">${c.handler}</h3>${body}</section>`
+          : undefined;
+      } catch {
+        return html`<p class="note">${c.handler}: its record of the decision could not be read now.</p>`;
+      }
+    }),
+  );
+  const shown = parts.filter((x): x is Html => x !== undefined);
+  return shown.length
+    ? html`<section aria-labelledby="explanations"><h2 id="explanations">Explanation</h2>${shown}</section>`
+    : html``;
 }
 
 /** Every handler run and every action people took on the delivery, in the order they happened. */
@@ -100,10 +172,13 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const showPayload = ctx.url.searchParams.get("payload") === "1";
   const canReplay = mayAct(ctx, d);
   const [owner, repo] = (d.repository ?? "").split("/");
-  const [calls, actions] = await Promise.all([
+  const payload = parsed(d.payload);
+  const [calls, actions, explained] = await Promise.all([
     storedApiCalls(ctx.deps.store.kv, d.id),
     actionsOf(ctx.deps.store, d.id),
+    explanations(ctx, d, payload),
   ]);
+  const links = linksOut(payload);
   const replays = actions.filter((a) => a.action === "replay" && a.ok).length;
   const replayed = ctx.url.searchParams.get("replayed");
   return {
@@ -113,6 +188,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
     <dl>
       <dt>Event</dt><dd>${d.event}${d.action ? `.${d.action}` : ""}</dd>
       <dt>Repository</dt><dd>${d.repository ? html`${d.repository} (<a href="/console/policies/${owner}/${repo}">effective policy</a>)` : "—"}</dd>
+      ${links.length ? html`<dt>On GitHub</dt><dd><ul class="links">${links.map((l) => html`<li><a href="${l.url}" rel="noopener noreferrer">${l.label}</a></li>`)}</ul></dd>` : ""}
       <dt>Installation</dt><dd>${d.installationId ?? "—"}</dd>
       <dt>Status</dt><dd>${statusBadge(d.status)}</dd>
       <dt>Attempts</dt><dd>${d.attempts}${replays ? html` since the last replay (replayed ${replays} ${replays === 1 ? "time" : "times"}: see the history)` : ""}</dd>
@@ -139,10 +215,11 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
       (
         o,
       ) => html`<tr><th scope="row">${o.handler}</th><td>${statusBadge(o.status)}${o.status === "failed" ? html` <span class="note">(${failedNote(d, o)})</span>` : ""}</td>
-      <td>${o.detail ?? ""}</td><td>${o.attempts}</td><td>${o.seconds.toFixed(3)}</td><td>${time(o.updatedAt)}</td></tr>`,
+      <td>${o.detail ? markdownInline(o.detail) : ""}</td><td>${o.attempts}</td><td>${o.seconds.toFixed(3)}</td><td>${time(o.updatedAt)}</td></tr>`,
     )}</tbody></table>`
     }
     </section>
+    ${explained}
     ${historySection(found.attempts, actions)}
     ${apiCallsSection(calls)}
     <section aria-labelledby="headers"><h2 id="headers">Headers</h2>

@@ -34,7 +34,6 @@ export async function startErrorReporting(
       release: `steward@${packageVersion()}`,
       enableOpenTelemetrySetup: false,
       enableRuntimeChannelInjection: false,
-      sendDefaultPii: false,
       // Breadcrumbs would collect console output and HTTP calls made before the error.
       maxBreadcrumbs: 0,
       beforeSend: (event) => scrubEvent(event, opts.secrets),

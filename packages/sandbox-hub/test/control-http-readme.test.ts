@@ -94,6 +94,7 @@ describe("the sandbox hub's control surface over HTTP", () => {
       ["now", () => undefined],
       ["setRateLimit", () => ({ args: [installationId, { limit: 5000, remaining: 4000 }] })],
       ["setSecondaryLimit", () => ({ args: [null] })],
+      ["enforceDocumentedLimits", () => ({ args: [null] })],
       ["setLoginAttempts", () => ({ reset: true })],
       ["setFault", () => ({ args: ["GET /never/{x}", { status: 502, times: 1 }] })],
       ["clearFaults", () => undefined],

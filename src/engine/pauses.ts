@@ -109,9 +109,11 @@ export function pauseView(kv: Pick<Store, "list">, readMs = PAUSE_READ_MS) {
   return {
     current(): Promise<PauseState> {
       if (last && Date.now() - last.at < readMs) return Promise.resolve(last.state);
+      // Trusted from when the read began: a pause written while it was under way is seen within readMs.
+      const began = Date.now();
       reading ??= listPauses(kv)
         .then((pauses) => {
-          last = { state: pauseState(pauses), at: Date.now() };
+          last = { state: pauseState(pauses), at: began };
           return last.state;
         })
         .finally(() => (reading = undefined));

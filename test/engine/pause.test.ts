@@ -10,7 +10,10 @@ import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";
 import { runCli } from "../cli/capture.js";
-import { listPauses, pause } from "../../src/engine/pauses.js";
+import { listPauses, pause, PAUSE_READ_MS } from "../../src/engine/pauses.js";
+
+/** A pause written by another process (the CLI) takes effect within PAUSE_READ_MS: wait that out. */
+const seenByTheEngine = () => new Promise((r) => setTimeout(r, PAUSE_READ_MS + 200));
 
 const scope = perTest();
 const example = (name: string) =>
@@ -57,6 +60,7 @@ describe("pause and resume", { timeout: 120_000 }, () => {
     const paused = await runCli(["pause"]);
     expect(paused, paused.err).toMatchObject({ code: 0 });
     expect(paused.out).toContain("paused everything");
+    await seenByTheEngine();
 
     const sent: string[] = [];
     for (let i = 0; i < 5; i++) {

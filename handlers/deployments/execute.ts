@@ -122,19 +122,25 @@ async function answer(
   await svc.store.audit({
     kind: "deployment_answer",
     source: "deployments",
-    details: {
-      repository: `${gate.owner}/${gate.repo}`,
-      runId: gate.runId,
-      environment: gate.environment,
-      path: gate.path,
-      state,
-      sha: input.sha,
-      reasons: evaluation.reasons,
-    },
+    details: answerDetails(input, state, evaluation),
   });
   return {
     status: "done",
     summary: `${state} ${gate.environment} for run ${gate.runId}: ${evaluation.reasons.join("; ")}`,
+  };
+}
+
+/** What the audit trail keeps of an answer, given or only reported. */
+function answerDetails(input: GateInput, state: FinalState, evaluation: Evaluation): Record<string, unknown> {
+  const { gate } = input;
+  return {
+    repository: `${gate.owner}/${gate.repo}`,
+    runId: gate.runId,
+    environment: gate.environment,
+    path: gate.path,
+    state,
+    sha: input.sha,
+    reasons: evaluation.reasons,
   };
 }
 
@@ -174,13 +180,7 @@ async function reportAnswer(
     kind: "deployment_answer",
     source: "deployments",
     details: {
-      repository: `${gate.owner}/${gate.repo}`,
-      runId: gate.runId,
-      environment: gate.environment,
-      path: gate.path,
-      state,
-      sha: input.sha,
-      reasons: evaluation.reasons,
+      ...answerDetails(input, state, evaluation),
       reportOnly: report,
       would: `would have ${state === "approved" ? "approved" : "rejected"}`,
     },

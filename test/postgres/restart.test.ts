@@ -48,7 +48,11 @@ describe.skipIf(privateServerUnavailable !== undefined)("a PostgreSQL restart un
       expect(result.answeredNotRecorded).toEqual([]);
       expect(result.lostEffects).toEqual([]);
       expect(result.duplicatedEffects).toEqual([]);
-      expect(result.mints).toBe(1);
+      // One mint per installation holds while the database is up (the SIGKILL test). While it
+      // is down, a replica with no token of its own mints one rather than stall its work
+      // (coordination/postgres/token-cache.ts), so at most one mint per replica.
+      expect(result.mints).toBeGreaterThanOrEqual(1);
+      expect(result.mints).toBeLessThanOrEqual(3);
     } finally {
       await server.stop();
     }

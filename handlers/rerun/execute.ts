@@ -6,7 +6,7 @@ import { budgetStop, decide, supersededReason, type Decision, type RunFacts } fr
 import { actionText, type ActionTaken } from "./explain.js";
 import { explainAndReport } from "./history.js";
 import type { Ops, RerunScope, RerunTask } from "./task.js";
-import { DECIDED_TTL_MS, requestedKey as requestedKeyOf, taskKey } from "./keys.js";
+import { requestKey, taskKey } from "./keys.js";
 import { currentHead, gatherFacts, getRun } from "./facts.js";
 import { returnSlot, takeSlot, usedToday } from "./budget.js";
 import { rememberPlan, standDown } from "./merge-queue.js";
@@ -159,41 +159,40 @@ function taskOf(req: DecisionRequest, decision: Decision): RerunTask {
   };
 }
 
+/** What asking for a re-run came to: requested (now, or by an attempt that died), or an outcome instead. */
+type Asked = { requested: true } | { stop: Outcome };
+
 /** Re-run now (the decision said so): re-check, request, explain. */
 export async function carryOut(ops: Ops, task: RerunTask): Promise<Outcome> {
   const ref = { owner: task.owner, repo: task.repo };
   const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
-  const requestedKey = requestedKeyOf(task.repoId, task.run.id, task.run.runAttempt);
   const action = actionOf(task);
 
-  // Once the API accepted the re-run, a retry (e.g. the check run write failed) only explains.
-  // "intent" is written just before the request: a worker killed between the request and the
-  // record leaves it, and the retry then knows the next attempt is its own doing.
-  const requested = await ops.store.get<true | "intent">(requestedKey);
-  if (requested !== true) {
-    const attemptNow = (await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1;
-    const ours = requested === "intent" && attemptNow === task.run.runAttempt + 1;
-    // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
-    if (attemptNow !== task.run.runAttempt && !ours) {
-      return { status: "skipped", reason: `${runLabel} was re-run meanwhile (now attempt ${attemptNow})` };
-    }
-    if (!ours) {
-      const stop = await requestRerun(ops, task, ref, requestedKey);
-      if (stop) return stop;
-    } else {
-      await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
-      ops.log.info(
-        { runId: task.run.id, attempt: task.run.runAttempt },
-        "re-run found already requested before a restart",
-      );
-    }
-  }
+  // One request per run attempt and try, across retries and replicas. Once the API accepted it,
+  // a retry (e.g. the check run write failed) only explains. An attempt killed between the
+  // request and its record leaves an intent: the next one reads the run's attempt to tell
+  // whether the re-run it asked for happened.
+  const asked = await ops.once<Asked>(requestKey(task.repoId, task.run.id, task.run.runAttempt, task.tries), {
+    check: async () =>
+      (await attemptNow(ops, ref, task)) === task.run.runAttempt + 1 ? { requested: true } : undefined,
+    run: () => askForRerun(ops, task, ref),
+  });
+  if ("stop" in asked.value) return asked.value.stop;
+  if (asked.state === "found")
+    ops.log.info(
+      { runId: task.run.id, attempt: task.run.runAttempt },
+      "re-run found already requested before a restart",
+    );
   const detail = action === "rerun_job" ? task.jobs?.[0]?.name : undefined;
   await explainAndReport(ops, task, action, detail);
   return {
     status: "done",
     summary: `${runLabel}: ${actionText({ ...task, attempt: task.run.runAttempt, action, detail })}`,
   };
+}
+
+async function attemptNow(ops: Ops, ref: { owner: string; repo: string }, task: RerunTask): Promise<number> {
+  return (await getRun(ops.octokit, ref, task.run.id)).run_attempt ?? 1;
 }
 
 function actionOf(task: RerunTask): ActionTaken {
@@ -213,18 +212,18 @@ function rerunRequest(task: RerunTask): { route: string; params: Record<string, 
   };
 }
 
-/** Ask the API to re-run; an outcome when the run is not to be re-run after all. */
-async function requestRerun(
-  ops: Ops,
-  task: RerunTask,
-  ref: { owner: string; repo: string },
-  requestedKey: string,
-): Promise<Outcome | undefined> {
+/** Ask the API to re-run, unless the run moved on, is superseded or the day's budget is spent. */
+async function askForRerun(ops: Ops, task: RerunTask, ref: { owner: string; repo: string }): Promise<Asked> {
+  const runLabel = `run ${task.run.id} attempt ${task.run.runAttempt}`;
+  // A late or delayed decision must not re-run an attempt it did not judge (someone re-ran by hand).
+  const now = await attemptNow(ops, ref, task);
+  if (now !== task.run.runAttempt)
+    return { stop: { status: "skipped", reason: `${runLabel} was re-run meanwhile (now attempt ${now})` } };
   if (task.scheduled) {
     const stale = supersededReason(task.run, await currentHead(ops.octokit, ref, task.run));
     if (stale) {
       await standDown(ops, task, stale);
-      return { status: "skipped", reason: stale };
+      return { stop: { status: "skipped", reason: stale } };
     }
   }
   const slot = `${task.run.id}:${task.run.runAttempt}`;
@@ -243,10 +242,9 @@ async function requestRerun(
       },
     });
     await explainAndReport(ops, { ...task, reasons: [...task.reasons, stop] }, "budget", stop);
-    return { status: "skipped", reason: `run ${task.run.id} attempt ${task.run.runAttempt}: ${stop}` };
+    return { stop: { status: "skipped", reason: `${runLabel}: ${stop}` } };
   }
   const { route, params } = rerunRequest(task);
-  await ops.store.set(requestedKey, "intent", { ttlMs: DECIDED_TTL_MS });
   try {
     // No retries by the client: a retry of a request whose answer was lost is refused ("already
     // running") and would look like someone else's re-run. The handler's retry reads the attempt.
@@ -256,11 +254,9 @@ async function requestRerun(
     // run's attempt to tell. A refusal is certain: nothing was re-run.
     const refusal = refusalOf(err);
     if (!refusal) throw err;
-    await ops.store.release(requestedKey);
     await returnSlot(ops.store, task.repoId, slot);
-    return handleRefusal(ops, task, refusal);
+    return { stop: await handleRefusal(ops, task, refusal) };
   }
-  await ops.store.set(requestedKey, true, { ttlMs: DECIDED_TTL_MS });
   await ops.store.audit({
     kind: "rerun_requested",
     source: "rerun",
@@ -273,7 +269,7 @@ async function requestRerun(
     },
   });
   ops.log.info({ runId: task.run.id, attempt: task.run.runAttempt, mode: task.mode }, "re-run requested");
-  return undefined;
+  return { requested: true };
 }
 
 async function handleRefusal(ops: Ops, task: RerunTask, refusal: Refusal): Promise<Outcome> {

@@ -9,9 +9,12 @@ export function decisionKey(repoId: number, runId: number, attempt: number): str
   return `decision:${repoId}:${runId}:${attempt}`;
 }
 
-/** Marks a re-run request: `"intent"` just before it is sent, `true` once the API accepted it. */
-export function requestedKey(repoId: number, runId: number, attempt: number): string {
-  return `rerun:${repoId}:${runId}:${attempt}:requested`;
+/**
+ * `ctx.once` key of asking for the re-run of a run attempt; each try after an "already running"
+ * refusal asks anew (the refusal is recorded as that try's outcome).
+ */
+export function requestKey(repoId: number, runId: number, attempt: number, tries: number): string {
+  return `rerun:${repoId}:${runId}:${attempt}:request:${tries}`;
 }
 
 /** Scheduler key of a re-run carried out later (the policy's delay); `busy` retries add `:busy:N`. */

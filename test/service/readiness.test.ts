@@ -162,15 +162,15 @@ describe.skipIf(redisServer !== undefined)("readiness on Redis", { timeout: 120_
     expect(await readyz(steward.url)).toBe(200);
     const admin = scope.stopAfter(new Redis({ port, host: "127.0.0.1" }), (c) => c.disconnect());
     // Every client's commands wait out the pause, PING included.
-    await admin.client("PAUSE", "6000", "ALL");
+    await admin.client("PAUSE", "20000", "ALL");
     const started = Date.now();
     const paused = await fetch(`${steward.url}/readyz`, { signal: AbortSignal.timeout(30_000) });
     expect(paused.status).toBe(503);
     expect(await paused.json()).toEqual({ status: "store did not answer in time" });
-    // Answered by the readiness bound (2 s), well before the pause ended; generous under load.
-    expect(Date.now() - started).toBeLessThan(5_500);
-    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 30_000, interval: 200 });
-  });
+    // Answered by the readiness bound (2 s), long before the 20 s pause ended, however loaded the machine.
+    expect(Date.now() - started).toBeLessThan(12_000);
+    await vi.waitFor(async () => expect(await readyz(steward.url)).toBe(200), { timeout: 60_000, interval: 200 });
+  }, 120_000);
 
   it("fails while Redis is gone and recovers when it is back, without a restart", async () => {
     const port = await freePort();

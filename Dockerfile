@@ -15,7 +15,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 COPY packages/sandbox-hub/package.json packages/sandbox-hub/
 ENV npm_config_build_from_source=true
-# --ignore-scripts here, `npm rebuild` below: `prepare` (the build) needs the sources copied next.
+# --ignore-scripts here, `npm rebuild` below: better-sqlite3 is compiled once, from source, explicitly.
 RUN npm ci --no-audit --no-fund --ignore-scripts && npm rebuild --no-audit --no-fund better-sqlite3
 COPY . .
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund

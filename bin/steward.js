@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the compiled output (dist/ and the sandbox hub's packages/sandbox-hub/dist/, built by
-// `npm run build` and by `npm ci` through `prepare`). In a development checkout where either is
+// `npm run build` and by `npm pack` through `prepack`). In a development checkout where either is
 // missing or older than a source file, it runs the sources through tsx instead (a dev dependency),
 // the hub's too (the "steward-source" export condition), so what runs is always what was last edited;
 // STEWARD_FROM_SOURCE=1 forces that. Without dist/ and without tsx it says how to build.

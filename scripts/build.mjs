@@ -1,8 +1,9 @@
 // `npm run build`: compiles the sandbox hub (packages/sandbox-hub, to its own dist/) and then
 // Steward's src/ and handlers/ (to dist/, tsconfig.build.json), each from a clean dist/. The hub
 // comes first because Steward's sandbox stack and demo compile against its declarations.
-// `--if-available` (the `prepare` script, run by `npm ci` / `npm install`) skips quietly when the
-// TypeScript compiler is not installed (`npm ci --omit=dev`), so a production install never fails here.
+// `npm pack` runs it first (`prepack`); nothing runs it on install, so installing Steward from a
+// path or a tarball never rebuilds a checkout. `--if-available` skips quietly when the TypeScript
+// compiler is not installed (`npm ci --omit=dev`), for scripts that build only when they can.
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 import { existsSync, rmSync } from "node:fs";

@@ -28,8 +28,14 @@ export async function realAppEnv(
   };
 }
 
-export function startChild(env: Record<string, string>, args: string[] = ["start"]) {
-  const proc = spawn(process.execPath, [BIN, ...args], {
+/** `bin`: another copy of Steward's bin (an installed package's); `cwd`: where it runs. */
+export function startChild(
+  env: Record<string, string>,
+  args: string[] = ["start"],
+  opts: { bin?: string; cwd?: string } = {},
+) {
+  const proc = spawn(process.execPath, [opts.bin ?? BIN, ...args], {
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

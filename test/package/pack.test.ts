@@ -1,0 +1,208 @@
+// Steward as a packed package: `npm pack` builds dist/ (its `prepack` script) and ships the compiled
+// output; a project installs the tarball with production dependencies only and runs the `steward`
+// bin from it, hosting a Probot app against a hub as a production install would. Installing
+// Steward from a path, scripts enabled, leaves the source tree's dist/ as it was (no `prepare`).
+//
+// Everything happens in a scratch copy of the checkout (the checkout's dist/ may be in use by
+// other tests' child processes). Offline and on 127.0.0.1 only: the project's lockfile is made from
+// this checkout's, its production entries only, so `npm ci --offline` takes every package from the
+// npm cache that installing this checkout filled, at the versions this checkout runs.
+// better-sqlite3's install script (a compile from source offline) is skipped and its compiled
+// binary taken from the checkout's install: the same package version, built for this Node.
+import { execFile } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { realAppEnv, startChild } from "../service/child.js";
+import { perTest } from "../service/per-test.js";
+import { until } from "../lifecycle/support.js";
+
+const run = promisify(execFile);
+const root = resolve(import.meta.dirname, "../..");
+const scope = perTest();
+let scratch: string;
+let source: string;
+let tarball: string;
+let project: string;
+
+interface LockEntry {
+  dev?: boolean;
+  link?: boolean;
+  [key: string]: unknown;
+}
+
+/** A lockfile for `project` depending on the tarball, with the checkout's production packages. */
+function projectLockfile(pkg: { version: string; dependencies: Record<string, string>; bin: unknown }, file: string) {
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
+    packages: Record<string, LockEntry>;
+  };
+  const packages: Record<string, unknown> = {
+    "": { name: "my-app", version: "1.0.0", dependencies: { steward: `file:${file}` } },
+    "node_modules/steward": {
+      version: pkg.version,
+      resolved: `file:${file}`,
+      dependencies: pkg.dependencies,
+      bin: pkg.bin,
+    },
+  };
+  for (const [path, entry] of Object.entries(lock.packages))
+    if (path.startsWith("node_modules/") && !entry.dev && !entry.link) packages[path] = entry;
+  return { name: "my-app", version: "1.0.0", lockfileVersion: 3, requires: true, packages };
+}
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), "steward-pack-"));
+  source = join(scratch, "steward");
+  mkdirSync(source);
+  for (const f of [
+    "package.json",
+    "README.md",
+    "app.yml",
+    "bin",
+    "cjs",
+    "scripts",
+    "src",
+    "handlers",
+    "tsconfig.json",
+    "tsconfig.build.json",
+  ])
+    cpSync(join(root, f), join(source, f), { recursive: true });
+  symlinkSync(join(root, "node_modules"), join(source, "node_modules"));
+  // prepack compiles dist/ here (the hub's folder is not copied: it is built by its own package).
+  const packed = await run("npm", ["pack", "--json", "--pack-destination", scratch], {
+    cwd: source,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const [{ filename }] = JSON.parse(packed.stdout) as [{ filename: string }];
+  tarball = join(scratch, filename);
+
+  project = join(scratch, "my-app");
+  mkdirSync(project);
+  cpSync(tarball, join(project, filename));
+  writeFileSync(
+    join(project, "package.json"),
+    JSON.stringify({ name: "my-app", version: "1.0.0", type: "module", dependencies: { steward: `file:${filename}` } }),
+  );
+  const pkg = JSON.parse(readFileSync(join(source, "package.json"), "utf8"));
+  writeFileSync(join(project, "package-lock.json"), JSON.stringify(projectLockfile(pkg, filename), null, 1));
+  await run("npm", ["ci", "--offline", "--omit=dev", "--ignore-scripts", "--no-audit", "--no-fund"], {
+    cwd: project,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const binary = join("node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node");
+  cpSync(join(root, binary), join(project, binary));
+}, 900_000);
+
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe("npm pack", () => {
+  it("builds in prepack, never on install: no prepare/install script", () => {
+    const { scripts } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+    };
+    expect(scripts.prepack).toBe("node scripts/build.mjs");
+    for (const hook of ["prepare", "preinstall", "install", "postinstall"]) expect(scripts[hook]).toBeUndefined();
+  });
+
+  it("ships the compiled output, the bin and app.yml, and no sources or tests", async () => {
+    const { stdout } = await run("tar", ["-tzf", tarball], { maxBuffer: 64 * 1024 * 1024 });
+    const files = stdout.split("\n").filter(Boolean);
+    for (const f of ["package/package.json", "package/app.yml", "package/bin/steward.js", "package/cjs/steward.cjs"])
+      expect(files).toContain(f);
+    expect(files).toContain("package/dist/src/cli/main.js");
+    expect(files).toContain("package/dist/src/testing.d.ts");
+    expect(files.filter((f) => /\.ts$/.test(f) && !f.endsWith(".d.ts"))).toEqual([]);
+    expect(files.filter((f) => f.startsWith("package/test/") || f.startsWith("package/src/"))).toEqual([]);
+  });
+});
+
+describe("a project that installed the tarball with production dependencies only", () => {
+  it("has no development dependency to fall back on", () => {
+    for (const dev of ["typescript", "tsx", "vitest", "@steward/sandbox-hub"])
+      expect(existsSync(join(project, "node_modules", dev)), dev).toBe(false);
+    expect(existsSync(join(project, "node_modules", "steward", "dist", "src", "cli", "main.js"))).toBe(true);
+  });
+
+  it("runs `steward --help` from node_modules/.bin", async () => {
+    const { stdout } = await run(join(project, "node_modules", ".bin", "steward"), ["--help"], { cwd: project });
+    expect(stdout).toContain("usage: steward <command>");
+  });
+
+  it("hosts a Probot app with `steward run` against a hub: the app comments on an opened issue", async () => {
+    const hub = await scope.hub({
+      app: { events: ["issues"], permissions: { metadata: "read", contents: "read", issues: "write" } },
+    });
+    const dir = await scope.dataDir("pack-run");
+    writeFileSync(
+      join(project, "app.js"),
+      [
+        "export default (app) => {",
+        '  app.on("issues.opened", async (context) => {',
+        '    await context.octokit.issues.createComment(context.issue({ body: "hello from a packed Steward" }));',
+        "  });",
+        "};",
+        "",
+      ].join("\n"),
+    );
+    const child = scope.stopAfter(
+      startChild(
+        {
+          ...(await realAppEnv(hub, dir, hub.env.WEBHOOK_SECRET)),
+          NODE_ENV: "production",
+          STEWARD_SHUTDOWN_TIMEOUT: "5s",
+          LOG_LEVEL: "info",
+        },
+        ["run", "./app.js"],
+        { bin: join(project, "node_modules", "steward", "bin", "steward.js"), cwd: project },
+      ),
+      (c) => c.proc.exitCode === null && c.proc.kill("SIGKILL"),
+    );
+    const url = await child.listening;
+    hub.control.setWebhookUrl(`${url}/api/github/webhooks`);
+    const issue = hub.control.openIssue({ owner: "acme", repo: "web", title: "Hello" });
+    await until(
+      () =>
+        hub.control.effects.some(
+          (e) => e.kind === "issues.commented" && (e.detail as { number?: number }).number === issue.number,
+        ),
+      "the app's comment",
+      () => `${JSON.stringify(hub.control.effects.map((e) => e.kind))}\n${child.out()}`,
+      200,
+    );
+    child.proc.kill("SIGTERM");
+    expect(await child.exited).toBe(0);
+  }, 180_000);
+});
+
+describe("installing Steward from a path", () => {
+  it("leaves the source tree's dist/ untouched (no build runs in it), scripts enabled", async () => {
+    const main = join(source, "dist", "src", "cli", "main.js");
+    const before = statSync(main);
+    const consumer = join(scratch, "by-path");
+    mkdirSync(consumer);
+    writeFileSync(
+      join(consumer, "package.json"),
+      JSON.stringify({ name: "by-path", version: "1.0.0", type: "module" }),
+    );
+    await run("npm", ["install", "--offline", "--no-audit", "--no-fund", source], { cwd: consumer });
+    await run("npm", ["install", "--offline", "--no-audit", "--no-fund"], { cwd: consumer });
+    const after = statSync(main);
+    expect({ ino: after.ino, mtime: after.mtimeMs }).toEqual({ ino: before.ino, mtime: before.mtimeMs });
+    const { stdout } = await run(join(consumer, "node_modules", ".bin", "steward"), ["--help"], { cwd: consumer });
+    expect(stdout).toContain("usage: steward <command>");
+  }, 300_000);
+});

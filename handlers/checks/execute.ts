@@ -43,8 +43,11 @@ export async function reportCheck(
       files: evaluation.files.map((f) => f.path),
       errors: evaluation.errors,
       warnings: evaluation.warnings,
+      ...(rendered.reportOnly ? { reportOnly: rendered.reportOnly.by, would: rendered.reportOnly.would } : {}),
     },
     "steward/config reported",
   );
+  if (rendered.reportOnly?.would === "failure")
+    return `#${target.number}: would have concluded failure, concluded neutral (report only, by ${rendered.reportOnly.by}): ${rendered.title}`;
   return `#${target.number}: ${rendered.conclusion} (${rendered.title})`;
 }

@@ -2,13 +2,20 @@
 // policy files. It reads the changed files at the head commit (never trusting or running
 // anything in them), validates them exactly as the service loads them, and reports.
 // A pull request that touches no policy file costs no API write.
-import { defineHandler, type HandlerContext, type HandlerModule, type Outcome } from "../../src/index.js";
+import {
+  defineHandler,
+  operatorReportOnly,
+  reportReason,
+  type HandlerContext,
+  type HandlerModule,
+  type Outcome,
+} from "../../src/index.js";
 import { POLICY_FILE } from "../../src/policy/index.js";
 import { evaluate, type FileVersions } from "./decide.js";
 import { addSectionReviews, groupTargets, orgWithheld, policyChanges, readHead, readText } from "./facts.js";
 import { changedGithubFiles } from "../shared/pull-files.js";
 import { checksSection, type ChecksPolicy } from "./policy.js";
-import { renderCheck } from "./render.js";
+import { renderCheck, reportOnlyCheck } from "./render.js";
 import { targetsOf, type PullTarget } from "./targets.js";
 import { impactSection } from "./impact.js";
 import { recordedPull, reportCheck } from "./execute.js";
@@ -101,12 +108,18 @@ async function checkPull(
   // The verdict is always the merged one; what is shown of the org file depends on who reads this check.
   const withheld = org?.text !== undefined ? await orgWithheld(ctx.octokit, target, adminRepo) : undefined;
   const shown = withheld ? evaluate({ files, handlers, resolveSources: !target.fork }) : evaluation;
-  const rendered = renderCheck(evaluation, {
+  // Report mode changes what the verdict does (a failure blocks no merge), never the verdict.
+  const report = reportReason(
+    operatorReportOnly(ctx.config, "checks"),
+    ctx.policy?.mode === "report" && "checks.mode: report",
+  );
+  const verdict = renderCheck(evaluation, {
     baseRef: target.baseRef,
     orgSource: org?.text !== undefined ? orgSource : undefined,
     fork: target.fork,
     ...(withheld ? { withheld: { reason: withheld, shown } } : {}),
   });
+  const rendered = report ? reportOnlyCheck(verdict, report) : verdict;
   // A fork's policy is only validated: it is not run against this host's records.
   const impact = target.fork
     ? undefined

@@ -22,6 +22,27 @@ export interface RenderedCheck {
   title: string;
   summary: string;
   annotations: Annotation[];
+  /** Report-only mode: the conclusion the verdict would have had, and the setting that held it back. */
+  reportOnly?: { would: CheckConclusion; by: string };
+}
+
+/**
+ * steward/config in report-only mode. Its acting write is a `failure` conclusion, which blocks the
+ * merge where the check is required: that becomes `neutral` (which blocks nothing), the title says
+ * it would have failed and the summary why not. The annotations stay, at `warning` level, so the
+ * problems are still shown on their lines. A passing verdict blocks nothing and is left as it is.
+ */
+export function reportOnlyCheck(check: RenderedCheck, by: string): RenderedCheck {
+  const note = `> **Report only** (${by}): Steward checks and reports as it would, and a failing verdict does not block the merge.`;
+  if (check.conclusion !== "failure")
+    return { ...check, summary: `${note}\n\n${check.summary}`, reportOnly: { would: check.conclusion, by } };
+  return {
+    conclusion: "neutral",
+    title: `Would have failed: ${check.title} (report only)`,
+    summary: `${note} This check would have concluded **failure**; it concludes neutral instead.\n\n${check.summary}`,
+    annotations: check.annotations.map((a) => ({ ...a, annotation_level: "warning" })),
+    reportOnly: { would: "failure", by },
+  };
 }
 
 export function renderCheck(evaluation: Evaluation, ctx: RenderContext): RenderedCheck {

@@ -2,7 +2,13 @@
 // --dry-run apply) the organisation's secrets policy from the command line, with the service's
 // own configuration, store (SQLite or Redis) and fingerprint key, so the CLI and the service
 // never disagree, and never sync one organisation at the same time (a lease in the store).
-import { describeHolder, LeaseHeld, type CommandContext, type HandlerCommand } from "../../src/index.js";
+import {
+  describeHolder,
+  LeaseHeld,
+  operatorReportOnly,
+  type CommandContext,
+  type HandlerCommand,
+} from "../../src/index.js";
 import { asRequester, describeError, statusOf } from "./api.js";
 import { syncOrganisation } from "./organisation.js";
 import { problemsSummary, textReport } from "./report.js";
@@ -88,6 +94,8 @@ async function run(args: string[], io: CommandContext): Promise<number> {
     return 1;
   }
   const progress = progressPrinter(io.err, io.errIsTty === true);
+  // The operator's report-only setting holds for the CLI's syncs as for the service's.
+  const report = operatorReportOnly(config, "secrets");
   try {
     const outcome = await syncOrganisation({
       api: asRequester(await octokits.octokitFor(installationId)),
@@ -97,6 +105,7 @@ async function run(args: string[], io: CommandContext): Promise<number> {
       dataDir: config.dataDir,
       laneId: `${config.apiUrl}#${installationId}`,
       dryRun: parsed.dryRun,
+      ...(report ? { report } : {}),
       ...(parsed.concurrency ? { fanOut: { concurrency: parsed.concurrency } } : {}),
       env: io.env,
       signal,

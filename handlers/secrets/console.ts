@@ -6,7 +6,15 @@ import type { ConsoleContext, ConsoleHtml, ConsoleTask, HandlerConsole } from ".
 import { loadRecords } from "./records.js";
 import type { TargetRecord } from "./targets.js";
 
-const AUDIT_KINDS = ["secret_write", "variable_write", "secret_delete", "variable_delete"];
+// `_report`: a write report-only mode held back, shown with what it would have done.
+const AUDIT_KINDS = [
+  "secret_write",
+  "variable_write",
+  "secret_delete",
+  "variable_delete",
+  "secret_report",
+  "variable_report",
+];
 
 function where(scope: TargetRecord["scope"]): string {
   return scope.level === "org"
@@ -71,7 +79,7 @@ async function secretsPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
         )}</tbody></table>`
         }
         <h3>Recent writes</h3>
-        ${recent.length === 0 ? html`<p class="note">None recorded.</p>` : html`<ul>${recent.map((a) => html`<li>${time(a.at)} ${a.kind}: ${String(a.details.name ?? "")} ${a.details.repository ? html`in ${String(a.details.repository)}` : ""}</li>`)}</ul>`}
+        ${recent.length === 0 ? html`<p class="note">None recorded.</p>` : html`<ul>${recent.map((a) => html`<li>${time(a.at)} ${a.kind}: ${String(a.details.name ?? "")} ${a.details.repository ? html`in ${String(a.details.repository)}` : ""}${a.details.would ? html` (${String(a.details.would)} ${String(a.details.scope ?? "")}, report only by ${String(a.details.reportOnly ?? "")})` : ""}</li>`)}</ul>`}
       </section>`;
     }),
   );

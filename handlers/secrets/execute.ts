@@ -4,6 +4,7 @@
 import {
   describeHolder,
   LeaseHeld,
+  operatorReportOnly,
   stoppedError,
   type CheckReport,
   type HandlerContext,
@@ -75,8 +76,15 @@ async function carryOut(
     signal: ctx.signal,
     onProgress: loggedProgress(ctx.log, (p) => ctx.store.set(progressKey(org), p)),
     lease: { who: "the Steward service" },
+    ...operatorReport(ctx),
     ...opts,
   });
+}
+
+/** STEWARD_MODE=report or STEWARD_REPORT_ONLY naming secrets: every write of every sync only reported. */
+function operatorReport(ctx: Ctx): { report?: string } {
+  const report = operatorReportOnly(ctx.config, "secrets");
+  return report ? { report } : {};
 }
 
 /** How long a sync waits for the one running elsewhere before it tries again. */

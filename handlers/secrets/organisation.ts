@@ -28,6 +28,8 @@ export interface OrganisationSync {
   /** Policy at this ref of the admin repository (default branch when absent). */
   ref?: string;
   dryRun?: boolean;
+  /** Why every write only reports (the operator's setting), if it does: see SyncRequest.report. */
+  report?: string;
   onlyRepos?: readonly string[];
   fanOut?: FanOutOptions;
   env?: NodeJS.ProcessEnv;
@@ -97,6 +99,7 @@ export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOut
         dataDir: req.dataDir,
         keys: publicKeysFor(req.laneId),
         dryRun: req.dryRun,
+        ...(req.report ? { report: req.report } : {}),
         onlyRepos: req.onlyRepos,
         fanOut: req.fanOut,
         env: req.env,

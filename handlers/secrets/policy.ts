@@ -2,7 +2,9 @@
 // variable goes where. Values of secrets are never literal: they name a source the service
 // resolves (env:NAME or file:/path), so the policy file can live in a repository safely.
 import {
+  ACT_MODE_SCHEMA,
   isSettingName,
+  type ActMode,
   type JsonSchema,
   type PolicyDocumentSpec,
   type SemanticCheck,
@@ -21,6 +23,8 @@ export interface OrgPlacement {
 }
 
 interface Placement {
+  /** `report`: this entry's writes are planned, recorded and reported as "would have", never made. */
+  mode?: ActMode;
   /** Adopt this entry's targets that exist but Steward did not create (default: the document's `adopt`). */
   adopt?: boolean;
   org?: OrgPlacement;
@@ -58,6 +62,8 @@ export interface SecretsPolicy {
    * conflict saying how to adopt it. Entries may say their own `adopt`.
    */
   adopt?: boolean;
+  /** `report`: the whole document is planned, recorded and reported as "would have", nothing written. */
+  mode?: ActMode;
 }
 
 export const defaults: SecretsPolicy = { secrets: {}, variables: {}, prune: false };
@@ -65,6 +71,7 @@ export const defaults: SecretsPolicy = { secrets: {}, variables: {}, prune: fals
 const stringList: JsonSchema = { type: "array", items: { type: "string" } };
 
 const placementProperties: Record<string, JsonSchema> = {
+  mode: ACT_MODE_SCHEMA,
   adopt: { type: "boolean" },
   org: {
     type: "object",
@@ -104,6 +111,7 @@ export const schema: JsonSchema = {
     },
     prune: { type: "boolean" },
     adopt: { type: "boolean" },
+    mode: ACT_MODE_SCHEMA,
   },
 };
 

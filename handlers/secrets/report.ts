@@ -2,7 +2,7 @@
 // Rows carry scope, name, action and reason only; values never reach this module.
 import type { Problem } from "../../src/index.js";
 import { countPlan, type PlanRow } from "./plan.js";
-import type { Failure, LeftAlone, SyncResult } from "./sync.js";
+import { wouldText, type Failure, type LeftAlone, type SyncResult } from "./sync.js";
 import { predictsFailedWrites } from "./quotas.js";
 import { scopeLabel } from "./targets.js";
 import { estimateSeconds, formatDuration } from "./progress.js";
@@ -89,9 +89,42 @@ export function planConclusion(result: SyncResult): "success" | "neutral" | "fai
   return result.failures.length ? "neutral" : "success";
 }
 
-/** `steward/sync`'s conclusion: `failure` when a read or write failed; targets left alone do not count. */
-export function syncConclusion(result: SyncResult): "success" | "failure" {
-  return result.failures.length ? "failure" : "success";
+/**
+ * `steward/sync`'s conclusion: `failure` when a read or write failed; targets left alone do not
+ * count; `neutral` when writes were only reported (report-only mode), so it never reads as done.
+ */
+export function syncConclusion(result: SyncResult): "success" | "failure" | "neutral" {
+  if (result.failures.length) return "failure";
+  return result.reported?.length ? "neutral" : "success";
+}
+
+/** "would have created 1, updated 0, deleted 2 (report only)", or "" when nothing was held back. */
+function wouldCounts(result: SyncResult): string {
+  const rows = (result.reported ?? []).map((r) => r.row);
+  if (rows.length === 0) return "";
+  const c = countPlan(rows);
+  return `would have created ${c.create}, updated ${c.update}, deleted ${c.delete} (report only)`;
+}
+
+/** The writes report-only mode held back: what each would have done and the setting that held it. */
+function reportedSection(result: SyncResult): string[] {
+  const reported = result.reported ?? [];
+  if (reported.length === 0) return [];
+  const lines = [
+    "",
+    "### Report only: not written",
+    "",
+    `Steward decided these writes and made none of them: report-only mode (${[...new Set(reported.map((r) => r.by))].map(cell).join("; ")}). Change \`mode: report\` to \`mode: act\` (or remove it, or the operator's setting) and the next sync makes them.`,
+    "",
+    "| Scope | Name | Kind | Would have | Reason | Report only by |",
+    "|---|---|---|---|---|---|",
+  ];
+  for (const { row, by } of reported.slice(0, MAX_TABLE_ROWS))
+    lines.push(
+      `| ${cell(scopeLabel(row.scope))} | ${cell(row.name)} | ${row.kind} | ${wouldText(row)} | ${cell(row.reason)} | ${cell(by)} |`,
+    );
+  if (reported.length > MAX_TABLE_ROWS) lines.push("", `_${reported.length - MAX_TABLE_ROWS} more not shown._`);
+  return lines;
 }
 
 /** GitHub's limits the plan goes past or near, with the counts (empty when none). */
@@ -135,12 +168,22 @@ export function planSummary(result: SyncResult): { title: string; summary: strin
 /** `steward/sync`: what a sync applied and what failed. */
 export function syncSummary(result: SyncResult): { title: string; summary: string } {
   const applied = countPlan(result.applied);
+  const would = wouldCounts(result);
   const title =
-    `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted` +
+    (would && result.applied.length === 0
+      ? would[0]!.toUpperCase() + would.slice(1)
+      : `${applied.create} created, ${applied.update} updated, ${applied.delete} deleted${would ? `; ${would}` : ""}`) +
     (result.failures.length ? `, ${result.failures.length} failed` : "") +
     (result.leftAlone.length ? `, ${result.leftAlone.length} left alone` : "");
   const parts = [`Sync of **${result.org}** across ${result.repositories} repositories.`, ""];
-  parts.push(result.applied.length ? planTable(result.applied) : "_Nothing to change: everything matches the policy._");
+  parts.push(
+    result.applied.length
+      ? planTable(result.applied)
+      : would
+        ? "_Nothing was written._"
+        : "_Nothing to change: everything matches the policy._",
+  );
+  parts.push(...reportedSection(result));
   if (result.failures.length) parts.push("", "### Failed", "", failureTable(result.failures));
   parts.push(...leftAloneSection(result, false));
   if (result.pausedUntil)
@@ -188,6 +231,8 @@ export function textReport(result: SyncResult): string {
   if (!result.dryRun) {
     const a = countPlan(result.applied);
     lines.push(`applied: ${a.create} created, ${a.update} updated, ${a.delete} deleted.`);
+    for (const { row, by } of result.reported ?? [])
+      lines.push(`report only: ${scopeLabel(row.scope)} ${row.name}: ${wouldText(row)}, not written (${by})`);
   } else lines.push(`dry run: nothing applied. ${planEstimate(result.rows)}`);
   for (const f of result.failures)
     lines.push(`failed: ${scopeLabel(f.scope)} ${f.name ?? ""} (${f.action}): ${f.error}`);

@@ -17,7 +17,7 @@ import { parseExposures, SOURCES_VARIABLE } from "./exposure.js";
 import { readSources } from "./sources.js";
 import { scopeLabel, type ActualTarget, type Kind, type Scope, type TargetRecord } from "./targets.js";
 import { deleteRow, readUpdatedAt, writeRow, type WriteContext } from "./write.js";
-import { isStopped } from "../../src/index.js";
+import { isStopped, reportReason } from "../../src/index.js";
 import { ProgressTracker, type SyncProgress } from "./progress.js";
 
 export interface SyncRequest {
@@ -29,6 +29,11 @@ export interface SyncRequest {
   dataDir: string;
   keys: PublicKeyCache;
   dryRun?: boolean;
+  /**
+   * Why the whole sync only reports (the operator's STEWARD_MODE / STEWARD_REPORT_ONLY), if it
+   * does; the document's `mode: report` and an entry's are read from the policy.
+   */
+  report?: string;
   /** Limit repository and environment scopes to these repositories (new repositories). */
   onlyRepos?: readonly string[];
   fanOut?: FanOutOptions;
@@ -78,6 +83,11 @@ export interface SyncResult {
   warnings?: string[];
   /** Set when the signal stopped the run: what was written is recorded; run again to finish. */
   stopped?: boolean;
+  /**
+   * Report-only mode: the writes planned and not made, each with the setting that held it back
+   * (`by`). Recorded in the audit trail as `secret_report` / `variable_report`.
+   */
+  reported?: { row: PlanRow; by: string }[];
 }
 
 interface ScopeToRead {
@@ -212,7 +222,15 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
 
   const ctx: WriteContext = { api, org, keys: req.keys };
   const applied: PlanRow[] = [];
-  const writes = rows.filter((row) => row.action !== "unchanged");
+  const reported: { row: PlanRow; by: string }[] = [];
+  const writes: PlanRow[] = [];
+  for (const row of rows) {
+    if (row.action === "unchanged") continue;
+    const by = reportedBy(req, row);
+    if (by) reported.push({ row, by });
+    else writes.push(row);
+  }
+  for (const r of reported) await auditReport(req, r.row, r.by);
   progress.planned(
     repos.map((r) => r.name),
     writes,
@@ -252,8 +270,50 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     rows,
     applied,
     warnings,
+    ...(reported.length ? { reported } : {}),
     ...(fan.pausedUntil() ? { pausedUntil: fan.pausedUntil() } : {}),
   });
+}
+
+/**
+ * Why a planned write is only reported, if it is: the operator's setting, the document's `mode:
+ * report`, then the entry's own (a deletion by prune of a name no entry lists follows the document).
+ */
+function reportedBy(req: SyncRequest, row: PlanRow): string | undefined {
+  const entries: Record<string, { mode?: string } | undefined> =
+    row.kind === "secret" ? (req.policy.secrets ?? {}) : (req.policy.variables ?? {});
+  return reportReason(
+    req.report,
+    req.policy.mode === "report" && "secrets.yml mode: report",
+    entries[row.name]?.mode === "report" &&
+      `secrets.yml ${row.kind === "secret" ? "secrets" : "variables"}.${row.name}.mode: report`,
+  );
+}
+
+/** "would have created", "would have deleted", ...: what report-only mode says of a row. */
+export function wouldText(row: Pick<PlanRow, "action">): string {
+  return `would have ${row.action === "create" ? "created" : row.action === "update" ? "updated" : "deleted"}`;
+}
+
+/** A write held back by report-only mode is recorded as the write would be, with what it would have done. */
+async function auditReport(req: SyncRequest, row: PlanRow, by: string): Promise<void> {
+  await req.store.audit({
+    kind: `${row.kind}_report`,
+    source: "secrets",
+    details: { ...rowDetails(req, row), would: wouldText(row), reportOnly: by },
+  });
+}
+
+function rowDetails(req: SyncRequest, row: PlanRow): Record<string, unknown> {
+  return {
+    org: req.org,
+    scope: scopeLabel(row.scope),
+    kind: row.kind,
+    name: row.name,
+    action: row.action,
+    changes: row.changes,
+    reason: row.reason,
+  };
 }
 
 /** Each request in its own fan-out job: a rate-limit retry never repeats a write that succeeded. */
@@ -265,15 +325,7 @@ async function applyRow(
   value: string,
   fp: string,
 ): Promise<void> {
-  const details = {
-    org: req.org,
-    scope: scopeLabel(row.scope),
-    kind: row.kind,
-    name: row.name,
-    action: row.action,
-    changes: row.changes,
-    reason: row.reason,
-  };
+  const details = rowDetails(req, row);
   if (row.action === "delete") {
     await fan.run(() => deleteRow(ctx, row));
     await forgetRecord(req.store, req.org, row.key);

@@ -263,6 +263,8 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           scope.kind === "handler" ? scope.handler : scope.kind === "installation" ? String(scope.installation) : "",
       })),
     );
+    /** GitHub's count of the app's installations (GET /app): who may pause across all of them. */
+    let installationCount: number | undefined;
     const consoleRoutes = mountConsole({
       config,
       store,
@@ -278,6 +280,8 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
         return policyView(await octokits.octokitFor(data.id), policies, owner, repo);
       },
       ...(cluster ? { replicas: cluster.replicas } : {}),
+      installationCount: () => installationCount,
+      pausesChanged: () => running0.pausesChanged(),
       logger,
     });
     const http = createStewardHttp({
@@ -328,7 +332,10 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
       signal: stopping.signal,
       ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
       observe: (state) => metrics.appCredential(state),
-      installations: (count) => metrics.installations(count),
+      installations: (count) => {
+        installationCount = count;
+        metrics.installations(count);
+      },
     });
     const appRecheck = startPeriodic({
       name: "app credential check",
@@ -340,7 +347,10 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           octokits,
           signal,
           observe: (state) => metrics.appCredential(state),
-          installations: (count) => metrics.installations(count),
+          installations: (count) => {
+            installationCount = count;
+            metrics.installations(count);
+          },
         }),
     });
     const running = engine;

@@ -13,6 +13,7 @@ import { deliveriesPage } from "./pages/deliveries.js";
 import { deliveryPage } from "./pages/delivery.js";
 import { deadPage, replayAction, type ActionResult } from "./pages/dead.js";
 import { policyPage } from "./pages/policy.js";
+import { pauseAction, pausesPage } from "./pages/pauses.js";
 import { handlerPages, handlerRoutes } from "./handler-pages.js";
 import { liveStream } from "./live.js";
 import { ownsAny } from "./pages/scope.js";
@@ -95,6 +96,7 @@ const pages: { pattern: RegExp; page: Page; ownersOnly?: boolean }[] = [
   { pattern: /^\/console\/deliveries\/[^/]+$/, page: deliveryPage },
   { pattern: /^\/console\/dead\/?$/, page: deadPage, ownersOnly: true },
   { pattern: /^\/console\/policies\/[^/]+\/[^/]+$/, page: policyPage },
+  { pattern: /^\/console\/pauses\/?$/, page: pausesPage, ownersOnly: true },
 ];
 
 function sameText(a: string, b: string): boolean {
@@ -485,6 +487,14 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     const path = url.pathname;
     const method = req.method ?? "GET";
     const bulk = path === "/console/dead/replay";
+    if (method === "POST" && (path === "/console/pauses/pause" || path === "/console/pauses/resume")) {
+      const form = await checkedForm(req, res, session);
+      if (!form) return;
+      // Who may pause what is decided per scope (pages/pauses.ts): an owner of what it covers.
+      const done = await pauseAction(ctx, form, path.endsWith("/pause") ? "pause" : "resume");
+      if ("page" in done) return renderPage(res, done.page, viewer);
+      return redirect(res, done.redirect);
+    }
     if (
       method === "POST" &&
       (bulk || (ctx.segments[0] === "deliveries" && ctx.segments.length === 3 && ctx.segments[2] === "replay"))

@@ -55,6 +55,8 @@ export function mountConsole(opts: {
   baseUrl(): string;
   policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
   replicas?: ConsoleDeps["replicas"];
+  installationCount?: ConsoleDeps["installationCount"];
+  pausesChanged?: ConsoleDeps["pausesChanged"];
   logger: Logger;
 }): ConsoleRoutes {
   const { config } = opts;
@@ -75,6 +77,8 @@ export function mountConsole(opts: {
     budget: opts.budget,
     ...(opts.policyOf ? { policyOf: opts.policyOf } : {}),
     ...(opts.replicas ? { replicas: opts.replicas } : {}),
+    ...(opts.installationCount ? { installationCount: opts.installationCount } : {}),
+    ...(opts.pausesChanged ? { pausesChanged: opts.pausesChanged } : {}),
     logger: opts.logger,
   };
   return createConsole(deps);

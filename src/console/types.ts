@@ -13,9 +13,9 @@ export interface ConsoleStore {
   readonly deliveries: Pick<StewardStore["deliveries"], "getDelivery">;
   /**
    * `set`: sign-out's revocation record, which every replica and every later process reads, and the
-   * record of what people did to deliveries (`audit` too).
+   * record of what people did to deliveries (`audit` too); `claim` and `delete`: pauses.
    */
-  readonly kv: Pick<StewardStore["kv"], "get" | "set" | "list" | "audit" | "auditLog">;
+  readonly kv: Pick<StewardStore["kv"], "get" | "set" | "list" | "audit" | "auditLog" | "claim" | "delete">;
   readonly tasks: Pick<StewardStore["tasks"], "listTasks">;
 }
 
@@ -40,6 +40,10 @@ export interface ConsoleDeps {
   budget: ApiBudget;
   /** The effective policy of a repository, with where each value came from (undefined: not available). */
   policyOf?(owner: string, repo: string): Promise<PolicyView | undefined>;
+  /** The app's installations as GitHub last counted them (GET /app), undefined until known. */
+  installationCount?(): number | undefined;
+  /** A pause or resume was written here: the engine reads the pauses again now. */
+  pausesChanged?(): void;
   /** Redis or PostgreSQL deployments: the replicas alive and what each holds (absent with SQLite). */
   replicas?(): Promise<ReplicaEntry[]>;
   logger: Logger;

@@ -3,10 +3,11 @@
 // neither stops the service nor the other handlers. Its state shows in logs and metrics.
 import type { Logger } from "pino";
 import type { HandlerModule, ServiceContext } from "../handler.js";
-import { retryUntilDone, type Backoff } from "../lifecycle/backoff.js";
+import { pause, retryUntilDone, type Backoff } from "../lifecycle/backoff.js";
 import { runWithSignal } from "../lifecycle/abort-scope.js";
 
-export type StartState = "starting" | "retrying" | "started" | "stopped";
+/** `paused`: the handler (or everything) is paused, and its start waits for the resume. */
+export type StartState = "starting" | "paused" | "retrying" | "started" | "stopped";
 
 export interface HandlerStartStatus {
   handler: string;
@@ -35,8 +36,33 @@ export function startHandlers(opts: {
   describe(error: unknown): string;
   backoff?: Backoff;
   observe?(handler: string, state: StartState): void;
+  /**
+   * Whether the handler is paused now: its start (background work of its own, often API calls)
+   * is held like its deliveries and tasks, asked again every `holdMs`, and runs on the resume.
+   */
+  held?(handler: string): Promise<boolean>;
+  holdMs?: number;
 }): HandlerStarts {
   const states = new Map<string, HandlerStartStatus>();
+  /** Waits while the handler is paused; false when shutdown came first. */
+  async function heldUntilResumed(handler: string, status: HandlerStartStatus, log: Logger): Promise<boolean> {
+    if (!opts.held) return true;
+    let was: StartState | undefined;
+    while (!opts.signal.aborted && (await opts.held(handler).catch(() => false))) {
+      if (was === undefined) {
+        was = status.state;
+        status.state = "paused";
+        opts.observe?.(handler, "paused");
+        log.info(`handler ${handler} is paused: its start waits for the resume`);
+      }
+      await pause(opts.holdMs ?? 5_000, opts.signal);
+    }
+    if (was !== undefined && !opts.signal.aborted) {
+      status.state = was;
+      opts.observe?.(handler, was);
+    }
+    return !opts.signal.aborted;
+  }
   const runs = opts.handlers
     .filter((h) => h.start)
     .map(async (h) => {
@@ -45,10 +71,17 @@ export function startHandlers(opts: {
       opts.observe?.(h.name, "starting");
       const log = opts.logger.child({ handler: h.name });
       const ctx = opts.contextFor(h, log);
+      if (!(await heldUntilResumed(h.name, status, log))) {
+        status.state = "stopped";
+        opts.observe?.(h.name, status.state);
+        return;
+      }
       const ok = await retryUntilDone({
         signal: opts.signal,
         backoff: opts.backoff,
-        run: () => {
+        run: async () => {
+          // A pause taken while the start retries holds the next attempt too.
+          if (!(await heldUntilResumed(h.name, status, log))) throw opts.signal.reason ?? new Error("stopped");
           status.attempts++;
           return runWithSignal(opts.signal, () => h.start!(ctx));
         },

@@ -135,6 +135,8 @@ export function createEngine(opts: EngineOptions): Engine {
         describe: (e) => safeErrorMessage(e, configSecrets(config)),
         ...(opts.startBackoff ? { backoff: opts.startBackoff } : {}),
         ...(opts.observe?.handlerStart ? { observe: opts.observe.handlerStart } : {}),
+        held: async (handler) => isHeld(await pauses.current(), undefined, [handler]),
+        holdMs: PAUSE_HOLD_MS,
       });
       pool.start();
     },

@@ -126,6 +126,55 @@ describe("pause and resume", { timeout: 120_000 }, () => {
     expect((await listPauses(steward.store.kv)).length).toBe(0);
   });
 
+  it("a paused handler's start and scheduled tasks are held too, and run on resume", async () => {
+    const dataDir = await scope.dataDir("pause");
+    process.env.STEWARD_DATA_DIR = dataDir;
+    // Paused before the process starts: its start must not run at all.
+    expect((await runCli(["pause", "--handler", "background"])).out).toContain("paused handler background");
+    let starts = 0;
+    const tasks: string[] = [];
+    const handler = defineHandler<unknown>({
+      name: "background",
+      events: ["ping"],
+      async handle() {
+        return { status: "done" };
+      },
+      async start() {
+        starts++;
+      },
+      async onTask(ctx) {
+        tasks.push(ctx.key);
+        return { status: "done" };
+      },
+    });
+    const { logger } = collectingLogger("warn");
+    const steward = await scope.steward({
+      config: testConfig({ privateKey: appKey().privateKey, dataDir }),
+      logger,
+      handlers: [handler],
+    });
+    const state = () => steward.engine.handlerStarts().find((s) => s.handler === "background")?.state;
+    await vi.waitFor(() => expect(state()).toBe("paused"), { timeout: 60_000, interval: 100 });
+    const due = new Date();
+    await steward.engine.schedulerFor("background").schedule({ key: "background/sweep", runAt: due, data: {} });
+    // The engine claimed the due task and gave it back for later: held, not run.
+    await vi.waitFor(
+      async () => {
+        const [task] = await steward.store.tasks.listTasks();
+        expect(task?.runAt.getTime()).toBeGreaterThan(due.getTime());
+      },
+      { timeout: 60_000, interval: 100 },
+    );
+    expect(tasks).toEqual([]);
+    expect(starts).toBe(0);
+    expect(state()).toBe("paused");
+
+    expect((await runCli(["resume", "--handler", "background"])).out).toContain("resumed handler background");
+    await vi.waitFor(() => expect(state()).toBe("started"), { timeout: 60_000, interval: 100 });
+    expect(starts).toBe(1);
+    await vi.waitFor(() => expect(tasks).toEqual(["background/sweep"]), { timeout: 60_000, interval: 100 });
+  });
+
   it("refuses a pause of a handler and an installation at once, and unknown flags", async () => {
     const dataDir = await scope.dataDir("pause");
     process.env.STEWARD_DATA_DIR = dataDir;

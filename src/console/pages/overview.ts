@@ -5,6 +5,7 @@ import { html, time, type Html, type PageOut } from "../html.js";
 import type { HandlerStartView, PageContext } from "../types.js";
 import { clusterSection } from "./cluster.js";
 import { handlerSections } from "../handler-pages.js";
+import { pausedSection } from "./pauses.js";
 
 const WINDOW_MINUTES = 30;
 /** Retrying deliveries counted at most (one page of the store); more reads as "N or more". */
@@ -68,7 +69,7 @@ function handlersSection(ctx: PageContext): Html {
 export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const { deps, scope } = ctx;
   const since = Math.floor(Date.now() / 60_000) * 60_000 - (WINDOW_MINUTES - 1) * 60_000;
-  const [activity, depth, dead, latest, retrying, sections, cluster] = await Promise.all([
+  const [activity, depth, dead, latest, retrying, sections, cluster, paused] = await Promise.all([
     deps.store.browse.deliveryActivity(since, scope),
     deps.depth(),
     deps.store.browse.countDead(scope),
@@ -76,6 +77,7 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     deps.store.browse.browseDeliveries({ limit: RETRYING_COUNTED, status: "failed", repositories: scope }),
     handlerSections(ctx),
     clusterSection(ctx),
+    pausedSection(ctx),
   ]);
   const rows = receivedPerMinute(activity, since, WINDOW_MINUTES);
   const last = latest.items[0];
@@ -90,6 +92,7 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     <dt>Retrying</dt><dd data-k="retrying">${retrying.items.length ? html`<a href="/console/deliveries?status=failed">${retryingCount}</a>` : "0"}</dd>
     <dt>Dead letters</dt><dd data-k="dead">${ctx.viewer.owner ? html`<a href="/console/dead">${dead}</a>` : dead}</dd></dl>
   </section>
+  ${paused}
   ${handlersSection(ctx)}
   <section aria-labelledby="per-minute"><h2 id="per-minute">Deliveries received per minute, last ${WINDOW_MINUTES} minutes</h2>
     ${chart(rows)}

@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseAllDocuments } from "yaml";
+import { isDeepStrictEqual } from "node:util";
+import { parse, parseAllDocuments } from "yaml";
 import { evaluate } from "@marcbachmann/cel-js";
 import { loadConfig } from "../../src/config/env.js";
 import { appKey } from "../support/app-key.js";
@@ -228,6 +229,12 @@ function problems(docs: Obj[]): string[] {
   }
   if (!(config.statusUrl && paths.some((p) => p.service === "steward-console")))
     out.push("no console Ingress on STEWARD_STATUS_URL's host");
+  // The alert rules a cluster loads are the ones promtool checks (deploy/prometheus).
+  const rules = byKind(docs, "PrometheusRule");
+  const checked = (parse(readFileSync(resolve(ROOT, "../prometheus/steward-rules.yml"), "utf8")) as Obj).groups;
+  if (rules.length !== 1) out.push("expected one PrometheusRule");
+  else if (!isDeepStrictEqual(rules[0]!.spec.groups, checked))
+    out.push("the PrometheusRule's groups are not deploy/prometheus/steward-rules.yml's");
   const monitors = byKind(docs, "ServiceMonitor");
   if (monitors.length !== 1) out.push("expected one ServiceMonitor");
   for (const m of monitors) {

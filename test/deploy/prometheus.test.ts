@@ -15,6 +15,7 @@ import { realAppEnv, startChild } from "../service/child.js";
 import { deliveryId, postDelivery } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";
 import { freePort } from "../lifecycle/support.js";
+import { PROMETHEUS_RULE_FILE, RULES_FILE, prometheusRule } from "../../scripts/prometheus-rule.js";
 
 const DIR = resolve(__dirname, "../../deploy/prometheus");
 const RULES = join(DIR, "steward-rules.yml");
@@ -82,6 +83,22 @@ async function exported(): Promise<Set<string>> {
 }
 /** Prometheus's own series the rules and the dashboard may read besides Steward's. */
 const PROMETHEUS_OWN = new Set(["up", "ALERTS"]);
+
+describe("the PrometheusRule in deploy/kubernetes", () => {
+  it("is the rules file wrapped as the operator's resource, text and comments alike (npm run prometheus-rule)", async () => {
+    const root = resolve(__dirname, "../..");
+    const rules = await readFile(join(root, RULES_FILE), "utf8");
+    const manifest = await readFile(join(root, PROMETHEUS_RULE_FILE), "utf8");
+    expect(manifest).toBe(prometheusRule(rules));
+    const resource = parse(manifest) as { kind: string; spec: { groups: unknown } };
+    expect(resource.kind).toBe("PrometheusRule");
+    expect(resource.spec.groups).toEqual((parse(rules) as { groups: unknown }).groups);
+    // Not vacuous: a rule added to the file alone is a difference.
+    const edited = rules.replace("      - alert: StewardQueueAgeHigh", "      - alert: StewardQueueAgeHigher");
+    expect(edited).not.toBe(rules);
+    expect(prometheusRule(edited)).not.toBe(manifest);
+  });
+});
 
 describe.skipIf(missing.length > 0)("alert rules and dashboard", () => {
   it("promtool accepts the rules and their unit tests pass", async () => {

@@ -36,6 +36,7 @@ import { listPauses } from "./engine/pauses.js";
 import type { Backoff } from "./lifecycle/backoff.js";
 import { startTracing } from "./ops/tracing.js";
 import { startErrorReporting } from "./ops/error-reporting.js";
+import { timingRecorder } from "./ops/timing.js";
 
 export interface Steward {
   /** Base URL it listens on, e.g. http://127.0.0.1:3000 (webhooks at url + config.webhookPath). */
@@ -204,6 +205,10 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   const stopping = new AbortController();
   metrics.setDeadSource(() => store.browse.countDead());
   metrics.setOldestDueSource(() => store.deliveries.oldestDueAt());
+  const timing = timingRecorder(store.kv, {
+    onError: (e) => logger.warn({ err: e }, "delivery timing not recorded"),
+  });
+  metrics.setTimingSink((kind, seconds) => timing.observe(kind, seconds));
   const octokits = createOctokitFactory({
     config,
     logger,
@@ -380,6 +385,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           await closeServer(http.server, HTTP_CLOSE_GRACE_MS);
           // Nothing of this process talks to the API after this line.
           hardStop.abort(new Error("shut down"));
+          await timing.close();
           await store.close();
           await cluster?.close();
           containment.release();
@@ -393,6 +399,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     };
   } catch (error) {
     await engine?.stop(0).catch(() => undefined);
+    await timing.close();
     await store.close();
     await cluster?.close();
     containment.release();

@@ -10,7 +10,7 @@ import type { HandlerStartStatus, StartState } from "../engine/handler-starts.js
 
 export interface ConsoleStore {
   readonly browse: StewardStore["browse"];
-  readonly deliveries: Pick<StewardStore["deliveries"], "getDelivery">;
+  readonly deliveries: Pick<StewardStore["deliveries"], "getDelivery" | "oldestDueAt">;
   /**
    * `set`: sign-out's revocation record, which every replica and every later process reads, and the
    * record of what people did to deliveries (`audit` too); `claim` and `delete`: pauses.

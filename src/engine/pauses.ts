@@ -48,7 +48,7 @@ export function scopeOf(handler: string | undefined, installation: string | unde
 }
 
 /** Pause `scope`; false when it was paused already (the first pause's record stays). */
-export async function pause(kv: Store, scope: PauseScope, by: string): Promise<boolean> {
+export async function pause(kv: Pick<Store, "claim" | "audit">, scope: PauseScope, by: string): Promise<boolean> {
   const record: Pause = { scope, by, at: new Date().toISOString() };
   const first = await kv.claim(pauseKey(scope), { value: record });
   if (first) await kv.audit({ kind: "pause", source: "steward", details: { scope: describeScope(scope), by } });
@@ -56,7 +56,11 @@ export async function pause(kv: Store, scope: PauseScope, by: string): Promise<b
 }
 
 /** Resume `scope`; false when it was not paused. */
-export async function resume(kv: Store, scope: PauseScope, by: string): Promise<boolean> {
+export async function resume(
+  kv: Pick<Store, "get" | "delete" | "audit">,
+  scope: PauseScope,
+  by: string,
+): Promise<boolean> {
   const was = await kv.get(pauseKey(scope));
   if (was === undefined) return false;
   await kv.delete(pauseKey(scope));

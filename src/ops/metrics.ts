@@ -25,6 +25,8 @@ export interface Metrics {
   deliveryLag(event: string, seconds: number): void;
   /** Seconds a delivery waited from being due (recorded, retry time, replayed) to its claim by a worker. */
   queueWait(seconds: number): void;
+  /** Also hand every lag and queue time to `sink` (the store's timing record the console reads). */
+  setTimingSink(sink: (kind: "lag" | "queue", seconds: number) => void): void;
   /** Where the due time of the longest-waiting delivery comes from (read at scrape time). */
   setOldestDueSource(source: () => Promise<Date | undefined>): void;
   /** Where the number of dead deliveries comes from (read at scrape time). */
@@ -105,6 +107,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     registers: [registry],
   });
   let oldestDue: (() => Promise<Date | undefined>) | undefined;
+  let timingSink: ((kind: "lag" | "queue", seconds: number) => void) | undefined;
   new Gauge({
     name: "steward_queue_oldest_age_seconds",
     help: "How long the longest-waiting delivery has been due and not claimed (0: none waiting)",
@@ -256,9 +259,14 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     },
     deliveryLag(event, seconds) {
       lag.observe({ event }, seconds);
+      timingSink?.("lag", seconds);
     },
     queueWait(seconds) {
       queueWait.observe(seconds);
+      timingSink?.("queue", seconds);
+    },
+    setTimingSink(sink) {
+      timingSink = sink;
     },
     setOldestDueSource(source) {
       oldestDue = source;

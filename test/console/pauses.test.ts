@@ -121,6 +121,41 @@ describe("pausing from the console", { timeout: 120_000 }, () => {
     expect(await scopes()).toEqual([]);
   });
 
+  it("the overview shows the oldest queued delivery's age while everything is paused, then lag and queue time", async () => {
+    const owner = await signIn(base, "octo-admin");
+    const csrf = owner.csrfFrom((await pausesPage(owner)).text);
+    expect((await owner.visit("/console")).text).toContain('<dd data-k="oldest">none waiting</dd>');
+    expect((await owner.request("/console/pauses/pause", { form: { csrf, all: "1" } })).status).toBe(303);
+    stack.hub.control.pushFiles({ owner: ORG, repo: "web", files: { "b.txt": "2\n" }, message: "held" });
+    await stack.hub.control.settled();
+    await vi.waitFor(
+      async () =>
+        expect((await owner.visit("/console")).text).toMatch(
+          /<dd data-k="oldest">due [1-9][\d.]* (s|min) ago, not yet claimed<\/dd>/,
+        ),
+      { timeout: 60_000, interval: 250 },
+    );
+    expect((await owner.request("/console/pauses/resume", { form: { csrf, all: "1" } })).status).toBe(303);
+    await world.settle();
+    // Every replica's record (here one), written every few seconds: the held delivery's wait is in it.
+    await vi.waitFor(
+      async () => {
+        const text = (await owner.visit("/console")).text;
+        expect(text).toContain('<dd data-k="oldest">none waiting</dd>');
+        const queued =
+          /<tr data-timing="queue"><th scope="row">[^<]+<\/th><td>(\d+)<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td><td>([^<]+)<\/td>/.exec(
+            text,
+          );
+        expect(queued, "queue time row").not.toBeNull();
+        expect(Number(queued![1])).toBeGreaterThan(0);
+        // The longest wait is the paused one: at least the second the overview saw it waiting.
+        expect(queued![4]).toMatch(/^([1-9][\d.]* s|[\d.]+ min)$/);
+        expect(text).toMatch(/<tr data-timing="lag"><th scope="row">[^<]+<\/th><td>[1-9]\d*<\/td>/);
+      },
+      { timeout: 60_000, interval: 500 },
+    );
+  });
+
   it("a member may not see the page nor pause anything", async () => {
     const member = await signIn(base, "dev-dana");
     const overview = await member.visit("/console");

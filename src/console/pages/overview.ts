@@ -6,6 +6,7 @@ import type { HandlerStartView, PageContext } from "../types.js";
 import { clusterSection } from "./cluster.js";
 import { handlerSections } from "../handler-pages.js";
 import { pausedSection } from "./pauses.js";
+import { percentileBound, readTiming, type TimingSummary } from "../../ops/timing.js";
 
 const WINDOW_MINUTES = 30;
 /** Retrying deliveries counted at most (one page of the store); more reads as "N or more". */
@@ -50,6 +51,28 @@ function chart(rows: readonly { minute: number; count: number }[]): Html {
   </svg><figcaption class="note">Busiest minute: ${total === 0 ? "none" : `${busiest.count} at ${hhmm(busiest.minute)} UTC`}. Each bar is one minute; empty minutes are 0.</figcaption></figure>`;
 }
 
+/** "0.4 s", "12 s", "3.5 min", "2.1 h". */
+function seconds(s: number): string {
+  if (s < 10) return `${Math.round(s * 10) / 10} s`;
+  if (s < 120) return `${Math.round(s)} s`;
+  if (s < 7200) return `${Math.round(s / 6) / 10} min`;
+  return `${Math.round(s / 360) / 10} h`;
+}
+
+/** A percentile from the kept buckets reads as "at most" its bucket's bound. */
+function atMost(summary: TimingSummary, fraction: number): string {
+  const bound = percentileBound(summary, fraction);
+  return Number.isFinite(bound) ? `≤ ${seconds(bound)}` : "> 2 h";
+}
+
+function timingRow(label: string, key: string, t: TimingSummary): Html {
+  return html`<tr data-timing="${key}"><th scope="row">${label}</th><td>${t.count}</td>${
+    t.count === 0
+      ? html`<td colspan="3" class="note">none recorded</td>`
+      : html`<td>${atMost(t, 0.5)}</td><td>${atMost(t, 0.95)}</td><td>${seconds(t.max)}</td>`
+  }</tr>`;
+}
+
 function startCell(s: HandlerStartView): Html {
   const cls = s.state === "started" ? "done" : s.state === "retrying" || s.state === "stopped" ? "failed" : "queued";
   return html`<span class="st st-${cls}">${s.state}</span>`;
@@ -69,7 +92,7 @@ function handlersSection(ctx: PageContext): Html {
 export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const { deps, scope } = ctx;
   const since = Math.floor(Date.now() / 60_000) * 60_000 - (WINDOW_MINUTES - 1) * 60_000;
-  const [activity, depth, dead, latest, retrying, sections, cluster, paused] = await Promise.all([
+  const [activity, depth, dead, latest, retrying, sections, cluster, paused, timing, oldestDue] = await Promise.all([
     deps.store.browse.deliveryActivity(since, scope),
     deps.depth(),
     deps.store.browse.countDead(scope),
@@ -78,6 +101,8 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     handlerSections(ctx),
     clusterSection(ctx),
     pausedSection(ctx),
+    readTiming(deps.store.kv, since),
+    deps.store.deliveries.oldestDueAt(),
   ]);
   const rows = receivedPerMinute(activity, since, WINDOW_MINUTES);
   const last = latest.items[0];
@@ -90,7 +115,13 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     <dl><dt>Last delivery received</dt><dd data-k="last">${last ? html`${time(last.receivedAt)}: <a href="/console/deliveries/${encodeURIComponent(last.id)}">${last.event}${last.action ? `.${last.action}` : ""}</a> ${last.repository ?? ""}` : "none recorded"}</dd>
     <dt>Queue depth</dt><dd data-k="depth">${depth}</dd>
     <dt>Retrying</dt><dd data-k="retrying">${retrying.items.length ? html`<a href="/console/deliveries?status=failed">${retryingCount}</a>` : "0"}</dd>
-    <dt>Dead letters</dt><dd data-k="dead">${ctx.viewer.owner ? html`<a href="/console/dead">${dead}</a>` : dead}</dd></dl>
+    <dt>Dead letters</dt><dd data-k="dead">${ctx.viewer.owner ? html`<a href="/console/dead">${dead}</a>` : dead}</dd>
+    <dt>Oldest queued delivery</dt><dd data-k="oldest">${oldestDue && oldestDue.getTime() <= Date.now() ? html`due ${seconds((Date.now() - oldestDue.getTime()) / 1000)} ago, not yet claimed` : "none waiting"}</dd></dl>
+  </section>
+  <section aria-labelledby="timing"><h2 id="timing">Delivery lag and queue time, last ${WINDOW_MINUTES} minutes</h2>
+    <p class="note">Every replica's deliveries. Lag is GitHub's delay: from the time the payload gives for its event to Steward's receipt. Queue time is Steward's: from due (received, retry time, replayed) to claimed by a worker.</p>
+    <table><thead><tr><th scope="col"></th><th scope="col">Deliveries</th><th scope="col">Median</th><th scope="col">95th percentile</th><th scope="col">Longest</th></tr></thead>
+    <tbody>${timingRow("GitHub to Steward (lag)", "lag", timing.lag)}${timingRow("Queued (due to claimed)", "queue", timing.queue)}</tbody></table>
   </section>
   ${paused}
   ${handlersSection(ctx)}

@@ -85,7 +85,7 @@ export async function decideAndAct(ops: Ops, req: DecisionRequest): Promise<Outc
       ...(report ? { reportOnly: report } : {}),
     },
   });
-  const task = taskOf(req, decision);
+  const task = { ...taskOf(req, decision), withheld: facts.input.withheld !== undefined };
   if (report) return reportOnly(ops, task, report);
   switch (decision.decision) {
     case "skip":

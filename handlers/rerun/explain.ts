@@ -28,6 +28,8 @@ export interface Explanation {
   verdicts: JobVerdict[];
   /** Re-run as a flake (failed between two passing commits), not by a rule. Absent in older records. */
   flake?: boolean;
+  /** Whether the policy's words were withheld from `reasons` and `verdicts` (absent: a flake's, which has none). */
+  withheld?: boolean;
   at: string;
 }
 
@@ -124,12 +126,29 @@ export function renderExplanation(e: Explanation): string {
 }
 
 /** Check run title and summary for a commit's explanations (oldest first in, newest first out). */
+/** An explanation made while the policy's words could be shown here, without them. */
+function withoutPolicyWords(e: Explanation): Explanation {
+  return {
+    ...e,
+    reasons: [
+      "the rules' globs and patterns are withheld from this report: this decision was made while they could be shown here",
+    ],
+    verdicts: e.verdicts.map((v) => ({
+      ...v,
+      reason: v.transient ? `matched rule ${(v.rule ?? 0) + 1}` : "matched no rule",
+    })),
+  };
+}
+
 export function renderCheck(history: readonly Explanation[]): { title: string; summary: string } {
   const latest = history[history.length - 1];
   if (!latest) return { title: "No re-run decisions", summary: "" };
   const shown = history.slice(-MAX_EXPLANATIONS).reverse();
   const dropped = history.length - shown.length;
-  const parts = shown.map(renderExplanation);
+  // The latest decision says whether this repository's readers may see the policy's words now (a
+  // repository made public since): earlier explanations that showed them are shown without them.
+  const withholdNow = shown.find((e) => e.withheld !== undefined)?.withheld === true;
+  const parts = shown.map((e) => renderExplanation(withholdNow && e.withheld === false ? withoutPolicyWords(e) : e));
   if (dropped > 0) parts.push(`_${dropped} older decisions not shown._`);
   return { title: titleOf(latest), summary: parts.join("\n") };
 }

@@ -18,6 +18,7 @@ export async function explainAndReport(ops: Ops, task: RerunTask, action: Action
     reasons: task.reasons,
     verdicts: task.verdicts,
     ...(task.flake ? { flake: true } : {}),
+    ...(task.withheld !== undefined ? { withheld: task.withheld } : {}),
     at: new Date().toISOString(),
   };
   const key = historyKey(task.repoId, task.run.headSha);

@@ -61,6 +61,8 @@ export interface RerunTask {
   scheduled: boolean;
   /** A flake (failed between passing commits) re-run by the flake pattern, not by a rule. */
   flake?: boolean;
+  /** Whether the policy's words were withheld from `reasons` and `verdicts` (see shared/visibility.ts). */
+  withheld?: boolean;
 }
 
 export function isRerunTask(data: unknown): data is RerunTask {

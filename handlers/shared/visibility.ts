@@ -2,17 +2,33 @@
 // it is on (and, on a fork's pull request, the fork's author). Content from another repository
 // (the private admin repository's policy) may appear there only when all of them can read that
 // repository too.
-import type { InstallationOctokit } from "../../src/index.js";
+import { cachedGet, requestFnOf, ResponseCache, type InstallationOctokit } from "../../src/index.js";
 import { POLICY_FILE } from "../../src/policy/index.js";
 
 export type Visibility = "public" | "internal" | "private";
 
 const RANK: Record<Visibility, number> = { private: 0, internal: 1, public: 2 };
 
-/** A repository's visibility; one Steward cannot read counts as private. */
+/**
+ * Repository and policy-file answers kept with their ETags. Visibility is read afresh for every
+ * report (it decides what the public may see, so it is never taken from memory), but a read whose
+ * ETag still matches is answered 304, which GitHub does not count against the rate limit.
+ */
+const reads = new ResponseCache({ maxEntries: 5_000, maxBytes: 16 * 2 ** 20 });
+
+/** A repository's visibility as GitHub says it now; one Steward cannot read counts as private. */
 export async function repoVisibility(octokit: InstallationOctokit, owner: string, repo: string): Promise<Visibility> {
   try {
-    const { data } = await octokit.request("GET /repos/{owner}/{repo}", { owner, repo });
+    const { data } = await cachedGet(
+      requestFnOf(octokit),
+      reads,
+      `repo:${owner}/${repo}`.toLowerCase(),
+      "GET /repos/{owner}/{repo}",
+      {
+        owner,
+        repo,
+      },
+    );
     const d = data as { visibility?: string; private?: boolean };
     if (d.visibility === "public" || d.visibility === "internal" || d.visibility === "private") return d.visibility;
     return d.private === false ? "public" : "private";
@@ -33,39 +49,24 @@ export function withheldBecause(source: Visibility, shownOn: Visibility, fork: b
   return undefined;
 }
 
-/** Visibility changes rarely: remembered a few minutes per repository, for a bounded number of them. */
-const VISIBILITY_TTL_MS = 5 * 60_000;
-const MAX_REMEMBERED = 1000;
-const remembered = new Map<string, { at: number; value: Visibility }>();
-
-async function rememberedVisibility(octokit: InstallationOctokit, owner: string, repo: string): Promise<Visibility> {
-  const key = `${owner}/${repo}`.toLowerCase();
-  const hit = remembered.get(key);
-  if (hit && Date.now() - hit.at < VISIBILITY_TTL_MS) return hit.value;
-  const value = await repoVisibility(octokit, owner, repo);
-  remembered.delete(key);
-  remembered.set(key, { at: Date.now(), value });
-  while (remembered.size > MAX_REMEMBERED) remembered.delete(remembered.keys().next().value!);
-  return value;
-}
-
-const policyFiles = new Map<string, { at: number; value: boolean }>();
-
 async function adminHasPolicy(octokit: InstallationOctokit, owner: string, adminRepo: string): Promise<boolean> {
-  const key = `${owner}/${adminRepo}`.toLowerCase();
-  const hit = policyFiles.get(key);
-  if (hit && Date.now() - hit.at < VISIBILITY_TTL_MS) return hit.value;
-  let value = true;
   try {
-    await octokit.request("GET /repos/{owner}/{repo}/contents/{path}", { owner, repo: adminRepo, path: POLICY_FILE });
+    await cachedGet(
+      requestFnOf(octokit),
+      reads,
+      `policy:${owner}/${adminRepo}`.toLowerCase(),
+      "GET /repos/{owner}/{repo}/contents/{path}",
+      {
+        owner,
+        repo: adminRepo,
+        path: POLICY_FILE,
+      },
+    );
+    return true;
   } catch (e) {
     if ((e as { status?: number }).status !== 404) throw e;
-    value = false;
+    return false;
   }
-  policyFiles.delete(key);
-  policyFiles.set(key, { at: Date.now(), value });
-  while (policyFiles.size > MAX_REMEMBERED) policyFiles.delete(policyFiles.keys().next().value!);
-  return value;
 }
 
 /**
@@ -85,8 +86,8 @@ export async function policyWithheld(
       ? o.sources.some((s) => s.toLowerCase().startsWith(adminFile))
       : await adminHasPolicy(octokit, o.owner, o.adminRepo);
   if (!merged) return undefined;
-  const admin = await rememberedVisibility(octokit, o.owner, o.adminRepo);
-  const here = await rememberedVisibility(octokit, o.owner, o.repo);
+  const admin = await repoVisibility(octokit, o.owner, o.adminRepo);
+  const here = await repoVisibility(octokit, o.owner, o.repo);
   const reason = withheldBecause(admin, here, o.fork === true);
   return reason && `it merges the organisation's policy in ${o.owner}/${o.adminRepo}, and ${reason}`;
 }

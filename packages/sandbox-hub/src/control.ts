@@ -79,6 +79,25 @@ export class Control {
     return this.hub.accounts.renameRepo(owner, name, newName);
   }
 
+  /**
+   * Make a repository public or private, as its settings page does; sends `repository.publicized`
+   * or `repository.privatized` when the visibility changes.
+   */
+  setRepoVisibility(owner: string, name: string, visibility: "public" | "private", by: string = owner): Repo {
+    const repo = this.hub.accounts.repoByName(owner, name);
+    if (!repo) throw new Error(`no repository ${owner}/${name}`);
+    const isPrivate = visibility === "private";
+    if (repo.private === isPrivate) return repo;
+    repo.private = isPrivate;
+    repo.updated_at = this.hub.timestamp();
+    void this.hub.deliver("repository", {
+      action: isPrivate ? "privatized" : "publicized",
+      repository: this.hub.repoJson(repo),
+      sender: this.hub.userJson(by),
+    });
+    return repo;
+  }
+
   /** Install the app on an account; sends `installation.created`. */
   install(account: string, opts: InstallOptions = {}): Installation {
     const inst = this.hub.accounts.install(this.hub.appId, account, opts);

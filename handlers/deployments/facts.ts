@@ -1,7 +1,7 @@
 // API reads for one evaluation: the check runs on the sha, where the sha stands in earlier
 // environments, and the run itself (for the ref and sha when a payload lacks them).
 import type { InstallationOctokit } from "../../src/index.js";
-import { matchesAny } from "../../src/index.js";
+import { cachedGet, matchesAny, requestFnOf, ResponseCache } from "../../src/index.js";
 import { refName, type CheckRunFact, type DeployedState, type Facts, type RefFacts } from "./decide.js";
 import { checkEntry, type EnvironmentRule } from "./policy.js";
 import { forkOf } from "../shared/fork.js";
@@ -174,8 +174,15 @@ async function fetchCalendars(
 }
 
 /**
+ * Property answers kept with their ETags: every gate evaluation asks GitHub afresh (a property
+ * decides which gates apply, so it is never taken from memory), and an unchanged answer is a 304,
+ * which GitHub does not count against the rate limit.
+ */
+const propertyReads = new ResponseCache({ maxEntries: 10_000, maxBytes: 8 * 2 ** 20 });
+
+/**
  * Custom property values of one repository (`GET /orgs/{org}/properties/values`, narrowed by
- * `repository_query`). A personal account has no custom properties: 404 means none.
+ * `repository_query` to one page). A personal account has no custom properties: 404 means none.
  */
 export async function fetchPropertyValues(
   octokit: InstallationOctokit,
@@ -186,11 +193,14 @@ export async function fetchPropertyValues(
     properties: { property_name: string; value: string | string[] | null }[];
   }[];
   try {
-    items = await octokit.paginate("GET /orgs/{org}/properties/values", {
-      org: target.owner,
-      repository_query: `repo:${target.owner}/${target.repo}`,
-      per_page: 100,
-    });
+    const { data } = await cachedGet(
+      requestFnOf(octokit),
+      propertyReads,
+      `${target.owner}/${target.repo}`.toLowerCase(),
+      "GET /orgs/{org}/properties/values",
+      { org: target.owner, repository_query: `repo:${target.owner}/${target.repo}`, per_page: 100 },
+    );
+    items = Array.isArray(data) ? (data as typeof items) : [];
   } catch (error) {
     if ((error as { status?: unknown }).status === 404) return {};
     throw error;

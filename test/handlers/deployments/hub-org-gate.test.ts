@@ -54,7 +54,36 @@ describe("organisation gates by custom property", { timeout: 90_000 }, () => {
     );
     const reads = w.stack.hub.control.requests().filter((r) => r.path === `/orgs/${ORG}/properties/values`);
     expect(reads.length).toBeGreaterThan(0);
-    expect(reads.every((r) => r.status === 200)).toBe(true);
+    // Asked again on each evaluation; an unchanged answer is a 304 (free of rate limit).
+    expect(reads.every((r) => r.status === 200 || r.status === 304)).toBe(true);
+  });
+
+  it("decides by the property as it is now: a change applies to the next deployment, an unchanged one is re-read for free", async () => {
+    orgPolicy(ORG_POLICY);
+    w.stack.hub.domains.properties.setValues(ORG, REPO, { tier: "critical" });
+    w.pushPolicy("deployments:\n  environments:\n    production:\n      approve: always\n");
+    w.environment("production", { rule: true });
+    const first = w.startDeploy({ branch: "feature/login", jobs: [{ name: "deploy", environment: "production" }] });
+    await w.until(() => decided().length === 1, "the first answer");
+    expect(w.effects("protection_rule.rejected").map((e) => e.detail.run_id)).toEqual([first]);
+
+    const readsBefore = w.stack.hub.control.requests().length;
+    const second = w.startDeploy({ branch: "feature/login", jobs: [{ name: "deploy", environment: "production" }] });
+    await w.until(() => decided().length === 2, "the second answer");
+    expect(w.effects("protection_rule.rejected").map((e) => e.detail.run_id)).toEqual([first, second]);
+    const propertyReads = () =>
+      w.stack.hub.control
+        .requests()
+        .slice(readsBefore)
+        .filter((r) => r.path === `/orgs/${ORG}/properties/values`);
+    expect(propertyReads().length).toBeGreaterThan(0);
+    expect(propertyReads().every((r) => r.status === 304)).toBe(true);
+
+    // The repository leaves the critical tier: the very next deployment is judged by its own file.
+    w.stack.hub.domains.properties.setValues(ORG, REPO, { tier: "standard" });
+    const third = w.startDeploy({ branch: "feature/login", jobs: [{ name: "deploy", environment: "production" }] });
+    await w.until(() => decided().length === 3, "the third answer");
+    expect(w.effects("protection_rule.approved").map((e) => e.detail.run_id)).toEqual([third]);
   });
 
   it("leaves repositories without the property to their own file", async () => {

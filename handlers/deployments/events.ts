@@ -131,18 +131,29 @@ export function waitingRun(event: string, action: string | undefined, payload: u
  */
 const FINISHED_DEPLOYMENT = new Set(["success", "failure", "error", "inactive"]);
 
-/** The sha whose waits a completed check run or suite, or a finished deployment's status, may settle. */
-export function settledSha(event: string, action: string | undefined, payload: unknown): string | undefined {
+/** What finished: a check run (by name), a check suite, or a deployment (to an environment). */
+export interface Settled {
+  sha: string;
+  check?: string;
+  environment?: string;
+}
+
+/** The sha whose waits a completed check run or suite, or a finished deployment's status, may settle, and what finished. */
+export function settledBy(event: string, action: string | undefined, payload: unknown): Settled | undefined {
   const p = payload as {
-    check_run?: { head_sha?: string };
+    check_run?: { head_sha?: string; name?: string };
     check_suite?: { head_sha?: string };
-    deployment?: { sha?: string };
-    deployment_status?: { state?: string };
+    deployment?: { sha?: string; environment?: string };
+    deployment_status?: { state?: string; environment?: string };
   };
-  if (event === "check_run" && action === "completed") return p.check_run?.head_sha;
-  if (event === "check_suite" && action === "completed") return p.check_suite?.head_sha;
-  if (event === "deployment_status")
-    return FINISHED_DEPLOYMENT.has(p.deployment_status?.state ?? "") ? p.deployment?.sha : undefined;
+  if (event === "check_run" && action === "completed" && p.check_run?.head_sha)
+    return { sha: p.check_run.head_sha, ...(p.check_run.name !== undefined ? { check: p.check_run.name } : {}) };
+  if (event === "check_suite" && action === "completed" && p.check_suite?.head_sha)
+    return { sha: p.check_suite.head_sha };
+  if (event === "deployment_status" && FINISHED_DEPLOYMENT.has(p.deployment_status?.state ?? "") && p.deployment?.sha) {
+    const environment = p.deployment_status?.environment ?? p.deployment.environment;
+    return { sha: p.deployment.sha, ...(environment !== undefined ? { environment } : {}) };
+  }
   return undefined;
 }
 

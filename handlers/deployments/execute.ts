@@ -294,6 +294,7 @@ async function hold(
     requestedAt: requestedAt.toISOString(),
     ...(lastComment !== undefined ? { lastComment } : {}),
     ...(lastReportAt ? { lastReportAt } : {}),
+    recheckOn: evaluation.recheckOn ?? null,
   };
   await svc.store.set(waitKey(gate, input.sha), record);
   const nextReport =

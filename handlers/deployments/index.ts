@@ -18,8 +18,9 @@ import {
   protectionRequest,
   repoOf,
   reviewAudit,
-  settledSha,
+  settledBy,
   waitingRun,
+  type Settled,
   type WaitingRun,
 } from "./events.js";
 import { fetchPropertyValues, fetchRun } from "./facts.js";
@@ -29,7 +30,7 @@ import { policyWithheld } from "../shared/visibility.js";
 import { deploymentsSection, type DeploymentsPolicy } from "./policy.js";
 import { simulateDeployments } from "./simulate.js";
 import { deploymentsConsole } from "./console.js";
-import { allWaits, taskKey, waitKey, waitsForSha, type Gate, type WaitRecord } from "./waits.js";
+import { allWaits, taskKey, waitKey, waitsForSha, waitsOn, type Gate, type WaitRecord } from "./waits.js";
 
 export interface DeploymentsOptions {
   /** The clock decisions are made by (default: Steward's, `ctx.now()`, which in the sandbox is the hub's). */
@@ -187,13 +188,16 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
     return runGate(services(ctx), policy, { gate, sha: record.sha, ref: record.ref });
   }
 
-  async function onSettled(ctx: HandlerContext<any, DeploymentsPolicy>, sha: string): Promise<Outcome> {
+  async function onSettled(ctx: HandlerContext<any, DeploymentsPolicy>, settled: Settled): Promise<Outcome> {
     const repo = repoOf(ctx.payload);
     if (!repo) return { status: "skipped", reason: "delivery without repository" };
-    const waits = await waitsForSha(ctx.store, repo.owner, repo.repo, sha);
+    const { sha } = settled;
+    // Only the waits on what finished are evaluated again: a commit's other checks cost nothing.
+    const waits = (await waitsForSha(ctx.store, repo.owner, repo.repo, sha)).filter((w) => waitsOn(w, settled));
     const outcomes: Outcome[] = [];
     for (const record of waits) outcomes.push(await reevaluate(ctx, ctx.policy, record));
-    return combine(outcomes, `no deployment waits on ${sha.slice(0, 7)}`);
+    const what = settled.check ?? settled.environment;
+    return combine(outcomes, `no deployment waits on ${what ? `${what} for ` : ""}${sha.slice(0, 7)}`);
   }
 
   return defineHandler<DeploymentsPolicy>({
@@ -249,8 +253,8 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
         }
         return onWaitingRun(ctx, ctx.policy, run);
       }
-      const sha = settledSha(ctx.name, ctx.action, ctx.payload);
-      if (sha) return onSettled(ctx, sha);
+      const settled = settledBy(ctx.name, ctx.action, ctx.payload);
+      if (settled) return onSettled(ctx, settled);
       return { status: "skipped", reason: `nothing to do for ${ctx.name}${ctx.action ? `.${ctx.action}` : ""}` };
     },
 

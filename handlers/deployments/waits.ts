@@ -1,6 +1,6 @@
 // Durable state of the handler: which gates were answered (one answer per run, environment
 // and path) and which wait, indexed by sha so a completed check finds the gates it may open.
-import type { Store } from "../../src/index.js";
+import { matchesAny, type Store } from "../../src/index.js";
 
 /**
  * One environment of one run waiting on Steward. `rule`: Steward is a custom protection rule and
@@ -35,6 +35,11 @@ export interface WaitRecord {
   lastComment?: string;
   /** When (decision clock, ISO) that status was sent: with `report_every`, the next is due that long after. */
   lastReportAt?: string;
+  /**
+   * The checks (names or globs) and environments the wait is on: only their events re-evaluate it.
+   * `null` when it waits for time alone; records from before this field re-evaluate on every event.
+   */
+  recheckOn?: { checks: string[]; environments: string[] } | null;
 }
 
 const PREFIX = "deployments:";
@@ -56,4 +61,20 @@ export async function allWaits(store: Pick<Store, "list">): Promise<{ key: strin
 export async function waitsForSha(store: Store, owner: string, repo: string, sha: string): Promise<WaitRecord[]> {
   const entries = await store.list<WaitRecord>(shaPrefix(owner, repo, sha));
   return entries.map((e) => e.value);
+}
+
+/** Whether a finished check (`check`) or deployment (`environment`) is something `record` waits on. */
+export function waitsOn(record: WaitRecord, what: { check?: string; environment?: string }): boolean {
+  const on = record.recheckOn;
+  if (on === undefined) return true;
+  if (on === null) return false;
+  if (what.check !== undefined) {
+    const name = what.check;
+    return on.checks.some((c) => c === name || matchesAny([c], name));
+  }
+  if (what.environment !== undefined) {
+    const env = what.environment.toLowerCase();
+    return on.environments.some((e) => e.toLowerCase() === env);
+  }
+  return on.checks.length > 0;
 }

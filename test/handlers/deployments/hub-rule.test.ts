@@ -100,6 +100,36 @@ describe("protection rule in the sandbox hub", { timeout: 90_000 }, () => {
     expect(w.effects("protection_rule.approved")).toHaveLength(1);
   });
 
+  it("evaluates a wait again only when a check it waits on finishes, not on the commit's other checks", async () => {
+    w.pushPolicy("deployments:\n  environments:\n    production:\n      checks: [test]\n");
+    w.environment("production", { rule: true });
+    const run = w.startDeploy({
+      jobs: [
+        { name: "build" },
+        { name: "lint" },
+        { name: "test" },
+        { name: "deploy", needs: ["build"], environment: "production" },
+      ],
+    });
+    w.completeJob(run, "build");
+    await w.until(() => w.effects("protection_rule.status_report").length > 0, "a status report");
+    await w.settle();
+    const checkReads = () =>
+      w.stack.hub.control.requests().filter((r) => r.method === "GET" && /\/commits\/[^/]+\/check-runs$/.test(r.path))
+        .length;
+    const before = checkReads();
+
+    // lint is not what the wait is on: its check run finishing reads nothing and answers nothing.
+    w.completeJob(run, "lint");
+    await w.settle();
+    expect(checkReads()).toBe(before);
+    expect(decided()).toEqual([]);
+
+    w.completeJob(run, "test");
+    await w.until(() => w.effects("protection_rule.approved").length > 0, "the gate to open on test");
+    expect(checkReads()).toBeGreaterThan(before);
+  });
+
   it("needs the same sha deployed to staging first", async () => {
     w.pushPolicy(`deployments:
   environments:

@@ -49,22 +49,26 @@ export function withheldBecause(source: Visibility, shownOn: Visibility, fork: b
   return undefined;
 }
 
+/** A missing admin policy file (a 404 has no ETag to ask with) is remembered this long per organisation. */
+const MISSING_MS = 5 * 60_000;
+const missing = new Map<string, number>();
+
 async function adminHasPolicy(octokit: InstallationOctokit, owner: string, adminRepo: string): Promise<boolean> {
+  const key = `policy:${owner}/${adminRepo}`.toLowerCase();
+  if ((missing.get(key) ?? 0) > Date.now()) return false;
   try {
-    await cachedGet(
-      requestFnOf(octokit),
-      reads,
-      `policy:${owner}/${adminRepo}`.toLowerCase(),
-      "GET /repos/{owner}/{repo}/contents/{path}",
-      {
-        owner,
-        repo: adminRepo,
-        path: POLICY_FILE,
-      },
-    );
+    await cachedGet(requestFnOf(octokit), reads, key, "GET /repos/{owner}/{repo}/contents/{path}", {
+      owner,
+      repo: adminRepo,
+      path: POLICY_FILE,
+    });
+    missing.delete(key);
     return true;
   } catch (e) {
     if ((e as { status?: number }).status !== 404) throw e;
+    missing.delete(key);
+    missing.set(key, Date.now() + MISSING_MS);
+    while (missing.size > 1000) missing.delete(missing.keys().next().value!);
     return false;
   }
 }

@@ -2,7 +2,7 @@
 // wins), what a deployment needs before Steward approves it.
 import { type PolicySection, type SemanticCheck, globError, ACT_MODE_SCHEMA, type ActMode } from "../../src/index.js";
 import { DAYS, parseHours, parseInstant, zoneError, type Day } from "./calendar.js";
-import { CalendarBudget, parseDuration, recurrenceCost, recurrenceError } from "./recurrence.js";
+import { CalendarBudget, MAX_CALENDAR_STEPS, parseDuration, recurrenceCost, recurrenceError } from "./recurrence.js";
 
 /** Windows an environment may list (each is evaluated on every decision). */
 export const MAX_WINDOWS = 32;
@@ -11,8 +11,8 @@ export const MAX_FREEZES = 64;
 /** Recurring (`rrule`) and calendar entries an environment may list, windows and freezes together. */
 export const MAX_RECURRING = 16;
 /** What validation spends trying a file's rules near the present: per rule, and for the whole file. */
-const PROBE_MS = 100;
-const PROBES_MS = 300;
+/** Steps validation spends probing one file's recurring rules, each rule within a decision's bound. */
+const PROBES_STEPS = 10 * MAX_CALENDAR_STEPS;
 
 /** Recurring periods (RFC 5545): `rrule` from `start` (wall clock in `timezone`), each lasting `duration`. */
 interface Recurring {
@@ -216,7 +216,7 @@ const RULE_KEYS = [
 
 /** Checks a schema cannot express: globs, time zones, hour ranges, freeze ranges and their overlaps. */
 export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report) => {
-  const probes: Probes = { now: Date.now(), spentMs: 0 };
+  const probes: Probes = { now: Date.now(), stepsLeft: PROBES_STEPS };
   checkEnvironments(value.environments ?? {}, ["environments"], report, probes);
   (value.by_property ?? []).forEach((gate, i) => {
     if (gate.environments) checkEnvironments(gate.environments, ["by_property", i, "environments"], report, probes);
@@ -226,7 +226,8 @@ export const checkDeployments: SemanticCheck<DeploymentsPolicy> = (value, report
 /** Trying rules near the present at validation: the clock, and the time spent on it so far. */
 interface Probes {
   now: number;
-  spentMs: number;
+  /** Steps left for the file's rules: past them, later rules are not tried (a decision still bounds them). */
+  stepsLeft: number;
 }
 
 /** Reports windows, freezes and recurring entries past what one decision evaluates. */
@@ -379,10 +380,10 @@ function entryKind(
   }
   // Try the rule near the present, as a decision would: one that cannot be evaluated within the
   // bounds would hold every deployment it guards. Validation spends a bounded time on this.
-  if (probes.spentMs < PROBES_MS) {
-    const started = performance.now();
-    const cost = recurrenceCost(spec, probes.now, new CalendarBudget(undefined, PROBE_MS));
-    probes.spentMs += performance.now() - started;
+  if (probes.stepsLeft >= MAX_CALENDAR_STEPS) {
+    const budget = new CalendarBudget();
+    const cost = recurrenceCost(spec, probes.now, budget);
+    probes.stepsLeft -= budget.spent();
     if (cost) report([...at, "rrule"], cost.message, cost.severity);
   }
   return "recurring";

@@ -11,8 +11,8 @@ afterEach(async () => {
   await w.close();
 });
 
-// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
-describe("after: staging", { timeout: 90_000 }, () => {
+// Room for the world's waits (w.until, up to 60 s each) on a loaded machine.
+describe("after: staging", { timeout: 180_000 }, () => {
   it("waits on a staging deployment under way and answers once staging succeeded (deployment_status or check completion re-evaluates)", async () => {
     w.pushPolicy(`deployments:
   environments:

@@ -91,7 +91,7 @@ ${NEVER}
   });
 });
 
-describe("branches: the commit, not the name", { timeout: 90_000 }, () => {
+describe("branches: the commit, not the name", { timeout: 180_000 }, () => {
   it("rejects a side-branch commit run under the name main, saying the branch check failed; approves one reachable from main", async () => {
     const older = w.pushPolicy("deployments:\n  environments:\n    production:\n      branches: [main]\n");
     w.stack.hub.control.pushFiles({ owner: ORG, repo: REPO, files: { "b.txt": "more\n" }, message: "main moves on" });

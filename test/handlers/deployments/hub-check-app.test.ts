@@ -20,7 +20,7 @@ const policy = (checks: string) => `deployments:
       checks: ${checks}
 `;
 
-describe("deployment checks pinned to an app, in the sandbox hub", { timeout: 90_000 }, () => {
+describe("deployment checks pinned to an app, in the sandbox hub", { timeout: 180_000 }, () => {
   it("a same-named check run from another app approves an unpinned rule but not one pinned to github-actions", async () => {
     const other = w.stack.hub.control.installOtherApp(ORG, { slug: "other-ci" });
     const impostor = new Octokit({ auth: other.token, baseUrl: w.stack.hub.url });

@@ -33,8 +33,8 @@ function orgPolicy(yaml: string): void {
 }
 const decided = () => [...w.effects("protection_rule.approved"), ...w.effects("protection_rule.rejected")];
 
-// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
-describe("organisation gates by custom property", { timeout: 90_000 }, () => {
+// Room for the world's waits (w.until, up to 60 s each) on a loaded machine.
+describe("organisation gates by custom property", { timeout: 180_000 }, () => {
   it("gates a critical repository by the organisation's rule even though its own file says approve: always", async () => {
     orgPolicy(ORG_POLICY);
     w.stack.hub.domains.properties.setValues(ORG, REPO, { tier: "critical" });

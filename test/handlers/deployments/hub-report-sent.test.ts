@@ -12,7 +12,7 @@ afterEach(async () => {
   await w.close();
 });
 
-describe("report_every", { timeout: 90_000 }, () => {
+describe("report_every", { timeout: 180_000 }, () => {
   it("counts from when the status was sent", async () => {
     // Frozen for the next hour: held, with a status report.
     const until = new Date(w.stack.hub.control.now().getTime() + 3_600_000).toISOString();

@@ -29,7 +29,7 @@ async function reportedAnswers() {
   return log.map((e) => e.details as Record<string, unknown>);
 }
 
-describe("deployments in report mode", { timeout: 90_000 }, () => {
+describe("deployments in report mode", { timeout: 180_000 }, () => {
   it("a rule in report mode says it would have approved and approves nothing", async () => {
     w.pushPolicy(policy("report"));
     w.environment("production", { rule: true });

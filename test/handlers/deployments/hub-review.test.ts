@@ -29,8 +29,8 @@ const POLICY = `deployments:
 
 const reviews = () => [...w.effects("review.approved"), ...w.effects("review.rejected")];
 
-// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
-describe("required reviewer in the sandbox hub", { timeout: 90_000 }, () => {
+// Room for the world's waits (w.until, up to 60 s each) on a loaded machine.
+describe("required reviewer in the sandbox hub", { timeout: 180_000 }, () => {
   it("approves a pending deployment with the reviewer token and audits the review delivery", async () => {
     w.pushPolicy(POLICY);
     w.environment("preview-42", { reviewers: [REVIEWER] });

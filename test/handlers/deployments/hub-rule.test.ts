@@ -25,8 +25,8 @@ const CHECKS_POLICY = `deployments:
 `;
 
 const decided = () => [...w.effects("protection_rule.approved"), ...w.effects("protection_rule.rejected")];
-// Room for the world's waits (w.until, 25-30 s) on a loaded machine.
-describe("protection rule in the sandbox hub", { timeout: 90_000 }, () => {
+// Room for the world's waits (w.until, up to 60 s each) on a loaded machine.
+describe("protection rule in the sandbox hub", { timeout: 180_000 }, () => {
   it("approves main with green checks, once, even when the request is delivered again", async () => {
     w.pushPolicy(CHECKS_POLICY);
     w.environment("production", { rule: true });

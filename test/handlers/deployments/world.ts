@@ -104,7 +104,7 @@ export async function createWorld(
       }
     },
     // Generous: CI's 2 cores are shared with other work.
-    async until(predicate, what, timeoutMs = 25_000) {
+    async until(predicate, what, timeoutMs = 60_000) {
       const end = Date.now() + timeoutMs;
       for (;;) {
         await world.settle();

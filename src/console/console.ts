@@ -164,9 +164,10 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
     ...(p.ownersOnly ? { ownersOnly: true } : {}),
   }));
 
-  function renderPage(res: ServerResponse, page: PageOut, viewer: Viewer | undefined): void {
+  /** `path`: the page's own, marked in the navigation. */
+  function renderPage(res: ServerResponse, page: PageOut, viewer: Viewer | undefined, path?: string): void {
     const nonce = randomBytes(16).toString("base64");
-    send(res, page.status ?? 200, frame(page, viewer, nonce, nav), {}, nonce);
+    send(res, page.status ?? 200, frame(page, viewer, nonce, nav, path), {}, nonce);
   }
 
   function sessionOf(req: IncomingMessage): Session | undefined {
@@ -550,7 +551,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
         viewer,
       );
     }
-    renderPage(res, await entry.page(ctx), viewer);
+    renderPage(res, await entry.page(ctx), viewer, path);
   }
 
   return {

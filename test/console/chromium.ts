@@ -29,7 +29,7 @@ const toDocs = process.env.STEWARD_SCREENSHOTS === "docs";
 
 export interface Browsers {
   /** A new person's browser: its own profile, closed and removed by `close()`. */
-  open(opts?: { javaScriptEnabled?: boolean }): Promise<Page>;
+  open(opts?: { javaScriptEnabled?: boolean; width?: number }): Promise<Page>;
   /** A full-page screenshot named `<name>.png`. */
   shot(page: Page, name: string): Promise<void>;
   close(): Promise<void>;
@@ -50,7 +50,7 @@ export function browsers(): Browsers {
         executablePath: CHROMIUM,
         headless: true,
         args: ARGS,
-        viewport: { width: 1280, height: 900 },
+        viewport: { width: opts.width ?? 1280, height: 900 },
         ...(opts.javaScriptEnabled === false ? { javaScriptEnabled: false } : {}),
       });
       contexts.push(context);

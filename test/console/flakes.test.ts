@@ -47,11 +47,12 @@ describe("/console/flakes", () => {
     const owner = await signIn(world.base, "octo-admin");
     const page = await owner.visit("/console/flakes");
     expect(page.status).toBe(200);
-    expect(page.text).toContain('<a href="/console/flakes">Flaky jobs</a>');
+    expect(page.text).toContain('<a href="/console/flakes" aria-current="page">Flaky jobs</a>');
     const webRows = rowsOf(page.text, "acme/web");
     expect(webRows).toHaveLength(1);
     expect(webRows[0]!.slice(0, 3)).toEqual(["E2E / e2e", "2", "2"]);
-    expect(webRows[0]![3]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(webRows[0]![3]).toMatch(/^(less than a minute|\d+ min) ago$/);
+    expect(page.text).toMatch(/<time datetime="[^"]+" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC" data-rel>/);
     const lastRed = web.redRunIds[1]!;
     expect(webRows[0]![4]).toBe(`run ${lastRed} on ${web.redShas[1]!.slice(0, 7)} (deliveries)`);
     expect(page.text).toContain(`href="${world.stack.hub.url}/acme/web/actions/runs/${lastRed}"`);

@@ -72,6 +72,8 @@ function replicaRows(page: string): { id: string; cells: string[] }[] {
     id: m[1]!,
     cells: [...m[2]!.matchAll(/<td>([\s\S]*?)<\/td>/g)].map((c) =>
       c[1]!
+        // A time is read in its absolute form (its title), to the second.
+        .replace(/<time[^>]*title="([^"]+)"[^>]*>[^<]*<\/time>/g, "$1")
         .replace(/<[^>]+>/g, "")
         .replace(/\s+/g, " ")
         .trim(),

@@ -14,7 +14,7 @@ export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string
   }
   return html`<table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Repository</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Delivery</th>${opts.replay ? html`<th scope="col">Last error</th><th scope="col">Action</th>` : ""}</tr></thead>
   <tbody>${page.items.map(
-    (d) => html`<tr>
+    (d) => html`<tr data-delivery="${d.id}">
     <td>${time(d.receivedAt)}</td><td>${d.event}${d.action ? `.${d.action}` : ""}</td><td>${d.repository ?? "—"}</td>
     <td>${statusBadge(d.status)}</td><td>${d.attempts}</td><td><a href="/console/deliveries/${encodeURIComponent(d.id)}">${d.id}</a></td>
     ${

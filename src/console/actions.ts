@@ -28,6 +28,40 @@ export function acknowledgedKey(deliveryId: string): string {
   return `console:acknowledged:${deliveryId}`;
 }
 
+/** Who acknowledged a dead letter, when, and why (as they wrote it). */
+export interface Acknowledgement {
+  login: string;
+  at: number;
+  reason?: string;
+}
+
+/** A reason longer than this is cut: it is a line in a list, not a report. */
+export const MAX_REASON_CHARS = 200;
+
+/**
+ * The acknowledgement that stands for the dead letter as it is now: one given before the delivery
+ * last changed (replayed and dead again since) was about an earlier failure and no longer holds.
+ */
+export async function acknowledgementOf(
+  store: ConsoleStore,
+  d: { id: string; updatedAt: Date },
+): Promise<Acknowledgement | undefined> {
+  const a = await store.kv.get<Acknowledgement>(acknowledgedKey(d.id));
+  return a && a.at >= d.updatedAt.getTime() ? a : undefined;
+}
+
+/** Records that a dead letter must not run: in its history, the audit trail and the acknowledgement record. */
+export async function acknowledge(store: ConsoleStore, deliveryId: string, ack: Acknowledgement): Promise<void> {
+  await store.kv.set(acknowledgedKey(deliveryId), ack, { ttlMs: ACTION_TTL_MS });
+  await recordAction(store, deliveryId, {
+    action: "acknowledge",
+    login: ack.login,
+    at: ack.at,
+    ok: true,
+    ...(ack.reason ? { note: ack.reason } : {}),
+  });
+}
+
 export async function recordAction(store: ConsoleStore, deliveryId: string, record: ActionRecord): Promise<void> {
   // Time first, zero-padded: the prefix listing returns them in the order they happened.
   const key = `${prefixOf(deliveryId)}${String(record.at).padStart(15, "0")}:${randomBytes(4).toString("hex")}`;

@@ -11,7 +11,7 @@ import type { ConsoleDeps, PageContext } from "./types.js";
 import { overviewPage } from "./pages/overview.js";
 import { deliveriesPage } from "./pages/deliveries.js";
 import { deliveryPage } from "./pages/delivery.js";
-import { deadPage, replayAction, type ActionResult } from "./pages/dead.js";
+import { acknowledgeAction, deadPage, replayAction, type ActionResult } from "./pages/dead.js";
 import { policyPage } from "./pages/policy.js";
 import { pauseAction, pausesPage } from "./pages/pauses.js";
 import { handlerPages, handlerRoutes } from "./handler-pages.js";
@@ -496,16 +496,18 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       if ("page" in done) return renderPage(res, done.page, viewer);
       return redirect(res, done.redirect);
     }
-    if (
-      method === "POST" &&
-      (bulk || (ctx.segments[0] === "deliveries" && ctx.segments.length === 3 && ctx.segments[2] === "replay"))
-    ) {
+    const onDelivery = ctx.segments[0] === "deliveries" && ctx.segments.length === 3 ? ctx.segments[2] : undefined;
+    if (method === "POST" && (bulk || onDelivery === "replay" || onDelivery === "acknowledge")) {
       const form = await checkedForm(req, res, session);
       if (!form) return;
       if (!viewer.owner) {
         return renderPage(
           res,
-          { status: 403, title: "Not allowed", body: html`<p>Only organisation owners replay deliveries.</p>` },
+          {
+            status: 403,
+            title: "Not allowed",
+            body: html`<p>Only organisation owners replay or acknowledge deliveries.</p>`,
+          },
           viewer,
         );
       }
@@ -518,7 +520,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
       }
       let done: ActionResult | undefined;
       try {
-        done = await replayAction(ctx, form);
+        done = onDelivery === "acknowledge" ? await acknowledgeAction(ctx, form) : await replayAction(ctx, form);
       } finally {
         if (bulk) bulkReplays.delete(person);
       }
@@ -528,7 +530,7 @@ export function createConsole(deps: ConsoleDeps): ConsoleRoutes {
           {
             status: 403,
             title: "Not allowed",
-            body: html`<p>You may not replay this delivery: only owners of the organisation that received it do.</p>`,
+            body: html`<p>You may not act on this delivery: only owners of the organisation that received it do.</p>`,
           },
           viewer,
         );

@@ -1,12 +1,13 @@
 // /console/dead (owners): dead letters of the owner's organisations; replay one, or every one
-// matching the filter shown. "Replay all" first shows what it would replay (the count, the filter
-// and the deliveries) and runs only on a confirmation of exactly that set: a filter the page
-// cannot apply is refused, and a set that changed in between is shown again instead of replayed.
+// matching the filter shown, or acknowledge one that must not run. "Replay all" first shows what it
+// would replay (the count, the filter and the deliveries) and runs only on a confirmation of exactly
+// that set: a filter the page cannot apply is refused, a set that changed in between is shown again
+// instead of replayed, and acknowledged dead letters are left out (and said to be).
 import { createHash } from "node:crypto";
-import { html, type PageOut } from "../html.js";
+import { html, time, type Html, type PageOut } from "../html.js";
 import type { PageContext } from "../types.js";
 import type { DeliverySummary } from "../../store/browse.js";
-import { recordAction } from "../actions.js";
+import { acknowledge, acknowledgementOf, MAX_REASON_CHARS, recordAction, type Acknowledgement } from "../actions.js";
 import { deliveryRows } from "./deliveries.js";
 import { describeFilters, filterQuery, matches, readFilters, refusalNote } from "./filters.js";
 import { mayAct, ownedScope } from "./scope.js";
@@ -15,6 +16,29 @@ import { mayAct, ownedScope } from "./scope.js";
 export const MAX_REPLAY = 1_000;
 /** Deliveries a confirmation names one by one; the rest are counted. */
 const NAMED_IN_CONFIRMATION = 25;
+
+/** Each dead letter with the acknowledgement that stands for it, if any. */
+async function withAcknowledgements(
+  ctx: PageContext,
+  items: readonly DeliverySummary[],
+): Promise<{ d: DeliverySummary; ack: Acknowledgement | undefined }[]> {
+  return Promise.all(items.map(async (d) => ({ d, ack: await acknowledgementOf(ctx.deps.store, d) })));
+}
+
+function acknowledgedTable(ctx: PageContext, rows: { d: DeliverySummary; ack: Acknowledgement }[]): Html {
+  if (rows.length === 0) return html``;
+  return html`<section aria-labelledby="acknowledged"><h2 id="acknowledged">Acknowledged: left dead on purpose</h2>
+    <p class="note">These do not run again unless someone replays one of them by itself; "replay all" leaves them out.</p>
+    <table><thead><tr><th scope="col">Received</th><th scope="col">Event</th><th scope="col">Repository</th><th scope="col">Delivery</th><th scope="col">Acknowledged</th><th scope="col">Reason</th><th scope="col">Action</th></tr></thead>
+    <tbody>${rows.map(
+      ({
+        d,
+        ack,
+      }) => html`<tr data-delivery="${d.id}" data-acknowledged><td>${time(d.receivedAt)}</td><td>${d.event}${d.action ? `.${d.action}` : ""}</td><td>${d.repository ?? "—"}</td>
+      <td><a href="/console/deliveries/${encodeURIComponent(d.id)}">${d.id}</a></td><td>by <strong>${ack.login}</strong> ${time(ack.at)}</td><td>${ack.reason ?? ""}</td>
+      <td><form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay"><input type="hidden" name="csrf" value="${ctx.viewer.csrf}"><input type="hidden" name="back" value="/console/dead"><button type="submit">Replay ${d.id}</button></form></td></tr>`,
+    )}</tbody></table></section>`;
+}
 
 export async function deadPage(ctx: PageContext): Promise<PageOut> {
   const p = ctx.url.searchParams;
@@ -25,7 +49,12 @@ export async function deadPage(ctx: PageContext): Promise<PageOut> {
     repositories: ownedScope(ctx),
   });
   // The repository names the installation; a row recorded under another installation is not shown.
-  const page = { ...found, items: found.items.filter((d) => mayAct(ctx, d) && matches(filters, d)) };
+  const shown = await withAcknowledgements(
+    ctx,
+    found.items.filter((d) => mayAct(ctx, d) && matches(filters, d)),
+  );
+  const page = { ...found, items: shown.filter((r) => !r.ack).map((r) => r.d) };
+  const acknowledged = shown.filter((r): r is { d: DeliverySummary; ack: Acknowledgement } => r.ack !== undefined);
   const older = filterQuery(p);
   if (page.next) older.set("cursor", page.next);
   const done = p.get("replayed");
@@ -34,12 +63,14 @@ export async function deadPage(ctx: PageContext): Promise<PageOut> {
     title: "Dead letters",
     body: html`
     ${doneCount !== undefined ? html`<p role="status">Queued again: ${doneCount} ${doneCount === 1 ? "delivery" : "deliveries"}.</p>` : ""}
+    ${p.get("acknowledged") === "1" ? html`<p role="status">Acknowledged: it stays dead and "replay all" leaves it out.</p>` : ""}
     ${refusalNote(filters.refused)}
     <form class="filters" method="get" action="/console/dead" aria-label="Filter dead letters">
       <label>Event<input name="event" value="${p.get("event") ?? ""}" size="24"></label>
       <label>Repository<input name="repository" value="${p.get("repository") ?? ""}" size="24"></label>
       <button type="submit">Filter</button></form>
-    ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf } })}
+    ${deliveryRows(page, { replay: { csrf: ctx.viewer.csrf }, acknowledge: true })}
+    ${acknowledgedTable(ctx, acknowledged)}
     ${page.next ? html`<p><a href="/console/dead?${older.toString()}" rel="next">Older dead letters</a></p>` : ""}
     ${
       page.items.length && filters.refused.length === 0
@@ -53,11 +84,18 @@ export async function deadPage(ctx: PageContext): Promise<PageOut> {
   };
 }
 
-/** Every dead letter the viewer may replay that matches the filters, newest first, at most MAX_REPLAY (+1 to tell there are more). */
-async function matching(ctx: PageContext, form: URLSearchParams): Promise<DeliverySummary[]> {
+/**
+ * Every dead letter the viewer may replay that matches the filters and was not acknowledged, newest
+ * first, at most MAX_REPLAY (+1 to tell there are more), and how many acknowledged ones were left out.
+ */
+async function matching(
+  ctx: PageContext,
+  form: URLSearchParams,
+): Promise<{ items: DeliverySummary[]; acknowledged: number }> {
   const filters = readFilters(form, ctx.deps.handlers);
   const out: DeliverySummary[] = [];
   const seen = new Set<string>();
+  let acknowledged = 0;
   let cursor: string | undefined;
   do {
     const page = await ctx.deps.store.browse.browseDeliveries({
@@ -67,15 +105,19 @@ async function matching(ctx: PageContext, form: URLSearchParams): Promise<Delive
       repositories: ownedScope(ctx),
       limit: 200,
     });
-    for (const d of page.items) {
-      if (seen.has(d.id) || !mayAct(ctx, d) || !matches(filters, d)) continue;
+    const candidates = page.items.filter((d) => !seen.has(d.id) && mayAct(ctx, d) && matches(filters, d));
+    for (const { d, ack } of await withAcknowledgements(ctx, candidates)) {
       seen.add(d.id);
+      if (ack) {
+        acknowledged++;
+        continue;
+      }
       out.push(d);
-      if (out.length > MAX_REPLAY) return out;
+      if (out.length > MAX_REPLAY) return { items: out, acknowledged };
     }
     cursor = page.next;
   } while (cursor);
-  return out;
+  return { items: out, acknowledged };
 }
 
 /** What a confirmation names: the exact deliveries, so a changed set is never replayed unseen. */
@@ -93,14 +135,18 @@ function confirmation(
   items: readonly DeliverySummary[],
   more: boolean,
   changed: boolean,
+  acknowledged: number,
 ): PageOut {
   const filter = describeFilters(form);
   const back = `/console/dead?${filterQuery(form).toString()}`;
+  const leftOut = acknowledged
+    ? html`<p class="note" data-k="acknowledged">Left out: ${acknowledged} acknowledged ${acknowledged === 1 ? "dead letter" : "dead letters"} matching the filter (acknowledged ones are replayed only one by one).</p>`
+    : "";
   if (items.length === 0) {
     return {
       title: "Nothing to replay",
       body: html`${changed ? html`<p role="alert">The matching dead letters changed since you confirmed: nothing was replayed.</p>` : ""}
-      <p>No dead letter you may replay matches <strong>${filter}</strong>. Nothing was replayed.</p><p><a href="${back}">Back to the dead letters</a></p>`,
+      <p>No dead letter you may replay matches <strong>${filter}</strong>. Nothing was replayed.</p>${leftOut}<p><a href="${back}">Back to the dead letters</a></p>`,
     };
   }
   const n = items.length;
@@ -112,6 +158,7 @@ function confirmation(
     <p>Replay <strong data-k="count">${n}</strong> ${noun} matching <strong data-k="filter">${filter}</strong>${more ? html` (the newest ${MAX_REPLAY}; more match, replay them afterwards)` : ""}:</p>
     <ul>${items.slice(0, NAMED_IN_CONFIRMATION).map((d) => html`<li><a href="/console/deliveries/${encodeURIComponent(d.id)}">${d.id}</a> ${d.event}${d.action ? `.${d.action}` : ""} ${d.repository ?? ""}</li>`)}</ul>
     ${n > NAMED_IN_CONFIRMATION ? html`<p class="note">and ${n - NAMED_IN_CONFIRMATION} more.</p>` : ""}
+    ${leftOut}
     <form method="post" action="/console/dead/replay">
       <input type="hidden" name="csrf" value="${ctx.viewer.csrf}">
       ${[...filterQuery(form)].map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}">`)}
@@ -167,15 +214,47 @@ export async function replayAction(ctx: PageContext, form: URLSearchParams): Pro
     };
   }
   const found = await matching(ctx, form);
-  const more = found.length > MAX_REPLAY;
-  const items = found.slice(0, MAX_REPLAY);
+  const more = found.items.length > MAX_REPLAY;
+  const items = found.items.slice(0, MAX_REPLAY);
   const confirmed = form.get("confirmed");
   if (!confirmed || confirmed !== digestOf(items)) {
-    return { page: confirmation(ctx, form, items, more, confirmed !== null && confirmed !== "") };
+    return {
+      page: confirmation(ctx, form, items, more, confirmed !== null && confirmed !== "", found.acknowledged),
+    };
   }
   let count = 0;
   for (const d of items) if (await replayOne(ctx, d.id, "replay of all matching dead letters")) count++;
   const q = filterQuery(form);
   q.set("replayed", String(count));
   return { redirect: `/console/dead?${q.toString()}` };
+}
+
+/**
+ * Acknowledges a dead letter that must not run (owners of its installation's account, like replay):
+ * recorded with who, when and why; undefined when the viewer may not act on the delivery named.
+ */
+export async function acknowledgeAction(ctx: PageContext, form: URLSearchParams): Promise<ActionResult | undefined> {
+  const id = ctx.segments[1]!;
+  const found = await ctx.deps.store.deliveries.getDelivery(id);
+  if (!found || !mayAct(ctx, found.delivery)) return undefined;
+  const d = found.delivery;
+  if (d.status !== "dead") {
+    return {
+      page: {
+        status: 409,
+        title: "Not a dead letter",
+        body: html`<p>Only a dead letter is acknowledged; delivery <code>${id}</code> is ${d.status}. Nothing was recorded.</p>
+        <p><a href="/console/deliveries/${encodeURIComponent(id)}">Back to the delivery</a></p>`,
+      },
+    };
+  }
+  const reason = (form.get("reason") ?? "").replace(/\s+/g, " ").trim().slice(0, MAX_REASON_CHARS);
+  await acknowledge(ctx.deps.store, id, {
+    login: ctx.viewer.login,
+    at: Math.max(Date.now(), d.updatedAt.getTime()),
+    ...(reason ? { reason } : {}),
+  });
+  const target =
+    form.get("back") === "/console/dead" ? "/console/dead" : `/console/deliveries/${encodeURIComponent(id)}`;
+  return { redirect: `${target}?acknowledged=1` };
 }

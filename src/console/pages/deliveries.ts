@@ -5,7 +5,11 @@ import { DELIVERY_STATUSES, filterQuery, matches, OUTCOMES, readFilters, refusal
 import type { DeliveryPage } from "../../store/browse.js";
 import { maySee } from "./scope.js";
 
-export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string } } = {}): Html {
+/** `replay`: each row's replay button (dead letters); `acknowledge`: and its acknowledge button. */
+export function deliveryRows(
+  page: DeliveryPage,
+  opts: { replay?: { csrf: string }; acknowledge?: boolean } = {},
+): Html {
   if (page.items.length === 0) {
     // A rare filter stops searching after a bounded stretch: say so rather than "none".
     return page.next
@@ -21,7 +25,13 @@ export function deliveryRows(page: DeliveryPage, opts: { replay?: { csrf: string
       opts.replay
         ? html`<td>${d.lastError ?? ""}</td><td><form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
       <input type="hidden" name="csrf" value="${opts.replay.csrf}"><input type="hidden" name="back" value="/console/dead">
-      <button type="submit">Replay ${d.id}</button></form></td>`
+      <button type="submit">Replay ${d.id}</button></form>${
+        opts.acknowledge
+          ? html`<form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/acknowledge">
+      <input type="hidden" name="csrf" value="${opts.replay.csrf}"><input type="hidden" name="back" value="/console/dead">
+      <button type="submit">Acknowledge ${d.id}</button></form>`
+          : ""
+      }</td>`
         : ""
     }
   </tr>`,

@@ -5,7 +5,7 @@ import { html, statusBadge, time, type Html, type PageOut } from "../html.js";
 import { storedApiCalls, type HandlerRunCalls } from "../../engine/api-calls.js";
 import type { PageContext } from "../types.js";
 import type { AttemptRecord, HandlerOutcomeRecord, StoredDelivery } from "../../store/records.js";
-import { actionsOf, type ActionRecord } from "../actions.js";
+import { acknowledgementOf, actionsOf, MAX_REASON_CHARS, type ActionRecord } from "../actions.js";
 import { handlerContext } from "../handler-pages.js";
 import { markdownInline } from "../markdown.js";
 import { mayAct, maySee } from "./scope.js";
@@ -173,10 +173,11 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
   const canReplay = mayAct(ctx, d);
   const [owner, repo] = (d.repository ?? "").split("/");
   const payload = parsed(d.payload);
-  const [calls, actions, explained] = await Promise.all([
+  const [calls, actions, explained, ack] = await Promise.all([
     storedApiCalls(ctx.deps.store.kv, d.id),
     actionsOf(ctx.deps.store, d.id),
     explanations(ctx, d, payload),
+    d.status === "dead" ? acknowledgementOf(ctx.deps.store, d) : undefined,
   ]);
   const links = linksOut(payload);
   const replays = actions.filter((a) => a.action === "replay" && a.ok).length;
@@ -185,6 +186,7 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
     title: `Delivery ${d.id}`,
     body: html`
     ${replayed === "1" ? html`<p role="status">Queued again: 1 delivery.</p>` : replayed === "0" ? html`<p role="alert">Not replayed (it may be running): see the history.</p>` : ""}
+    ${ack && ctx.url.searchParams.get("acknowledged") === "1" ? html`<p role="status">Acknowledged: it stays dead and "replay all" leaves it out.</p>` : ""}
     <dl>
       <dt>Event</dt><dd>${d.event}${d.action ? `.${d.action}` : ""}</dd>
       <dt>Repository</dt><dd>${d.repository ? html`${d.repository} (<a href="/console/policies/${owner}/${repo}">effective policy</a>)` : "—"}</dd>
@@ -197,12 +199,21 @@ export async function deliveryPage(ctx: PageContext): Promise<PageOut> {
       ${tracingExported() ? traceRow(d.id) : ""}
       ${d.status === "failed" ? html`<dt>Next attempt</dt><dd>${time(d.nextRunAt)}</dd>` : ""}
       ${d.lastError ? html`<dt>Last error</dt><dd><code>${d.lastError}</code></dd>` : ""}
+      ${ack ? html`<dt>Acknowledged</dt><dd data-k="acknowledged">by <strong>${ack.login}</strong> ${time(ack.at)}${ack.reason ? html`: ${ack.reason}` : ""} (left dead on purpose)</dd>` : ""}
     </dl>
     ${
       canReplay && d.status !== "running"
         ? html`<form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/replay">
       <input type="hidden" name="csrf" value="${ctx.viewer.csrf}"><input type="hidden" name="back" value="/console/deliveries/${encodeURIComponent(d.id)}">
       <button type="submit">Replay this delivery</button></form>`
+        : ""
+    }
+    ${
+      canReplay && d.status === "dead" && !ack
+        ? html`<form method="post" action="/console/deliveries/${encodeURIComponent(d.id)}/acknowledge">
+      <input type="hidden" name="csrf" value="${ctx.viewer.csrf}">
+      <label>Reason (optional) <input name="reason" maxlength="${MAX_REASON_CHARS}" size="40"></label>
+      <button type="submit">Acknowledge: leave it dead</button></form>`
         : ""
     }
     <section aria-labelledby="handlers"><h2 id="handlers">Handlers: outcome, decision and reasons</h2>

@@ -35,7 +35,7 @@ afterAll(async () => {
 
 /** How far the page reaches past the viewport's width (0: it does not scroll sideways). */
 const overflow = (page: Page) =>
-  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+  page.evaluate<number>("document.documentElement.scrollWidth - document.documentElement.clientWidth");
 
 describe.skipIf(!haveChromium)("console at phone width", { timeout: 180_000 }, () => {
   it("every page fits 390 px without scrolling sideways", async () => {
@@ -71,15 +71,15 @@ describe.skipIf(!haveChromium)("console at phone width", { timeout: 180_000 }, (
     await signInAs(page, base, "octo-admin");
     await page.goto(`${base}/console/deliveries`);
     await page.keyboard.press("Tab");
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to main content");
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("Skip to main content");
     // Shown while focused (it is off-screen otherwise).
     const box = await page.getByRole("link", { name: "Skip to main content" }).boundingBox();
     expect(box!.x).toBeGreaterThanOrEqual(0);
     await page.keyboard.press("Enter");
-    await expect.poll(() => page.evaluate(() => document.activeElement?.id), BROWSER_WAIT).toBe("main");
+    await expect.poll(() => page.evaluate("document.activeElement?.id"), BROWSER_WAIT).toBe("main");
     // The next Tab continues inside the main content, past the navigation.
     await page.keyboard.press("Tab");
-    expect(await page.evaluate(() => document.activeElement?.closest("main") !== null)).toBe(true);
+    expect(await page.evaluate('document.activeElement?.closest("main") !== null')).toBe(true);
   });
 
   it("marks the current page in the navigation and shows times relative with the absolute one on hover", async () => {
@@ -125,6 +125,6 @@ describe.skipIf(!haveChromium)("console at phone width", { timeout: 180_000 }, (
     await expect.poll(() => page.locator("#live").innerText(), BROWSER_WAIT).toContain(id);
     expect(await status.innerText()).toMatch(/^\d+ new deliver(y|ies) \(updated \d\d:\d\d:\d\d UTC\)$/);
     // Focus stayed where it was: on the button.
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Pause live updates");
+    expect(await page.evaluate("document.activeElement?.textContent")).toBe("Pause live updates");
   });
 });

@@ -17,6 +17,8 @@ function leaves(value: unknown, path: PathSegment[] = []): { path: PathSegment[]
   return [{ path, value }];
 }
 
+const named = (path: PathSegment[]) => ({ path: path.join("."), keys: path.map(String) });
+
 async function readSource(
   octokit: InstallationOctokit,
   source: string,
@@ -54,9 +56,9 @@ export async function policyView(
     for (const f of byPrecedence) {
       if (!f.parsed) continue;
       const at = locatePath(f.parsed.doc, f.parsed.lines, leaf.path);
-      if (at.exact) return { path: leaf.path.join("."), value: leaf.value, from: `${f.source}:${at.line}` };
+      if (at.exact) return { ...named(leaf.path), value: leaf.value, from: `${f.source}:${at.line}` };
     }
-    return { path: leaf.path.join("."), value: leaf.value, from: "default" };
+    return { ...named(leaf.path), value: leaf.value, from: "default" };
   });
   return {
     sources: loaded.sources,

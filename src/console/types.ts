@@ -52,8 +52,11 @@ export interface ConsoleDeps {
 export interface PolicyView {
   /** Files read, in order of precedence (lowest first). */
   sources: string[];
-  /** Dotted path -> value and the file:line it came from ("default" when from the handler's defaults). */
-  values: { path: string; value: unknown; from: string }[];
+  /**
+   * Dotted path (and its keys, for a key that holds a dot) -> value and the file:line it came from
+   * ("default" when from the handler's defaults).
+   */
+  values: { path: string; keys: string[]; value: unknown; from: string }[];
   errors: string[];
 }
 

@@ -1,6 +1,7 @@
 // The console over real HTTP against the sandbox stack: sign-in through the hub's OAuth,
 // what an owner and a member without access to a repository each see and may do, CSRF,
 // sealed cookies, the off state, the schema, and check runs' details links.
+import { parse } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
@@ -264,6 +265,18 @@ describe("console surface", () => {
     expect(row("rerun.max_attempts")).toEqual(["3", "acme/web:.github/steward.yml:3"]);
     expect(row("rerun.enabled")).toEqual(["true", "acme/.github:.github/steward.yml:2"]);
     expect(row("rerun.mode")).toEqual(["&#34;failed_jobs&#34;", "default"]);
+    // The same as YAML, as a file would say it, each value with where it came from.
+    const yaml = /<code data-k="yaml">([\s\S]*?)<\/code>/
+      .exec(page.text)![1]!
+      .replace(/&#(\d+);/g, (_, c: string) => String.fromCharCode(Number(c)));
+    expect(yaml).toContain("  max_attempts: 3 # from acme/web:.github/steward.yml:3\n");
+    expect(yaml).toContain("  enabled: true # from acme/.github:.github/steward.yml:2\n");
+    expect(yaml).toContain("  mode: failed_jobs # handler default\n");
+    expect((parse(yaml) as { rerun: Record<string, unknown> }).rerun).toMatchObject({
+      enabled: true,
+      max_attempts: 3,
+      mode: "failed_jobs",
+    });
   });
 
   it("without OAuth credentials the console is off and says so at its path", async () => {

@@ -90,6 +90,8 @@ form.filters{display:flex;flex-wrap:wrap;gap:.6rem;align-items:end}form.filters 
 .note{color:#59636e}dl{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dt{font-weight:600}
 .live-ctl{display:flex;gap:.8rem;align-items:center;flex-wrap:wrap}.live-ctl p{margin:0}
 time[title]{text-decoration:underline dotted}
+ul.chips{display:flex;flex-wrap:wrap;gap:.4rem;list-style:none;padding:0;margin:.6rem 0}ul.chips li{border:1px solid #8c959f;border-radius:1rem;padding:0 .3rem 0 .6rem;background:#f6f8fa}
+ul.chips a{text-decoration:none;padding:0 .3rem}nav.presets{margin:.6rem 0}
 @media (max-width:48rem){
 header{gap:.5rem;padding:.5rem .6rem}header form{margin-left:0}main{padding:.6rem}
 table{display:block;overflow-x:auto;max-width:100%}td,dd,code,a{overflow-wrap:anywhere}

@@ -18,7 +18,7 @@ import type {
   StoredTask,
   TaskDecision,
 } from "./records.js";
-import type { ActivityRow, DeliveryPage, DeliveryQuery } from "./browse.js";
+import type { ActivityRow, DecisionLine, DeliveryPage, DeliveryQuery } from "./browse.js";
 import type { Store } from "./types.js";
 
 /**
@@ -73,6 +73,11 @@ export interface BrowsePart {
   /** Deliveries received since `since`, counted per minute and current status. */
   deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]>;
   countDead(repositories?: readonly string[]): Promise<number>;
+  /**
+   * Each delivery's handler decisions, one line each in handler order (for the lists; a page's
+   * ids, MAX_PAGE at most: more are not read). A delivery no handler ran on has none.
+   */
+  decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>>;
 }
 
 export interface TasksPart {

@@ -285,6 +285,38 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.deliveries.replayDelivery("no-such-id")).toBe(false);
     });
 
+    it("gives each delivery's handler decisions as one line each, in handler order, for the console's lists", async () => {
+      const took = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(took);
+      const c1 = (await store.deliveries.claimDelivery(60_000))!;
+      expect(c1.delivery.id).toBe(took.id);
+      const long = `${"x".repeat(500)}\nsecond line`;
+      for (const [handler, outcome] of [
+        ["rerun", { status: "done", summary: "\n  re-ran 2 jobs  \n\nThe rule `flaky` matched." }],
+        ["checks", { status: "skipped", reason: "no policy" }],
+        ["z-last", { status: "failed", error: long }],
+      ] as [string, Outcome][])
+        expect(await store.deliveries.recordOutcome(c1.token, took.id, handler, outcome, 0)).toBe(true);
+      await store.deliveries.finishDelivery(c1.token, took.id, { status: "done" });
+      const skipped = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(skipped);
+      const c2 = (await store.deliveries.claimDelivery(60_000))!;
+      await store.deliveries.recordOutcome(c2.token, skipped.id, "rerun", { status: "skipped" }, 0);
+      await store.deliveries.finishDelivery(c2.token, skipped.id, { status: "done" });
+      const waiting = deliveryOf("push", examplePayload("push"));
+      await store.deliveries.record(waiting);
+
+      const found = await store.browse.decisionsOf([took.id, skipped.id, waiting.id, "no-such-id"]);
+      expect([...found.keys()].sort()).toEqual([took.id, skipped.id].sort());
+      expect(found.get(took.id)).toEqual([
+        { handler: "checks", status: "skipped", line: "no policy" },
+        { handler: "rerun", status: "done", line: "re-ran 2 jobs" },
+        { handler: "z-last", status: "failed", line: `${"x".repeat(159)}…` },
+      ]);
+      expect(found.get(skipped.id)).toEqual([{ handler: "rerun", status: "skipped", line: undefined }]);
+      expect((await store.browse.decisionsOf([])).size).toBe(0);
+    });
+
     it("shows every handler run in the history once, oldest first, across retries and a replay", async () => {
       const d = deliveryOf("push", examplePayload("push"));
       await store.deliveries.record(d);

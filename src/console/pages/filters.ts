@@ -9,7 +9,7 @@ export const DELIVERY_STATUSES: DeliveryStatus[] = ["queued", "running", "failed
 export const OUTCOMES: HandlerOutcomeRecord["status"][] = ["done", "skipped", "failed"];
 const PAGE = 50;
 /** The filter names, in the order chips show them. */
-export const FILTER_NAMES = ["event", "repository", "status", "handler", "outcome", "since", "until"] as const;
+export const FILTER_NAMES = ["event", "repository", "status", "handler", "outcome", "since", "until", "show"] as const;
 /** An event as the lists spell it: `workflow_run` or `workflow_run.completed`. */
 const EVENT = /^([a-z_]{1,64})(?:\.([a-z_]{1,64}))?$/;
 

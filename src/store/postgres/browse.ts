@@ -3,6 +3,7 @@
 // cursor (receipt time, id), so a page costs the same however many deliveries are kept.
 import type pg from "pg";
 import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "../browse.js";
+import { DETAIL_READ, decisionsByDelivery, MAX_PAGE, type DecisionLine, type OutcomeLineRow } from "../browse.js";
 import type { BrowsePart } from "../contract.js";
 import type { DeliveryStatus } from "../records.js";
 
@@ -112,6 +113,16 @@ export class PostgresBrowse implements BrowsePart {
       c.params,
     );
     return rows.map((r) => ({ minute: Number(r.minute), status: r.status, count: r.count }));
+  }
+
+  async decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.pool.query<OutcomeLineRow>(
+      `SELECT delivery_id AS id, handler, status, left(detail, ${DETAIL_READ}) AS detail FROM ${this.s}.outcomes
+       WHERE delivery_id = ANY($1::text[]) ORDER BY delivery_id, handler COLLATE "C"`,
+      [ids.slice(0, MAX_PAGE)],
+    );
+    return decisionsByDelivery(rows);
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {

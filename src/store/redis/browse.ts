@@ -7,6 +7,8 @@ import type { DeliveryStatus } from "../records.js";
 import { defineScript, optional, optionalNumber, type Script } from "./script.js";
 import type { RedisKeys } from "./keys.js";
 import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "../browse.js";
+import { decisionLine, MAX_PAGE, type DecisionLine } from "../browse.js";
+import { toOutcomes } from "./deliveries.js";
 import type { BrowsePart } from "../contract.js";
 
 const BATCH = 200;
@@ -371,6 +373,21 @@ export class RedisBrowse implements BrowsePart {
       rows.push({ minute: Number(minute), status: status as DeliveryStatus, count: Number(flat[i + 1]) });
     }
     return rows.sort((a, b) => a.minute - b.minute || (a.status < b.status ? -1 : 1));
+  }
+
+  async decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>> {
+    const page = ids.slice(0, MAX_PAGE);
+    const hashes = await Promise.all(page.map((id) => this.client.hgetall(this.keys.outcomes(id))));
+    const out = new Map<string, DecisionLine[]>();
+    page.forEach((id, i) => {
+      const outcomes = toOutcomes(hashes[i]!);
+      if (outcomes.length)
+        out.set(
+          id,
+          outcomes.map((o) => decisionLine(o.handler, o.status, o.detail)),
+        );
+    });
+    return out;
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {

@@ -153,7 +153,7 @@ interface OutcomeJson {
   updatedAt: number;
 }
 
-function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[] {
+export function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[] {
   return Object.entries(flat)
     .map(([handler, json]) => {
       const o = JSON.parse(json) as OutcomeJson;

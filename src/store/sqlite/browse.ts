@@ -3,6 +3,7 @@
 import type { Database, Statement } from "better-sqlite3";
 import type { DeliveryRow } from "./deliveries.js";
 import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery } from "../browse.js";
+import { DETAIL_READ, decisionsByDelivery, MAX_PAGE, type DecisionLine, type OutcomeLineRow } from "../browse.js";
 import type { BrowsePart } from "../contract.js";
 
 type SummaryRow = Omit<DeliveryRow, "next_run_at" | "lease_token" | "headers" | "payload"> & { rid: number };
@@ -155,6 +156,15 @@ export class SqliteBrowse implements BrowsePart {
       `SELECT m.minute AS minute, m.status AS status, sum(m.count) AS count FROM delivery_minutes m
          WHERE ${where.join(" AND ")} GROUP BY m.minute, m.status HAVING sum(m.count) > 0 ORDER BY m.minute`,
     ).all(params) as ActivityRow[];
+  }
+
+  async decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>> {
+    if (ids.length === 0) return new Map();
+    const rows = this.#prepare(
+      `SELECT delivery_id AS id, handler, status, substr(detail, 1, ${DETAIL_READ}) AS detail FROM outcomes
+       WHERE delivery_id IN (SELECT value FROM json_each(?)) ORDER BY delivery_id, handler`,
+    ).all(JSON.stringify(ids.slice(0, MAX_PAGE))) as OutcomeLineRow[];
+    return decisionsByDelivery(rows);
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {

@@ -301,7 +301,13 @@ function contract(makeBackend: () => Promise<Backend>) {
       const skipped = deliveryOf("push", examplePayload("push"));
       await store.deliveries.record(skipped);
       const c2 = (await store.deliveries.claimDelivery(60_000))!;
-      await store.deliveries.recordOutcome(c2.token, skipped.id, "rerun", { status: "skipped" }, 0);
+      await store.deliveries.recordOutcome(
+        c2.token,
+        skipped.id,
+        "rerun",
+        { status: "skipped", reason: "not its event" },
+        0,
+      );
       await store.deliveries.finishDelivery(c2.token, skipped.id, { status: "done" });
       const waiting = deliveryOf("push", examplePayload("push"));
       await store.deliveries.record(waiting);
@@ -313,7 +319,7 @@ function contract(makeBackend: () => Promise<Backend>) {
         { handler: "rerun", status: "done", line: "re-ran 2 jobs" },
         { handler: "z-last", status: "failed", line: `${"x".repeat(159)}…` },
       ]);
-      expect(found.get(skipped.id)).toEqual([{ handler: "rerun", status: "skipped", line: undefined }]);
+      expect(found.get(skipped.id)).toEqual([{ handler: "rerun", status: "skipped", line: "not its event" }]);
       expect((await store.browse.decisionsOf([])).size).toBe(0);
     });
 

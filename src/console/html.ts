@@ -147,7 +147,7 @@ export function frame(
     ? html`<nav aria-label="Console"><ul>
         ${item("/console", "Overview")}
         ${item("/console/deliveries", "Deliveries")}
-        ${viewer.owner ? item("/console/dead", "Dead letters") : ""}
+        ${viewer.owner ? html`${item("/console/dead", "Dead letters")}${item("/console/pauses", "Pauses")}` : ""}
         ${links.filter((l) => viewer.owner || !l.ownersOnly).map((l) => item(l.href, l.title))}
       </ul></nav>
       <form method="post" action="/console/logout"><input type="hidden" name="csrf" value="${viewer.csrf}">

@@ -93,6 +93,23 @@ describe.skipIf(!haveChromium)("console in Chromium", { timeout: 120_000 }, () =
     await expect.poll(() => page.locator("h1").innerText(), BROWSER_WAIT).toBe("Secrets");
     await browser!.shot(page, "secrets");
 
+    // Pausing a handler is a form on its page; what is paused is listed with its Resume button.
+    await page.getByRole("link", { name: "Pauses" }).click();
+    await expect
+      .poll(async () => {
+        await page.reload();
+        return page.locator("main").innerText();
+      }, BROWSER_WAIT)
+      .toContain("Pause this handler");
+    await page.locator('select[name="handler"]').selectOption("picky");
+    await page.getByRole("button", { name: "Pause this handler" }).click();
+    await expect.poll(() => page.getByRole("status").innerText(), BROWSER_WAIT).toBe("Paused.");
+    expect(await page.locator("main table").innerText()).toContain("console:octo-admin");
+    await browser!.shot(page, "pauses");
+    await page.getByRole("button", { name: "Resume handler picky" }).click();
+    await expect.poll(() => page.getByRole("status").innerText(), BROWSER_WAIT).toBe("Resumed.");
+    expect(await page.locator("main").innerText()).toContain("Nothing is paused.");
+
     // A pull request with a broken policy: its check run's "Details" opens the delivery that made it.
     const pr = stack.hub.control.openPullRequest({
       owner: "acme",

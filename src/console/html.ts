@@ -94,7 +94,7 @@ ul.chips{display:flex;flex-wrap:wrap;gap:.4rem;list-style:none;padding:0;margin:
 ul.chips a{text-decoration:none;padding:0 .3rem}nav.presets{margin:.6rem 0}
 @media (max-width:48rem){
 header{gap:.5rem;padding:.5rem .6rem}header form{margin-left:0}main{padding:.6rem}
-table{display:block;overflow-x:auto;max-width:100%}td,dd,code,a{overflow-wrap:anywhere}
+table{display:block;overflow-x:auto;max-width:100%}th,td{min-width:6rem}td[data-k=decision]{min-width:16rem}td,dd,code,a{overflow-wrap:anywhere}
 dl{grid-template-columns:minmax(0,1fr)}dd{margin:0 0 .4rem}input,select{max-width:100%}
 }
 `;

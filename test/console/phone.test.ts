@@ -50,6 +50,7 @@ describe.skipIf(!haveChromium)("console at phone width", { timeout: 180_000 }, (
       ["delivery", `/console/deliveries/${encodeURIComponent(web.id)}`],
       ["dead-delivery", `/console/deliveries/${encodeURIComponent(dead.id)}`],
       ["dead-letters", "/console/dead"],
+      ["pauses", "/console/pauses"],
       ["policy", "/console/policies/acme/web"],
       ["deployments", "/console/deployments"],
       ["secrets", "/console/secrets"],

@@ -1,17 +1,20 @@
 // `steward/testing`: test a handler module from another package against the sandbox hub, the
 // same way Steward's own tests do. The hub is a separate package (`@steward/sandbox-hub`, in the
-// Steward checkout's packages/sandbox-hub) that production installs never carry, so it is loaded
-// on first use and its absence is one clear error instead of a resolution failure at import.
-import type { HandlerModule } from "./handler.js";
+// Steward checkout's packages/sandbox-hub) that production installs never carry, so its absence
+// is one clear error from startSandboxStack instead of a resolution failure at import.
 import type { HandlerOutcomeRecord } from "./store/records.js";
-import type { SandboxStack, SandboxStackOptions } from "./sandbox/stack.js";
+import type { SandboxStack } from "./sandbox/stack.js";
+import type { TestingStackOptions } from "./sandbox/testing-stack.js";
 
 export type { SandboxStack, SandboxStackOptions } from "./sandbox/stack.js";
+export type { TestingStackOptions } from "./sandbox/testing-stack.js";
 export type { HandlerOutcomeRecord } from "./store/records.js";
 
 const HUB_PACKAGE = "@steward/sandbox-hub";
 
-async function loadStack(): Promise<typeof import("./sandbox/stack.js")> {
+type StackModule = typeof import("./sandbox/testing-stack.js");
+
+async function loadStack(): Promise<StackModule> {
   try {
     await import(HUB_PACKAGE);
   } catch (err) {
@@ -25,19 +28,27 @@ async function loadStack(): Promise<typeof import("./sandbox/stack.js")> {
     }
     throw err;
   }
-  return import("./sandbox/stack.js");
+  return import("./sandbox/testing-stack.js");
 }
 
+// Loaded with this module, not in the first test: importing Steward's service is most of a first
+// start, and a test runner counts imports outside a test's timeout (vitest's 5 s default).
+const loaded: { stack: StackModule } | { error: unknown } = await loadStack().then(
+  (stack) => ({ stack }),
+  (error: unknown) => ({ error }),
+);
+
 /**
- * The sandbox hub and a Steward wired to it in this process: the app installed with Steward's
- * manifest (`app.yml`), `handlers` as the only handler modules (the built-in ones when omitted),
- * a scratch data directory removed on `close()`.
+ * The sandbox hub and a Steward wired to it in this process, with a scratch data directory removed
+ * on `close()`. It runs exactly `handlers` (handler module objects) or `apps` (paths of Probot apps
+ * or handler modules); the built-in handlers only when `builtins` names them (all of them when
+ * neither `handlers` nor `apps` is given). The app is installed with the grant of its own app.yml:
+ * `manifest`, else ./app.yml in the working directory, plus each app path's own app.yml; Steward's
+ * app.yml when there is none. `hub.app` replaces the grant.
  */
-export async function startSandboxStack(
-  opts: SandboxStackOptions & { handlers?: HandlerModule<any>[] } = {},
-): Promise<SandboxStack> {
-  const { startSandboxStack: start } = await loadStack();
-  return start(opts);
+export async function startSandboxStack(opts: TestingStackOptions = {}): Promise<SandboxStack> {
+  if ("error" in loaded) throw loaded.error;
+  return loaded.stack.startTestingStack(opts);
 }
 
 /**

@@ -30,6 +30,10 @@ export const coreCommands: Record<string, Command> = {
     summary: "host Probot apps or handler modules, and only them (like probot run): steward run ./app.js [APP...]",
     load: lazy(() => import("./commands/run.js")),
   },
+  new: {
+    summary: "write a new app's package (app, app.yml, a sandbox test, .env.example): steward new DIR [--typescript]",
+    load: lazy(() => import("./commands/new.js")),
+  },
   validate: {
     summary: "check policy files: steward validate FILE...",
     load: lazy(() => import("./commands/validate.js")),

@@ -15,6 +15,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -107,7 +108,7 @@ beforeAll(async () => {
 
 afterAll(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
+}, 300_000);
 
 describe("npm pack", () => {
   it("builds in prepack, never on install: no prepare/install script", () => {
@@ -205,4 +206,76 @@ describe("installing Steward from a path", () => {
     const { stdout } = await run(join(consumer, "node_modules", ".bin", "steward"), ["--help"], { cwd: consumer });
     expect(stdout).toContain("usage: steward <command>");
   }, 300_000);
+});
+
+describe("steward new: a new app's package, its generated test run as its author runs it", () => {
+  /**
+   * Scaffolds with the checkout's bin, then links what `npm install` would put in node_modules:
+   * Steward (the scratch copy built by `npm pack` above: the checkout's own dist/ is not built in a
+   * test), the hub from the checkout, and vitest and TypeScript from the checkout's install.
+   */
+  async function scaffold(name: string, flags: string[]): Promise<string> {
+    const dir = join(scratch, name);
+    const made = await run(process.execPath, [join(root, "bin", "steward.js"), "new", dir, ...flags], { cwd: scratch });
+    expect(made.stdout).toContain("npm test");
+    const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
+    expect(pkg.dependencies.steward).toBe(`file:${root}`);
+    expect(pkg.devDependencies["@steward/sandbox-hub"]).toBe(`file:${join(root, "packages", "sandbox-hub")}`);
+    mkdirSync(join(dir, "node_modules", "@steward"), { recursive: true });
+    symlinkSync(source, join(dir, "node_modules", "steward"));
+    symlinkSync(join(root, "packages", "sandbox-hub"), join(dir, "node_modules", "@steward", "sandbox-hub"));
+    mkdirSync(join(dir, "node_modules", ".bin"));
+    for (const dev of ["vitest", "typescript"])
+      symlinkSync(join(root, "node_modules", dev), join(dir, "node_modules", dev));
+    symlinkSync(join(root, "node_modules", "vitest", "vitest.mjs"), join(dir, "node_modules", ".bin", "vitest"));
+    symlinkSync(join(root, "node_modules", "typescript", "bin", "tsc"), join(dir, "node_modules", ".bin", "tsc"));
+    return dir;
+  }
+
+  /** `npm test` as generated: vitest with no configuration, so with its default timeouts. */
+  async function npmTest(dir: string) {
+    const result = await run("npm", ["test"], {
+      cwd: dir,
+      env: { ...process.env, CI: "1", NO_COLOR: "1" },
+    }).catch((e: { stdout: string; stderr: string }) => e);
+    return `${result.stdout}\n${result.stderr}`;
+  }
+
+  it("JavaScript: app.js, app.yml, .env.example and a test that passes against the sandbox", async () => {
+    const dir = await scaffold("thanks-js", []);
+    for (const f of ["app.js", "app.yml", "app.test.js", ".env.example", ".gitignore", "README.md"])
+      expect(existsSync(join(dir, f)), f).toBe(true);
+    expect(readFileSync(join(dir, "app.yml"), "utf8")).toMatch(/default_events:\n\s+- issues/);
+    const out = await npmTest(dir);
+    expect(out).toMatch(/Test Files\s+1 passed \(1\)/);
+    expect(out).toMatch(/Tests\s+1 passed \(1\)/);
+  }, 300_000);
+
+  it("TypeScript: tsconfig.json compiles app.ts to dist/, which the passing test runs", async () => {
+    const dir = await scaffold("thanks-ts", ["--typescript"]);
+    const tsconfig = JSON.parse(readFileSync(join(dir, "tsconfig.json"), "utf8")) as {
+      compilerOptions: { outDir: string };
+    };
+    expect(tsconfig.compilerOptions.outDir).toBe("dist");
+    expect(readFileSync(join(dir, "app.test.ts"), "utf8")).toContain('apps: ["./dist/app.js"]');
+    const out = await npmTest(dir);
+    expect(existsSync(join(dir, "dist", "app.js"))).toBe(true);
+    expect(out).toMatch(/Test Files\s+1 passed \(1\)/);
+    expect(out).toMatch(/Tests\s+1 passed \(1\)/);
+  }, 300_000);
+
+  it("refuses a folder that is not empty, writing nothing", async () => {
+    const dir = join(scratch, "taken");
+    mkdirSync(dir);
+    writeFileSync(join(dir, "keep.txt"), "mine\n");
+    const failed = (await run(process.execPath, [join(root, "bin", "steward.js"), "new", dir]).catch(
+      (e: unknown) => e,
+    )) as { code: number; stderr: string };
+    expect(failed.code).toBe(2);
+    expect(failed.stderr).toContain("is not empty");
+    expect(readdirSync(dir)).toEqual(["keep.txt"]);
+  }, 120_000);
 });

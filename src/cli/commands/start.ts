@@ -4,11 +4,12 @@ import { writeFile } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
 import { ConfigError, loadBuiltinHandlers, loadConfig, loadHandlerPaths, loadLogSettings } from "../../config/env.js";
 import { SANDBOX_DATA_DIR } from "../operator-store.js";
-import { AppManifestError, appManifestOf, type AppManifest } from "../../modules/app-manifest.js";
+import { AppManifestError, appManifestOf, readAppManifest, type AppManifest } from "../../modules/app-manifest.js";
 import { DataDirInUseError } from "../../store/sqlite/service-lock.js";
 import { StoreSchemaError } from "../../store/sqlite/schema.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
+import { packageFile } from "../../package-root.js";
 
 const HOW_TO_CONFIGURE = `steward start: APP_ID is not set, and the sandbox hub is not available in this build.
 To run as a real GitHub App, set at least:
@@ -279,6 +280,28 @@ function hostedApps(paths: readonly string[]): { path: string; manifest?: AppMan
   });
 }
 
+/**
+ * Hosted apps whose own app.yml subscribes to events Steward's app.yml (at the package root, what
+ * `steward register` registers by default) lacks. A manifest that cannot be read is left to the
+ * loader and the banner, which name it.
+ */
+export function manifestGaps(paths: readonly string[]): { path: string; file: string; events: string[] }[] {
+  const steward = new Set(readAppManifest(packageFile("app.yml")).events);
+  const gaps: { path: string; file: string; events: string[] }[] = [];
+  for (const path of paths) {
+    let own: AppManifest | undefined;
+    try {
+      own = appManifestOf(path);
+    } catch (error) {
+      if (error instanceof AppManifestError) continue;
+      throw error;
+    }
+    const events = own?.events.filter((e) => !steward.has(e)) ?? [];
+    if (own && events.length > 0) gaps.push({ path, file: own.file, events });
+  }
+  return gaps;
+}
+
 export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   if (args.length > 0) {
     // `probot run ./index.js` habit: say how an app is loaded here instead.
@@ -299,6 +322,13 @@ export async function serve(env: NodeJS.ProcessEnv): Promise<number> {
   const config = configOrExit(() => loadConfig(env));
   if (!config) return 1;
   const log = createLogger({ level: config.logLevel, format: config.logFormat });
+  for (const gap of manifestGaps(config.handlerPaths))
+    log.warn(
+      { handler: gap.path, appYml: gap.file, events: gap.events },
+      `hosted app ${gap.path} subscribes to ${gap.events.join(", ")} (its ${gap.file}), which Steward's app.yml ` +
+        `does not: GitHub sends an app only the events it is registered for, so unless this app was registered ` +
+        `with them (steward register ${gap.path} merges its app.yml), these listeners never run`,
+    );
   try {
     const { createSteward } = await import("../../app.js");
     const steward = await createSteward({ config, logger: log });

@@ -2,12 +2,9 @@
 // schema of its own, where the write slot's holder is read, the registry, and every row of
 // every table as text (to look for tokens in it). One connection, kept open: the slot's holder
 // is looked up again and again while a write lasts milliseconds.
-import { resolve } from "node:path";
 import pg from "pg";
 import type { ReplicaEntry } from "../../src/coordination/redis/replicas.js";
 import type { ReplicaBackend } from "../support/replicas-harness.js";
-
-const FIXTURE = resolve(import.meta.dirname, "fixtures/steward-replica.ts");
 
 export function postgresBackend(url: string, schema: string): ReplicaBackend {
   const q = `"${schema}"`;
@@ -31,7 +28,6 @@ export function postgresBackend(url: string, schema: string): ReplicaBackend {
   const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) =>
     (await (await connection()).query<R>(text, values)).rows;
   return {
-    fixture: FIXTURE,
     env: { STEWARD_POSTGRES_URL: url, STEWARD_TEST_POSTGRES_SCHEMA: schema },
     slotHolder: async (installation) =>
       (

@@ -12,7 +12,8 @@ import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { leakGuard } from "../support/leak-guard.js";
 import { clusterAvailable, startRedisCluster, type TestCluster } from "./cluster-support.js";
 import { dropPrefix, prefixPattern, redisUp, redisUrl, uniquePrefix } from "./support.js";
-import { runReplicas } from "./replicas-harness.js";
+import { runReplicas } from "../support/replicas-harness.js";
+import { redisBackend } from "./replicas-support.js";
 
 const WRITE_INTERVAL_MS = 400;
 const CLOCK_GRAIN_MS = 2;
@@ -68,7 +69,7 @@ describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
 
   it("two Steward processes on the cluster: each run's effects exactly once, the slot holder killed once, one token mint", async () => {
     const result = await runReplicas({
-      url: cluster.url,
+      backend: redisBackend(cluster.url),
       replicas: 2,
       holderKills: 1,
       writeIntervalMs: WRITE_INTERVAL_MS,
@@ -84,11 +85,12 @@ describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
     expect(result.kills).toHaveLength(1);
     expect(result.kills[0]!.confirmed).toBe(true);
     expect(result.kills[0]!.resumedAfterMs).toBeDefined();
+    expect(result.answeredNotRecorded).toEqual([]);
     expect(result.lostEffects).toEqual([]);
     expect(result.duplicatedEffects).toEqual([]);
     expect(result.minWriteGapMs).toBeGreaterThanOrEqual(WRITE_INTERVAL_MS - CLOCK_GRAIN_MS);
     expect(result.mints).toBe(1);
-    expect(result.tokensInRedis).toBe(0);
+    expect(result.tokensInStore).toBe(0);
     expect(result.registry).toHaveLength(2);
     expect(result.metrics).toMatch(/^steward_replicas_alive 2$/m);
   }, 300_000);

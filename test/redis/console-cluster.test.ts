@@ -4,7 +4,7 @@
 // does not see the panel.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSteward, type Steward } from "../../src/app.js";
@@ -14,9 +14,8 @@ import { replicaKeys } from "../../src/coordination/redis/replicas.js";
 import { silent } from "../engine/helpers.js";
 import { spawnSteward, type Child } from "../torture/crash-harness.js";
 import { signIn } from "../console/session.js";
+import { REPLICA_FIXTURE } from "../support/replicas-harness.js";
 import { dropPrefix, redisUp, redisUrl, uniquePrefix } from "./support.js";
-
-const REPLICA = resolve(import.meta.dirname, "fixtures/steward-replica.ts");
 
 let hub: HubHandle;
 let steward: Steward;
@@ -44,7 +43,7 @@ beforeAll(async () => {
   });
   steward = await createSteward({ config, logger: silent, redis: { prefix } });
   child = spawnSteward(
-    REPLICA,
+    REPLICA_FIXTURE,
     hub,
     { STEWARD_REDIS_URL: redisUrl, STEWARD_TEST_REDIS_PREFIX: prefix },
     "replica B",

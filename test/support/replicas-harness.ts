@@ -6,12 +6,12 @@
 // slot names its process), counting the kill only if the store still names the dead process as
 // the holder afterwards; and it can disrupt the store once while runs flow (a restart). The
 // hub's own records judge everything else: when writes resumed, how far apart they were, how
-// many tokens were minted, and whether every run got its effects exactly once.
-//
-// test/redis/replicas-harness.ts is the same run with Redis built in.
+// many tokens were minted, and whether every run got its effects exactly once. The backends:
+// test/redis/replicas-support.ts and test/postgres/replicas-support.ts.
 import type { ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
 import type { ReplicaEntry } from "../../src/coordination/redis/replicas.js";
 import {
@@ -24,9 +24,11 @@ import {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The replica process: Steward as `steward start` runs it, joining the deployment its environment names. */
+export const REPLICA_FIXTURE = resolve(import.meta.dirname, "fixtures/steward-replica.ts");
+
 export interface ReplicaBackend {
-  /** The replica process: Steward as `steward start` runs it, joining the deployment by `env`. */
-  fixture: string;
+  /** What makes a replica join the deployment (its URL and its prefix or schema). */
   env: Record<string, string>;
   /** The holder (`host/pid/uuid#turn`) of the installation's write slot now, if any. */
   slotHolder(installation: string): Promise<string | undefined>;
@@ -106,7 +108,7 @@ function startReplica(
   env: Record<string, string>,
   onOutput: (label: string, text: string) => void,
 ): Replica {
-  const child = spawnSteward(backend.fixture, hub, { ...backend.env, ...env }, `replica #${n}`, onOutput);
+  const child = spawnSteward(REPLICA_FIXTURE, hub, { ...backend.env, ...env }, `replica #${n}`, onOutput);
   const replica: Replica = { n, ...child, alive: true, url: child.url.then((u) => new URL(u).origin) };
   replica.url.catch(() => undefined);
   void child.exited.then(() => (replica.alive = false));

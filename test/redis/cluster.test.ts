@@ -13,10 +13,10 @@ import { leakGuard } from "../support/leak-guard.js";
 import { clusterAvailable, startRedisCluster, type TestCluster } from "./cluster-support.js";
 import { dropPrefix, prefixPattern, redisUp, redisUrl, uniquePrefix } from "./support.js";
 import { runReplicas } from "../support/replicas-harness.js";
+import { expectReplicaProof } from "../support/replicas-proof.js";
 import { redisBackend } from "./replicas-support.js";
 
 const WRITE_INTERVAL_MS = 400;
-const CLOCK_GRAIN_MS = 2;
 
 describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
   let cluster: TestCluster;
@@ -78,21 +78,12 @@ describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
       onOutput: (label, text) => leakGuard.output(label, text),
       log: (line) => console.log(line),
     });
-    console.log(
-      `cluster replicas: ${result.runs} runs, ${result.writes} writes, min gap ${result.minWriteGapMs} ms, ` +
-        `resumed after ${result.kills.map((k) => k.resumedAfterMs).join(", ")} ms, mints ${result.mints}, ${result.seconds.toFixed(1)} s`,
-    );
-    expect(result.kills).toHaveLength(1);
-    expect(result.kills[0]!.confirmed).toBe(true);
-    expect(result.kills[0]!.resumedAfterMs).toBeDefined();
-    expect(result.answeredNotRecorded).toEqual([]);
-    expect(result.lostEffects).toEqual([]);
-    expect(result.duplicatedEffects).toEqual([]);
-    expect(result.minWriteGapMs).toBeGreaterThanOrEqual(WRITE_INTERVAL_MS - CLOCK_GRAIN_MS);
-    expect(result.mints).toBe(1);
-    expect(result.tokensInStore).toBe(0);
-    expect(result.registry).toHaveLength(2);
-    expect(result.metrics).toMatch(/^steward_replicas_alive 2$/m);
+    expectReplicaProof(result, {
+      label: "cluster replicas",
+      replicas: 2,
+      holderKills: 1,
+      writeIntervalMs: WRITE_INTERVAL_MS,
+    });
   }, 300_000);
 });
 

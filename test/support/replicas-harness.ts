@@ -53,6 +53,12 @@ export interface ReplicaRunOptions {
   runEveryMs: number;
   /** At least this many runs in all. */
   minRuns: number;
+  /**
+   * At most this many runs whose effects are not all seen: a new run waits for the deployment
+   * (the hub sends an installation's deliveries one at a time, so a machine under load can
+   * otherwise build a backlog no deadline covers). Default: no limit.
+   */
+  maxUnfinished?: number;
   tokens?: { format?: "classic" | "stateless"; ttlMs?: number };
   onOutput?(label: string, text: string): void;
   log?(line: string): void;
@@ -99,6 +105,8 @@ interface Replica {
   url: Promise<string>;
   exited: Promise<void>;
   alive: boolean;
+  /** It answers HTTP (a balancer sends nothing to a replica still starting). */
+  listening: boolean;
 }
 
 function startReplica(
@@ -109,15 +117,25 @@ function startReplica(
   onOutput: (label: string, text: string) => void,
 ): Replica {
   const child = spawnSteward(REPLICA_FIXTURE, hub, { ...backend.env, ...env }, `replica #${n}`, onOutput);
-  const replica: Replica = { n, ...child, alive: true, url: child.url.then((u) => new URL(u).origin) };
+  const replica: Replica = {
+    n,
+    ...child,
+    alive: true,
+    listening: false,
+    url: child.url.then((u) => {
+      replica.listening = true;
+      return new URL(u).origin;
+    }),
+  };
   replica.url.catch(() => undefined);
   void child.exited.then(() => (replica.alive = false));
   return replica;
 }
 
 /**
- * Round robin over live replicas; a replica that does not answer is skipped (GitHub would see a
- * 502 only if none does). Remembers which deliveries were answered 2xx.
+ * Round robin over live replicas that listen (a starting one gets nothing, as behind a load
+ * balancer's readiness check); a replica that does not answer is skipped (GitHub would see a 502
+ * only if none does). Remembers which deliveries were answered 2xx.
  */
 async function startBalancer(
   replicas: () => Replica[],
@@ -133,7 +151,7 @@ async function startBalancer(
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers))
         if (typeof v === "string" && k !== "host" && k !== "content-length") headers[k] = v;
-      const live = replicas().filter((r) => r.alive);
+      const live = replicas().filter((r) => r.alive && r.listening);
       for (let i = 0; i < live.length; i++) {
         const target = live[(next++ + i) % live.length]!;
         try {
@@ -191,10 +209,15 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     // Runs keep arriving while the slot's holders are killed or the store is disrupted.
     const runs: { id: number; sha: string }[] = [];
     let arriving = true;
+    const unfinished = () => {
+      const { reruns, checks } = tallyRerunEffects(hub);
+      return runs.filter((r) => !reruns.has(r.id) || !checks.has(r.sha)).length;
+    };
     const arrivals = (async () => {
       while (arriving || runs.length < opts.minRuns) {
         runs.push(startRetryableRun(hub, runs.length));
         await sleep(opts.runEveryMs);
+        while (arriving && opts.maxUnfinished !== undefined && unfinished() >= opts.maxUnfinished) await sleep(100);
       }
     })();
 
@@ -245,12 +268,13 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
       }
       if (confirmed) kills.push({ pid: victim.proc.pid!, confirmed, resumedAfterMs });
       log(
-        `kill ${kills.length}: replica #${victim.n} (pid ${victim.proc.pid}) held the slot: ${confirmed}; writes resumed after ${resumedAfterMs} ms`,
+        `kill ${kills.length} at ${((killedAt - started) / 1000).toFixed(1)} s: replica #${victim.n} (pid ${victim.proc.pid}) held the slot: ${confirmed}; writes resumed after ${resumedAfterMs} ms`,
       );
       // A rolling restart: the victim comes back (and must not mint another token).
       const replacement = startReplica(backend, hub, ++n, env, onOutput);
       replicas[replicas.indexOf(victim)] = replacement;
       await replacement.url;
+      log(`replica #${replacement.n} up ${Date.now() - killedAt} ms after the kill; ${runs.length} runs so far`);
       await sleep(1_500);
     }
     if (registry.length === 0) {
@@ -259,8 +283,22 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     }
     arriving = false;
     await arrivals;
+    const arrived = Date.now();
+    // The hub sends one installation's deliveries one at a time: their answer time paces the runs' effects.
+    const answers = hub.control
+      .deliveries()
+      .map((d) => d.duration * 1000)
+      .sort((a, b) => a - b);
+    const answerMs = (q: number) => Math.round(answers[Math.floor(q * (answers.length - 1))] ?? 0);
+    log(
+      `${runs.length} runs arrived in ${((arrived - started) / 1000).toFixed(1)} s; ${writesAfter(0).length} writes so far; ` +
+        `${answers.length} deliveries answered in ${answerMs(0.5)} ms (median), ${answerMs(0.9)} ms (p90)`,
+    );
 
     await awaitRerunEffects(hub, runs, opts.deadlineMs ?? 120_000, log);
+    log(
+      `effects awaited for ${((Date.now() - arrived) / 1000).toFixed(1)} s; ${writesAfter(arrived).length} writes meanwhile`,
+    );
     const live = replicas.find((r) => r.alive)!;
     const metrics = await (await fetch(`${await live.url}/metrics`)).text();
 

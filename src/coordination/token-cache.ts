@@ -2,7 +2,7 @@
 // cache keeps a token 59 minutes whatever its real expiry; this one honours `expires_at`
 // (minus a margin), so a server that issues shorter-lived tokens (GHES settings, the sandbox)
 // never gets an expired one. Every token it sees is registered for redaction. Replicas share
-// tokens through a backend instead (redis/token-cache.ts), with the same `tokenTimes`.
+// tokens through a backend instead (shared-token-cache.ts), with the same `tokenTimes`.
 import type { TokenCache } from "../api/types.js";
 import { registerSecret } from "../log/redact.js";
 

@@ -2,30 +2,35 @@
 // A replica waiting for one of them sleeps until the notice comes (LISTEN/NOTIFY) instead of
 // asking the database again and again; notices may be lost (a listener reconnecting, a
 // notifier dying), so every wait is also bounded and the waiter then looks for itself.
-import pg from "pg";
+import type pg from "pg";
 import type { Logger } from "pino";
-import { ident } from "../../store/postgres/connect.js";
+import { Listener } from "../../store/postgres/listener.js";
 import { stoppableDelay, throwIfAnyStopped } from "../../lifecycle/abort-scope.js";
-
-const MAX_RECONNECT_MS = 10_000;
 
 export class Notices {
   /** Waiters by the notice they wait for (`slot:<installation>`, `token:<name>`). */
   readonly #waiting = new Map<string, Set<() => void>>();
-  #client: pg.Client | undefined;
-  #retry: NodeJS.Timeout | undefined;
+  readonly #listener: Listener;
   #closed = false;
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly clientConfig: pg.ClientConfig,
+    clientConfig: pg.ClientConfig,
     /** At most 63 bytes (an identifier of PostgreSQL's). */
     private readonly channel: string,
-    private readonly logger: Logger | undefined,
+    logger: Logger | undefined,
   ) {
-    void this.#listen(0);
+    this.#listener = new Listener({
+      clientConfig,
+      channel,
+      logger,
+      name: "coordination",
+      onNotice: (what) => this.#wake(what),
+      // Notices may have been missed: everyone looks again.
+      onBack: () => this.#wake(undefined),
+    });
+    this.#listener.start();
   }
-
   /** Tell every replica (this one included) that `what` happened. A notice that cannot be sent is left to the waiters' bound. */
   async notify(what: string): Promise<void> {
     if (this.#closed) return;
@@ -56,51 +61,15 @@ export class Notices {
 
   #wake(what: string | undefined): void {
     if (what === undefined) {
-      // The listener came back: notices may have been missed, everyone looks again.
       for (const set of this.#waiting.values()) for (const wake of [...set]) wake();
       return;
     }
     for (const wake of [...(this.#waiting.get(what) ?? [])]) wake();
   }
 
-  async #listen(failures: number): Promise<void> {
-    if (this.#closed) return;
-    const client = new pg.Client(this.clientConfig);
-    this.#client = client;
-    let lost = false;
-    let connected = false;
-    const reconnect = (e?: Error) => {
-      if (lost || this.#closed) return;
-      lost = true;
-      if (e) this.logger?.warn({ err: { message: e.message } }, "postgres coordination listener lost; reconnecting");
-      client.end().catch(() => undefined);
-      // A connection that worked starts the backoff over.
-      const next = connected ? 1 : failures + 1;
-      const delay = Math.min(MAX_RECONNECT_MS, 250 * 2 ** (next - 1));
-      this.#retry = setTimeout(() => void this.#listen(next), delay);
-      this.#retry.unref();
-    };
-    client.on("error", reconnect);
-    client.on("end", () => reconnect());
-    client.on("notification", (n) => this.#wake(n.payload ?? ""));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${ident(this.channel)}`);
-    } catch (e) {
-      reconnect(e as Error);
-      return;
-    }
-    connected = true;
-    if (failures > 0) {
-      this.logger?.info("postgres coordination listener back");
-      this.#wake(undefined);
-    }
-  }
-
   async close(): Promise<void> {
     this.#closed = true;
-    clearTimeout(this.#retry);
     for (const set of this.#waiting.values()) for (const wake of [...set]) wake();
-    await this.#client?.end().catch(() => undefined);
+    await this.#listener.close();
   }
 }

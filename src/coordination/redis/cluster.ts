@@ -55,7 +55,7 @@ export async function openCluster(opts: ClusterOptions): Promise<Cluster> {
     },
     replicas: () => registry?.alive() ?? Promise.resolve([]),
     async close() {
-      tokens.close();
+      await tokens.close();
       await registry?.stop().catch(() => undefined);
       await client.quit().catch(() => client.disconnect());
     },

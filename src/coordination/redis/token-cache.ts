@@ -1,170 +1,40 @@
-// Installation tokens shared by every replica through Redis: one token per installation for
-// the whole deployment instead of one per replica (and another after each restart). When the
-// token is due for renewal, one replica takes a short mint lease and mints; the others keep
-// using the current token (still valid for minutes) or, when there is none, wait briefly for
-// the new one. The lease lapses within seconds if its holder dies mid-mint, so a survivor
-// mints instead of waiting a minute. Tokens in Redis are sealed (token-crypto.ts): Redis alone
-// yields nothing usable. A process keeps the tokens it uses in memory as well, so an API call
-// costs no Redis round trip until its token is due.
-import { createHash } from "node:crypto";
+// Installation tokens shared by every replica through Redis (the sharing itself:
+// ../shared-token-cache.ts). Sealed tokens are keys with the token's expiry; a mint lease is an
+// owned lease (owned-lease.ts); a replica waiting for another's mint looks for the token again
+// every POLL_MS.
 import type { RedisClient } from "../../store/redis/connect.js";
-import type { Logger } from "pino";
-import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
 import { OwnedLeases } from "./owned-lease.js";
-import type { TokenCache } from "../../api/types.js";
-import { deriveSealingKey, open, seal } from "../token-crypto.js";
-import { tokenTimes, type TokenTimes } from "../token-cache.js";
+import { createSealedTokenCache, type SealedTokenCacheOptions, type SharedTokenCache } from "../shared-token-cache.js";
 
-/** A mint lease lapses this long after its holder stopped renewing it. */
-export const MINT_LEASE_MS = 5_000;
-/** A holder gives its lease up after this long without a mint (the mint failed; the next caller tries again). */
-const MINT_DEADLINE_MS = 30_000;
+export { MINT_LEASE_MS, type SharedTokenCache } from "../shared-token-cache.js";
+
 /** How often a replica waiting for another's mint looks for the token. */
 const POLL_MS = 100;
-/** Longest wait for another replica's mint before minting anyway (a second mint beats a stall). */
-const MAX_WAIT_MS = 15_000;
-/** A current token is used while another replica renews it only if it stays valid at least this long. */
-const STILL_GOOD_MS = 60_000;
 
-export interface SharedTokenCacheOptions {
+export interface SharedTokenCacheOptions extends SealedTokenCacheOptions {
   client: RedisClient;
   /** Key prefix of the deployment (the Redis store's). */
   prefix: string;
-  privateKey: string;
-  appId: number | string;
-  owner?: string;
-  logger?: Logger;
-  now?: () => number;
-  /** A token was minted by this process for the installation. */
-  onMint?(installationId: string): void;
 }
 
-export interface SharedTokenCache extends TokenCache {
-  /** Installations whose token this process is minting now (it holds their mint lease). */
-  minting(): string[];
-  close(): void;
-}
-
-type Entry = TokenTimes & { value: string };
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export function createSharedTokenCache(opts: SharedTokenCacheOptions): SharedTokenCache {
-  const now = opts.now ?? Date.now;
-  const owner = opts.owner ?? PROCESS_OWNER;
-  const sealingKey = deriveSealingKey(opts.privateKey, opts.appId);
-  const leases = new OwnedLeases(opts.client);
-  const memory = new Map<string, Entry>();
-  const held = new Map<string, { installation: string; timer: NodeJS.Timeout; since: number }>();
-  const log = opts.logger?.child({ component: "token-cache" });
-  let lastWarned = 0;
-  const warn = (message: string, e: unknown) => {
-    if (now() - lastWarned < 5_000) return;
-    lastWarned = now();
-    log?.warn({ err: { message: (e as Error).message } }, message);
-  };
-
-  // auth-app's key starts with the installation id; the rest (permissions, repositories) is hashed.
-  const installationOf = (key: string) => key.split("|")[0] ?? "";
-  const names = (key: string) => {
-    const id = `${installationOf(key)}:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
-    return { token: `${opts.prefix}token:${id}`, lease: `${opts.prefix}token-mint:${id}` };
-  };
-
-  async function read(key: string): Promise<Entry | undefined> {
-    const where = names(key).token;
-    const sealed = await opts.client.get(where);
-    const text = sealed === null ? undefined : open(sealingKey, sealed, where);
-    if (text === undefined) return undefined;
-    const entry = JSON.parse(text) as Entry;
-    tokenTimes(entry.value, now()); // registers the token for redaction
-    memory.set(key, entry);
-    return entry;
-  }
-
-  function hold(key: string): void {
-    if (held.has(key)) return;
-    const lease = names(key).lease;
-    const since = now();
-    const timer = setInterval(() => {
-      if (now() - since > MINT_DEADLINE_MS) return letGo(key);
-      leases
-        .renew(lease, owner, MINT_LEASE_MS)
-        .catch((e: unknown) => warn("token cache: renewing a mint lease failed", e));
-    }, MINT_LEASE_MS / 3);
-    timer.unref();
-    held.set(key, { installation: installationOf(key), timer, since });
-  }
-
-  function letGo(key: string): void {
-    const h = held.get(key);
-    if (!h) return;
-    clearInterval(h.timer);
-    held.delete(key);
-    leases
-      .release(names(key).lease, owner)
-      .catch((e: unknown) => warn("token cache: releasing a mint lease failed", e));
-  }
-
-  async function shared(key: string, local: Entry | undefined): Promise<string | undefined> {
-    let entry = (await read(key)) ?? local;
-    if (entry && now() < entry.refreshAt) return entry.value;
-    const deadline = now() + MAX_WAIT_MS;
-    for (;;) {
-      if (await leases.acquire(names(key).lease, owner, MINT_LEASE_MS)) {
-        hold(key);
-        return undefined; // auth-app mints, then calls set()
-      }
-      // Another replica is minting: the current token serves meanwhile if it has time left.
-      if (entry && now() < entry.expiresAt - STILL_GOOD_MS) return entry.value;
-      if (now() >= deadline) {
-        log?.warn(
-          { installation: installationOf(key) },
-          "token cache: another replica's mint is taking long; minting here",
-        );
-        return undefined;
-      }
-      await sleep(POLL_MS);
-      entry = (await read(key)) ?? entry;
-      if (entry && now() < entry.refreshAt) return entry.value;
-    }
-  }
-
-  return {
-    async get(key) {
-      const local = memory.get(key);
-      if (local && now() < local.refreshAt) return local.value;
-      try {
-        return await shared(key, local);
-      } catch (e) {
-        // Redis unreachable: work on with what this process has, or mint for itself.
-        warn("token cache: redis unavailable, using this replica's own tokens", e);
-        return local && now() < local.expiresAt - STILL_GOOD_MS ? local.value : undefined;
-      }
+  const { client, prefix, ...rest } = opts;
+  const leases = new OwnedLeases(client);
+  return createSealedTokenCache(
+    {
+      name: "redis",
+      names: (id) => ({ token: `${prefix}token:${id}`, lease: `${prefix}token-mint:${id}` }),
+      read: async (token) => (await client.get(token)) ?? undefined,
+      async write(token, sealed, ttlMs) {
+        await client.set(token, sealed, "PX", ttlMs);
+      },
+      acquire: (lease, owner, ttlMs) => leases.acquire(lease, owner, ttlMs),
+      renew: (lease, owner, ttlMs) => leases.renew(lease, owner, ttlMs),
+      release: (lease, owner) => leases.release(lease, owner),
+      awaitToken: () => sleep(POLL_MS),
     },
-    async set(key, value) {
-      const times = tokenTimes(value, now());
-      const entry: Entry = { value, refreshAt: times.refreshAt, expiresAt: times.expiresAt };
-      memory.set(key, entry);
-      if (memory.size > 10_000) for (const [k, e] of memory) if (e.expiresAt <= now()) memory.delete(k);
-      opts.onMint?.(installationOf(key));
-      const where = names(key).token;
-      try {
-        await opts.client.set(
-          where,
-          seal(sealingKey, JSON.stringify(entry), where),
-          "PX",
-          Math.max(1, Math.floor(times.expiresAt - now())),
-        );
-      } catch (e) {
-        warn("token cache: storing a token in redis failed; other replicas mint their own", e);
-      } finally {
-        letGo(key);
-      }
-    },
-    minting: () => [...new Set([...held.values()].map((h) => h.installation))],
-    close() {
-      for (const key of [...held.keys()]) letGo(key);
-    },
-  };
+    rest,
+  );
 }

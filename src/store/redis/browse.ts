@@ -1,10 +1,11 @@
 // The console's reads of the Redis store: newest first from the receipt-time zsets (every
 // delivery, per repository, per event, dead letters), merged when the reader may see several
 // repositories, then filtered on the delivery hashes read in one pipeline per batch. Outcome
-// filters and the overview's counts run inside Redis (Lua): one round trip, not one per batch.
+// filters and the overview's counts run inside Redis (Lua): one round trip per batch of
+// candidates, not one per delivery.
 import type { RedisClient } from "./connect.js";
 import type { DeliveryStatus } from "../records.js";
-import { defineScript, optional, optionalNumber, type Script } from "./script.js";
+import { defineVariadicScript, optional, optionalNumber, type Script } from "./script.js";
 import type { RedisKeys } from "./keys.js";
 import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "../browse.js";
 import { decisionLine, MAX_PAGE, type DecisionLine } from "../browse.js";
@@ -21,23 +22,25 @@ const MAX_MERGED = 64;
 /** The overview counts at most this many recent deliveries. */
 const MAX_ACTIVITY = 20_000;
 
-// Per-minute counts of the deliveries received since ARGV[2] (newest ARGV[3] at most), by status,
-// counted inside Redis: one round trip instead of one HMGET per delivery over the network.
-// KEYS: all. ARGV: prefix, since, max, scoped ('1': only the repositories from ARGV[5] on).
+// Every key a script reads is declared in KEYS (Redis Cluster requires it, even within one slot),
+// so the candidates' ids are read from their index first and the script gets their keys.
+
+// Per-minute counts of the given deliveries, by status, counted inside Redis: one round trip
+// per chunk instead of one HMGET per delivery over the network.
+// KEYS: delivery hashes. ARGV: scoped ('1': only the repositories from ARGV[2] on).
 // Returns [minute:status, count, ...].
 const activityLua = `
-local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 local allowed = nil
-if ARGV[4] == '1' then
+if ARGV[1] == '1' then
   allowed = {}
-  for i = 5, #ARGV do allowed[ARGV[i]] = true end
+  for i = 2, #ARGV do allowed[ARGV[i]] = true end
 end
 local counts = {}
-for _, id in ipairs(ids) do
-  local f = redis.call('HMGET', ARGV[1] .. 'd:' .. id, 'receivedAt', 'status', 'repo')
+for _, key in ipairs(KEYS) do
+  local f = redis.call('HMGET', key, 'receivedAt', 'status', 'repo')
   if f[1] and f[2] and (not allowed or allowed[f[3] or '']) then
-    local key = string.format('%.0f', math.floor(tonumber(f[1]) / 60000) * 60000) .. ':' .. f[2]
-    counts[key] = (counts[key] or 0) + 1
+    local minute = string.format('%.0f', math.floor(tonumber(f[1]) / 60000) * 60000) .. ':' .. f[2]
+    counts[minute] = (counts[minute] or 0) + 1
   end
 end
 local out = {}
@@ -47,72 +50,46 @@ for k, v in pairs(counts) do
 end
 return out`;
 
-// Deliveries with a handler outcome, newest first, checked inside Redis: the candidates of one
-// index (KEYS[1]) strictly older than the position, their outcomes read and matched there, so a
-// rare outcome costs one round trip per page rather than one per 200 candidates. At most
-// ARGV[9] candidates per call (a bounded time in Redis); the caller gets a cursor to go on.
-// KEYS: source zset. ARGV: prefix, upper score, upper id ('' = below the score), since ('-inf'),
-// handler ('' = any), outcome ('' = any), limit, event ('' = any), max scanned, status ('' = any),
-// scoped ('1': only the repositories from ARGV[12] on), repository ('' = any).
-// Returns { ids..., '|', lastScore, lastId, exhausted ('1'/'0') }.
-const outcomeScanLua = `
-local prefix, handler, event, status, repository = ARGV[1], ARGV[5], ARGV[8], ARGV[10], ARGV[12]
-local limit, maxScan = tonumber(ARGV[7]), tonumber(ARGV[9])
+// Whether each candidate has a matching handler outcome (and, when asked, event, status and
+// repository), checked inside Redis: one round trip per batch of candidates.
+// KEYS: the candidates' outcome hashes, then their delivery hashes (same order). ARGV: handler
+// ('' = any), outcome ('' = any), event ('' = any), status ('' = any), scoped ('1': only the
+// repositories from ARGV[7] on), repository ('' = any).
+// Returns one 1 or 0 per candidate.
+const outcomeMatchLua = `
+local n = #KEYS / 2
+local handler, event, status, repository = ARGV[1], ARGV[3], ARGV[4], ARGV[6]
 local pat = nil
-if ARGV[6] ~= '' then pat = '"status":"' .. ARGV[6] .. '"' end
+if ARGV[2] ~= '' then pat = '"status":"' .. ARGV[2] .. '"' end
 local allowed = nil
-if ARGV[11] == '1' then
+if ARGV[5] == '1' then
   allowed = {}
-  for i = 13, #ARGV do allowed[ARGV[i]] = true end
+  for i = 7, #ARGV do allowed[ARGV[i]] = true end
 end
-local maxScore, upperId = ARGV[2], ARGV[3]
-local found, scanned, offset = {}, 0, 0
-local lastScore, lastId = '', ''
-local exhausted = '0'
-while #found < limit and scanned < maxScan do
-  local range = maxScore
-  if upperId == '' and maxScore ~= '+inf' then range = '(' .. maxScore end
-  local flat = redis.call('ZREVRANGEBYSCORE', KEYS[1], range, ARGV[4], 'WITHSCORES', 'LIMIT', offset, 500)
-  local progressed = false
-  for i = 1, #flat, 2 do
-    local id, score = flat[i], flat[i + 1]
-    if upperId == '' or tonumber(score) < tonumber(maxScore) or id < upperId then
-      progressed = true
-      scanned = scanned + 1
-      lastScore, lastId = score, id
-      local ok = false
-      if handler ~= '' then
-        local o = redis.call('HGET', prefix .. 'o:' .. id, handler)
-        ok = o and (not pat or string.find(o, pat, 1, true)) and true or false
-      else
-        for _, o in ipairs(redis.call('HVALS', prefix .. 'o:' .. id)) do
-          if not pat or string.find(o, pat, 1, true) then ok = true break end
-        end
-      end
-      if ok and (event ~= '' or status ~= '' or allowed or repository ~= '') then
-        local f = redis.call('HMGET', prefix .. 'd:' .. id, 'event', 'status', 'repo')
-        ok = (event == '' or f[1] == event) and (status == '' or f[2] == status)
-          and (repository == '' or f[3] == repository) and (not allowed or allowed[f[3] or '']) and true or false
-      end
-      if ok then found[#found + 1] = id end
-      if #found >= limit or scanned >= maxScan then break end
+local out = {}
+for i = 1, n do
+  local ok = false
+  if handler ~= '' then
+    local o = redis.call('HGET', KEYS[i], handler)
+    ok = o and (not pat or string.find(o, pat, 1, true)) and true or false
+  else
+    for _, o in ipairs(redis.call('HVALS', KEYS[i])) do
+      if not pat or string.find(o, pat, 1, true) then ok = true break end
     end
   end
-  if #flat < 1000 and (#found < limit and scanned < maxScan) then
-    exhausted = '1'
-    break
+  if ok and (event ~= '' or status ~= '' or allowed or repository ~= '') then
+    local f = redis.call('HMGET', KEYS[n + i], 'event', 'status', 'repo')
+    ok = (event == '' or f[1] == event) and (status == '' or f[2] == status)
+      and (repository == '' or f[3] == repository) and (not allowed or allowed[f[3] or '']) and true or false
   end
-  if progressed then
-    maxScore, upperId, offset = lastScore, lastId, 0
-  else
-    offset = offset + 500
-  end
+  out[i] = ok and 1 or 0
 end
-found[#found + 1] = '|'
-found[#found + 1] = lastScore
-found[#found + 1] = lastId
-found[#found + 1] = exhausted
-return found`;
+return out`;
+
+/** Candidates read from an index and checked in one script call (outcome filters). */
+const OUTCOME_BATCH = 500;
+/** Deliveries counted in one script call (the overview). */
+const ACTIVITY_CHUNK = 2_000;
 
 /** Candidates one outcome-filtered page reads in Redis at most (some 10-50 ms of Redis time), outside the failed zsets. */
 const MAX_OUTCOME_SCAN = 10_000;
@@ -152,15 +129,15 @@ function summaryOf(s: Record<string, string>): DeliverySummary {
 
 export class RedisBrowse implements BrowsePart {
   readonly #activity: Script;
-  readonly #outcomeScan: Script;
+  readonly #outcomeMatch: Script;
   #indexedFrom: number | undefined;
 
   constructor(
     private readonly client: RedisClient,
     private readonly keys: RedisKeys,
   ) {
-    this.#activity = defineScript(client, "stewardBrowseActivity", 1, activityLua);
-    this.#outcomeScan = defineScript(client, "stewardBrowseOutcomes", 1, outcomeScanLua);
+    this.#activity = defineVariadicScript(client, "stewardBrowseActivity", activityLua);
+    this.#outcomeMatch = defineVariadicScript(client, "stewardBrowseOutcomes", outcomeMatchLua);
   }
 
   /** Up to BATCH members of `key` strictly older than `upper`, newest first; `full` when more may follow. */
@@ -307,6 +284,11 @@ export class RedisBrowse implements BrowsePart {
     await this.client.set(this.keys.failedSince, newest.length ? String(Number(newest[1]) + 1) : "0", "NX");
   }
 
+  /**
+   * Deliveries of index `source` strictly older than `upper` and received since `since`, newest
+   * first, whose outcomes match: candidates read in batches, checked in Redis, at most
+   * MAX_OUTCOME_SCAN of them (a bounded time); `last` is where the next page goes on.
+   */
   async #scan(
     source: string,
     upper: Position | undefined,
@@ -314,31 +296,53 @@ export class RedisBrowse implements BrowsePart {
     limit: number,
     q: DeliveryQuery,
   ): Promise<{ ids: string[]; last: Position | undefined; exhausted: boolean }> {
-    const reply = (await this.#outcomeScan(
-      [source],
+    const min = Number.isFinite(since) ? String(since) : "-inf";
+    const found: string[] = [];
+    let below: Position | undefined = upper;
+    let offset = 0;
+    let scanned = 0;
+    let last: Position | undefined;
+    while (found.length < limit && scanned < MAX_OUTCOME_SCAN) {
+      // Below a position with no id: strictly below its score.
+      const max = below === undefined ? "+inf" : below.id === "" ? `(${below.score}` : String(below.score);
+      const flat = await this.client.zrevrangebyscore(source, max, min, "WITHSCORES", "LIMIT", offset, OUTCOME_BATCH);
+      const candidates: Position[] = [];
+      for (let i = 0; i < flat.length; i += 2) {
+        const c = { id: flat[i]!, score: Number(flat[i + 1]) };
+        if (!below || below.id === "" || before(c, below)) candidates.push(c);
+      }
+      const matches = candidates.length ? await this.#outcomesMatch(candidates, q) : [];
+      for (let i = 0; i < candidates.length; i++) {
+        scanned++;
+        last = candidates[i]!;
+        if (matches[i] === 1) found.push(last.id);
+        if (found.length >= limit || scanned >= MAX_OUTCOME_SCAN) break;
+      }
+      if (flat.length < OUTCOME_BATCH * 2 && found.length < limit && scanned < MAX_OUTCOME_SCAN)
+        return { ids: found, last, exhausted: true };
+      // A whole batch of ties at the position's own score: look further along the same score.
+      if (candidates.length) {
+        below = last;
+        offset = 0;
+      } else offset += OUTCOME_BATCH;
+    }
+    return { ids: found, last, exhausted: !last };
+  }
+
+  async #outcomesMatch(candidates: Position[], q: DeliveryQuery): Promise<number[]> {
+    const k = this.keys;
+    return (await this.#outcomeMatch(
+      [...candidates.map((c) => k.outcomes(c.id)), ...candidates.map((c) => k.delivery(c.id))],
       [
-        this.keys.prefix,
-        upper ? String(upper.score) : "+inf",
-        upper?.id ?? "",
-        Number.isFinite(since) ? String(since) : "-inf",
         q.handler ?? "",
         q.outcome ?? "",
-        limit,
         q.event ?? "",
-        MAX_OUTCOME_SCAN,
         q.status ?? "",
         q.repositories ? "1" : "0",
         q.repository ?? "",
         ...(q.repositories ?? []),
       ],
-    )) as string[];
-    const bar = reply.lastIndexOf("|");
-    const [lastScore, lastId, exhausted] = reply.slice(bar + 1);
-    return {
-      ids: reply.slice(0, bar),
-      last: lastId ? { score: Number(lastScore), id: lastId } : undefined,
-      exhausted: exhausted === "1" || !lastId,
-    };
+    )) as number[];
   }
 
   async #exec<T>(fill: (p: ReturnType<RedisClient["pipeline"]>) => void): Promise<T[]> {
@@ -363,14 +367,20 @@ export class RedisBrowse implements BrowsePart {
   }
 
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
-    const flat = (await this.#activity(
-      [this.keys.all],
-      [this.keys.prefix, since, MAX_ACTIVITY, repositories ? "1" : "0", ...(repositories ?? [])],
-    )) as (string | number)[];
+    const ids = await this.client.zrevrangebyscore(this.keys.all, "+inf", since, "LIMIT", 0, MAX_ACTIVITY);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < ids.length; i += ACTIVITY_CHUNK) {
+      const flat = (await this.#activity(
+        ids.slice(i, i + ACTIVITY_CHUNK).map((id) => this.keys.delivery(id)),
+        [repositories ? "1" : "0", ...(repositories ?? [])],
+      )) as (string | number)[];
+      for (let j = 0; j < flat.length; j += 2)
+        counts.set(String(flat[j]), (counts.get(String(flat[j])) ?? 0) + Number(flat[j + 1]));
+    }
     const rows: ActivityRow[] = [];
-    for (let i = 0; i < flat.length; i += 2) {
-      const [minute, status] = String(flat[i]).split(":");
-      rows.push({ minute: Number(minute), status: status as DeliveryStatus, count: Number(flat[i + 1]) });
+    for (const [key, count] of counts) {
+      const [minute, status] = key.split(":");
+      rows.push({ minute: Number(minute), status: status as DeliveryStatus, count });
     }
     return rows.sort((a, b) => a.minute - b.minute || (a.status < b.status ? -1 : 1));
   }

@@ -75,8 +75,10 @@ describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
       writeIntervalMs: WRITE_INTERVAL_MS,
       runEveryMs: 500,
       minRuns: 10,
+      maxUnfinished: 6,
       onOutput: (label, text) => leakGuard.output(label, text),
       log: (line) => console.log(line),
+      deadlineMs: 240_000,
     });
     expectReplicaProof(result, {
       label: "cluster replicas",
@@ -84,7 +86,7 @@ describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
       holderKills: 1,
       writeIntervalMs: WRITE_INTERVAL_MS,
     });
-  }, 300_000);
+  }, 600_000);
 });
 
 describe.skipIf(!redisUp)("key prefixes on a standalone Redis", () => {

@@ -1,7 +1,7 @@
 // The replica harness's view of a Redis deployment (test/support/replicas-harness.ts): a key
 // prefix of its own, where the write slot's holder is read, the registry, and every value
-// under the prefix as text (to look for tokens in it). One connection, opened on first use:
-// the slot's holder is looked up again and again while a write lasts milliseconds.
+// under the prefix as text (to look for tokens in it). One connection, kept open: the slot's
+// holder is looked up again and again while a write lasts milliseconds.
 import { replicaKeys, type ReplicaEntry } from "../../src/coordination/redis/replicas.js";
 import { slotKey } from "../../src/coordination/redis/write-slots.js";
 import { RedisKeys } from "../../src/store/redis/keys.js";
@@ -29,7 +29,14 @@ async function dumpKeys(redis: RedisClient, pattern: string): Promise<string> {
 export function redisBackend(url = redisUrl): ReplicaBackend {
   const prefix = uniquePrefix();
   let client: Promise<RedisClient> | undefined;
-  const redis = () => (client ??= connectRedis(url, undefined, "steward-test"));
+  const redis = () => {
+    const open = (client ??= connectRedis(url, undefined, "steward-test"));
+    // A connection that failed is tried again on the next call.
+    open.catch(() => client === open && (client = undefined));
+    return open;
+  };
+  // Connected before the replicas start and load the machine.
+  void redis().catch(() => undefined);
   const replicas = replicaKeys(prefix);
   return {
     env: { STEWARD_REDIS_URL: url, STEWARD_TEST_REDIS_PREFIX: prefix },

@@ -23,10 +23,13 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
       writeIntervalMs: WRITE_INTERVAL_MS,
       runEveryMs: 500,
       minRuns: 12,
+      // Enough work in flight that a replica always holds or awaits the slot.
+      maxUnfinished: 6,
       // GitHub's ~520-character installation tokens, end to end.
       tokens: { format: "stateless" },
       onOutput: (label, text) => leakGuard.output(label, text),
       log: (line) => console.log(line),
+      deadlineMs: 240_000,
     });
     expectReplicaProof(result, {
       label: "replicas",
@@ -36,5 +39,5 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
       livenessBoundMs: LIVENESS_BOUND_MS,
       holdsInMetrics: true,
     });
-  }, 300_000);
+  }, 600_000);
 });

@@ -4,9 +4,7 @@
 // run, the whole run mints one installation token (shared, sealed in PostgreSQL: no token in
 // any table in plaintext), and /metrics shows the replicas and what they hold.
 import { describe, expect, it } from "vitest";
-import { leakGuard } from "../support/leak-guard.js";
-import { runReplicas } from "../support/replicas-harness.js";
-import { expectReplicaProof } from "../support/replicas-proof.js";
+import { proveHolderKills } from "../support/replicas-proof.js";
 import { postgresBackend } from "./replicas-support.js";
 import { dropSchema, postgresUp, postgresUrl, uniqueSchema } from "./support.js";
 
@@ -18,28 +16,16 @@ describe.skipIf(!postgresUp)("replicas on PostgreSQL alone", () => {
   it("the write slot's holder killed three times: writes resume, spacing holds, nothing lost or doubled, one token mint", async () => {
     const schema = uniqueSchema();
     try {
-      const result = await runReplicas({
-        backend: postgresBackend(postgresUrl, schema),
-        replicas: 3,
-        holderKills: 3,
-        writeIntervalMs: WRITE_INTERVAL_MS,
-        runEveryMs: 500,
-        minRuns: 12,
-        // Enough work in flight that a replica always holds or awaits the slot.
-        maxUnfinished: 6,
-        // GitHub's ~520-character installation tokens, end to end.
-        tokens: { format: "stateless" },
-        onOutput: (label, text) => leakGuard.output(label, text),
-        log: (line) => console.log(line),
-        deadlineMs: 240_000,
-      });
-      expectReplicaProof(result, {
+      const result = await proveHolderKills(postgresBackend(postgresUrl, schema), {
         label: "postgres replicas",
         replicas: 3,
         holderKills: 3,
         writeIntervalMs: WRITE_INTERVAL_MS,
         livenessBoundMs: LIVENESS_BOUND_MS,
         holdsInMetrics: true,
+        minRuns: 12,
+        // GitHub's ~520-character installation tokens, end to end.
+        tokens: { format: "stateless" },
       });
       expect(result.answered2xx).toBeGreaterThan(0);
     } finally {

@@ -9,11 +9,9 @@ import { Cluster, Redis } from "ioredis";
 import { openRedisStore } from "../../src/store/redis/store.js";
 import { connectRedis } from "../../src/store/redis/connect.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
-import { leakGuard } from "../support/leak-guard.js";
 import { clusterAvailable, startRedisCluster, type TestCluster } from "./cluster-support.js";
 import { dropPrefix, prefixPattern, redisUp, redisUrl, uniquePrefix } from "./support.js";
-import { runReplicas } from "../support/replicas-harness.js";
-import { expectReplicaProof } from "../support/replicas-proof.js";
+import { proveHolderKills } from "../support/replicas-proof.js";
 import { redisBackend } from "./replicas-support.js";
 
 const WRITE_INTERVAL_MS = 400;
@@ -68,23 +66,12 @@ describe.skipIf(!clusterAvailable)("Steward on a Redis Cluster", () => {
   });
 
   it("two Steward processes on the cluster: each run's effects exactly once, the slot holder killed once, one token mint", async () => {
-    const result = await runReplicas({
-      backend: redisBackend(cluster.url),
-      replicas: 2,
-      holderKills: 1,
-      writeIntervalMs: WRITE_INTERVAL_MS,
-      runEveryMs: 500,
-      minRuns: 10,
-      maxUnfinished: 6,
-      onOutput: (label, text) => leakGuard.output(label, text),
-      log: (line) => console.log(line),
-      deadlineMs: 240_000,
-    });
-    expectReplicaProof(result, {
+    await proveHolderKills(redisBackend(cluster.url), {
       label: "cluster replicas",
       replicas: 2,
       holderKills: 1,
       writeIntervalMs: WRITE_INTERVAL_MS,
+      minRuns: 10,
     });
   }, 600_000);
 });

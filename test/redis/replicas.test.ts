@@ -4,10 +4,8 @@
 // whole run mints one installation token (shared, sealed in Redis: no token in Redis in
 // plaintext), and /metrics shows the replicas and what they hold.
 import { describe, it } from "vitest";
-import { leakGuard } from "../support/leak-guard.js";
 import { redisUp } from "./support.js";
-import { runReplicas } from "../support/replicas-harness.js";
-import { expectReplicaProof } from "../support/replicas-proof.js";
+import { proveHolderKills } from "../support/replicas-proof.js";
 import { redisBackend } from "./replicas-support.js";
 
 /** Generous on purpose (the machine is shared); the figures measured are printed. */
@@ -16,28 +14,16 @@ const WRITE_INTERVAL_MS = 400;
 
 describe.skipIf(!redisUp)("replicas on one Redis", () => {
   it("the write slot's holder killed three times: writes resume, spacing holds, nothing lost or doubled, one token mint", async () => {
-    const result = await runReplicas({
-      backend: redisBackend(),
-      replicas: 3,
-      holderKills: 3,
-      writeIntervalMs: WRITE_INTERVAL_MS,
-      runEveryMs: 500,
-      minRuns: 12,
-      // Enough work in flight that a replica always holds or awaits the slot.
-      maxUnfinished: 6,
-      // GitHub's ~520-character installation tokens, end to end.
-      tokens: { format: "stateless" },
-      onOutput: (label, text) => leakGuard.output(label, text),
-      log: (line) => console.log(line),
-      deadlineMs: 240_000,
-    });
-    expectReplicaProof(result, {
+    await proveHolderKills(redisBackend(), {
       label: "replicas",
       replicas: 3,
       holderKills: 3,
       writeIntervalMs: WRITE_INTERVAL_MS,
       livenessBoundMs: LIVENESS_BOUND_MS,
       holdsInMetrics: true,
+      minRuns: 12,
+      // GitHub's ~520-character installation tokens, end to end.
+      tokens: { format: "stateless" },
     });
   }, 600_000);
 });

@@ -54,11 +54,12 @@ export interface ReplicaRunOptions {
   /** At least this many runs in all. */
   minRuns: number;
   /**
-   * At most this many runs whose effects are not all seen: a new run waits for the deployment
-   * (the hub sends an installation's deliveries one at a time, so a machine under load can
-   * otherwise build a backlog no deadline covers). Default: no limit.
+   * At most this many runs whose completion the hub has not sent yet: a new run waits for the
+   * hub, which sends an installation's deliveries one at a time, so a machine under load does not
+   * build a backlog no deadline covers. Work a killed replica leased does not hold runs back.
+   * Default: no limit.
    */
-  maxUnfinished?: number;
+  maxUndelivered?: number;
   tokens?: { format?: "classic" | "stateless"; ttlMs?: number };
   onOutput?(label: string, text: string): void;
   log?(line: string): void;
@@ -209,15 +210,20 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
     // Runs keep arriving while the slot's holders are killed or the store is disrupted.
     const runs: { id: number; sha: string }[] = [];
     let arriving = true;
-    const unfinished = () => {
-      const { reruns, checks } = tallyRerunEffects(hub);
-      return runs.filter((r) => !reruns.has(r.id) || !checks.has(r.sha)).length;
+    // Runs whose completion the hub has sent (it sends an installation's deliveries one at a time).
+    const undelivered = () => {
+      const sent = new Set<number>();
+      for (const d of hub.control.deliveries()) {
+        const run = (d.request.payload as { workflow_run?: { id?: number } }).workflow_run;
+        if (d.event === "workflow_run" && d.action === "completed" && run?.id !== undefined) sent.add(run.id);
+      }
+      return runs.filter((r) => !sent.has(r.id)).length;
     };
     const arrivals = (async () => {
       while (arriving || runs.length < opts.minRuns) {
         runs.push(startRetryableRun(hub, runs.length));
         await sleep(opts.runEveryMs);
-        while (arriving && opts.maxUnfinished !== undefined && unfinished() >= opts.maxUnfinished) await sleep(100);
+        while (arriving && opts.maxUndelivered !== undefined && undelivered() >= opts.maxUndelivered) await sleep(100);
       }
     })();
 

@@ -4,7 +4,8 @@
 // lost or doubled, the spacing kept across replicas, one token mint for the whole run and no
 // token in the store, the registry and /metrics showing the replicas.
 import { expect } from "vitest";
-import type { ReplicaRunResult } from "./replicas-harness.js";
+import { leakGuard } from "./leak-guard.js";
+import { runReplicas, type ReplicaBackend, type ReplicaRunOptions, type ReplicaRunResult } from "./replicas-harness.js";
 
 /** The store's clock and the hub's are read in whole milliseconds (or finer). */
 const CLOCK_GRAIN_MS = 2;
@@ -19,6 +20,32 @@ export interface ReplicaProof {
   livenessBoundMs?: number;
   /** /metrics also shows what the replicas hold and the queue's depth. */
   holdsInMetrics?: boolean;
+}
+
+/**
+ * Runs replicas on `backend`, killing the write slot's holder, and checks what every such run
+ * must show. Runs arrive every 500 ms while the kills go on, held back while two of them are
+ * not yet sent by the hub.
+ */
+export async function proveHolderKills(
+  backend: ReplicaBackend,
+  p: ReplicaProof & { minRuns: number; tokens?: ReplicaRunOptions["tokens"] },
+): Promise<ReplicaRunResult> {
+  const result = await runReplicas({
+    backend,
+    replicas: p.replicas,
+    holderKills: p.holderKills,
+    writeIntervalMs: p.writeIntervalMs,
+    runEveryMs: 500,
+    minRuns: p.minRuns,
+    maxUndelivered: 2,
+    ...(p.tokens ? { tokens: p.tokens } : {}),
+    onOutput: (label, text) => leakGuard.output(label, text),
+    log: (line) => console.log(line),
+    deadlineMs: 240_000,
+  });
+  expectReplicaProof(result, p);
+  return result;
 }
 
 export function expectReplicaProof(result: ReplicaRunResult, p: ReplicaProof): void {

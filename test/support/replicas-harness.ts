@@ -263,12 +263,15 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
       const killedAt = Date.now();
       victim.proc.kill("SIGKILL");
       await victim.exited;
+      // A write the victim sent just before its death may reach the hub after the kill: writes
+      // count from when it is gone (nobody else could write meanwhile: it held the slot).
+      const goneAt = Date.now();
       // The kill landed while it held the slot if the slot still names it (nobody can take it before its hold lapses).
       const confirmed = (await backend.slotHolder(String(installationId)))?.split("#")[0] === holder!.split("#")[0];
       let resumedAfterMs: number | undefined;
       const waitUntil = Date.now() + 60_000;
       while (resumedAfterMs === undefined && Date.now() < waitUntil) {
-        const next = writesAfter(killedAt)[0];
+        const next = writesAfter(goneAt)[0];
         if (next) resumedAfterMs = next.receivedAt - killedAt;
         else await sleep(20);
       }

@@ -58,7 +58,7 @@ export interface OctokitFactoryOptions {
    * at least one second between writes; a sandbox or benchmark may lower it.
    */
   writeIntervalMs?: number;
-  /** Longest wait for a rate limit to lift before giving up (the engine retries later), seconds. */
+  /** Longest wait in the request for a rate limit to lift (default 60); past it the engine retries at the reset, seconds. */
   maxRateLimitWaitSeconds?: number;
   /** Retries of 5xx and network errors (backoff 1 s, 4 s, 9 s, ...: the retry plugin's). */
   retries?: number;
@@ -288,7 +288,9 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
     timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS,
   });
   const redirecting = createRedirectingFetch(abortable);
-  const maxWait = opts.maxRateLimitWaitSeconds ?? 15 * 60;
+  // Longer waits go back to the queue (src/engine/rate-limited.ts) rather than hold a worker that
+  // other installations' work needs.
+  const maxWait = opts.maxRateLimitWaitSeconds ?? 60;
   const apiHost = new URL(config.apiUrl).hostname;
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   // The write slots pace writes (notifying ones three times as long), across replicas, from the

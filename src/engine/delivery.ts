@@ -25,7 +25,9 @@ import { SpanKind, type Span } from "@opentelemetry/api";
 import { deliveryRunContext, inSpan, tracer } from "../log/trace.js";
 import { reportError } from "../log/errors.js";
 
-export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
+export type OutcomeSummary = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable"> & {
+  notBefore?: Date;
+};
 
 export interface DeliveryRunDeps extends ContextDeps, RunPathDeps {
   /** The queue behind the run (handlers get only `store`, the kv part's handler methods). */
@@ -41,7 +43,7 @@ function needsRun(prior: HandlerOutcomeRecord | undefined): boolean {
 }
 
 function summarize(handler: string, o: Outcome): OutcomeSummary {
-  return { handler, ...outcomeRecord(o) };
+  return { handler, ...outcomeRecord(o), ...(o.status === "failed" && o.notBefore ? { notBefore: o.notBefore } : {}) };
 }
 
 function repositoryOf(payload: unknown): { owner: string; repo: string } | undefined {

@@ -17,7 +17,26 @@ export function backoffMs(attempt: number, policy: Pick<RetryPolicy, "baseMs" | 
   return Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(exponent, 31));
 }
 
-type OutcomeFacts = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable">;
+type OutcomeFacts = Pick<HandlerOutcomeRecord, "handler" | "status" | "detail" | "retryable"> & {
+  /** GitHub asked to wait until then (a rate limit). */
+  notBefore?: Date | undefined;
+};
+
+/**
+ * When a retry may come: after the backoff, and no sooner than GitHub asked. A failure that is only
+ * GitHub's rate limit is retried whatever the attempts so far: the work waits for the reset, it is
+ * never dropped for it.
+ */
+function nextTry(
+  failures: readonly { notBefore?: Date | undefined }[],
+  attempt: number,
+  policy: RetryPolicy,
+  now: Date,
+): { at: Date; limitedOnly: boolean } {
+  const waits = failures.map((f) => f.notBefore?.getTime() ?? 0);
+  const at = Math.max(now.getTime() + backoffMs(attempt, policy), ...waits);
+  return { at: new Date(at), limitedOnly: failures.length > 0 && waits.every((w) => w > 0) };
+}
 
 function failureLine(o: OutcomeFacts): string {
   return `${o.handler}: ${o.detail ?? "failed"}`;
@@ -37,8 +56,9 @@ export function decideDelivery(
   if (failures.length === 0) return { status: "done" };
   const lastError = failures.map(failureLine).join("; ");
   const retryable = failures.filter((o) => o.retryable);
-  if (retryable.length > 0 && attempt < policy.maxAttempts) {
-    return { status: "failed", retryAt: new Date(now.getTime() + backoffMs(attempt, policy)), lastError };
+  const next = nextTry(retryable, attempt, policy, now);
+  if (retryable.length > 0 && (attempt < policy.maxAttempts || next.limitedOnly)) {
+    return { status: "failed", retryAt: next.at, lastError };
   }
   return { status: "dead", lastError };
 }
@@ -50,10 +70,12 @@ export function decideTask(
   attempt: number,
   policy: RetryPolicy,
   now: Date,
+  notBefore?: Date,
 ): TaskDecision {
   if (error === undefined) return { status: "done" };
-  if (retryable && attempt < policy.maxAttempts) {
-    return { status: "retry", retryAt: new Date(now.getTime() + backoffMs(attempt, policy)), lastError: error };
+  const next = nextTry([{ notBefore }], attempt, policy, now);
+  if (retryable && (attempt < policy.maxAttempts || next.limitedOnly)) {
+    return { status: "retry", retryAt: next.at, lastError: error };
   }
   return { status: "dead", lastError: error };
 }

@@ -10,6 +10,7 @@ import { errorText, scrub } from "../log/redact.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { inSpan } from "../log/trace.js";
 import { reportError } from "../log/errors.js";
+import { clockTime, rateLimitedUntil } from "./rate-limited.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
@@ -103,6 +104,14 @@ async function runHandlerStep(
         return { status: "failed", error: "handler returned something that is not an outcome", retryable: false };
       return result;
     } catch (e) {
+      const until = rateLimitedUntil(e);
+      // GitHub's "not now" is not the handler's failure: no error report, and the retry waits for it.
+      if (until)
+        return {
+          status: "failed",
+          error: `delayed by GitHub's rate limit until ${clockTime(until)}`,
+          notBefore: until,
+        };
       thrown = { error: e };
       return { status: "failed", error: errorText(e) };
     }

@@ -40,6 +40,7 @@ async function runTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSigna
   const attempt = t.attempts + 1;
   let error: string | undefined;
   let retryable = true;
+  let notBefore: Date | undefined;
   let stopped = false;
   if (!handler?.onTask) {
     error = `no loaded handler module "${t.handler}" runs tasks`;
@@ -52,7 +53,10 @@ async function runTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSigna
       return handler.onTask!(taskContext(deps, handler, t, { octokit, log: tlog, attempt, signal }));
     });
     stopped = result.stopped;
-    if (result.outcome.status === "failed") ({ detail: error, retryable } = outcomeRecord(result.outcome));
+    if (result.outcome.status === "failed") {
+      ({ detail: error, retryable } = outcomeRecord(result.outcome));
+      notBefore = result.outcome.notBefore;
+    }
   }
   if (stopped) {
     // Stopped, not failed: the task goes back as it was and resumes where it left off.
@@ -60,7 +64,7 @@ async function runTask(deps: TaskRunDeps, claim: ClaimedTask, signal: AbortSigna
     tlog.info("task stopped before it finished; it is back in the queue");
     return;
   }
-  const decision = decideTask(error, retryable, attempt, deps.retry, new Date());
+  const decision = decideTask(error, retryable, attempt, deps.retry, new Date(), notBefore);
   await deps.queue.tasks.finishTask(claim, decision);
   if (decision.status === "retry") tlog.warn({ attempt, retryAt: decision.retryAt, error }, "task will be retried");
   else if (decision.status === "dead") {

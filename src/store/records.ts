@@ -6,7 +6,13 @@
 export type Outcome =
   | { status: "done"; summary?: string }
   | { status: "skipped"; reason: string }
-  | { status: "failed"; error: string; retryable?: boolean };
+  | {
+      status: "failed";
+      error: string;
+      retryable?: boolean;
+      /** GitHub asked to wait until then (a rate limit): the retry comes no sooner and is not counted as a failure. */
+      notBefore?: Date;
+    };
 
 /** A task the handler asks the durable queue to run later (survives restarts). */
 export interface ScheduleRequest {

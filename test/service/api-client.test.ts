@@ -391,7 +391,8 @@ describe("concurrency", () => {
   it("has at most ten requests of an installation in flight at once; the rest leave as answers come back", async () => {
     const octokit = await factory().octokitFor(acme);
     await getRepo(octokit, "web");
-    hub.control.setFault("GET /repos/{owner}/{repo}", { latencyMs: 400 });
+    // Answers held long enough that all fifteen are sent before the first comes back, however loaded the machine.
+    hub.control.setFault("GET /repos/{owner}/{repo}", { latencyMs: 3_000 });
     const before = hub.control.requests().length;
     await Promise.all(Array.from({ length: 15 }, () => getRepo(octokit, "web")));
     const sent = hub.control

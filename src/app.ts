@@ -214,9 +214,9 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     logger,
     signal: hardStop.signal,
     observe: {
-      request: (who, status, remaining) => {
+      request: (who, status, remaining, window) => {
         metrics.apiRequest(who, status, remaining);
-        budget.note(who, remaining);
+        budget.note(who, remaining, window);
       },
     },
     coordination: cluster?.coordination ?? inProcessCoordination(),

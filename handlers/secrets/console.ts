@@ -3,6 +3,7 @@
 // recorded, and the next sync; a fingerprint is an HMAC of the value: it shows change, not the
 // value. On the overview: the next sync of each organisation the viewer owns.
 import type { ConsoleContext, ConsoleHtml, ConsoleTask, HandlerConsole } from "../../src/index.js";
+import { lastSyncKey, type LastSync } from "./organisation.js";
 import { loadRecords } from "./records.js";
 import type { TargetRecord } from "./targets.js";
 
@@ -86,19 +87,42 @@ async function secretsPage(ctx: ConsoleContext): Promise<ConsoleHtml> {
   return html`<p class="note">Names and fingerprints only: Steward never shows a secret's value.</p>${sections.length ? sections : html`<p class="note">You own no organisation with Steward installed.</p>`}`;
 }
 
+/** The last sync's result in words, from its record. */
+function resultOf(last: LastSync): string {
+  const parts = [
+    `${last.applied} ${last.report ? "would have been written" : "written"}`,
+    `${last.failures} failed`,
+    ...(last.leftAlone ? [`${last.leftAlone} left alone`] : []),
+  ];
+  const paused = last.pausedUntil
+    ? `; stopped by the rate limit, the rest from ${last.pausedUntil.slice(11, 16)} UTC`
+    : "";
+  return `${parts.join(", ")} in ${last.repositories} repositories${paused}${last.report ? " (report only)" : ""}`;
+}
+
 /** A sync is an organisation's (the secrets page, owners only): shown to the owners of that organisation. */
 async function syncsSection(ctx: ConsoleContext): Promise<ConsoleHtml> {
   const { html, time } = ctx;
-  const syncs = (await ctx.tasks()).filter(
-    (t) => typeof orgOf(t) === "string" && ctx.owns.includes((orgOf(t) as string).toLowerCase()),
-  );
+  const tasks = await ctx.tasks();
+  const rows = (
+    await Promise.all(
+      ctx.owns.map(async (org) => ({
+        org,
+        last: await ctx.store.get<LastSync>(lastSyncKey(org)),
+        next: tasks.filter((t) => String(orgOf(t) ?? "").toLowerCase() === org),
+      })),
+    )
+  ).filter((r) => r.last || r.next.length);
   return html`<section aria-labelledby="syncs"><h2 id="syncs">Secrets sync per organisation</h2>
     ${
-      syncs.length === 0
-        ? html`<p class="note">No sync scheduled.</p>`
+      rows.length === 0
+        ? html`<p class="note">No sync has run or is scheduled.</p>`
         : html`
-    <table><thead><tr><th scope="col">Organisation</th><th scope="col">Kind</th><th scope="col">Next run</th><th scope="col">State</th></tr></thead>
-    <tbody>${syncs.map((t) => html`<tr><td>${orgOf(t) as string}</td><td>${kindOf(t) ?? ""}</td><td>${time(t.runAt)}</td><td>${t.status}${t.lastError ? html` (${t.lastError})` : ""}</td></tr>`)}</tbody></table>`
+    <table><thead><tr><th scope="col">Organisation</th><th scope="col">Last sync</th><th scope="col">Result</th><th scope="col">Next run</th><th scope="col">State</th></tr></thead>
+    <tbody>${rows.map(
+      ({ org, last, next }) =>
+        html`<tr data-org="${org}"><td>${org}</td><td>${last ? html`${time(new Date(last.at))} by ${last.who}` : "never"}</td><td>${last ? resultOf(last) : ""}</td><td>${next.length ? next.map((t) => html`${time(t.runAt)} (${kindOf(t) ?? "sync"}) `) : "none scheduled"}</td><td>${next.map((t) => html`${t.status}${t.lastError ? html` (${t.lastError})` : ""} `)}</td></tr>`,
+    )}</tbody></table>`
     }
   </section>`;
 }

@@ -10,6 +10,23 @@ import { runSync, type SyncResult } from "./sync.js";
 import type { SyncProgress } from "./progress.js";
 import { withJobLease, type JobLeaseOptions } from "../../src/index.js";
 
+/** What the console shows of an organisation's last finished sync (not a plan). */
+export interface LastSync {
+  at: string;
+  /** Who ran it: `steward` (the service) or the CLI's name for itself. */
+  who: string;
+  repositories: number;
+  applied: number;
+  failures: number;
+  leftAlone: number;
+  /** Set when a rate limit ended it early: the rest waits until then. */
+  pausedUntil?: string;
+  /** Why it wrote nothing (report only), if so. */
+  report?: string;
+}
+
+export const lastSyncKey = (org: string) => `sync:last:${org.toLowerCase()}`;
+
 export type OrganisationOutcome =
   | { status: "no_admin_repo"; reason: string }
   | { status: "no_policy"; reason: string }
@@ -119,6 +136,17 @@ export function syncOrganisation(req: OrganisationSync): Promise<OrganisationOut
         ...(req.signal ? { signal: req.signal } : {}),
       },
     );
+    const last: LastSync = {
+      at: new Date().toISOString(),
+      who,
+      repositories: result.repositories,
+      applied: result.applied.length,
+      failures: result.failures.length,
+      leftAlone: result.leftAlone.length,
+      ...(result.pausedUntil ? { pausedUntil: result.pausedUntil.toISOString() } : {}),
+      ...(req.report ? { report: req.report } : {}),
+    };
+    await req.store.set(lastSyncKey(req.org), last);
     return { status: "synced", result };
   });
 }

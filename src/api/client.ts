@@ -42,8 +42,16 @@ export const API_VERSION = "2022-11-28";
 export const DEFAULT_API_TIMEOUT_MS = 30_000;
 
 export interface ApiObserver {
-  /** One HTTP exchange with the API (status 0: no response), with X-RateLimit-Remaining when sent. */
-  request(installationId: number | "app", status: number, remaining?: number): void;
+  /**
+   * One HTTP exchange with the API (status 0: no response), with X-RateLimit-Remaining when sent,
+   * and X-RateLimit-Limit and -Reset (epoch milliseconds) when sent too.
+   */
+  request(
+    installationId: number | "app",
+    status: number,
+    remaining?: number,
+    window?: { limit?: number; resetAt?: number },
+  ): void;
 }
 
 export interface OctokitFactoryOptions {
@@ -107,7 +115,12 @@ function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver |
     try {
       const response = await inner(input, init);
       const remaining = response.headers.get("x-ratelimit-remaining");
-      observe?.request(who, response.status, remaining === null ? undefined : Number(remaining));
+      const limit = Number(response.headers.get("x-ratelimit-limit") ?? NaN);
+      const reset = Number(response.headers.get("x-ratelimit-reset") ?? NaN);
+      observe?.request(who, response.status, remaining === null ? undefined : Number(remaining), {
+        ...(Number.isFinite(limit) ? { limit } : {}),
+        ...(Number.isFinite(reset) ? { resetAt: reset * 1000 } : {}),
+      });
       return response;
     } catch (error) {
       observe?.request(who, 0);

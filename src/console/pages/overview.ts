@@ -133,8 +133,8 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
       budget.length === 0
         ? html`<p class="note">No API calls seen yet.</p>`
         : html`
-    <table><thead><tr><th scope="col">Installation</th><th scope="col">Remaining</th><th scope="col">As of</th></tr></thead>
-    <tbody>${budget.map((b) => html`<tr><td>${b.installation}</td><td>${b.remaining}</td><td>${time(b.at)}</td></tr>`)}</tbody></table>`
+    <table><thead><tr><th scope="col">Installation</th><th scope="col">Remaining</th><th scope="col">Of</th><th scope="col">Resets</th><th scope="col">As of</th></tr></thead>
+    <tbody>${budget.map((b) => html`<tr data-installation="${b.installation}"><td>${b.installation}</td><td>${b.remaining}</td><td>${b.limit ?? "not said"}</td><td>${b.resetAt !== undefined ? time(new Date(b.resetAt)) : "not said"}</td><td>${time(b.at)}</td></tr>`)}</tbody></table>`
     }
   </section>
   ${sections}

@@ -59,6 +59,7 @@ describe("the sandbox hub's control surface over HTTP", () => {
       ["createRepo", () => ({ owner: "readme-org", name: "tour", files: { "a.txt": "a\n" } })],
       ["restrictRepo", () => ({ args: ["readme-org", "tour", ["readme-member"]] })],
       ["renameRepo", () => ({ args: ["readme-org", "tour", "tour2"] })],
+      ["setRepoVisibility", () => ({ args: ["readme-org", "tour2", "private"] })],
       ["install", () => ({ args: ["readme-org", { repositories: "all" }] })],
       ["installation", () => ({ args: ["readme-org"] })],
       ["suspend", () => ({ args: [(ctx.install as { id: number }).id] })],

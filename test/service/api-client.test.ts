@@ -15,6 +15,8 @@ let hub: HubHandle;
 let observed: { who: number | "app"; status: number; remaining?: number }[];
 let logs: () => string;
 let acme: number;
+/** Times the client decided to wait out a primary rate limit, as its log says. */
+const rateLimitWaits = () => logs().split("primary rate limit reached").length - 1;
 
 function factory(
   extra: {
@@ -182,11 +184,12 @@ describe("API client", () => {
     const stop = new AbortController();
     const octokit = await factory({ signal: stop.signal }).octokitFor(acme);
     await octokit.auth({ type: "installation" });
-    // Reset ten minutes ahead: within the client's longest wait, so it waits rather than failing.
-    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 10 * 60_000) });
+    // Reset half a minute ahead: within the client's longest wait (a minute), so it waits rather than failing.
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 30_000) });
+    const waitsBefore = rateLimitWaits();
     const pending = getRepo(octokit, "web");
     // Stopped once the refusal is in and the client has decided to wait.
-    while (!logs().includes("primary rate limit reached")) await new Promise((r) => setTimeout(r, 10));
+    while (rateLimitWaits() === waitsBefore) await new Promise((r) => setTimeout(r, 10));
     stop.abort(new Error("steward is stopping"));
     await expect(pending).rejects.toThrow("steward is stopping");
     expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);
@@ -195,10 +198,11 @@ describe("API client", () => {
   it("gives up waiting out a rate limit when the work that made the request is told to stop", async () => {
     const octokit = await factory().octokitFor(acme);
     await octokit.auth({ type: "installation" });
-    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 10 * 60_000) });
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 30_000) });
     const work = new AbortController();
+    const waitsBefore = rateLimitWaits();
     const pending = runWithSignal(work.signal, () => getRepo(octokit, "web"));
-    while (!logs().includes("primary rate limit reached")) await new Promise((r) => setTimeout(r, 10));
+    while (rateLimitWaits() === waitsBefore) await new Promise((r) => setTimeout(r, 10));
     work.abort(new Error("delivery cancelled"));
     await expectStoppedWith(pending, "delivery cancelled");
     expect(hits("/repos/acme/web").map((r) => r.status)).toEqual([403]);

@@ -1,7 +1,7 @@
 // The few REST helpers a sync needs: a narrow request type (so the CLI, the service and tests
 // can hand in any Octokit), conditional reads, page-by-page lists, and error facts safe to show
 // (never bodies).
-import { cachedGet, ResponseCache, type InstallationOctokit } from "../../src/index.js";
+import { cachedGet, rateLimitWaitMs, ResponseCache, type InstallationOctokit } from "../../src/index.js";
 
 export interface ApiResponse {
   status: number;
@@ -80,11 +80,6 @@ export function statusOf(error: unknown): number | undefined {
   return typeof s === "number" ? s : undefined;
 }
 
-function headersOf(error: unknown): Record<string, string | number | undefined> {
-  return ((error as { response?: { headers?: Record<string, string | number | undefined> } })?.response?.headers ??
-    {}) as Record<string, string | number | undefined>;
-}
-
 /** A short description of a failed request: status and the API's message, never request data. */
 export function describeError(error: unknown): string {
   const status = statusOf(error);
@@ -92,23 +87,6 @@ export function describeError(error: unknown): string {
   const apiMessage = typeof data?.message === "string" ? data.message : undefined;
   const message = apiMessage ?? (error instanceof Error ? error.message.split(" - ")[0]! : String(error));
   return (status ? `${status} ` : "") + message.slice(0, 300);
-}
-
-/**
- * How long to wait before retrying a rate-limited request, or undefined when the error is
- * not a rate limit. Uses Retry-After, else X-RateLimit-Reset measured against the server's Date.
- */
-export function rateLimitWaitMs(error: unknown, now = Date.now()): number | undefined {
-  const status = statusOf(error);
-  if (status !== 403 && status !== 429) return undefined;
-  const h = headersOf(error);
-  const retryAfter = Number(h["retry-after"]);
-  if (h["retry-after"] !== undefined && Number.isFinite(retryAfter)) return Math.max(0, retryAfter * 1000);
-  if (String(h["x-ratelimit-remaining"]) !== "0") return status === 429 ? 60_000 : undefined;
-  const reset = Number(h["x-ratelimit-reset"]) * 1000;
-  const serverNow = h.date ? Date.parse(String(h.date)) : now;
-  if (!Number.isFinite(reset)) return 60_000;
-  return Math.max(0, reset - (Number.isFinite(serverNow) ? serverNow : now)) + 1000;
 }
 
 /** The moment a rate limit lifts, on this machine's clock. */

@@ -2,7 +2,13 @@
 // what Steward last wrote (names and fingerprints, never values), the writes and deletions
 // recorded, and the next sync; a fingerprint is an HMAC of the value: it shows change, not the
 // value. On the overview: the next sync of each organisation the viewer owns.
-import type { ConsoleContext, ConsoleHtml, ConsoleTask, HandlerConsole } from "../../src/index.js";
+import {
+  clockTime,
+  type ConsoleContext,
+  type ConsoleHtml,
+  type ConsoleTask,
+  type HandlerConsole,
+} from "../../src/index.js";
 import { lastSyncKey, type LastSync } from "./organisation.js";
 import { loadRecords } from "./records.js";
 import type { TargetRecord } from "./targets.js";
@@ -95,7 +101,7 @@ function resultOf(last: LastSync): string {
     ...(last.leftAlone ? [`${last.leftAlone} left alone`] : []),
   ];
   const paused = last.pausedUntil
-    ? `; stopped by the rate limit, the rest from ${last.pausedUntil.slice(11, 16)} UTC`
+    ? `; the rest delayed by GitHub's rate limit until ${clockTime(new Date(last.pausedUntil))}`
     : "";
   return `${parts.join(", ")} in ${last.repositories} repositories${paused}${last.report ? " (report only)" : ""}`;
 }

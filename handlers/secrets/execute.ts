@@ -5,6 +5,7 @@ import {
   describeHolder,
   LeaseHeld,
   operatorReportOnly,
+  rateLimitWaitMs,
   stoppedError,
   type CheckReport,
   type HandlerContext,
@@ -12,7 +13,7 @@ import {
   type ServiceContext,
   type TaskContext,
 } from "../../src/index.js";
-import { asRequester, describeError, rateLimitWaitMs } from "./api.js";
+import { asRequester, describeError } from "./api.js";
 import { periodicTask, type Decision } from "./decide.js";
 import { loadSecretsDocument } from "./document.js";
 import { syncOrganisation, type OrganisationOutcome } from "./organisation.js";

@@ -3,8 +3,8 @@
 // not started yet are refused with `RateLimitPause`, so the caller schedules the rest for when
 // the limit lifts (records make a later run skip what is done).
 import Bottleneck from "bottleneck";
-import { rateLimitResumeAt, rateLimitWaitMs } from "./api.js";
-import { throwIfStopped } from "../../src/index.js";
+import { rateLimitWaitMs, throwIfStopped } from "../../src/index.js";
+import { rateLimitResumeAt } from "./api.js";
 
 export class RateLimitPause extends Error {
   constructor(readonly resumeAt: Date) {

@@ -1,6 +1,6 @@
 // What people see of a plan or a sync: Markdown for check runs, plain text for the CLI.
 // Rows carry scope, name, action and reason only; values never reach this module.
-import type { Problem } from "../../src/index.js";
+import { clockTime, type Problem } from "../../src/index.js";
 import { countPlan, type PlanRow } from "./plan.js";
 import { wouldText, type Failure, type LeftAlone, type SyncResult } from "./sync.js";
 import { predictsFailedWrites } from "./quotas.js";
@@ -187,7 +187,7 @@ export function syncSummary(result: SyncResult): { title: string; summary: strin
   if (result.failures.length) parts.push("", "### Failed", "", failureTable(result.failures));
   parts.push(...leftAloneSection(result, false));
   if (result.pausedUntil)
-    parts.push("", `Paused by the API rate limit; the rest continues at ${result.pausedUntil.toISOString()}.`);
+    parts.push("", `Delayed by GitHub's rate limit until ${clockTime(result.pausedUntil)}; the rest continues then.`);
   parts.push(...limitsSection(result));
   return { title, summary: parts.join("\n") };
 }
@@ -239,7 +239,7 @@ export function textReport(result: SyncResult): string {
   for (const l of result.leftAlone)
     lines.push(`left alone (not Steward's): ${scopeLabel(l.scope)} ${l.name}: ${l.reason}`);
   if (result.pausedUntil)
-    lines.push(`paused by the rate limit until ${result.pausedUntil.toISOString()}; run again to finish.`);
+    lines.push(`delayed by GitHub's rate limit until ${clockTime(result.pausedUntil)}; run again to finish.`);
   for (const w of result.warnings ?? []) lines.push(`warning: ${w}`);
   if (result.stopped)
     lines.push("stopped before the end: what was written is recorded; run again to finish (nothing is written twice).");

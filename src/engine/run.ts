@@ -10,7 +10,7 @@ import { errorText, scrub } from "../log/redact.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { inSpan } from "../log/trace.js";
 import { reportError } from "../log/errors.js";
-import { clockTime, rateLimitedUntil } from "./rate-limited.js";
+import { clockTime, rateLimitedUntil } from "../api/rate-limit.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;

@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
 import { defineHandler } from "../../src/handler.js";
 import { decideDelivery, decideTask } from "../../src/engine/retry.js";
-import { rateLimitedUntil } from "../../src/engine/rate-limited.js";
+import { rateLimitedUntil } from "../../src/api/rate-limit.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "./helpers.js";
 import { perTest } from "./per-test.js";
 
@@ -59,19 +59,30 @@ describe("GitHub's rate limit spent", () => {
     expect(shown.delivery.lastError).toMatch(
       /^probe: delayed by GitHub's rate limit until \d\d:\d\d UTC$|^probe: delayed by GitHub's rate limit until \d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
     );
-    expect(shown.delivery.nextRunAt.getTime()).toBe(resetAt.getTime());
+    // The reset, a second of margin, and the hub's whole-second Date header (GitHub's clock, not
+    // this machine's): never before the reset, and not a backoff guess either.
+    expect(shown.delivery.nextRunAt.getTime()).toBeGreaterThanOrEqual(resetAt.getTime() + 1_000);
+    expect(shown.delivery.nextRunAt.getTime()).toBeLessThan(resetAt.getTime() + 30_000);
   });
 
   it("reads the reset from a primary refusal and the wait from a secondary one", () => {
     const now = new Date("2026-12-02T12:00:00Z");
+    const reset = String(now.getTime() / 1000 + 600);
     const primary = {
       status: 403,
-      response: { headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(now.getTime() / 1000 + 600) } },
+      response: { headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": reset } },
     };
-    expect(rateLimitedUntil(primary, now)).toEqual(new Date(now.getTime() + 600_000));
+    // The reset plus a second's margin.
+    expect(rateLimitedUntil(primary, now)).toEqual(new Date(now.getTime() + 601_000));
+    // Measured against GitHub's clock when the answer carries it: this machine's runs 5 minutes fast here.
+    const serverDate = new Date(now.getTime() - 300_000).toUTCString();
+    const skewed = { status: 403, response: { headers: { ...primary.response.headers, date: serverDate } } };
+    expect(rateLimitedUntil(skewed, now)).toEqual(new Date(now.getTime() + 901_000));
     expect(rateLimitedUntil({ status: 429, response: { headers: { "retry-after": "60" } } }, now)).toEqual(
       new Date(now.getTime() + 60_000),
     );
+    // A secondary limit without retry-after: GitHub asks for at least a minute.
+    expect(rateLimitedUntil({ status: 429, response: { headers: {} } }, now)).toEqual(new Date(now.getTime() + 60_000));
     // A refusal that is not a rate limit is the handler's failure as before.
     expect(rateLimitedUntil({ status: 403, response: { headers: { "x-ratelimit-remaining": "12" } } }, now)).toBe(
       undefined,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { describeError, rateLimitWaitMs } from "../../../handlers/secrets/api.js";
+import { rateLimitWaitMs } from "../../../src/api/rate-limit.js";
+import { describeError } from "../../../handlers/secrets/api.js";
 import { FanOut, RateLimitPause } from "../../../handlers/secrets/limits.js";
 import { expectStoppedWith } from "../../support/stopped.js";
 

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FINGERPRINT_KEY_FILE } from "../../../handlers/secrets/fingerprint.js";
 import { recordPrefix } from "../../../handlers/secrets/records.js";
+import { syncSummary, textReport } from "../../../handlers/secrets/report.js";
 import { createWorld, ORG, type World } from "./world.js";
 
 let world: World | undefined;
@@ -314,6 +315,10 @@ prune: true
     expect(done).toBeGreaterThan(0);
     expect(done).toBeLessThan(30);
     expect(first.failures).toEqual([]);
+    // The check run and the CLI say until when, in GitHub's words for it.
+    const until = /Delayed by GitHub's rate limit until (\d{4}-\d\d-\d\d )?\d\d:\d\d UTC; the rest continues then\./;
+    expect(syncSummary(first).summary).toMatch(until);
+    expect(textReport(first)).toMatch(/delayed by GitHub's rate limit until (\d{4}-\d\d-\d\d )?\d\d:\d\d UTC/);
     const writtenBefore = repos.filter((r) => h.domains.secrets.writesTo({ owner: ORG, repo: r }) > 0);
 
     // The window resets; the next run does only the rest.

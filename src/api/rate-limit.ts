@@ -1,0 +1,52 @@
+// GitHub's own answer "not now": an API call refused by the primary rate limit (remaining 0,
+// with the reset time) or by a secondary limit (`retry-after`, or a 429 without one). Work that
+// fails on it did nothing wrong; it waits for the time GitHub gave instead of backing off into
+// the same wall and running out of attempts. One reading for every caller, so the engine's
+// retry, a sync's pause and the words "delayed until" agree.
+
+/** GitHub's advice for a secondary limit without `retry-after`: wait at least a minute. */
+const SECONDARY_DEFAULT_MS = 60_000;
+/** The reset is whole seconds and clocks drift: one more second avoids asking a moment early. */
+const RESET_MARGIN_MS = 1_000;
+
+type Headers = Record<string, string | number | undefined>;
+
+function statusOf(error: unknown): number | undefined {
+  const s = (error as { status?: unknown } | null)?.status;
+  return typeof s === "number" ? s : undefined;
+}
+
+function headersOf(error: unknown): Headers {
+  return ((error as { response?: { headers?: Headers } } | null)?.response?.headers ?? {}) as Headers;
+}
+
+/**
+ * How long to wait before asking again, or undefined when `error` is not a rate-limit refusal.
+ * `retry-after` when given; else the primary limit's reset measured against the server's `date`
+ * (this machine's clock may differ from GitHub's); a 429 without either waits a minute.
+ */
+export function rateLimitWaitMs(error: unknown, now = Date.now()): number | undefined {
+  const status = statusOf(error);
+  if (status !== 403 && status !== 429) return undefined;
+  const h = headersOf(error);
+  const retryAfter = Number(h["retry-after"]);
+  if (h["retry-after"] !== undefined && Number.isFinite(retryAfter)) return Math.max(0, retryAfter * 1000);
+  if (String(h["x-ratelimit-remaining"]) !== "0") return status === 429 ? SECONDARY_DEFAULT_MS : undefined;
+  const reset = Number(h["x-ratelimit-reset"]) * 1000;
+  if (!Number.isFinite(reset) || reset <= 0) return SECONDARY_DEFAULT_MS;
+  const serverNow = h.date === undefined ? NaN : Date.parse(String(h.date));
+  return Math.max(0, reset - (Number.isFinite(serverNow) ? serverNow : now)) + RESET_MARGIN_MS;
+}
+
+/** When the call may be made again on this machine's clock, if `error` is a rate-limit refusal. */
+export function rateLimitedUntil(error: unknown, now: Date = new Date()): Date | undefined {
+  const wait = rateLimitWaitMs(error, now.getTime());
+  return wait === undefined ? undefined : new Date(now.getTime() + wait);
+}
+
+/** "12:34 UTC" (with the date when it is not today's). */
+export function clockTime(at: Date, now: Date = new Date()): string {
+  const iso = at.toISOString();
+  const time = `${iso.slice(11, 16)} UTC`;
+  return iso.slice(0, 10) === now.toISOString().slice(0, 10) ? time : `${iso.slice(0, 10)} ${time}`;
+}

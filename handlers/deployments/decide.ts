@@ -10,7 +10,7 @@ import {
   type FreezeSpec,
   type WindowSpec,
 } from "./calendar.js";
-import { checkEntry, type DeploymentsPolicy, type EnvironmentRule } from "./policy.js";
+import { checkEntry, namesIt, type DeploymentsPolicy, type EnvironmentRule } from "./policy.js";
 import { buildTimetable, type CalendarTexts } from "./timetable.js";
 import { CalendarBudget } from "./recurrence.js";
 
@@ -98,7 +98,7 @@ export function matchEnvironment(
   const wanted = environment.toLowerCase();
   for (const [pattern, rule] of Object.entries(policy?.environments ?? {})) {
     const p = pattern.toLowerCase();
-    if (p === wanted || matchesAny([p], wanted)) return { pattern, rule: rule ?? {} };
+    if (namesIt(p, wanted)) return { pattern, rule: rule ?? {} };
   }
   return undefined;
 }
@@ -106,6 +106,18 @@ export function matchEnvironment(
 /** `refs/heads/main` -> `main`, `refs/tags/v1` -> `v1`. */
 export function refName(ref: string): string {
   return ref.replace(/^refs\/(heads|tags)\//, "");
+}
+
+/** Whether a rule's `branches` or `tags` name the ref being deployed (a bare name is either). */
+export function refNamedBy(rule: EnvironmentRule, ref: string): { branch: boolean; tag: boolean } {
+  const name = refName(ref);
+  return {
+    branch:
+      !ref.startsWith("refs/tags/") &&
+      !!rule.branches &&
+      (matchesAny(rule.branches, name) || matchesAny(rule.branches, ref)),
+    tag: !ref.startsWith("refs/heads/") && !!rule.tags && matchesAny(rule.tags, name),
+  };
 }
 
 const short = (sha: string) => sha.slice(0, 7);
@@ -132,11 +144,8 @@ function checkRef(rule: EnvironmentRule, request: DeploymentRequest, facts: Fact
   }
   const sha = short(request.sha);
   const isTag = /^refs\/tags\//.test(request.ref);
-  const isBranch = /^refs\/heads\//.test(request.ref);
   const name = refName(request.ref);
-  const branchNamed =
-    !isTag && !!rule.branches && (matchesAny(rule.branches, name) || matchesAny(rule.branches, request.ref));
-  const tagNamed = !isBranch && !!rule.tags && matchesAny(rule.tags, name);
+  const { branch: branchNamed, tag: tagNamed } = refNamedBy(rule, request.ref);
   const branch = facts.ref?.branch?.name === name ? facts.ref.branch : undefined;
   const tag = facts.ref?.tag?.name === name ? facts.ref.tag : undefined;
   if (branchNamed && (branch?.state === "tip" || branch?.state === "reachable")) {
@@ -206,7 +215,7 @@ function checkChecks(rule: EnvironmentRule, request: DeploymentRequest, facts: F
     apps ? `\`${name}\` (${apps.join(", ")})` : `\`${name}\``;
   for (const entry of rule.checks) {
     const { name: wanted, apps } = checkEntry(entry);
-    const named = facts.checkRuns.filter((r) => r.name === wanted || matchesAny([wanted], r.name));
+    const named = facts.checkRuns.filter((r) => namesIt(wanted, r.name));
     const runs = apps
       ? latest(
           named.filter((r) => r.app !== undefined && apps.includes(r.app)),

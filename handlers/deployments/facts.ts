@@ -1,8 +1,8 @@
 // API reads for one evaluation: the check runs on the sha, where the sha stands in earlier
 // environments, and the run itself (for the ref and sha when a payload lacks them).
 import type { InstallationOctokit } from "../../src/index.js";
-import { cachedGet, matchesAny, requestFnOf, ResponseCache } from "../../src/index.js";
-import { refName, type CheckRunFact, type DeployedState, type Facts, type RefFacts } from "./decide.js";
+import { cachedGet, requestFnOf, ResponseCache } from "../../src/index.js";
+import { refName, refNamedBy, type CheckRunFact, type DeployedState, type Facts, type RefFacts } from "./decide.js";
 import { checkEntry, type EnvironmentRule } from "./policy.js";
 import { forkOf } from "../shared/fork.js";
 import { calendarPaths, type CalendarTexts } from "./timetable.js";
@@ -277,11 +277,8 @@ async function fetchRefFacts(
   const out: RefFacts = {};
   const name = refName(ref);
   const repoKey = `${target.owner}/${target.repo}`.toLowerCase();
-  if (
-    rule.branches &&
-    !ref.startsWith("refs/tags/") &&
-    (matchesAny(rule.branches, name) || matchesAny(rule.branches, ref))
-  ) {
+  const named = refNamedBy(rule, ref);
+  if (named.branch) {
     out.branch = await cached(
       `${repoKey}:heads/${name}:${sha}`,
       (b) => b.state === "tip" || b.state === "reachable",
@@ -306,7 +303,7 @@ async function fetchRefFacts(
       },
     );
   }
-  if (rule.tags && !ref.startsWith("refs/heads/") && matchesAny(rule.tags, name)) {
+  if (named.tag) {
     out.tag = await cached(
       `${repoKey}:tags/${name}:${sha}`,
       (t) => t.state === "at",

@@ -1,6 +1,13 @@
 // The `deployments` section of `.github/steward.yml`: per environment (name or glob, first match
 // wins), what a deployment needs before Steward approves it.
-import { type PolicySection, type SemanticCheck, globError, ACT_MODE_SCHEMA, type ActMode } from "../../src/index.js";
+import {
+  type PolicySection,
+  type SemanticCheck,
+  globError,
+  matchesAny,
+  ACT_MODE_SCHEMA,
+  type ActMode,
+} from "../../src/index.js";
 import { DAYS, parseHours, parseInstant, zoneError, type Day } from "./calendar.js";
 import { CalendarBudget, MAX_CALENDAR_STEPS, parseDuration, recurrenceCost, recurrenceError } from "./recurrence.js";
 
@@ -54,6 +61,15 @@ export type CheckEntry = string | { name: string; app?: string; apps?: string[] 
 export const APP_SLUG = /^[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 /** An entry's name and the apps whose runs count (undefined: any app). */
+/**
+ * Whether a policy's name for a check or environment names `name`: exactly, or as a glob. The
+ * exact test comes first because real names carry glob characters (`build (linux)`, `deploy [eu]`)
+ * and still name themselves.
+ */
+export function namesIt(pattern: string, name: string): boolean {
+  return pattern === name || matchesAny([pattern], name);
+}
+
 export function checkEntry(entry: CheckEntry): { name: string; apps?: string[] } {
   if (typeof entry === "string") return { name: entry };
   const apps = entry.app !== undefined ? [entry.app] : entry.apps;

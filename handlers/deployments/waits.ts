@@ -1,6 +1,7 @@
 // Durable state of the handler: which gates were answered (one answer per run, environment
 // and path) and which wait, indexed by sha so a completed check finds the gates it may open.
-import { matchesAny, type Store } from "../../src/index.js";
+import type { Store } from "../../src/index.js";
+import { namesIt } from "./policy.js";
 
 /**
  * One environment of one run waiting on Steward. `rule`: Steward is a custom protection rule and
@@ -70,11 +71,11 @@ export function waitsOn(record: WaitRecord, what: { check?: string; environment?
   if (on === null) return false;
   if (what.check !== undefined) {
     const name = what.check;
-    return on.checks.some((c) => c === name || matchesAny([c], name));
+    return on.checks.some((c) => namesIt(c, name));
   }
   if (what.environment !== undefined) {
     const env = what.environment.toLowerCase();
-    return on.environments.some((e) => e.toLowerCase() === env);
+    return on.environments.some((e) => namesIt(e.toLowerCase(), env));
   }
   return on.checks.length > 0;
 }

@@ -2,7 +2,9 @@
 import { Ajv } from "ajv";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
-import { deploymentsSection, type DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
+import { deploymentsSection, namesIt, type DeploymentsPolicy } from "../../../handlers/deployments/policy.js";
+import { refNamedBy } from "../../../handlers/deployments/decide.js";
+import { waitsOn, type WaitRecord } from "../../../handlers/deployments/waits.js";
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
 import { analysePolicyText } from "../../../src/policy/validate.js";
 
@@ -235,5 +237,30 @@ describe("calendar keys", () => {
       'acme/web:.github/steward.yml:11:23: calendar "../secrets/holidays.ics" is not a relative path to an .ics file in the admin repository',
       'acme/web:.github/steward.yml:12:11: a freeze needs "from" and "to", or "rrule" + "start" + "duration", or "calendar"',
     ]);
+  });
+});
+
+describe("what a rule names", () => {
+  // One meaning for deciding and for choosing which waits a finished check re-evaluates: a wait
+  // whose rule names `build (linux)` must wake when `build (linux)` completes.
+  it("a check or environment name names itself even with glob characters, and globs match", () => {
+    expect(namesIt("build (linux)", "build (linux)")).toBe(true);
+    expect(namesIt("deploy [eu]", "deploy [eu]")).toBe(true);
+    expect(namesIt("test-*", "test-unit")).toBe(true);
+    expect(namesIt("test-*", "lint")).toBe(false);
+    const record = {
+      recheckOn: { checks: ["build (linux)", "e2e-*"], environments: ["Staging"] },
+    } as unknown as WaitRecord;
+    expect(waitsOn(record, { check: "build (linux)" })).toBe(true);
+    expect(waitsOn(record, { check: "e2e-chrome" })).toBe(true);
+    expect(waitsOn(record, { check: "lint" })).toBe(false);
+  });
+  it("branches name branches (bare or full), tags name tags, and a bare ref may be either", () => {
+    const rule = { branches: ["main", "release/*"], tags: ["v*"] };
+    expect(refNamedBy(rule, "refs/heads/release/1.2")).toEqual({ branch: true, tag: false });
+    expect(refNamedBy(rule, "refs/tags/v1.2.0")).toEqual({ branch: false, tag: true });
+    expect(refNamedBy(rule, "refs/tags/main")).toEqual({ branch: false, tag: false });
+    expect(refNamedBy({ branches: ["refs/heads/main"] }, "refs/heads/main")).toEqual({ branch: true, tag: false });
+    expect(refNamedBy(rule, "v2")).toEqual({ branch: false, tag: true });
   });
 });

@@ -26,6 +26,7 @@ export const FULL: BenchOptions = {
 };
 
 export const STEWARD = "Steward (SQLite)";
+export const STEWARD_POSTGRES = "Steward (PostgreSQL)";
 export const PEER = "Probot + BullMQ (durable peer)";
 export const PROBOT = "Probot (in memory)";
 
@@ -77,12 +78,20 @@ async function deleteRedisKeys(pattern: string): Promise<void> {
   redis.disconnect();
 }
 
-export async function runBench(o: BenchOptions, log: (line: string) => void): Promise<BenchResults> {
+/**
+ * The intake run: every contender (or those named in `only`) at each level, taking turns.
+ * `npm run bench -- --postgres-intake` runs it alone for Steward on PostgreSQL and the durable peer.
+ */
+export async function runIntake(
+  o: BenchOptions,
+  log: (line: string) => void,
+  only?: string[],
+): Promise<Pick<BenchResults, "intake" | "notes">> {
   const payloads = signedPayloads();
   const tag = `bench_${process.pid}`;
   const postgres = await postgresDatabase(tag);
   const env = { WEBHOOK_SECRET: SECRET };
-  const contenders: { name: string; server: "steward" | "probot"; env: Record<string, string> }[] = [
+  const all: { name: string; server: "steward" | "probot"; env: Record<string, string> }[] = [
     { name: STEWARD, server: "steward", env },
     {
       name: "Steward (Redis)",
@@ -92,7 +101,7 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
     ...(postgres
       ? [
           {
-            name: "Steward (PostgreSQL)",
+            name: STEWARD_POSTGRES,
             server: "steward" as const,
             env: { ...env, STEWARD_POSTGRES_URL: postgres.url },
           },
@@ -101,6 +110,7 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
     { name: PEER, server: "probot", env: { ...env, BENCH_QUEUE: "deliveries", BENCH_PREFIX: `${tag}_bullmq` } },
     { name: PROBOT, server: "probot", env },
   ];
+  const contenders = only ? all.filter((c) => only.includes(c.name)) : all;
   const servers = new Map<string, ServerUnderTest>();
   const notes: string[] = [];
   try {
@@ -136,9 +146,20 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
         );
       }
     }
+    return { intake, notes };
+  } finally {
     for (const server of servers.values()) await server.stop();
-    servers.clear();
+    await deleteRedisKeys(`*${tag}*`);
+    await postgres?.drop();
+  }
+}
 
+export async function runBench(o: BenchOptions, log: (line: string) => void): Promise<BenchResults> {
+  const { intake, notes } = await runIntake(o, log);
+  const payloads = signedPayloads();
+  const env = { WEBHOOK_SECRET: SECRET };
+  const servers = new Map<string, ServerUnderTest>();
+  try {
     const steward = await startServer("steward", env);
     servers.set("burst", steward);
     await runLoad({ url: steward.url, payloads, connections: 10, seconds: 1 });
@@ -165,7 +186,5 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
     return { intake, burst, e2e, notes };
   } finally {
     for (const server of servers.values()) await server.stop();
-    await deleteRedisKeys(`*${tag}*`);
-    await postgres?.drop();
   }
 }

@@ -3,8 +3,8 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
-import { FULL, runBench, type BenchOptions } from "./bench.js";
-import { renderResults } from "./report.js";
+import { FULL, PEER, runBench, runIntake, STEWARD_POSTGRES, type BenchOptions } from "./bench.js";
+import { renderIntakeRatios, renderResults } from "./report.js";
 
 const QUICK: BenchOptions = {
   seconds: 1,
@@ -15,6 +15,8 @@ const QUICK: BenchOptions = {
 
 const quick = process.argv.includes("--quick");
 const o = quick ? QUICK : FULL;
+// --postgres-intake: only Steward on PostgreSQL against the durable peer, intake alone, printed only.
+const postgresIntake = process.argv.includes("--postgres-intake");
 const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
 const load = () =>
   loadavg()
@@ -22,6 +24,12 @@ const load = () =>
     .join(" ");
 const machine = `${cpus().length} x ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GB, Node ${process.version}; load average before ${load()}`;
 const started = new Date();
+if (postgresIntake) {
+  process.stderr.write(`${machine}\n`);
+  const { intake, notes } = await runIntake(o, (line) => process.stderr.write(`${line}\n`), [STEWARD_POSTGRES, PEER]);
+  process.stdout.write(`${renderIntakeRatios(intake, PEER, notes)}\nload average after ${load()}\n`);
+  process.exit(0);
+}
 const results = await runBench(o, (line) => process.stderr.write(`${line}\n`));
 const report = renderResults(results, o);
 process.stdout.write(report);

@@ -3,7 +3,8 @@
 // (one hash tag), a prefix without a hash tag and a database other than 0 are refused with a
 // message that says what to do, and two Steward processes behind a balancer handle every
 // delivery exactly once, with the write slot's holder killed once on the way. The store's
-// conformance suite runs on the same kind of cluster in test/store/contract.test.ts.
+// conformance suite runs on the same kind of cluster in test/store/contract.test.ts, the
+// coordination's in test/coordination/contract.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Cluster, Redis } from "ioredis";
 import { openRedisStore } from "../../src/store/redis/store.js";

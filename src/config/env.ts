@@ -395,6 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): StewardConfig {
     adminRepo: adminRepo(env),
     handlerPaths: loadHandlerPaths(env),
     builtinHandlers: loadBuiltinHandlers(env),
+    octokitCheck: oneOf(env, "STEWARD_OCTOKIT_CHECK", ["on", "off"] as const, "on"),
     concurrency: integer(env, "STEWARD_CONCURRENCY", 8, 1, 1000),
     maxAttempts: integer(env, "STEWARD_MAX_ATTEMPTS", 5, 1, 100),
     shutdownTimeoutMs: duration(env, "STEWARD_SHUTDOWN_TIMEOUT", "25s"),

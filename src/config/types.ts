@@ -22,6 +22,11 @@ export interface StewardConfig {
    * such as `rerun,deployments`). Optional so hand-built configs may omit it; absent means all.
    */
   builtinHandlers?: "all" | "none" | string[];
+  /**
+   * Whether hosted modules are read for Octokit 15/16 method names at load and refused when they
+   * call one (STEWARD_OCTOKIT_CHECK, `on` by default). Optional so hand-built configs may omit it.
+   */
+  octokitCheck?: "on" | "off";
   /** Worker pool size. */
   concurrency: number;
   /** Handler attempts before a delivery is parked as dead. */

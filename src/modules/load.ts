@@ -15,6 +15,7 @@ import type { Containment } from "./containment.js";
 import { runHosted } from "./hosted-scope.js";
 import { safeErrorMessage } from "../log/redact.js";
 import { configSecrets } from "../engine/run.js";
+import { legacyCalls, LegacyOctokitError } from "./legacy-octokit.js";
 
 function isHandlerModule(value: unknown): value is HandlerModule<any> {
   if (typeof value !== "object" || value === null) return false;
@@ -135,6 +136,15 @@ export async function loadHandlerModules(
   opts: { config: StewardConfig; logger: Logger; containment?: Containment; loadTimeoutMs?: number },
 ): Promise<HandlerModule<any>[]> {
   const modules: HandlerModule<any>[] = [];
+  // Before any module runs: calls to Octokit 15/16 names are refused together, each named, and the
+  // service does not start (the same module would fail at its first delivery, not at start).
+  if (opts.config.octokitCheck !== "off") {
+    const old = listed(paths)
+      .map((raw) => resolve(process.cwd(), raw))
+      .filter((path) => existsSync(path))
+      .flatMap((path) => legacyCalls(path));
+    if (old.length > 0) throw new LegacyOctokitError(old);
+  }
   for (const raw of listed(paths)) {
     let module: HandlerModule<any>;
     if (opts.containment) {

@@ -60,11 +60,11 @@ describe("steward run APP (no APP_ID)", () => {
     // Read the comment back through the REST API as the repository's member would.
     const comments = await pollUntil(
       () => readAs(hub, "dev-dana", `/repos/acme/web/issues/${number}/comments`),
-      (c: { body: string }[]) => c.some((x) => x.body === "Thanks for opening this issue!"),
+      (c: { body: string; user: { login: string } }[]) => c.some((x) => x.body === "Thanks for opening this issue!"),
       "the app's comment",
       run.out,
     );
-    expect(comments[0].user.login).toMatch(/\[bot\]$/);
+    expect(comments[0]!.user.login).toMatch(/\[bot\]$/);
 
     run.proc.kill("SIGTERM");
     expect(await run.exited).toBe(0);

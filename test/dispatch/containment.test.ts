@@ -44,7 +44,7 @@ function lines(out: string): LogLine[] {
 }
 
 /** `steward start` as the hub's app, hosting `handlers`; the hub delivers to it. */
-async function startService(name: string, handlers: string[]) {
+async function startService(name: string, handlers: string[], env: Record<string, string> = {}) {
   const hub = await scope.hub({ app: GRANT });
   const dir = await scope.dataDir(name);
   const secret = hub.env.WEBHOOK_SECRET;
@@ -54,6 +54,7 @@ async function startService(name: string, handlers: string[]) {
       STEWARD_HANDLERS: handlers.join(","),
       LOG_LEVEL: "info",
       STEWARD_SHUTDOWN_TIMEOUT: "5s",
+      ...env,
     }),
     (r) => r.proc.exitCode === null && r.proc.kill("SIGKILL"),
   );
@@ -87,7 +88,9 @@ async function serving(url: string) {
 
 describe("hosted code is contained (steward start)", () => {
   it("probot-stale@1.1.0 from npm: the service starts and stays up, one error line names the app, the built-in handlers act", async () => {
-    const s = await startService("stale", [STALE]);
+    // Its Octokit 15 calls would have it refused at load (legacy-octokit.test.ts): with that check
+    // off it loads, and what it does at load anyway is what containment must hold.
+    const s = await startService("stale", [STALE], { STEWARD_OCTOKIT_CHECK: "off" });
     await vi.waitFor(() => expect(lines(s.run.out()).some((l) => l.component === "containment")).toBe(true), {
       timeout: 30_000,
       interval: 50,

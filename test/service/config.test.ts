@@ -42,6 +42,7 @@ describe("loadConfig", () => {
       redeliverIntervalMs: 600_000,
       statusUrl: undefined,
       durability: "process",
+      octokitCheck: "on",
     });
     expect(config.privateKey).toContain("-----BEGIN RSA PRIVATE KEY-----");
   });
@@ -67,6 +68,7 @@ describe("loadConfig", () => {
       STEWARD_REDELIVER_INTERVAL: "90",
       STEWARD_STATUS_URL: "https://status.example/steward",
       STEWARD_DURABILITY: "power",
+      STEWARD_OCTOKIT_CHECK: "off",
     });
     expect(config).toMatchObject({
       webhookSecrets: ["old-secret", "new-secret"],
@@ -87,6 +89,7 @@ describe("loadConfig", () => {
       redeliverIntervalMs: 90_000,
       statusUrl: "https://status.example/steward",
       durability: "power",
+      octokitCheck: "off",
     });
   });
 
@@ -156,6 +159,7 @@ describe("loadConfig", () => {
     ["STEWARD_REDELIVER_INTERVAL", { STEWARD_REDELIVER_INTERVAL: "x" }],
     ["STEWARD_STATUS_URL", { STEWARD_STATUS_URL: "status" }],
     ["STEWARD_DURABILITY", { STEWARD_DURABILITY: "disk" }],
+    ["STEWARD_OCTOKIT_CHECK", { STEWARD_OCTOKIT_CHECK: "warn" }],
     ["STEWARD_MODE", { STEWARD_MODE: "dry-run" }],
     ["STEWARD_REPORT_ONLY", { STEWARD_REPORT_ONLY: "rerun deployments" }],
   ];

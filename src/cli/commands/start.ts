@@ -6,6 +6,7 @@ import { ConfigError, loadBuiltinHandlers, loadConfig, loadHandlerPaths, loadLog
 import { SANDBOX_DATA_DIR } from "../operator-store.js";
 import { AppManifestError, appManifestOf, readAppManifest, type AppManifest } from "../../modules/app-manifest.js";
 import { DataDirInUseError } from "../../store/sqlite/service-lock.js";
+import { LegacyOctokitError } from "../../modules/legacy-octokit.js";
 import { StoreSchemaError } from "../../store/sqlite/schema.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
@@ -233,7 +234,8 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
       error instanceof ConfigError ||
       error instanceof DataDirInUseError ||
       error instanceof StoreSchemaError ||
-      error instanceof AppManifestError
+      error instanceof AppManifestError ||
+      error instanceof LegacyOctokitError
     ) {
       process.stderr.write(`steward: ${scrub(error.message)}\n`);
       return 1;
@@ -339,7 +341,14 @@ export async function serve(env: NodeJS.ProcessEnv): Promise<number> {
     return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
   } catch (error) {
     // A refusal that says what to do is one line, not a stack.
-    if (error instanceof DataDirInUseError || error instanceof StoreSchemaError || error instanceof ConfigError)
+    if (error instanceof LegacyOctokitError) {
+      // Every call named, each on its line, for the person fixing the app.
+      log.fatal(
+        { calls: error.calls },
+        "steward could not start: hosted code calls Octokit methods that no longer exist",
+      );
+      process.stderr.write(`steward: ${error.message}\n`);
+    } else if (error instanceof DataDirInUseError || error instanceof StoreSchemaError || error instanceof ConfigError)
       log.fatal({ error: error.message }, "steward could not start");
     else log.fatal({ err: error }, "steward could not start");
     return 1;

@@ -1,7 +1,9 @@
 // Probot compatibility through the sandbox: a Probot 12-style app (legacy REST namespaces,
-// context.config, context.issue/repo, app.on([...]), app.onError) and one in Probot 13/14's
-// shape (ESM, `.rest`, `paginate`, `context.log`, `app.auth()`) run to their visible effects,
-// and are `skipped` for events they did not subscribe to. Apps' HTTP routes: probot-routes.test.ts.
+// context.config, context.issue/repo, app.on([...]), app.onError), one in Probot 13/14's
+// shape (ESM, `.rest`, `paginate`, `context.log`, `app.auth()`), one of Probot 10 (`context.octokit`,
+// `context.config` merging defaults, `app.route()`) and one of Probot 11 (`(app, { getRouter })`,
+// `app.onAny`, `context.log`, `context.isBot`) run to their visible effects, and are `skipped` for
+// events they did not subscribe to. Apps' HTTP routes in depth: probot-routes.test.ts.
 import { join, relative } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import pino from "pino";
@@ -150,5 +152,96 @@ describe("a Probot 13/14-style app behind Steward", () => {
       status: "skipped",
       detail: "the app does not listen to issues.opened",
     });
+  });
+});
+
+/** The apps at `files`, loaded as STEWARD_HANDLERS loads them (their routes on Steward's server), alone. */
+async function stackHosting(files: string[]): Promise<SandboxStack> {
+  const app = {
+    permissions: { ...STEWARD_APP.permissions, issues: "write" as const },
+    events: [...STEWARD_APP.events, "issues", "issue_comment"],
+  };
+  return startSandboxStack({
+    hub: { app },
+    env: { STEWARD_HANDLERS: files.map(fixture).join(","), STEWARD_BUILTIN_HANDLERS: "none" },
+  });
+}
+
+const delivered = (s: SandboxStack, event: string, action: string, number: number) =>
+  s.hub.control
+    .deliveries()
+    .find(
+      (d) =>
+        d.event === event &&
+        d.action === action &&
+        (d.payload as { issue?: { number?: number } }).issue?.number === number,
+    )!;
+
+describe("a Probot 10-style app behind Steward", () => {
+  it("labels and greets an opened issue from its repository config, and serves its app.route()", async () => {
+    const s = (stack = await stackHosting(["probot10-app.cjs"]));
+    const { control } = s.hub;
+    control.pushFiles({
+      owner: "acme",
+      repo: "web",
+      files: { ".github/probot10.yml": "greeting: Welcome\nlabels: [needs-triage, new]\n" },
+    });
+    const issue = control.openIssue({ owner: "acme", repo: "web", title: "Ten", author: "dev-dana" });
+    await control.settled();
+    expect(await outcomeOf(s, delivered(s, "issues", "opened", issue.number).guid, "probot10-app")).toMatchObject({
+      status: "done",
+    });
+
+    const web = control.repo("acme", "web")!;
+    expect(commentsOf(s.hub.state, web.id, issue.number).map((c) => [c.user, c.body])).toEqual([
+      [`${s.hub.state.appSlug}[bot]`, "Welcome, @dev-dana"],
+    ]);
+    const labels = control.effects.filter((e) => e.kind === "issues.labeled" && e.detail.number === issue.number);
+    // Probot's config merges the file over the defaults, arrays concatenated.
+    expect(labels.map((e) => e.detail.label)).toEqual(["triage", "needs-triage", "new"]);
+    const greeted = await fetch(`${s.steward.url}/probot10/greeted`);
+    expect(await greeted.json()).toEqual([issue.number]);
+  });
+});
+
+describe("a Probot 11-style app behind Steward", () => {
+  it("reacts to a comment and closes the issue on /close, sees every event through onAny, and serves getRouter()", async () => {
+    const s = (stack = await stackHosting(["probot11-app.cjs"]));
+    const { control } = s.hub;
+    const issue = control.openIssue({ owner: "acme", repo: "web", title: "Eleven" });
+    const comment = control.commentOnIssue({
+      owner: "acme",
+      repo: "web",
+      number: issue.number,
+      body: "/close please",
+      author: "dev-dana",
+    });
+    await control.settled();
+    for (const [event, action] of [
+      ["issues", "opened"],
+      ["issue_comment", "created"],
+    ] as const)
+      expect(await outcomeOf(s, delivered(s, event, action, issue.number).guid, "probot11-app")).toMatchObject({
+        status: "done",
+      });
+    // The app's close (made while it handled the comment) comes back as a delivery of its own.
+    const [closed] = await control.waitForDeliveries((d) => d.event === "issues" && d.action === "closed", {
+      timeoutMs: 60_000,
+    });
+    expect(await outcomeOf(s, closed!.guid, "probot11-app")).toMatchObject({ status: "done" });
+
+    const token = control.userToken("dev-dana");
+    const get = async (path: string) =>
+      (await fetch(`${s.hub.url}/repos/acme/web${path}`, { headers: { Authorization: `token ${token}` } })).json();
+    const reactions = (await get(`/issues/comments/${comment.id}/reactions`)) as {
+      content: string;
+      user: { login: string } | null;
+    }[];
+    expect(reactions.map((r) => [r.content, r.user?.login])).toEqual([["+1", `${s.hub.state.appSlug}[bot]`]]);
+    expect(((await get(`/issues/${issue.number}`)) as { state: string }).state).toBe("closed");
+
+    // onAny saw the issue, the comment and its own close (context.isBot kept it from acting on that).
+    const seen = (await (await fetch(`${s.steward.url}/probot11/seen`)).json()) as string[];
+    expect(seen).toEqual(expect.arrayContaining(["issues.opened", "issue_comment.created", "issues.closed"]));
   });
 });

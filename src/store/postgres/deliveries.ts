@@ -2,7 +2,7 @@
 // and the leased queue with per-handler outcomes. Claims take due rows with FOR UPDATE SKIP
 // LOCKED, so replicas claiming at once never lease the same delivery and never wait on each
 // other; every later write names the lease token, so a run whose lease was taken back writes nothing.
-import type pg from "pg";
+import pg from "pg";
 import type {
   AttemptRecord,
   ClaimedDelivery,
@@ -20,11 +20,23 @@ import type { WorkSignal } from "./work-signal.js";
 
 /** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
 const MAX_RUNS_KEPT = 200;
+/** Deliveries one INSERT records at most (10 parameters each, far below PostgreSQL's 65 535). */
+const MAX_BATCH = 200;
 /** Deliveries one retention statement deletes at most: each batch is a short transaction. */
 const PURGE_BATCH = 500;
 
+interface PendingRecord {
+  d: IncomingDelivery;
+  resolve(result: "recorded" | "duplicate"): void;
+  reject(error: unknown): void;
+}
+
 export class PostgresDeliveries implements DeliveriesPart {
   #closed = false;
+  #pending: PendingRecord[] = [];
+  /** A batch is being committed, or one is about to start. */
+  #flushing = false;
+  #drained: (() => void)[] = [];
 
   constructor(
     private readonly pool: pg.Pool,
@@ -32,16 +44,70 @@ export class PostgresDeliveries implements DeliveriesPart {
     private readonly signal: WorkSignal,
   ) {}
 
-  /** Resolves once the row is committed (with synchronous_commit on, flushed to the server's WAL). */
-  async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
-    if (this.#closed) throw new Error("store is closed");
+  /**
+   * Resolves once the row is committed (with synchronous_commit on, flushed to the server's WAL).
+   * Deliveries arriving while a commit is under way wait for it to end and then go in one
+   * multi-row INSERT, one transaction: one round trip, one WAL flush and one notice for the
+   * lot, each answered after that commit (see #flush).
+   */
+  record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
+    if (this.#closed) return Promise.reject(new Error("store is closed"));
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ d, resolve, reject });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        // The deliveries of this turn of the event loop join the first one.
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  /** Commits the waiting deliveries batch by batch, until none waits. One batch in flight at a time. */
+  async #flush(): Promise<void> {
+    while (this.#pending.length) {
+      const batch = this.#pending.splice(0, MAX_BATCH);
+      let inserted: Set<string>;
+      const failed = new Set<PendingRecord>();
+      try {
+        inserted = await this.#insert(batch.map((p) => p.d));
+      } catch (error) {
+        // One bad delivery fails the statement the server refused: each then goes alone, so it
+        // rejects alone. A database not reached fails them all at once (each answered 503).
+        inserted = new Set();
+        const alone = batch.length > 1 && error instanceof pg.DatabaseError;
+        await Promise.all(
+          batch.map(async (p) => {
+            try {
+              if (!alone) throw error;
+              for (const id of await this.#insert([p.d])) inserted.add(id);
+            } catch (refused) {
+              failed.add(p);
+              p.reject(refused);
+            }
+          }),
+        );
+      }
+      for (const p of batch) {
+        if (failed.has(p)) continue;
+        // A delivery id twice in one batch: the first is recorded, the next a duplicate.
+        p.resolve(inserted.delete(p.d.id) ? "recorded" : "duplicate");
+      }
+    }
+    this.#flushing = false;
+    const drained = this.#drained;
+    this.#drained = [];
+    for (const done of drained) done();
+  }
+
+  /**
+   * The ids of `ds` inserted now (the others were recorded before: the primary key dedups).
+   * Other replicas are notified in the same transaction when one of them is queued work.
+   */
+  async #insert(ds: IncomingDelivery[]): Promise<Set<string>> {
     const now = new Date();
-    const { rowCount } = await this.pool.query(
-      `INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
-         status, next_run_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
-       ON CONFLICT (id) DO NOTHING`,
-      [
+    const values: unknown[] = [];
+    const rows = ds.map((d) => {
+      const n = values.push(
         d.id,
         d.event,
         d.action ?? null,
@@ -52,16 +118,37 @@ export class PostgresDeliveries implements DeliveriesPart {
         d.receivedAt,
         d.settled ? "done" : "queued",
         now,
-      ],
-    );
-    const inserted = rowCount === 1;
-    if (inserted && !d.settled) this.signal.notify();
-    return inserted ? "recorded" : "duplicate";
+      );
+      const $ = (i: number) => `$${n - 10 + i}`;
+      return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}, ${$(8)}, ${$(9)}, ${$(10)}, ${$(10)})`;
+    });
+    const n = values.push(...this.signal.notice);
+    const { rows: inserted } = await this.pool.query<{ id: string | null }>({
+      // One prepared statement per batch size (at most MAX_BATCH of them per connection).
+      name: `steward-record-${ds.length}`,
+      text: `WITH ins AS (
+         INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
+           status, next_run_at, updated_at)
+         VALUES ${rows.join(", ")}
+         ON CONFLICT (id) DO NOTHING RETURNING id, status
+       ), woke AS (
+         SELECT pg_notify($${n - 1}, $${n}) FROM (SELECT FROM ins WHERE status = 'queued' LIMIT 1) queued
+       )
+       SELECT id FROM ins UNION ALL SELECT NULL FROM woke`,
+      values,
+    });
+    return new Set(inserted.flatMap((r) => (r.id === null ? [] : [r.id])));
   }
 
-  /** Records refused from here on (the store is closing). */
+  /** Records refused from here on (the store is closing); those already asked for are still committed. */
   markClosed(): void {
     this.#closed = true;
+  }
+
+  /** Resolves once every delivery asked for is committed or refused. */
+  drain(): Promise<void> {
+    if (!this.#flushing) return Promise.resolve();
+    return new Promise((resolve) => this.#drained.push(resolve));
   }
 
   async depth(): Promise<number> {
@@ -88,8 +175,9 @@ export class PostgresDeliveries implements DeliveriesPart {
    */
   async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
     const now = Date.now();
-    const { rows } = await this.pool.query<DeliveryRow & { outcomes: OutcomeJson[] }>(
-      `WITH next AS (
+    const { rows } = await this.pool.query<DeliveryRow & { outcomes: OutcomeJson[] }>({
+      name: "steward-claim-deliveries",
+      text: `WITH next AS (
          SELECT id FROM ${this.s}.deliveries
          WHERE status IN ('queued', 'failed', 'running') AND next_run_at <= $1 AND (status <> 'running' OR lease_until <= $1)
          ORDER BY next_run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
@@ -99,8 +187,8 @@ export class PostgresDeliveries implements DeliveriesPart {
          FROM next WHERE d.id = next.id RETURNING d.*
        )
        SELECT c.*, ${outcomesJson(this.s, "c.id")} AS outcomes FROM claimed c ORDER BY c.next_run_at, c.id`,
-      [new Date(now), new Date(now + leaseMs), Math.max(0, Math.floor(max)), tokenOwner],
-    );
+      values: [new Date(now), new Date(now + leaseMs), Math.max(0, Math.floor(max)), tokenOwner],
+    });
     return rows.map((r) => ({ token: r.lease_token!, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
   }
 
@@ -114,8 +202,9 @@ export class PostgresDeliveries implements DeliveriesPart {
     const { status, detail, retryable } = outcomeRecord(outcome);
     // The run's row locked by its lease, the outcome upserted with its attempt counted, the run
     // added to the history and the history trimmed: one statement, so nothing half-written.
-    const { rows } = await this.pool.query<{ n: number }>(
-      `WITH d AS (
+    const { rows } = await this.pool.query<{ n: number }>({
+      name: "steward-record-outcome",
+      text: `WITH d AS (
          SELECT id FROM ${this.s}.deliveries WHERE id = $1 AND status = 'running' AND lease_token = $2 FOR UPDATE
        ), o AS (
          INSERT INTO ${this.s}.outcomes AS o (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
@@ -130,8 +219,8 @@ export class PostgresDeliveries implements DeliveriesPart {
            SELECT seq FROM ${this.s}.runs WHERE delivery_id = $1 ORDER BY seq DESC OFFSET ${MAX_RUNS_KEPT - 1} LIMIT 1)
        )
        SELECT count(*)::int AS n FROM o`,
-      [deliveryId, token, handler, status, detail ?? null, retryable, seconds, new Date()],
-    );
+      values: [deliveryId, token, handler, status, detail ?? null, retryable, seconds, new Date()],
+    });
     return rows[0]!.n === 1;
   }
 
@@ -139,11 +228,12 @@ export class PostgresDeliveries implements DeliveriesPart {
     const now = new Date();
     const nextRunAt = decision.status === "failed" ? decision.retryAt : now;
     const lastError = decision.status === "done" ? null : decision.lastError;
-    const { rowCount } = await this.pool.query(
-      `UPDATE ${this.s}.deliveries SET status = $3, next_run_at = $4, last_error = $5, updated_at = $6, lease_token = NULL, lease_until = NULL
+    const { rowCount } = await this.pool.query({
+      name: "steward-finish-delivery",
+      text: `UPDATE ${this.s}.deliveries SET status = $3, next_run_at = $4, last_error = $5, updated_at = $6, lease_token = NULL, lease_until = NULL
        WHERE id = $1 AND lease_token = $2`,
-      [deliveryId, token, decision.status, nextRunAt, lastError, now],
-    );
+      values: [deliveryId, token, decision.status, nextRunAt, lastError, now],
+    });
     return rowCount === 1;
   }
 

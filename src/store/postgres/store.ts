@@ -106,6 +106,7 @@ export class PostgresStore implements StewardStore {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.deliveries.markClosed();
+      await this.deliveries.drain();
       await this.#signal.close();
       await this.#pool.end().catch(() => undefined);
     })();

@@ -43,16 +43,17 @@ export class PostgresTasks implements TasksPart {
   /** The earliest due task, or a running one whose lease expired. */
   async claimTask(leaseMs: number): Promise<ClaimedTask | undefined> {
     const now = Date.now();
-    const { rows } = await this.pool.query<TaskRow>(
-      `WITH next AS (
+    const { rows } = await this.pool.query<TaskRow>({
+      name: "steward-claim-task",
+      text: `WITH next AS (
          SELECT handler, key FROM ${this.s}.tasks
          WHERE status IN ('pending', 'running') AND run_at <= $1 AND (status <> 'running' OR lease_until <= $1)
          ORDER BY run_at, handler, key LIMIT 1 FOR UPDATE SKIP LOCKED
        )
        UPDATE ${this.s}.tasks t SET status = 'running', lease_token = $3::text || gen_random_uuid()::text, lease_until = $2, updated_at = $1
        FROM next WHERE t.handler = next.handler AND t.key = next.key RETURNING t.*`,
-      [new Date(now), new Date(now + leaseMs), tokenOwner],
-    );
+      values: [new Date(now), new Date(now + leaseMs), tokenOwner],
+    });
     const row = rows[0];
     return row && { token: row.lease_token!, generation: row.generation, task: toTask(row) };
   }

@@ -57,6 +57,14 @@ export class WorkSignal {
       });
   }
 
+  /**
+   * pg_notify's arguments, for a statement that queues work and notifies in its own
+   * transaction (the notice then leaves with the commit and costs no statement of its own).
+   */
+  get notice(): [channel: string, from: string] {
+    return [this.channel, this.#self];
+  }
+
   /** `listener` runs when another replica queued work, or the listening connection came back (a notice may have been missed). */
   onWork(listener: () => void): void {
     this.#listeners.push(listener);

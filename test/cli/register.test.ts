@@ -10,36 +10,15 @@ import { freePort } from "../lifecycle/support.js";
 import pino from "pino";
 import { loadDotEnv } from "../../src/cli/dotenv.js";
 import { manifestFromAppYml } from "../../src/cli/register/manifest.js";
-import { startRegistration, type Registration } from "../../src/cli/register/flow.js";
+import { startRegistration } from "../../src/cli/register/flow.js";
 import { withoutKeys } from "../../src/cli/register/env-file.js";
 import { loadConfig } from "../../src/config/env.js";
 import { defineHandler } from "../../src/handler.js";
 import { run as runRegister } from "../../src/cli/commands/register.js";
 import { perTest } from "../service/per-test.js";
+import { browse } from "./registration-page.js";
 
 const appYml = readFileSync(join(import.meta.dirname, "../../app.yml"), "utf8");
-
-function unescapeHtml(s: string): string {
-  return s.replace(/&#(\d+);/g, (_m, n: string) => String.fromCharCode(Number(n)));
-}
-
-/** What a browser does with the registration page: submit its form to the hub, follow the redirect back. */
-async function browse(
-  registration: Registration,
-): Promise<{ callback: Response; manifest: Record<string, unknown>; action: string }> {
-  const html = await (await fetch(registration.url)).text();
-  const action = unescapeHtml(/<form id="register" method="post" action="([^"]+)"/.exec(html)![1]!);
-  const manifest = unescapeHtml(/name="manifest" value="([^"]+)"/.exec(html)![1]!);
-  const created = await fetch(action, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ manifest }).toString(),
-    redirect: "manual",
-  });
-  expect(created.status).toBe(302);
-  const callback = await fetch(created.headers.get("location")!);
-  return { callback, manifest: JSON.parse(manifest) as Record<string, unknown>, action };
-}
 
 const scope = perTest();
 const register = async (opts: Parameters<typeof startRegistration>[0]) =>
@@ -224,7 +203,7 @@ describe("the steward register command", () => {
         timeout: 30_000,
         interval: 20,
       });
-      const { manifest, action } = await browse({ url: `http://127.0.0.1:${port}/` } as Registration);
+      const { manifest, action } = await browse({ url: `http://127.0.0.1:${port}/` });
       expect(action.startsWith(`${hub.url}/organizations/acme/settings/apps/new?state=`)).toBe(true);
       expect((manifest.hook_attributes as { url: string }).url).toBe(proxy);
       expect(await exit).toBe(0);

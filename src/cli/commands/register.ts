@@ -1,8 +1,11 @@
 // `steward register [--port P] [--org ORG] [--app-yml FILE] [--env-file FILE] [--webhook-url URL]`:
 // GitHub's App Manifest flow. Serves a page on 127.0.0.1 that posts app.yml as a manifest to
 // GitHub, exchanges the code GitHub returns, and writes the app's credentials to .env.
+import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { parse, stringify } from "yaml";
+import { AppManifestError, appManifestOf, type AppManifest } from "../../modules/app-manifest.js";
 import { manifestFromAppYml } from "../register/manifest.js";
 import { startRegistration } from "../register/flow.js";
 import { loadHandlerPaths } from "../../config/env.js";
@@ -19,7 +22,7 @@ import {
 } from "../register/least-privilege.js";
 
 export const usage = `usage: steward register [--port P] [--org ORG] [--app-yml FILE] [--env-file FILE] [--webhook-url URL]
-                        [--handlers LIST] [--permission NAME=LEVEL]... [--event NAME]... [--console-url URL]
+                        [--handlers LIST] [--permission NAME=LEVEL]... [--event NAME]... [--console-url URL] [APP...]
   registers Steward as a GitHub App from app.yml (GitHub's App Manifest flow): open the page it
   serves on http://127.0.0.1:P (default 3000), confirm on GitHub, and APP_ID, PRIVATE_KEY,
   WEBHOOK_SECRET, GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are written to .env (mode 0600,
@@ -29,7 +32,11 @@ export const usage = `usage: steward register [--port P] [--org ORG] [--app-yml 
   Events and permissions are app.yml's; with --handlers, only what those built-in handlers need
   (as \`steward manifest --handlers LIST\` prints). Either way the events and permissions that
   STEWARD_HANDLERS' modules declare, and --permission and --event, are added. The console's OAuth
-  callback (--console-url, else STEWARD_STATUS_URL, + /console/callback) is registered when known`;
+  callback (--console-url, else STEWARD_STATUS_URL, + /console/callback) is registered when known.
+  APP... (the Probot apps or handler modules \`steward run\` hosts) are added as STEWARD_HANDLERS' are;
+  without --app-yml the first app's own app.yml is the manifest registered (name and url, when it
+  has none, from its package.json's name and homepage), with the needs of the built-in handlers
+  --handlers names (default all; --handlers none registers the apps alone)`;
 
 interface RegisterArgs {
   port: number;
@@ -41,15 +48,30 @@ interface RegisterArgs {
   permissions: PermissionSet;
   events: string[];
   consoleUrl?: string;
+  /** Hosted apps named on the command line (paths). */
+  apps: string[];
+  appYmlGiven: boolean;
 }
 
 export function parseRegisterArgs(args: string[]): RegisterArgs | string {
-  const out: RegisterArgs = { port: 3000, appYml: "app.yml", envFile: ".env", permissions: {}, events: [] };
+  const out: RegisterArgs = {
+    port: 3000,
+    appYml: "app.yml",
+    envFile: ".env",
+    permissions: {},
+    events: [],
+    apps: [],
+    appYmlGiven: false,
+  };
   for (let i = 0; i < args.length; i++) {
     const shared = parseNeedsFlag(args, i, out);
     if (typeof shared === "string") return shared;
     if (shared) {
       i = shared.next;
+      continue;
+    }
+    if (!args[i]!.startsWith("-")) {
+      out.apps.push(args[i]!);
       continue;
     }
     const [flag, inline] = args[i]!.split(/=(.*)/s, 2) as [string, string | undefined];
@@ -62,7 +84,7 @@ export function parseRegisterArgs(args: string[]): RegisterArgs | string {
       if (!Number.isInteger(port) || port < 0 || port > 65535) return `--port must be a port number (got "${value}")`;
       out.port = port;
     } else if (flag === "--org") out.org = value;
-    else if (flag === "--app-yml") out.appYml = value;
+    else if (flag === "--app-yml") ((out.appYml = value), (out.appYmlGiven = true));
     else if (flag === "--env-file") out.envFile = value;
     else {
       if (!/^https?:\/\//.test(value)) return `--webhook-url must be an http(s) URL (got "${value}")`;
@@ -81,9 +103,12 @@ async function registerNeeds(
   appYml: string,
   env: NodeJS.ProcessEnv,
 ): Promise<Pick<AppNeeds, "default_events" | "default_permissions"> | undefined> {
-  const paths = loadHandlerPaths(env);
+  const paths = [...loadHandlerPaths(env), ...parsed.apps];
+  // With apps named, the base is an app's own app.yml: the built-in handlers' needs are added
+  // (all of them, as `steward start` runs them, unless --handlers names others).
+  const handlers = parsed.handlers ?? (parsed.apps.length > 0 ? "all" : undefined);
   if (
-    parsed.handlers === undefined &&
+    handlers === undefined &&
     paths.length === 0 &&
     parsed.events.length === 0 &&
     Object.keys(parsed.permissions).length === 0
@@ -92,7 +117,7 @@ async function registerNeeds(
   const { builtinHandlers } = await import("../../../handlers/index.js");
   const modules = await declaredModules(paths);
   const needs = appNeeds({
-    builtins: selectBuiltins(parsed.handlers ?? "none", builtinHandlers),
+    builtins: selectBuiltins(handlers ?? "none", builtinHandlers),
     modules,
     reviewer: (env.STEWARD_REVIEWER_TOKEN ?? "").trim() !== "",
     permissions: parsed.permissions,
@@ -100,7 +125,7 @@ async function registerNeeds(
   });
   for (const what of needs.undeclared)
     process.stderr.write(`steward register: ${what}: add what it needs with --event and --permission\n`);
-  if (parsed.handlers !== undefined) return needs;
+  if (handlers !== undefined) return needs;
   const manifest = manifestFromAppYml(appYml, { redirectUrl: "http://127.0.0.1/callback" });
   return unionNeeds(
     {
@@ -109,6 +134,39 @@ async function registerNeeds(
     },
     needs,
   );
+}
+
+/**
+ * A hosted app's app.yml as the manifest to register: the name and url GitHub requires, when the
+ * file leaves them out, from the package.json beside it or above it (its name and homepage, or
+ * its repository's URL), as Probot's own manifest flow fills them.
+ */
+function withPackageIdentity(text: string, appYmlFile: string): string {
+  const doc = (parse(text) ?? {}) as Record<string, unknown>;
+  if (typeof doc !== "object" || Array.isArray(doc) || (typeof doc.name === "string" && typeof doc.url === "string"))
+    return text;
+  const pkg = packageJsonFor(appYmlFile);
+  const repository = typeof pkg?.repository === "string" ? pkg.repository : (pkg?.repository as { url?: unknown })?.url;
+  const url = [pkg?.homepage, repository].find((u): u is string => typeof u === "string" && /^https?:\/\//.test(u));
+  return stringify({
+    ...(typeof pkg?.name === "string" && doc.name === undefined ? { name: pkg.name } : {}),
+    ...(url && doc.url === undefined ? { url } : {}),
+    ...doc,
+  });
+}
+
+function packageJsonFor(file: string): Record<string, unknown> | undefined {
+  for (let dir = dirname(resolve(file)); ; dir = dirname(dir)) {
+    const candidate = join(dir, "package.json");
+    if (existsSync(candidate)) {
+      try {
+        return JSON.parse(readFileSync(candidate, "utf8")) as Record<string, unknown>;
+      } catch {
+        return undefined;
+      }
+    }
+    if (dirname(dir) === dir) return undefined;
+  }
 }
 
 /** GitHub's web site and REST API for this environment. */
@@ -121,19 +179,28 @@ export function serverUrls(env: NodeJS.ProcessEnv): { githubUrl: string; apiUrl:
   };
 }
 
-export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/** `then`: what the caller does next (the first run of `steward start`/`run` starts as the app). */
+export async function run(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  then = "then run steward start",
+): Promise<number> {
   const parsed = parseRegisterArgs(args);
   if (typeof parsed === "string") {
     process.stderr.write(`steward register: ${parsed}\n${usage}\n`);
     return 2;
   }
+  let own: AppManifest | undefined;
   let appYml: string;
+  let appYmlFile = parsed.appYml;
   try {
-    appYml = await readFile(resolve(parsed.appYml), "utf8");
+    own = parsed.appYmlGiven ? undefined : parsed.apps.map((a) => appManifestOf(a)).find((m) => m !== undefined);
+    appYmlFile = own?.file ?? parsed.appYml;
+    appYml = await readFile(resolve(appYmlFile), "utf8");
+    if (own) appYml = withPackageIdentity(appYml, own.file);
   } catch (e) {
-    process.stderr.write(
-      `steward register: cannot read ${parsed.appYml}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}\n`,
-    );
+    const why = e instanceof AppManifestError ? e.message : ((e as NodeJS.ErrnoException).code ?? (e as Error).message);
+    process.stderr.write(`steward register: cannot read ${appYmlFile}: ${why}\n`);
     return 1;
   }
   const hookUrl = parsed.webhookUrl ?? env.WEBHOOK_PROXY_URL;
@@ -174,7 +241,7 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     const app = await registration.done;
     process.stdout.write(
       `Registered ${app.name} (app id ${app.id}${app.owner ? `, owner ${app.owner}` : ""}). APP_ID, PRIVATE_KEY, WEBHOOK_SECRET, GITHUB_CLIENT_ID and GITHUB_CLIENT_SECRET are in ${parsed.envFile}.\n` +
-        `Next: install it${app.htmlUrl ? ` (${app.htmlUrl}/installations/new)` : ""}, then run steward start.\n`,
+        `Next: install it${app.htmlUrl ? ` (${app.htmlUrl}/installations/new)` : ""}; ${then}.\n`,
     );
     return 0;
   } catch (e) {

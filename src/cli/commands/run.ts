@@ -6,12 +6,15 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 
-export const usage = `usage: steward run APP [APP...]
+export const usage = `usage: steward run [--sandbox | --register] APP [APP...]
   hosts the Probot apps or handler modules at these paths (as \`probot run\` does), and only them:
   the built-in handlers stay off unless STEWARD_BUILTIN_HANDLERS names them (all, or e.g. rerun,checks).
   Configured from the environment as \`steward start\` (README.md "Configuration"); with no APP_ID
   it runs against the sandbox hub, where each app is installed with the events and permissions of
-  its own app.yml (next to its entry file or at its package root). STEWARD_HANDLERS' paths are hosted too.`;
+  its own app.yml (next to its entry file or at its package root). STEWARD_HANDLERS' paths are hosted too.
+  With no APP_ID, at a terminal it asks whether to register the apps as a GitHub App first (GitHub's
+  manifest flow from their own app.yml, as \`steward register\`; the credentials go to .env) or to run
+  in the sandbox; --register and --sandbox answer in advance, and without a terminal it is the sandbox.`;
 
 /** The environment `steward start` serves with for these arguments, or what is wrong with them. */
 export function runEnvironment(args: string[], env: NodeJS.ProcessEnv): NodeJS.ProcessEnv | string {
@@ -34,12 +37,13 @@ export function runEnvironment(args: string[], env: NodeJS.ProcessEnv): NodeJS.P
   };
 }
 
-export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const served = runEnvironment(args, env);
-  if (typeof served === "string") {
+export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { firstRunFlags, serve } = await import("./start.js");
+  const flags = firstRunFlags(argv);
+  const served = typeof flags === "string" ? flags : runEnvironment(flags.rest, env);
+  if (typeof served === "string" || typeof flags === "string") {
     process.stderr.write(`steward run: ${served}\n${usage}\n`);
     return 2;
   }
-  const { serve } = await import("./start.js");
-  return serve(served);
+  return serve(served, { ...(flags.choice ? { choice: flags.choice } : {}), runApps: flags.rest });
 }

@@ -10,6 +10,7 @@ import { LegacyOctokitError } from "../../modules/legacy-octokit.js";
 import { StoreSchemaError } from "../../store/sqlite/schema.js";
 import { createLogger, type Logger } from "../../log/logger.js";
 import { scrub } from "../../log/redact.js";
+import { loadDotEnv } from "../dotenv.js";
 import { packageFile } from "../../package-root.js";
 
 const HOW_TO_CONFIGURE = `steward start: APP_ID is not set, and the sandbox hub is not available in this build.
@@ -90,11 +91,15 @@ function sandboxBanner(o: {
   );
 }
 
-export const usage = `usage: steward start
+export const usage = `usage: steward start [--sandbox | --register]
   runs the service, configured from the environment (README.md "Configuration"):
     APP_ID, PRIVATE_KEY_PATH (or PRIVATE_KEY), WEBHOOK_SECRET   the GitHub App
     PORT, HOST, GITHUB_API_URL, STEWARD_*                       where it listens, what it talks to
-  with no APP_ID it runs against the sandbox hub (a local simulation of GitHub; no credentials)
+  with no APP_ID, at a terminal it asks whether to register the app first (GitHub's manifest flow,
+  as \`steward register\`, from app.yml or the hosted apps' own, merged with the enabled built-in
+  handlers'; credentials to .env) or to run against the sandbox hub (a local simulation of GitHub;
+  no credentials); --register and --sandbox answer in advance, and without a terminal it is the
+  sandbox. --sandbox runs the sandbox even with APP_ID set
   SIGTERM or SIGINT stop it: new deliveries are refused, running work stops between steps,
   and it exits within STEWARD_SHUTDOWN_TIMEOUT (default 25s)`;
 
@@ -174,7 +179,7 @@ function inUse(error: unknown): number | undefined {
   return e?.code === "EADDRINUSE" ? (typeof e.port === "number" ? e.port : -1) : undefined;
 }
 
-async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
+async function runSandbox(env: NodeJS.ProcessEnv, why: string, opts: ServeOptions): Promise<number> {
   type StackModule = typeof import("../../sandbox/stack.js");
   let stack: StackModule;
   try {
@@ -204,6 +209,7 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
     process.stderr.write(`steward: ${hub}\n`);
     return 1;
   }
+  process.stderr.write(sandboxChoiceLine(env, why, opts));
   // Kept between runs and printed, so `steward deliveries` (with no APP_ID) finds what the console shows.
   const dataDir = resolve(env.STEWARD_DATA_DIR?.trim() || SANDBOX_DATA_DIR);
   let running;
@@ -270,8 +276,15 @@ async function runSandbox(env: NodeJS.ProcessEnv): Promise<number> {
 
 /** `steward register`'s arguments for the same handlers and apps. */
 function registerArgs(builtins: "all" | "none" | string[], hosted: { path: string }[]): string {
-  const flag = builtins === "all" ? "" : `--handlers ${builtins === "none" ? "none" : builtins.join(",")} `;
-  return flag + hosted.map((h) => h.path).join(" ");
+  return registerArgv(
+    builtins,
+    hosted.map((h) => h.path),
+  ).join(" ");
+}
+
+/** `steward register`'s argument list for these built-in handlers (all when not named) and hosted apps. */
+function registerArgv(builtins: "all" | "none" | string[], paths: readonly string[]): string[] {
+  return [...(builtins === "all" ? [] : ["--handlers", builtins === "none" ? "none" : builtins.join(",")]), ...paths];
 }
 
 /** Each hosted module and the app.yml it brought (if any), for the banner. */
@@ -304,7 +317,13 @@ export function manifestGaps(paths: readonly string[]): { path: string; file: st
   return gaps;
 }
 
-export async function run(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const flags = firstRunFlags(argv);
+  if (typeof flags === "string") {
+    process.stderr.write(`steward start: ${flags}\n${usage}\n`);
+    return 2;
+  }
+  const args = flags.rest;
   if (args.length > 0) {
     // `probot run ./index.js` habit: say how an app is loaded here instead.
     const app = args.find((a) => !a.startsWith("-")) ?? "./index.js";
@@ -315,12 +334,118 @@ export async function run(args: string[], env: NodeJS.ProcessEnv = process.env):
     );
     return 2;
   }
-  return serve(env);
+  return serve(env, flags.choice ? { choice: flags.choice } : {});
+}
+
+/** What a run without APP_ID does: `--sandbox` / `--register`, or the answer to the question asked at a terminal. */
+export type FirstRun = "sandbox" | "register";
+
+/** `--sandbox` and `--register` among `args`, and the other arguments; or what is wrong with them. */
+export function firstRunFlags(args: readonly string[]): { choice?: FirstRun; rest: string[] } | string {
+  const wanted = args.filter((a) => a === "--sandbox" || a === "--register");
+  if (new Set(wanted).size > 1) return "--sandbox and --register exclude each other";
+  const rest = args.filter((a) => a !== "--sandbox" && a !== "--register");
+  return wanted.length > 0 ? { choice: wanted[0]!.slice(2) as FirstRun, rest } : { rest };
+}
+
+/** Who would be registered: the hosted apps by path, else Steward itself from its app.yml. */
+function registrant(env: NodeJS.ProcessEnv): string {
+  const paths = loadHandlerPaths(env);
+  return paths.length > 0 ? paths.join(" and ") : "Steward";
+}
+
+export interface ServeOptions {
+  /** `--sandbox` or `--register`; absent, a run without APP_ID asks at a terminal. */
+  choice?: FirstRun;
+  /** The apps `steward run` was given (its command is what the sandbox line suggests). */
+  runApps?: readonly string[];
+}
+
+/** The command that registers what this run hosts instead of running in the sandbox. */
+function registerCommand(opts: ServeOptions): string {
+  return opts.runApps ? `steward run --register ${opts.runApps.join(" ")}` : "steward start --register";
+}
+
+function sandboxChoiceLine(env: NodeJS.ProcessEnv, why: string, opts: ServeOptions): string {
+  return (
+    `steward: no APP_ID is set, so this runs in the SANDBOX (${why}), not on GitHub.\n` +
+    `  To register ${registrant(env)} as a GitHub App instead (GitHub's manifest flow, from ` +
+    `${loadHandlerPaths(env).length > 0 ? "the app's own app.yml" : "app.yml"}): ${registerCommand(opts)}\n`
+  );
+}
+
+/**
+ * No APP_ID and no flag: at a terminal, ask whether to register now or run in the sandbox (the
+ * default, Enter); elsewhere (a pipe, a service manager) the sandbox, saying so.
+ */
+async function askFirstRun(env: NodeJS.ProcessEnv): Promise<{ how: FirstRun; why: string }> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return { how: "sandbox", why: "no terminal to ask at" };
+  const { githubUrl } = (await import("./register.js")).serverUrls(env);
+  const { createInterface } = await import("node:readline/promises");
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await rl.question(
+      `No APP_ID is set: Steward has no GitHub App to run as.\n` +
+        `  r  register ${registrant(env)} on ${githubUrl} now (GitHub's manifest flow, from ` +
+        `${loadHandlerPaths(env).length > 0 ? "the app's own app.yml" : "app.yml"}), then start as that app\n` +
+        `  s  run in the sandbox, a local simulation of GitHub (nothing to register)\n` +
+        `Register or sandbox? [r/S] `,
+    );
+    return /^\s*r/i.test(answer) ? { how: "register", why: "" } : { how: "sandbox", why: "chosen at the prompt" };
+  } finally {
+    rl.close();
+  }
+}
+
+/**
+ * `steward register` for what this run hosts (the apps' own app.yml with the enabled built-in
+ * handlers' needs), on Steward's port; then the service as the app it wrote to .env.
+ */
+async function registerThenServe(env: NodeJS.ProcessEnv): Promise<number> {
+  const paths = loadHandlerPaths(env);
+  const builtins = configOrExit(() => loadBuiltinHandlers(env));
+  if (!builtins) return 1;
+  const port = env.PORT?.trim() || String(SANDBOX_DEFAULT_PORT);
+  process.stderr.write(
+    `steward: no APP_ID is set, so ${registrant(env)} is registered as a GitHub App first (GitHub's manifest flow); ` +
+      `Steward starts as that app once it is.\n`,
+  );
+  // The apps are named as arguments, so their own app.yml is the manifest's base.
+  const { STEWARD_HANDLERS: _listed, ...rest } = env;
+  const { run: register } = await import("./register.js");
+  const registered = await register(
+    ["--port", port, ...registerArgv(builtins, paths)],
+    rest,
+    "Steward now starts as it and receives its deliveries once it is installed",
+  );
+  if (registered !== 0) return registered;
+  const next: NodeJS.ProcessEnv = { ...env };
+  loadDotEnv(next, process.cwd());
+  if (!next.APP_ID?.trim()) {
+    process.stderr.write("steward: the registration wrote no APP_ID to .env; not starting\n");
+    return 1;
+  }
+  process.stderr.write(`steward: registered; starting as that GitHub App (APP_ID ${next.APP_ID} from .env)\n`);
+  return serve(next);
 }
 
 /** The service as configured by `env` (STEWARD_HANDLERS, STEWARD_BUILTIN_HANDLERS included): `steward start` and `steward run`. */
-export async function serve(env: NodeJS.ProcessEnv): Promise<number> {
-  if (env.APP_ID === undefined || env.APP_ID.trim() === "") return runSandbox(env);
+export async function serve(env: NodeJS.ProcessEnv, opts: ServeOptions = {}): Promise<number> {
+  const { choice } = opts;
+  const noApp = env.APP_ID === undefined || env.APP_ID.trim() === "";
+  if (choice === "register" && !noApp) {
+    process.stderr.write(
+      "steward: --register is for a first run, and APP_ID is already set (the environment or .env): " +
+        "to register another app, steward register\n",
+    );
+    return 2;
+  }
+  if (choice === "sandbox") return runSandbox(env, "--sandbox", opts);
+  if (noApp) {
+    const chosen = choice ? { how: choice, why: "" } : await askFirstRun(env);
+    if (chosen.how === "register") return registerThenServe(env);
+    return runSandbox(env, chosen.why, opts);
+  }
   const config = configOrExit(() => loadConfig(env));
   if (!config) return 1;
   const log = createLogger({ level: config.logLevel, format: config.logFormat });

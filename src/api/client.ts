@@ -30,6 +30,7 @@ import {
   throwIfAnyStopped,
 } from "../lifecycle/abort-scope.js";
 import { abortableFetch } from "./request-abort.js";
+import { BudgetReserve, isActing, isAnswer } from "./budget-reserve.js";
 import { packageVersion } from "../package-root.js";
 import { currentApiCallSink, routeOf } from "./call-scope.js";
 import { keepRecent } from "../lifecycle/recently-used.js";
@@ -40,6 +41,8 @@ export const USER_AGENT = `steward/${packageVersion()}`;
 export const ACCEPT = "application/vnd.github+json";
 export const API_VERSION = "2022-11-28";
 export const DEFAULT_API_TIMEOUT_MS = 30_000;
+/** A worker holds a rate-limited request this long at most; longer waits go back to the queue. */
+export const DEFAULT_MAX_RATE_LIMIT_WAIT_SECONDS = 10;
 
 export interface ApiObserver {
   /**
@@ -66,7 +69,7 @@ export interface OctokitFactoryOptions {
    * at least one second between writes; a sandbox or benchmark may lower it.
    */
   writeIntervalMs?: number;
-  /** Longest wait in the request for a rate limit to lift (default 60); past it the engine retries at the reset, seconds. */
+  /** Longest wait in the request for a rate limit to lift, seconds (default 10); past it the engine retries at the reset. */
   maxRateLimitWaitSeconds?: number;
   /** Retries of 5xx and network errors (backoff 1 s, 4 s, 9 s, ...: the retry plugin's). */
   retries?: number;
@@ -107,13 +110,19 @@ function authorizationOf(headers: RequestInit["headers"]): string | null {
 }
 
 /** A fetch that reports every exchange of one installation and registers the tokens it sends. */
-function observedFetch(inner: Fetch, who: number | "app", observe: ApiObserver | undefined): Fetch {
+function observedFetch(
+  inner: Fetch,
+  who: number | "app",
+  observe: ApiObserver | undefined,
+  reserve: BudgetReserve,
+): Fetch {
   return async (input, init) => {
     const auth = authorizationOf(init?.headers);
     const token = auth && /^token\s+(\S+)$/i.exec(auth)?.[1];
     if (token) registerSecret(token, { rotating: true });
     try {
       const response = await inner(input, init);
+      reserve.observe(response.headers);
       const remaining = response.headers.get("x-ratelimit-remaining");
       const limit = Number(response.headers.get("x-ratelimit-limit") ?? NaN);
       const reset = Number(response.headers.get("x-ratelimit-reset") ?? NaN);
@@ -135,15 +144,6 @@ const AUTH_PATHS = [
   /^\/applications\/[^/]+\/token(\/scoped)?$/,
   /^\/login\/oauth\/access_token$/,
 ];
-
-/**
- * Writes that answer something waiting on GitHub's side (a failed run to re-run, a deployment
- * waiting for its review or its protection rule): they go ahead of the installation's reports
- * (check runs, statuses) and sync writes queued in this process, which nobody waits on.
- */
-// Matched on the route as the hook sees it: a template (`.../runs/{run_id}/rerun`) or a full URL.
-const ANSWERS =
-  /\/actions\/(?:runs\/[^/]+\/(?:rerun|rerun-failed-jobs|deployment_protection_rule|pending_deployments)|jobs\/[^/]+\/rerun)$/;
 
 /**
  * One write of an installation at a time, the next no sooner than the interval after the
@@ -170,9 +170,23 @@ function spaceWrites(
     const own = (options.request as RequestOptions | undefined)?.signal;
     return slots.run(who, async () => request(options), {
       gapMs,
-      first: ANSWERS.test(pathname),
+      first: isAnswer(pathname),
       stops: stopsHere(hardStop, own),
     });
+  });
+}
+
+/**
+ * Refuses, before any limiter or write slot, a request the installation's budget cannot spend on
+ * it now (budget-reserve.ts). Token mints are never held: acting needs a token.
+ */
+function holdForReserve(octokit: InstallationOctokit, reserve: BudgetReserve): void {
+  octokit.hook.wrap("request", async (request, options) => {
+    const { pathname } = new URL(options.url, "http://github.test");
+    if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
+    const held = reserve.hold(isActing(options.method, pathname));
+    if (held) throw held;
+    return request(options);
   });
 }
 
@@ -301,9 +315,10 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
     timeoutMs: opts.timeoutMs ?? config.apiTimeoutMs ?? DEFAULT_API_TIMEOUT_MS,
   });
   const redirecting = createRedirectingFetch(abortable);
-  // Longer waits go back to the queue (src/engine/rate-limited.ts) rather than hold a worker that
-  // other installations' work needs.
-  const maxWait = opts.maxRateLimitWaitSeconds ?? 60;
+  // Longer waits go back to the queue (the engine retries at the time GitHub gave) rather than
+  // hold a worker that other installations' work needs: one installation's spent budget must not
+  // delay another's decisions.
+  const maxWait = opts.maxRateLimitWaitSeconds ?? DEFAULT_MAX_RATE_LIMIT_WAIT_SECONDS;
   const apiHost = new URL(config.apiUrl).hostname;
   const writeInterval = opts.writeIntervalMs ?? 1_000;
   // The write slots pace writes (notifying ones three times as long), across replicas, from the
@@ -343,6 +358,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
     };
 
   function build(who: number | "app"): InstallationOctokit {
+    const reserve = new BudgetReserve();
     const auth: Record<string, unknown> = { appId: config.appId, privateKey: config.privateKey, cache: tokens };
     if (who !== "app") auth.installationId = who;
     const octokit = new StewardOctokit({
@@ -350,7 +366,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
       baseUrl: config.apiUrl,
       userAgent: USER_AGENT,
       log: log.child({ installationId: who }),
-      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe) },
+      request: { fetch: observedFetch(redirecting.fetch, who, opts.observe, reserve) },
       retry: { retries: opts.retries ?? 3 },
       throttle: {
         // The plugin keeps its limits per throttling id: per installation.
@@ -379,6 +395,7 @@ export function createOctokitFactory(opts: OctokitFactoryOptions): OctokitFactor
     spaceWrites(octokit, String(who), writeSlots, writeInterval, opts.signal);
     recordCalls(octokit);
     traceCalls(octokit, who, apiHost);
+    holdForReserve(octokit, reserve);
     return octokit;
   }
 

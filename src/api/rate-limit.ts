@@ -2,7 +2,10 @@
 // with the reset time) or by a secondary limit (`retry-after`, or a 429 without one). Work that
 // fails on it did nothing wrong; it waits for the time GitHub gave instead of backing off into
 // the same wall and running out of attempts. One reading for every caller, so the engine's
-// retry, a sync's pause and the words "delayed until" agree.
+// retry, a sync's pause and the words "delayed until" agree. Steward's own hold on a nearly
+// spent budget (budget-reserve.ts) reads the same way.
+
+import { BudgetReserved } from "./budget-reserve.js";
 
 /** GitHub's advice for a secondary limit without `retry-after`: wait at least a minute. */
 const SECONDARY_DEFAULT_MS = 60_000;
@@ -26,6 +29,7 @@ function headersOf(error: unknown): Headers {
  * (this machine's clock may differ from GitHub's); a 429 without either waits a minute.
  */
 export function rateLimitWaitMs(error: unknown, now = Date.now()): number | undefined {
+  if (error instanceof BudgetReserved) return Math.max(0, error.until.getTime() - now);
   const status = statusOf(error);
   if (status !== 403 && status !== 429) return undefined;
   const h = headersOf(error);
@@ -42,6 +46,12 @@ export function rateLimitWaitMs(error: unknown, now = Date.now()): number | unde
 export function rateLimitedUntil(error: unknown, now: Date = new Date()): Date | undefined {
   const wait = rateLimitWaitMs(error, now.getTime());
   return wait === undefined ? undefined : new Date(now.getTime() + wait);
+}
+
+/** What was delayed and why, in the words check runs, the console and logs use. */
+export function delayedText(error: unknown, until: Date, now: Date = new Date()): string {
+  const kept = error instanceof BudgetReserved;
+  return `delayed by GitHub's rate limit until ${clockTime(until, now)}${kept ? ": the rest of this installation's budget is kept for re-runs and deployment answers" : ""}`;
 }
 
 /** "12:34 UTC" (with the date when it is not today's). */

@@ -10,7 +10,7 @@ import { errorText, scrub } from "../log/redact.js";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { inSpan } from "../log/trace.js";
 import { reportError } from "../log/errors.js";
-import { clockTime, rateLimitedUntil } from "../api/rate-limit.js";
+import { delayedText, rateLimitedUntil } from "../api/rate-limit.js";
 
 export interface RunObserver {
   outcome(handler: string, status: Outcome["status"], seconds: number): void;
@@ -109,7 +109,7 @@ async function runHandlerStep(
       if (until)
         return {
           status: "failed",
-          error: `delayed by GitHub's rate limit until ${clockTime(until)}`,
+          error: delayedText(e, until),
           notBefore: until,
         };
       thrown = { error: e };

@@ -3,6 +3,8 @@
 // renamed repositories (301/307), pagination and log redirects.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
+import { BudgetReserved } from "../../src/api/budget-reserve.js";
+import { delayedText, rateLimitedUntil } from "../../src/api/rate-limit.js";
 import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { createTokenCache } from "../../src/coordination/token-cache.js";
 import { scrub } from "../../src/log/redact.js";
@@ -182,9 +184,9 @@ describe("API client", () => {
 
   it("gives up waiting out a rate limit when the process stops, without sending the request again", async () => {
     const stop = new AbortController();
-    const octokit = await factory({ signal: stop.signal }).octokitFor(acme);
+    const octokit = await factory({ signal: stop.signal, maxRateLimitWaitSeconds: 60 }).octokitFor(acme);
     await octokit.auth({ type: "installation" });
-    // Reset half a minute ahead: within the client's longest wait (a minute), so it waits rather than failing.
+    // Reset half a minute ahead: within this client's longest wait (a minute), so it waits rather than failing.
     hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 30_000) });
     const waitsBefore = rateLimitWaits();
     const pending = getRepo(octokit, "web");
@@ -196,7 +198,7 @@ describe("API client", () => {
   });
 
   it("gives up waiting out a rate limit when the work that made the request is told to stop", async () => {
-    const octokit = await factory().octokitFor(acme);
+    const octokit = await factory({ maxRateLimitWaitSeconds: 60 }).octokitFor(acme);
     await octokit.auth({ type: "installation" });
     hub.control.setRateLimit(acme, { limit: 5000, remaining: 0, resetAt: new Date(Date.now() + 30_000) });
     const work = new AbortController();
@@ -252,6 +254,108 @@ describe("API client", () => {
     // Still one at a time, each the interval after the previous answer.
     for (let i = 1; i < writes.length; i++)
       expect(writes[i]!.receivedAt - writes[i - 1]!.at).toBeGreaterThanOrEqual(99);
+  });
+
+  it("as the budget runs low, re-runs, deployment answers and reads go on; reports and syncs wait for the reset", async () => {
+    const octokits = factory();
+    const octokit = await octokits.octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    const resetAt = new Date(Date.now() + 3_600_000);
+    // 300 of 5,000 left: under the tenth kept for acting.
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 300, resetAt });
+    expect((await getRepo(octokit, "web")).status).toBe(200);
+    const sha = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "a.txt": "a\n" } }).sha;
+    const report = await octokit
+      .request("POST /repos/{owner}/{repo}/check-runs", {
+        owner: "acme",
+        repo: "web",
+        name: "steward/rerun",
+        head_sha: sha,
+      })
+      .catch((e: unknown) => e);
+    const sync = await octokit
+      .request("GET /repos/{owner}/{repo}/actions/variables", { owner: "acme", repo: "web" })
+      .catch((e: unknown) => e);
+    for (const held of [report, sync]) {
+      expect(held).toBeInstanceOf(BudgetReserved);
+      // Read as GitHub's own "not now": retried at the reset (plus its margin), not before and not in a loop.
+      const until = rateLimitedUntil(held)!;
+      expect(until.getTime()).toBeGreaterThanOrEqual(resetAt.getTime());
+      expect(until.getTime()).toBeLessThan(resetAt.getTime() + 30_000);
+      expect(delayedText(held, until)).toMatch(
+        /^delayed by GitHub's rate limit until .*UTC: the rest of this installation's budget is kept for re-runs and deployment answers$/,
+      );
+    }
+    expect(hits("/repos/acme/web/check-runs")).toEqual([]);
+    expect(hits("/repos/acme/web/actions/variables")).toEqual([]);
+    // The acting write and the reads that decide it are sent (the run does not exist: the hub's 404 is its answer).
+    const rerun = await octokit
+      .request("POST /repos/{owner}/{repo}/actions/runs/{run_id}/rerun-failed-jobs", {
+        owner: "acme",
+        repo: "web",
+        run_id: 424242,
+      })
+      .catch((e: unknown) => e);
+    expect((rerun as { status?: number }).status).toBe(404);
+    expect(hits("/repos/acme/web/actions/runs/424242/rerun-failed-jobs")).toHaveLength(1);
+    expect(
+      (
+        await octokit.request("GET /repos/{owner}/{repo}/commits/{ref}/check-runs", {
+          owner: "acme",
+          repo: "web",
+          ref: sha,
+        })
+      ).status,
+    ).toBe(200);
+    // Another installation's budget is its own.
+    hub.control.createOrg("beta", { owners: ["octo-admin"] });
+    hub.control.createRepo({ owner: "beta", name: "api" });
+    const beta = await octokits.octokitFor(
+      hub.control.install("beta", { repositories: "all", permissions: { checks: "write", metadata: "read" } }).id,
+    );
+    const betaSha = hub.control.pushFiles({ owner: "beta", repo: "api", files: { "a.txt": "a\n" } }).sha;
+    expect(
+      (
+        await beta.request("POST /repos/{owner}/{repo}/check-runs", {
+          owner: "beta",
+          repo: "api",
+          name: "x",
+          head_sha: betaSha,
+        })
+      ).status,
+    ).toBe(201);
+  });
+
+  it("a new window lifts the hold with the first answer that shows it", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    const sha = hub.control.pushFiles({ owner: "acme", repo: "web", files: { "a.txt": "a\n" } }).sha;
+    const report = () =>
+      octokit.request("POST /repos/{owner}/{repo}/check-runs", {
+        owner: "acme",
+        repo: "web",
+        name: "x",
+        head_sha: sha,
+      });
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 10, resetAt: new Date(Date.now() + 3_600_000) });
+    expect((await getRepo(octokit, "web")).status).toBe(200);
+    expect(await report().catch((e: unknown) => e)).toBeInstanceOf(BudgetReserved);
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 5000 });
+    // Acting reads are never held; the answer shows the new window.
+    expect((await getRepo(octokit, "web")).status).toBe(200);
+    expect((await report()).status).toBe(201);
+  });
+
+  it("acting requests are not held once the budget is spent: GitHub's refusal says until when", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    const resetAt = new Date(Date.now() + 3_600_000);
+    hub.control.setRateLimit(acme, { limit: 5000, remaining: 1, resetAt });
+    expect((await getRepo(octokit, "web")).status).toBe(200);
+    const refused = (await getRepo(octokit, "api").catch((e: unknown) => e)) as { status?: number };
+    expect(refused.status).toBe(403);
+    expect(rateLimitedUntil(refused)!.getTime()).toBeGreaterThanOrEqual(resetAt.getTime());
+    expect(hits("/repos/acme/api").map((r) => r.status)).toEqual([403]);
   });
 
   it("retries 5xx answers", async () => {

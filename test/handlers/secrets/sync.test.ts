@@ -306,8 +306,8 @@ prune: true
     world.pushPolicy("secrets:\n  NPM_TOKEN: { from: env:STEWARD_SECRET_NPM_TOKEN, repositories: ['r*'] }\n");
     const { h, installationId } = world;
     const resetAt = new Date(h.control.now().getTime() + 3_600_000);
-    // Enough budget for the reads and part of the writes.
-    h.control.setRateLimit(installationId, { limit: 5000, remaining: 70, resetAt });
+    // Enough budget for the reads and part of the writes, until the tenth kept for acting (60).
+    h.control.setRateLimit(installationId, { limit: 600, remaining: 130, resetAt });
     const first = await world.sync({ fanOut: { concurrency: 2 } });
     expect(first.pausedUntil).toBeDefined();
     expect(first.pausedUntil!.getTime()).toBeGreaterThan(Date.now() + 3_000_000);

@@ -187,6 +187,11 @@ export class Control {
     if (opts.secret !== undefined) this.hub.hook.secret = opts.secret;
   }
 
+  /** Where deliveries go (the app's webhook URL), or null: how a client of the control surface finds the app. */
+  webhookUrl(): string | null {
+    return this.hub.hook.url ?? null;
+  }
+
   // ---- contents ----
   pushFiles(opts: PushOptions): { sha: string } {
     const r = pushFiles(this.hub, opts);

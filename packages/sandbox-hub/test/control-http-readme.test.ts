@@ -53,6 +53,7 @@ describe("the sandbox hub's control surface over HTTP", () => {
     const script: [string, () => unknown][] = [
       // Deliveries are recorded once they go somewhere.
       ["setWebhookUrl", () => ({ args: [receiver.url] })],
+      ["webhookUrl", () => undefined],
       ["createOrg", () => ({ args: ["readme-org", { members: ["readme-member"], owners: ["readme-owner"] }] })],
       ["createUser", () => ({ args: ["readme-user", { orgs: ["readme-org"] }] })],
       ["userToken", () => ({ args: ["readme-user"] })],
@@ -131,6 +132,7 @@ describe("the sandbox hub's control surface over HTTP", () => {
     const events = (ctx.deliveries as { event: string; action: string | null }[]).map((d) => `${d.event}.${d.action}`);
     expect(events).toEqual(expect.arrayContaining(["issues.opened", "issue_comment.created", "pull_request.closed"]));
     expect((ctx.effects as { kind: string }[]).map((e) => e.kind)).toContain("tour.visited");
+    expect(ctx.webhookUrl).toBe(receiver.url);
   });
 
   it("still refuses what is not a control function", async () => {

@@ -1,5 +1,6 @@
 // What a demo scenario is: a name, and a run that drives the sandbox and reports rows.
 import type { SandboxStack } from "../stack.js";
+import type { DemoTarget } from "./target.js";
 
 /** One line of the demo table: what was done, and what Steward did about it. */
 export interface Row {
@@ -15,4 +16,10 @@ export type Print = (line: string) => void;
 export interface Scenario {
   name: string;
   run(stack: SandboxStack, print: Print): Promise<Row[]>;
+  /**
+   * The same, through the hub's control surface alone (`target.ts`), so it can play into a sandbox
+   * running in another process (`steward demo --into`). Scenarios that read Steward's store or
+   * engine in-process have none.
+   */
+  play?(target: DemoTarget, print: Print): Promise<Row[]>;
 }

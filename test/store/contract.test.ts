@@ -214,6 +214,31 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.leases.pendingWork(new Date())).toBe(0);
     });
 
+    it("keeps the outcomes written just before the finish that was asked for without waiting for them", async () => {
+      // The engine's order (engine/delivery.ts): outcome writes asked for, then the finish, then all awaited.
+      for (let i = 0; i < 8; i++) await store.deliveries.record(deliveryOf("push", examplePayload("push")));
+      const claims = await store.deliveries.claimDeliveries(60_000, 8);
+      expect(claims).toHaveLength(8);
+      const held = await Promise.all(
+        claims.map(({ token, delivery: { id } }) => {
+          const outcomes = ["a", "b"].map((h) =>
+            store.deliveries.recordOutcome(token, id, h, { status: "done", summary: h }, 0.1),
+          );
+          const finished = store.deliveries.finishDelivery(token, id, { status: "done" });
+          return Promise.all([...outcomes, finished]);
+        }),
+      );
+      expect(held.flat().every((h) => h)).toBe(true);
+      for (const { delivery } of claims) {
+        const shown = await store.deliveries.getDelivery(delivery.id);
+        expect(shown?.delivery.status).toBe("done");
+        expect(shown?.outcomes.map((o) => [o.handler, o.detail])).toEqual([
+          ["a", "a"],
+          ["b", "b"],
+        ]);
+      }
+    });
+
     it("tells when the longest-waiting delivery became due, leaving running ones out", async () => {
       expect(await store.deliveries.oldestDueAt()).toBeUndefined();
       const before = Date.now();

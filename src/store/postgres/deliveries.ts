@@ -37,6 +37,8 @@ export class PostgresDeliveries implements DeliveriesPart {
   /** A batch is being committed, or one is about to start. */
   #flushing = false;
   #drained: (() => void)[] = [];
+  /** Outcome writes in flight, by the lease token they are written under. */
+  readonly #outcomeWrites = new Map<string, Set<Promise<unknown>>>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -192,7 +194,32 @@ export class PostgresDeliveries implements DeliveriesPart {
     return rows.map((r) => ({ token: r.lease_token!, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
   }
 
-  async recordOutcome(
+  /**
+   * The engine asks for a run's finish without waiting for its outcome writes (on SQLite they
+   * share a group commit, in order). Here each goes on a connection of its own, so the finish
+   * waits for them: run first, it would end the lease they are written under, and they would
+   * save nothing.
+   */
+  recordOutcome(
+    token: string,
+    deliveryId: string,
+    handler: string,
+    outcome: Outcome,
+    seconds: number,
+  ): Promise<boolean> {
+    const write = this.#recordOutcome(token, deliveryId, handler, outcome, seconds);
+    const writes = this.#outcomeWrites.get(token) ?? new Set<Promise<unknown>>();
+    this.#outcomeWrites.set(token, writes);
+    writes.add(write);
+    const settled = () => {
+      writes.delete(write);
+      if (writes.size === 0 && this.#outcomeWrites.get(token) === writes) this.#outcomeWrites.delete(token);
+    };
+    write.then(settled, settled);
+    return write;
+  }
+
+  async #recordOutcome(
     token: string,
     deliveryId: string,
     handler: string,
@@ -225,6 +252,8 @@ export class PostgresDeliveries implements DeliveriesPart {
   }
 
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
+    const writes = this.#outcomeWrites.get(token);
+    if (writes) await Promise.allSettled([...writes]);
     const now = new Date();
     const nextRunAt = decision.status === "failed" ? decision.retryAt : now;
     const lastError = decision.status === "done" ? null : decision.lastError;

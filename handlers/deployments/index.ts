@@ -264,7 +264,8 @@ export function createDeploymentsHandler(options: DeploymentsOptions = {}): Hand
       const waits = await allWaits(ctx.store);
       for (const { key, record } of waits) {
         await ctx.scheduler.schedule({
-          key: `deployments:${taskKey(record.gate)}`,
+          // The key the wait's own task has (execute.ts): this one replaces it rather than adding a second.
+          key: taskKey(record.gate),
           runAt: new Date(),
           data: { waitKey: key },
           installationId: record.gate.installationId,

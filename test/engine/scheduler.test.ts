@@ -52,7 +52,7 @@ describe("scheduled tasks", () => {
     // Due well after the stop below, so it cannot run before it even on a loaded machine.
     await e1
       .schedulerFor("delays")
-      .schedule({ key: "rerun:55", runAt: new Date(Date.now() + 2_000), data: { run: 55 } });
+      .schedule({ key: "rerun:55", runAt: new Date(Date.now() + 10_000), data: { run: 55 } });
     await e1.stop(100);
     scratch.store.close();
     expect(first.runs).toEqual([]);

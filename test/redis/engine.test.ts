@@ -159,7 +159,7 @@ describe.skipIf(!redisUp)("replicas on one Redis", () => {
     const a = await replica([tick("a")]);
     const b = await replica([tick("b")]);
     // Not due before the listing below, which must see the one task still pending.
-    const runAt = new Date(Date.now() + 2_000);
+    const runAt = new Date(Date.now() + 10_000);
     await Promise.all([
       a.engine.schedulerFor("tick").schedule({ key: "sync:org", runAt, data: "from-a" }),
       b.engine.schedulerFor("tick").schedule({ key: "sync:org", runAt, data: "from-b" }),

@@ -369,7 +369,7 @@ describe("deployments handler: protection rule", () => {
     });
     expect(atStart).toHaveLength(1);
     expect(atStart[0]).toMatchObject({
-      key: `deployments:${task.key}`,
+      key: task.key,
       data: task.data,
       installationId: gh.installationId,
       replace: true,

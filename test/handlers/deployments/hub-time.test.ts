@@ -11,8 +11,8 @@ afterEach(async () => {
   await w.close();
 });
 
-// Room for the world's waits (w.until, up to 60 s each) on a loaded machine.
-describe("deploy windows and freezes in the sandbox hub", { timeout: 180_000 }, () => {
+// Room for the world's waits (w.until, up to 120 s) on a loaded machine.
+describe("deploy windows and freezes in the sandbox hub", { timeout: 240_000 }, () => {
   it("holds a deployment until the window opens in Paris summer time, by its scheduled task", async () => {
     w.pushPolicy(`deployments:
   environments:
@@ -23,14 +23,15 @@ describe("deploy windows and freezes in the sandbox hub", { timeout: 180_000 }, 
           timezone: Europe/Paris
 `);
     w.environment("production", { rule: true });
-    // Monday after the switch to summer time, 08:59:58 CEST: the window opens in two seconds.
-    w.setClock(new Date("2026-03-30T06:59:58Z"));
+    // Monday after the switch to summer time, 08:59:40 CEST: the window opens in twenty seconds,
+    // room for the first decision (the hold) to come before it on a loaded machine.
+    w.setClock(new Date("2026-03-30T06:59:40Z"));
     w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
     await w.until(() => w.effects("protection_rule.status_report").length > 0, "a status report");
     expect(w.effects("protection_rule.status_report")[0]!.detail.comment).toContain(
       "outside deploy window Mon-Fri 09:00-17:00 Europe/Paris; next window opens 2026-03-30 09:00 CEST",
     );
-    await w.until(() => w.effects("protection_rule.approved").length > 0, "the window to open");
+    await w.until(() => w.effects("protection_rule.approved").length > 0, "the window to open", 120_000);
     expect(w.effects("protection_rule.approved")[0]!.detail.comment).toContain(
       "inside deploy window Mon-Fri 09:00-17:00 Europe/Paris",
     );
@@ -38,7 +39,8 @@ describe("deploy windows and freezes in the sandbox hub", { timeout: 180_000 }, 
 
   it("answers a deployment requested during a freeze when the freeze ends", async () => {
     const now = w.stack.hub.control.now();
-    const end = new Date(Math.ceil((now.getTime() + 2000) / 1000) * 1000);
+    // Twenty seconds away: room for the first decision (the hold) to come before it on a loaded machine.
+    const end = new Date(Math.ceil((now.getTime() + 20_000) / 1000) * 1000);
     w.pushPolicy(`deployments:
   environments:
     production:
@@ -51,7 +53,7 @@ describe("deploy windows and freezes in the sandbox hub", { timeout: 180_000 }, 
     w.startDeploy({ jobs: [{ name: "deploy", environment: "production" }] });
     await w.until(() => w.effects("protection_rule.status_report").length > 0, "a status report");
     expect(w.effects("protection_rule.status_report")[0]!.detail.comment).toContain("(release candidate soak)");
-    await w.until(() => w.effects("protection_rule.approved").length > 0, "the freeze to end");
+    await w.until(() => w.effects("protection_rule.approved").length > 0, "the freeze to end", 120_000);
     expect(w.stack.hub.control.now().getTime()).toBeGreaterThanOrEqual(end.getTime());
   });
 

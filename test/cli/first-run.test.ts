@@ -5,7 +5,8 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { startChild } from "../service/child.js";
+import { spawn } from "node:child_process";
+import { BIN, startChild } from "../service/child.js";
 import { perTest } from "../service/per-test.js";
 import { freePort, until } from "../lifecycle/support.js";
 import { browse } from "./registration-page.js";
@@ -89,4 +90,44 @@ describe("a first run without APP_ID", () => {
     run.proc.kill("SIGTERM");
     expect(await run.exited).toBe(0);
   }, 180_000);
+});
+
+describe("a first run without APP_ID at a terminal", () => {
+  it("asks whether to register or run in the sandbox, and does what the answer says", async () => {
+    const dir = await scope.dataDir("first-run-ask");
+    const entry = await appPackage(join(dir, "greeter"));
+    // `script` gives the CLI a terminal (a pseudo-terminal) for stdin and stderr, as a person's shell does.
+    const command = [process.execPath, BIN, "run", entry].map((a) => `'${a}'`).join(" ");
+    const proc = spawn("script", ["-qfec", command, "/dev/null"], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: process.env.HOME ?? "",
+        PORT: "0",
+        STEWARD_DATA_DIR: join(dir, "data"),
+        STEWARD_SHUTDOWN_TIMEOUT: "2s",
+      },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    scope.stopAfter(proc, (p) => p.exitCode === null && p.kill("SIGKILL"));
+    let out = "";
+    proc.stdout.on("data", (d) => (out += d.toString()));
+    proc.stderr.on("data", (d) => (out += d.toString()));
+    const exited = new Promise((resolve) => proc.on("close", resolve));
+    await until(
+      () => out.includes("Register or sandbox? [r/S]"),
+      "the question",
+      () => out,
+    );
+    expect(out).toContain(`r  register ${entry} on https://github.com now`);
+    proc.stdin.write("s\n");
+    await until(
+      () => out.includes("(202: recorded"),
+      "the sandbox banner",
+      () => out,
+    );
+    expect(out).toContain("no APP_ID is set, so this runs in the SANDBOX (chosen at the prompt), not on GitHub");
+    // Ctrl-C at the terminal: the service stops as on SIGINT.
+    proc.stdin.write("\x03");
+    await exited;
+  }, 120_000);
 });

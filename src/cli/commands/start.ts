@@ -1,6 +1,7 @@
 // `steward start`: run the service. With APP_ID set it is the real app, configured from the
 // environment; with no APP_ID at all it runs against the sandbox hub (no credentials needed).
 import { writeFile } from "node:fs/promises";
+import { isatty } from "node:tty";
 import { dirname, join, relative, resolve } from "node:path";
 import { ConfigError, loadBuiltinHandlers, loadConfig, loadHandlerPaths, loadLogSettings } from "../../config/env.js";
 import { SANDBOX_DATA_DIR } from "../operator-store.js";
@@ -379,7 +380,8 @@ function sandboxChoiceLine(env: NodeJS.ProcessEnv, why: string, opts: ServeOptio
  * default, Enter); elsewhere (a pipe, a service manager) the sandbox, saying so.
  */
 async function askFirstRun(env: NodeJS.ProcessEnv): Promise<{ how: FirstRun; why: string }> {
-  if (!process.stdin.isTTY || !process.stderr.isTTY) return { how: "sandbox", why: "no terminal to ask at" };
+  // isatty, not process.stdin: a run that does not ask leaves stdin unopened.
+  if (!isatty(0) || !isatty(2)) return { how: "sandbox", why: "no terminal to ask at" };
   const { githubUrl } = (await import("./register.js")).serverUrls(env);
   const { createInterface } = await import("node:readline/promises");
   const rl = createInterface({ input: process.stdin, output: process.stderr });

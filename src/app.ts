@@ -28,7 +28,7 @@ import { configSecrets } from "./engine/run.js";
 import { startWebhookProxy } from "./intake/webhook-proxy.js";
 import { startRedeliverySweeper } from "./recovery/sweeper.js";
 import { builtinHandlers } from "../handlers/index.js";
-import { ApiBudget, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
+import { ApiBudget, budgetRecorder, consoleBase, detailsUrlFor, mountConsole } from "./console/mount.js";
 import { policyView } from "./console/policy-view.js";
 import { checkAppCredential, recheckAppCredential } from "./lifecycle/credential-check.js";
 import { startPeriodic } from "./ops/periodic.js";
@@ -209,6 +209,9 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     onError: (e) => logger.warn({ err: e }, "delivery timing not recorded"),
   });
   metrics.setTimingSink((kind, seconds) => timing.observe(kind, seconds));
+  const budgetWrites = budgetRecorder(store.kv, budget, {
+    onError: (e) => logger.warn({ err: e }, "API budget not recorded"),
+  });
   const octokits = createOctokitFactory({
     config,
     logger,
@@ -386,6 +389,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
           // Nothing of this process talks to the API after this line.
           hardStop.abort(new Error("shut down"));
           await timing.close();
+          await budgetWrites.close();
           await store.close();
           await cluster?.close();
           containment.release();
@@ -400,6 +404,7 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   } catch (error) {
     await engine?.stop(0).catch(() => undefined);
     await timing.close();
+    await budgetWrites.close();
     await store.close();
     await cluster?.close();
     containment.release();

@@ -2,6 +2,7 @@
 // it: per delivery, so its page lists who did what and when beside its attempts, and in the audit
 // trail. A delivery's page states only what is recorded here; an action that failed says so.
 import { randomBytes } from "node:crypto";
+import { MAX_PAGE } from "../store/browse.js";
 import type { ConsoleStore } from "./types.js";
 
 export type ActionKind = "replay" | "acknowledge";
@@ -23,9 +24,11 @@ export const MAX_ACTIONS_SHOWN = 50;
 
 const prefixOf = (deliveryId: string) => `console:action:${deliveryId}:`;
 
+const ACKNOWLEDGED_PREFIX = "console:acknowledged:";
+
 /** The record of a dead letter someone acknowledged (it must not run again): the dead page hides it. */
 export function acknowledgedKey(deliveryId: string): string {
-  return `console:acknowledged:${deliveryId}`;
+  return `${ACKNOWLEDGED_PREFIX}${deliveryId}`;
 }
 
 /** Who acknowledged a dead letter, when, and why (as they wrote it). */
@@ -48,6 +51,35 @@ export async function acknowledgementOf(
 ): Promise<Acknowledgement | undefined> {
   const a = await store.kv.get<Acknowledgement>(acknowledgedKey(d.id));
   return a && a.at >= d.updatedAt.getTime() ? a : undefined;
+}
+
+/** Acknowledgements the overview's count reads at most (each one's delivery is read, a page at a time). */
+export const MAX_ACKNOWLEDGED_COUNTED = 2_000;
+
+/**
+ * Dead letters of `repositories` whose acknowledgement stands (as acknowledgementOf decides), so the
+ * overview counts apart what was left dead on purpose; `more` when there were more acknowledgements than it read.
+ */
+export async function countAcknowledged(
+  store: ConsoleStore,
+  repositories: readonly string[],
+): Promise<{ count: number; more: boolean }> {
+  const all = await store.kv.list<Acknowledgement>(ACKNOWLEDGED_PREFIX);
+  const read = all.slice(0, MAX_ACKNOWLEDGED_COUNTED);
+  const scope = new Set(repositories);
+  const chunks = Array.from({ length: Math.ceil(read.length / MAX_PAGE) }, (_, i) =>
+    read.slice(i * MAX_PAGE, (i + 1) * MAX_PAGE),
+  );
+  const counts = await Promise.all(
+    chunks.map(async (chunk) => {
+      const at = new Map(chunk.map((r) => [r.key.slice(ACKNOWLEDGED_PREFIX.length), r.value.at]));
+      const summaries = await store.browse.summariesOf([...at.keys()]);
+      return summaries.filter(
+        (d) => d.status === "dead" && scope.has(d.repository ?? "") && at.get(d.id)! >= d.updatedAt.getTime(),
+      ).length;
+    }),
+  );
+  return { count: counts.reduce((a, b) => a + b, 0), more: all.length > read.length };
 }
 
 /** Records that a dead letter must not run: in its history, the audit trail and the acknowledgement record. */

@@ -4,12 +4,12 @@ import { stringify } from "yaml";
 import type { StewardConfig } from "../config/types.js";
 import type { HandlerModule } from "../handler.js";
 import { generatedConfigFiles } from "../policy/schema.js";
-import { ApiBudget } from "./budget.js";
+import { ApiBudget, budgetRecorder } from "./budget.js";
 import { createConsole, type ConsoleRoutes } from "./console.js";
 import type { ConsoleDeps, ConsoleStore, HandlerStartView, PolicyView } from "./types.js";
 import type { HandlerStartStatus } from "../engine/handler-starts.js";
 
-export { ApiBudget };
+export { ApiBudget, budgetRecorder };
 
 /** The console's public base: STEWARD_STATUS_URL's origin, else where Steward listens. */
 export function consoleBase(config: Pick<StewardConfig, "statusUrl">, listening: string | undefined): string {

@@ -18,7 +18,7 @@ import type {
   StoredTask,
   TaskDecision,
 } from "./records.js";
-import type { ActivityRow, DecisionLine, DeliveryPage, DeliveryQuery } from "./browse.js";
+import type { ActivityRow, DecisionLine, DeliveryPage, DeliveryQuery, DeliverySummary } from "./browse.js";
 import type { Store } from "./types.js";
 
 /**
@@ -78,6 +78,8 @@ export interface BrowsePart {
    * ids, MAX_PAGE at most: more are not read). A delivery no handler ran on has none.
    */
   decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>>;
+  /** The summaries of these deliveries, in no particular order; unknown ids are left out (MAX_PAGE ids at most: more are not read). */
+  summariesOf(ids: readonly string[]): Promise<DeliverySummary[]>;
 }
 
 export interface TasksPart {

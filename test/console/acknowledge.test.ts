@@ -1,7 +1,8 @@
 // Acknowledging a dead letter that must not run, over real HTTP against the sandbox stack: owners
 // only, a POST with the CSRF token, recorded with who, when and why (the delivery's page, its
 // history, the audit trail), shown apart on the dead-letters page and left out of "replay all";
-// a replay that dies again is a new failure that the old acknowledgement does not cover.
+// a replay that dies again is a new failure that the old acknowledgement does not cover. The
+// overview's dead-letter count leaves acknowledged ones out and names them apart.
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleWorld, type ConsoleWorld } from "./fixtures.js";
@@ -32,6 +33,8 @@ afterAll(async () => {
 });
 
 const acknowledged = (page: string) => page.slice(page.indexOf('id="acknowledged"'));
+/** The overview's dead-letter line: the count needing attention, and the acknowledged ones apart. */
+const deadLine = async () => /data-k="dead">([\s\S]*?)<\/dd>/.exec((await owner.visit("/console")).text)?.[1];
 const confirmedIn = (text: string) => /name="confirmed" value="([^"]+)"/.exec(text)?.[1];
 
 describe("acknowledging a dead letter", { timeout: 120_000 }, () => {
@@ -61,6 +64,7 @@ describe("acknowledging a dead letter", { timeout: 120_000 }, () => {
 
   it("records who, when and why; the dead letter is shown apart and left out of replay all", async () => {
     const [first, second] = dead as [string, string];
+    expect(await deadLine()).toBe('<a href="/console/dead">2</a>');
     const list = await owner.visit("/console/dead");
     expect(list.text).toContain(`Acknowledge ${first}`);
     const answer = await owner.visit(`/console/deliveries/${first}/acknowledge`, {
@@ -86,6 +90,10 @@ describe("acknowledging a dead letter", { timeout: 120_000 }, () => {
     expect(main).not.toContain(first);
     expect(acknowledged(after.text)).toContain(first);
     expect(acknowledged(after.text)).toContain("a test push, never to run");
+    // The overview counts it apart: one dead letter needs attention, one was left dead on purpose.
+    expect(await deadLine()).toBe(
+      '<a href="/console/dead">1</a> <span data-k="acknowledged">(and 1 acknowledged: left dead on purpose)</span>',
+    );
 
     // "Replay all" names only the other one, says one was left out, and replays only that one.
     const runs = world.pushRuns();
@@ -119,6 +127,7 @@ describe("acknowledging a dead letter", { timeout: 120_000 }, () => {
     expect(page.text.slice(page.text.indexOf('id="history"'))).toMatch(/acknowledged by <strong>octo-admin/);
     const list = await owner.visit("/console/dead");
     expect(list.text.indexOf('id="acknowledged"')).toBe(-1);
+    expect(await deadLine()).toBe('<a href="/console/dead">2</a>');
     expect(list.text).toContain(`Acknowledge ${first}`);
   });
 });

@@ -203,6 +203,63 @@ for (const backend of backends) {
       });
     });
 
+    it("pages retrying, queued and dead deliveries by status within the scope, and counts every dead letter of a scope", async () => {
+      const store = await backend.open();
+      const all = corpus();
+      for (const d of all) await store.deliveries.record(d);
+      const n = (d: { id: string }) => Number(d.id.slice(2));
+      const retryAt = new Date(Date.now() + 3_600_000);
+      // Every third waits for a retry, every third is dead, the rest go back to the queue (due later).
+      for (const c of await store.deliveries.claimDeliveries(60_000, 200)) {
+        const id = c.delivery.id;
+        if (n(c.delivery) % 3 === 0)
+          await store.deliveries.finishDelivery(c.token, id, { status: "failed", retryAt, lastError: "later" });
+        else if (n(c.delivery) % 3 === 1)
+          await store.deliveries.finishDelivery(c.token, id, { status: "dead", lastError: "boom" });
+        else await store.leases.releaseLease(c.token, retryAt);
+      }
+      const repositories = ["acme/web", "acme/api"];
+      const walk = async (q: Omit<DeliveryQuery, "limit" | "cursor">) => {
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        for (let pages = 0; pages < 100; pages++) {
+          const page = await store.browse.browseDeliveries({ ...q, limit: 3, ...(cursor ? { cursor } : {}) });
+          seen.push(...page.items.map((d) => d.id));
+          cursor = page.next;
+          if (!cursor) break;
+        }
+        return seen;
+      };
+      const inScope = (d: IncomingDelivery) => d.repository !== "acme/billing";
+      expect(await walk({ status: "failed", repositories })).toEqual(
+        newestFirst(all.filter((d) => inScope(d) && n(d) % 3 === 0)),
+      );
+      expect(await walk({ status: "queued", repositories, event: "push" })).toEqual(
+        newestFirst(all.filter((d) => inScope(d) && n(d) % 3 === 2 && d.event === "push")),
+      );
+      expect(await walk({ status: "dead", repositories })).toEqual(
+        newestFirst(all.filter((d) => inScope(d) && n(d) % 3 === 1)),
+      );
+      expect(await store.browse.countDead(repositories)).toBe(all.filter((d) => inScope(d) && n(d) % 3 === 1).length);
+
+      // More dead letters in a scope than one page holds are all counted.
+      for (let i = 0; i < 230; i++)
+        await store.deliveries.record({
+          ...deliveryOf("push", examplePayload("push"), `x-${i}`),
+          repository: "acme/web",
+        });
+      for (
+        let c = await store.deliveries.claimDeliveries(60_000, 200);
+        c.length;
+        c = await store.deliveries.claimDeliveries(60_000, 200)
+      )
+        for (const { token, delivery } of c)
+          await store.deliveries.finishDelivery(token, delivery.id, { status: "dead", lastError: "boom" });
+      expect(await store.browse.countDead(["acme/web"])).toBe(
+        230 + all.filter((d) => d.repository === "acme/web" && n(d) % 3 === 1).length,
+      );
+    });
+
     it("counts dead letters and per-minute activity within the scope; a replayed dead letter leaves the dead list", async () => {
       const store = await backend.open();
       const all = await fill(store);

@@ -310,7 +310,7 @@ function contract(makeBackend: () => Promise<Backend>) {
       expect(await store.deliveries.replayDelivery("no-such-id")).toBe(false);
     });
 
-    it("gives each delivery's handler decisions as one line each, in handler order, for the console's lists", async () => {
+    it("gives each delivery's handler decisions as one line each, in handler order, and deliveries' summaries by id, for the console", async () => {
       const took = deliveryOf("push", examplePayload("push"));
       await store.deliveries.record(took);
       const c1 = (await store.deliveries.claimDelivery(60_000))!;
@@ -346,6 +346,21 @@ function contract(makeBackend: () => Promise<Backend>) {
       ]);
       expect(found.get(skipped.id)).toEqual([{ handler: "rerun", status: "skipped", line: "not its event" }]);
       expect((await store.browse.decisionsOf([])).size).toBe(0);
+
+      const summaries = await store.browse.summariesOf([took.id, waiting.id, "no-such-id"]);
+      expect(summaries.map((d) => d.id).sort()).toEqual([took.id, waiting.id].sort());
+      expect(summaries.find((d) => d.id === took.id)).toMatchObject({
+        event: "push",
+        status: "done",
+        attempts: 1,
+        receivedAt: took.receivedAt,
+      });
+      expect(summaries.find((d) => d.id === waiting.id)).toMatchObject({
+        event: "push",
+        status: "queued",
+        attempts: 0,
+      });
+      expect(await store.browse.summariesOf([])).toEqual([]);
     });
 
     it("shows every handler run in the history once, oldest first, across retries and a replay", async () => {

@@ -7,6 +7,8 @@ import { clusterSection } from "./cluster.js";
 import { handlerSections } from "../handler-pages.js";
 import { pausedSection } from "./pauses.js";
 import { percentileBound, readTiming, type TimingSummary } from "../../ops/timing.js";
+import { countAcknowledged } from "../actions.js";
+import { readBudget } from "../budget.js";
 
 const WINDOW_MINUTES = 30;
 /** Retrying deliveries counted at most (one page of the store); more reads as "N or more". */
@@ -92,30 +94,36 @@ function handlersSection(ctx: PageContext): Html {
 export async function overviewFragment(ctx: PageContext): Promise<Html> {
   const { deps, scope } = ctx;
   const since = Math.floor(Date.now() / 60_000) * 60_000 - (WINDOW_MINUTES - 1) * 60_000;
-  const [activity, depth, dead, latest, retrying, sections, cluster, paused, timing, oldestDue] = await Promise.all([
-    deps.store.browse.deliveryActivity(since, scope),
-    deps.depth(),
-    deps.store.browse.countDead(scope),
-    deps.store.browse.browseDeliveries({ limit: 1, repositories: scope }),
-    deps.store.browse.browseDeliveries({ limit: RETRYING_COUNTED, status: "failed", repositories: scope }),
-    handlerSections(ctx),
-    clusterSection(ctx),
-    pausedSection(ctx),
-    readTiming(deps.store.kv, since),
-    deps.store.deliveries.oldestDueAt(),
-  ]);
+  const [activity, depth, dead, acknowledged, latest, retrying, sections, cluster, paused, timing, oldestDue, seen] =
+    await Promise.all([
+      deps.store.browse.deliveryActivity(since, scope),
+      deps.depth(),
+      deps.store.browse.countDead(scope),
+      countAcknowledged(deps.store, scope),
+      deps.store.browse.browseDeliveries({ limit: 1, repositories: scope }),
+      deps.store.browse.browseDeliveries({ limit: RETRYING_COUNTED, status: "failed", repositories: scope }),
+      handlerSections(ctx),
+      clusterSection(ctx),
+      pausedSection(ctx),
+      readTiming(deps.store.kv, since),
+      deps.store.deliveries.oldestDueAt(),
+      readBudget(deps.store.kv, deps.budget),
+    ]);
   const rows = receivedPerMinute(activity, since, WINDOW_MINUTES);
   const last = latest.items[0];
   const retryingCount = `${retrying.items.length}${retrying.next ? " or more" : ""}`;
-  const budget = deps.budget
-    .rows()
+  // Acknowledged dead letters were left dead on purpose: counted apart, not as needing attention.
+  const unacknowledged = Math.max(0, dead - acknowledged.count);
+  const deadCount = `${acknowledged.more ? "at most " : ""}${unacknowledged}`;
+  const budget = seen
+    .sort((a, b) => String(a.installation).localeCompare(String(b.installation), "en", { numeric: true }))
     .filter((r) => r.installation !== "app" && ctx.access.installations.includes(r.installation));
   return html`
   <section aria-labelledby="now"><h2 id="now">Now</h2>
     <dl><dt>Last delivery received</dt><dd data-k="last">${last ? html`${time(last.receivedAt)}: <a href="/console/deliveries/${encodeURIComponent(last.id)}">${last.event}${last.action ? `.${last.action}` : ""}</a> ${last.repository ?? ""}` : "none recorded"}</dd>
     <dt>Queue depth</dt><dd data-k="depth">${depth}</dd>
     <dt>Retrying</dt><dd data-k="retrying">${retrying.items.length ? html`<a href="/console/deliveries?status=failed">${retryingCount}</a>` : "0"}</dd>
-    <dt>Dead letters</dt><dd data-k="dead">${ctx.viewer.owner ? html`<a href="/console/dead">${dead}</a>` : dead}</dd>
+    <dt>Dead letters</dt><dd data-k="dead">${ctx.viewer.owner ? html`<a href="/console/dead">${deadCount}</a>` : deadCount}${acknowledged.count ? html` <span data-k="acknowledged">(and ${acknowledged.count}${acknowledged.more ? " or more" : ""} acknowledged: left dead on purpose)</span>` : ""}</dd>
     <dt>Oldest queued delivery</dt><dd data-k="oldest">${oldestDue && oldestDue.getTime() <= Date.now() ? html`due ${seconds((Date.now() - oldestDue.getTime()) / 1000)} ago, not yet claimed` : "none waiting"}</dd></dl>
   </section>
   <section aria-labelledby="timing"><h2 id="timing">Delivery lag and queue time, last ${WINDOW_MINUTES} minutes</h2>
@@ -129,6 +137,7 @@ export async function overviewFragment(ctx: PageContext): Promise<Html> {
     ${chart(rows)}
   </section>
   <section aria-labelledby="budget"><h2 id="budget">API rate-limit budget per installation</h2>
+    <p class="note">Every replica's view: for each installation, the newest answer any of them had from GitHub (each writes what it saw every few seconds).</p>
     ${
       budget.length === 0
         ? html`<p class="note">No API calls seen yet.</p>`

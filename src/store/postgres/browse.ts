@@ -7,6 +7,8 @@ import { DETAIL_READ, decisionsByDelivery, MAX_PAGE, type DecisionLine, type Out
 import type { BrowsePart } from "../contract.js";
 import type { DeliveryStatus } from "../records.js";
 
+/** Deliveries one outcome-filtered page walks at most (as the Redis store's). */
+const MAX_OUTCOME_SCAN = 10_000;
 /** The overview counts at most this many recent deliveries (as the other backends do). */
 const MAX_ACTIVITY = 20_000;
 
@@ -83,22 +85,46 @@ export class PostgresBrowse implements BrowsePart {
     const cursor = parseCursor(q.cursor);
     if (cursor)
       c.where.push(`(received_at, id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
-    if (q.handler !== undefined || q.outcome !== undefined) {
-      const o: string[] = ["o.delivery_id = d.id"];
-      if (q.handler !== undefined) o.push(`o.handler = ${c.param(q.handler)}`);
-      if (q.outcome !== undefined) o.push(`o.status = ${c.param(q.outcome)}`);
-      c.where.push(`EXISTS (SELECT 1 FROM ${this.s}.outcomes o WHERE ${o.join(" AND ")})`);
-    }
+    const columns = `id, event, action, repository, installation_id, status, attempts, received_at, updated_at, last_error,
+         (extract(epoch FROM received_at) * 1000)::bigint AS ms`;
+    if (q.handler !== undefined || q.outcome !== undefined) return this.#byOutcome(q, c, columns, limit);
     const { rows } = await this.pool.query<SummaryRow>(
-      `SELECT id, event, action, repository, installation_id, status, attempts, received_at, updated_at, last_error,
-         (extract(epoch FROM received_at) * 1000)::bigint AS ms
-       FROM ${this.s}.deliveries d ${c.sql}
-       ORDER BY received_at DESC, id DESC LIMIT ${limit + 1}`,
+      `SELECT ${columns} FROM ${this.s}.deliveries d ${c.sql} ORDER BY received_at DESC, id DESC LIMIT ${limit + 1}`,
       c.params,
     );
     const items = rows.slice(0, limit);
     const last = rows.length > limit ? items[items.length - 1] : undefined;
     return { items: items.map(summaryOf), next: last ? `${last.ms}:${last.id}` : undefined };
+  }
+
+  /**
+   * An outcome filter walks the deliveries newest first and probes each one's outcomes (a scalar
+   * subquery, which the planner keeps per row rather than joining every matching outcome and
+   * sorting them: thousands of failed outcomes made that a scan of every delivery), stopping at a
+   * full page or after MAX_OUTCOME_SCAN deliveries: a rare outcome answers a short page with a
+   * cursor where the walk stopped, not a scan of everything.
+   */
+  async #byOutcome(q: DeliveryQuery, c: Conditions, columns: string, limit: number): Promise<DeliveryPage> {
+    const walk = `SELECT ${columns} FROM ${this.s}.deliveries d ${c.sql} ORDER BY received_at DESC, id DESC`;
+    const walkParams = [...c.params];
+    const o: string[] = ["o.delivery_id = w.id"];
+    if (q.handler !== undefined) o.push(`o.handler = ${c.param(q.handler)}`);
+    if (q.outcome !== undefined) o.push(`o.status = ${c.param(q.outcome)}`);
+    const { rows } = await this.pool.query<SummaryRow>(
+      `SELECT * FROM (${walk} LIMIT ${MAX_OUTCOME_SCAN}) w
+       WHERE (SELECT true FROM ${this.s}.outcomes o WHERE ${o.join(" AND ")} LIMIT 1)
+       ORDER BY received_at DESC, id DESC LIMIT ${limit + 1}`,
+      c.params,
+    );
+    const items = rows.slice(0, limit);
+    if (rows.length > limit) {
+      const last = items[items.length - 1]!;
+      return { items: items.map(summaryOf), next: `${last.ms}:${last.id}` };
+    }
+    // A short page: the walk went on to its bound when there is a delivery at the bound.
+    const bound = await this.pool.query<SummaryRow>(`${walk} OFFSET ${MAX_OUTCOME_SCAN - 1} LIMIT 1`, walkParams);
+    const end = bound.rows[0];
+    return { items: items.map(summaryOf), next: end ? `${end.ms}:${end.id}` : undefined };
   }
 
   /** Per-minute counts by status of the deliveries received since `since` (the newest MAX_ACTIVITY at most). */
@@ -123,6 +149,17 @@ export class PostgresBrowse implements BrowsePart {
       [ids.slice(0, MAX_PAGE)],
     );
     return decisionsByDelivery(rows);
+  }
+
+  async summariesOf(ids: readonly string[]): Promise<DeliverySummary[]> {
+    if (ids.length === 0) return [];
+    const { rows } = await this.pool.query<SummaryRow>(
+      `SELECT id, event, action, repository, installation_id, status, attempts, received_at, updated_at, last_error,
+         (extract(epoch FROM received_at) * 1000)::bigint AS ms
+       FROM ${this.s}.deliveries WHERE id = ANY($1::text[])`,
+      [ids.slice(0, MAX_PAGE)],
+    );
+    return rows.map(summaryOf);
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {

@@ -163,7 +163,17 @@ CREATE TABLE ${s}.replicas (
 };
 
 /** Every migration, in order. Applied ones are never edited: a change is a new version. */
-export const migrations: readonly Migration[] = [v1, v2];
+const v3: Migration = {
+  version: 3,
+  description: "retrying deliveries newest first, for the console",
+  sql: (s) => `
+-- The overview's retrying count and the list's status filter: without it, every waiting
+-- delivery is read and sorted by receipt for one page.
+CREATE INDEX deliveries_failed ON ${s}.deliveries (received_at DESC, id DESC) WHERE status = 'failed';
+`,
+};
+
+export const migrations: readonly Migration[] = [v1, v2, v3];
 
 export const schemaVersion = migrations[migrations.length - 1]!.version;
 

@@ -19,6 +19,8 @@ const MAX_SCAN = 20_000;
 const SCAN_BUDGET_MS = 100;
 /** Above this many readable repositories, read every delivery and filter rather than merging one zset per repository. */
 const MAX_MERGED = 64;
+/** Queued and retrying deliveries read whole for a page at most; a longer backlog is walked as any other filter. */
+const MAX_QUEUE_READ = 20_000;
 /** The overview counts at most this many recent deliveries. */
 const MAX_ACTIVITY = 20_000;
 
@@ -140,17 +142,17 @@ export class RedisBrowse implements BrowsePart {
     this.#outcomeMatch = defineVariadicScript(client, "stewardBrowseOutcomes", outcomeMatchLua);
   }
 
-  /** Up to BATCH members of `key` strictly older than `upper`, newest first; `full` when more may follow. */
-  async #below(key: string, upper: Position | undefined): Promise<{ entries: Entry[]; full: boolean }> {
-    for (let offset = 0; ; offset += BATCH) {
+  /** Up to `size` members of `key` strictly older than `upper`, newest first; `full` when more may follow. */
+  async #below(key: string, upper: Position | undefined, size: number): Promise<{ entries: Entry[]; full: boolean }> {
+    for (let offset = 0; ; offset += size) {
       const max = upper ? String(upper.score) : "+inf";
-      const flat = await this.client.zrevrangebyscore(key, max, "-inf", "WITHSCORES", "LIMIT", offset, BATCH);
+      const flat = await this.client.zrevrangebyscore(key, max, "-inf", "WITHSCORES", "LIMIT", offset, size);
       const entries: Entry[] = [];
       for (let i = 0; i < flat.length; i += 2) {
         const e = { key, id: flat[i]!, score: Number(flat[i + 1]) };
         if (!upper || before(e, upper)) entries.push(e);
       }
-      const full = flat.length === BATCH * 2;
+      const full = flat.length === size * 2;
       // A whole batch of ties at the cursor's own time: look further along the same score.
       if (entries.length > 0 || !full) return { entries, full };
     }
@@ -171,6 +173,10 @@ export class RedisBrowse implements BrowsePart {
   async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {
     const limit = pageLimit(q.limit);
     if (q.handler !== undefined || q.outcome !== undefined) return this.#byOutcome(q, limit);
+    if (q.status === "queued" || q.status === "failed") {
+      const page = await this.#fromQueue(q, limit);
+      if (page) return page;
+    }
     const { keys, allowed } = this.#sources(q);
     let upper = parseCursor(q.cursor);
     if (q.until !== undefined && (!upper || upper.score >= q.until)) upper = { score: q.until, id: "" };
@@ -180,7 +186,9 @@ export class RedisBrowse implements BrowsePart {
     let exhausted = keys.length === 0;
     const deadline = Date.now() + SCAN_BUDGET_MS;
     while (!exhausted && found.length < limit && scanned < MAX_SCAN && (scanned === 0 || Date.now() < deadline)) {
-      const batches = await Promise.all(keys.map((key) => this.#below(key, upper)));
+      // About what the page still needs from each source: a one-row page of 15 repositories reads 15 x 11, not 15 x 200.
+      const size = Math.min(BATCH, limit - found.length + 10);
+      const batches = await Promise.all(keys.map((key) => this.#below(key, upper, size)));
       // Merged entries are complete down to the oldest entry the truncated sources returned.
       let floor: Position | undefined;
       for (const b of batches) {
@@ -211,6 +219,42 @@ export class RedisBrowse implements BrowsePart {
     }
     const more = !exhausted || (last !== undefined && upper !== undefined && before(upper, last));
     return { items: found, next: more && last ? `${last.score}:${last.id}` : undefined };
+  }
+
+  /**
+   * Queued and retrying deliveries are all in the due zset, which holds only the waiting work:
+   * read whole (when at most MAX_QUEUE_READ long), sorted by receipt, rather than walking every
+   * delivery of the receipt indexes for the few that wait. Undefined: a backlog too long for that.
+   */
+  async #fromQueue(q: DeliveryQuery, limit: number): Promise<DeliveryPage | undefined> {
+    const ids = await this.client.zrange(this.keys.due, 0, MAX_QUEUE_READ);
+    if (ids.length > MAX_QUEUE_READ) return undefined;
+    const allowed = q.repositories ? new Set(q.repositories) : undefined;
+    const fields = await this.#exec<(string | null)[]>((p) =>
+      ids.forEach((id) => p.hmget(this.keys.delivery(id), "receivedAt", "status", "repo", "event")),
+    );
+    let upper = parseCursor(q.cursor);
+    if (q.until !== undefined && (!upper || upper.score >= q.until)) upper = { score: q.until, id: "" };
+    const candidates = ids
+      .map((id, i) => {
+        const [receivedAt, status, repo, event] = fields[i]!;
+        return { id, score: Number(receivedAt), s: { status: status ?? "", repo: repo ?? "", event: event ?? "" } };
+      })
+      .filter(
+        (c) =>
+          c.s.status !== "" &&
+          this.#matches(q, allowed, c.s) &&
+          (q.since === undefined || c.score >= q.since) &&
+          (!upper || (upper.id === "" ? c.score < upper.score : before(c, upper))),
+      )
+      .sort((a, b) => (before(a, b) ? 1 : before(b, a) ? -1 : 0));
+    const page = candidates.slice(0, limit);
+    const states = await this.#states(page.map((c) => c.id));
+    const last = page[page.length - 1];
+    return {
+      items: states.filter((s) => s.id !== undefined && s.status === q.status).map(summaryOf),
+      next: candidates.length > limit && last ? `${last.score}:${last.id}` : undefined,
+    };
   }
 
   /**
@@ -400,9 +444,23 @@ export class RedisBrowse implements BrowsePart {
     return out;
   }
 
+  async summariesOf(ids: readonly string[]): Promise<DeliverySummary[]> {
+    const states = await this.#states(ids.slice(0, MAX_PAGE));
+    return states.filter((s) => s.id !== undefined).map(summaryOf);
+  }
+
+  /** Every dead letter of the repositories, counted inside Redis a chunk at a time (not one page of them). */
   async countDead(repositories?: readonly string[]): Promise<number> {
     if (!repositories) return this.client.zcard(this.keys.dead);
-    const page = await this.browseDeliveries({ status: "dead", repositories, limit: 200 });
-    return page.items.length;
+    const ids = await this.client.zrange(this.keys.dead, 0, -1);
+    let dead = 0;
+    for (let i = 0; i < ids.length; i += ACTIVITY_CHUNK) {
+      const flat = (await this.#activity(
+        ids.slice(i, i + ACTIVITY_CHUNK).map((id) => this.keys.delivery(id)),
+        ["1", ...repositories],
+      )) as (string | number)[];
+      for (let j = 0; j < flat.length; j += 2) if (String(flat[j]).endsWith(":dead")) dead += Number(flat[j + 1]);
+    }
+    return dead;
   }
 }

@@ -2,7 +2,7 @@
 // deliveries' indexes (schema.ts), newest first, summaries only.
 import type { Database, Statement } from "better-sqlite3";
 import type { DeliveryRow } from "./deliveries.js";
-import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery } from "../browse.js";
+import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "../browse.js";
 import { DETAIL_READ, decisionsByDelivery, MAX_PAGE, type DecisionLine, type OutcomeLineRow } from "../browse.js";
 import type { BrowsePart } from "../contract.js";
 
@@ -24,18 +24,36 @@ const OUTCOME_CHUNK = 1_000;
 const SCAN_BUDGET_MS = 100;
 
 /**
- * WHERE clause of the reader's repositories; `params` gets the values. For dead letters the
- * repository term is kept off its index (unary +), so the planner reads the small dead-letter
- * index instead of every delivery of those repositories.
+ * WHERE clause of the reader's repositories; `params` gets the values. For dead letters and
+ * retrying deliveries the repository term is kept off its index (unary +), so the planner reads
+ * the small partial index of that status instead of every delivery of those repositories.
  */
 function scope(
   repositories: readonly string[] | undefined,
   params: Record<string, unknown>,
-  deadOnly = false,
+  byStatusIndex = false,
 ): string[] {
   if (repositories === undefined) return [];
   params.repos = JSON.stringify(repositories);
-  return [`${deadOnly ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
+  return [`${byStatusIndex ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
+}
+
+const SUMMARY_COLUMNS = `d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
+  d.attempts, d.last_error, d.updated_at`;
+
+function summaryOf(r: SummaryRow): DeliverySummary {
+  return {
+    id: r.id,
+    event: r.event,
+    action: r.action ?? undefined,
+    installationId: r.installation_id ?? undefined,
+    repository: r.repository ?? undefined,
+    status: r.status,
+    attempts: r.attempts,
+    receivedAt: new Date(r.received_at),
+    updatedAt: new Date(r.updated_at),
+    lastError: r.last_error ?? undefined,
+  };
 }
 
 export class SqliteBrowse implements BrowsePart {
@@ -56,7 +74,7 @@ export class SqliteBrowse implements BrowsePart {
   async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {
     const limit = pageLimit(q.limit);
     const params: Record<string, unknown> = {};
-    const where = scope(q.repositories, params, q.status === "dead");
+    const where = scope(q.repositories, params, q.status === "dead" || q.status === "failed");
     const add = (clause: string, name: string, value: unknown) => {
       if (value === undefined || value === "") return;
       where.push(clause);
@@ -81,8 +99,7 @@ export class SqliteBrowse implements BrowsePart {
     const statement = (after: boolean) => {
       const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))"] : where;
       return this
-        .#prepare(`SELECT d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
-          d.attempts, d.last_error, d.updated_at FROM deliveries d ${all.length ? `WHERE ${all.join(" AND ")}` : ""}
+        .#prepare(`SELECT ${SUMMARY_COLUMNS} FROM deliveries d ${all.length ? `WHERE ${all.join(" AND ")}` : ""}
         ORDER BY d.received_at DESC, d.rowid DESC LIMIT @chunk`);
     };
     // An outcome filter is checked per candidate (a primary-key probe of outcomes), a chunk at a
@@ -109,18 +126,7 @@ export class SqliteBrowse implements BrowsePart {
       if (!more) break;
     }
     return {
-      items: found.map((r) => ({
-        id: r.id,
-        event: r.event,
-        action: r.action ?? undefined,
-        installationId: r.installation_id ?? undefined,
-        repository: r.repository ?? undefined,
-        status: r.status,
-        attempts: r.attempts,
-        receivedAt: new Date(r.received_at),
-        updatedAt: new Date(r.updated_at),
-        lastError: r.last_error ?? undefined,
-      })),
+      items: found.map(summaryOf),
       next: more && position ? `${position.at}.${position.rid}` : undefined,
     };
   }
@@ -165,6 +171,14 @@ export class SqliteBrowse implements BrowsePart {
        WHERE delivery_id IN (SELECT value FROM json_each(?)) ORDER BY delivery_id, handler`,
     ).all(JSON.stringify(ids.slice(0, MAX_PAGE))) as OutcomeLineRow[];
     return decisionsByDelivery(rows);
+  }
+
+  async summariesOf(ids: readonly string[]): Promise<DeliverySummary[]> {
+    if (ids.length === 0) return [];
+    const rows = this.#prepare(
+      `SELECT ${SUMMARY_COLUMNS} FROM deliveries d WHERE d.id IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(ids.slice(0, MAX_PAGE))) as SummaryRow[];
+    return rows.map(summaryOf);
   }
 
   async countDead(repositories?: readonly string[]): Promise<number> {

@@ -21,6 +21,14 @@ const countDead = (row: "new" | "old", by: 1 | -1) =>
   `INSERT INTO dead_letters (repository, count) SELECT ${repository(row)}, ${by} WHERE ${row}.status = 'dead'
      ON CONFLICT (repository) DO UPDATE SET count = count + ${by};`;
 
+// Indexes added after version 1 was released: an index changes no row, so they are made (if
+// missing) in every file this version opens, and an older Steward reads the file as before.
+// deliveries_failed: the overview's retrying count and the list's status filter, newest first,
+// without sorting every delivery of the reader's repositories.
+const LATER_INDEXES = `
+CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (received_at) WHERE status = 'failed';
+`;
+
 const CREATE = `
 CREATE TABLE deliveries (
   id TEXT PRIMARY KEY,
@@ -48,6 +56,7 @@ CREATE INDEX deliveries_received ON deliveries (received_at);
 CREATE INDEX deliveries_repository ON deliveries (repository, received_at);
 CREATE INDEX deliveries_event ON deliveries (event, received_at);
 CREATE INDEX deliveries_dead ON deliveries (received_at) WHERE status = 'dead';
+${LATER_INDEXES}
 
 -- Each handler's latest run on a delivery.
 CREATE TABLE outcomes (
@@ -186,7 +195,11 @@ export function openSchema(db: Database, dataDir: string): void {
     if (problem) throw new StoreSchemaError(problem);
   };
   check();
-  if ((db.pragma("user_version", { simple: true }) as number) === SCHEMA_VERSION) return;
+  if ((db.pragma("user_version", { simple: true }) as number) === SCHEMA_VERSION) {
+    if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'deliveries_failed'").get())
+      writeTransaction(db, () => db.exec(LATER_INDEXES))();
+    return;
+  }
   writeTransaction(db, () => {
     // Another process (the CLI, a restarting service) may have created it since the look above.
     check();

@@ -88,6 +88,29 @@ for i = 1, n do
 end
 return out`;
 
+// Which of the given deliveries (the due zset's: queued and retrying) match a status, event,
+// repository and the reader's repositories, checked inside Redis: one round trip, not one
+// command per waiting delivery. KEYS: delivery hashes. ARGV: status, event ('' = any),
+// repository ('' = any), scoped ('1': only the repositories from ARGV[5] on).
+// Returns [index (1-based) in KEYS, receivedAt, ...] of the matches.
+const queueMatchLua = `
+local status, event, repository = ARGV[1], ARGV[2], ARGV[3]
+local allowed = nil
+if ARGV[4] == '1' then
+  allowed = {}
+  for i = 5, #ARGV do allowed[ARGV[i]] = true end
+end
+local out = {}
+for i, key in ipairs(KEYS) do
+  local f = redis.call('HMGET', key, 'receivedAt', 'status', 'event', 'repo')
+  if f[1] and f[2] == status and (event == '' or f[3] == event) and (repository == '' or f[4] == repository)
+    and (not allowed or allowed[f[4] or '']) then
+    out[#out + 1] = i
+    out[#out + 1] = f[1]
+  end
+end
+return out`;
+
 /** Candidates read from an index and checked in one script call (outcome filters). */
 const OUTCOME_BATCH = 500;
 /** Deliveries counted in one script call (the overview). */
@@ -132,6 +155,7 @@ function summaryOf(s: Record<string, string>): DeliverySummary {
 export class RedisBrowse implements BrowsePart {
   readonly #activity: Script;
   readonly #outcomeMatch: Script;
+  readonly #queueMatch: Script;
   #indexedFrom: number | undefined;
 
   constructor(
@@ -140,6 +164,7 @@ export class RedisBrowse implements BrowsePart {
   ) {
     this.#activity = defineVariadicScript(client, "stewardBrowseActivity", activityLua);
     this.#outcomeMatch = defineVariadicScript(client, "stewardBrowseOutcomes", outcomeMatchLua);
+    this.#queueMatch = defineVariadicScript(client, "stewardBrowseQueue", queueMatchLua);
   }
 
   /** Up to `size` members of `key` strictly older than `upper`, newest first; `full` when more may follow. */
@@ -223,31 +248,29 @@ export class RedisBrowse implements BrowsePart {
 
   /**
    * Queued and retrying deliveries are all in the due zset, which holds only the waiting work:
-   * read whole (when at most MAX_QUEUE_READ long), sorted by receipt, rather than walking every
+   * read whole (when at most MAX_QUEUE_READ long), matched inside Redis, sorted by receipt, rather than walking every
    * delivery of the receipt indexes for the few that wait. Undefined: a backlog too long for that.
    */
   async #fromQueue(q: DeliveryQuery, limit: number): Promise<DeliveryPage | undefined> {
     const ids = await this.client.zrange(this.keys.due, 0, MAX_QUEUE_READ);
     if (ids.length > MAX_QUEUE_READ) return undefined;
-    const allowed = q.repositories ? new Set(q.repositories) : undefined;
-    const fields = await this.#exec<(string | null)[]>((p) =>
-      ids.forEach((id) => p.hmget(this.keys.delivery(id), "receivedAt", "status", "repo", "event")),
-    );
     let upper = parseCursor(q.cursor);
     if (q.until !== undefined && (!upper || upper.score >= q.until)) upper = { score: q.until, id: "" };
-    const candidates = ids
-      .map((id, i) => {
-        const [receivedAt, status, repo, event] = fields[i]!;
-        return { id, score: Number(receivedAt), s: { status: status ?? "", repo: repo ?? "", event: event ?? "" } };
-      })
-      .filter(
-        (c) =>
-          c.s.status !== "" &&
-          this.#matches(q, allowed, c.s) &&
-          (q.since === undefined || c.score >= q.since) &&
-          (!upper || (upper.id === "" ? c.score < upper.score : before(c, upper))),
-      )
-      .sort((a, b) => (before(a, b) ? 1 : before(b, a) ? -1 : 0));
+    const candidates: Position[] = [];
+    for (let i = 0; i < ids.length; i += ACTIVITY_CHUNK) {
+      const chunk = ids.slice(i, i + ACTIVITY_CHUNK);
+      const flat = (await this.#queueMatch(
+        chunk.map((id) => this.keys.delivery(id)),
+        [q.status!, q.event ?? "", q.repository ?? "", q.repositories ? "1" : "0", ...(q.repositories ?? [])],
+      )) as (string | number)[];
+      for (let j = 0; j < flat.length; j += 2) {
+        const c = { id: chunk[Number(flat[j]) - 1]!, score: Number(flat[j + 1]) };
+        if (q.since !== undefined && c.score < q.since) continue;
+        if (upper && (upper.id === "" ? c.score >= upper.score : !before(c, upper))) continue;
+        candidates.push(c);
+      }
+    }
+    candidates.sort((a, b) => (before(a, b) ? 1 : before(b, a) ? -1 : 0));
     const page = candidates.slice(0, limit);
     const states = await this.#states(page.map((c) => c.id));
     const last = page[page.length - 1];

@@ -5,7 +5,13 @@ import { describe, expect, it } from "vitest";
 import { PEER, PROBOT, STEWARD, runBench, type BenchOptions } from "./bench.js";
 import { renderResults } from "./report.js";
 
-const TINY: BenchOptions = { seconds: 1, connections: [2], burst: { deliveries: 100, connections: 10 }, e2eRuns: 1 };
+const TINY: BenchOptions = {
+  seconds: 1,
+  connections: [2],
+  burst: { deliveries: 100, connections: 10 },
+  e2eRuns: 1,
+  console: { deliveries: 300, loads: 1 },
+};
 
 describe("bench harness", () => {
   it("measures every server, the burst and the end-to-end flows", { timeout: 600_000 }, async () => {
@@ -29,6 +35,8 @@ describe("bench harness", () => {
       ["re-run (workflow_run failed -> re-run request)", 1],
       ["deployment_protection_rule -> answer", 1],
     ]);
+    expect(results.console.map((c) => c.store)).toEqual(expect.arrayContaining(["SQLite", "Redis"]));
+    for (const c of results.console) expect(c.pages.map((p) => p.page)).toContain("dead letters");
     expect(renderResults(results, TINY)).toContain("Floors:");
   });
 });

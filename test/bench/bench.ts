@@ -5,6 +5,10 @@
 import { existsSync } from "node:fs";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { openPostgresStore } from "../../src/store/postgres/store.js";
+import { openRedisStore } from "../../src/store/redis/store.js";
+import { openSqliteStore } from "../../src/store/sqlite/store.js";
+import { benchConsole, sqliteDir, type ConsoleOptions, type ConsoleRow, type StoreUnderTest } from "./console.js";
 import { benchEndToEnd, type E2eRow } from "./e2e.js";
 import { runLoad, SECRET, signedPayloads, type LoadResult } from "./load.js";
 import { startServer, type ServerUnderTest } from "./servers/child.js";
@@ -16,6 +20,8 @@ export interface BenchOptions {
   burst: { deliveries: number; connections: number };
   /** Runs of each end-to-end flow. */
   e2eRuns: number;
+  /** Deliveries kept for the console's pages, and loads of each page. */
+  console: ConsoleOptions;
 }
 
 export const FULL: BenchOptions = {
@@ -23,6 +29,7 @@ export const FULL: BenchOptions = {
   connections: [1, 10, 50],
   burst: { deliveries: 20_000, connections: 200 },
   e2eRuns: 50,
+  console: { deliveries: 100_000, loads: 20 },
 };
 
 export const STEWARD = "Steward (SQLite)";
@@ -41,6 +48,7 @@ export interface BenchResults {
   intake: Contender[];
   burst: LoadResult;
   e2e: E2eRow[];
+  console: ConsoleRow[];
   /** What could not be measured, and why. */
   notes: string[];
 }
@@ -59,6 +67,7 @@ async function postgresDatabase(name: string) {
   await query("postgres", `CREATE DATABASE ${name}`);
   return {
     url: `${POSTGRES}/${name}`,
+    query: async (sql: string) => void (await query(name, sql)),
     /** Whether Steward made its tables there, so that it runs on it. */
     used: async () =>
       (
@@ -183,8 +192,45 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
       log(
         `${row.flow}: ${row.answered} of ${row.sent} answered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms`,
       );
-    return { intake, burst, e2e, notes };
+    const consoleRows = await benchConsoleOnEveryStore(o, tag, log);
+    return { intake, burst, e2e, console: consoleRows, notes };
   } finally {
     for (const server of servers.values()) await server.stop();
+  }
+}
+
+/** The console's pages on SQLite, Redis and (when this checkout has it) PostgreSQL, each seeded afresh. */
+export async function benchConsoleOnEveryStore(o: BenchOptions, tag: string, log: (line: string) => void) {
+  const sqlite = sqliteDir();
+  const prefix = `${tag}_console`;
+  const postgres = await postgresDatabase(`${tag}_console`);
+  const stores: StoreUnderTest[] = [
+    {
+      name: "SQLite",
+      open: async () => openSqliteStore(sqlite.dir),
+      env: { BENCH_DATA_DIR: sqlite.dir },
+    },
+    {
+      name: "Redis",
+      open: () => openRedisStore(REDIS, { prefix: `{${prefix}}:` }),
+      env: { STEWARD_REDIS_URL: REDIS, BENCH_PREFIX: prefix },
+    },
+    ...(postgres
+      ? [
+          {
+            name: "PostgreSQL",
+            open: () => openPostgresStore(postgres.url),
+            env: { STEWARD_POSTGRES_URL: postgres.url },
+          },
+        ]
+      : []),
+  ];
+  try {
+    const only = process.env.BENCH_CONSOLE_STORES?.split(",");
+    return await benchConsole(o.console, only ? stores.filter((s) => only.includes(s.name)) : stores, log);
+  } finally {
+    sqlite.drop();
+    await deleteRedisKeys(`*${prefix}*`);
+    await postgres?.drop();
   }
 }

@@ -4,6 +4,8 @@ import { PEER, PROBOT, STEWARD, type BenchOptions, type BenchResults, type Conte
 
 const ms = (v: number) => (v < 10 ? v.toFixed(2) : v.toFixed(0));
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
+/** A console page a signed-in person opens answers within this (p50). */
+export const CONSOLE_FLOOR_MS = 200;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(2)}x`;
 
 export function floors(r: BenchResults, o: BenchOptions): { text: string; met: boolean }[] {
@@ -38,6 +40,13 @@ export function floors(r: BenchResults, o: BenchOptions): { text: string; met: b
       met: s.peakRss <= probot.peakRss,
       text: `${s.name} peak RSS at most Probot's (${mb(s.peakRss)} against ${mb(probot.peakRss)})`,
     })),
+    ...r.console.map((c) => {
+      const slow = c.pages.filter((p) => p.p50 >= CONSOLE_FLOOR_MS);
+      return {
+        met: slow.length === 0,
+        text: `console on ${c.store} with ${o.console.deliveries} deliveries: every page's p50 under ${CONSOLE_FLOOR_MS} ms${slow.length ? `: not ${slow.map((p) => `${p.page} (${ms(p.p50)} ms)`).join(", ")}` : ""}`,
+      };
+    }),
   ];
 }
 
@@ -76,6 +85,7 @@ export function renderResults(r: BenchResults, o: BenchOptions): string {
     row(["---", "---:", "---:", "---:"]),
     ...r.e2e.map((e) => row([e.flow, `${e.answered} of ${e.sent}`, ms(e.p50), ms(e.p99)])),
     "",
+    ...consoleTable(r, o),
     ...r.notes.flatMap((note) => [note, ""]),
     "Floors:",
     "",
@@ -94,4 +104,24 @@ export function renderIntakeRatios(intake: Contender[], against: string, notes: 
     ),
   );
   return [...lines, ...notes].join("\n") + "\n";
+}
+
+function consoleTable(r: BenchResults, o: BenchOptions): string[] {
+  if (r.console.length === 0) return [];
+  const row = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  const first = r.console[0]!;
+  const seeded = Object.entries(first.seeded)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(", ");
+  return [
+    `Console: ${o.console.deliveries} deliveries kept (${seeded}), each page loaded ${o.console.loads} times over HTTP by a signed-in owner after one warm-up load, one load at a time: p50 / max ms.`,
+    "",
+    row(["page", ...r.console.map((c) => c.store)]),
+    row(["---", ...r.console.map(() => "---:")]),
+    ...first.pages.map((p, i) =>
+      row([p.page, ...r.console.map((c) => (c.pages[i] ? `${ms(c.pages[i].p50)} / ${ms(c.pages[i].max)}` : "—"))]),
+    ),
+    row(["(seeding, s)", ...r.console.map((c) => c.seedSeconds.toFixed(0))]),
+    "",
+  ];
 }

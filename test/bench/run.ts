@@ -11,6 +11,7 @@ const QUICK: BenchOptions = {
   connections: [1, 10],
   burst: { deliveries: 500, connections: 20 },
   e2eRuns: 3,
+  console: { deliveries: 2_000, loads: 3 },
 };
 
 const quick = process.argv.includes("--quick");
@@ -38,7 +39,7 @@ if (!quick) {
   const page = `# Benchmark
 
 \`npm run bench\` checks the speed and memory Steward promises, on one machine in one run, as ratios against what a
-Probot user would run instead. It takes about five minutes, needs Redis at 127.0.0.1:6379 (and PostgreSQL at
+Probot user would run instead. It takes about fifteen minutes, needs Redis at 127.0.0.1:6379 (and PostgreSQL at
 127.0.0.1:5432 when this checkout's Steward has its PostgreSQL store), prints the results and rewrites this page.
 \`npm run bench -- --quick\` runs it with tiny counts and writes nothing. The code is in \`test/bench/\`.
 
@@ -59,6 +60,15 @@ Probot user would run instead. It takes about five minutes, needs Redis at 127.0
 - **End to end**: Steward with its built-in handlers in its own process, the sandbox hub in the bench's: from the hub
   sending \`workflow_run\` completed with a failure to Steward's re-run request reaching it, and from the hub sending
   \`deployment_protection_rule\` to Steward's answer reaching it; ${o.e2eRuns} runs each, one at a time.
+- **Console**: for each store (SQLite, Redis, PostgreSQL when available) ${o.console.deliveries} deliveries seeded through
+  the store's own API as the engine writes them (recorded, claimed, each handler's outcome and decision recorded,
+  finished: 38% no handler, 54% handled, 3% retrying, 5% dead letters of which a quarter acknowledged as the console
+  records it), over 7 days, 15 repositories of the owner's organisation and one of another; then Steward on that store
+  against the sandbox hub in its own process, and each console page (the overview, the deliveries list with its
+  filters and next page, a dead letter's page, dead letters, every page the navigation lists, a policy) loaded
+  ${o.console.loads} times by a signed-in owner over HTTP after a warm-up load. PostgreSQL is analyzed after seeding, as
+  its autovacuum would have done by then (this machine's server runs with autovacuum off).
+  \`BENCH_CONSOLE_STORES=SQLite,Redis\` limits this part to the stores named.
 - **Memory**: each server process's peak RSS over the intake run. Every server process runs through tsx (Steward from its
   sources) with the Node flags of \`npm start\`; the loader costs each about 30 MB.
 
@@ -66,7 +76,8 @@ To see where a server's time goes, \`BENCH_NODE_FLAGS=--cpu-prof npm run bench -
 every server process in the working directory.
 
 Floors: intake at least 1.0x the durable peer at every level with p99 no worse; the burst all answered within 10 s;
-end-to-end p50 under 10 ms; Steward's peak RSS at most in-memory Probot's.
+end-to-end p50 under 10 ms; Steward's peak RSS at most in-memory Probot's; every console page's p50 under 200 ms on
+every store.
 
 ## Latest results
 

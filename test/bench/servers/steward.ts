@@ -1,6 +1,7 @@
 // Steward as `steward start` runs it, in a process of its own. The store is the environment's
 // choice, as in production: SQLite in a scratch data directory, or STEWARD_REDIS_URL (keys under
-// BENCH_PREFIX). For the intake, every delivery goes to a handler that does nothing, the same
+// BENCH_PREFIX), or STEWARD_POSTGRES_URL; BENCH_DATA_DIR: a data directory the bench made (and
+// seeded) rather than a scratch one. For the intake, every delivery goes to a handler that does nothing, the same
 // work as the peers' workers; with BENCH_HUB (a sandbox hub's environment) the built-in handlers
 // run against that hub, as in the sandbox stack.
 import { generateKeyPairSync } from "node:crypto";
@@ -13,17 +14,20 @@ import type { HubEnv } from "../../../src/sandbox/hub.js";
 import { sandboxApiOptions, sandboxStewardEnv } from "../../../src/sandbox/stack.js";
 import { serveUnderTest } from "./child.js";
 
-const dataDir = mkdtempSync(join(tmpdir(), "steward-bench-"));
+const ownDataDir = process.env.BENCH_DATA_DIR === undefined;
+const dataDir = process.env.BENCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), "steward-bench-"));
 const hub = process.env.BENCH_HUB
   ? (JSON.parse(process.env.BENCH_HUB) as { env: HubEnv; reviewerToken: string })
   : undefined;
 const prefix = process.env.BENCH_PREFIX;
 const noop = { name: "noop", events: ["*" as const], handle: async () => ({ status: "done" as const }) };
 
+const redis = prefix ? { redis: { prefix: `{${prefix}}:` } } : {};
 const steward = hub
   ? await createSteward({
-      config: loadConfig(sandboxStewardEnv(hub.env, hub.reviewerToken, { dataDir })),
+      config: loadConfig({ ...process.env, ...sandboxStewardEnv(hub.env, hub.reviewerToken, { dataDir }) }),
       ...sandboxApiOptions(),
+      ...redis,
     })
   : await createSteward({
       config: loadConfig({
@@ -40,7 +44,7 @@ const steward = hub
         LOG_LEVEL: "fatal",
       }),
       handlers: [noop],
-      ...(prefix ? { redis: { prefix: `{${prefix}}:` } } : {}),
+      ...redis,
     });
 
 serveUnderTest(
@@ -48,6 +52,6 @@ serveUnderTest(
   () => steward.engine.idle(),
   async () => {
     await steward.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (ownDataDir) rmSync(dataDir, { recursive: true, force: true });
   },
 );

@@ -192,7 +192,7 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
       log(
         `${row.flow}: ${row.answered} of ${row.sent} answered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms`,
       );
-    const consoleRows = await benchConsoleOnEveryStore(o, tag, log);
+    const consoleRows = await benchConsoleOnEveryStore(o, log);
     return { intake, burst, e2e, console: consoleRows, notes };
   } finally {
     for (const server of servers.values()) await server.stop();
@@ -200,10 +200,10 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
 }
 
 /** The console's pages on SQLite, Redis and (when this checkout has it) PostgreSQL, each seeded afresh. */
-export async function benchConsoleOnEveryStore(o: BenchOptions, tag: string, log: (line: string) => void) {
+export async function benchConsoleOnEveryStore(o: BenchOptions, log: (line: string) => void) {
   const sqlite = sqliteDir();
-  const prefix = `${tag}_console`;
-  const postgres = await postgresDatabase(`${tag}_console`);
+  const prefix = `bench_${process.pid}_console`;
+  const postgres = await postgresDatabase(prefix);
   const stores: StoreUnderTest[] = [
     {
       name: "SQLite",

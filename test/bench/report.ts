@@ -1,5 +1,6 @@
 // The results as Markdown: printed by `npm run bench` and published in docs/bench.md, with the
 // floors the product promises, each said to be met or not.
+import type { ConsoleRow } from "./console.js";
 import { PEER, PROBOT, STEWARD, type BenchOptions, type BenchResults, type Contender } from "./bench.js";
 
 const ms = (v: number) => (v < 10 ? v.toFixed(2) : v.toFixed(0));
@@ -85,7 +86,7 @@ export function renderResults(r: BenchResults, o: BenchOptions): string {
     row(["---", "---:", "---:", "---:"]),
     ...r.e2e.map((e) => row([e.flow, `${e.answered} of ${e.sent}`, ms(e.p50), ms(e.p99)])),
     "",
-    ...consoleTable(r, o),
+    ...(r.console.length ? [renderConsole(r.console, o)] : []),
     ...r.notes.flatMap((note) => [note, ""]),
     "Floors:",
     "",
@@ -106,22 +107,24 @@ export function renderIntakeRatios(intake: Contender[], against: string, notes: 
   return [...lines, ...notes].join("\n") + "\n";
 }
 
-function consoleTable(r: BenchResults, o: BenchOptions): string[] {
-  if (r.console.length === 0) return [];
+/** The console's pages, a row each, p50 / max per store (also printed alone by `--console`). */
+export function renderConsole(rows: ConsoleRow[], o: BenchOptions): string {
   const row = (cells: string[]) => `| ${cells.join(" | ")} |`;
-  const first = r.console[0]!;
+  const first = rows[0]!;
   const seeded = Object.entries(first.seeded)
     .map(([k, n]) => `${n} ${k}`)
     .join(", ");
-  return [
-    `Console: ${o.console.deliveries} deliveries kept (${seeded}), each page loaded ${o.console.loads} times over HTTP by a signed-in owner after one warm-up load, one load at a time: p50 / max ms.`,
-    "",
-    row(["page", ...r.console.map((c) => c.store)]),
-    row(["---", ...r.console.map(() => "---:")]),
-    ...first.pages.map((p, i) =>
-      row([p.page, ...r.console.map((c) => (c.pages[i] ? `${ms(c.pages[i].p50)} / ${ms(c.pages[i].max)}` : "—"))]),
-    ),
-    row(["(seeding, s)", ...r.console.map((c) => c.seedSeconds.toFixed(0))]),
-    "",
-  ];
+  return (
+    [
+      `Console: ${o.console.deliveries} deliveries kept (${seeded}), each page loaded ${o.console.loads} times over HTTP by a signed-in owner after one warm-up load, one load at a time: p50 / max ms.`,
+      "",
+      row(["page", ...rows.map((c) => c.store)]),
+      row(["---", ...rows.map(() => "---:")]),
+      ...first.pages.map((p, i) =>
+        row([p.page, ...rows.map((c) => (c.pages[i] ? `${ms(c.pages[i].p50)} / ${ms(c.pages[i].max)}` : "—"))]),
+      ),
+      row(["(seeding, s)", ...rows.map((c) => c.seedSeconds.toFixed(0))]),
+      "",
+    ].join("\n") + "\n"
+  );
 }

@@ -1,10 +1,18 @@
 // `npm run bench`: the full run, printed and published in docs/bench.md. `npm run bench -- --quick`:
-// tiny counts, printed only (to see that it works).
+// tiny counts, printed only (to see that it works). `-- --console`: the console part alone, printed only.
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
-import { FULL, PEER, runBench, runIntake, STEWARD_POSTGRES, type BenchOptions } from "./bench.js";
-import { renderIntakeRatios, renderResults } from "./report.js";
+import {
+  benchConsoleOnEveryStore,
+  FULL,
+  PEER,
+  runBench,
+  runIntake,
+  STEWARD_POSTGRES,
+  type BenchOptions,
+} from "./bench.js";
+import { renderConsole, renderIntakeRatios, renderResults } from "./report.js";
 
 const QUICK: BenchOptions = {
   seconds: 1,
@@ -16,6 +24,7 @@ const QUICK: BenchOptions = {
 
 const quick = process.argv.includes("--quick");
 const o = quick ? QUICK : FULL;
+// --console: only the console's pages on every store, printed only.
 // --postgres-intake: only Steward on PostgreSQL against the durable peer, intake alone, printed only.
 const postgresIntake = process.argv.includes("--postgres-intake");
 const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
@@ -29,6 +38,11 @@ if (postgresIntake) {
   process.stderr.write(`${machine}\n`);
   const { intake, notes } = await runIntake(o, (line) => process.stderr.write(`${line}\n`), [STEWARD_POSTGRES, PEER]);
   process.stdout.write(`${renderIntakeRatios(intake, PEER, notes)}\nload average after ${load()}\n`);
+  process.exit(0);
+}
+if (process.argv.includes("--console")) {
+  const rows = await benchConsoleOnEveryStore(o, (line) => process.stderr.write(`${line}\n`));
+  process.stdout.write(`${machine}\n\n${renderConsole(rows, o)}load average after ${load()}\n`);
   process.exit(0);
 }
 const results = await runBench(o, (line) => process.stderr.write(`${line}\n`));
@@ -68,7 +82,8 @@ Probot user would run instead. It takes about fifteen minutes, needs Redis at 12
   filters and next page, a dead letter's page, dead letters, every page the navigation lists, a policy) loaded
   ${o.console.loads} times by a signed-in owner over HTTP after a warm-up load. PostgreSQL is analyzed after seeding, as
   its autovacuum would have done by then (this machine's server runs with autovacuum off).
-  \`BENCH_CONSOLE_STORES=SQLite,Redis\` limits this part to the stores named.
+  \`npm run bench -- --console\` runs this part alone (printed only; with \`--quick\`, 2,000 deliveries), and
+  \`BENCH_CONSOLE_STORES=SQLite,Redis\` limits it to the stores named.
 - **Memory**: each server process's peak RSS over the intake run. Every server process runs through tsx (Steward from its
   sources) with the Node flags of \`npm start\`; the loader costs each about 30 MB.
 

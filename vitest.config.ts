@@ -15,8 +15,11 @@ export default defineConfig({
     include: ["test/**/*.test.ts", "handlers/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     // test/bench holds the benchmark (`npm run bench`) and one smoke test of it with tiny counts.
     exclude: ["node_modules/**"],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous: many tests start Steward or the CLI as a child process, which on two loaded cores
+    // (CI's, with other work beside it) has taken up to 48 s. A test waits for conditions, so a
+    // passing one never pays this; only a hung one does.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: "forks",
     // Most test files wait on processes, sockets and services rather than compute, so three
     // workers keep two cores busy (Vitest's default on two cores is one). Every test holds under

@@ -1,7 +1,8 @@
 // The PostgreSQL intake's group commit: deliveries recorded together go in one INSERT, each
 // answered after that commit with its own answer (a duplicate id, even within the batch, is a
 // duplicate; a delivery the server refuses rejects alone), and the other replicas are woken by
-// a notice sent in the same transaction.
+// a notice sent in the same transaction. A run's outcomes asked for with its finish are
+// written with it, under its lease.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { postgresStores, postgresUp, withClient } from "./support.js";
@@ -52,6 +53,34 @@ describe.skipIf(!postgresUp)("recording deliveries on PostgreSQL", () => {
     ]);
     expect(await store.deliveries.depth()).toBe(5);
     expect(await store.deliveries.getDelivery(bad.id)).toBeUndefined();
+  });
+
+  it("a run's outcomes asked for with its finish go under its lease: none saved once the lease was taken back", async () => {
+    const stores = await deployment();
+    const store = await stores.open();
+    const d = push();
+    await store.deliveries.record(d);
+    const lapsed = (await store.deliveries.claimDelivery(0))!;
+    const current = (await store.deliveries.claimDelivery(60_000))!;
+    const run = (token: string, summary: string) => {
+      const outcomes = ["a", "b"].map((h) =>
+        store.deliveries.recordOutcome(token, d.id, h, { status: "done", summary }, 0.1),
+      );
+      return Promise.all([...outcomes, store.deliveries.finishDelivery(token, d.id, { status: "done" })]);
+    };
+    expect(await run(lapsed.token, "late")).toEqual([false, false, false]);
+    expect((await store.deliveries.getDelivery(d.id))?.outcomes).toEqual([]);
+    expect(await run(current.token, "ok")).toEqual([true, true, true]);
+    const shown = await store.deliveries.getDelivery(d.id);
+    expect(shown?.delivery.status).toBe("done");
+    expect(shown?.outcomes.map((o) => [o.handler, o.detail, o.attempts])).toEqual([
+      ["a", "ok", 1],
+      ["b", "ok", 1],
+    ]);
+    expect(shown?.attempts.map((a) => [a.handler, a.attempt])).toEqual([
+      ["a", 1],
+      ["b", 1],
+    ]);
   });
 
   it("wakes the other replicas of the deployment, not itself", async () => {

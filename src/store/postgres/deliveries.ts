@@ -31,6 +31,15 @@ interface PendingRecord {
   reject(error: unknown): void;
 }
 
+interface UnsentOutcome {
+  deliveryId: string;
+  handler: string;
+  outcome: Outcome;
+  seconds: number;
+  resolve(held: boolean): void;
+  reject(error: unknown): void;
+}
+
 export class PostgresDeliveries implements DeliveriesPart {
   #closed = false;
   #pending: PendingRecord[] = [];
@@ -39,6 +48,8 @@ export class PostgresDeliveries implements DeliveriesPart {
   #drained: (() => void)[] = [];
   /** Outcome writes in flight, by the lease token they are written under. */
   readonly #outcomeWrites = new Map<string, Set<Promise<unknown>>>();
+  /** Outcomes asked for in this turn, not sent yet, by lease token. */
+  readonly #unsentOutcomes = new Map<string, UnsentOutcome[]>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -196,9 +207,9 @@ export class PostgresDeliveries implements DeliveriesPart {
 
   /**
    * The engine asks for a run's finish without waiting for its outcome writes (on SQLite they
-   * share a group commit, in order). Here each goes on a connection of its own, so the finish
-   * waits for them: run first, it would end the lease they are written under, and they would
-   * save nothing.
+   * share a group commit, in order). Here an outcome waits for the end of the turn: when the
+   * run's finish is asked for meanwhile, both go in one statement (see finishDelivery);
+   * otherwise the outcome is written alone.
    */
   recordOutcome(
     token: string,
@@ -207,16 +218,37 @@ export class PostgresDeliveries implements DeliveriesPart {
     outcome: Outcome,
     seconds: number,
   ): Promise<boolean> {
-    const write = this.#recordOutcome(token, deliveryId, handler, outcome, seconds);
+    return new Promise((resolve, reject) => {
+      let unsent = this.#unsentOutcomes.get(token);
+      if (!unsent) {
+        const list: UnsentOutcome[] = [];
+        unsent = list;
+        this.#unsentOutcomes.set(token, list);
+        setImmediate(() => {
+          // Taken by the finish meanwhile: nothing left to send here.
+          if (this.#unsentOutcomes.get(token) !== list) return;
+          this.#unsentOutcomes.delete(token);
+          this.#sendOutcomes(token, list);
+        });
+      }
+      unsent.push({ deliveryId, handler, outcome, seconds, resolve, reject });
+    });
+  }
+
+  /** Each outcome written alone, tracked until written: a finish asked for later waits for them. */
+  #sendOutcomes(token: string, list: UnsentOutcome[]): void {
     const writes = this.#outcomeWrites.get(token) ?? new Set<Promise<unknown>>();
     this.#outcomeWrites.set(token, writes);
-    writes.add(write);
-    const settled = () => {
-      writes.delete(write);
-      if (writes.size === 0 && this.#outcomeWrites.get(token) === writes) this.#outcomeWrites.delete(token);
-    };
-    write.then(settled, settled);
-    return write;
+    for (const o of list) {
+      const write = this.#recordOutcome(token, o.deliveryId, o.handler, o.outcome, o.seconds);
+      writes.add(write);
+      const settled = () => {
+        writes.delete(write);
+        if (writes.size === 0 && this.#outcomeWrites.get(token) === writes) this.#outcomeWrites.delete(token);
+      };
+      write.then(settled, settled);
+      write.then(o.resolve, o.reject);
+    }
   }
 
   async #recordOutcome(
@@ -251,19 +283,75 @@ export class PostgresDeliveries implements DeliveriesPart {
     return rows[0]!.n === 1;
   }
 
+  /**
+   * Ends the run. Its outcomes not yet sent go with it, in one statement: the outcomes upserted,
+   * the runs added to the history and the row finished under the same lease (a lease lost saves
+   * none of them). Outcome writes already sent are waited for first: run after them, the finish
+   * would end the lease they are written under, and they would save nothing.
+   */
   async finishDelivery(token: string, deliveryId: string, decision: DeliveryDecision): Promise<boolean> {
+    let unsent = this.#unsentOutcomes.get(token) ?? [];
+    this.#unsentOutcomes.delete(token);
+    const handlers = new Set(unsent.map((o) => o.handler));
+    if (unsent.some((o) => o.deliveryId !== deliveryId) || handlers.size !== unsent.length) {
+      // Not this run's outcomes alone, or one handler twice: each written alone, as asked.
+      this.#sendOutcomes(token, unsent);
+      unsent = [];
+    }
     const writes = this.#outcomeWrites.get(token);
     if (writes) await Promise.allSettled([...writes]);
     const now = new Date();
     const nextRunAt = decision.status === "failed" ? decision.retryAt : now;
     const lastError = decision.status === "done" ? null : decision.lastError;
-    const { rowCount } = await this.pool.query({
-      name: "steward-finish-delivery",
-      text: `UPDATE ${this.s}.deliveries SET status = $3, next_run_at = $4, last_error = $5, updated_at = $6, lease_token = NULL, lease_until = NULL
-       WHERE id = $1 AND lease_token = $2`,
-      values: [deliveryId, token, decision.status, nextRunAt, lastError, now],
+    const values: unknown[] = [deliveryId, token, decision.status, nextRunAt, lastError, now];
+    if (unsent.length === 0) {
+      const { rowCount } = await this.pool.query({
+        name: "steward-finish-delivery",
+        text: `UPDATE ${this.s}.deliveries SET status = $3, next_run_at = $4, last_error = $5, updated_at = $6, lease_token = NULL, lease_until = NULL
+         WHERE id = $1 AND lease_token = $2`,
+        values,
+      });
+      return rowCount === 1;
+    }
+    const rows = unsent.map((o, i) => {
+      const { status, detail, retryable } = outcomeRecord(o.outcome);
+      const n = values.push(o.handler, status, detail ?? null, retryable, o.seconds);
+      return `(${i}, $${n - 4}::text, $${n - 3}::text, $${n - 2}::text, $${n - 1}::boolean, $${n}::double precision)`;
     });
-    return rowCount === 1;
+    try {
+      const { rows: counts } = await this.pool.query<{ outcomes: number; finished: number }>({
+        name: `steward-finish-delivery-${unsent.length}`,
+        text: `WITH d AS (
+           SELECT id FROM ${this.s}.deliveries WHERE id = $1::text AND status = 'running' AND lease_token = $2::text FOR UPDATE
+         ), h (ord, handler, status, detail, retryable, seconds) AS (
+           VALUES ${rows.join(", ")}
+         ), o AS (
+           INSERT INTO ${this.s}.outcomes AS o (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
+           SELECT d.id, h.handler, h.status, h.detail, h.retryable, 1, h.seconds, $6::timestamptz FROM d, h ORDER BY h.ord
+           ON CONFLICT (delivery_id, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
+             retryable = excluded.retryable, attempts = o.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at
+           RETURNING o.handler, o.attempts, o.status, o.detail
+         ), r AS (
+           INSERT INTO ${this.s}.runs (delivery_id, handler, attempt, status, detail, at)
+           SELECT $1::text, o.handler, o.attempts, o.status, o.detail, $6::timestamptz FROM o JOIN h USING (handler) ORDER BY h.ord
+         ), trimmed AS (
+           DELETE FROM ${this.s}.runs WHERE EXISTS (SELECT 1 FROM o) AND delivery_id = $1::text AND seq <= (
+             SELECT seq FROM ${this.s}.runs WHERE delivery_id = $1::text ORDER BY seq DESC OFFSET ${MAX_RUNS_KEPT - 1} LIMIT 1)
+         ), f AS (
+           UPDATE ${this.s}.deliveries x SET status = $3::text, next_run_at = $4::timestamptz, last_error = $5::text,
+             updated_at = $6::timestamptz, lease_token = NULL, lease_until = NULL
+           FROM d WHERE x.id = d.id RETURNING x.id
+         )
+         SELECT (SELECT count(*) FROM o)::int AS outcomes, (SELECT count(*) FROM f)::int AS finished`,
+        values,
+      });
+      const held = counts[0]!.outcomes === unsent.length;
+      for (const o of unsent) o.resolve(held);
+      return counts[0]!.finished === 1;
+    } catch (error) {
+      for (const o of unsent) o.reject(error);
+      throw error;
+    }
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {

@@ -124,7 +124,6 @@ export function renderConsole(rows: ConsoleRow[], o: BenchOptions): string {
         row([p.page, ...rows.map((c) => (c.pages[i] ? `${ms(c.pages[i].p50)} / ${ms(c.pages[i].max)}` : "—"))]),
       ),
       row(["(seeding, s)", ...rows.map((c) => c.seedSeconds.toFixed(0))]),
-      "",
     ].join("\n") + "\n"
   );
 }

@@ -1,8 +1,8 @@
 // `steward demo --into URL` plays into a sandbox already running in another process: a
 // `steward start` with no APP_ID, then the demo pointed at the control surface its banner prints.
 // The deliveries it made are in that process's store (`steward deliveries list` on its data
-// directory, as the console shows them), the steward/config check ran there, and the scenarios
-// that need Steward's store in-process are named as not played.
+// directory, as the console shows them), the steward/config check ran there, Steward's re-runs
+// reached that hub, and the scenarios that need Steward's store in-process are named as not played.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startChild } from "../service/child.js";
@@ -25,7 +25,13 @@ describe("steward demo --into", () => {
     expect(out).toMatch(/push main [0-9a-f]{7}\s*\|\s*push\s*\|\s*202/);
     expect(out).toContain("failure: 2 problems in 1 policy file");
     expect(out).toContain("success: Policy valid: 1 file checked");
-    expect(out).toMatch(/not played into a running sandbox .*transient CI failures are re-run/);
+    // The rerun scenario played there: Steward's re-run requests reached that hub, explained on the check run.
+    expect(out).toContain("transient CI failures are re-run, real ones are not");
+    expect(out).toMatch(/Steward on attempt 1\s*\|\s*rerun\s*\|\s*run \d+ attempt 1: re-ran the failed jobs/);
+    expect(out).toMatch(/attempt 2: success \(mode job\)/);
+    expect(out).toContain("neutral: Re-ran E2E attempt 1: flake (failed between passing commits)");
+    expect(out).not.toMatch(/not played into a running sandbox .*transient CI failures/);
+    expect(out).toMatch(/not played into a running sandbox /);
 
     // The sandbox process recorded them: its own store, read as an operator would while it runs.
     const list = startChild({ STEWARD_DATA_DIR: join(dir, "data") }, ["deliveries", "list", "--limit", "100"]);

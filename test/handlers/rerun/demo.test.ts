@@ -1,4 +1,5 @@
-// The rerun demo scenario on a fresh sandbox stack with the built-in handlers.
+// The rerun demo scenario on a fresh sandbox stack with the built-in handlers: what Steward did,
+// as the hub saw it (re-run requests, attempts, the steward/rerun check run's explanations).
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import scenario from "../../../src/sandbox/demo/scenarios/rerun.js";
@@ -11,17 +12,17 @@ describe("rerun demo scenario", () => {
       const rows = await scenario.run(stack, () => {});
       expect(rows.map((r) => r.result)).toEqual([
         "failure",
-        expect.stringMatching(/^done: run \d+ attempt 1: re-ran the failed jobs/),
+        expect.stringMatching(/^run \d+ attempt 1: re-ran the failed jobs/),
         "failure (mode failed)",
-        expect.stringMatching(/^done: not re-run: 1 of 1 failed jobs are not transient/),
+        expect.stringMatching(/^not re-run: 1 of 1 failed jobs are not transient: integration-db/),
         "neutral: Did not re-run CI attempt 2",
-        expect.stringMatching(/^skipped: run concluded "success"/),
-        expect.stringMatching(/^done: not re-run: 1 of 1 failed jobs are not transient: e2e/),
+        'not re-run: run concluded "success"',
+        "not re-run: 1 of 1 failed jobs are not transient: e2e",
         expect.stringMatching(
-          /^done: flake pattern: job e2e failed on [0-9a-f]{7} but passed on [0-9a-f]{7} before it and [0-9a-f]{7} after it on branch main: re-ran it/,
+          /^flake pattern: job e2e failed on [0-9a-f]{7} but passed on [0-9a-f]{7} before it and [0-9a-f]{7} after it on branch main: re-ran job e2e and its dependents alone/,
         ),
         "attempt 2: success (mode job)",
-        "E2E / e2e: 1 flake, 1 re-run",
+        "neutral: Re-ran E2E attempt 1: flake (failed between passing commits)",
       ]);
     } finally {
       await stack.close();

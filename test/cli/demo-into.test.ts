@@ -2,7 +2,8 @@
 // `steward start` with no APP_ID, then the demo pointed at the control surface its banner prints.
 // The deliveries it made are in that process's store (`steward deliveries list` on its data
 // directory, as the console shows them), the steward/config check ran there, Steward's re-runs
-// reached that hub, and the scenarios that need Steward's store in-process are named as not played.
+// and deployment decisions reached that hub, and the scenarios that need Steward's store
+// in-process are named as not played.
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startChild } from "../service/child.js";
@@ -31,6 +32,12 @@ describe("steward demo --into", () => {
     expect(out).toMatch(/attempt 2: success \(mode job\)/);
     expect(out).toContain("neutral: Re-ran E2E attempt 1: flake (failed between passing commits)");
     expect(out).not.toMatch(/not played into a running sandbox .*transient CI failures/);
+    // And the deployments one: Steward, the protection rule there, held a deployment through a freeze
+    // the hub's clock then passed, and approved it.
+    expect(out).toContain("deployments held, approved and rejected by policy");
+    expect(out).toMatch(/deploy main during the freeze\s*\|[^|]*\|\s*waiting: /);
+    expect(out).toMatch(/freeze over at \S+\s*\|\s*scheduled re-evaluation\s*\|\s*approved: /);
+    expect(out).not.toMatch(/not played into a running sandbox .*deployments held/);
     expect(out).toMatch(/not played into a running sandbox /);
 
     // The sandbox process recorded them: its own store, read as an operator would while it runs.

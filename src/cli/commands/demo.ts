@@ -13,7 +13,7 @@ export const usage = `usage: steward demo [--into URL]
   --into URL plays into a sandbox already running (steward start with no APP_ID): URL is its hub,
   or the control surface the banner prints (http://127.0.0.1:3001/_sandbox/); its console then
   shows the deliveries. Only the scenarios that drive the hub through its control surface alone
-  play there (deliveries, rerun, steward/config); the others are named as not played`;
+  play there (deliveries, rerun, deployments, steward/config); the others are named as not played`;
 
 function parseArgs(args: string[]): { into?: string } | string {
   const out: { into?: string } = {};

@@ -1,5 +1,6 @@
 // The bench harness with tiny counts: every server starts, takes signed deliveries and answers
-// them, the burst and both end-to-end flows complete, and the report renders. Nothing here is
+// them, the burst and both end-to-end flows complete, the load model's hour is replayed for
+// Steward and the Probot app, and the report renders. Nothing here is
 // timed: speed is what `npm run bench` reports.
 import { describe, expect, it } from "vitest";
 import { PEER, PROBOT, STEWARD, runBench, type BenchOptions } from "./bench.js";
@@ -11,6 +12,7 @@ const TINY: BenchOptions = {
   burst: { deliveries: 100, connections: 10 },
   e2eRuns: 1,
   console: { deliveries: 300, loads: 1 },
+  modelRepos: 20,
 };
 
 describe("bench harness", () => {
@@ -37,6 +39,19 @@ describe("bench harness", () => {
     ]);
     expect(results.console.map((c) => c.store)).toEqual(expect.arrayContaining(["SQLite", "Redis"]));
     for (const c of results.console) expect(c.pages.map((p) => p.page)).toContain("dead letters");
+    // The load model's hour, replayed for both apps against the hub: deliveries sent, requests counted, every step done.
+    for (const replay of [results.scale.steward, results.scale.probot])
+      expect({
+        app: replay.app,
+        deliveries: replay.deliveries > 0,
+        requests: replay.requests > 0,
+        errors: replay.replayErrors,
+      }).toEqual({
+        app: replay.app,
+        deliveries: true,
+        requests: true,
+        errors: 0,
+      });
     expect(renderResults(results, TINY)).toContain("Floors:");
   });
 });

@@ -10,6 +10,7 @@ import { openRedisStore } from "../../src/store/redis/store.js";
 import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { benchConsole, sqliteDir, type ConsoleOptions, type ConsoleRow, type StoreUnderTest } from "./console.js";
 import { benchEndToEnd, type E2eRow } from "./e2e.js";
+import { runLoadModel, type LoadModelResults } from "./replay.js";
 import { runLoad, SECRET, signedPayloads, type LoadResult } from "./load.js";
 import { startServer, type ServerUnderTest } from "./servers/child.js";
 
@@ -22,6 +23,8 @@ export interface BenchOptions {
   e2eRuns: number;
   /** Deliveries kept for the console's pages, and loads of each page. */
   console: ConsoleOptions;
+  /** Repositories of the load model's sample (docs/scale.md). */
+  modelRepos: number;
 }
 
 export const FULL: BenchOptions = {
@@ -30,6 +33,7 @@ export const FULL: BenchOptions = {
   burst: { deliveries: 20_000, connections: 200 },
   e2eRuns: 50,
   console: { deliveries: 100_000, loads: 20 },
+  modelRepos: 500,
 };
 
 export const STEWARD = "Steward (SQLite)";
@@ -49,6 +53,7 @@ export interface BenchResults {
   burst: LoadResult;
   e2e: E2eRow[];
   console: ConsoleRow[];
+  scale: LoadModelResults;
   /** What could not be measured, and why. */
   notes: string[];
 }
@@ -193,7 +198,8 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
         `${row.flow}: ${row.answered} of ${row.sent} answered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms`,
       );
     const consoleRows = await benchConsoleOnEveryStore(o, log);
-    return { intake, burst, e2e, console: consoleRows, notes };
+    const scale = await runLoadModel(o.modelRepos, log);
+    return { intake, burst, e2e, console: consoleRows, scale, notes };
   } finally {
     for (const server of servers.values()) await server.stop();
   }

@@ -2,6 +2,7 @@
 // floors the product promises, each said to be met or not.
 import type { ConsoleRow } from "./console.js";
 import { PEER, PROBOT, STEWARD, type BenchOptions, type BenchResults, type Contender } from "./bench.js";
+import { loadModelTargets, renderLoadModel } from "./replay.js";
 
 const ms = (v: number) => (v < 10 ? v.toFixed(2) : v.toFixed(0));
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`;
@@ -48,6 +49,7 @@ export function floors(r: BenchResults, o: BenchOptions): { text: string; met: b
         text: `console on ${c.store} with ${o.console.deliveries} deliveries: every page's p50 under ${CONSOLE_FLOOR_MS} ms${slow.length ? `: not ${slow.map((p) => `${p.page} (${ms(p.p50)} ms)`).join(", ")}` : ""}`,
       };
     }),
+    ...loadModelTargets(r.scale).map((t) => ({ ...t, text: `load model: ${t.text}` })),
   ];
 }
 
@@ -87,6 +89,7 @@ export function renderResults(r: BenchResults, o: BenchOptions): string {
     ...r.e2e.map((e) => row([e.flow, `${e.answered} of ${e.sent}`, ms(e.p50), ms(e.p99)])),
     "",
     ...(r.console.length ? [renderConsole(r.console, o)] : []),
+    renderLoadModel(r.scale),
     ...r.notes.flatMap((note) => [note, ""]),
     "Floors:",
     "",

@@ -13,6 +13,7 @@ import {
   type BenchOptions,
 } from "./bench.js";
 import { renderConsole, renderIntakeRatios, renderResults } from "./report.js";
+import { loadModelTargets, renderLoadModel, runLoadModel } from "./replay.js";
 
 const QUICK: BenchOptions = {
   seconds: 1,
@@ -20,9 +21,24 @@ const QUICK: BenchOptions = {
   burst: { deliveries: 500, connections: 20 },
   e2eRuns: 3,
   console: { deliveries: 2_000, loads: 3 },
+  modelRepos: 20,
 };
 
 const quick = process.argv.includes("--quick");
+// `--model`: only the load model (docs/scale.md), printed; `--model=N` with a sample of N repositories.
+const modelOnly = process.argv.find((a) => a.startsWith("--model"));
+if (modelOnly) {
+  const r = await runLoadModel(Number(modelOnly.split("=")[1] ?? (quick ? QUICK : FULL).modelRepos), (line) =>
+    process.stderr.write(`${line}\n`),
+  );
+  process.stdout.write(renderLoadModel(r));
+  process.stdout.write(
+    loadModelTargets(r)
+      .map((t) => `- ${t.met ? "met" : "**NOT MET**"}: ${t.text}\n`)
+      .join(""),
+  );
+  process.exit(0);
+}
 const o = quick ? QUICK : FULL;
 // --console: only the console's pages on every store, printed only.
 // --postgres-intake: only Steward on PostgreSQL against the durable peer, intake alone, printed only.

@@ -102,6 +102,11 @@ code is in \`test/bench/\`.
   its autovacuum would have done by then (this machine's server runs with autovacuum off).
   \`npm run bench -- --console\` runs this part alone (printed only; with \`--quick\`, 2,000 deliveries), and
   \`BENCH_CONSOLE_STORES=SQLite,Redis\` limits it to the stores named.
+- **Load model** ([docs/scale.md](scale.md): the model, its assumptions and how it is replayed): the busiest hour of a
+  10,000-repository organisation, ${o.modelRepos} repositories of its mix replayed against the sandbox hub in
+  compressed time, once with Steward's built-in handlers under GitHub's secondary limits and once with the
+  usual Probot app (its configuration read on every event); what each spends is the hub's count of requests, scaled
+  to 10,000 repositories. \`npm run bench -- --model\` runs only this.
 - **Memory**: each server process's peak RSS over the intake run. Every server process runs through tsx (Steward from its
   sources) with the Node flags of \`npm start\`; the loader costs each about 30 MB.
 
@@ -110,7 +115,8 @@ every server process in the working directory.
 
 Floors: intake at least 1.0x the durable peer at every level with p99 no worse; the burst all answered within 10 s;
 end-to-end p50 under 10 ms; Steward's peak RSS at most in-memory Probot's; every console page's p50 under 200 ms on
-every store.
+every store. Load model: the busiest hour at most 60% of a 12,500/h installation, no secondary-limit answer, acting
+decisions within 60 s at p99, none lost, at least 15x fewer rate-limited requests than the Probot app.
 
 ## Latest results
 

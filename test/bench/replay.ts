@@ -218,7 +218,7 @@ async function replayEvents(
   const answers = new Set<number>();
   const timers: Promise<void>[] = [];
   const start = performance.now();
-  const at = (modelMs: number, fn: () => void | Promise<void>) =>
+  const at = (modelMs: number, fn: () => unknown) =>
     timers.push(
       sleep(Math.max(0, start + modelMs / model.scale - performance.now())).then(async () => {
         try {
@@ -355,7 +355,9 @@ type ProbotCall = { kind: string; method: string; route: string; status: number 
 function probotApp(calls: Map<string, ProbotCall[]>) {
   const waiting = new Map<string, { env: string; callback: string; runId: number; repo: string }[]>();
   return (app: Probot) => {
-    app.onAny(async (context: Context) => {
+    // Probot hands its handlers a Context (its types name the bare event).
+    app.onAny(async (event) => {
+      const context = event as unknown as Context;
       const payload = context.payload as Record<string, any>;
       if (!payload.repository || !payload.installation) return;
       const kind = `${context.name}${payload.action ? `.${payload.action}` : ""}`;

@@ -69,7 +69,7 @@ if (!quick) {
   const page = `# Benchmark
 
 \`npm run bench\` checks the speed and memory Steward promises, on one machine in one run, as ratios against what a
-Probot user would run instead. It takes about fifteen minutes, needs Redis at 127.0.0.1:6379 (and PostgreSQL at
+Probot user would run instead. It takes about twenty-five minutes, needs Redis at 127.0.0.1:6379 (and PostgreSQL at
 127.0.0.1:5432 when this checkout's Steward has its PostgreSQL store), prints the results and rewrites this page.
 \`npm run bench -- --quick\` runs it with tiny counts and writes nothing; \`npm run bench -- --postgres-intake\` measures
 only the intake of Steward on PostgreSQL and of the durable peer, at the full levels, and writes nothing either. The

@@ -61,7 +61,7 @@ async function playInto(url: string, print: (line: string) => void): Promise<num
   print("");
   if (notPlayed.length)
     print(
-      `not played into a running sandbox (they read Steward's store in its process; \`steward demo\` alone plays them): ${notPlayed.join("; ")}`,
+      `not played into a running sandbox (they need Steward's own process: its environment or store; \`steward demo\` alone plays them): ${notPlayed.join("; ")}`,
     );
   print(failed.length ? `done; ${failed.length} scenario(s) could not run: ${failed.join(", ")}` : "done");
   print(`see them in its console: ${target.stewardUrl}/console`);

@@ -18,8 +18,8 @@ export interface Scenario {
   run(stack: SandboxStack, print: Print): Promise<Row[]>;
   /**
    * The same, through the hub's control surface alone (`target.ts`), so it can play into a sandbox
-   * running in another process (`steward demo --into`). Scenarios that read Steward's store or
-   * engine in-process have none.
+   * running in another process (`steward demo --into`). Scenarios that need Steward's own process
+   * (its store, engine or environment: the secrets one sets the secret sources there) have none.
    */
   play?(target: DemoTarget, print: Print): Promise<Row[]>;
 }

@@ -228,7 +228,11 @@ async function replayEvents(
         }
       }),
     );
+  // The tip of each branch, as the replay moved it: a run whose branch moved on before it failed is
+  // superseded, and Steward does not re-run it (docs/policy.md), so it is not an expected re-run.
+  const tips = new Map<string, string>();
   const startRuns = (t: number, repo: ModelRepo, sha: string, branch: string, event: string, runs: RunPlan[]) => {
+    tips.set(`${repo.name} ${branch}`, sha);
     for (const plan of runs)
       at(t + plan.startMin * 60_000, () => {
         const run = actions.startRun({
@@ -246,7 +250,7 @@ async function replayEvents(
         }
         at(t + (plan.startMin + plan.minutes) * 60_000, () => {
           if (plan.outcome === "transient") {
-            if (repo.policy) reruns.add(run.id);
+            if (repo.policy && tips.get(`${repo.name} ${branch}`) === sha) reruns.add(run.id);
             actions.scriptAttempt(run.id, 2, "success");
             actions.failJob({
               runId: run.id,

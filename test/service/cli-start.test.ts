@@ -43,6 +43,22 @@ describe("steward start (child process)", () => {
     expect(out).not.toContain("PRIVATE KEY");
   }, 90_000);
 
+  it("a SIGTERM while it is still starting stops it like any other once it is up: closed, exit 0", async () => {
+    const hub = await scope.hub();
+    const dir = await scope.dataDir("cli-early-stop");
+    const run = start({
+      ...(await realAppEnv(hub, dir, "cli-webhook-secret-value")),
+      STEWARD_SHUTDOWN_TIMEOUT: "5s",
+      LOG_LEVEL: "debug",
+    });
+    // The first log line is written while the service is being built, before it listens.
+    await vi.waitFor(() => expect(run.out()).toMatch(/"level":\d+/), { timeout: 60_000, interval: 5 });
+    const early = !run.out().includes("listening on");
+    run.proc.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
+    if (early) expect(run.out()).toContain("signal received");
+  });
+
   it("with no APP_ID, runs against the sandbox hub and exits 0 on SIGTERM", async () => {
     const dir = await scope.dataDir("cli");
     const run = start({ PORT: "0", STEWARD_DATA_DIR: join(dir, "data"), LOG_LEVEL: "info" });

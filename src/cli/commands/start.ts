@@ -108,13 +108,18 @@ interface Closable {
   close(): Promise<void>;
 }
 
-/** Resolve when SIGTERM or SIGINT arrives; a second signal exits at once. */
-function untilSignal(log: Logger): Promise<NodeJS.Signals> {
+/**
+ * Resolves when SIGTERM or SIGINT arrives; a second signal exits at once. Listened for from the
+ * moment the service starts to start, so a signal during start-up (an orchestrator stopping a pod
+ * that is still starting) is a stop like any other once it is up, never the default action that
+ * kills the process without closing the store.
+ */
+function watchSignals(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     let received = false;
     const onSignal = (signal: NodeJS.Signals) => {
       if (received) {
-        log.warn({ signal }, "second signal: exiting without waiting");
+        process.stderr.write(`steward: second signal (${signal}): exiting without waiting\n`);
         process.exit(1);
       }
       received = true;
@@ -128,8 +133,13 @@ function untilSignal(log: Logger): Promise<NodeJS.Signals> {
 /** Past the shutdown bound, how long close() may still take (HTTP and store close) before the process exits regardless. */
 const EXIT_MARGIN_MS = 5_000;
 
-async function serveUntilSignal(service: Closable, log: Logger, shutdownTimeoutMs: number): Promise<number> {
-  const signal = await untilSignal(log);
+async function serveUntilSignal(
+  service: Closable,
+  log: Logger,
+  shutdownTimeoutMs: number,
+  signals: Promise<NodeJS.Signals>,
+): Promise<number> {
+  const signal = await signals;
   log.info({ signal }, "signal received");
   const watchdog = setTimeout(() => {
     log.error({ boundMs: shutdownTimeoutMs + EXIT_MARGIN_MS }, "shutdown overran its bound; exiting now");
@@ -194,6 +204,7 @@ async function runSandbox(env: NodeJS.ProcessEnv, why: string, opts: ServeOption
     return 1;
   }
   const { sandboxGrant } = await import("../../sandbox/hub.js");
+  const signals = watchSignals();
   // A person at a terminal reads the log; a pipe gets JSON unless LOG_FORMAT says otherwise.
   const logEnv: NodeJS.ProcessEnv = {
     ...env,
@@ -272,7 +283,7 @@ async function runSandbox(env: NodeJS.ProcessEnv, why: string, opts: ServeOption
       builtins: loadBuiltinHandlers(env),
     }),
   );
-  return serveUntilSignal(running, log, running.config.shutdownTimeoutMs);
+  return serveUntilSignal(running, log, running.config.shutdownTimeoutMs, signals);
 }
 
 /** `steward register`'s arguments for the same handlers and apps. */
@@ -458,6 +469,7 @@ export async function serve(env: NodeJS.ProcessEnv, opts: ServeOptions = {}): Pr
         `does not: GitHub sends an app only the events it is registered for, so unless this app was registered ` +
         `with them (steward register ${gap.path} merges its app.yml), these listeners never run`,
     );
+  const signals = watchSignals();
   try {
     const { createSteward } = await import("../../app.js");
     const steward = await createSteward({ config, logger: log });
@@ -465,7 +477,7 @@ export async function serve(env: NodeJS.ProcessEnv, opts: ServeOptions = {}): Pr
       { url: steward.url, webhookPath: config.webhookPath, apiUrl: config.apiUrl, dataDir: config.dataDir },
       `listening on ${steward.url}${config.webhookPath}`,
     );
-    return await serveUntilSignal(steward, log, config.shutdownTimeoutMs);
+    return await serveUntilSignal(steward, log, config.shutdownTimeoutMs, signals);
   } catch (error) {
     // A refusal that says what to do is one line, not a stack.
     if (error instanceof LegacyOctokitError) {

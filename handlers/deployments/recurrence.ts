@@ -322,23 +322,24 @@ function cycleMs(recur: ICAL.Recur): number {
  * impossible yearly rule makes its iterator's constructor walk every year to 20000.
  */
 let spending: CalendarBudget | undefined;
-const BOUNDED_STEPS = ["check_contracting_rules", "expand_year_days"] as const;
-const boundable = (() => {
-  const proto = (ICAL as unknown as { RecurIterator?: { prototype: Record<string, unknown> } }).RecurIterator
-    ?.prototype;
-  if (!proto || BOUNDED_STEPS.some((name) => typeof proto[name] !== "function")) return false;
-  for (const name of BOUNDED_STEPS) {
-    const original = proto[name] as (...args: unknown[]) => unknown;
-    proto[name] = function (this: unknown, ...args: unknown[]) {
-      spending?.spend(LIBRARY_STEP);
-      return original.apply(this, args);
-    };
+
+/**
+ * ical.js's iterator, spending from the budget in the two steps its searches repeat. A subclass
+ * rather than a change to the library's own class: hosted apps in the same process may use ical.js
+ * too, and they get it as shipped.
+ */
+class BoundedRecurIterator extends ICAL.RecurIterator {
+  override expand_year_days(year: number): number {
+    spending?.spend(LIBRARY_STEP);
+    return super.expand_year_days(year);
   }
-  return true;
-})();
+  override check_contracting_rules(): boolean {
+    spending?.spend(LIBRARY_STEP);
+    return super.check_contracting_rules();
+  }
+}
 
 function withBudget<T>(budget: CalendarBudget, run: () => T): T {
-  if (!boundable) throw new CalendarBoundError("the recurrence library cannot be bounded");
   const outer = spending;
   spending = budget;
   try {
@@ -426,7 +427,9 @@ function expand(o: Occurrences, from: number, to: number, budget: CalendarBudget
     const fromWall = wallOf(ICAL.Time.fromJSDate(new Date(from), true)) - 2 * DAY_MS;
     const start = jumpedStart(o.recur, o.first, fromWall - lengthMs - cycleMs(o.recur));
     const recur = o.recur;
-    const it = simple(recur) ? arithmetic(recur, start) : withBudget(budget, () => recur.iterator(start));
+    const it = simple(recur)
+      ? arithmetic(recur, start)
+      : withBudget(budget, () => new BoundedRecurIterator({ rule: recur, dtstart: start }));
     const kept = periods.length;
     for (;;) {
       const next = withBudget(budget, () => it.next());

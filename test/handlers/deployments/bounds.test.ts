@@ -1,6 +1,7 @@
 // Calendars a repository writes cannot hold the process, and a rule that cannot be evaluated never
 // approves: iteration starts near the decision, every rule spends from one bounded budget, and a
 // rule past a bound holds the deployment with a reason naming it.
+import ICAL from "ical.js";
 import { describe, expect, it } from "vitest";
 import { evaluate } from "../../../handlers/deployments/decide.js";
 import type { DeploymentsPolicy, EnvironmentRule } from "../../../handlers/deployments/policy.js";
@@ -97,6 +98,20 @@ describe("rules past a bound hold, naming the rule", () => {
     expect(result.reasons[0]).toContain(
       "window rrule FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30;BYDAY=MO from 00:00 for 1h UTC cannot be evaluated",
     );
+  });
+
+  it("bounds its own iterator and leaves ical.js as shipped for anything else in the process", () => {
+    decide({
+      windows: [{ rrule: "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30;BYDAY=MO", start: "1970-01-01T00:00", duration: "1h" }],
+    });
+    // A hosted app iterating with ical.js gets the library's own methods, not Steward's budgeted ones.
+    const proto = ICAL.RecurIterator.prototype;
+    for (const method of [proto.expand_year_days, proto.check_contracting_rules]) {
+      expect(String(method)).not.toMatch(/spend|budget|original/i);
+    }
+    const rule = ICAL.Recur.fromString("FREQ=WEEKLY;BYDAY=FR");
+    const iter = rule.iterator(ICAL.Time.fromDateTimeString("2026-12-04T16:00:00"));
+    expect([iter.next()?.toString(), iter.next()?.toString()]).toEqual(["2026-12-04T16:00:00", "2026-12-11T16:00:00"]);
   });
 
   it("a COUNT rule that cannot be jumped to today holds (it used to approve)", () => {

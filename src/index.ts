@@ -64,7 +64,7 @@ export { didYouMean, suggestionNote } from "./policy/suggest.js";
 // Effects and state shared across replicas.
 export { withStoreLock, type StoreLockOptions } from "./coordination/lock.js";
 export { rateLimitWaitMs, rateLimitedUntil, clockTime, delayedText } from "./api/rate-limit.js";
-export { BudgetReserved } from "./api/budget-reserve.js";
+export { BudgetReserved } from "./api/rate-limit.js";
 export { cachedGet, requestFnOf, ResponseCache, type RequestFn, type RawResponse } from "./api/conditional.js";
 export { downloadWithoutAuth } from "./api/client.js";
 export { StewardOctokit } from "./api/octokit.js";

@@ -6,44 +6,42 @@
 // loop. Every answer updates what is known, so a new window lifts the hold with the first read.
 // Acting requests are never held here: once the budget is spent, GitHub's refusal says until when.
 
+import { BudgetReserved, resetOnThisClock } from "./rate-limit.js";
+
 /** The share of the hourly limit kept for acting once the remaining budget falls below it. */
 export const RESERVE_SHARE = 0.1;
 
-export class BudgetReserved extends Error {
-  constructor(
-    readonly until: Date,
-    message: string,
-  ) {
-    super(message);
-    this.name = "BudgetReserved";
-  }
-}
-
-interface Window {
+/** An installation's core rate-limit window as an answer gave it. */
+export interface RateWindow {
   remaining: number;
   limit: number | undefined;
-  /** When the window resets, on this machine's clock. */
+  /** When the window resets, on this machine's clock (epoch ms). */
   resetAt: number;
 }
 
 /** One installation's budget as its last answer gave it. */
 export class BudgetReserve {
-  private window: Window | undefined;
+  private window: RateWindow | undefined;
 
   constructor(private readonly share = RESERVE_SHARE) {}
 
-  /** Learn from an answer's headers (refusals included). Search and GraphQL have budgets of their own. */
-  observe(headers: Headers, now = Date.now()): void {
+  /**
+   * Learn from an answer's headers (refusals included) and return the window they give, if any.
+   * Search and GraphQL have budgets of their own and leave the core window as it was.
+   */
+  observe(headers: Headers, now = Date.now()): RateWindow | undefined {
     const resource = headers.get("x-ratelimit-resource");
-    if (resource !== null && resource !== "core") return;
+    if (resource !== null && resource !== "core") return undefined;
     const remaining = Number(headers.get("x-ratelimit-remaining") ?? NaN);
-    const reset = Number(headers.get("x-ratelimit-reset") ?? NaN) * 1000;
-    if (!Number.isFinite(remaining) || !Number.isFinite(reset)) return;
+    const reset = Number(headers.get("x-ratelimit-reset") ?? NaN);
+    if (!Number.isFinite(remaining) || !Number.isFinite(reset)) return undefined;
     const limit = Number(headers.get("x-ratelimit-limit") ?? NaN);
-    // The reset is GitHub's clock; this machine's may differ. One second of margin as rate-limit.ts.
-    const server = Date.parse(headers.get("date") ?? "");
-    const resetAt = now + (reset - (Number.isFinite(server) ? server : now)) + 1_000;
-    this.window = { remaining, limit: Number.isFinite(limit) && limit > 0 ? limit : undefined, resetAt };
+    this.window = {
+      remaining,
+      limit: Number.isFinite(limit) && limit > 0 ? limit : undefined,
+      resetAt: resetOnThisClock(reset, headers.get("date") ?? undefined, now),
+    };
+    return this.window;
   }
 
   /** Why a request must wait, or undefined when it may go now. */

@@ -122,13 +122,11 @@ function observedFetch(
     if (token) registerSecret(token, { rotating: true });
     try {
       const response = await inner(input, init);
-      reserve.observe(response.headers);
-      const remaining = response.headers.get("x-ratelimit-remaining");
-      const limit = Number(response.headers.get("x-ratelimit-limit") ?? NaN);
-      const reset = Number(response.headers.get("x-ratelimit-reset") ?? NaN);
-      observe?.request(who, response.status, remaining === null ? undefined : Number(remaining), {
-        ...(Number.isFinite(limit) ? { limit } : {}),
-        ...(Number.isFinite(reset) ? { resetAt: reset * 1000 } : {}),
+      // One reading of the window for the hold and for the console (its reset on this machine's clock).
+      const window = reserve.observe(response.headers);
+      observe?.request(who, response.status, window?.remaining, {
+        ...(window?.limit !== undefined ? { limit: window.limit } : {}),
+        ...(window ? { resetAt: window.resetAt } : {}),
       });
       return response;
     } catch (error) {
@@ -144,6 +142,16 @@ const AUTH_PATHS = [
   /^\/applications\/[^/]+\/token(\/scoped)?$/,
   /^\/login\/oauth\/access_token$/,
 ];
+
+/** A request's path, whether its url is a route (`/repos/o/r`) or a full URL. */
+function pathOf(url: string): string {
+  return new URL(url, "http://github.test").pathname;
+}
+
+/** Whether a path mints or exchanges a token (never spaced nor held: acting needs a token). */
+function isTokenRequest(pathname: string): boolean {
+  return AUTH_PATHS.some((p) => p.test(pathname));
+}
 
 /**
  * One write of an installation at a time, the next no sooner than the interval after the
@@ -163,8 +171,8 @@ function spaceWrites(
   octokit.hook.wrap("request", (request, options) => {
     const method = options.method.toUpperCase();
     if (method === "GET" || method === "HEAD") return request(options);
-    const { pathname } = new URL(options.url, "http://github.test");
-    if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
+    const pathname = pathOf(options.url);
+    if (isTokenRequest(pathname)) return request(options);
     const gapMs = throttling.triggersNotification(pathname) ? intervalMs * 3 : intervalMs;
     // Stopped work gives up its place in the queue (a caller's own `request.signal` counts too).
     const own = (options.request as RequestOptions | undefined)?.signal;
@@ -182,8 +190,8 @@ function spaceWrites(
  */
 function holdForReserve(octokit: InstallationOctokit, reserve: BudgetReserve): void {
   octokit.hook.wrap("request", async (request, options) => {
-    const { pathname } = new URL(options.url, "http://github.test");
-    if (AUTH_PATHS.some((p) => p.test(pathname))) return request(options);
+    const pathname = pathOf(options.url);
+    if (isTokenRequest(pathname)) return request(options);
     const held = reserve.hold(isActing(options.method, pathname));
     if (held) throw held;
     return request(options);

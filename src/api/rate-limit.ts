@@ -5,14 +5,32 @@
 // retry, a sync's pause and the words "delayed until" agree. Steward's own hold on a nearly
 // spent budget (budget-reserve.ts) reads the same way.
 
-import { BudgetReserved } from "./budget-reserve.js";
-
 /** GitHub's advice for a secondary limit without `retry-after`: wait at least a minute. */
 const SECONDARY_DEFAULT_MS = 60_000;
 /** The reset is whole seconds and clocks drift: one more second avoids asking a moment early. */
 const RESET_MARGIN_MS = 1_000;
 
 type Headers = Record<string, string | number | undefined>;
+
+/** Steward's own "not now": the installation's budget is nearly spent and kept for acting (budget-reserve.ts). */
+export class BudgetReserved extends Error {
+  constructor(
+    readonly until: Date,
+    message: string,
+  ) {
+    super(message);
+    this.name = "BudgetReserved";
+  }
+}
+
+/**
+ * When a window that GitHub says resets at `resetSeconds` (its clock, epoch seconds) resets on this
+ * machine's clock, measured from the answer's `date` header when it has one.
+ */
+export function resetOnThisClock(resetSeconds: number, date: string | undefined, now: number): number {
+  const serverNow = date === undefined ? NaN : Date.parse(date);
+  return now + resetSeconds * 1000 - (Number.isFinite(serverNow) ? serverNow : now) + RESET_MARGIN_MS;
+}
 
 function statusOf(error: unknown): number | undefined {
   const s = (error as { status?: unknown } | null)?.status;
@@ -36,10 +54,12 @@ export function rateLimitWaitMs(error: unknown, now = Date.now()): number | unde
   const retryAfter = Number(h["retry-after"]);
   if (h["retry-after"] !== undefined && Number.isFinite(retryAfter)) return Math.max(0, retryAfter * 1000);
   if (String(h["x-ratelimit-remaining"]) !== "0") return status === 429 ? SECONDARY_DEFAULT_MS : undefined;
-  const reset = Number(h["x-ratelimit-reset"]) * 1000;
+  const reset = Number(h["x-ratelimit-reset"]);
   if (!Number.isFinite(reset) || reset <= 0) return SECONDARY_DEFAULT_MS;
-  const serverNow = h.date === undefined ? NaN : Date.parse(String(h.date));
-  return Math.max(0, reset - (Number.isFinite(serverNow) ? serverNow : now)) + RESET_MARGIN_MS;
+  return Math.max(
+    RESET_MARGIN_MS,
+    resetOnThisClock(reset, h.date === undefined ? undefined : String(h.date), now) - now,
+  );
 }
 
 /** When the call may be made again on this machine's clock, if `error` is a rate-limit refusal. */

@@ -3,7 +3,7 @@
 // renamed repositories (301/307), pagination and log redirects.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createOctokitFactory, downloadWithoutAuth } from "../../src/api/client.js";
-import { BudgetReserved } from "../../src/api/budget-reserve.js";
+import { BudgetReserved } from "../../src/api/rate-limit.js";
 import { delayedText, rateLimitedUntil } from "../../src/api/rate-limit.js";
 import { inProcessCoordination } from "../../src/coordination/in-process.js";
 import { createTokenCache } from "../../src/coordination/token-cache.js";
@@ -14,7 +14,12 @@ import { collectingLogger, testConfig } from "./helpers.js";
 import { expectStoppedWith } from "../support/stopped.js";
 
 let hub: HubHandle;
-let observed: { who: number | "app"; status: number; remaining?: number }[];
+let observed: {
+  who: number | "app";
+  status: number;
+  remaining?: number;
+  window?: { limit?: number; resetAt?: number };
+}[];
 let logs: () => string;
 let acme: number;
 /** Times the client decided to wait out a primary rate limit, as its log says. */
@@ -34,7 +39,7 @@ function factory(
     config: testConfig({ appId: Number(hub.env.APP_ID), privateKey: hub.env.PRIVATE_KEY, apiUrl: hub.url }),
     logger,
     coordination: inProcessCoordination(),
-    observe: { request: (who, status, remaining) => observed.push({ who, status, remaining }) },
+    observe: { request: (who, status, remaining, window) => observed.push({ who, status, remaining, window }) },
     writeIntervalMs: extra.writeIntervalMs ?? 0,
     ...(extra.maxInstallations ? { maxInstallations: extra.maxInstallations } : {}),
     ...(extra.signal ? { signal: extra.signal } : {}),
@@ -344,6 +349,25 @@ describe("API client", () => {
     // Acting reads are never held; the answer shows the new window.
     expect((await getRepo(octokit, "web")).status).toBe(200);
     expect((await report()).status).toBe(201);
+  });
+
+  it("reports the window's reset on this machine's clock, whatever GitHub's clock says", async () => {
+    const octokit = await factory().octokitFor(acme);
+    await octokit.auth({ type: "installation" });
+    // GitHub's clock half an hour ahead of this machine's (within the token's hour); its window resets ten minutes after its now.
+    hub.control.setClock(new Date(Date.now() + 1_800_000));
+    hub.control.setRateLimit(acme, {
+      limit: 5000,
+      remaining: 4321,
+      resetAt: new Date(hub.control.now().getTime() + 600_000),
+    });
+    const before = Date.now();
+    expect((await getRepo(octokit, "web")).status).toBe(200);
+    const seen = observed.at(-1)!;
+    expect(seen).toMatchObject({ who: acme, status: 200, remaining: 4320, window: { limit: 5000 } });
+    // Ten minutes from now here (and a second's margin), give or take the hub's whole-second reset.
+    expect(seen.window!.resetAt!).toBeGreaterThanOrEqual(before + 600_000 - 1_000);
+    expect(seen.window!.resetAt!).toBeLessThanOrEqual(Date.now() + 600_000 + 1_000);
   });
 
   it("acting requests are not held once the budget is spent: GitHub's refusal says until when", async () => {

@@ -23,6 +23,11 @@ export interface PlanRow {
   conflict?: boolean;
   /** Org targets shared with selected repositories: the repository ids to add and to remove, one at a time. */
   repositoryChanges?: { add: number[]; remove: number[] };
+  /**
+   * Planned without listing its scope (see PlanInput.unlistedScopes): created, and only if it turns
+   * out to exist read and judged like a listed one (someone else's is left alone unless adopted).
+   */
+  createFirst?: boolean;
 }
 
 export interface PlanInput {
@@ -33,6 +38,12 @@ export interface PlanInput {
   records: ReadonlyMap<string, TargetRecord>;
   /** `${kind}/${scopeKey}` of every scope whose list was read; other scopes are not judged. */
   readScopes: ReadonlySet<string>;
+  /**
+   * Scopes judged without a read: variable scopes where Steward has no record, so every desired
+   * variable there is most likely missing. Creating it answers the question the list would (a
+   * variable that exists refuses the create), for one request instead of two.
+   */
+  unlistedScopes?: ReadonlySet<string>;
   prune: boolean;
   /**
    * Desired key -> the policy's `adopt` for it: true adopts an existing target Steward did not create
@@ -153,13 +164,38 @@ function compare(
   };
 }
 
+/**
+ * The row for a target that a create found already there (a `createFirst` row): judged as a listed
+ * target Steward has no record of would be, so someone else's variable is left alone unless adopted.
+ */
+export function judgeExisting(d: DesiredTarget, a: ActualTarget, adopt: boolean | undefined): PlanRow {
+  return compare(d, a, undefined, "", adopt);
+}
+
 export function computePlan(input: PlanInput): Plan {
   const rows: PlanRow[] = [];
   const forget: string[] = [];
   const baselines: Plan["baselines"] = [];
   const wanted = new Set<string>();
   for (const d of input.desired) {
-    if (!input.readScopes.has(scopeReadKey(d.kind, d.scope))) continue;
+    const scope = scopeReadKey(d.kind, d.scope);
+    if (input.unlistedScopes?.has(scope) && d.kind === "variable") {
+      wanted.add(d.key);
+      rows.push({
+        key: d.key,
+        kind: d.kind,
+        scope: d.scope,
+        name: d.name,
+        action: "create",
+        changes: ["value"],
+        reason: "not written by Steward here before: created, or judged if it exists",
+        desired: d,
+        created: true,
+        createFirst: true,
+      });
+      continue;
+    }
+    if (!input.readScopes.has(scope)) continue;
     wanted.add(d.key);
     const a = input.actual.get(d.key);
     const r = input.records.get(d.key);

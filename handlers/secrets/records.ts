@@ -20,3 +20,21 @@ export function saveRecord(store: Store, org: string, key: string, record: Targe
 export function forgetRecord(store: Store, org: string, key: string): Promise<void> {
   return store.delete(recordPrefix(org) + key);
 }
+
+/**
+ * Scopes where a create found a variable Steward did not write (a `createFirst` row): planned from
+ * their list from then on, whose conditional re-read costs nothing while it is unchanged, rather
+ * than by a refused create and a read on every sync.
+ */
+function listFirstPrefix(org: string): string {
+  return `secrets/list-first/${org.toLowerCase()}/`;
+}
+
+export async function loadListFirst(store: Pick<Store, "list">, org: string): Promise<Set<string>> {
+  const prefix = listFirstPrefix(org);
+  return new Set((await store.list<true>(prefix)).map((e) => e.key.slice(prefix.length)));
+}
+
+export function markListFirst(store: Store, org: string, scopeReadKey: string): Promise<void> {
+  return store.set(listFirstPrefix(org) + scopeReadKey, true);
+}

@@ -6,17 +6,24 @@ import { describeError, type Requester } from "./api.js";
 import { readInstallationRepositories, readScope, readSelectedRepositories } from "./facts.js";
 import { fingerprint, fingerprintKey } from "./fingerprint.js";
 import { FanOut, RateLimitPause, type FanOutOptions } from "./limits.js";
-import { computePlan, scopeReadKey, type Action, type PlanRow } from "./plan.js";
+import { computePlan, judgeExisting, scopeReadKey, type Action, type PlanRow } from "./plan.js";
 import { quotaWarnings } from "./quotas.js";
 import { adoptedKeys } from "./adopt.js";
 import type { SecretsPolicy } from "./policy.js";
-import { forgetRecord, loadRecords, saveRecord } from "./records.js";
+import { forgetRecord, loadListFirst, loadRecords, markListFirst, saveRecord } from "./records.js";
 import { resolveDesired } from "./resolve.js";
 import type { PublicKeyCache } from "./seal.js";
 import { parseExposures, SOURCES_VARIABLE } from "./exposure.js";
 import { readSources } from "./sources.js";
-import { scopeLabel, type ActualTarget, type Kind, type Scope, type TargetRecord } from "./targets.js";
-import { deleteRow, readUpdatedAt, writeRow, type WriteContext } from "./write.js";
+import {
+  scopeLabel,
+  type ActualTarget,
+  type DesiredTarget,
+  type Kind,
+  type Scope,
+  type TargetRecord,
+} from "./targets.js";
+import { deleteRow, ExistsAlready, readUpdatedAt, writeRow, type WriteContext } from "./write.js";
 import { isStopped, reportReason } from "../../src/index.js";
 import { ProgressTracker, type SyncProgress } from "./progress.js";
 
@@ -157,9 +164,11 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   }
 
   const records = await loadRecords(store, org);
+  const unlistedScopes = createFirstScopes(req, desired, records.values(), await loadListFirst(store, org));
   const toRead = new Map<string, ScopeToRead>();
   for (const t of [...desired, ...records.values()]) {
-    if (inReach(t.scope)) toRead.set(scopeReadKey(t.kind, t.scope), { kind: t.kind, scope: t.scope });
+    const id = scopeReadKey(t.kind, t.scope);
+    if (inReach(t.scope) && !unlistedScopes.has(id)) toRead.set(id, { kind: t.kind, scope: t.scope });
   }
 
   const actual = new Map<string, ActualTarget>();
@@ -201,10 +210,11 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     actual,
     records,
     readScopes,
+    unlistedScopes,
     prune: req.policy.prune === true,
     adopt: adoptedKeys(req.policy, desired),
   });
-  const rows: PlanRow[] = [];
+  let rows: PlanRow[] = [];
   for (const row of plan.rows) {
     if (row.conflict) leftAlone.push({ scope: row.scope, kind: row.kind, name: row.name, reason: row.reason });
     const why = unresolved.get(row.key);
@@ -222,6 +232,8 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
 
   const ctx: WriteContext = { api, org, keys: req.keys };
   const applied: PlanRow[] = [];
+  /** Create-first rows that found a variable there, as judged after reading it. */
+  const judged = new Map<string, PlanRow>();
   const reported: { row: PlanRow; by: string }[] = [];
   const writes: PlanRow[] = [];
   for (const row of rows) {
@@ -238,8 +250,17 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
   await Promise.all(
     writes.map(async (row) => {
       try {
-        await applyRow(fan, ctx, { ...req, api }, row, values.get(row.key) ?? "", fingerprints.get(row.key) ?? "");
-        applied.push(row);
+        const done = await applyRow(
+          fan,
+          ctx,
+          { ...req, api },
+          row,
+          values.get(row.key) ?? "",
+          fingerprints.get(row.key) ?? "",
+        );
+        if (done !== row) judged.set(row.key, done);
+        if (done.conflict) leftAlone.push({ scope: row.scope, kind: row.kind, name: row.name, reason: done.reason });
+        if (done.action !== "unchanged") applied.push(done);
         progress.rowFinished(row, true);
       } catch (e) {
         if (isStopped(e)) return;
@@ -256,6 +277,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
     }),
   );
   applied.sort((a, b) => (a.key < b.key ? -1 : 1));
+  if (judged.size) rows = rows.map((r) => judged.get(r.key) ?? r);
   // Stopped: every write made is recorded; forgetting and baselines wait for the run that finishes.
   if (signal?.aborted) return stopped({ repositories: repos.length, rows, applied });
   for (const k of plan.forget) await forgetRecord(store, org, k);
@@ -279,7 +301,7 @@ export async function runSync(req: SyncRequest): Promise<SyncResult> {
  * Why a planned write is only reported, if it is: the operator's setting, the document's `mode:
  * report`, then the entry's own (a deletion by prune of a name no entry lists follows the document).
  */
-function reportedBy(req: SyncRequest, row: PlanRow): string | undefined {
+function reportedBy(req: SyncRequest, row: Pick<PlanRow, "kind" | "name">): string | undefined {
   const entries: Record<string, { mode?: string } | undefined> =
     row.kind === "secret" ? (req.policy.secrets ?? {}) : (req.policy.variables ?? {});
   return reportReason(
@@ -316,7 +338,38 @@ function rowDetails(req: SyncRequest, row: PlanRow): Record<string, unknown> {
   };
 }
 
-/** Each request in its own fan-out job: a rate-limit retry never repeats a write that succeeded. */
+/**
+ * Variable scopes (of a repository or environment) to plan without listing them: Steward has no
+ * record there and no create there found one it did not write, so what it wants there is most
+ * likely missing and a create tells (plan.ts). Not for
+ * a dry run or a write held back by report mode, whose plans must say what is there, nor for
+ * organisation variables, whose sharing is judged from the list.
+ */
+function createFirstScopes(
+  req: SyncRequest,
+  desired: readonly DesiredTarget[],
+  records: Iterable<TargetRecord>,
+  listFirst: ReadonlySet<string>,
+): Set<string> {
+  const out = new Set<string>();
+  if (req.dryRun) return out;
+  const recorded = new Set([...listFirst, ...[...records].map((r) => scopeReadKey(r.kind, r.scope))]);
+  const refused = new Set<string>();
+  for (const d of desired) {
+    const id = scopeReadKey(d.kind, d.scope);
+    if (d.kind !== "variable" || d.scope.level === "org" || recorded.has(id)) continue;
+    if (reportedBy(req, d)) refused.add(id);
+    else out.add(id);
+  }
+  for (const id of refused) out.delete(id);
+  return out;
+}
+
+/**
+ * Each request in its own fan-out job: a rate-limit retry never repeats a write that succeeded.
+ * Returns the row as carried out: for a create-first variable that exists, the row judged after
+ * reading it (left alone, unchanged, or adopted and written).
+ */
 async function applyRow(
   fan: FanOut,
   ctx: WriteContext,
@@ -324,15 +377,24 @@ async function applyRow(
   row: PlanRow,
   value: string,
   fp: string,
-): Promise<void> {
+): Promise<PlanRow> {
   const details = rowDetails(req, row);
   if (row.action === "delete") {
     await fan.run(() => deleteRow(ctx, row));
     await forgetRecord(req.store, req.org, row.key);
     await req.store.audit({ kind: `${row.kind}_delete`, source: "secrets", details });
-    return;
+    return row;
   }
-  const serverWrittenAt = await fan.run(() => writeRow(ctx, row, value));
+  let serverWrittenAt: string | undefined;
+  try {
+    serverWrittenAt = await fan.run(() => writeRow(ctx, row, value));
+  } catch (e) {
+    if (!(e instanceof ExistsAlready)) throw e;
+    const d = row.desired!;
+    await markListFirst(req.store, req.org, scopeReadKey(d.kind, d.scope));
+    const judged = judgeExisting(d, e.actual, adoptedKeys(req.policy, [d]).get(d.key));
+    return judged.action === "unchanged" ? judged : applyRow(fan, ctx, req, judged, value, fp);
+  }
   const record: TargetRecord = {
     kind: row.kind,
     scope: row.scope,
@@ -353,4 +415,5 @@ async function applyRow(
       ...record,
       remoteUpdatedAt: await fan.run(() => readUpdatedAt(ctx, row)),
     });
+  return row;
 }

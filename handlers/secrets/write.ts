@@ -5,7 +5,17 @@ import { collectionPath } from "./facts.js";
 import type { PlanRow } from "./plan.js";
 import type { PublicKeyCache } from "./seal.js";
 import { seal } from "./seal.js";
-import type { DesiredTarget, Scope } from "./targets.js";
+import { targetKey, type ActualTarget, type DesiredTarget, type Scope } from "./targets.js";
+
+/**
+ * A create-first variable (PlanRow.createFirst) that exists already: what is there, read, for the
+ * sync to judge. Never overwritten blindly: it may be someone else's.
+ */
+export class ExistsAlready extends Error {
+  constructor(readonly actual: ActualTarget) {
+    super("exists already");
+  }
+}
 
 export interface WriteContext {
   api: Requester;
@@ -54,7 +64,31 @@ async function putSecret(ctx: WriteContext, d: DesiredTarget, value: string): Pr
   }
 }
 
-async function writeVariable(ctx: WriteContext, d: DesiredTarget, create: boolean): Promise<void> {
+/** One variable as it is now, or undefined when there is none. */
+async function readVariable(ctx: WriteContext, d: DesiredTarget): Promise<ActualTarget | undefined> {
+  const { route, params } = itemRoute(ctx.org, "variable", d.scope, d.name);
+  try {
+    const res = await ctx.api.request(`GET ${route}`, params);
+    const t: ActualTarget = {
+      key: targetKey("variable", d.scope, d.name),
+      kind: "variable",
+      scope: d.scope,
+      name: d.name,
+      updatedAt: String(res.data?.updated_at ?? ""),
+      value: res.data?.value,
+    };
+    if (d.scope.level === "org") t.visibility = res.data?.visibility;
+    return t;
+  } catch (e) {
+    if (statusOf(e) === 404) return undefined;
+    throw e;
+  }
+}
+
+const alreadyExists = (e: unknown) =>
+  statusOf(e) === 409 || (statusOf(e) === 422 && /already exists/i.test(describeError(e)));
+
+async function writeVariable(ctx: WriteContext, d: DesiredTarget, create: boolean, createFirst = false): Promise<void> {
   const { route, params } = collectionPath(ctx.org, "variable", d.scope);
   const item = itemRoute(ctx.org, "variable", d.scope, d.name);
   const body = { name: d.name, value: d.value ?? "", ...(d.scope.level === "org" ? orgShare(d) : {}) };
@@ -64,11 +98,16 @@ async function writeVariable(ctx: WriteContext, d: DesiredTarget, create: boolea
   try {
     await (create ? post() : patch());
   } catch (e) {
-    const status = statusOf(e);
     // Someone created it meanwhile (409, or a 422 saying so); a 422 about the value itself (over
     // GitHub's 48 KB) must surface as it is, not as the PATCH's 404.
-    if (create && (status === 409 || (status === 422 && /already exists/i.test(describeError(e))))) await patch();
-    else if (!create && status === 404) await post();
+    if (create && alreadyExists(e) && createFirst) {
+      const actual = await readVariable(ctx, d);
+      // Deleted again between the two requests: missing after all.
+      if (!actual) return writeVariable(ctx, d, true);
+      throw new ExistsAlready(actual);
+    }
+    if (create && alreadyExists(e)) await patch();
+    else if (!create && statusOf(e) === 404) await post();
     else throw e;
   }
 }
@@ -130,7 +169,7 @@ export async function writeRow(ctx: WriteContext, row: PlanRow, value: string): 
   const onlyRepositories = row.action === "update" && row.changes.length === 1 && row.changes[0] === "repositories";
   if (onlyRepositories) return setSelectedRepositories(ctx, d, row.repositoryChanges);
   if (d.kind === "secret") return putSecret(ctx, d, value);
-  await writeVariable(ctx, d, row.action === "create");
+  await writeVariable(ctx, d, row.action === "create", row.createFirst === true);
   return undefined;
 }
 

@@ -37,6 +37,7 @@ export const FULL: BenchOptions = {
 };
 
 export const STEWARD = "Steward (SQLite)";
+export const STEWARD_REDIS = "Steward (Redis)";
 export const STEWARD_POSTGRES = "Steward (PostgreSQL)";
 export const PEER = "Probot + BullMQ (durable peer)";
 export const PROBOT = "Probot (in memory)";
@@ -108,7 +109,7 @@ export async function runIntake(
   const all: { name: string; server: "steward" | "probot"; env: Record<string, string> }[] = [
     { name: STEWARD, server: "steward", env },
     {
-      name: "Steward (Redis)",
+      name: STEWARD_REDIS,
       server: "steward",
       env: { ...env, STEWARD_REDIS_URL: REDIS, BENCH_PREFIX: `${tag}_steward` },
     },

@@ -98,15 +98,19 @@ export function renderResults(r: BenchResults, o: BenchOptions): string {
   return `${lines.join("\n")}\n`;
 }
 
-/** The intake alone (`--postgres-intake`): each server's rate and p99 at each level, and its ratio to `against`. */
+/**
+ * The intake alone (`--intake`, `--postgres-intake`): each server's rate and p99 at each level, its
+ * ratio to `against`, and its peak RSS.
+ */
 export function renderIntakeRatios(intake: Contender[], against: string, notes: string[]): string {
   const base = intake.find((c) => c.name === against);
-  const lines = intake.flatMap((c) =>
-    c.levels.map(
+  const lines = intake.flatMap((c) => [
+    ...c.levels.map(
       (l, i) =>
         `${c.name}, ${l.connections} conn.: ${l.rps.toFixed(0)}/s, p99 ${ms(l.p99)} ms${base && c !== base ? `, ${ratio(l.rps, base.levels[i]!.rps)} ${against}` : ""}`,
     ),
-  );
+    `${c.name}: peak RSS ${mb(c.peakRss)}`,
+  ]);
   return [...lines, ...notes].join("\n") + "\n";
 }
 

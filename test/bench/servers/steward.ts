@@ -11,7 +11,6 @@ import { join } from "node:path";
 import { createSteward } from "../../../src/app.js";
 import { loadConfig } from "../../../src/config/env.js";
 import type { HubEnv } from "../../../src/sandbox/hub.js";
-import { sandboxApiOptions, sandboxStewardEnv } from "../../../src/sandbox/stack.js";
 import { serveUnderTest } from "./child.js";
 
 const ownDataDir = process.env.BENCH_DATA_DIR === undefined;
@@ -23,10 +22,13 @@ const prefix = process.env.BENCH_PREFIX;
 const noop = { name: "noop", events: ["*" as const], handle: async () => ({ status: "done" as const }) };
 
 const redis = prefix ? { redis: { prefix: `{${prefix}}:` } } : {};
+// The sandbox stack (and the hub's modules behind it) only when a hub is named, as `steward start`
+// loads it only for the sandbox: the intake's Steward holds what production holds.
+const sandbox = hub ? await import("../../../src/sandbox/stack.js") : undefined;
 const steward = hub
   ? await createSteward({
-      config: loadConfig({ ...process.env, ...sandboxStewardEnv(hub.env, hub.reviewerToken, { dataDir }) }),
-      ...sandboxApiOptions(),
+      config: loadConfig({ ...process.env, ...sandbox!.sandboxStewardEnv(hub.env, hub.reviewerToken, { dataDir }) }),
+      ...sandbox!.sandboxApiOptions(),
       ...redis,
     })
   : await createSteward({

@@ -378,8 +378,8 @@ async function applyRow(
   value: string,
   fp: string,
 ): Promise<PlanRow> {
-  const details = rowDetails(req, row);
   if (row.action === "delete") {
+    const details = rowDetails(req, row);
     await fan.run(() => deleteRow(ctx, row));
     await forgetRecord(req.store, req.org, row.key);
     await req.store.audit({ kind: `${row.kind}_delete`, source: "secrets", details });
@@ -395,6 +395,8 @@ async function applyRow(
     const judged = judgeExisting(d, e.actual, adoptedKeys(req.policy, [d]).get(d.key));
     return judged.action === "unchanged" ? judged : applyRow(fan, ctx, req, judged, value, fp);
   }
+  // The create went through: it was missing, as a list would have said.
+  const done: PlanRow = row.createFirst ? { ...row, reason: "missing" } : row;
   const record: TargetRecord = {
     kind: row.kind,
     scope: row.scope,
@@ -407,7 +409,7 @@ async function applyRow(
   if (serverWrittenAt) record.serverWrittenAt = serverWrittenAt;
   // Recorded at once, so a run stopped after the write does not write it again.
   await saveRecord(req.store, req.org, row.key, record);
-  await req.store.audit({ kind: `${row.kind}_write`, source: "secrets", details });
+  await req.store.audit({ kind: `${row.kind}_write`, source: "secrets", details: rowDetails(req, done) });
   // Secrets cannot be read back. Their drift baseline is the updated_at the next list shows (no extra
   // request); without the server's time of the write to bound it, read it back now instead.
   if (row.kind === "secret" && !serverWrittenAt)
@@ -415,5 +417,5 @@ async function applyRow(
       ...record,
       remoteUpdatedAt: await fan.run(() => readUpdatedAt(ctx, row)),
     });
-  return row;
+  return done;
 }

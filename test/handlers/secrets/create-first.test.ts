@@ -25,9 +25,11 @@ describe("variables created first", () => {
     const first = await world.sync();
     const made = mark();
     expect(first.failures).toEqual([]);
-    expect(first.applied.map((r) => [r.scope, r.action])).toEqual(
-      REPOS.map((repo) => [{ level: "repo", repo }, "create"]),
+    // Reported as a listed sync reports them: created because missing.
+    expect(first.applied.map((r) => [r.scope, r.action, r.reason])).toEqual(
+      REPOS.map((repo) => [{ level: "repo", repo }, "create", "missing"]),
     );
+    expect(first.rows.map((r) => r.reason)).toEqual(REPOS.map(() => "missing"));
     expect(variableLists(made)).toEqual([]);
     expect(made.filter((r) => r.path.includes("/actions/variables"))).toEqual(
       REPOS.map((repo) => ({

@@ -20,16 +20,21 @@ const brief = (text: string) =>
     (p) => `${p.file}:${p.line}:${p.column} ${p.message}`,
   );
 
-/** Nested quantifiers: the shapes that make a backtracking engine exponential. */
-const nestedQuantifier: fc.Arbitrary<string> = fc.letrec<{ re: string }>((tie) => ({
-  re: fc.oneof(
-    { depthSize: "small", withCrossShrink: true },
-    fc.constantFrom("a", "aa", "a?", "\\w", "[ab]", "."),
-    fc.tuple(tie("re"), fc.constantFrom("+", "*", "{1,5}", "?")).map(([r, q]) => `(?:${r})${q}`),
-    fc.tuple(tie("re"), tie("re")).map(([a, b]) => `(?:${a}|${b})`),
-    fc.tuple(tie("re"), tie("re")).map(([a, b]) => `${a}${b}`),
-  ),
-})).re;
+/**
+ * Nested quantifiers: the shapes that make a backtracking engine exponential. `maxDepth` caps the
+ * nesting, for comparisons that run JavaScript's own engine.
+ */
+const nestedQuantifiers = (maxDepth?: number): fc.Arbitrary<string> =>
+  fc.letrec<{ re: string }>((tie) => ({
+    re: fc.oneof(
+      { depthSize: "small", withCrossShrink: true, ...(maxDepth === undefined ? {} : { maxDepth }) },
+      fc.constantFrom("a", "aa", "a?", "\\w", "[ab]", "."),
+      fc.tuple(tie("re"), fc.constantFrom("+", "*", "{1,5}", "?")).map(([r, q]) => `(?:${r})${q}`),
+      fc.tuple(tie("re"), tie("re")).map(([a, b]) => `(?:${a}|${b})`),
+      fc.tuple(tie("re"), tie("re")).map(([a, b]) => `${a}${b}`),
+    ),
+  })).re;
+const nestedQuantifier = nestedQuantifiers();
 
 describe("policy regexes", () => {
   it("match the catastrophic examples (and a property-based family of nested quantifiers) linearly", () => {
@@ -47,11 +52,14 @@ describe("policy regexes", () => {
   });
 
   it("agree with JavaScript's engine on short inputs, flags included", () => {
+    // JavaScript's engine is the reference, and it backtracks: its work grows exponentially with
+    // the input's length and the quantifiers' nesting, and with unbounded nesting on ten characters
+    // a single case could outlast the test's timeout. Three levels on five characters keep it small.
     fc.assert(
       fc.property(
-        nestedQuantifier,
+        nestedQuantifiers(3),
         fc.constantFrom("", "i", "s", "m"),
-        fc.string({ unit: fc.constantFrom("a", "A", "b", "\n", "!"), maxLength: 10 }),
+        fc.string({ unit: fc.constantFrom("a", "A", "b", "\n", "!"), maxLength: 5 }),
         (re, flags, text) => {
           expect(textMatcher(`/${re}$/${flags}`).test(text)).toBe(new RegExp(`${re}$`, flags).test(text));
         },

@@ -2,7 +2,7 @@
 // advisory lock while the others wait, and a schema newer than the code refused with a clear message.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { openPostgresStore, type PostgresStore } from "../../src/store/postgres/store.js";
-import { schemaVersion } from "../../src/store/postgres/schema.js";
+import { migrate, migrations, schemaVersion } from "../../src/store/postgres/schema.js";
 import { dropSchema, postgresUp, postgresUrl, uniqueSchema, withClient } from "./support.js";
 
 const opened: PostgresStore[] = [];
@@ -69,6 +69,84 @@ describe.skipIf(!postgresUp)("postgres schema migrations", () => {
       expect(await b!.kv.get("from-a")).toBe(true);
     });
     expect(await versions(s)).toEqual(Array.from({ length: schemaVersion }, (_, i) => i + 1));
+  });
+
+  it("moves a version 3 queue into its own table: waiting, running, retrying and finished deliveries kept as they were", async () => {
+    const s = schema();
+    const q = `"${s}"`;
+    const at = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms);
+    const leaseToken = "host/1/lease-of-running";
+    await withClient(async (c) => {
+      await migrate(c, s, migrations.slice(0, 3));
+      const row = (
+        id: string,
+        status: string,
+        extra: { attempts?: number; next?: Date; token?: string; until?: Date; error?: string },
+      ) =>
+        c.query(
+          `INSERT INTO ${q}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at, status,
+             attempts, next_run_at, last_error, updated_at, lease_token, lease_until)
+           VALUES ($1, 'push', NULL, 7, 'o/r', '{"x-github-event":"push"}', $2, $3, $4, $5, $6, $7, $3, $8, $9)`,
+          [
+            id,
+            `{"id":"${id}"}`,
+            at(0),
+            status,
+            extra.attempts ?? 0,
+            extra.next ?? at(0),
+            extra.error ?? null,
+            extra.token ?? null,
+            extra.until ?? null,
+          ],
+        );
+      await row("waiting", "queued", {});
+      await row("running", "running", { attempts: 1, token: leaseToken, until: new Date(Date.now() + 60_000) });
+      await row("retrying", "failed", { attempts: 2, next: at(5_000), error: "h: boom" });
+      await row("finished", "done", { attempts: 1 });
+      await row("parked", "dead", { attempts: 5, error: "h: gone" });
+      await c.query(
+        `INSERT INTO ${q}.outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
+         VALUES ('parked', 'h', 'failed', 'gone', false, 5, 0.1, $1), ('retrying', 'h', 'failed', 'boom', true, 2, 0.1, $1)`,
+        [at(0)],
+      );
+    });
+    const store = await open(s);
+    expect(await versions(s)).toEqual(Array.from({ length: schemaVersion }, (_, i) => i + 1));
+    const status = async (id: string) => (await store.deliveries.getDelivery(id))?.delivery;
+    expect(await status("waiting")).toMatchObject({ status: "queued", attempts: 0, payload: '{"id":"waiting"}' });
+    expect(await status("running")).toMatchObject({ status: "running", attempts: 1 });
+    expect(await status("retrying")).toMatchObject({
+      status: "failed",
+      attempts: 2,
+      nextRunAt: at(5_000),
+      lastError: "h: boom",
+    });
+    expect(await status("finished")).toMatchObject({ status: "done", attempts: 1 });
+    expect(await status("parked")).toMatchObject({ status: "dead", attempts: 5, lastError: "h: gone" });
+    expect((await store.deliveries.getDelivery("parked"))?.outcomes).toMatchObject([{ handler: "h", attempts: 5 }]);
+    expect(await store.deliveries.depth()).toBe(3);
+    // An earlier Steward still running cannot record a delivery no queue row would run: it fails (503).
+    await expect(
+      withClient((c) =>
+        c.query(
+          `INSERT INTO ${q}.deliveries (id, event, headers, payload, received_at, status, next_run_at, updated_at)
+           VALUES ('late', 'push', '{}', '{}', now(), 'queued', now(), now())`,
+        ),
+      ),
+    ).rejects.toThrow(/next_run_at/);
+    // The run that held its lease before the migration still holds it, and finishes.
+    expect(await store.leases.renewLease(leaseToken, 60_000)).toBe(true);
+    expect(await store.deliveries.finishDelivery(leaseToken, "running", { status: "done" })).toBe(true);
+    expect(await status("running")).toMatchObject({ status: "done", attempts: 1 });
+    // The waiting and the retrying (its time has come) are claimed, each counting an attempt.
+    const claimed = await store.deliveries.claimDeliveries(60_000, 5);
+    expect(claimed.map((c) => [c.delivery.id, c.delivery.attempts]).sort()).toEqual([
+      ["retrying", 3],
+      ["waiting", 1],
+    ]);
+    expect(claimed.find((c) => c.delivery.id === "retrying")?.outcomes).toMatchObject([
+      { handler: "h", retryable: true },
+    ]);
   });
 
   it("refuses a schema newer than the code, saying what to do", async () => {

@@ -42,7 +42,7 @@ export function startPostgresReplicaRegistry(opts: {
       ON CONFLICT (id) DO UPDATE SET entry = excluded.entry, seen_at = excluded.seen_at`,
     alive: `SELECT entry FROM ${s}.replicas WHERE seen_at > clock_timestamp() - ${ms("$1")} ORDER BY id`,
     leases: `SELECT ${ownerOf("lease_token")} AS owner, 'd' AS kind, count(*)::integer AS n
-        FROM ${s}.deliveries WHERE status = 'running' AND lease_token IS NOT NULL GROUP BY 1
+        FROM ${s}.queue WHERE lease_token IS NOT NULL GROUP BY 1
       UNION ALL
       SELECT ${ownerOf("lease_token")}, 't', count(*)::integer
         FROM ${s}.tasks WHERE status = 'running' AND lease_token IS NOT NULL GROUP BY 1`,

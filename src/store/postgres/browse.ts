@@ -64,8 +64,24 @@ class Conditions {
 
 /** A reader limited to some repositories sees deliveries without one only when "" is among them (as on the other backends). */
 function readable(c: Conditions, repositories: readonly string[] | undefined): void {
-  if (repositories) c.add((p) => `coalesce(repository, '') = ANY(${p}::text[])`, [...repositories]);
+  if (repositories) c.add((p) => `coalesce(d.repository, '') = ANY(${p}::text[])`, [...repositories]);
 }
+
+/**
+ * A status as stored: a delivery whose queue row is leased is running, whatever its row says
+ * (queued, or failed when it is a retry); finished ones have no queue row.
+ */
+function withStatus(c: Conditions, status: DeliveryStatus): void {
+  if (status === "running") c.where.push("q.lease_token IS NOT NULL");
+  else if (status === "queued" || status === "failed")
+    c.add((p) => `d.status = ${p} AND q.lease_token IS NULL`, status);
+  else c.add((p) => `d.status = ${p}`, status);
+}
+
+/** The summary's columns, from `deliveries d LEFT JOIN queue q`. */
+const summaryColumns = `d.id, d.event, d.action, d.repository, d.installation_id,
+  CASE WHEN q.lease_token IS NOT NULL THEN 'running' ELSE d.status END AS status, coalesce(q.attempts, d.attempts) AS attempts,
+  d.received_at, d.updated_at, d.last_error, (extract(epoch FROM d.received_at) * 1000)::bigint AS ms`;
 
 export class PostgresBrowse implements BrowsePart {
   constructor(
@@ -76,20 +92,20 @@ export class PostgresBrowse implements BrowsePart {
   async browseDeliveries(q: DeliveryQuery): Promise<DeliveryPage> {
     const limit = pageLimit(q.limit);
     const c = new Conditions();
-    if (q.event !== undefined) c.add((p) => `event = ${p}`, q.event);
-    if (q.repository !== undefined) c.add((p) => `repository = ${p}`, q.repository);
-    if (q.status !== undefined) c.add((p) => `status = ${p}`, q.status);
-    if (q.since !== undefined) c.add((p) => `received_at >= ${p}`, new Date(q.since));
-    if (q.until !== undefined) c.add((p) => `received_at < ${p}`, new Date(q.until));
+    if (q.event !== undefined) c.add((p) => `d.event = ${p}`, q.event);
+    if (q.repository !== undefined) c.add((p) => `d.repository = ${p}`, q.repository);
+    if (q.status !== undefined) withStatus(c, q.status);
+    if (q.since !== undefined) c.add((p) => `d.received_at >= ${p}`, new Date(q.since));
+    if (q.until !== undefined) c.add((p) => `d.received_at < ${p}`, new Date(q.until));
     readable(c, q.repositories);
     const cursor = parseCursor(q.cursor);
     if (cursor)
-      c.where.push(`(received_at, id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
-    const columns = `id, event, action, repository, installation_id, status, attempts, received_at, updated_at, last_error,
-         (extract(epoch FROM received_at) * 1000)::bigint AS ms`;
+      c.where.push(`(d.received_at, d.id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
+    const columns = summaryColumns;
     if (q.handler !== undefined || q.outcome !== undefined) return this.#byOutcome(q, c, columns, limit);
     const { rows } = await this.pool.query<SummaryRow>(
-      `SELECT ${columns} FROM ${this.s}.deliveries d ${c.sql} ORDER BY received_at DESC, id DESC LIMIT ${limit + 1}`,
+      `SELECT ${columns} FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id ${c.sql}
+       ORDER BY d.received_at DESC, d.id DESC LIMIT ${limit + 1}`,
       c.params,
     );
     const items = rows.slice(0, limit);
@@ -105,7 +121,8 @@ export class PostgresBrowse implements BrowsePart {
    * cursor where the walk stopped, not a scan of everything.
    */
   async #byOutcome(q: DeliveryQuery, c: Conditions, columns: string, limit: number): Promise<DeliveryPage> {
-    const walk = `SELECT ${columns} FROM ${this.s}.deliveries d ${c.sql} ORDER BY received_at DESC, id DESC`;
+    const walk = `SELECT ${columns} FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id ${c.sql}
+      ORDER BY d.received_at DESC, d.id DESC`;
     const walkParams = [...c.params];
     const o: string[] = ["o.delivery_id = w.id"];
     if (q.handler !== undefined) o.push(`o.handler = ${c.param(q.handler)}`);
@@ -130,11 +147,15 @@ export class PostgresBrowse implements BrowsePart {
   /** Per-minute counts by status of the deliveries received since `since` (the newest MAX_ACTIVITY at most). */
   async deliveryActivity(since: number, repositories?: readonly string[]): Promise<ActivityRow[]> {
     const c = new Conditions();
-    c.add((p) => `received_at >= ${p}`, new Date(since));
+    c.add((p) => `d.received_at >= ${p}`, new Date(since));
     readable(c, repositories);
+    // The queue (deliveries waiting or running) is joined to the recent ones, not walked per row.
     const { rows } = await this.pool.query<{ minute: string; status: DeliveryStatus; count: number }>(
-      `SELECT (floor(extract(epoch FROM received_at) / 60) * 60000)::bigint AS minute, status, count(*)::int AS count
-       FROM (SELECT received_at, status FROM ${this.s}.deliveries ${c.sql} ORDER BY received_at DESC LIMIT ${MAX_ACTIVITY}) recent
+      `SELECT (floor(extract(epoch FROM recent.received_at) / 60) * 60000)::bigint AS minute,
+         CASE WHEN q.lease_token IS NOT NULL THEN 'running' ELSE recent.status END AS status, count(*)::int AS count
+       FROM (SELECT d.id, d.received_at, d.status FROM ${this.s}.deliveries d ${c.sql}
+         ORDER BY d.received_at DESC LIMIT ${MAX_ACTIVITY}) recent
+       LEFT JOIN ${this.s}.queue q ON q.id = recent.id
        GROUP BY 1, 2 ORDER BY 1, 2`,
       c.params,
     );
@@ -154,9 +175,8 @@ export class PostgresBrowse implements BrowsePart {
   async summariesOf(ids: readonly string[]): Promise<DeliverySummary[]> {
     if (ids.length === 0) return [];
     const { rows } = await this.pool.query<SummaryRow>(
-      `SELECT id, event, action, repository, installation_id, status, attempts, received_at, updated_at, last_error,
-         (extract(epoch FROM received_at) * 1000)::bigint AS ms
-       FROM ${this.s}.deliveries WHERE id = ANY($1::text[])`,
+      `SELECT ${summaryColumns}
+       FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id WHERE d.id = ANY($1::text[])`,
       [ids.slice(0, MAX_PAGE)],
     );
     return rows.map(summaryOf);
@@ -164,10 +184,10 @@ export class PostgresBrowse implements BrowsePart {
 
   async countDead(repositories?: readonly string[]): Promise<number> {
     const c = new Conditions();
-    c.add((p) => `status = ${p}`, "dead");
+    c.add((p) => `d.status = ${p}`, "dead");
     readable(c, repositories);
     const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${this.s}.deliveries ${c.sql}`,
+      `SELECT count(*)::int AS n FROM ${this.s}.deliveries d ${c.sql}`,
       c.params,
     );
     return rows[0]!.n;

@@ -1,7 +1,9 @@
 // Deliveries in PostgreSQL: the intake's insert (the primary key is the dedup of delivery ids)
-// and the leased queue with per-handler outcomes. Claims take due rows with FOR UPDATE SKIP
-// LOCKED, so replicas claiming at once never lease the same delivery and never wait on each
-// other; every later write names the lease token, so a run whose lease was taken back writes nothing.
+// and the leased queue with per-handler outcomes. The queue is a narrow table of its own (one row
+// per delivery waiting or running): claims take due rows with FOR UPDATE SKIP LOCKED, so replicas
+// claiming at once never lease the same delivery and never wait on each other, and they write
+// that row alone; the delivery's row is written at intake and at its finish. Every later write
+// names the lease token, so a run whose lease was taken back writes nothing.
 import pg from "pg";
 import type {
   AttemptRecord,
@@ -15,8 +17,17 @@ import type {
 } from "../records.js";
 import type { DeliveriesPart } from "../contract.js";
 import { keptHeaders, outcomeRecord } from "../recorded.js";
-import { outcomesJson, tokenOwner, toDelivery, toOutcomes, type DeliveryRow, type OutcomeJson } from "./rows.js";
+import {
+  deliveryColumns,
+  outcomesJson,
+  tokenOwner,
+  toDelivery,
+  toOutcomes,
+  type DeliveryRow,
+  type OutcomeJson,
+} from "./rows.js";
 import type { WorkSignal } from "./work-signal.js";
+import { Batches } from "./batches.js";
 
 /** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
 const MAX_RUNS_KEPT = 200;
@@ -24,6 +35,8 @@ const MAX_RUNS_KEPT = 200;
 const MAX_BATCH = 200;
 /** Deliveries one retention statement deletes at most: each batch is a short transaction. */
 const PURGE_BATCH = 500;
+/** Runs one finishing statement ends at most. */
+const MAX_FINISH_BATCH = 50;
 
 interface PendingRecord {
   d: IncomingDelivery;
@@ -40,11 +53,28 @@ interface UnsentOutcome {
   reject(error: unknown): void;
 }
 
+interface PendingFinish {
+  token: string;
+  deliveryId: string;
+  decision: DeliveryDecision;
+  /** Its run's outcomes not written yet, one per handler: they go with it. */
+  outcomes: UnsentOutcome[];
+  resolve(finished: boolean): void;
+  reject(error: unknown): void;
+}
+
 export class PostgresDeliveries implements DeliveriesPart {
   #closed = false;
-  #pending: PendingRecord[] = [];
-  /** A batch is being committed, or one is about to start. */
-  #flushing = false;
+  readonly #records = new Batches<PendingRecord>(
+    MAX_BATCH,
+    (batch) => this.#commitRecords(batch),
+    () => this.#settled(),
+  );
+  readonly #finishes = new Batches<PendingFinish>(
+    MAX_FINISH_BATCH,
+    (batch) => this.#commitFinishes(batch),
+    () => this.#settled(),
+  );
   #drained: (() => void)[] = [];
   /** Outcome writes in flight, by the lease token they are written under. */
   readonly #outcomeWrites = new Map<string, Set<Promise<unknown>>>();
@@ -61,52 +91,45 @@ export class PostgresDeliveries implements DeliveriesPart {
    * Resolves once the row is committed (with synchronous_commit on, flushed to the server's WAL).
    * Deliveries arriving while a commit is under way wait for it to end and then go in one
    * multi-row INSERT, one transaction: one round trip, one WAL flush and one notice for the
-   * lot, each answered after that commit (see #flush).
+   * lot, each answered after that commit (see #commitRecords).
    */
   record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
-    return new Promise((resolve, reject) => {
-      this.#pending.push({ d, resolve, reject });
-      if (!this.#flushing) {
-        this.#flushing = true;
-        // The deliveries of this turn of the event loop join the first one.
-        setImmediate(() => void this.#flush());
-      }
-    });
+    return new Promise((resolve, reject) => this.#records.add({ d, resolve, reject }));
   }
 
-  /** Commits the waiting deliveries batch by batch, until none waits. One batch in flight at a time. */
-  async #flush(): Promise<void> {
-    while (this.#pending.length) {
-      const batch = this.#pending.splice(0, MAX_BATCH);
-      let inserted: Set<string>;
-      const failed = new Set<PendingRecord>();
-      try {
-        inserted = await this.#insert(batch.map((p) => p.d));
-      } catch (error) {
-        // One bad delivery fails the statement the server refused: each then goes alone, so it
-        // rejects alone. A database not reached fails them all at once (each answered 503).
-        inserted = new Set();
-        const alone = batch.length > 1 && error instanceof pg.DatabaseError;
-        await Promise.all(
-          batch.map(async (p) => {
-            try {
-              if (!alone) throw error;
-              for (const id of await this.#insert([p.d])) inserted.add(id);
-            } catch (refused) {
-              failed.add(p);
-              p.reject(refused);
-            }
-          }),
-        );
-      }
-      for (const p of batch) {
-        if (failed.has(p)) continue;
-        // A delivery id twice in one batch: the first is recorded, the next a duplicate.
-        p.resolve(inserted.delete(p.d.id) ? "recorded" : "duplicate");
-      }
+  /** Commits a batch of deliveries, each answered after that commit. */
+  async #commitRecords(batch: PendingRecord[]): Promise<void> {
+    let inserted: Set<string>;
+    const failed = new Set<PendingRecord>();
+    try {
+      inserted = await this.#insert(batch.map((p) => p.d));
+    } catch (error) {
+      // One bad delivery fails the statement the server refused: each then goes alone, so it
+      // rejects alone. A database not reached fails them all at once (each answered 503).
+      inserted = new Set();
+      const alone = batch.length > 1 && error instanceof pg.DatabaseError;
+      await Promise.all(
+        batch.map(async (p) => {
+          try {
+            if (!alone) throw error;
+            for (const id of await this.#insert([p.d])) inserted.add(id);
+          } catch (refused) {
+            failed.add(p);
+            p.reject(refused);
+          }
+        }),
+      );
     }
-    this.#flushing = false;
+    for (const p of batch) {
+      if (failed.has(p)) continue;
+      // A delivery id twice in one batch: the first is recorded, the next a duplicate.
+      p.resolve(inserted.delete(p.d.id) ? "recorded" : "duplicate");
+    }
+  }
+
+  #settled(): void {
+    if (this.#records.busy || this.#finishes.busy) return;
     const drained = this.#drained;
     this.#drained = [];
     for (const done of drained) done();
@@ -133,7 +156,7 @@ export class PostgresDeliveries implements DeliveriesPart {
         now,
       );
       const $ = (i: number) => `$${n - 10 + i}`;
-      return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}, ${$(8)}, ${$(9)}, ${$(10)}, ${$(10)})`;
+      return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}, ${$(8)}, ${$(9)}, ${$(10)})`;
     });
     const n = values.push(...this.signal.notice);
     const { rows: inserted } = await this.pool.query<{ id: string | null }>({
@@ -141,9 +164,12 @@ export class PostgresDeliveries implements DeliveriesPart {
       name: `steward-record-${ds.length}`,
       text: `WITH ins AS (
          INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
-           status, next_run_at, updated_at)
+           status, updated_at)
          VALUES ${rows.join(", ")}
-         ON CONFLICT (id) DO NOTHING RETURNING id, status
+         ON CONFLICT (id) DO NOTHING RETURNING id, status, updated_at
+       ), queued AS (
+         INSERT INTO ${this.s}.queue (id, run_at) SELECT id, updated_at FROM ins WHERE status = 'queued'
+         ON CONFLICT (id) DO NOTHING
        ), woke AS (
          SELECT pg_notify($${n - 1}, $${n}) FROM (SELECT FROM ins WHERE status = 'queued' LIMIT 1) queued
        )
@@ -158,22 +184,20 @@ export class PostgresDeliveries implements DeliveriesPart {
     this.#closed = true;
   }
 
-  /** Resolves once every delivery asked for is committed or refused. */
+  /** Resolves once every delivery and finish asked for is committed or refused. */
   drain(): Promise<void> {
-    if (!this.#flushing) return Promise.resolve();
+    if (!this.#records.busy && !this.#finishes.busy) return Promise.resolve();
     return new Promise((resolve) => this.#drained.push(resolve));
   }
 
   async depth(): Promise<number> {
-    const { rows } = await this.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM ${this.s}.deliveries WHERE status IN ('queued', 'failed', 'running')`,
-    );
+    const { rows } = await this.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${this.s}.queue`);
     return rows[0]!.n;
   }
 
   async oldestDueAt(): Promise<Date | undefined> {
     const { rows } = await this.pool.query<{ at: Date | null }>(
-      `SELECT min(next_run_at) AS at FROM ${this.s}.deliveries WHERE status IN ('queued', 'failed')`,
+      `SELECT min(run_at) AS at FROM ${this.s}.queue WHERE lease_token IS NULL`,
     );
     return rows[0]!.at ?? undefined;
   }
@@ -188,21 +212,24 @@ export class PostgresDeliveries implements DeliveriesPart {
    */
   async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
     const now = Date.now();
-    const { rows } = await this.pool.query<DeliveryRow & { outcomes: OutcomeJson[] }>({
+    const { rows } = await this.pool.query<DeliveryRow & { lease_token: string; outcomes: OutcomeJson[] }>({
       name: "steward-claim-deliveries",
       text: `WITH next AS (
-         SELECT id FROM ${this.s}.deliveries
-         WHERE status IN ('queued', 'failed', 'running') AND next_run_at <= $1 AND (status <> 'running' OR lease_until <= $1)
-         ORDER BY next_run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
+         SELECT id FROM ${this.s}.queue
+         WHERE run_at <= $1 AND (lease_token IS NULL OR lease_until <= $1)
+         ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
        ), claimed AS (
-         UPDATE ${this.s}.deliveries d
-         SET status = 'running', attempts = d.attempts + 1, lease_token = $4::text || gen_random_uuid()::text, lease_until = $2, updated_at = $1
-         FROM next WHERE d.id = next.id RETURNING d.*
+         UPDATE ${this.s}.queue q
+         SET attempts = q.attempts + 1, lease_token = $4::text || gen_random_uuid()::text, lease_until = $2
+         FROM next WHERE q.id = next.id RETURNING q.*
        )
-       SELECT c.*, ${outcomesJson(this.s, "c.id")} AS outcomes FROM claimed c ORDER BY c.next_run_at, c.id`,
+       SELECT d.id, d.event, d.action, d.installation_id, d.repository, d.headers, d.payload, d.received_at,
+         'running' AS status, c.attempts, c.run_at AS next_run_at, d.last_error, d.updated_at, c.lease_token,
+         ${outcomesJson(this.s, "c.id")} AS outcomes
+       FROM claimed c JOIN ${this.s}.deliveries d ON d.id = c.id ORDER BY c.run_at, c.id`,
       values: [new Date(now), new Date(now + leaseMs), Math.max(0, Math.floor(max)), tokenOwner],
     });
-    return rows.map((r) => ({ token: r.lease_token!, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
+    return rows.map((r) => ({ token: r.lease_token, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
   }
 
   /**
@@ -264,7 +291,7 @@ export class PostgresDeliveries implements DeliveriesPart {
     const { rows } = await this.pool.query<{ n: number }>({
       name: "steward-record-outcome",
       text: `WITH d AS (
-         SELECT id FROM ${this.s}.deliveries WHERE id = $1 AND status = 'running' AND lease_token = $2 FOR UPDATE
+         SELECT id FROM ${this.s}.queue WHERE id = $1 AND lease_token = $2 FOR UPDATE
        ), o AS (
          INSERT INTO ${this.s}.outcomes AS o (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
          SELECT d.id, $3, $4, $5, $6, 1, $7, $8 FROM d
@@ -300,58 +327,108 @@ export class PostgresDeliveries implements DeliveriesPart {
     }
     const writes = this.#outcomeWrites.get(token);
     if (writes) await Promise.allSettled([...writes]);
-    const now = new Date();
-    const nextRunAt = decision.status === "failed" ? decision.retryAt : now;
-    const lastError = decision.status === "done" ? null : decision.lastError;
-    const values: unknown[] = [deliveryId, token, decision.status, nextRunAt, lastError, now];
-    if (unsent.length === 0) {
-      const { rowCount } = await this.pool.query({
-        name: "steward-finish-delivery",
-        text: `UPDATE ${this.s}.deliveries SET status = $3, next_run_at = $4, last_error = $5, updated_at = $6, lease_token = NULL, lease_until = NULL
-         WHERE id = $1 AND lease_token = $2`,
-        values,
-      });
-      return rowCount === 1;
-    }
-    const rows = unsent.map((o, i) => {
-      const { status, detail, retryable } = outcomeRecord(o.outcome);
-      const n = values.push(o.handler, status, detail ?? null, retryable, o.seconds);
-      return `(${i}, $${n - 4}::text, $${n - 3}::text, $${n - 2}::text, $${n - 1}::boolean, $${n}::double precision)`;
-    });
+    // Runs finishing meanwhile end together: one statement, one transaction and one WAL flush.
+    return new Promise((resolve, reject) =>
+      this.#finishes.add({ token, deliveryId, decision, outcomes: unsent, resolve, reject }),
+    );
+  }
+
+  async #commitFinishes(batch: PendingFinish[]): Promise<void> {
     try {
-      const { rows: counts } = await this.pool.query<{ outcomes: number; finished: number }>({
-        name: `steward-finish-delivery-${unsent.length}`,
-        text: `WITH d AS (
-           SELECT id FROM ${this.s}.deliveries WHERE id = $1::text AND status = 'running' AND lease_token = $2::text FOR UPDATE
-         ), h (ord, handler, status, detail, retryable, seconds) AS (
-           VALUES ${rows.join(", ")}
+      await this.#finish(batch);
+    } catch (error) {
+      // A statement the server refused: each finish goes alone, so one bad finish fails alone.
+      const alone = batch.length > 1 && error instanceof pg.DatabaseError;
+      await Promise.all(
+        batch.map(async (f) => {
+          try {
+            if (!alone) throw error;
+            await this.#finish([f]);
+          } catch (refused) {
+            for (const o of f.outcomes) o.reject(refused);
+            f.reject(refused);
+          }
+        }),
+      );
+    }
+  }
+
+  /**
+   * Each run's queue row ends its lease (gone when the delivery is finished, due again at the
+   * retry's time when it failed); its outcomes are upserted and added to the runs' history, and
+   * the delivery's row takes its status and attempts, all only where the lease still holds.
+   */
+  async #finish(batch: PendingFinish[]): Promise<void> {
+    const values: unknown[] = [new Date()];
+    const finishes = batch.map((f, i) => {
+      const { decision } = f;
+      const n = values.push(
+        f.deliveryId,
+        f.token,
+        decision.status,
+        decision.status === "done" ? null : decision.lastError,
+        decision.status === "failed" ? decision.retryAt : null,
+      );
+      return `(${i}, $${n - 4}::text, $${n - 3}::text, $${n - 2}::text, $${n - 1}::text, $${n}::timestamptz)`;
+    });
+    let rank = 0;
+    const outcomes = batch.flatMap((f, i) =>
+      f.outcomes.map((o) => {
+        const { status, detail, retryable } = outcomeRecord(o.outcome);
+        const n = values.push(o.handler, status, detail ?? null, retryable, o.seconds);
+        return `(${rank++}, ${i}, $${n - 4}::text, $${n - 3}::text, $${n - 2}::text, $${n - 1}::boolean, $${n}::double precision)`;
+      }),
+    );
+    const outcomeSteps = outcomes.length
+      ? `, h (rank, f, handler, status, detail, retryable, seconds) AS (
+           SELECT * FROM (VALUES ${outcomes.join(", ")}) v
          ), o AS (
            INSERT INTO ${this.s}.outcomes AS o (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
-           SELECT d.id, h.handler, h.status, h.detail, h.retryable, 1, h.seconds, $6::timestamptz FROM d, h ORDER BY h.ord
+           SELECT q.id, h.handler, h.status, h.detail, h.retryable, 1, h.seconds, $1::timestamptz FROM q JOIN h ON h.f = q.ord
+           ORDER BY h.rank
            ON CONFLICT (delivery_id, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
              retryable = excluded.retryable, attempts = o.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at
-           RETURNING o.handler, o.attempts, o.status, o.detail
+           RETURNING o.delivery_id, o.handler, o.attempts, o.status, o.detail
          ), r AS (
            INSERT INTO ${this.s}.runs (delivery_id, handler, attempt, status, detail, at)
-           SELECT $1::text, o.handler, o.attempts, o.status, o.detail, $6::timestamptz FROM o JOIN h USING (handler) ORDER BY h.ord
+           SELECT o.delivery_id, o.handler, o.attempts, o.status, o.detail, $1::timestamptz
+           FROM o JOIN q ON q.id = o.delivery_id JOIN h ON h.f = q.ord AND h.handler = o.handler ORDER BY h.rank
          ), trimmed AS (
-           DELETE FROM ${this.s}.runs WHERE EXISTS (SELECT 1 FROM o) AND delivery_id = $1::text AND seq <= (
-             SELECT seq FROM ${this.s}.runs WHERE delivery_id = $1::text ORDER BY seq DESC OFFSET ${MAX_RUNS_KEPT - 1} LIMIT 1)
-         ), f AS (
-           UPDATE ${this.s}.deliveries x SET status = $3::text, next_run_at = $4::timestamptz, last_error = $5::text,
-             updated_at = $6::timestamptz, lease_token = NULL, lease_until = NULL
-           FROM d WHERE x.id = d.id RETURNING x.id
-         )
-         SELECT (SELECT count(*) FROM o)::int AS outcomes, (SELECT count(*) FROM f)::int AS finished`,
-        values,
-      });
-      const held = counts[0]!.outcomes === unsent.length;
-      for (const o of unsent) o.resolve(held);
-      return counts[0]!.finished === 1;
-    } catch (error) {
-      for (const o of unsent) o.reject(error);
-      throw error;
-    }
+           DELETE FROM ${this.s}.runs x USING (SELECT DISTINCT delivery_id FROM o) t
+           WHERE x.delivery_id = t.delivery_id AND x.seq <= (
+             SELECT seq FROM ${this.s}.runs y WHERE y.delivery_id = t.delivery_id ORDER BY seq DESC OFFSET ${MAX_RUNS_KEPT - 1} LIMIT 1)
+         )`
+      : "";
+    const { rows } = await this.pool.query<{ ord: number; finished: boolean; outcomes: number }>({
+      // One prepared statement per shape (runs and outcomes in the batch).
+      name: `steward-finish-${batch.length}-${outcomes.length}`,
+      text: `WITH f (ord, id, token, status, last_error, retry_at) AS (
+         SELECT * FROM (VALUES ${finishes.join(", ")}) v
+       ), gone AS (
+         DELETE FROM ${this.s}.queue q USING f WHERE q.id = f.id AND q.lease_token = f.token AND f.retry_at IS NULL
+         RETURNING f.ord, q.id, q.attempts
+       ), kept AS (
+         UPDATE ${this.s}.queue q SET run_at = f.retry_at, lease_token = NULL, lease_until = NULL
+         FROM f WHERE q.id = f.id AND q.lease_token = f.token AND f.retry_at IS NOT NULL
+         RETURNING f.ord, q.id, q.attempts
+       ), q AS (
+         SELECT * FROM gone UNION ALL SELECT * FROM kept
+       )${outcomeSteps}, d AS (
+         UPDATE ${this.s}.deliveries x SET status = f.status, attempts = q.attempts, last_error = f.last_error,
+           updated_at = $1::timestamptz
+         FROM q JOIN f ON f.ord = q.ord WHERE x.id = q.id RETURNING q.ord
+       )
+       SELECT f.ord, EXISTS (SELECT 1 FROM d WHERE d.ord = f.ord) AS finished,
+         ${outcomes.length ? "(SELECT count(*) FROM o JOIN q ON q.id = o.delivery_id WHERE q.ord = f.ord)::int" : "0"} AS outcomes
+       FROM f ORDER BY f.ord`,
+      values,
+    });
+    batch.forEach((f, i) => {
+      const row = rows[i]!;
+      const held = row.outcomes === f.outcomes.length;
+      for (const o of f.outcomes) o.resolve(held);
+      f.resolve(row.finished);
+    });
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {
@@ -367,11 +444,11 @@ export class PostgresDeliveries implements DeliveriesPart {
         }[];
       }
     >(
-      `SELECT d.*, ${outcomesJson(this.s, "d.id")} AS outcomes,
+      `SELECT ${deliveryColumns}, ${outcomesJson(this.s, "d.id")} AS outcomes,
          (SELECT coalesce(json_agg(json_build_object('handler', r.handler, 'attempt', r.attempt, 'status', r.status, 'detail', r.detail,
             'at', (extract(epoch FROM r.at) * 1000)::bigint) ORDER BY r.seq), '[]')
           FROM ${this.s}.runs r WHERE r.delivery_id = d.id) AS runs
-       FROM ${this.s}.deliveries d WHERE d.id = $1`,
+       FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id WHERE d.id = $1`,
       [id],
     );
     const row = rows[0];
@@ -392,7 +469,7 @@ export class PostgresDeliveries implements DeliveriesPart {
   /** Newest first, filtered. */
   async listDeliveries(filter: DeliveryFilter = {}): Promise<StoredDelivery[]> {
     const { rows } = await this.pool.query<DeliveryRow>(
-      `SELECT * FROM ${this.s}.deliveries
+      `SELECT * FROM (SELECT ${deliveryColumns} FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id) d
        WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR event = $2) AND ($3::timestamptz IS NULL OR received_at >= $3)
        ORDER BY received_at DESC, id DESC LIMIT $4`,
       [filter.status ?? null, filter.event ?? null, filter.since ?? null, filter.limit ?? 100],
@@ -402,10 +479,17 @@ export class PostgresDeliveries implements DeliveriesPart {
 
   async replayDelivery(id: string): Promise<boolean> {
     const now = new Date();
+    // Its queue row locked first, so a claim at the same time either leased it before (and the
+    // replay refuses) or finds it queued again.
     const { rows } = await this.pool.query<{ n: number }>(
-      `WITH d AS (
-         UPDATE ${this.s}.deliveries SET status = 'queued', attempts = 0, next_run_at = $2, updated_at = $2, last_error = NULL
-         WHERE id = $1 AND status <> 'running' RETURNING id
+      `WITH mine AS (
+         SELECT lease_token FROM ${this.s}.queue WHERE id = $1 FOR UPDATE
+       ), d AS (
+         UPDATE ${this.s}.deliveries SET status = 'queued', attempts = 0, updated_at = $2, last_error = NULL
+         WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM mine WHERE lease_token IS NOT NULL) RETURNING id
+       ), q AS (
+         INSERT INTO ${this.s}.queue (id, run_at) SELECT id, $2 FROM d
+         ON CONFLICT (id) DO UPDATE SET run_at = excluded.run_at, attempts = 0
        ), o AS (
          DELETE FROM ${this.s}.outcomes WHERE delivery_id IN (SELECT id FROM d)
        )
@@ -428,7 +512,12 @@ export class PostgresDeliveries implements DeliveriesPart {
         [before],
       );
       total += rowCount ?? 0;
-      if ((rowCount ?? 0) < PURGE_BATCH) return total;
+      if ((rowCount ?? 0) < PURGE_BATCH) break;
     }
+    // Queue rows whose delivery was removed by hand: nothing would ever finish them.
+    await this.pool.query(
+      `DELETE FROM ${this.s}.queue q WHERE NOT EXISTS (SELECT 1 FROM ${this.s}.deliveries d WHERE d.id = q.id)`,
+    );
+    return total;
   }
 }

@@ -16,6 +16,16 @@ import type {
  */
 export const tokenOwner = newLeaseToken().replace(/[^/]+$/, "");
 
+/**
+ * SQL: a delivery's columns as DeliveryRow reads them, from `deliveries d LEFT JOIN queue q`: while
+ * it waits or runs its queue row says whether it is leased (running), its attempts so far and
+ * when it is due; a finished one has no queue row.
+ */
+export const deliveryColumns = `d.id, d.event, d.action, d.installation_id, d.repository, d.headers, d.payload, d.received_at,
+  CASE WHEN q.lease_token IS NOT NULL THEN 'running' ELSE d.status END AS status,
+  coalesce(q.attempts, d.attempts) AS attempts, coalesce(q.run_at, d.updated_at) AS next_run_at,
+  d.last_error, d.updated_at`;
+
 export interface DeliveryRow {
   id: string;
   event: string;
@@ -30,7 +40,6 @@ export interface DeliveryRow {
   next_run_at: Date;
   last_error: string | null;
   updated_at: Date;
-  lease_token: string | null;
 }
 
 export function toDelivery(r: DeliveryRow): StoredDelivery {

@@ -101,10 +101,9 @@ export class PostgresBrowse implements BrowsePart {
     const cursor = parseCursor(q.cursor);
     if (cursor)
       c.where.push(`(d.received_at, d.id) < (${c.param(new Date(cursor.ms))}::timestamptz, ${c.param(cursor.id)})`);
-    const columns = summaryColumns;
-    if (q.handler !== undefined || q.outcome !== undefined) return this.#byOutcome(q, c, columns, limit);
+    if (q.handler !== undefined || q.outcome !== undefined) return this.#byOutcome(q, c, limit);
     const { rows } = await this.pool.query<SummaryRow>(
-      `SELECT ${columns} FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id ${c.sql}
+      `SELECT ${summaryColumns} FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id ${c.sql}
        ORDER BY d.received_at DESC, d.id DESC LIMIT ${limit + 1}`,
       c.params,
     );
@@ -118,19 +117,25 @@ export class PostgresBrowse implements BrowsePart {
    * subquery, which the planner keeps per row rather than joining every matching outcome and
    * sorting them: thousands of failed outcomes made that a scan of every delivery), stopping at a
    * full page or after MAX_OUTCOME_SCAN deliveries: a rare outcome answers a short page with a
-   * cursor where the walk stopped, not a scan of everything.
+   * cursor where the walk stopped, not a scan of everything. The walk reads the queue only for a
+   * status filter; the page's statuses are read for the deliveries it keeps.
    */
-  async #byOutcome(q: DeliveryQuery, c: Conditions, columns: string, limit: number): Promise<DeliveryPage> {
-    const walk = `SELECT ${columns} FROM ${this.s}.deliveries d LEFT JOIN ${this.s}.queue q ON q.id = d.id ${c.sql}
-      ORDER BY d.received_at DESC, d.id DESC`;
+  async #byOutcome(q: DeliveryQuery, c: Conditions, limit: number): Promise<DeliveryPage> {
+    const queue = q.status === undefined ? "" : `LEFT JOIN ${this.s}.queue q ON q.id = d.id`;
+    const walk = `SELECT d.id, d.event, d.action, d.repository, d.installation_id, d.status, d.attempts, d.received_at,
+        d.updated_at, d.last_error, (extract(epoch FROM d.received_at) * 1000)::bigint AS ms
+      FROM ${this.s}.deliveries d ${queue} ${c.sql} ORDER BY d.received_at DESC, d.id DESC`;
     const walkParams = [...c.params];
-    const o: string[] = ["o.delivery_id = w.id"];
+    const o: string[] = ["o.delivery_id = d.id"];
     if (q.handler !== undefined) o.push(`o.handler = ${c.param(q.handler)}`);
     if (q.outcome !== undefined) o.push(`o.status = ${c.param(q.outcome)}`);
     const { rows } = await this.pool.query<SummaryRow>(
-      `SELECT * FROM (${walk} LIMIT ${MAX_OUTCOME_SCAN}) w
-       WHERE (SELECT true FROM ${this.s}.outcomes o WHERE ${o.join(" AND ")} LIMIT 1)
-       ORDER BY received_at DESC, id DESC LIMIT ${limit + 1}`,
+      `SELECT ${summaryColumns} FROM (
+         SELECT * FROM (${walk} LIMIT ${MAX_OUTCOME_SCAN}) d
+         WHERE (SELECT true FROM ${this.s}.outcomes o WHERE ${o.join(" AND ")} LIMIT 1)
+         ORDER BY d.received_at DESC, d.id DESC LIMIT ${limit + 1}
+       ) d LEFT JOIN ${this.s}.queue q ON q.id = d.id
+       ORDER BY d.received_at DESC, d.id DESC`,
       c.params,
     );
     const items = rows.slice(0, limit);

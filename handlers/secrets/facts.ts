@@ -37,7 +37,7 @@ export function collectionPath(
   }
 }
 
-interface ListedItem {
+export interface ListedItem {
   name: string;
   updated_at: string;
   value?: string;
@@ -48,13 +48,16 @@ interface ListedItem {
 export async function readScope(api: Requester, org: string, kind: Kind, scope: Scope): Promise<ActualTarget[]> {
   const { route, params } = collectionPath(org, kind, scope);
   const items = await listAll<ListedItem>(api, `GET ${route}`, params, collection(kind), PER_PAGE[kind]);
-  return items.map((item) => {
-    const name = item.name.toUpperCase();
-    const t: ActualTarget = { key: targetKey(kind, scope, name), kind, scope, name, updatedAt: item.updated_at };
-    if (kind === "variable") t.value = item.value;
-    if (scope.level === "org") t.visibility = item.visibility;
-    return t;
-  });
+  return items.map((item) => actualOf(kind, scope, item));
+}
+
+/** A secret or variable as GitHub lists or reads it. */
+export function actualOf(kind: Kind, scope: Scope, item: ListedItem): ActualTarget {
+  const name = item.name.toUpperCase();
+  const t: ActualTarget = { key: targetKey(kind, scope, name), kind, scope, name, updatedAt: item.updated_at };
+  if (kind === "variable") t.value = item.value;
+  if (scope.level === "org") t.visibility = item.visibility;
+  return t;
 }
 
 /** Repository ids an org secret or variable with visibility `selected` is shared with, sorted. */

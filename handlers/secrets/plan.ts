@@ -172,6 +172,22 @@ export function judgeExisting(d: DesiredTarget, a: ActualTarget, adopt: boolean 
   return compare(d, a, undefined, "", adopt);
 }
 
+/** The row that creates `d` where it is not. */
+function createRow(d: DesiredTarget, reason: string): PlanRow {
+  return {
+    key: d.key,
+    kind: d.kind,
+    scope: d.scope,
+    name: d.name,
+    action: "create",
+    changes:
+      d.scope.level === "org" && d.visibility === "selected" ? ["value", "visibility", "repositories"] : ["value"],
+    reason,
+    desired: d,
+    created: true,
+  };
+}
+
 export function computePlan(input: PlanInput): Plan {
   const rows: PlanRow[] = [];
   const forget: string[] = [];
@@ -182,15 +198,7 @@ export function computePlan(input: PlanInput): Plan {
     if (input.unlistedScopes?.has(scope) && d.kind === "variable") {
       wanted.add(d.key);
       rows.push({
-        key: d.key,
-        kind: d.kind,
-        scope: d.scope,
-        name: d.name,
-        action: "create",
-        changes: ["value"],
-        reason: "not written by Steward here before: created, or judged if it exists",
-        desired: d,
-        created: true,
+        ...createRow(d, "not written by Steward here before: created, or judged if it exists"),
         createFirst: true,
       });
       continue;
@@ -201,18 +209,7 @@ export function computePlan(input: PlanInput): Plan {
     const r = input.records.get(d.key);
     const fp = input.fingerprints.get(d.key) ?? "";
     if (!a) {
-      rows.push({
-        key: d.key,
-        kind: d.kind,
-        scope: d.scope,
-        name: d.name,
-        action: "create",
-        changes:
-          d.scope.level === "org" && d.visibility === "selected" ? ["value", "visibility", "repositories"] : ["value"],
-        reason: r ? "deleted out of band" : "missing",
-        desired: d,
-        created: true,
-      });
+      rows.push(createRow(d, r ? "deleted out of band" : "missing"));
       continue;
     }
     const row = compare(d, a, r, fp, input.adopt?.get(d.key));

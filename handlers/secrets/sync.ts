@@ -354,14 +354,15 @@ function createFirstScopes(
   const out = new Set<string>();
   if (req.dryRun) return out;
   const recorded = new Set([...listFirst, ...[...records].map((r) => scopeReadKey(r.kind, r.scope))]);
-  const refused = new Set<string>();
+  // A scope where any entry is only reported is listed, so its report says what is there.
+  const reported = new Set<string>();
   for (const d of desired) {
     const id = scopeReadKey(d.kind, d.scope);
     if (d.kind !== "variable" || d.scope.level === "org" || recorded.has(id)) continue;
-    if (reportedBy(req, d)) refused.add(id);
+    if (reportedBy(req, d)) reported.add(id);
     else out.add(id);
   }
-  for (const id of refused) out.delete(id);
+  for (const id of reported) out.delete(id);
   return out;
 }
 

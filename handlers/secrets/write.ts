@@ -1,11 +1,11 @@
 // One plan row carried out against the API: create/update (sealed for secrets), the org
 // repository list on its own, delete, and the read-back of `updated_at` after a secret write.
 import { describeError, statusOf, type ApiResponse, type Requester } from "./api.js";
-import { collectionPath } from "./facts.js";
+import { actualOf, collectionPath, type ListedItem } from "./facts.js";
 import type { PlanRow } from "./plan.js";
 import type { PublicKeyCache } from "./seal.js";
 import { seal } from "./seal.js";
-import { targetKey, type ActualTarget, type DesiredTarget, type Scope } from "./targets.js";
+import type { ActualTarget, DesiredTarget, Scope } from "./targets.js";
 
 /**
  * A create-first variable (PlanRow.createFirst) that exists already: what is there, read, for the
@@ -69,16 +69,8 @@ async function readVariable(ctx: WriteContext, d: DesiredTarget): Promise<Actual
   const { route, params } = itemRoute(ctx.org, "variable", d.scope, d.name);
   try {
     const res = await ctx.api.request(`GET ${route}`, params);
-    const t: ActualTarget = {
-      key: targetKey("variable", d.scope, d.name),
-      kind: "variable",
-      scope: d.scope,
-      name: d.name,
-      updatedAt: String(res.data?.updated_at ?? ""),
-      value: res.data?.value,
-    };
-    if (d.scope.level === "org") t.visibility = res.data?.visibility;
-    return t;
+    const item = (res.data ?? {}) as Partial<ListedItem>;
+    return actualOf("variable", d.scope, { ...item, name: d.name, updated_at: String(item.updated_at ?? "") });
   } catch (e) {
     if (statusOf(e) === 404) return undefined;
     throw e;

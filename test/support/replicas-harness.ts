@@ -241,6 +241,15 @@ export async function runReplicas(opts: ReplicaRunOptions): Promise<ReplicaRunRe
       hub.control
         .requests()
         .filter((r) => r.auth === "installation" && r.method !== "GET" && r.method !== "HEAD" && r.receivedAt > t);
+    // The first kill waits for the installation's first write to reach the hub: the token it was
+    // sent with is then sealed in the store (the auth strategy awaits the cache before sending).
+    // A holder killed inside that very first mint takes with it a token GitHub issued and no
+    // replica can have, and its successor must mint again.
+    const firstWriteBy = Date.now() + 60_000;
+    while (writesAfter(0).length === 0) {
+      if (Date.now() > firstWriteBy) throw new Error("no write of the installation reached the hub in a minute");
+      await sleep(20);
+    }
     const kills: HolderKill[] = [];
     let attempts = 0;
     while (kills.length < opts.holderKills) {

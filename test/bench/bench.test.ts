@@ -1,9 +1,10 @@
 // The bench harness with tiny counts: every server starts, takes signed deliveries and answers
-// them, the burst and both end-to-end flows complete, the load model's hour is replayed for
+// them, the burst and both end-to-end flows complete for Steward and for a Probot app, the load model's hour is replayed for
 // Steward and the Probot app, and the report renders. Nothing here is
 // timed: speed is what `npm run bench` reports.
 import { describe, expect, it } from "vitest";
 import { PEER, PROBOT, STEWARD, runBench, type BenchOptions } from "./bench.js";
+import { PROBOT_APP } from "./e2e.js";
 import { renderResults } from "./report.js";
 
 const TINY: BenchOptions = {
@@ -33,10 +34,13 @@ describe("bench harness", () => {
       expect(c.peakRss).toBeGreaterThan(0);
     }
     expect(results.burst).toMatchObject({ answered: 100, refused: 0, errors: 0 });
-    expect(results.e2e.map((e) => [e.flow, e.answered])).toEqual([
-      ["re-run (workflow_run failed -> re-run request)", 1],
-      ["deployment_protection_rule -> answer", 1],
-    ]);
+    // Steward's answers, then the Probot app's: each flow answered by each.
+    expect(results.e2e.map((e) => [e.server, e.flow, e.answered])).toEqual(
+      ["Steward", PROBOT_APP].flatMap((server) => [
+        [server, "re-run (workflow_run failed -> re-run request)", 1],
+        [server, "deployment_protection_rule -> answer", 1],
+      ]),
+    );
     expect(results.console.map((c) => c.store)).toEqual(expect.arrayContaining(["SQLite", "Redis"]));
     for (const c of results.console) expect(c.pages.map((p) => p.page)).toContain("dead letters");
     // The load model's hour, replayed for both apps against the hub: deliveries sent, requests counted, every step done.

@@ -196,7 +196,7 @@ export async function runBench(o: BenchOptions, log: (line: string) => void): Pr
     const e2e = await benchEndToEnd(o.e2eRuns);
     for (const row of e2e)
       log(
-        `${row.flow}: ${row.answered} of ${row.sent} answered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms`,
+        `${row.server}, ${row.flow}: ${row.answered} of ${row.sent} answered, p50 ${row.p50.toFixed(1)} ms, p99 ${row.p99.toFixed(1)} ms`,
       );
     const consoleRows = await benchConsoleOnEveryStore(o, log);
     const scale = await runLoadModel(o.modelRepos, log);

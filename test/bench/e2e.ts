@@ -1,8 +1,10 @@
 // End-to-end answers against the sandbox hub: the hub runs in this process (as GitHub, elsewhere)
-// and Steward with its built-in handlers in its own. A latency runs from the moment the hub sends
-// the delivery (workflow_run completed with a failure; deployment_protection_rule) to the moment
-// Steward's answer (the re-run request; the rule's answer) reaches the hub: both stamped on this
-// process's clock. Runs go one at a time, each after the last was answered.
+// and the app answering in its own: Steward with its built-in handlers, then a Probot app giving
+// the same answers with the fewest requests (servers/probot-answers.ts), to show what the same
+// Octokit plugins cost a Probot user. A latency runs from the moment the hub sends the delivery
+// (workflow_run completed with a failure; deployment_protection_rule) to the moment the answer
+// (the re-run request; the rule's answer) reaches the hub: both stamped on this process's clock.
+// Runs go one at a time, each after the last was answered.
 import { createHub } from "../../src/sandbox/hub.js";
 import { percentile } from "./load.js";
 import { startServer } from "./servers/child.js";
@@ -13,6 +15,8 @@ const RERUN_POLICY = "rerun:\n  enabled: true\n  delay: 0s\n  max_attempts: 2\n 
 const DEPLOY_POLICY = "deployments:\n  environments:\n    production:\n      branches: [main]\n";
 
 export interface E2eRow {
+  /** "Steward" or the Probot app's name. */
+  server: string;
   flow: string;
   answered: number;
   sent: number;
@@ -22,9 +26,15 @@ export interface E2eRow {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+export const PROBOT_APP = "Probot app, same answers";
+
 export async function benchEndToEnd(count: number): Promise<E2eRow[]> {
+  return [...(await endToEnd("Steward", count)), ...(await endToEnd(PROBOT_APP, count))];
+}
+
+async function endToEnd(server: string, count: number): Promise<E2eRow[]> {
   const hub = await createHub();
-  const steward = await startServer("steward", {
+  const steward = await startServer(server === "Steward" ? "steward" : "probot-answers", {
     BENCH_HUB: JSON.stringify({ env: hub.env, reviewerToken: hub.control.userToken("release-manager") }),
   });
   // When the hub sent each delivery, by the run it is about: the hub delivers with fetch.
@@ -77,6 +87,7 @@ export async function benchEndToEnd(count: number): Promise<E2eRow[]> {
       if (i > 0 && at !== undefined && sent !== undefined) latencies.push(at - sent);
     }
     return {
+      server,
       flow: name,
       answered: latencies.length,
       sent: count,

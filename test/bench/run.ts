@@ -100,7 +100,12 @@ levels and printed only. The code is in \`test/bench/\`.
 - **Burst**: ${o.burst.deliveries} deliveries over ${o.burst.connections} connections to Steward (SQLite), with GitHub's 10 s timeout.
 - **End to end**: Steward with its built-in handlers in its own process, the sandbox hub in the bench's: from the hub
   sending \`workflow_run\` completed with a failure to Steward's re-run request reaching it, and from the hub sending
-  \`deployment_protection_rule\` to Steward's answer reaching it; ${o.e2eRuns} runs each, one at a time.
+  \`deployment_protection_rule\` to Steward's answer reaching it; ${o.e2eRuns} runs each, one at a time. Then the same
+  for a Probot 14 app giving the same answers with the fewest requests a Probot app needs (the failed jobs and their
+  logs read, the re-run asked for; the rule approved with one request, without reading the run whose fork Steward
+  checks) through Probot's own Octokit, its writes not spaced a second apart, as the sandbox's Steward does not space
+  them: what its Octokit's retry and throttling plugins cost a request, which Steward's client shares
+  ([decision 0003](decisions/0003-octokit-composed-from-plugins.md)). No floor on the Probot app.
 - **Console**: for each store (SQLite, Redis, PostgreSQL when available) ${o.console.deliveries} deliveries seeded through
   the store's own API as the engine writes them (recorded, claimed, each handler's outcome and decision recorded,
   finished: 38% no handler, 54% handled, 3% retrying, 5% dead letters of which a quarter acknowledged as the console

@@ -20,7 +20,10 @@ const START_FLAGS = (
   .split(/\s+/)
   .filter((a) => a.startsWith("--"));
 
-export async function startServer(name: "steward" | "probot", env: Record<string, string>): Promise<ServerUnderTest> {
+export async function startServer(
+  name: "steward" | "probot" | "probot-answers",
+  env: Record<string, string>,
+): Promise<ServerUnderTest> {
   const child = fork(new URL(`./${name}.ts`, import.meta.url), [], {
     // BENCH_NODE_FLAGS: more flags for every server, e.g. --cpu-prof to see where its time goes.
     execArgv: [

@@ -7,6 +7,9 @@ import { PEER, PROBOT, STEWARD, runBench, type BenchOptions } from "./bench.js";
 import { PROBOT_APP } from "./e2e.js";
 import { renderResults } from "./report.js";
 
+// Steward's servers from their sources: a test never builds the checkout's dist/ (test/package).
+process.env.BENCH_FROM_SOURCE = "1";
+
 const TINY: BenchOptions = {
   seconds: 1,
   connections: [2],

@@ -121,11 +121,13 @@ levels and printed only. The code is in \`test/bench/\`.
   compressed time, once with Steward's built-in handlers under GitHub's secondary limits and once with the
   usual Probot app (its configuration read on every event); what each spends is the hub's count of requests, scaled
   to 10,000 repositories. \`npm run bench -- --model\` runs only this.
-- **Memory**: each server process's peak RSS over the intake run. Every server process runs through tsx (Steward from its
-  sources) with the Node flags of \`npm start\`. The loader is not free, nor the same for both: at start, Probot's
-  server holds about 65 MB under plain Node and 95 MB through tsx; Steward's about 89 MB from its build under plain
-  Node and 129 MB from its sources through tsx. Steward's server loads the sandbox stack only for the end-to-end part,
-  as \`steward start\` loads it only for the sandbox.
+- **Memory**: each server process's peak RSS over the intake run. Every server process runs as its users run it, the
+  same for both sides: plain JavaScript under plain Node with no loader, Steward from its build (\`dist/\`, as
+  \`npm start\` runs it, with the Node flags of \`npm start\`; the bench runs \`npm run build\` first when \`dist/\` is
+  missing or older than a source), the Probot peers as JavaScript modules. A loader such as tsx is not free, nor the
+  same for both (at start, Probot's server holds about 65 MB under plain Node and 95 MB through tsx, Steward's about
+  89 MB and 129 MB), so none is measured. Steward's server loads the sandbox stack only for the end-to-end part, as
+  \`steward start\` loads it only for the sandbox.
 
 To see where a server's time goes, \`BENCH_NODE_FLAGS=--cpu-prof npm run bench -- --quick\` leaves a CPU profile of
 every server process in the working directory.

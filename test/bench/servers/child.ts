@@ -1,9 +1,12 @@
-// Both sides of a server under test, which runs in a process of its own so that its memory is its
-// own and the load generator never shares its event loop. The child says where it listens; asked
-// "idle", it answers once its worker has caught up, with its peak resident memory so far.
-import { fork } from "node:child_process";
+// The bench's side of a server under test, which runs in a process of its own so that its memory is
+// its own and the load generator never shares its event loop. Every server runs as its users run it:
+// plain JavaScript under plain Node, no loader (Steward from its build, dist/, as `npm start` runs
+// it). The child (serve.mjs) says where it listens; asked "idle", it answers once its worker has
+// caught up, with its peak resident memory so far.
+import { spawnSync, fork } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 export interface ServerUnderTest {
   /** Where it receives webhooks. */
@@ -20,16 +23,47 @@ const START_FLAGS = (
   .split(/\s+/)
   .filter((a) => a.startsWith("--"));
 
+const root = new URL("../../../", import.meta.url);
+
+/** Newest modification time of a .ts file under `dir` (0 when none). */
+function newestSource(dir: URL): number {
+  if (!existsSync(dir)) return 0;
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true }))
+    if (entry.isFile() && entry.name.endsWith(".ts"))
+      newest = Math.max(newest, statSync(`${entry.parentPath}/${entry.name}`).mtimeMs);
+  return newest;
+}
+
+let built = false;
+/** Builds dist/ (`npm run build`) when it is missing or older than a source, so what runs is what was last edited. */
+function ensureBuilt(): void {
+  if (built) return;
+  const outputs = [new URL("dist/src/app.js", root), new URL("packages/sandbox-hub/dist/index.js", root)];
+  const oldest = Math.min(...outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)));
+  const sources = ["src/", "handlers/", "packages/sandbox-hub/src/"].map((d) => newestSource(new URL(d, root)));
+  if (Math.max(...sources) > oldest) {
+    process.stderr.write("bench: dist/ is older than the sources: npm run build\n");
+    const result = spawnSync(process.execPath, [fileURLToPath(new URL("scripts/build.mjs", root))], {
+      stdio: "inherit",
+    });
+    if (result.status !== 0) throw new Error("npm run build failed");
+  }
+  built = true;
+}
+
 export async function startServer(
   name: "steward" | "probot" | "probot-answers",
   env: Record<string, string>,
 ): Promise<ServerUnderTest> {
-  const child = fork(new URL(`./${name}.ts`, import.meta.url), [], {
+  // BENCH_FROM_SOURCE=1 (the smoke test): Steward from its sources through tsx, as tests run it,
+  // since a test never builds the checkout's dist/; what it measures is then not what users run.
+  const fromSource = name === "steward" && process.env.BENCH_FROM_SOURCE === "1";
+  if (name === "steward" && !fromSource) ensureBuilt();
+  const child = fork(new URL(`./${name}.mjs`, import.meta.url), [], {
     // BENCH_NODE_FLAGS: more flags for every server, e.g. --cpu-prof to see where its time goes.
     execArgv: [
-      "--conditions=steward-source",
-      "--import",
-      "tsx",
+      ...(fromSource ? ["--conditions=steward-source", "--import", "tsx"] : []),
       ...START_FLAGS,
       ...(process.env.BENCH_NODE_FLAGS?.split(" ") ?? []),
     ],
@@ -61,13 +95,4 @@ export async function startServer(
       clearTimeout(force);
     },
   };
-}
-
-/** The child's side: report `url`, answer "idle" after `idle()`, close on SIGTERM. */
-export function serveUnderTest(url: string, idle: () => Promise<unknown>, close: () => Promise<unknown>): void {
-  process.send!({ url });
-  process.on("message", (m) => {
-    if (m === "idle") void idle().then(() => process.send!({ maxRss: process.resourceUsage().maxRSS * 1024 }));
-  });
-  process.once("SIGTERM", () => void close().finally(() => process.exit(0)));
 }

@@ -7,11 +7,10 @@
 import { createServer } from "node:http";
 import Bottleneck from "bottleneck";
 import { Probot, ProbotOctokit, createNodeMiddleware } from "probot";
-import { serveUnderTest } from "./child.js";
+import { serveUnderTest } from "./serve.mjs";
 
-const hub = JSON.parse(process.env.BENCH_HUB!) as {
-  env: { GITHUB_API_URL: string; APP_ID: string; PRIVATE_KEY: string; WEBHOOK_SECRET: string };
-};
+/** @type {{ env: { GITHUB_API_URL: string; APP_ID: string; PRIVATE_KEY: string; WEBHOOK_SECRET: string } }} */
+const hub = JSON.parse(process.env.BENCH_HUB ?? "");
 const unpaced = new Bottleneck.Group();
 const probot = new Probot({
   appId: hub.env.APP_ID,
@@ -20,7 +19,7 @@ const probot = new Probot({
   baseUrl: hub.env.GITHUB_API_URL,
   logLevel: "warn",
   // Probot gives every client its own rate-limit answers; the pacing groups are added to them.
-  Octokit: ProbotOctokit.defaults((options: { throttle?: object }) => ({
+  Octokit: ProbotOctokit.defaults((/** @type {{ throttle?: object }} */ options) => ({
     ...options,
     throttle: { ...options.throttle, write: unpaced, notifications: unpaced },
   })),
@@ -56,7 +55,7 @@ const middleware = await createNodeMiddleware(
 );
 const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
 server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as { port: number };
+  const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
   serveUnderTest(
     `http://127.0.0.1:${port}/api/github/webhooks`,
     async () => {},

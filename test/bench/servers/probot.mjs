@@ -1,4 +1,4 @@
-// Probot 14 as its users run it, served by its own Node middleware, which answers once the
+// Probot 14 as its users run it (plain JavaScript under plain Node), served by its own Node middleware, which answers once the
 // handlers are done. BENCH_QUEUE unset: the in-memory app, a handler that does nothing, so an
 // answered delivery is lost if the process dies. BENCH_QUEUE set: the durable peer, what Probot
 // users are told to build (probot#1537): the handler adds each delivery to a BullMQ queue on Redis
@@ -7,18 +7,18 @@ import { generateKeyPairSync } from "node:crypto";
 import { createServer } from "node:http";
 import { Queue, Worker } from "bullmq";
 import { Probot, createNodeMiddleware } from "probot";
-import { serveUnderTest } from "./child.js";
+import { serveUnderTest } from "./serve.mjs";
 
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const probot = new Probot({
   appId: 1,
   privateKey: privateKey.export({ type: "pkcs1", format: "pem" }).toString(),
-  secret: process.env.WEBHOOK_SECRET!,
+  secret: process.env.WEBHOOK_SECRET,
   logLevel: "warn",
 });
 
 const name = process.env.BENCH_QUEUE;
-const bullmq = { connection: { host: "127.0.0.1", port: 6379 }, prefix: process.env.BENCH_PREFIX! };
+const bullmq = { connection: { host: "127.0.0.1", port: 6379 }, prefix: process.env.BENCH_PREFIX };
 const queue = name ? new Queue(name, bullmq) : undefined;
 // As many jobs at a time as Steward's worker runs deliveries (its STEWARD_CONCURRENCY default).
 const worker = name ? new Worker(name, async () => {}, { ...bullmq, concurrency: 8 }) : undefined;
@@ -37,7 +37,7 @@ const middleware = await createNodeMiddleware(
 );
 const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
 server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as { port: number };
+  const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
   serveUnderTest(
     `http://127.0.0.1:${port}/api/github/webhooks`,
     async () => {

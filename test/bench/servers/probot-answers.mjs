@@ -4,10 +4,9 @@
 // and a deployment protection rule approved. Its Octokit is Probot's own (retry and throttling
 // plugins); writes are not spaced a second apart, as the sandbox's Steward does not space them,
 // so what separates the two is the work of answering, not GitHub's pacing.
-import { createServer } from "node:http";
 import Bottleneck from "bottleneck";
 import { Probot, ProbotOctokit, createNodeMiddleware } from "probot";
-import { serveUnderTest } from "./serve.mjs";
+import { serveProbot } from "./serve.mjs";
 
 /** @type {{ env: { GITHUB_API_URL: string; APP_ID: string; PRIVATE_KEY: string; WEBHOOK_SECRET: string } }} */
 const hub = JSON.parse(process.env.BENCH_HUB ?? "");
@@ -53,12 +52,8 @@ const middleware = await createNodeMiddleware(
   },
   { probot, webhooksPath: "/api/github/webhooks" },
 );
-const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
-server.listen(0, "127.0.0.1", () => {
-  const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
-  serveUnderTest(
-    `http://127.0.0.1:${port}/api/github/webhooks`,
-    async () => {},
-    async () => void server.close(),
-  );
-});
+serveProbot(
+  middleware,
+  async () => {},
+  async () => {},
+);

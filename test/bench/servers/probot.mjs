@@ -4,10 +4,9 @@
 // users are told to build (probot#1537): the handler adds each delivery to a BullMQ queue on Redis
 // (job id = delivery id) before the answer, and a BullMQ worker in the same process takes the jobs.
 import { generateKeyPairSync } from "node:crypto";
-import { createServer } from "node:http";
 import { Queue, Worker } from "bullmq";
 import { Probot, createNodeMiddleware } from "probot";
-import { serveUnderTest } from "./serve.mjs";
+import { serveProbot } from "./serve.mjs";
 
 const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
 const probot = new Probot({
@@ -35,22 +34,17 @@ const middleware = await createNodeMiddleware(
   },
   { probot, webhooksPath: "/api/github/webhooks" },
 );
-const server = createServer((req, res) => void middleware(req, res, () => res.writeHead(404).end()));
-server.listen(0, "127.0.0.1", () => {
-  const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
-  serveUnderTest(
-    `http://127.0.0.1:${port}/api/github/webhooks`,
-    async () => {
-      while (
-        queue &&
-        Object.values(await queue.getJobCounts("waiting", "active", "delayed", "prioritized")).some((n) => n > 0)
-      )
-        await new Promise((r) => setTimeout(r, 50));
-    },
-    async () => {
-      server.close();
-      await worker?.close();
-      await queue?.close();
-    },
-  );
-});
+serveProbot(
+  middleware,
+  async () => {
+    while (
+      queue &&
+      Object.values(await queue.getJobCounts("waiting", "active", "delayed", "prioritized")).some((n) => n > 0)
+    )
+      await new Promise((r) => setTimeout(r, 50));
+  },
+  async () => {
+    await worker?.close();
+    await queue?.close();
+  },
+);

@@ -1,6 +1,6 @@
 // What replicas share beyond the store (src/coordination/), one suite over every backend that
 // can hold it: Redis standalone, Redis Cluster (three primaries started here from the machine's
-// redis-server) and PostgreSQL. The write slot of an installation (one write at a time across
+// redis-server), Valkey (the machine's valkey-server) and PostgreSQL. The write slot of an installation (one write at a time across
 // replicas, spaced from the previous answer, a dead holder's slot taken over with its gap kept,
 // a stopped turn given up), installation tokens shared sealed and minted once (single flight,
 // renewal ahead of expiry, a dead minter's lease lapsing), and the registry of live replicas
@@ -39,6 +39,7 @@ import { expectStoppedWith } from "../support/stopped.js";
 import { alterOneCharacter } from "../support/tamper.js";
 import { redisStores, redisUp, redisUrl, scanKeys, prefixPattern } from "../redis/support.js";
 import { clusterAvailable, startRedisCluster, type TestCluster } from "../redis/cluster-support.js";
+import { startValkey, valkeyAvailable, type TestValkey } from "../redis/valkey-support.js";
 import { postgresStores, postgresUp, postgresUrl, withClient } from "../postgres/support.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -493,6 +494,14 @@ describe.skipIf(!clusterAvailable)("coordination on a Redis Cluster", () => {
   }, 120_000);
   afterAll(async () => cluster?.stop());
   contract(() => redisDeployment(cluster.url)(), REDIS_WRITE_SLOT_TTL_MS);
+});
+describe.skipIf(!valkeyAvailable)("coordination on Valkey", () => {
+  let valkey: TestValkey;
+  beforeAll(async () => {
+    valkey = await startValkey();
+  }, 60_000);
+  afterAll(async () => valkey?.stop());
+  contract(() => redisDeployment(valkey.url)(), REDIS_WRITE_SLOT_TTL_MS);
 });
 
 // Of the tokens alone, whatever keeps them.

@@ -1,8 +1,8 @@
-// A real 3-node Redis Cluster for tests, from the machine's own redis-server: three primaries on
-// free loopback ports (each in a temporary directory, nothing persisted), joined with
-// `redis-cli --cluster create`, handed out once every node reports `cluster_state:ok` and knows
-// all three. Torn down by `stop()`. Tests skip (with a printed reason) where redis-server or
-// redis-cli is missing.
+// A real 3-node Redis Cluster for tests, from the machine's own redis-server (or, asked for,
+// valkey-server): three primaries on free loopback ports (each in a temporary directory, nothing
+// persisted), joined with `redis-cli --cluster create` (`valkey-cli`), handed out once every node
+// reports `cluster_state:ok` and knows all three. Torn down by `stop()`. Tests skip (with a
+// printed reason) where the server or its cli is missing.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
@@ -10,8 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 
-function missingTool(): string | undefined {
-  for (const tool of ["redis-server", "redis-cli"]) {
+export type ServerKind = "redis" | "valkey";
+
+function missingTool(kind: ServerKind = "redis"): string | undefined {
+  for (const tool of [`${kind}-server`, `${kind}-cli`]) {
     const found = spawnSync(tool, ["--version"], { encoding: "utf8" });
     if (found.error || found.status !== 0) return `${tool} not found (${found.error?.message ?? found.stderr})`;
   }
@@ -21,6 +23,9 @@ function missingTool(): string | undefined {
 const missing = missingTool();
 export const clusterAvailable = missing === undefined;
 if (!clusterAvailable) console.warn(`Redis Cluster tests skipped: ${missing}`);
+const valkeyMissing = missingTool("valkey");
+export const valkeyClusterAvailable = valkeyMissing === undefined;
+if (!valkeyClusterAvailable) console.warn(`Valkey Cluster tests skipped: ${valkeyMissing}`);
 
 export interface TestCluster {
   /** `redis://127.0.0.1:<port>/0` of the first node: what an operator would set STEWARD_REDIS_URL to. */
@@ -39,7 +44,7 @@ function listenable(port: number): Promise<boolean> {
 
 /** A port free for the node and for its cluster bus (the port + 10000), not handed out before in this process. */
 const taken = new Set<number>();
-async function freeNodePort(): Promise<number> {
+export async function freeNodePort(): Promise<number> {
   for (let tries = 0; tries < 500; tries++) {
     const port = 20_000 + Math.floor(Math.random() * 25_000);
     if (taken.has(port) || taken.has(port + 10_000)) continue;
@@ -52,9 +57,9 @@ async function freeNodePort(): Promise<number> {
   throw new Error("no free port pair for a Redis Cluster node");
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < until) {
@@ -70,7 +75,7 @@ async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs:
   );
 }
 
-async function ask<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
+export async function ask<T>(port: number, fn: (client: Redis) => Promise<T>): Promise<T> {
   const client = new Redis({
     port,
     host: "127.0.0.1",
@@ -98,7 +103,7 @@ function run(command: string, args: string[]): Promise<{ code: number | null; ou
 }
 
 /** Start three primaries, join them, wait for the cluster to be whole on every node. */
-export async function startRedisCluster(): Promise<TestCluster> {
+export async function startRedisCluster(kind: ServerKind = "redis"): Promise<TestCluster> {
   const nodes: { port: number; dir: string; proc: ChildProcess; exited: Promise<void> }[] = [];
   const stop = async () => {
     for (const n of nodes) n.proc.kill("SIGTERM");
@@ -112,7 +117,7 @@ export async function startRedisCluster(): Promise<TestCluster> {
       const port = await freeNodePort();
       const dir = await mkdtemp(join(tmpdir(), "steward-rcluster-"));
       const proc = spawn(
-        "redis-server",
+        `${kind}-server`,
         [
           "--port",
           String(port),
@@ -143,7 +148,7 @@ export async function startRedisCluster(): Promise<TestCluster> {
     const ports = nodes.map((n) => n.port);
     for (const port of ports)
       await waitUntil(`node ${port} answering`, () => ask(port, async (c) => (await c.ping()) === "PONG"), 30_000);
-    const created = await run("redis-cli", [
+    const created = await run(`${kind}-cli`, [
       "--cluster",
       "create",
       ...ports.map((p) => `127.0.0.1:${p}`),
@@ -151,7 +156,7 @@ export async function startRedisCluster(): Promise<TestCluster> {
       "0",
       "--cluster-yes",
     ]);
-    if (created.code !== 0) throw new Error(`redis-cli --cluster create failed (${created.code}): ${created.output}`);
+    if (created.code !== 0) throw new Error(`${kind}-cli --cluster create failed (${created.code}): ${created.output}`);
     // Every node must agree before a client is handed the cluster: slots all assigned, three known nodes.
     for (const port of ports) {
       await waitUntil(

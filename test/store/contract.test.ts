@@ -1,7 +1,7 @@
 // The store contract (src/store/contract.ts), one suite over every backend: every part the
 // engine, the intake, the console and handlers rely on must hold for SQLite, Redis and
 // PostgreSQL alike, and for Redis Cluster (three primaries started here from the machine's
-// redis-server). Redis and PostgreSQL cases skip (with a printed reason) when no server answers.
+// redis-server), Valkey (one valkey-server started here) and Valkey Cluster (three primaries). Redis and PostgreSQL cases skip (with a printed reason) when no server answers.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { defineHandler, type Outcome } from "../../src/handler.js";
 import type { Store } from "../../src/store/types.js";
@@ -9,7 +9,13 @@ import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.
 import type { RedisStore } from "../../src/store/redis/store.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
-import { clusterAvailable, startRedisCluster, type TestCluster } from "../redis/cluster-support.js";
+import {
+  clusterAvailable,
+  startRedisCluster,
+  valkeyClusterAvailable,
+  type TestCluster,
+} from "../redis/cluster-support.js";
+import { startValkey, valkeyAvailable, type TestValkey } from "../redis/valkey-support.js";
 import type { PostgresStore } from "../../src/store/postgres/store.js";
 import { postgresStores, postgresUp } from "../postgres/support.js";
 
@@ -618,6 +624,23 @@ describe.skipIf(!clusterAvailable)("redis cluster store", () => {
   let cluster: TestCluster;
   beforeAll(async () => {
     cluster = await startRedisCluster();
+  }, 120_000);
+  afterAll(async () => cluster?.stop());
+  contract(async () => redisStores(cluster.url));
+});
+describe.skipIf(!valkeyAvailable)("valkey store", () => {
+  // Valkey (the machine's valkey-server) in place of Redis: the same client, the same keys and scripts.
+  let valkey: TestValkey;
+  beforeAll(async () => {
+    valkey = await startValkey();
+  }, 60_000);
+  afterAll(async () => valkey?.stop());
+  contract(async () => redisStores(valkey.url));
+});
+describe.skipIf(!valkeyClusterAvailable)("valkey cluster store", () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startRedisCluster("valkey");
   }, 120_000);
   afterAll(async () => cluster?.stop());
   contract(async () => redisStores(cluster.url));

@@ -1,6 +1,6 @@
 // Start the sandbox hub: a real HTTP server on 127.0.0.1 simulating the REST API v3
-// parts Steward uses, with an app whose key pair is made at start.
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+// parts Steward uses, with an app whose key pair is made at the first start in the process.
+import { generateKeyPairSync, randomBytes, type KeyObject } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -83,9 +83,23 @@ export interface HubHandle {
   close(): Promise<void>;
 }
 
+let processKey: { publicKey: KeyObject; pem: string } | undefined;
+
+/**
+ * The app's key pair, one per process: generating it is most of a hub's start, and a test process
+ * starts many hubs. Hubs apart still refuse each other's JWTs: a JWT is checked against the key of
+ * its issuer, and each hub's app has its own id.
+ */
+function appKeyPair(): { publicKey: KeyObject; pem: string } {
+  if (!processKey) {
+    const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    processKey = { publicKey, pem: privateKey.export({ type: "pkcs8", format: "pem" }).toString() };
+  }
+  return processKey;
+}
+
 export async function createHub(opts: CreateHubOptions = {}): Promise<HubHandle> {
-  const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-  const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+  const { publicKey, pem } = appKeyPair();
   const keyDir = await mkdtemp(join(tmpdir(), "steward-sandbox-"));
   const keyPath = join(keyDir, "app.private-key.pem");
   await writeFile(keyPath, pem, { mode: 0o600 });

@@ -213,7 +213,7 @@ export class PostgresDeliveries implements DeliveriesPart {
   async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
     const now = Date.now();
     const { rows } = await this.pool.query<DeliveryRow & { lease_token: string; outcomes: OutcomeJson[] }>({
-      name: "steward-claim-deliveries",
+      // Not a named (prepared) statement: planned at each claim for the tables as they are, see #finish.
       text: `WITH next AS (
          SELECT id FROM ${this.s}.queue
          WHERE run_at <= $1 AND (lease_token IS NULL OR lease_until <= $1)
@@ -400,8 +400,11 @@ export class PostgresDeliveries implements DeliveriesPart {
          )`
       : "";
     const { rows } = await this.pool.query<{ ord: number; finished: boolean; outcomes: number }>({
-      // One prepared statement per shape (runs and outcomes in the batch).
-      name: `steward-finish-${batch.length}-${outcomes.length}`,
+      // Not a named (prepared) statement. A prepared statement's generic plan, made once a
+      // connection has run it five times, is kept until the next ANALYZE of its tables: one made
+      // while they were nearly empty reads the whole deliveries, queue and runs tables to join
+      // the batch's rows. Planned at each execution, the batch's rows are found by their keys
+      // (decision 0016).
       text: `WITH f (ord, id, token, status, last_error, retry_at) AS (
          SELECT * FROM (VALUES ${finishes.join(", ")}) v
        ), gone AS (

@@ -23,7 +23,7 @@ const LONGEST = [
   "test/handlers/deployments/hub-time.test.ts",
   "test/redis/replicas.test.ts",
   "test/handlers/checks/handler.test.ts",
-  "test/package/consumer.test.ts",
+  "test/package/pack.test.ts",
   "test/deploy/container.test.ts",
   "test/postgres/restart.test.ts",
   "test/redis/cluster.test.ts",

@@ -236,13 +236,11 @@ export class RedisDeliveries implements DeliveriesPart {
   async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
     const leased = await this.leases.claim("delivery", leaseMs);
     if (!leased) return undefined;
-    // Body and outcomes change only under the lease just taken: reading them after is consistent.
-    const id = leased.fields.id!;
-    const [body, outcomes] = await Promise.all([
-      this.client.get(this.keys.body(id)),
-      this.client.hgetall(this.keys.outcomes(id)),
-    ]);
-    return { token: leased.token, delivery: toDelivery(leased.fields, body), outcomes: toOutcomes(outcomes) };
+    return {
+      token: leased.token,
+      delivery: toDelivery(leased.fields, leased.body ?? null),
+      outcomes: toOutcomes(leased.outcomes ?? {}),
+    };
   }
 
   /** One lease script per delivery: each takes the earliest due one, as a single claim does. */

@@ -7,12 +7,15 @@ import type { RedisKeys } from "./keys.js";
 import { defineScript, pairs, type Script } from "./script.js";
 import type { LeasesPart } from "../contract.js";
 
-// KEYS: due, leased, leases, the due candidate's hash, the expired candidate's hash (the leases
-// hash again when there is no such candidate). ARGV: order field, now, leaseUntil, token, ref
-// prefix ('d:' or 't:'), due candidate, expired candidate ('' = none).
+// KEYS: due, leased, leases, the due candidate's hash, the expired candidate's hash, then for a
+// delivery each candidate's body and outcomes (due, then expired); a key not needed is the leases
+// hash again. ARGV: order field, now, leaseUntil, token, ref prefix ('d:' or 't:'), due candidate,
+// expired candidate ('' = none).
 // The candidates were read just before (the earliest due item, the earliest running one whose
 // lease expired): each is taken only if it still is what it was read as, the expired one first
 // when it was due no later. 0: both are gone (another replica took them); the caller looks again.
+// A delivery comes back with its body and outcomes, read in the same step rather than one more
+// round trip (they change only under the lease just taken).
 const claimLua = `
 local now = tonumber(ARGV[2])
 local dueMember, expiredMember = ARGV[6], ARGV[7]
@@ -25,14 +28,14 @@ if expiredMember ~= '' then
   local untilAt = redis.call('ZSCORE', KEYS[2], expiredMember)
   if not untilAt or tonumber(untilAt) > now then expiredMember = '' end
 end
-local member, from, key
+local member, from, key, body, outcomes
 if expiredMember ~= '' then
   local order = tonumber(redis.call('HGET', KEYS[5], ARGV[1]) or '0')
-  if dueMember == '' or order <= dueScore then member = expiredMember; from = KEYS[2]; key = KEYS[5] end
+  if dueMember == '' or order <= dueScore then member = expiredMember; from = KEYS[2]; key = KEYS[5]; body = KEYS[8]; outcomes = KEYS[9] end
 end
 if not member then
   if dueMember == '' then return 0 end
-  member = dueMember; from = KEYS[1]; key = KEYS[4]
+  member = dueMember; from = KEYS[1]; key = KEYS[4]; body = KEYS[6]; outcomes = KEYS[7]
 end
 redis.call('ZREM', from, member)
 local old = redis.call('HGET', key, 'leaseToken')
@@ -41,7 +44,8 @@ redis.call('HSET', key, 'status', 'running', 'leaseToken', ARGV[4], 'leaseUntil'
 if ARGV[5] == 'd:' then redis.call('HINCRBY', key, 'attempts', 1) end
 redis.call('ZADD', KEYS[2], ARGV[3], member)
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[5] .. member)
-return redis.call('HGETALL', key)`;
+if ARGV[5] == 't:' then return { redis.call('HGETALL', key) } end
+return { redis.call('HGETALL', key), redis.call('GET', body), redis.call('HGETALL', outcomes) }`;
 
 // KEYS: leases, leased, due, tleased, tdue, the item's hash. ARGV: token, mode (renew|release|orphan),
 // leaseUntil or now (a release: the due time), the item's ref (what the leases hash named for the token
@@ -89,6 +93,9 @@ export interface Leased {
   token: string;
   /** The item's hash at the moment it was leased. */
   fields: Record<string, string>;
+  /** A delivery's body (null when missing) and its outcomes' hash. */
+  body?: string | null;
+  outcomes?: Record<string, string>;
 }
 
 export class RedisLeases implements LeasesPart {
@@ -100,7 +107,7 @@ export class RedisLeases implements LeasesPart {
     private readonly keys: RedisKeys,
   ) {
     this.#lease = defineScript(client, "stewardLease", 6, leaseLua);
-    this.#claim = defineScript(client, "stewardClaimWork", 5, claimLua);
+    this.#claim = defineScript(client, "stewardClaimWork", 9, claimLua);
   }
 
   /** Lease the next due delivery (counting an attempt) or task. */
@@ -121,11 +128,27 @@ export class RedisLeases implements LeasesPart {
       const dueMember = dueHeads[Math.floor(Math.random() * dueHeads.length)] ?? "";
       const expiredMember = expiredHeads[0] ?? "";
       const token = newLeaseToken();
+      const other = (member: string, key: "body" | "outcomes") =>
+        member && kind === "delivery" ? k[key](member) : k.leases;
       const reply = await this.#claim(
-        [due, leased, k.leases, dueMember ? item(dueMember) : k.leases, expiredMember ? item(expiredMember) : k.leases],
+        [
+          due,
+          leased,
+          k.leases,
+          dueMember ? item(dueMember) : k.leases,
+          expiredMember ? item(expiredMember) : k.leases,
+          other(dueMember, "body"),
+          other(dueMember, "outcomes"),
+          other(expiredMember, "body"),
+          other(expiredMember, "outcomes"),
+        ],
         [order, now, now + leaseMs, token, ref, dueMember, expiredMember],
       );
-      if (Array.isArray(reply)) return { token, fields: pairs(reply) };
+      if (Array.isArray(reply)) {
+        const [fields, body, outcomes] = reply as [unknown, string | null | undefined, unknown];
+        if (kind === "task") return { token, fields: pairs(fields) };
+        return { token, fields: pairs(fields), body: body ?? null, outcomes: pairs(outcomes) };
+      }
     }
     return undefined;
   }

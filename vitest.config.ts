@@ -8,7 +8,7 @@ import { defaultServerConditions } from "vite";
 const conditions = ["steward-source", ...defaultServerConditions.filter((c) => c !== "module")];
 
 // The files that run longest (replicas and torture driving child processes, lease lapses on three
-// backends, the bench's servers, a 500-repository sync, real-time waits in the hub) go first, those
+// backends, the bench's servers, a sync of hundreds of repositories) go first, those
 // that start Steward processes between those that do not. Vitest orders files by their last
 // durations, which a fresh clone (CI) has none of: it then runs larger files first, and these are
 // short files driving long harnesses, so they came last and the run ended on one of them with the
@@ -20,7 +20,6 @@ const LONGEST = [
   "test/torture/crash.test.ts",
   "test/handlers/secrets/sync.test.ts",
   "test/postgres/replicas.test.ts",
-  "test/handlers/deployments/hub-time.test.ts",
   "test/redis/replicas.test.ts",
   "test/handlers/checks/handler.test.ts",
   "test/package/pack.test.ts",

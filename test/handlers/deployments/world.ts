@@ -32,6 +32,14 @@ export interface World {
    * far would also move it past the app JWTs' validity, as GitHub's would.)
    */
   setClock(date: Date): void;
+  /**
+   * Stop the clock Steward decides by at `date` until the next `setClock` (like that one, nothing
+   * under `stewardClock`): a decision made meanwhile is made at `date` however slow the machine,
+   * so a test sees it before the time it waits for comes.
+   */
+  stopClock(date: Date): void;
+  /** The clock Steward decides by. */
+  now(): Date;
   /** Poll `predicate` while settling, until it holds (bounded). */
   until(predicate: () => boolean, what: string, timeoutMs?: number): Promise<void>;
   effects(kind?: string): Effect[];
@@ -50,6 +58,7 @@ export async function createWorld(
 ): Promise<World> {
   const dataDir = await mkdtemp(join(tmpdir(), "steward-deployments-"));
   let offsetMs = 0;
+  let stoppedAt: Date | undefined;
   let clock: () => Date = () => new Date();
   const handlers = () => [
     o.stewardClock ? createDeploymentsHandler() : createDeploymentsHandler({ now: () => clock() }),
@@ -59,7 +68,7 @@ export async function createWorld(
   const logger = pino({ level: "debug" }, { write: (line: string) => void logLines.push(line) });
   const stack = await startSandboxStack({ handlers: handlers(), dataDir, logger });
   const { control, domains } = stack.hub;
-  clock = () => new Date(control.now().getTime() + offsetMs);
+  clock = () => stoppedAt ?? new Date(control.now().getTime() + offsetMs);
   const repo = () => control.repo(ORG, REPO)!;
 
   const world: World = {
@@ -95,7 +104,12 @@ export async function createWorld(
     },
     setClock(date) {
       offsetMs = date.getTime() - control.now().getTime();
+      stoppedAt = undefined;
     },
+    stopClock(date) {
+      stoppedAt = date;
+    },
+    now: () => clock(),
     async settle() {
       for (let i = 0; i < 4; i++) {
         await domains.idle();

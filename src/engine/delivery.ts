@@ -69,22 +69,24 @@ const UNPARSABLE = {
 class UnparsablePayload extends Error {}
 
 /**
- * The delivery's payload, parsed the first time something reads it: a handler reading
+ * The delivery's payload, read and parsed the first time something reads it: a handler reading
  * `ctx.payload`, or a push that may change the policy. A handler that decides from the event, the
  * action and its policy alone (off for the repository, an action it does not act on) costs no
- * parse.
+ * parse, and on a store that reads the text only when asked (SQLite), no read.
  */
 class LazyPayload {
   #value: unknown;
   #state: "unread" | "parsed" | "unparsable" = "unread";
 
-  constructor(private readonly text: string) {}
+  constructor(private readonly delivery: Pick<ClaimedDelivery["delivery"], "payload">) {}
 
   /** The parsed payload, or undefined when the text is not JSON. */
   get(): { value: unknown } | undefined {
     if (this.#state === "unread") {
+      // Read outside the parse's guard: a store that cannot read now is an error, not bad JSON.
+      const text = this.delivery.payload;
       try {
-        this.#value = JSON.parse(this.text);
+        this.#value = JSON.parse(text);
         this.#state = "parsed";
       } catch {
         this.#state = "unparsable";
@@ -178,7 +180,7 @@ async function runHandlers(
   const toRun = routed.filter((h) => needsRun(prior.get(h.name)));
   const kept: OutcomeSummary[] = routed.filter((h) => !toRun.includes(h)).map((h) => prior.get(h.name)!);
 
-  const payload = new LazyPayload(d.payload);
+  const payload = new LazyPayload(d);
   // The repository as the intake read it, so that a run whose handlers are all off for it parses
   // nothing. A push that may touch a policy file is parsed at once, handlers or not (the intake
   // queues it for that: engineTakes), as it may change the policy its handlers are gated by.

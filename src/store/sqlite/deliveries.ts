@@ -81,6 +81,16 @@ function toDelivery(r: DeliveryRow): StoredDelivery {
   };
 }
 
+/**
+ * `d` with its payload read from its row the first time it is asked for. A claim leaves the text in
+ * the row: a run whose handlers decide without the payload never holds it, and one that reads it
+ * reads it once (docs/decisions/0019-claims-read-the-payload-when-asked.md).
+ */
+function payloadWhenAsked(d: StoredDelivery, read: () => string): StoredDelivery {
+  let text: string | undefined;
+  return Object.defineProperty(d, "payload", { enumerable: true, get: () => (text ??= read()) });
+}
+
 function toOutcome(r: OutcomeRow): HandlerOutcomeRecord {
   return {
     handler: r.handler,
@@ -120,6 +130,7 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #readyIds: Statement;
   readonly #lease: Statement;
   readonly #byId: Statement;
+  readonly #payloadOf: Statement;
   readonly #outcomesOf: Statement;
   readonly #attemptsOf: Statement;
   readonly #holds: Statement;
@@ -146,11 +157,14 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#anyDue = db.prepare(`SELECT EXISTS (SELECT 1 ${expired}) OR EXISTS (SELECT 1 ${ready})`).pluck();
     this.#expiredIds = db.prepare(`SELECT id ${expired} ORDER BY lease_until LIMIT @max`).pluck();
     this.#readyIds = db.prepare(`SELECT id ${ready} ORDER BY next_run_at, received_at LIMIT @max`).pluck();
+    // Every column but the payload, which the run reads when it needs it (payloadWhenAsked).
     this.#lease = db.prepare(
       `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-       WHERE id = ? RETURNING *`,
+       WHERE id = ? RETURNING id, event, action, installation_id, repository, received_at, status, attempts,
+         next_run_at, lease_token, last_error, updated_at, headers, '' AS payload`,
     );
     this.#byId = db.prepare("SELECT * FROM deliveries WHERE id = ?");
+    this.#payloadOf = db.prepare("SELECT payload FROM deliveries WHERE id = ?").pluck();
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
     this.#attemptsOf = db.prepare(
       `SELECT handler, attempt, status, detail, at FROM attempts WHERE delivery_id = ? ORDER BY seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN}`,
@@ -200,7 +214,7 @@ export class SqliteDeliveries implements DeliveriesPart {
         const row = this.#lease.get(token, now + leaseMs, now, id) as DeliveryRow;
         return {
           token,
-          delivery: toDelivery(row),
+          delivery: payloadWhenAsked(toDelivery(row), () => this.#payloadOf.get(id) as string),
           outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome),
         };
       });

@@ -8,11 +8,11 @@ import { defaultServerConditions } from "vite";
 const conditions = ["steward-source", ...defaultServerConditions.filter((c) => c !== "module")];
 
 // The files that run longest (replicas and torture driving child processes, lease lapses on three
-// backends, the bench's servers, a sync of hundreds of repositories) go first, those
-// that start Steward processes between those that do not. Vitest orders files by their last
-// durations, which a fresh clone (CI) has none of: it then runs larger files first, and these are
-// short files driving long harnesses, so they came last and the run ended on one of them with the
-// other workers idle.
+// backends, the store contract on six, the bench's servers, a sync of hundreds of repositories) go
+// first, those that start Steward processes between those that do not. Vitest orders files by
+// their last durations, which a fresh clone (CI) has none of: it then runs larger files first, and
+// these are short files driving long harnesses, so they came last and the run ended on one of them
+// with the other workers idle.
 const LONGEST = [
   "test/bench/bench.test.ts",
   "test/coordination/contract.test.ts",
@@ -21,7 +21,7 @@ const LONGEST = [
   "test/handlers/secrets/sync.test.ts",
   "test/postgres/replicas.test.ts",
   "test/redis/replicas.test.ts",
-  "test/handlers/checks/handler.test.ts",
+  "test/store/contract.test.ts",
   "test/package/pack.test.ts",
   "test/deploy/container.test.ts",
   "test/postgres/restart.test.ts",

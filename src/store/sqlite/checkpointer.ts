@@ -50,6 +50,9 @@ export class Checkpointer {
 
   /** Stops the thread; resolves once its connection is closed. */
   stop(): Promise<void> {
+    // Held from here until the thread is gone: a process with nothing else left to do (a shutdown)
+    // must wait for it rather than end with the store's close unsettled.
+    this.#worker.ref();
     this.#worker.postMessage("stop");
     return this.#exited;
   }

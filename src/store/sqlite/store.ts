@@ -13,7 +13,6 @@ import { SqliteBrowse } from "./browse.js";
 import { SqliteTasks } from "./tasks.js";
 import { SqliteLeases } from "./leases.js";
 import { holdServiceLock, type ServiceLock } from "./service-lock.js";
-import { Checkpointer } from "./checkpointer.js";
 
 export const storeFileName = "steward.db";
 
@@ -38,14 +37,14 @@ export interface SqliteStoreOptions {
 const CACHE_SIZE = -4000;
 
 /**
- * Pages the write-ahead log grows to before a commit checkpoints it (SQLite's default is 1,000,
- * 4 MB), syncing the log and the file on the event loop. A delivery's record, claim and finish add
- * about 130 KB to the log. In the service a thread copies the log as it grows (checkpointer.ts), so
- * this checkpoint finds little left to copy and mostly restarts the log; elsewhere (the CLI) it is
- * the only one. At 64 MB the event loop pays it every few hundred deliveries
- * (docs/decisions/0017-sqlite-checkpoints-in-a-thread.md). A commit's durability does not depend on it.
+ * Pages the write-ahead log grows to before a commit copies them into the database file (SQLite's
+ * default is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim and
+ * finish add about 130 KB to the log, so at the default every few dozen deliveries paid two syncs
+ * on the event loop. At 16 MB they are a quarter as many and copy a hot page once for many
+ * commits (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
+ * depend on it.
  */
-const WAL_PAGES_BEFORE_CHECKPOINT = 16_000;
+const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
 
 export class SqliteStore implements StewardStore {
   readonly path: string;
@@ -57,7 +56,6 @@ export class SqliteStore implements StewardStore {
   readonly #db: Database.Database;
   readonly #deliveries: SqliteDeliveries;
   readonly #lock: ServiceLock | undefined;
-  readonly #checkpointer: Checkpointer | undefined;
   #closed = false;
 
   constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
@@ -86,10 +84,6 @@ export class SqliteStore implements StewardStore {
     this.#deliveries = new SqliteDeliveries(this.#db);
     this.deliveries = this.#deliveries;
     this.browse = new SqliteBrowse(this.#db);
-    if (opts.serviceLock)
-      this.#checkpointer = new Checkpointer(this.path, opts.durability === "power" ? "FULL" : "NORMAL", (error) =>
-        opts.logger?.warn({ err: error }, "the store's checkpoint thread stopped; checkpoints run in commits"),
-      );
     const tasks = new SqliteTasks(this.#db);
     this.tasks = tasks;
     this.leases = new SqliteLeases(this.#deliveries, tasks);
@@ -108,7 +102,6 @@ export class SqliteStore implements StewardStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#deliveries.markClosed();
-    await this.#checkpointer?.stop();
     this.#db.close();
     this.#lock?.release();
   }

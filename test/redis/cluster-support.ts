@@ -24,8 +24,8 @@ const missing = missingTool();
 export const clusterAvailable = missing === undefined;
 if (!clusterAvailable) console.warn(`Redis Cluster tests skipped: ${missing}`);
 const valkeyMissing = missingTool("valkey");
-export const valkeyClusterAvailable = valkeyMissing === undefined;
-if (!valkeyClusterAvailable) console.warn(`Valkey Cluster tests skipped: ${valkeyMissing}`);
+export const valkeyAvailable = valkeyMissing === undefined;
+if (!valkeyAvailable) console.warn(`Valkey tests skipped: ${valkeyMissing}`);
 
 export interface TestCluster {
   /** `redis://127.0.0.1:<port>/0` of the first node: what an operator would set STEWARD_REDIS_URL to. */
@@ -57,7 +57,7 @@ export async function freeNodePort(): Promise<number> {
   throw new Error("no free port pair for a Redis Cluster node");
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
@@ -102,49 +102,67 @@ function run(command: string, args: string[]): Promise<{ code: number | null; ou
   });
 }
 
+export interface TestNode {
+  port: number;
+  dir: string;
+  proc: ChildProcess;
+  exited: Promise<void>;
+}
+
+/** One server of `kind` on a free loopback port, in a temporary directory of its own, nothing persisted; `args(dir)` added. */
+export async function spawnNode(kind: ServerKind, args: (dir: string) => string[] = () => []): Promise<TestNode> {
+  const port = await freeNodePort();
+  const dir = await mkdtemp(join(tmpdir(), `steward-${kind}-`));
+  const proc = spawn(
+    `${kind}-server`,
+    [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      ...args(dir),
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--daemonize",
+      "no",
+      "--logfile",
+      join(dir, `${kind}.log`),
+    ],
+    { stdio: "ignore" },
+  );
+  const exited = new Promise<void>((r) => proc.once("exit", () => r()));
+  return { port, dir, proc, exited };
+}
+
+/** SIGTERM, SIGKILL for any still running after 10 s, then their directories removed. */
+export async function stopNodes(nodes: TestNode[]): Promise<void> {
+  for (const n of nodes) n.proc.kill("SIGTERM");
+  await Promise.race([Promise.all(nodes.map((n) => n.exited)), sleep(10_000)]);
+  for (const n of nodes) if (n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill("SIGKILL");
+  await Promise.all(nodes.map((n) => n.exited));
+  await Promise.all(nodes.map((n) => rm(n.dir, { recursive: true, force: true })));
+}
+
 /** Start three primaries, join them, wait for the cluster to be whole on every node. */
 export async function startRedisCluster(kind: ServerKind = "redis"): Promise<TestCluster> {
-  const nodes: { port: number; dir: string; proc: ChildProcess; exited: Promise<void> }[] = [];
-  const stop = async () => {
-    for (const n of nodes) n.proc.kill("SIGTERM");
-    await Promise.race([Promise.all(nodes.map((n) => n.exited)), sleep(10_000)]);
-    for (const n of nodes) if (n.proc.exitCode === null && n.proc.signalCode === null) n.proc.kill("SIGKILL");
-    await Promise.all(nodes.map((n) => n.exited));
-    await Promise.all(nodes.map((n) => rm(n.dir, { recursive: true, force: true })));
-  };
+  const nodes: TestNode[] = [];
+  const stop = () => stopNodes(nodes);
   try {
-    for (let i = 0; i < 3; i++) {
-      const port = await freeNodePort();
-      const dir = await mkdtemp(join(tmpdir(), "steward-rcluster-"));
-      const proc = spawn(
-        `${kind}-server`,
-        [
-          "--port",
-          String(port),
-          "--bind",
-          "127.0.0.1",
+    for (let i = 0; i < 3; i++)
+      nodes.push(
+        await spawnNode(kind, (dir) => [
           "--cluster-enabled",
           "yes",
           "--cluster-config-file",
           join(dir, "nodes.conf"),
           "--cluster-node-timeout",
           "5000",
-          "--dir",
-          dir,
-          "--save",
-          "",
-          "--appendonly",
-          "no",
-          "--daemonize",
-          "no",
-          "--logfile",
-          join(dir, "redis.log"),
-        ],
-        { stdio: "ignore" },
+        ]),
       );
-      const exited = new Promise<void>((r) => proc.once("exit", () => r()));
-      nodes.push({ port, dir, proc, exited });
-    }
     const ports = nodes.map((n) => n.port);
     for (const port of ports)
       await waitUntil(`node ${port} answering`, () => ask(port, async (c) => (await c.ping()) === "PONG"), 30_000);

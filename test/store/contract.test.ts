@@ -9,12 +9,7 @@ import { openSqliteStore, type SqliteStore } from "../../src/store/sqlite/store.
 import type { RedisStore } from "../../src/store/redis/store.js";
 import { deliveryOf, examplePayload, tempDir, testEngine } from "../engine/helpers.js";
 import { redisStores, redisUp } from "../redis/support.js";
-import {
-  clusterAvailable,
-  startRedisCluster,
-  valkeyClusterAvailable,
-  type TestCluster,
-} from "../redis/cluster-support.js";
+import { clusterAvailable, startRedisCluster, type TestCluster } from "../redis/cluster-support.js";
 import { startValkey, valkeyAvailable, type TestValkey } from "../redis/valkey-support.js";
 import type { PostgresStore } from "../../src/store/postgres/store.js";
 import { postgresStores, postgresUp } from "../postgres/support.js";
@@ -646,7 +641,7 @@ describe.skipIf(!valkeyAvailable)("valkey store", () => {
   afterAll(async () => valkey?.stop());
   contract(async () => redisStores(valkey.url));
 });
-describe.skipIf(!valkeyClusterAvailable)("valkey cluster store", () => {
+describe.skipIf(!valkeyAvailable)("valkey cluster store", () => {
   let cluster: TestCluster;
   beforeAll(async () => {
     cluster = await startRedisCluster("valkey");

@@ -120,6 +120,13 @@ export function createSealedTokenCache(store: SealedTokenStore, opts: SealedToke
     const deadline = now() + MAX_WAIT_MS;
     for (;;) {
       if (await store.acquire(names(key).lease, owner, MINT_LEASE_MS)) {
+        // Another replica may have stored its token and let the lease go between the read above
+        // and this acquire: the lease is free then, yet a second mint is not needed.
+        const stored = await read(key);
+        if (stored && now() < stored.refreshAt) {
+          await store.release(names(key).lease, owner);
+          return stored.value;
+        }
         hold(key);
         return undefined; // auth-app mints, then calls set()
       }

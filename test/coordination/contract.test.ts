@@ -9,16 +9,21 @@
 // single-flight syncs are rows of the store's handler state: the store's conformance suite
 // (test/store/contract.test.ts) covers them on every backend.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { generateKeyPairSync, randomBytes, randomInt } from "node:crypto";
+import { createHash, generateKeyPairSync, randomBytes, randomInt } from "node:crypto";
 import type pg from "pg";
 import type { WriteSlots } from "../../src/api/types.js";
 import { createOctokitFactory } from "../../src/api/client.js";
 import { loadConfig } from "../../src/config/env.js";
 import { inProcessCoordination } from "../../src/coordination/in-process.js";
-import { MINT_LEASE_MS, type SharedTokenCache } from "../../src/coordination/shared-token-cache.js";
+import {
+  createSealedTokenCache,
+  MINT_LEASE_MS,
+  type SealedTokenStore,
+  type SharedTokenCache,
+} from "../../src/coordination/shared-token-cache.js";
 import { deriveSealingKey, open, seal } from "../../src/coordination/token-crypto.js";
 import { RedisWriteSlots, slotKey } from "../../src/coordination/redis/write-slots.js";
-import { createSharedTokenCache } from "../../src/coordination/redis/token-cache.js";
+import { createSharedTokenCache, redisSealedTokens } from "../../src/coordination/redis/token-cache.js";
 import {
   startReplicaRegistry,
   type ReplicaHolds,
@@ -27,7 +32,7 @@ import {
 import { Notices } from "../../src/coordination/postgres/notices.js";
 import { PostgresWriteSlots, WRITE_SLOT_TTL_MS } from "../../src/coordination/postgres/write-slots.js";
 import { WRITE_SLOT_TTL_MS as REDIS_WRITE_SLOT_TTL_MS } from "../../src/coordination/redis/write-slots.js";
-import { createPostgresTokenCache } from "../../src/coordination/postgres/token-cache.js";
+import { createPostgresTokenCache, postgresSealedTokens } from "../../src/coordination/postgres/token-cache.js";
 import { startPostgresReplicaRegistry } from "../../src/coordination/postgres/replicas.js";
 import { connectRedis, type RedisClient } from "../../src/store/redis/connect.js";
 import { createPool, ident, libpqUrl } from "../../src/store/postgres/connect.js";
@@ -56,6 +61,8 @@ interface TokenCacheOptions {
 interface Replica {
   writeSlots(owner: string): WriteSlots & { held(): string[] };
   tokens(opts: TokenCacheOptions): SharedTokenCache;
+  /** Where its token cache keeps sealed tokens and mint leases. */
+  sealedTokens(): SealedTokenStore;
   registry(opts: { id: string; holds(): ReplicaHolds }): ReplicaRegistry;
   /** Its connections gone for good, as after kill -9: no renewal, no release. */
   kill(): Promise<void>;
@@ -95,6 +102,7 @@ function redisDeployment(url: string): () => Promise<Deployment> {
         return {
           writeSlots: (owner) => new RedisWriteSlots(client, prefix, owner),
           tokens: (opts) => createSharedTokenCache({ client, prefix, ...opts }),
+          sealedTokens: () => redisSealedTokens(client, prefix),
           registry: (opts) => startReplicaRegistry({ client, prefix, ...opts }),
           kill: async () => client.disconnect(),
         };
@@ -143,6 +151,7 @@ async function postgresDeployment(): Promise<Deployment> {
       return {
         writeSlots: (owner) => new PostgresWriteSlots(pool, s, notices, owner),
         tokens: (opts) => createPostgresTokenCache({ pool, s, notices, ...opts }),
+        sealedTokens: () => postgresSealedTokens(pool, s, notices),
         registry: (opts) => startPostgresReplicaRegistry({ pool, s, ...opts }),
         async kill() {
           await notices.close();
@@ -435,6 +444,41 @@ function contract(makeDeployment: () => Promise<Deployment>, writeSlotTtlMs: num
       );
       expect(await waiting).toMatch(/^ghs_minted/);
       expect(b!.minting()).toEqual([]);
+    });
+
+    it("a replica that found no token and takes the lease just after another's mint uses that token", async () => {
+      await deployment();
+      const key = pem();
+      const a = tokens(await d.replica(), { privateKey: key, appId: 7, owner: "a" });
+      expect(await a.get("42")).toBeUndefined(); // a mints
+      // b reads no token; before its acquire reaches the store, a stores its token and lets the lease go.
+      const store = (await d.replica()).sealedTokens();
+      let raced = false;
+      const b = createSealedTokenCache(
+        {
+          ...store,
+          async acquire(lease, owner, ttlMs) {
+            if (!raced) {
+              raced = true;
+              const now = Date.now();
+              await a.set(
+                "42",
+                `ghs_minted000000000000000000000000000000|${new Date(now).toISOString()}|${new Date(now + 3_600_000).toISOString()}`,
+              );
+            }
+            return store.acquire(lease, owner, ttlMs);
+          },
+        },
+        { privateKey: key, appId: 7, owner: "b" },
+      );
+      caches.push(b);
+      expect(await b.get("42")).toMatch(/^ghs_minted/);
+      expect(raced).toBe(true);
+      expect(b.minting()).toEqual([]);
+      // The lease b took to find the token is free again: the next renewal is not held up.
+      const lease = store.names(`42:${createHash("sha256").update("42").digest("hex").slice(0, 16)}`).lease;
+      expect(await store.acquire(lease, "c", MINT_LEASE_MS)).toBe(true);
+      expect(await store.acquire(lease, "d", MINT_LEASE_MS)).toBe(false);
     });
 
     it("a minter that died stops blocking others once its lease lapses", async () => {

@@ -3,7 +3,12 @@
 // lease is a row of `leases`; a replica waiting for another's mint is woken by a notice when
 // the token is stored.
 import type pg from "pg";
-import { createSealedTokenCache, type SealedTokenCacheOptions, type SharedTokenCache } from "../shared-token-cache.js";
+import {
+  createSealedTokenCache,
+  type SealedTokenCacheOptions,
+  type SealedTokenStore,
+  type SharedTokenCache,
+} from "../shared-token-cache.js";
 import type { Notices } from "./notices.js";
 
 export { MINT_LEASE_MS, type SharedTokenCache } from "../shared-token-cache.js";
@@ -21,8 +26,8 @@ export interface PostgresTokenCacheOptions extends SealedTokenCacheOptions {
 /** `n` milliseconds (an integer parameter or column) as an interval. */
 const ms = (n: string) => `make_interval(secs => (${n})::integer / 1000.0)`;
 
-export function createPostgresTokenCache(opts: PostgresTokenCacheOptions): SharedTokenCache {
-  const { pool, s, notices, ...rest } = opts;
+/** Sealed tokens (rows of `tokens`) and mint leases (rows of `leases`) in schema `s`. */
+export function postgresSealedTokens(pool: pg.Pool, s: string, notices: Notices): SealedTokenStore {
   const sql = {
     read: `SELECT sealed FROM ${s}.tokens WHERE name = $1 AND expires_at > clock_timestamp()`,
     // Expired rows of other keys go with each write: the table holds about one row per installation.
@@ -36,20 +41,22 @@ export function createPostgresTokenCache(opts: PostgresTokenCacheOptions): Share
     renew: `UPDATE ${s}.leases SET expires_at = clock_timestamp() + ${ms("$3")} WHERE name = $1 AND holder = $2`,
     release: `DELETE FROM ${s}.leases WHERE name = $1 AND holder = $2`,
   };
-  return createSealedTokenCache(
-    {
-      name: "postgres",
-      names: (id) => ({ token: `token:${id}`, lease: `token-mint:${id}` }),
-      read: async (token) => (await pool.query<{ sealed: string }>(sql.read, [token])).rows[0]?.sealed,
-      async write(token, sealed, ttlMs) {
-        await pool.query(sql.write, [token, sealed, ttlMs]);
-        void notices.notify(token);
-      },
-      acquire: async (lease, owner, ttlMs) => Boolean((await pool.query(sql.acquire, [lease, owner, ttlMs])).rowCount),
-      renew: (lease, owner, ttlMs) => pool.query(sql.renew, [lease, owner, ttlMs]),
-      release: (lease, owner) => pool.query(sql.release, [lease, owner]),
-      awaitToken: (token) => notices.wait(token, NOTICE_WAIT_MS, []),
+  return {
+    name: "postgres",
+    names: (id) => ({ token: `token:${id}`, lease: `token-mint:${id}` }),
+    read: async (token) => (await pool.query<{ sealed: string }>(sql.read, [token])).rows[0]?.sealed,
+    async write(token, sealed, ttlMs) {
+      await pool.query(sql.write, [token, sealed, ttlMs]);
+      void notices.notify(token);
     },
-    rest,
-  );
+    acquire: async (lease, owner, ttlMs) => Boolean((await pool.query(sql.acquire, [lease, owner, ttlMs])).rowCount),
+    renew: (lease, owner, ttlMs) => pool.query(sql.renew, [lease, owner, ttlMs]),
+    release: (lease, owner) => pool.query(sql.release, [lease, owner]),
+    awaitToken: (token) => notices.wait(token, NOTICE_WAIT_MS, []),
+  };
+}
+
+export function createPostgresTokenCache(opts: PostgresTokenCacheOptions): SharedTokenCache {
+  const { pool, s, notices, ...rest } = opts;
+  return createSealedTokenCache(postgresSealedTokens(pool, s, notices), rest);
 }

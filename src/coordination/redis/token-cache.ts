@@ -4,7 +4,12 @@
 // every POLL_MS.
 import type { RedisClient } from "../../store/redis/connect.js";
 import { OwnedLeases } from "./owned-lease.js";
-import { createSealedTokenCache, type SealedTokenCacheOptions, type SharedTokenCache } from "../shared-token-cache.js";
+import {
+  createSealedTokenCache,
+  type SealedTokenCacheOptions,
+  type SealedTokenStore,
+  type SharedTokenCache,
+} from "../shared-token-cache.js";
 
 export { MINT_LEASE_MS, type SharedTokenCache } from "../shared-token-cache.js";
 
@@ -19,22 +24,24 @@ export interface SharedTokenCacheOptions extends SealedTokenCacheOptions {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** Sealed tokens and mint leases of the deployment under `prefix`, on `client`. */
+export function redisSealedTokens(client: RedisClient, prefix: string): SealedTokenStore {
+  const leases = new OwnedLeases(client);
+  return {
+    name: "redis",
+    names: (id) => ({ token: `${prefix}token:${id}`, lease: `${prefix}token-mint:${id}` }),
+    read: async (token) => (await client.get(token)) ?? undefined,
+    async write(token, sealed, ttlMs) {
+      await client.set(token, sealed, "PX", ttlMs);
+    },
+    acquire: (lease, owner, ttlMs) => leases.acquire(lease, owner, ttlMs),
+    renew: (lease, owner, ttlMs) => leases.renew(lease, owner, ttlMs),
+    release: (lease, owner) => leases.release(lease, owner),
+    awaitToken: () => sleep(POLL_MS),
+  };
+}
+
 export function createSharedTokenCache(opts: SharedTokenCacheOptions): SharedTokenCache {
   const { client, prefix, ...rest } = opts;
-  const leases = new OwnedLeases(client);
-  return createSealedTokenCache(
-    {
-      name: "redis",
-      names: (id) => ({ token: `${prefix}token:${id}`, lease: `${prefix}token-mint:${id}` }),
-      read: async (token) => (await client.get(token)) ?? undefined,
-      async write(token, sealed, ttlMs) {
-        await client.set(token, sealed, "PX", ttlMs);
-      },
-      acquire: (lease, owner, ttlMs) => leases.acquire(lease, owner, ttlMs),
-      renew: (lease, owner, ttlMs) => leases.renew(lease, owner, ttlMs),
-      release: (lease, owner) => leases.release(lease, owner),
-      awaitToken: () => sleep(POLL_MS),
-    },
-    rest,
-  );
+  return createSealedTokenCache(redisSealedTokens(client, prefix), rest);
 }

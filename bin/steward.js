@@ -4,26 +4,12 @@
 // missing or older than a source file, it runs the sources through tsx instead (a dev dependency),
 // the hub's too (the "steward-source" export condition), so what runs is always what was last edited;
 // STEWARD_FROM_SOURCE=1 forces that. Without dist/ and without tsx it says how to build.
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import { compiledIsStale } from "./build-state.js";
 
 const root = new URL("../", import.meta.url);
 const compiled = new URL("dist/src/cli/main.js", root);
-const hub = new URL("packages/sandbox-hub/", root);
-
-/** Newest modification time of a .ts file under these folders (0 when none). */
-function newestSource(dirs) {
-  let newest = 0;
-  const walk = (dir) => {
-    for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      const path = new URL(entry.name + (entry.isDirectory() ? "/" : ""), dir);
-      if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith(".ts")) newest = Math.max(newest, statSync(path).mtimeMs);
-    }
-  };
-  for (const dir of dirs) if (existsSync(dir)) walk(dir);
-  return newest;
-}
 
 function tsxAvailable() {
   try {
@@ -36,13 +22,7 @@ function tsxAvailable() {
 
 function useSources() {
   if (!tsxAvailable()) return false;
-  if (process.env.STEWARD_FROM_SOURCE === "1" || !existsSync(compiled)) return true;
-  const built = statSync(compiled).mtimeMs;
-  if (newestSource([new URL("src/", root), new URL("handlers/", root)]) > built) return true;
-  const hubSources = new URL("src/", hub);
-  if (!existsSync(hubSources)) return false;
-  const hubBuilt = new URL("dist/index.js", hub);
-  return !existsSync(hubBuilt) || newestSource([hubSources]) > statSync(hubBuilt).mtimeMs;
+  return process.env.STEWARD_FROM_SOURCE === "1" || !existsSync(compiled) || compiledIsStale(root, compiled);
 }
 
 const SOURCE_CONDITION = `export function resolve(specifier, context, next) {

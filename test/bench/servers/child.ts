@@ -5,8 +5,9 @@
 // caught up, with its peak resident memory so far.
 import { spawnSync, fork } from "node:child_process";
 import { once } from "node:events";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { compiledIsStale } from "../../../bin/build-state.js";
 
 export interface ServerUnderTest {
   /** Where it receives webhooks. */
@@ -25,24 +26,11 @@ const START_FLAGS = (
 
 const root = new URL("../../../", import.meta.url);
 
-/** Newest modification time of a .ts file under `dir` (0 when none). */
-function newestSource(dir: URL): number {
-  if (!existsSync(dir)) return 0;
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true }))
-    if (entry.isFile() && entry.name.endsWith(".ts"))
-      newest = Math.max(newest, statSync(`${entry.parentPath}/${entry.name}`).mtimeMs);
-  return newest;
-}
-
 let built = false;
 /** Builds dist/ (`npm run build`) when it is missing or older than a source, so what runs is what was last edited. */
 function ensureBuilt(): void {
   if (built) return;
-  const outputs = [new URL("dist/src/app.js", root), new URL("packages/sandbox-hub/dist/index.js", root)];
-  const oldest = Math.min(...outputs.map((f) => (existsSync(f) ? statSync(f).mtimeMs : 0)));
-  const sources = ["src/", "handlers/", "packages/sandbox-hub/src/"].map((d) => newestSource(new URL(d, root)));
-  if (Math.max(...sources) > oldest) {
+  if (compiledIsStale(root, new URL("dist/src/app.js", root))) {
     process.stderr.write("bench: dist/ is older than the sources: npm run build\n");
     const result = spawnSync(process.execPath, [fileURLToPath(new URL("scripts/build.mjs", root))], {
       stdio: "inherit",

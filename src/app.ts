@@ -16,7 +16,7 @@ import { openSqliteStore, type SqliteStore } from "./store/sqlite/store.js";
 import type { RedisStore } from "./store/redis/store.js";
 import type { PostgresStore } from "./store/postgres/store.js";
 import type { ClientCoordination } from "./api/types.js";
-import type { ReplicaEntry } from "./coordination/redis/replicas.js";
+import type { ReplicaCoordination, ReplicaEntry } from "./coordination/replicas.js";
 import { inProcessCoordination } from "./coordination/in-process.js";
 import { createPolicyLoader } from "./policy/loader.js";
 import { createCheckReporter } from "./check-runs/reporter.js";
@@ -81,14 +81,6 @@ export interface CreateStewardOptions {
 
 /** How often the app's credential and installations count are asked again after start (GET /app). */
 const APP_RECHECK_MS = 10 * 60_000;
-
-/** What replicas share beyond the store, on Redis (coordination/redis/) or PostgreSQL (coordination/postgres/). */
-interface ReplicaCoordination {
-  coordination: ClientCoordination;
-  register(): void;
-  replicas(): Promise<ReplicaEntry[]>;
-  close(): Promise<void>;
-}
 
 /** Bound on waiting for open HTTP requests to finish once the engine stopped. */
 const HTTP_CLOSE_GRACE_MS = 2_000;
@@ -162,14 +154,14 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
   let store: SqliteStore | RedisStore | PostgresStore;
   if (config.postgresUrl) {
     // Loaded only here, as Redis's: pg is not needed by a single-process service.
-    const [{ openPostgresStore }, { openPostgresCluster }] = await Promise.all([
+    const [{ openPostgresStore }, { openPostgresCoordination }] = await Promise.all([
       import("./store/postgres/store.js"),
       import("./coordination/postgres/cluster.js"),
     ]);
     const schema = opts.postgres?.schema;
     // The store first: it brings the schema (the coordination's tables included) to this version.
     store = await openPostgresStore(config.postgresUrl, { logger, ...(schema ? { schema } : {}) });
-    cluster = openPostgresCluster({
+    cluster = openPostgresCoordination({
       url: config.postgresUrl,
       config,
       logger,
@@ -178,12 +170,12 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     });
   } else if (config.redisUrl) {
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.
-    const [{ openCluster }, { openRedisStore }] = await Promise.all([
+    const [{ openRedisCoordination }, { openRedisStore }] = await Promise.all([
       import("./coordination/redis/cluster.js"),
       import("./store/redis/store.js"),
     ]);
     const prefix = opts.redis?.prefix;
-    cluster = await openCluster({
+    cluster = await openRedisCoordination({
       url: config.redisUrl,
       config,
       logger,

@@ -4,7 +4,7 @@ import type { StewardStore } from "../store/contract.js";
 import type { Access } from "./github.js";
 import type { Viewer } from "./html.js";
 import type { ApiBudget } from "./budget.js";
-import type { ReplicaEntry } from "../coordination/redis/replicas.js";
+import type { ReplicaEntry } from "../coordination/replicas.js";
 import type { HandlerConsole } from "../handler.js";
 import type { HandlerStartStatus, StartState } from "../engine/handler-starts.js";
 

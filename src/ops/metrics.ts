@@ -1,7 +1,7 @@
 // Steward's Prometheus metrics, in a Registry of their own (never prom-client's global
 // one, so several services in one process, e.g. tests, do not collide).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import type { ReplicaEntry } from "../coordination/redis/replicas.js";
+import type { ReplicaEntry } from "../coordination/replicas.js";
 
 export interface Metrics {
   readonly registry: Registry;

@@ -24,11 +24,8 @@ import {
 import { deriveSealingKey, open, seal } from "../../src/coordination/token-crypto.js";
 import { RedisWriteSlots, slotKey } from "../../src/coordination/redis/write-slots.js";
 import { createSharedTokenCache, redisSealedTokens } from "../../src/coordination/redis/token-cache.js";
-import {
-  startReplicaRegistry,
-  type ReplicaHolds,
-  type ReplicaRegistry,
-} from "../../src/coordination/redis/replicas.js";
+import { startReplicaRegistry } from "../../src/coordination/redis/replicas.js";
+import type { ReplicaHolds, ReplicaRegistry } from "../../src/coordination/replicas.js";
 import { Notices } from "../../src/coordination/postgres/notices.js";
 import { PostgresWriteSlots, WRITE_SLOT_TTL_MS } from "../../src/coordination/postgres/write-slots.js";
 import { WRITE_SLOT_TTL_MS as REDIS_WRITE_SLOT_TTL_MS } from "../../src/coordination/redis/write-slots.js";

@@ -3,7 +3,7 @@
 // every table as text (to look for tokens in it). One connection, kept open: the slot's holder
 // is looked up again and again while a write lasts milliseconds.
 import pg from "pg";
-import type { ReplicaEntry } from "../../src/coordination/redis/replicas.js";
+import type { ReplicaEntry } from "../../src/coordination/replicas.js";
 import type { ReplicaBackend } from "../support/replicas-harness.js";
 
 export function postgresBackend(url: string, schema: string): ReplicaBackend {

@@ -2,7 +2,8 @@
 // prefix of its own, where the write slot's holder is read, the registry, and every value
 // under the prefix as text (to look for tokens in it). One connection, kept open: the slot's
 // holder is looked up again and again while a write lasts milliseconds.
-import { replicaKeys, type ReplicaEntry } from "../../src/coordination/redis/replicas.js";
+import type { ReplicaEntry } from "../../src/coordination/replicas.js";
+import { replicaKeys } from "../../src/coordination/redis/replicas.js";
 import { slotKey } from "../../src/coordination/redis/write-slots.js";
 import { RedisKeys } from "../../src/store/redis/keys.js";
 import { connectRedis, type RedisClient } from "../../src/store/redis/connect.js";

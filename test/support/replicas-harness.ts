@@ -13,7 +13,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";
-import type { ReplicaEntry } from "../../src/coordination/redis/replicas.js";
+import type { ReplicaEntry } from "../../src/coordination/replicas.js";
 import {
   awaitRerunEffects,
   setUpRetryableRepo,

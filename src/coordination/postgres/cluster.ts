@@ -6,39 +6,21 @@
 //
 // Its own small pool and listening connection, apart from the store's: a write slot's renewal
 // must not queue behind a burst of deliveries being recorded.
-import type { Logger } from "pino";
-import type { StewardConfig } from "../../config/types.js";
-import type { ClientCoordination } from "../../api/types.js";
 import { createPool, ident, libpqUrl } from "../../store/postgres/connect.js";
 import { defaultPostgresSchema } from "../../store/postgres/store.js";
-import type { ReplicaEntry, ReplicaRegistry } from "../redis/replicas.js";
+import type { ReplicaCoordination, ReplicaCoordinationOptions, ReplicaRegistry } from "../replicas.js";
 import { Notices } from "./notices.js";
 import { PostgresWriteSlots } from "./write-slots.js";
-import { createPostgresTokenCache, type SharedTokenCache } from "./token-cache.js";
+import { createPostgresTokenCache } from "./token-cache.js";
 import { startPostgresReplicaRegistry } from "./replicas.js";
 
-export interface PostgresClusterOptions {
-  url: string;
-  config: StewardConfig;
-  logger: Logger;
+export interface PostgresCoordinationOptions extends ReplicaCoordinationOptions {
   /** Schema of the deployment's tables (the store's; default `steward`), already migrated by the store. */
   schema?: string;
-  /** This replica minted a token for the installation. */
-  onMint?(installationId: string): void;
-}
-
-export interface PostgresCluster {
-  /** What the API client coordinates through (createOctokitFactory's `coordination`). */
-  coordination: ClientCoordination & { writeSlots: PostgresWriteSlots; tokens: SharedTokenCache };
-  /** Start reporting this replica as alive, with the slots and mints it holds. */
-  register(): void;
-  /** Live replicas and what each holds. */
-  replicas(): Promise<ReplicaEntry[]>;
-  close(): Promise<void>;
 }
 
 /** Opens the coordination of a deployment whose store (and so whose schema) is already open. */
-export function openPostgresCluster(opts: PostgresClusterOptions): PostgresCluster {
+export function openPostgresCoordination(opts: PostgresCoordinationOptions): ReplicaCoordination {
   const schema = opts.schema ?? defaultPostgresSchema;
   const s = ident(schema);
   const pool = createPool(opts.url, { name: "steward-coordination", max: 4 }, opts.logger);

@@ -12,7 +12,7 @@ import {
   type ReplicaEntry,
   type ReplicaHolds,
   type ReplicaRegistry,
-} from "../redis/replicas.js";
+} from "../replicas.js";
 
 /** `n` milliseconds (an integer parameter or column) as an interval. */
 const ms = (n: string) => `make_interval(secs => (${n})::integer / 1000.0)`;

@@ -4,35 +4,13 @@
 import type { RedisClient } from "../../store/redis/connect.js";
 import type { Logger } from "pino";
 import { PROCESS_OWNER } from "../../lifecycle/process-owner.js";
-
-export const REPLICA_HEARTBEAT_MS = 1_000;
-/** A replica not seen for this long is dead. */
-export const REPLICA_TIMEOUT_MS = 5 * REPLICA_HEARTBEAT_MS;
-
-/** What a replica holds at the moment it reports (bounded lists: installations with work in flight). */
-export interface ReplicaHolds {
-  /** Installations whose shared write slot this replica holds (a write in flight). */
-  writeSlots: string[];
-  /** Installations whose token this replica is minting (it holds their mint lease). */
-  tokenMints: string[];
-}
-
-export interface ReplicaEntry extends ReplicaHolds {
-  /** `host/pid/uuid`: the same identity as the leases this replica takes. */
-  id: string;
-  pid: number;
-  startedAt: number;
-  seenAt: number;
-  /** Delivery and task leases held, counted from the store's lease table. */
-  deliveryLeases: number;
-  taskLeases: number;
-}
-
-export interface ReplicaRegistry {
-  /** Alive replicas, this one included once it reported. */
-  alive(): Promise<ReplicaEntry[]>;
-  stop(): Promise<void>;
-}
+import {
+  REPLICA_HEARTBEAT_MS,
+  REPLICA_TIMEOUT_MS,
+  type ReplicaEntry,
+  type ReplicaHolds,
+  type ReplicaRegistry,
+} from "../replicas.js";
 
 export function replicaKeys(prefix: string) {
   return { index: `${prefix}replicas`, entry: (id: string) => `${prefix}replica:${id}`, leases: `${prefix}leases` };

@@ -237,6 +237,8 @@ export async function runClaimedDelivery(
   deps: DeliveryRunDeps,
   claim: ClaimedDelivery,
   signal: AbortSignal,
+  /** Called once the run has asked for its finish: what is left is the store's commit. */
+  finishing?: () => void,
 ): Promise<void> {
   const d = claim.delivery;
   const claimed = new Date();
@@ -255,11 +257,17 @@ export async function runClaimedDelivery(
   await inSpan(
     "delivery run",
     { parent, kind: SpanKind.CONSUMER, attributes: { ...attributes, "steward.queue_seconds": waited } },
-    (span) => runDelivery(deps, claim, signal, span),
+    (span) => runDelivery(deps, claim, signal, span, finishing),
   );
 }
 
-async function runDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal: AbortSignal, span: Span) {
+async function runDelivery(
+  deps: DeliveryRunDeps,
+  claim: ClaimedDelivery,
+  signal: AbortSignal,
+  span: Span,
+  finishing: (() => void) | undefined,
+) {
   const { queue } = deps;
   const d = claim.delivery;
   const dlog = deps.logger.child({
@@ -291,6 +299,7 @@ async function runDelivery(deps: DeliveryRunDeps, claim: ClaimedDelivery, signal
   span.setAttribute("steward.decision", decision.status);
   const finished = queue.deliveries.finishDelivery(claim.token, d.id, decision);
   finished.catch(() => undefined);
+  finishing?.();
   await Promise.all(outcomeWrites);
   const held = await finished;
   if (!held) return;

@@ -85,13 +85,13 @@ export function createEngine(opts: EngineOptions): Engine {
     shutdown: shutdown.signal,
     // Everything paused: nothing is claimed; the queue keeps its order for the resume.
     paused: async () => (await pauses.current()).all,
-    run: async (work, signal) => {
+    run: async (work, signal, finishing) => {
       if (held(work, await pauses.current())) {
         await store.leases.releaseLease(work.claim.token, new Date(Date.now() + PAUSE_HOLD_MS));
         return;
       }
       return work.kind === "delivery"
-        ? runClaimedDelivery(deliveryDeps, work.claim, signal)
+        ? runClaimedDelivery(deliveryDeps, work.claim, signal, finishing)
         : runClaimedTask(taskDeps, work.claim, signal);
     },
   });

@@ -35,12 +35,19 @@ export function createWorkerPool(opts: {
   shutdown: AbortSignal;
   /** True while everything is paused: nothing is claimed, and the queue is looked at again each poll. */
   paused?: () => Promise<boolean>;
-  run(work: Work, signal: AbortSignal): Promise<void>;
+  /**
+   * Runs `work`. A delivery's run calls `finishing` once it has asked the store for its finish: its
+   * slot is then free (what is left is the store's commit), and the next claim may go with that finish.
+   */
+  run(work: Work, signal: AbortSignal, finishing: () => void): Promise<void>;
 }): WorkerPool {
   const { store, concurrency, leaseMs, pollMs, log } = opts;
   let state: PoolState = "new";
   /** Running work by lease token: its run, and the controller its signal comes from. */
   const inflight = new Map<string, { run: Promise<void>; controller: AbortController }>();
+  /** Runs in `inflight` that asked for their finish: their slots are free. */
+  let finishing = 0;
+  const busy = () => inflight.size - finishing;
   let pumping = false;
   let pumpAgain = false;
   let preferTask = false;
@@ -68,21 +75,27 @@ export function createWorkerPool(opts: {
     });
   }
 
-  /** Work for up to `free` workers. */
-  async function claimRound(free: number): Promise<Work[]> {
-    // Alternate which kind goes first so a flood of deliveries cannot starve due tasks.
+  /** Work for up to `free` workers; `more` when another round may find more due now. */
+  async function claimRound(free: number): Promise<{ work: Work[]; more: boolean }> {
+    // Alternate which kind goes first so a flood of deliveries cannot starve due tasks. A task going
+    // first is claimed beside the deliveries, for the slot it may take, rather than before them: the
+    // deliveries' claim is then asked in this turn, where a store may send it with the finishes of
+    // the runs that freed the slots (one transaction for both on PostgreSQL).
     preferTask = !preferTask;
     const work: Work[] = [];
     const claimTask = async () => {
       const claim = await store.tasks.claimTask(leaseMs);
       if (claim) work.push({ kind: "task", claim });
     };
-    if (preferTask) await claimTask();
-    if (work.length < free)
-      for (const claim of await store.deliveries.claimDeliveries(leaseMs, free - work.length))
-        work.push({ kind: "delivery", claim });
+    const wanted = preferTask ? free - 1 : free;
+    const [, deliveries] = await Promise.all([
+      preferTask ? claimTask() : undefined,
+      wanted > 0 ? store.deliveries.claimDeliveries(leaseMs, wanted) : [],
+    ]);
+    for (const claim of deliveries) work.push({ kind: "delivery", claim });
     if (!preferTask && work.length < free) await claimTask();
-    return work;
+    // The slot kept for a task that was not due: the next round (deliveries first) may fill it.
+    return { work, more: work.length === free || (preferTask && deliveries.length === wanted) };
   }
 
   async function pump(): Promise<void> {
@@ -97,11 +110,10 @@ export function createWorkerPool(opts: {
       do {
         pumpAgain = false;
         paused = (await opts.paused?.()) === true;
-        while (!paused && state === "running" && inflight.size < concurrency) {
-          const free = concurrency - inflight.size;
-          const work = await claimRound(free);
+        while (!paused && state === "running" && busy() < concurrency) {
+          const { work, more } = await claimRound(concurrency - busy());
           for (const w of work) launch(w);
-          if (work.length < free) break;
+          if (!more) break;
         }
       } while (pumpAgain && state === "running" && !paused);
       // Paused, due work would set the timer to "now" again and again: poll instead.
@@ -139,7 +151,7 @@ export function createWorkerPool(opts: {
   }
 
   async function armTimer(): Promise<void> {
-    if (inflight.size >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
+    if (busy() >= concurrency) return armTimerIn(pollMs); // a finishing run pumps again
     const next = await store.leases.nextDueAt();
     const wait = next ? next.getTime() - Date.now() : pollMs;
     armTimerIn(Math.min(pollMs, Math.max(1, wait)));
@@ -160,7 +172,16 @@ export function createWorkerPool(opts: {
     const { signal } = controller;
     if (opts.shutdown.aborted) controller.abort(opts.shutdown.reason);
     opts.leases.keep(token, (reason) => controller.abort(reason));
-    const run = runWithSignal(signal, () => opts.run(work, signal))
+    let freed = false;
+    const finished = () => {
+      if (freed) return;
+      freed = true;
+      finishing++;
+      // In a later turn: the store's finish is asked for in this one, and the claim for the slot
+      // may join it; a claim chained onto this run could run the whole backlog in one turn.
+      wake();
+    };
+    const run = runWithSignal(signal, () => opts.run(work, signal, finished))
       .catch((e) => {
         // After the shutdown bound the store is closed; what a late run failed to write is moot.
         if (state === "stopped") log.debug({ err: e }, `${work.kind} run ended after shutdown`);
@@ -169,6 +190,13 @@ export function createWorkerPool(opts: {
       .finally(() => {
         opts.leases.drop(token);
         inflight.delete(token);
+        if (freed) {
+          // Its slot was handed on when it asked for its finish; someone waiting for idleness
+          // is answered by a pump once nothing runs.
+          finishing--;
+          if (inflight.size === 0 && idleWaiters.length > 0) wake();
+          return;
+        }
         // A delivery run always waited for its finish to be written (a group commit in a later
         // turn, or a network round trip), so claiming the next one right here cannot chain the
         // backlog into one turn; a task's run may not have, so it waits for the next turn.

@@ -2,7 +2,8 @@
 // answered after that commit with its own answer (a duplicate id, even within the batch, is a
 // duplicate; a delivery the server refuses rejects alone), and the other replicas are woken by
 // a notice sent in the same transaction. A run's outcomes asked for with its finish are
-// written with it, under its lease.
+// written with it, under its lease, and a claim asked for meanwhile goes in the same statement.
+import pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { postgresStores, postgresUp, withClient } from "./support.js";
@@ -81,6 +82,36 @@ describe.skipIf(!postgresUp)("recording deliveries on PostgreSQL", () => {
       ["a", 1],
       ["b", 1],
     ]);
+  });
+
+  it("a claim asked for in the turn runs finish goes with their finishes: what they end is not claimed again", async () => {
+    const stores = await deployment();
+    const store = await stores.open();
+    const ds = Array.from({ length: 4 }, push);
+    for (const d of ds) await store.deliveries.record(d);
+    const [done, failed] = await store.deliveries.claimDeliveries(60_000, 2);
+    expect([done?.delivery.id, failed?.delivery.id]).toEqual([ds[0]!.id, ds[1]!.id]);
+    const statements = vi.spyOn(pg.Pool.prototype, "query");
+    // The failed one is due again at once: the statement's own snapshot would still see it due.
+    const [finishedDone, finishedFailed, claimed] = await Promise.all([
+      store.deliveries.finishDelivery(done!.token, ds[0]!.id, { status: "done" }),
+      store.deliveries.finishDelivery(failed!.token, ds[1]!.id, {
+        status: "failed",
+        lastError: "boom",
+        retryAt: new Date(Date.now() - 1_000),
+      }),
+      store.deliveries.claimDeliveries(60_000, 5),
+    ]);
+    expect(statements).toHaveBeenCalledTimes(1);
+    statements.mockRestore();
+    expect([finishedDone, finishedFailed]).toEqual([true, true]);
+    expect(claimed.map((c) => [c.delivery.id, c.delivery.attempts])).toEqual([
+      [ds[2]!.id, 1],
+      [ds[3]!.id, 1],
+    ]);
+    expect((await store.deliveries.getDelivery(ds[0]!.id))?.delivery.status).toBe("done");
+    const again = await store.deliveries.claimDeliveries(60_000, 5);
+    expect(again.map((c) => [c.delivery.id, c.delivery.attempts])).toEqual([[ds[1]!.id, 2]]);
   });
 
   it("wakes the other replicas of the deployment, not itself", async () => {

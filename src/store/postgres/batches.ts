@@ -1,6 +1,6 @@
 // Group commit for the PostgreSQL store's writes: what is asked for in one turn of the event
-// loop, or while the previous batch is being committed, goes in the next batch, one statement
-// and one transaction for the lot, one batch in flight at a time.
+// loop (or in `turns` of them), or while the previous batch is being committed, goes in the next
+// batch, one statement and one transaction for the lot, one batch in flight at a time.
 
 export class Batches<T> {
   #waiting: T[] = [];
@@ -13,10 +13,17 @@ export class Batches<T> {
     private readonly commit: (batch: T[]) => Promise<void>,
     /** Runs when the last batch is done and nothing waits. */
     private readonly idle: () => void,
+    /** Turns of the event loop a first item waits for others (what they cause may join). */
+    private readonly turns: 1 | 2 = 1,
   ) {}
 
   get busy(): boolean {
     return this.#busy;
+  }
+
+  /** Items that will go in the next batch (none is being committed). */
+  get waiting(): number {
+    return this.#waiting.length;
   }
 
   add(item: T): void {
@@ -24,7 +31,7 @@ export class Batches<T> {
     if (this.#busy) return;
     this.#busy = true;
     // What is asked for in this turn of the event loop joins the first one.
-    setImmediate(() => void this.#run());
+    setImmediate(() => (this.turns === 1 ? void this.#run() : setImmediate(() => void this.#run())));
   }
 
   async #run(): Promise<void> {

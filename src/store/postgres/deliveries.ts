@@ -38,6 +38,38 @@ const PURGE_BATCH = 500;
 /** Runs one finishing statement ends at most. */
 const MAX_FINISH_BATCH = 50;
 
+type ClaimedRow = DeliveryRow & { lease_token: string; outcomes: OutcomeJson[] };
+
+/** A claimed delivery's columns, from `claimed c JOIN deliveries d`. */
+const claimedColumnNames = [
+  "id",
+  "event",
+  "action",
+  "installation_id",
+  "repository",
+  "headers",
+  "payload",
+  "received_at",
+  "status",
+  "attempts",
+  "next_run_at",
+  "last_error",
+  "updated_at",
+  "lease_token",
+  "outcomes",
+] as const;
+
+const claimedColumns = (s: string) =>
+  `d.id, d.event, d.action, d.installation_id, d.repository, d.headers, d.payload, d.received_at,
+   'running' AS status, c.attempts, c.run_at AS next_run_at, d.last_error, d.updated_at, c.lease_token,
+   ${outcomesJson(s, "c.id")} AS outcomes`;
+
+const toClaimed = (r: ClaimedRow): ClaimedDelivery => ({
+  token: r.lease_token,
+  delivery: toDelivery(r),
+  outcomes: toOutcomes(r.outcomes),
+});
+
 interface PendingRecord {
   d: IncomingDelivery;
   resolve(result: "recorded" | "duplicate"): void;
@@ -53,7 +85,16 @@ interface UnsentOutcome {
   reject(error: unknown): void;
 }
 
+interface PendingClaim {
+  kind: "claim";
+  leaseMs: number;
+  max: number;
+  resolve(claims: ClaimedDelivery[]): void;
+  reject(error: unknown): void;
+}
+
 interface PendingFinish {
+  kind: "finish";
   token: string;
   deliveryId: string;
   decision: DeliveryDecision;
@@ -70,10 +111,14 @@ export class PostgresDeliveries implements DeliveriesPart {
     (batch) => this.#commitRecords(batch),
     () => this.#settled(),
   );
-  readonly #finishes = new Batches<PendingFinish>(
+  // The worker's writes: finishes and claims asked for together go in one statement (see
+  // claimDeliveries). Two turns: the engine claims for the slots of runs finishing in the first
+  // one in the next, and that claim goes with their finishes.
+  readonly #finishes = new Batches<PendingFinish | PendingClaim>(
     MAX_FINISH_BATCH,
     (batch) => this.#commitFinishes(batch),
     () => this.#settled(),
+    2,
   );
   #drained: (() => void)[] = [];
   /** Outcome writes in flight, by the lease token they are written under. */
@@ -211,25 +256,43 @@ export class PostgresDeliveries implements DeliveriesPart {
    * running ones whose lease expired (their replica stopped renewing), each counting an attempt.
    */
   async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
-    const now = Date.now();
-    const { rows } = await this.pool.query<DeliveryRow & { lease_token: string; outcomes: OutcomeJson[] }>({
+    if (max <= 0) return [];
+    // Claims are group-committed with the runs' finishes: one asked for in the turn runs finish
+    // (the engine claims for the slots they free), or while the worker's previous write commits,
+    // goes with the finishes waiting then: one transaction and one WAL flush for both.
+    return new Promise((resolve, reject) => this.#finishes.add({ kind: "claim", leaseMs, max, resolve, reject }));
+  }
+
+  async #claim(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    const values: unknown[] = [];
+    const { rows } = await this.pool.query<ClaimedRow>({
       // Not a named (prepared) statement: planned at each claim for the tables as they are, see #finish.
-      text: `WITH next AS (
+      text: `WITH ${this.#claimSteps(values, leaseMs, max, "")} SELECT ${claimedColumns(this.s)} ${this.#claimedFrom} ORDER BY c.run_at, c.id`,
+      values,
+    });
+    return rows.map(toClaimed);
+  }
+
+  /**
+   * The claim as CTEs (`next`, `claimed`): up to `max` due queue rows leased, none of `exclude`'s
+   * condition (the rows a statement finishes, which it would otherwise see due in its snapshot).
+   */
+  #claimSteps(values: unknown[], leaseMs: number, max: number, exclude: string): string {
+    const now = Date.now();
+    const n = values.push(new Date(now), new Date(now + leaseMs), Math.max(0, Math.floor(max)), tokenOwner);
+    return `next AS (
          SELECT id FROM ${this.s}.queue
-         WHERE run_at <= $1 AND (lease_token IS NULL OR lease_until <= $1)
-         ORDER BY run_at, id LIMIT $3 FOR UPDATE SKIP LOCKED
+         WHERE run_at <= $${n - 3} AND (lease_token IS NULL OR lease_until <= $${n - 3}) ${exclude}
+         ORDER BY run_at, id LIMIT $${n - 1} FOR UPDATE SKIP LOCKED
        ), claimed AS (
          UPDATE ${this.s}.queue q
-         SET attempts = q.attempts + 1, lease_token = $4::text || gen_random_uuid()::text, lease_until = $2
+         SET attempts = q.attempts + 1, lease_token = $${n}::text || gen_random_uuid()::text, lease_until = $${n - 2}
          FROM next WHERE q.id = next.id RETURNING q.*
-       )
-       SELECT d.id, d.event, d.action, d.installation_id, d.repository, d.headers, d.payload, d.received_at,
-         'running' AS status, c.attempts, c.run_at AS next_run_at, d.last_error, d.updated_at, c.lease_token,
-         ${outcomesJson(this.s, "c.id")} AS outcomes
-       FROM claimed c JOIN ${this.s}.deliveries d ON d.id = c.id ORDER BY c.run_at, c.id`,
-      values: [new Date(now), new Date(now + leaseMs), Math.max(0, Math.floor(max)), tokenOwner],
-    });
-    return rows.map((r) => ({ token: r.lease_token, delivery: toDelivery(r), outcomes: toOutcomes(r.outcomes) }));
+       )`;
+  }
+
+  get #claimedFrom(): string {
+    return `FROM claimed c JOIN ${this.s}.deliveries d ON d.id = c.id`;
   }
 
   /**
@@ -329,21 +392,44 @@ export class PostgresDeliveries implements DeliveriesPart {
     if (writes) await Promise.allSettled([...writes]);
     // Runs finishing meanwhile end together: one statement, one transaction and one WAL flush.
     return new Promise((resolve, reject) =>
-      this.#finishes.add({ token, deliveryId, decision, outcomes: unsent, resolve, reject }),
+      this.#finishes.add({ kind: "finish", token, deliveryId, decision, outcomes: unsent, resolve, reject }),
     );
   }
 
-  async #commitFinishes(batch: PendingFinish[]): Promise<void> {
+  async #commitFinishes(items: (PendingFinish | PendingClaim)[]): Promise<void> {
+    const batch = items.filter((i) => i.kind === "finish");
+    const asked = items.filter((i) => i.kind === "claim");
+    // The batch's claims for one lease time as one, the rows leased handed out in the order they
+    // were asked for; a claim for another lease time goes alone after.
+    const claims = asked.filter((c) => c.leaseMs === asked[0]?.leaseMs);
+    for (const c of asked) if (!claims.includes(c)) void this.#claim(c.leaseMs, c.max).then(c.resolve, c.reject);
+    const claim = claims.length
+      ? { leaseMs: claims[0]!.leaseMs, max: claims.reduce((n, c) => n + c.max, 0) }
+      : undefined;
+    const handOut = (leased: ClaimedDelivery[]) => {
+      for (const c of claims) c.resolve(leased.splice(0, c.max));
+    };
+    if (!batch.length) {
+      await this.#claim(claim!.leaseMs, claim!.max).then(handOut, (error: unknown) => {
+        for (const c of claims) c.reject(error);
+      });
+      return;
+    }
     try {
-      await this.#finish(batch);
+      handOut(await this.#finish(batch, claim));
     } catch (error) {
+      // The claims then go alone, as they would have without finishes to go with.
+      if (claim)
+        await this.#claim(claim.leaseMs, claim.max).then(handOut, (refused: unknown) => {
+          for (const c of claims) c.reject(refused);
+        });
       // A statement the server refused: each finish goes alone, so one bad finish fails alone.
       const alone = batch.length > 1 && error instanceof pg.DatabaseError;
       await Promise.all(
         batch.map(async (f) => {
           try {
             if (!alone) throw error;
-            await this.#finish([f]);
+            await this.#finish([f], undefined);
           } catch (refused) {
             for (const o of f.outcomes) o.reject(refused);
             f.reject(refused);
@@ -357,8 +443,12 @@ export class PostgresDeliveries implements DeliveriesPart {
    * Each run's queue row ends its lease (gone when the delivery is finished, due again at the
    * retry's time when it failed); its outcomes are upserted and added to the runs' history, and
    * the delivery's row takes its status and attempts, all only where the lease still holds.
+   * `claim`'s deliveries are leased in the same statement and returned.
    */
-  async #finish(batch: PendingFinish[]): Promise<void> {
+  async #finish(
+    batch: PendingFinish[],
+    claim: { leaseMs: number; max: number } | undefined,
+  ): Promise<ClaimedDelivery[]> {
     const values: unknown[] = [new Date()];
     const finishes = batch.map((f, i) => {
       const { decision } = f;
@@ -399,7 +489,12 @@ export class PostgresDeliveries implements DeliveriesPart {
              SELECT seq FROM ${this.s}.runs y WHERE y.delivery_id = t.delivery_id ORDER BY seq DESC OFFSET ${MAX_RUNS_KEPT - 1} LIMIT 1)
          )`
       : "";
-    const { rows } = await this.pool.query<{ ord: number; finished: boolean; outcomes: number }>({
+    const claimSteps = claim
+      ? `, ${this.#claimSteps(values, claim.leaseMs, claim.max, "AND id NOT IN (SELECT id FROM f)")}`
+      : "";
+    // The claimed deliveries follow the finishes' rows (ord NULL sorts last), their finish columns NULL.
+    const claimed = claim ? `UNION ALL SELECT NULL, NULL, NULL, ${claimedColumns(this.s)} ${this.#claimedFrom}` : "";
+    const { rows } = await this.pool.query<{ ord: number; finished: boolean; saved: number } & ClaimedRow>({
       // Not a named (prepared) statement. A prepared statement's generic plan, made once a
       // connection has run it five times, is kept until the next ANALYZE of its tables: one made
       // while they were nearly empty reads the whole deliveries, queue and runs tables to join
@@ -420,18 +515,20 @@ export class PostgresDeliveries implements DeliveriesPart {
          UPDATE ${this.s}.deliveries x SET status = f.status, attempts = q.attempts, last_error = f.last_error,
            updated_at = $1::timestamptz
          FROM q JOIN f ON f.ord = q.ord WHERE x.id = q.id RETURNING q.ord
-       )
+       )${claimSteps}
        SELECT f.ord, EXISTS (SELECT 1 FROM d WHERE d.ord = f.ord) AS finished,
-         ${outcomes.length ? "(SELECT count(*) FROM o JOIN q ON q.id = o.delivery_id WHERE q.ord = f.ord)::int" : "0"} AS outcomes
-       FROM f ORDER BY f.ord`,
+         ${outcomes.length ? "(SELECT count(*) FROM o JOIN q ON q.id = o.delivery_id WHERE q.ord = f.ord)::int" : "0"} AS saved
+         ${claim ? `, ${claimedColumnNames.map((c) => `NULL AS ${c}`).join(", ")}` : ""}
+       FROM f ${claimed} ORDER BY 1${claim ? ", next_run_at, id" : ""}`,
       values,
     });
     batch.forEach((f, i) => {
       const row = rows[i]!;
-      const held = row.outcomes === f.outcomes.length;
+      const held = row.saved === f.outcomes.length;
       for (const o of f.outcomes) o.resolve(held);
       f.resolve(row.finished);
     });
+    return rows.slice(batch.length).map(toClaimed);
   }
 
   async getDelivery(id: string): Promise<DeliveryRecord | undefined> {

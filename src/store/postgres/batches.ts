@@ -21,11 +21,6 @@ export class Batches<T> {
     return this.#busy;
   }
 
-  /** Items that will go in the next batch (none is being committed). */
-  get waiting(): number {
-    return this.#waiting.length;
-  }
-
   add(item: T): void {
     this.#waiting.push(item);
     if (this.#busy) return;

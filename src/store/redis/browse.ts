@@ -5,7 +5,7 @@
 // candidates, not one per delivery.
 import type { RedisClient } from "./connect.js";
 import type { DeliveryStatus } from "../records.js";
-import { defineVariadicScript, optional, optionalNumber, type Script } from "./script.js";
+import { defineVariadicScript, optional, optionalNumber, pipelined, type Script } from "./script.js";
 import type { RedisKeys } from "./keys.js";
 import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, type DeliverySummary } from "../browse.js";
 import { decisionLine, MAX_PAGE, type DecisionLine } from "../browse.js";
@@ -412,18 +412,9 @@ export class RedisBrowse implements BrowsePart {
     )) as number[];
   }
 
-  async #exec<T>(fill: (p: ReturnType<RedisClient["pipeline"]>) => void): Promise<T[]> {
-    const p = this.client.pipeline();
-    fill(p);
-    return ((await p.exec()) ?? []).map(([error, value]) => {
-      if (error) throw error;
-      return value as T;
-    });
-  }
-
   #states(ids: string[]): Promise<Record<string, string>[]> {
     if (ids.length === 0) return Promise.resolve([]);
-    return this.#exec((p) => ids.forEach((id) => p.hgetall(this.keys.delivery(id))));
+    return pipelined(this.client, (p) => ids.forEach((id) => p.hgetall(this.keys.delivery(id))));
   }
 
   #matches(q: DeliveryQuery, allowed: Set<string> | undefined, s: Record<string, string>): boolean {
@@ -454,7 +445,9 @@ export class RedisBrowse implements BrowsePart {
 
   async decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>> {
     const page = ids.slice(0, MAX_PAGE);
-    const hashes = await Promise.all(page.map((id) => this.client.hgetall(this.keys.outcomes(id))));
+    const hashes = await pipelined<Record<string, string>>(this.client, (p) =>
+      page.forEach((id) => p.hgetall(this.keys.outcomes(id))),
+    );
     const out = new Map<string, DecisionLine[]>();
     page.forEach((id, i) => {
       const outcomes = toOutcomes(hashes[i]!);

@@ -16,17 +16,25 @@ import type {
 } from "../records.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
-import { defineScript, defineVariadicScript, optional, optionalNumber, pairs, type Script } from "./script.js";
+import {
+  defineScript,
+  defineVariadicScript,
+  optional,
+  optionalNumber,
+  pairs,
+  pipelined,
+  type Script,
+} from "./script.js";
 import type { DeliveriesPart } from "../contract.js";
 import { keptHeaders, outcomeRecord } from "../recorded.js";
 
 // KEYS: body, state, due, all, by repository, by event, done.
-// ARGV: body json, id, event, action, installation, repository, receivedAt, now,
-// settled ('1': no handler takes it, recorded done; '': queued)
+// ARGV: payload text, id, event, action, installation, repository, receivedAt, now,
+// settled ('1': no handler takes it, recorded done; '': queued), headers json
 const recordLua = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.call('HSET', KEYS[2], 'id', ARGV[2], 'event', ARGV[3], 'action', ARGV[4], 'inst', ARGV[5], 'repo', ARGV[6],
-  'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8])
+  'receivedAt', ARGV[7], 'status', 'queued', 'attempts', 0, 'nextRunAt', ARGV[8], 'updatedAt', ARGV[8], 'headers', ARGV[10])
 if ARGV[9] == '1' then
   redis.call('HSET', KEYS[2], 'status', 'done')
   redis.call('ZADD', KEYS[7], ARGV[8], ARGV[2])
@@ -125,16 +133,15 @@ return 1`;
 /** Handler runs kept per delivery for `deliveries show` (a delivery retried forever stays bounded). */
 const MAX_ATTEMPTS_KEPT = 200;
 
-function toDelivery(state: Record<string, string>, bodyJson: string | null): StoredDelivery {
-  const body = JSON.parse(bodyJson ?? "{}") as { headers?: Record<string, string>; payload?: string };
+function toDelivery(state: Record<string, string>, payload: string | null): StoredDelivery {
   return {
     id: state.id!,
     event: state.event!,
     action: optional(state.action),
     installationId: optionalNumber(state.inst),
     repository: optional(state.repo),
-    headers: body.headers ?? {},
-    payload: body.payload ?? "",
+    headers: JSON.parse(state.headers ?? "{}") as Record<string, string>,
+    payload: payload ?? "",
     receivedAt: new Date(Number(state.receivedAt)),
     status: state.status as DeliveryStatus,
     attempts: Number(state.attempts),
@@ -170,6 +177,16 @@ export function toOutcomes(flat: Record<string, string>): HandlerOutcomeRecord[]
     .sort((a, b) => (a.handler < b.handler ? -1 : a.handler > b.handler ? 1 : 0));
 }
 
+/**
+ * Whether Redis holds deliveries of the earlier layout, which kept a delivery's headers and
+ * payload as one JSON body (this one keeps the payload's text as received and the headers in
+ * the delivery's hash): the oldest delivery kept has no headers field.
+ */
+export async function holdsEarlierLayout(client: RedisClient, keys: RedisKeys): Promise<boolean> {
+  const [oldest] = await client.zrange(keys.all, 0, 0);
+  return oldest !== undefined && (await client.hexists(keys.delivery(oldest), "headers")) === 0;
+}
+
 const listPage = 200;
 /** Finished deliveries purged per batch: other work runs between batches. */
 const PURGE_BATCH = 500;
@@ -198,12 +215,11 @@ export class RedisDeliveries implements DeliveriesPart {
   async record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     if (this.#closed) throw new Error("store is closed");
     const k = this.keys;
-    const body = JSON.stringify({ headers: keptHeaders(d.headers), payload: d.payload });
     const now = Date.now();
     const result = await this.#record(
       [k.body(d.id), k.delivery(d.id), k.due, k.all, k.byRepository(d.repository ?? ""), k.byEvent(d.event), k.done],
       [
-        body,
+        d.payload,
         d.id,
         d.event,
         d.action ?? "",
@@ -212,6 +228,7 @@ export class RedisDeliveries implements DeliveriesPart {
         d.receivedAt.getTime(),
         now,
         d.settled ? "1" : "",
+        JSON.stringify(keptHeaders(d.headers)),
       ],
     );
     return result === 1 ? "recorded" : "duplicate";
@@ -234,24 +251,33 @@ export class RedisDeliveries implements DeliveriesPart {
   }
 
   async claimDelivery(leaseMs: number): Promise<ClaimedDelivery | undefined> {
+    return (await this.#claim(leaseMs))?.claim;
+  }
+
+  /**
+   * One lease script per delivery: each takes the earliest due one, as a single claim does. It
+   * stops when the last one said none other was due (a delivery recorded after it wakes the pool).
+   */
+  async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
+    const claims: ClaimedDelivery[] = [];
+    while (claims.length < max) {
+      const claimed = await this.#claim(leaseMs);
+      if (!claimed) break;
+      claims.push(claimed.claim);
+      if (!claimed.more) break;
+    }
+    return claims;
+  }
+
+  async #claim(leaseMs: number): Promise<{ claim: ClaimedDelivery; more: boolean } | undefined> {
     const leased = await this.leases.claim("delivery", leaseMs);
     if (!leased) return undefined;
-    return {
+    const claim = {
       token: leased.token,
       delivery: toDelivery(leased.fields, leased.body ?? null),
       outcomes: toOutcomes(leased.outcomes ?? {}),
     };
-  }
-
-  /** One lease script per delivery: each takes the earliest due one, as a single claim does. */
-  async claimDeliveries(leaseMs: number, max: number): Promise<ClaimedDelivery[]> {
-    const claims: ClaimedDelivery[] = [];
-    while (claims.length < max) {
-      const claim = await this.claimDelivery(leaseMs);
-      if (!claim) break;
-      claims.push(claim);
-    }
-    return claims;
+    return { claim, more: leased.more === true };
   }
 
   async recordOutcome(
@@ -313,7 +339,9 @@ export class RedisDeliveries implements DeliveriesPart {
     for (let start = 0; found.length < limit; start += listPage) {
       const ids = await this.client.zrevrange(this.keys.all, start, start + listPage - 1);
       if (ids.length === 0) break;
-      const states = await Promise.all(ids.map((id) => this.client.hgetall(this.keys.delivery(id))));
+      const states = await pipelined<Record<string, string>>(this.client, (p) =>
+        ids.forEach((id) => p.hgetall(this.keys.delivery(id))),
+      );
       const wanted = ids.filter((_, i) => {
         const s = states[i]!;
         return (
@@ -353,11 +381,8 @@ export class RedisDeliveries implements DeliveriesPart {
       const ids = await this.client.zrangebyscore(k.done, "-inf", `(${before}`, "LIMIT", 0, PURGE_BATCH);
       if (ids.length === 0) return total;
       // What each delivery's indexes are (its repository, event, handlers), read in one pipeline, then one script each.
-      const p = this.client.pipeline();
-      for (const id of ids) p.hmget(k.delivery(id), "repo", "event").hkeys(k.outcomes(id));
-      const read = ((await p.exec()) ?? []).map(([error, value]) => {
-        if (error) throw error;
-        return value;
+      const read = await pipelined<unknown>(this.client, (p) => {
+        for (const id of ids) p.hmget(k.delivery(id), "repo", "event").hkeys(k.outcomes(id));
       });
       const purged = await Promise.all(
         ids.map((id, i) => {

@@ -37,7 +37,7 @@ export class RedisKeys {
   }
 
   // deliveries
-  /** Header and payload JSON, written with SET NX: the dedup of delivery ids. */
+  /** The payload's text as received, written with SET NX: the dedup of delivery ids. Its headers are in its state hash. */
   body(id: string): string {
     return `${this.prefix}body:${id}`;
   }

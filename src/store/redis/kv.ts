@@ -4,7 +4,7 @@
 import type { RedisClient } from "./connect.js";
 import type { AuditEntry, KeyValue } from "../types.js";
 import type { RedisKeys } from "./keys.js";
-import { defineScript, type Script } from "./script.js";
+import { defineScript, pipelined, type Script } from "./script.js";
 import { DEFAULT_AUDIT_CAP, type KvPart } from "../contract.js";
 
 // KEYS: entry, index. ARGV: key, value json, ttlMs ('' = none)
@@ -138,7 +138,7 @@ export class RedisKv implements KvPart {
       cursor = next;
       const names = flat.filter((_, i) => i % 2 === 0);
       if (names.length === 0) continue;
-      const present = await Promise.all(names.map((n) => this.client.exists(this.keys.kv(n))));
+      const present = await pipelined<number>(this.client, (p) => names.forEach((n) => p.exists(this.keys.kv(n))));
       const gone = names.filter((_, i) => present[i] === 0);
       if (gone.length) removed += await this.client.zrem(this.keys.kvIndex, ...gone);
     } while (cursor !== "0");

@@ -15,7 +15,8 @@ import type { LeasesPart } from "../contract.js";
 // lease expired): each is taken only if it still is what it was read as, the expired one first
 // when it was due no later. 0: both are gone (another replica took them); the caller looks again.
 // A delivery comes back with its body and outcomes, read in the same step rather than one more
-// round trip (they change only under the lease just taken).
+// round trip (they change only under the lease just taken), and with how many more are due or
+// expired now, so that a caller taking several does not look again at an empty queue.
 const claimLua = `
 local now = tonumber(ARGV[2])
 local dueMember, expiredMember = ARGV[6], ARGV[7]
@@ -45,7 +46,8 @@ if ARGV[5] == 'd:' then redis.call('HINCRBY', key, 'attempts', 1) end
 redis.call('ZADD', KEYS[2], ARGV[3], member)
 redis.call('HSET', KEYS[3], ARGV[4], ARGV[5] .. member)
 if ARGV[5] == 't:' then return { redis.call('HGETALL', key) } end
-return { redis.call('HGETALL', key), redis.call('GET', body), redis.call('HGETALL', outcomes) }`;
+local more = redis.call('ZCOUNT', KEYS[1], '-inf', now) + redis.call('ZCOUNT', KEYS[2], '-inf', now)
+return { redis.call('HGETALL', key), redis.call('GET', body), redis.call('HGETALL', outcomes), more }`;
 
 // KEYS: leases, leased, due, tleased, tdue, the item's hash. ARGV: token, mode (renew|release|orphan),
 // leaseUntil or now (a release: the due time), the item's ref (what the leases hash named for the token
@@ -96,6 +98,8 @@ export interface Leased {
   /** A delivery's body (null when missing) and its outcomes' hash. */
   body?: string | null;
   outcomes?: Record<string, string>;
+  /** For a delivery: whether others were due (or their leases expired) when it was leased. */
+  more?: boolean;
 }
 
 export class RedisLeases implements LeasesPart {
@@ -145,9 +149,9 @@ export class RedisLeases implements LeasesPart {
         [order, now, now + leaseMs, token, ref, dueMember, expiredMember],
       );
       if (Array.isArray(reply)) {
-        const [fields, body, outcomes] = reply as [unknown, string | null | undefined, unknown];
+        const [fields, body, outcomes, more] = reply as [unknown, string | null | undefined, unknown, number];
         if (kind === "task") return { token, fields: pairs(fields) };
-        return { token, fields: pairs(fields), body: body ?? null, outcomes: pairs(outcomes) };
+        return { token, fields: pairs(fields), body: body ?? null, outcomes: pairs(outcomes), more: more > 0 };
       }
     }
     return undefined;

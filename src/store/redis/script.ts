@@ -21,6 +21,22 @@ export function defineVariadicScript(client: RedisClient, name: string, lua: str
   return (keys, args) => command.call(client, keys.length, ...keys, ...args);
 }
 
+/**
+ * Commands sent in one write and answered in one read: the batch reads of the store (many keys
+ * at once) go as one pipeline, as the client sends every other command on its own.
+ */
+export async function pipelined<T>(
+  client: RedisClient,
+  fill: (p: ReturnType<RedisClient["pipeline"]>) => void,
+): Promise<T[]> {
+  const p = client.pipeline();
+  fill(p);
+  return ((await p.exec()) ?? []).map(([error, value]) => {
+    if (error) throw error;
+    return value as T;
+  });
+}
+
 /** A flat HGETALL-style reply [field, value, ...] as an object. */
 export function pairs(flat: unknown): Record<string, string> {
   const out: Record<string, string> = {};

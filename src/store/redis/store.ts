@@ -19,7 +19,7 @@ import {
 } from "../contract.js";
 import { connectRedis, describeRedisUrl, persistenceOf, warnAboutPersistence } from "./connect.js";
 import { checkRedisPrefix, defaultRedisPrefix, RedisKeys } from "./keys.js";
-import { RedisDeliveries } from "./deliveries.js";
+import { holdsEarlierLayout, RedisDeliveries } from "./deliveries.js";
 import { RedisBrowse } from "./browse.js";
 import { RedisTasks } from "./tasks.js";
 import { RedisLeases } from "./leases.js";
@@ -102,10 +102,17 @@ export class RedisStore implements StewardStore {
 /** Connect (failing fast with a message that names the server but never its credentials) and open the store. */
 export async function openRedisStore(url: string, opts: RedisStoreOptions = {}): Promise<RedisStore> {
   const where = describeRedisUrl(url);
-  checkRedisPrefix(opts.prefix ?? defaultRedisPrefix);
+  const prefix = checkRedisPrefix(opts.prefix ?? defaultRedisPrefix);
   const client = await connectRedis(url, opts.logger, "steward-store");
+  if (await holdsEarlierLayout(client, new RedisKeys(prefix))) {
+    client.disconnect();
+    throw new Error(
+      `Redis at ${where} holds deliveries under ${prefix} in the layout of an earlier Steward, which this version does not read: ` +
+        `let that version work off its queue, then delete the keys under ${prefix} (or start on an empty Redis database)`,
+    );
+  }
   warnAboutPersistence(await persistenceOf(client), where, opts.logger);
-  opts.logger?.debug({ redis: where, prefix: opts.prefix ?? defaultRedisPrefix }, "store opened");
+  opts.logger?.debug({ redis: where, prefix }, "store opened");
   const store = new RedisStore(client, where, opts);
   await store.browse.prepare();
   return store;

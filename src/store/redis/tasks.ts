@@ -5,7 +5,7 @@ import type { RedisClient } from "./connect.js";
 import type { ClaimedTask, ScheduleRequest, StoredTask, TaskDecision, TaskStatus } from "../records.js";
 import type { RedisKeys } from "./keys.js";
 import type { RedisLeases } from "./leases.js";
-import { defineScript, optional, optionalNumber, pairs, type Script } from "./script.js";
+import { defineScript, optional, optionalNumber, pairs, pipelined, type Script } from "./script.js";
 import type { TasksPart } from "../contract.js";
 
 // KEYS: task, tdue, tleased, tasks, leases. ARGV: member, handler, key, runAt, data, installation, replace, now
@@ -136,7 +136,9 @@ export class RedisTasks implements TasksPart {
 
   async listTasks(): Promise<StoredTask[]> {
     const members = await this.client.zrange(this.keys.tasks, 0, -1);
-    const rows = await Promise.all(members.map((m) => this.client.hgetall(this.keys.task(m))));
+    const rows = await pipelined<Record<string, string>>(this.client, (p) =>
+      members.forEach((m) => p.hgetall(this.keys.task(m))),
+    );
     return rows.filter((h) => h.handler !== undefined).map(toTask);
   }
 }

@@ -144,8 +144,12 @@ export class SqliteDeliveries implements DeliveriesPart {
   readonly #probeGone: Statement;
   readonly #claim: (leaseMs: number, max: number) => ClaimedDelivery[];
 
-  constructor(private readonly db: Database) {
-    this.#writes = new GroupCommit(db);
+  /** `afterCommit`: told after each commit of the group commit (the store's write-behind of the log). */
+  constructor(
+    private readonly db: Database,
+    afterCommit?: () => void,
+  ) {
+    this.#writes = new GroupCommit(db, afterCommit);
     this.#insert = db.prepare(
       `INSERT OR IGNORE INTO deliveries
          (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload)

@@ -17,8 +17,11 @@ export class GroupCommit {
   #closed = false;
   readonly #all: (batch: Pending[]) => unknown[];
   readonly #one: (write: () => unknown) => unknown;
+  readonly #afterCommit: () => void;
 
-  constructor(db: Database) {
+  /** `afterCommit`: told after each shared transaction commits. */
+  constructor(db: Database, afterCommit: () => void = () => undefined) {
+    this.#afterCommit = afterCommit;
     this.#all = writeTransaction(db, (batch: Pending[]) => batch.map((p) => p.write()));
     this.#one = writeTransaction(db, (write: () => unknown) => write());
   }
@@ -48,8 +51,10 @@ export class GroupCommit {
           p.reject(alone);
         }
       }
+      this.#afterCommit();
       return;
     }
+    this.#afterCommit();
     batch.forEach((p, i) => p.resolve(results[i]));
   }
 

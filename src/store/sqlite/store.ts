@@ -13,6 +13,7 @@ import { SqliteBrowse } from "./browse.js";
 import { SqliteTasks } from "./tasks.js";
 import { SqliteLeases } from "./leases.js";
 import { holdServiceLock, type ServiceLock } from "./service-lock.js";
+import { WalWriteBehind } from "./wal-write-behind.js";
 
 export const storeFileName = "steward.db";
 
@@ -42,7 +43,7 @@ const CACHE_SIZE = -4000;
  * finish add about 130 KB to the log, so at the default every few dozen deliveries paid two syncs
  * on the event loop. At 16 MB they are a quarter as many and copy a hot page once for many
  * commits (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
- * depend on it.
+ * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
  */
 const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
 
@@ -56,6 +57,7 @@ export class SqliteStore implements StewardStore {
   readonly #db: Database.Database;
   readonly #deliveries: SqliteDeliveries;
   readonly #lock: ServiceLock | undefined;
+  readonly #walWriteBehind: WalWriteBehind | undefined;
   #closed = false;
 
   constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
@@ -81,7 +83,10 @@ export class SqliteStore implements StewardStore {
       throw error;
     }
     this.kv = new SqliteKv(this.#db, opts.auditCap);
-    this.#deliveries = new SqliteDeliveries(this.#db);
+    // At durability "power" every commit syncs the log already.
+    const wal = opts.durability === "power" ? undefined : new WalWriteBehind(`${this.path}-wal`);
+    this.#walWriteBehind = wal;
+    this.#deliveries = new SqliteDeliveries(this.#db, wal && (() => wal.afterCommit()));
     this.deliveries = this.#deliveries;
     this.browse = new SqliteBrowse(this.#db);
     const tasks = new SqliteTasks(this.#db);
@@ -102,6 +107,7 @@ export class SqliteStore implements StewardStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#deliveries.markClosed();
+    this.#walWriteBehind?.close();
     this.#db.close();
     this.#lock?.release();
   }

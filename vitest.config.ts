@@ -55,10 +55,11 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: "forks",
-    // Most test files wait on processes, sockets and services rather than compute, so three
-    // workers keep two cores busy (Vitest's default on two cores is one). Every test holds under
-    // that load: they wait for conditions, never for time.
-    maxWorkers: 3,
+    // Most test files wait on processes, sockets and services rather than compute: with three
+    // workers the suite kept little more than half of CI's two cores busy, so it runs four (Vitest's
+    // default on two cores is one; decision 0020). Every test holds under that load: they wait
+    // for conditions, never for time.
+    maxWorkers: 4,
     sequence: { sequencer: LongestFirst },
     // Fails any test file after which a secret is found in plaintext (output, check runs, stores).
     setupFiles: ["test/support/leak-guard.ts"],

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { cp, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { deliveryId, postDelivery } from "../service/helpers.js";
 import { realAppEnv, startChild } from "../service/child.js";
 import { perTest } from "../service/per-test.js";

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { chmod, chown, mkdir, readFile, readlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { assembleRuntime } from "../../scripts/assemble-runtime.mjs";
 import { deliveryId, postDelivery } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";

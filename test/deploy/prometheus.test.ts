@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { realAppEnv, startChild } from "../service/child.js";
 import { deliveryId, postDelivery } from "../service/helpers.js";

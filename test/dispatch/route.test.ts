@@ -2,7 +2,7 @@
 // narrowing), and which pushes may touch a policy file, judged from the text before it is parsed,
 // never saying "no" where the parsed payload would say "yes".
 import { describe, expect, it } from "vitest";
-import examples from "@octokit/webhooks-examples";
+import { examples } from "../support/webhook-examples.js";
 import {
   engineTakes,
   PUSH_COMMITS_LISTED,

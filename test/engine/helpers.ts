@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generateKeyPairSync, randomUUID } from "node:crypto";
 import pino from "pino";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import type { StewardConfig } from "../../src/config/types.js";
 import type { HandlerModule, InstallationOctokit } from "../../src/handler.js";
 import { createEngine, type EngineOptions } from "../../src/engine/index.js";

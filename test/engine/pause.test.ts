@@ -3,7 +3,7 @@
 // CLI in another "process" of the same store, runs the backlog in the order it arrived. Pausing
 // one installation holds only its work.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { defineHandler } from "../../src/handler.js";
 import type { Steward } from "../../src/app.js";
 import { appKey } from "../support/app-key.js";

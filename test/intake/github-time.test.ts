@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { githubTimeOf, LAG_EVENTS } from "../../src/intake/github-time.js";
 
 type Example = Record<string, unknown> & { action?: string };

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { Writable } from "node:stream";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { startWebhookProxy } from "../../src/intake/webhook-proxy.js";
 import { createLogger } from "../../src/log/logger.js";
 import { createHub, type HubHandle } from "../../src/sandbox/hub.js";

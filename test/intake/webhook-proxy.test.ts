@@ -6,7 +6,7 @@ import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { defineHandler } from "../../src/handler.js";
 import { relayedDelivery } from "../../src/intake/webhook-proxy.js";
 import { startSandboxStack, type SandboxStack } from "../../src/sandbox/stack.js";

@@ -2,7 +2,7 @@
 // the intake records deliveries at once; the work that needs the API retries in the
 // background, and a rejected credential is reported once, naming what to fix.
 import { describe, expect, it } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";

@@ -2,7 +2,7 @@
 // client refuses the work's requests (none reaches the API), and the interrupted delivery goes
 // back to the queue whole instead of being recorded as a failure.
 import { describe, expect, it } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { defineHandler } from "../../src/handler.js";
 import { openSqliteStore } from "../../src/store/sqlite/store.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";

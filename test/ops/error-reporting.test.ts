@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { defineHandler } from "../../src/handler.js";
 import { loadConfig } from "../../src/config/env.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";

@@ -6,7 +6,7 @@
 import { createServer, connect, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { appKey } from "../support/app-key.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { createSteward, type Steward } from "../../src/app.js";
 import { createOctokitFactory } from "../../src/api/client.js";
 import { defineHandler } from "../../src/handler.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { createSteward } from "../../src/app.js";
 import { defineHandler } from "../../src/handler.js";
 import { appKey } from "../support/app-key.js";

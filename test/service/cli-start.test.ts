@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { join } from "node:path";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { deliveryId, postDelivery } from "./helpers.js";
 import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";

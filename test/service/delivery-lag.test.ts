@@ -1,7 +1,7 @@
 // GitHub-to-Steward lag, queue time and the oldest waiting delivery's age on /metrics, from
 // deliveries signed and posted over real HTTP to a running Steward against the sandbox hub.
 import { describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { defineHandler } from "../../src/handler.js";
 import { collectingLogger, deliveryId, postDelivery, testConfig } from "./helpers.js";
 import { perTest } from "./per-test.js";

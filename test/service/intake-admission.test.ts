@@ -5,7 +5,7 @@
 // own loopback source address (`localAddress`).
 import { request, Agent } from "node:http";
 import { connect, type Socket } from "node:net";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/env.js";
 import { signBody } from "../../src/intake/signature.js";

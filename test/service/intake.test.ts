@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { connect } from "node:net";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { signBody, verifySignature } from "../../src/intake/signature.js";
 import { deliveryId, postDelivery, startHttp, type RunningHttp } from "./helpers.js";
 

@@ -4,7 +4,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { deliveryId, postDelivery } from "./helpers.js";
 import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";

@@ -4,7 +4,7 @@
 // the same. The pure decision is checked at the attempt limit; the refusal comes from the sandbox
 // hub over HTTP.
 import { describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { defineHandler } from "../../src/handler.js";
 import { decideDelivery, decideTask } from "../../src/engine/retry.js";
 import { rateLimitedUntil } from "../../src/api/rate-limit.js";

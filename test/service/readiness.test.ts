@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { Redis } from "ioredis";
 import { appKey } from "../support/app-key.js";
 import { mountSmallDisk } from "../support/small-disk.js";

@@ -1,6 +1,6 @@
 // Nothing an unauthenticated request sends may create state: metric labels come from the request
 // only after its signature verifies, and the event label is bounded to the known event names.
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { randomBytes } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { deliveryId, postDelivery, startHttp, type RunningHttp } from "./helpers.js";

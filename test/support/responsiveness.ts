@@ -5,7 +5,7 @@
 // on) sooner still. They sit far above what a loaded 2-core machine adds to an answer, so only
 // work that holds the loop fails them.
 import { createHmac, randomUUID } from "node:crypto";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "./webhook-examples.js";
 
 const ping = (examples as { name: string; examples: Record<string, unknown>[] }[]).find((e) => e.name === "ping")!
   .examples[0]!;

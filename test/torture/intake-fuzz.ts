@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { pino } from "pino";
-import examples from "@octokit/webhooks-examples/api.github.com/index.json" with { type: "json" };
+import { examples } from "../support/webhook-examples.js";
 import { createStewardHttp } from "../../src/intake/server.js";
 import { createMetrics } from "../../src/ops/metrics.js";
 import { signBody } from "../../src/intake/signature.js";

@@ -3,7 +3,7 @@
 // reviewer's token), waits that survive a new handler instance, re-evaluation on completed checks
 // and deployment statuses, refusals, redelivery. The hub sends the payloads and enforces who may
 // answer what; the handler's clock is set apart from the hub's (windows, the 30-day limit).
-import examples from "@octokit/webhooks-examples" with { type: "json" };
+import { examples } from "../../support/webhook-examples.js";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ScheduleRequest } from "../../../src/handler.js";

@@ -1,7 +1,7 @@
 // What the deployments handler takes (handlers/deployments/index.ts `takes`): runs and jobs only
 // while it can answer a waiting run as its required reviewer. Without a reviewer token every run
 // and job delivery is recorded done at the intake and never run; the rest it takes as before.
-import webhookExamples from "@octokit/webhooks-examples";
+import { examples as webhookExamples } from "../../support/webhook-examples.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Steward } from "../../../src/app.js";
 import { routeDelivery } from "../../../src/dispatch/route.js";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSandboxStack, type SandboxStack } from "../../../src/sandbox/stack.js";
 import type { Steward } from "../../../src/app.js";
 import secrets from "../../../handlers/secrets/index.js";
-import webhookExamples from "@octokit/webhooks-examples";
+import { examples as webhookExamples } from "../../support/webhook-examples.js";
 
 const ORG = "acme";
 const ADMIN = ".github";

@@ -66,6 +66,21 @@ function lazyChecks(
   };
 }
 
+// A context's getters are these functions, one for every context, reading what the context holds
+// under a symbol: a getter made for one object (a closure) gives that object a hidden class of its
+// own, which V8 keeps until its next full collection, and with it everything the closure holds;
+// every run's objects were promoted out of the young generation (docs/decisions/0024-getters-made-per-object.md).
+const OCTOKIT = Symbol("octokit");
+const FACTS = Symbol("delivery facts");
+
+function octokitOf(this: { [OCTOKIT]?: InstallationOctokit }): InstallationOctokit {
+  return this[OCTOKIT] ?? missingInstallation("octokit");
+}
+
+function payloadOf(this: { [FACTS]: DeliveryFacts }): unknown {
+  return this[FACTS].payload;
+}
+
 export interface DeliveryFacts {
   deliveryId: string;
   name: string;
@@ -93,9 +108,9 @@ function withCommonParts<T extends object, P>(
   handler: HandlerModule<P>,
   extra: WorkExtra & { deliveryId?: string; owner: string },
 ) {
-  const { octokit } = extra;
+  Object.defineProperty(target, OCTOKIT, { value: extra.octokit });
   Object.defineProperty(target, "octokit", {
-    get: (): InstallationOctokit => octokit ?? missingInstallation("octokit"),
+    get: octokitOf,
     enumerable: true,
     configurable: true,
   });
@@ -112,6 +127,7 @@ function withCommonParts<T extends object, P>(
     now: () => Date;
     signal: AbortSignal;
   };
+  const { octokit } = extra;
   common.loadPolicy = policyLoaderFor(deps, handler, octokit);
   common.log = extra.log;
   common.store = deps.store;
@@ -131,19 +147,16 @@ export function handlerContext<P>(
   facts: DeliveryFacts,
   extra: WorkExtra & { policy: P | undefined; policySources?: readonly string[] },
 ): HandlerContext<any, P> {
-  const specific = {
-    deliveryId: facts.deliveryId,
-    name: facts.name,
-    action: facts.action,
-    // Read through: the engine parses a stored payload the first time a handler reads it.
-    get payload(): HandlerContext["payload"] {
-      return facts.payload as HandlerContext["payload"];
-    },
+  const specific = { deliveryId: facts.deliveryId, name: facts.name, action: facts.action };
+  // Read through: the engine parses a stored payload the first time a handler reads it.
+  Object.defineProperty(specific, FACTS, { value: facts });
+  Object.defineProperty(specific, "payload", { get: payloadOf, enumerable: true, configurable: true });
+  Object.assign(specific, {
     installationId: facts.installationId,
     policy: extra.policy,
     policySources: extra.policySources ?? [],
-  };
-  return withCommonParts(specific, deps, handler, {
+  });
+  return withCommonParts(specific as HandlerContext<any, P>, deps, handler, {
     ...extra,
     deliveryId: facts.deliveryId,
     owner: `delivery ${facts.deliveryId}`,

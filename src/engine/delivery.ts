@@ -96,6 +96,34 @@ class LazyPayload {
   }
 }
 
+/**
+ * The facts every handler of a run shares. A class, so that `payload` is its prototype's getter: a
+ * getter made for one object (an object literal's) gives that object a hidden class of its own,
+ * which V8 keeps until its next full collection, and with it what the getter's closure holds; every
+ * run's objects were promoted out of the young generation (docs/decisions/0024-getters-made-per-object.md).
+ */
+class RunFacts implements DeliveryFacts {
+  readonly deliveryId: string;
+  readonly name: string;
+  readonly action: string | undefined;
+  readonly installationId: number | undefined;
+  readonly #payload: LazyPayload;
+
+  constructor(d: ClaimedDelivery["delivery"], payload: LazyPayload) {
+    this.deliveryId = d.id;
+    this.name = d.event;
+    this.action = d.action;
+    this.installationId = d.installationId;
+    this.#payload = payload;
+  }
+
+  get payload(): unknown {
+    const parsed = this.#payload.get();
+    if (!parsed) throw new UnparsablePayload(UNPARSABLE.error);
+    return parsed.value;
+  }
+}
+
 /** What every handler of this run shares; `failure` makes all of them fail without running. */
 interface Preparation {
   octokit: InstallationOctokit | undefined;
@@ -204,17 +232,7 @@ async function runHandlers(
   if (toRun.length === 0) return kept;
 
   // One for all the delivery's handlers: the first to read `payload` parses it.
-  const facts: DeliveryFacts = {
-    deliveryId: d.id,
-    name: d.event,
-    action: d.action,
-    installationId: d.installationId,
-    get payload(): unknown {
-      const parsed = payload.get();
-      if (!parsed) throw new UnparsablePayload(UNPARSABLE.error);
-      return parsed.value;
-    },
-  };
+  const facts = new RunFacts(d, payload);
   const calls = deps.apiCalls.forDelivery(d.id);
   const prep = await calls.during("(preparation)", d.attempts, () => prepare(deps, facts, repo, toRun));
   const ran = await Promise.all(

@@ -87,8 +87,17 @@ function toDelivery(r: DeliveryRow): StoredDelivery {
  * reads it once (docs/decisions/0019-claims-read-the-payload-when-asked.md).
  */
 function payloadWhenAsked(d: StoredDelivery, read: () => string): StoredDelivery {
-  let text: string | undefined;
-  return Object.defineProperty(d, "payload", { enumerable: true, get: () => (text ??= read()) });
+  // One getter for every claim, not a closure each: a getter made for one object gives it a hidden
+  // class that V8 keeps until a full collection, and with it the text (docs/decisions/0024-getters-made-per-object.md).
+  Object.defineProperty(d, UNREAD, { value: { read } });
+  return Object.defineProperty(d, "payload", { enumerable: true, get: payloadOfRow });
+}
+
+const UNREAD = Symbol("payload read when asked");
+
+function payloadOfRow(this: { [UNREAD]: { read: () => string; text?: string } }): string {
+  const row = this[UNREAD];
+  return (row.text ??= row.read());
 }
 
 function toOutcome(r: OutcomeRow): HandlerOutcomeRecord {

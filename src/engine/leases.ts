@@ -2,6 +2,7 @@
 // length. When a renewal finds the lease taken (this process stalled past it and another
 // took the work), the run's signal is aborted: the work runs there, not twice.
 import type { Logger } from "pino";
+import { TokenTable } from "./token-table.js";
 import type { LeasesPart } from "../store/contract.js";
 
 export interface LeaseKeeper {
@@ -26,11 +27,11 @@ export function createLeaseKeeper(opts: {
   running(): boolean;
 }): LeaseKeeper {
   const { store, leaseMs, log } = opts;
-  const held = new Map<string, (reason: Error) => void>();
+  const held = new TokenTable<(reason: Error) => void>();
   let heartbeat: NodeJS.Timeout | undefined;
 
   function beat(): void {
-    for (const [token, lost] of held) {
+    for (const [token, lost] of held.entries()) {
       store
         .renewLease(token, leaseMs)
         .then((renewed) => {

@@ -4,6 +4,7 @@
 import type { Logger } from "pino";
 import type { StewardStore } from "../store/contract.js";
 import { runWithSignal } from "../lifecycle/abort-scope.js";
+import { TokenTable } from "./token-table.js";
 import type { LeaseKeeper } from "./leases.js";
 import type { Work } from "./types.js";
 
@@ -44,7 +45,7 @@ export function createWorkerPool(opts: {
   const { store, concurrency, leaseMs, pollMs, log } = opts;
   let state: PoolState = "new";
   /** Running work by lease token: its run, and the controller its signal comes from. */
-  const inflight = new Map<string, { run: Promise<void>; controller: AbortController }>();
+  const inflight = new TokenTable<{ run: Promise<void>; controller: AbortController }>();
   /** Runs in `inflight` that asked for their finish: their slots are free. */
   let finishing = 0;
   const busy = () => inflight.size - finishing;
@@ -223,12 +224,12 @@ export function createWorkerPool(opts: {
       const timedOut = new Promise<"timeout">((resolve) => {
         bound = setTimeout(() => resolve("timeout"), Math.max(0, ms));
       });
-      const finished = Promise.allSettled([...inflight.values()].map((w) => w.run)).then(() => "finished" as const);
+      const finished = Promise.allSettled(inflight.values().map((w) => w.run)).then(() => "finished" as const);
       const result = await Promise.race([finished, timedOut]);
       clearTimeout(bound);
       return result;
     },
-    running: () => [...inflight.keys()],
+    running: () => inflight.keys(),
     finishStop() {
       state = "stopped";
     },

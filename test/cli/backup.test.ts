@@ -63,7 +63,7 @@ describe("steward backup", () => {
     const made = await backup;
     await during;
     expect(made.code, made.out).toBe(0);
-    expect(made.stdout).toMatch(/^backed up \d+ deliveries \(schema 1, [\d.]+ MB\) from /);
+    expect(made.stdout).toMatch(/^backed up \d+ deliveries \(schema 2, [\d.]+ MB\) from /);
     expect(await readdir(backupDir)).toContain("steward.db");
     // A second backup to the same place is refused rather than mixed into the first.
     const again = await cli({ STEWARD_DATA_DIR: env.STEWARD_DATA_DIR! }, ["backup", backupDir]);

@@ -1,8 +1,9 @@
-// The SQLite store's own: its durability setting and its one schema version. A data directory
-// written by any other layout (development builds wrote versions 1 to 13) is refused at open
-// with a message saying what it is and what to do, and is left exactly as it was.
+// The SQLite store's own: its durability setting and its schema version. A store of the released
+// version 1 is migrated at open; a data directory written by any other layout (development builds
+// wrote versions 1 to 13 without Steward's application id) is refused at open with a message
+// saying what it is and what to do, and is left exactly as it was.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -52,7 +53,7 @@ describe("sqlite durability", () => {
 });
 
 describe("schema", () => {
-  it("creates version 1 in an empty directory, and opens it again as it is", async () => {
+  it("creates the current version in an empty directory, and opens it again as it is", async () => {
     store = openSqliteStore(dir);
     const d = deliveryOf("push", examplePayload("push"));
     await store.deliveries.record(d);
@@ -69,6 +70,7 @@ describe("schema", () => {
         "delivery_minutes",
         "kv",
         "outcomes",
+        "payloads",
         "tasks",
       ]),
     );
@@ -107,9 +109,9 @@ describe("schema", () => {
     store = openSqliteStore(dir);
     void store.close();
     store = undefined;
-    onFile("PRAGMA user_version = 2;");
+    onFile(`PRAGMA user_version = ${SCHEMA_VERSION + 1};`);
     expect(() => (store = openSqliteStore(dir))).toThrow(
-      /written by a newer Steward \(schema 2\); this version reads schema 1\. Run the newer version/,
+      `written by a newer Steward (schema ${SCHEMA_VERSION + 1}); this version reads schema ${SCHEMA_VERSION}. Run the newer version`,
     );
   });
 
@@ -124,5 +126,126 @@ describe("schema", () => {
     expect(() => (store = openSqliteStore(dir, { serviceLock: true }))).toThrow(StoreSchemaError);
     rmSync(join(dir, storeFileName));
     store = openSqliteStore(dir, { serviceLock: true });
+  });
+});
+
+describe("schema version 1", () => {
+  const v1 = readFileSync(new URL("fixtures/sqlite-schema-1.sql", import.meta.url), "utf8");
+  const insertV1 = `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at, status,
+      attempts, next_run_at, lease_token, lease_until, last_error, updated_at, headers, payload)
+    VALUES (@id, @event, @action, @installationId, @repository, @receivedAt, @status, @attempts, @receivedAt, NULL,
+      NULL, @lastError, @receivedAt, @headers, @payload)`;
+  const ONE_HOUR = 3_600_000;
+
+  /** A version-1 store holding `rows` (delivery, status), each done or dead delivery with an outcome and a run. */
+  function writeV1(rows: [ReturnType<typeof deliveryOf>, string][], receivedAt: number): void {
+    onFile(v1, (db) => {
+      const insert = db.prepare(insertV1);
+      for (const [d, status] of rows) {
+        insert.run({
+          id: d.id,
+          event: d.event,
+          action: d.action ?? null,
+          installationId: d.installationId ?? null,
+          repository: d.repository ?? null,
+          receivedAt,
+          status,
+          attempts: status === "queued" ? 0 : 1,
+          lastError: status === "dead" ? "gave up" : null,
+          headers: JSON.stringify(d.headers),
+          payload: d.payload,
+        });
+        if (status === "queued") continue;
+        const outcome = status === "dead" ? "failed" : "done";
+        db.prepare(
+          "INSERT INTO outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at) VALUES (?, 'labels', ?, 'why', 0, 1, 0.5, ?)",
+        ).run(d.id, outcome, receivedAt);
+        db.prepare(
+          "INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at) VALUES (?, 'labels', 1, ?, 'why', ?)",
+        ).run(d.id, outcome, receivedAt);
+      }
+    });
+  }
+
+  it("is migrated at open: every delivery keeps its headers, payload, status, outcomes and runs", async () => {
+    const done = deliveryOf("push", examplePayload("push"));
+    const dead = deliveryOf("issues", examplePayload("issues", "opened"));
+    const queued = deliveryOf("pull_request", examplePayload("pull_request", "opened"));
+    const receivedAt = Date.now() - 2 * ONE_HOUR;
+    writeV1(
+      [
+        [done, "done"],
+        [dead, "dead"],
+        [queued, "queued"],
+      ],
+      receivedAt,
+    );
+
+    store = openSqliteStore(dir);
+    const after = onFile("", (db) => ({
+      ...header(db),
+      columns: db.prepare("SELECT name FROM pragma_table_info('deliveries')").pluck().all(),
+      check: db.pragma("integrity_check", { simple: true }),
+    }));
+    expect(after.version).toBe(SCHEMA_VERSION);
+    expect(after.tables).toContain("payloads");
+    expect(after.columns).not.toContain("payload");
+    expect(after.columns).not.toContain("headers");
+    expect(after.check).toBe("ok");
+
+    for (const [d, status] of [
+      [done, "done"],
+      [dead, "dead"],
+      [queued, "queued"],
+    ] as const) {
+      const read = await store.deliveries.getDelivery(d.id);
+      expect(read?.delivery).toMatchObject({
+        id: d.id,
+        event: d.event,
+        headers: d.headers,
+        payload: d.payload,
+        status,
+      });
+      expect(read?.outcomes.map((o) => o.status)).toEqual(
+        status === "queued" ? [] : [status === "dead" ? "failed" : "done"],
+      );
+      expect(read?.attempts.length).toBe(status === "queued" ? 0 : 1);
+    }
+    expect(await store.browse.countDead()).toBe(1);
+    expect((await store.deliveries.listDeliveries()).map((d) => d.payload).sort()).toEqual(
+      [done.payload, dead.payload, queued.payload].sort(),
+    );
+
+    // The queued one is claimed and run from the new layout; the done one is purged with its payload.
+    const claimed = await store.deliveries.claimDelivery(60_000);
+    expect(claimed?.delivery).toMatchObject({ id: queued.id, headers: queued.headers });
+    expect(claimed?.delivery.payload).toBe(queued.payload);
+    expect(await store.deliveries.finishDelivery(claimed!.token, queued.id, { status: "done" })).toBe(true);
+    expect(await store.deliveries.purgeFinished(new Date(receivedAt + ONE_HOUR))).toBe(1);
+    await store.close();
+    store = undefined;
+    expect(onFile("", (db) => db.prepare("SELECT id FROM payloads ORDER BY id").pluck().all() as string[])).toEqual(
+      [dead.id, queued.id].sort(),
+    );
+
+    // Opened again, it is the current version as it is.
+    store = openSqliteStore(dir);
+    expect((await store.deliveries.getDelivery(queued.id))?.delivery).toMatchObject({
+      status: "done",
+      payload: queued.payload,
+    });
+  });
+
+  it("is read as it is by a second store opening it after the migration", async () => {
+    const d = deliveryOf("push", examplePayload("push"));
+    writeV1([[d, "done"]], Date.now());
+    store = openSqliteStore(dir);
+    const second = openSqliteStore(dir);
+    try {
+      expect((await second.deliveries.getDelivery(d.id))?.delivery.payload).toBe(d.payload);
+    } finally {
+      await second.close();
+    }
+    expect(onFile("", (db) => db.prepare("SELECT count(*) FROM payloads").pluck().get())).toBe(1);
   });
 });

@@ -17,14 +17,14 @@ import {
 import { basename, dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { storeFileName } from "./store.js";
-import { SCHEMA_VERSION, schemaProblem } from "./schema.js";
+import { schemaProblem } from "./schema.js";
 
 export class BackupError extends Error {}
 
 export interface BackupResult {
   /** Delivery rows in the copy. */
   deliveries: number;
-  /** The copy's schema version (PRAGMA user_version). */
+  /** The copy's schema version (PRAGMA user_version): a version-1 store is copied as it is, and migrated when a service opens it. */
   schemaVersion: number;
   /** Bytes of the copy on disk. */
   bytes: number;
@@ -48,8 +48,8 @@ export async function backupDataDir(dataDir: string, dest: string): Promise<Back
     // A store of another version may keep data beside the file: only the version that wrote it copies it whole.
     const problem = schemaProblem(db, dataDir);
     if (problem) throw new BackupError(problem);
-    if (db.pragma("user_version", { simple: true }) !== SCHEMA_VERSION)
-      throw new BackupError(`no store in ${dataDir} (${storeFileName} is empty)`);
+    const schemaVersion = db.pragma("user_version", { simple: true }) as number;
+    if (schemaVersion === 0) throw new BackupError(`no store in ${dataDir} (${storeFileName} is empty)`);
     rmSync(work, { recursive: true, force: true });
     mkdirSync(work, { recursive: true });
     const copy = join(work, storeFileName);
@@ -60,7 +60,7 @@ export async function backupDataDir(dataDir: string, dest: string): Promise<Back
     if (existsSync(dest)) rmdirSync(dest);
     renameSync(work, dest);
     syncPath(dirname(dest));
-    return { deliveries, schemaVersion: SCHEMA_VERSION, bytes: statSync(join(dest, storeFileName)).size };
+    return { deliveries, schemaVersion, bytes: statSync(join(dest, storeFileName)).size };
   } finally {
     db.close();
     rmSync(work, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 // Deliveries in SQLite: the durable intake and the leased delivery queue with per-handler
-// outcomes. A delivery is one row, its headers and payload included. Records, claims, outcomes
-// and finishes go through the group commit (group-commit.ts).
+// outcomes. A delivery is one row, its headers and payload in a row of their own (schema.ts), so
+// claims and finishes rewrite a small row. Records, claims, outcomes and finishes go through the
+// group commit (group-commit.ts).
 import type { Database, Statement } from "better-sqlite3";
 import type { DeliveriesPart } from "../contract.js";
 import type {
@@ -28,6 +29,7 @@ const PROBE_ROW_BYTES = 512;
 /** Handler runs `deliveries show` keeps per delivery (a delivery retried forever stays bounded). */
 const MAX_ATTEMPTS_SHOWN = 200;
 
+/** A delivery's row with its headers and payload (payloads table). */
 export interface DeliveryRow {
   id: string;
   event: string;
@@ -82,9 +84,9 @@ function toDelivery(r: DeliveryRow): StoredDelivery {
 }
 
 /**
- * `d` with its payload read from its row the first time it is asked for. A claim leaves the text in
- * the row: a run whose handlers decide without the payload never holds it, and one that reads it
- * reads it once (docs/decisions/0019-claims-read-the-payload-when-asked.md).
+ * `d` with its payload read from the payloads table the first time it is asked for. A claim leaves
+ * the text there: a run whose handlers decide without the payload never holds it, and one that
+ * reads it reads it once (docs/decisions/0019-claims-read-the-payload-when-asked.md).
  */
 function payloadWhenAsked(d: StoredDelivery, read: () => string): StoredDelivery {
   // One getter for every claim, not a closure each: a getter made for one object gives it a hidden
@@ -130,15 +132,20 @@ function toAttempt(r: AttemptRow): AttemptRecord {
 export const PURGE_FINISHED_SQL =
   "SELECT id FROM deliveries WHERE received_at < ? AND status = 'done' AND updated_at < ? ORDER BY received_at LIMIT ?";
 
+/** Select list and FROM of a delivery's row with its headers and payload (alias d). */
+const WITH_PAYLOAD = "d.*, p.headers, p.payload FROM deliveries d JOIN payloads p ON p.id = d.id";
+
 export class SqliteDeliveries implements DeliveriesPart {
   readonly #writes: GroupCommit;
   #closed = false;
   readonly #insert: Statement;
+  readonly #insertPayload: Statement;
   readonly #anyDue: Statement;
   readonly #expiredIds: Statement;
   readonly #readyIds: Statement;
   readonly #lease: Statement;
   readonly #byId: Statement;
+  readonly #headersOf: Statement;
   readonly #payloadOf: Statement;
   readonly #outcomesOf: Statement;
   readonly #attemptsOf: Statement;
@@ -161,23 +168,24 @@ export class SqliteDeliveries implements DeliveriesPart {
     this.#writes = new GroupCommit(db, afterCommit);
     this.#insert = db.prepare(
       `INSERT OR IGNORE INTO deliveries
-         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at, headers, payload)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+         (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
     );
+    this.#insertPayload = db.prepare("INSERT INTO payloads (id, headers, payload) VALUES (?, ?, ?)");
     // Each arm of "due" reads its own partial index (schema.ts), in the order it is served.
     const ready = "FROM deliveries WHERE status IN ('queued', 'failed') AND next_run_at <= @now";
     const expired = "FROM deliveries WHERE status = 'running' AND lease_until <= @now";
     this.#anyDue = db.prepare(`SELECT EXISTS (SELECT 1 ${expired}) OR EXISTS (SELECT 1 ${ready})`).pluck();
     this.#expiredIds = db.prepare(`SELECT id ${expired} ORDER BY lease_until LIMIT @max`).pluck();
     this.#readyIds = db.prepare(`SELECT id ${ready} ORDER BY next_run_at, received_at LIMIT @max`).pluck();
-    // Every column but the payload, which the run reads when it needs it (payloadWhenAsked).
+    // The row and its headers; the run reads the payload when it needs it (payloadWhenAsked).
     this.#lease = db.prepare(
       `UPDATE deliveries SET status = 'running', lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-       WHERE id = ? RETURNING id, event, action, installation_id, repository, received_at, status, attempts,
-         next_run_at, lease_token, last_error, updated_at, headers, '' AS payload`,
+       WHERE id = ? RETURNING *, '' AS payload`,
     );
-    this.#byId = db.prepare("SELECT * FROM deliveries WHERE id = ?");
-    this.#payloadOf = db.prepare("SELECT payload FROM deliveries WHERE id = ?").pluck();
+    this.#byId = db.prepare(`SELECT ${WITH_PAYLOAD} WHERE d.id = ?`);
+    this.#headersOf = db.prepare("SELECT headers FROM payloads WHERE id = ?").pluck();
+    this.#payloadOf = db.prepare("SELECT payload FROM payloads WHERE id = ?").pluck();
     this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
     this.#attemptsOf = db.prepare(
       `SELECT handler, attempt, status, detail, at FROM attempts WHERE delivery_id = ? ORDER BY seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN}`,
@@ -224,10 +232,13 @@ export class SqliteDeliveries implements DeliveriesPart {
       if (ids.length < max) ids.push(...(this.#readyIds.all({ now, max: max - ids.length }) as string[]));
       return ids.map((id) => {
         const token = newLeaseToken();
-        const row = this.#lease.get(token, now + leaseMs, now, id) as DeliveryRow;
+        const row = this.#lease.get(token, now + leaseMs, now, id) as Omit<DeliveryRow, "headers">;
         return {
           token,
-          delivery: payloadWhenAsked(toDelivery(row), () => this.#payloadOf.get(id) as string),
+          delivery: payloadWhenAsked(
+            toDelivery({ ...row, headers: this.#headersOf.get(id) as string }),
+            () => this.#payloadOf.get(id) as string,
+          ),
           outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome),
         };
       });
@@ -252,10 +263,10 @@ export class SqliteDeliveries implements DeliveriesPart {
         d.settled ? "done" : "queued",
         now,
         now,
-        headers,
-        d.payload,
       );
-      return inserted.changes === 1 ? "recorded" : "duplicate";
+      if (inserted.changes === 0) return "duplicate";
+      this.#insertPayload.run(d.id, headers, d.payload);
+      return "recorded";
     });
   }
 
@@ -358,20 +369,20 @@ export class SqliteDeliveries implements DeliveriesPart {
     const clauses: string[] = [];
     const params: Record<string, unknown> = { limit: filter.limit ?? 100 };
     if (filter.status) {
-      clauses.push("status = @status");
+      clauses.push("d.status = @status");
       params.status = filter.status;
     }
     if (filter.event) {
-      clauses.push("event = @event");
+      clauses.push("d.event = @event");
       params.event = filter.event;
     }
     if (filter.since) {
-      clauses.push("received_at >= @since");
+      clauses.push("d.received_at >= @since");
       params.since = filter.since.getTime();
     }
     const where = clauses.length ? `WHERE ${clauses.join(" AND ")}` : "";
     const rows = this.db
-      .prepare(`SELECT * FROM deliveries ${where} ORDER BY received_at DESC, id LIMIT @limit`)
+      .prepare(`SELECT ${WITH_PAYLOAD} ${where} ORDER BY d.received_at DESC, d.id LIMIT @limit`)
       .all(params);
     return (rows as DeliveryRow[]).map(toDelivery);
   }

@@ -1,10 +1,11 @@
-// The SQLite store's schema: deliveries (headers and payload in the row) with their per-handler
-// outcomes and runs, scheduled tasks, handler key/value state, the audit trail, and the counts the
-// console's overview reads. One version; a file of any other is refused at open, never guessed at.
+// The SQLite store's schema: deliveries (headers and payload in a table of their own) with their
+// per-handler outcomes and runs, scheduled tasks, handler key/value state, the audit trail, and the
+// counts the console's overview reads. Version 1 (headers and payload in the delivery's row) is
+// migrated at open; a file of any other version is refused, never guessed at.
 import type { Database } from "better-sqlite3";
 import { writeTransaction } from "./write-transaction.js";
 
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 /** Marks a file as this layout's ("STWD"): development builds before it wrote versions 1 to 13 without it. */
 const APPLICATION_ID = 0x53545744;
 
@@ -29,6 +30,34 @@ const LATER_INDEXES = `
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (received_at) WHERE status = 'failed';
 `;
 
+// A delivery's headers and payload, written once when it is recorded. In the delivery's row, every
+// claim and finish wrote them into the write-ahead log again with the row (a changed status or
+// lease token changes the record's size), and the log's volume sets how often a checkpoint holds
+// the event loop (docs/decisions/0025-sqlite-payloads-in-a-table-of-their-own.md). Headers come
+// first: the claim reads them, the run reads the payload when asked (deliveries.ts). Whoever
+// deletes a delivery (purge, operator commands) deletes its payload through the trigger.
+const PAYLOADS = `
+CREATE TABLE payloads (
+  id TEXT PRIMARY KEY,
+  headers TEXT NOT NULL,
+  payload TEXT NOT NULL
+);
+CREATE TRIGGER deliveries_payload_delete AFTER DELETE ON deliveries BEGIN
+  DELETE FROM payloads WHERE id = old.id;
+END;
+`;
+
+// Version 1 to 2: headers and payload move out of the delivery's row. DROP COLUMN rewrites the
+// table (no index or trigger names either column); the pages it frees are reused by later writes.
+const FROM_1 = `
+${PAYLOADS}
+INSERT INTO payloads (id, headers, payload) SELECT id, headers, payload FROM deliveries;
+ALTER TABLE deliveries DROP COLUMN headers;
+ALTER TABLE deliveries DROP COLUMN payload;
+${LATER_INDEXES}
+PRAGMA user_version = ${SCHEMA_VERSION};
+`;
+
 const CREATE = `
 CREATE TABLE deliveries (
   id TEXT PRIMARY KEY,
@@ -43,10 +72,9 @@ CREATE TABLE deliveries (
   lease_token TEXT,
   lease_until INTEGER,
   last_error TEXT,
-  updated_at INTEGER NOT NULL,
-  headers TEXT NOT NULL,
-  payload TEXT NOT NULL
+  updated_at INTEGER NOT NULL
 );
+${PAYLOADS}
 -- Claims read one partial index per arm (due, lease expired), so finished deliveries (the bulk)
 -- are in neither; status and id make the due one covering.
 CREATE INDEX deliveries_ready ON deliveries (next_run_at, received_at, status, id) WHERE status IN ('queued', 'failed');
@@ -170,7 +198,7 @@ export function schemaProblem(db: Database, dataDir: string): string | undefined
   const application = db.pragma("application_id", { simple: true }) as number;
   const where = `STEWARD_DATA_DIR (${dataDir})`;
   const fresh = `point STEWARD_DATA_DIR at an empty directory (Steward creates its store there)`;
-  if (application === APPLICATION_ID && version === SCHEMA_VERSION) return undefined;
+  if (application === APPLICATION_ID && (version === SCHEMA_VERSION || version === 1)) return undefined;
   if (application === APPLICATION_ID && version > SCHEMA_VERSION) {
     return `${where} holds a store written by a newer Steward (schema ${version}); this version reads schema ${SCHEMA_VERSION}. Run the newer version on it, or ${fresh}`;
   }
@@ -188,7 +216,10 @@ export function schemaProblem(db: Database, dataDir: string): string | undefined
   return `${where} holds a SQLite file (steward.db) of another application; move it away, or ${fresh}`;
 }
 
-/** Creates the schema in a new file, or checks an existing one; throws StoreSchemaError when it is not this version's. */
+/**
+ * Creates the schema in a new file, migrates a version-1 file, or checks an existing one; throws
+ * StoreSchemaError when it is none of these.
+ */
 export function openSchema(db: Database, dataDir: string): void {
   const check = () => {
     const problem = schemaProblem(db, dataDir);
@@ -201,8 +232,10 @@ export function openSchema(db: Database, dataDir: string): void {
     return;
   }
   writeTransaction(db, () => {
-    // Another process (the CLI, a restarting service) may have created it since the look above.
+    // Another process (the CLI, a restarting service) may have created or migrated it since the look above.
     check();
-    if ((db.pragma("user_version", { simple: true }) as number) === 0) db.exec(CREATE);
+    const version = db.pragma("user_version", { simple: true }) as number;
+    if (version === 0) db.exec(CREATE);
+    else if (version === 1) db.exec(FROM_1);
   })();
 }

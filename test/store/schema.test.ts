@@ -3,6 +3,7 @@
 // wrote versions 1 to 13 without Steward's application id) is refused at open with a message
 // saying what it is and what to do, and is left exactly as it was.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +11,8 @@ import Database from "better-sqlite3";
 import { openSqliteStore, storeFileName, type SqliteStore } from "../../src/store/sqlite/store.js";
 import { SCHEMA_VERSION, StoreSchemaError } from "../../src/store/sqlite/schema.js";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
+
+const openerFixture = join(import.meta.dirname, "fixtures", "open-sqlite-store.ts");
 
 let dir: string;
 let store: SqliteStore | undefined;
@@ -235,6 +238,48 @@ describe("schema version 1", () => {
       payload: queued.payload,
     });
   });
+
+  it("is migrated once when several processes open it at the same moment, each then reading every delivery", async () => {
+    const rows = Array.from({ length: 300 }, (_, i) => [
+      deliveryOf("push", examplePayload("push"), `v1-${i}`),
+      i % 3 === 0 ? "queued" : "done",
+    ]) as [ReturnType<typeof deliveryOf>, string][];
+    writeV1(rows, Date.now() - ONE_HOUR);
+    // Each process loads first and opens the store when all are ready, so that they open it together.
+    const children = [1, 2, 3, 4].map(() => {
+      const child = spawn(process.execPath, ["--import", "tsx", openerFixture, dir], {
+        cwd: join(import.meta.dirname, "..", ".."),
+        stdio: ["pipe", "pipe", "pipe"],
+      });
+      let out = "";
+      let err = "";
+      const ready = new Promise<void>((resolve) =>
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.startsWith("ready\n")) resolve();
+        }),
+      );
+      child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+      const exited = new Promise<{ code: number | null; out: string; err: string }>((resolve) =>
+        child.on("exit", (code) => resolve({ code, out: out.slice("ready\n".length), err })),
+      );
+      return { child, ready, exited };
+    });
+    await Promise.all(children.map((c) => c.ready));
+    for (const { child } of children) child.stdin.end("go\n");
+    const opened = await Promise.all(children.map((c) => c.exited));
+    const expected = Object.fromEntries(rows.map(([d]) => [d.id, d.payload.length]));
+    for (const { code, out, err } of opened) {
+      expect(err).toBe("");
+      expect(code).toBe(0);
+      expect(JSON.parse(out)).toEqual({ version: SCHEMA_VERSION, payloads: expected });
+    }
+    const after = onFile("", (db) => ({
+      payloads: db.prepare("SELECT count(*) FROM payloads").pluck().get(),
+      check: db.pragma("integrity_check", { simple: true }),
+    }));
+    expect(after).toEqual({ payloads: rows.length, check: "ok" });
+  }, 60_000);
 
   it("is read as it is by a second store opening it after the migration", async () => {
     const d = deliveryOf("push", examplePayload("push"));

@@ -30,13 +30,18 @@ function refuseAddHandler(name: string): never {
   );
 }
 
+/** One getter for every context: one made per context would give each a hidden class of its own (decision 0024). */
+function legacyGithub(this: { octokit: unknown }): unknown {
+  return this.octokit;
+}
+
 /**
  * Probot <= 9 named the context's client `context.github` (later `context.octokit`); the
  * listener sees both names.
  */
 function withLegacyContext<L extends (ctx: never) => unknown>(listener: L): L {
   return ((ctx: object) => {
-    if (!("github" in ctx)) Object.defineProperty(ctx, "github", { get: () => (ctx as { octokit: unknown }).octokit });
+    if (!("github" in ctx)) Object.defineProperty(ctx, "github", { get: legacyGithub });
     return listener(ctx as never);
   }) as unknown as L;
 }

@@ -409,20 +409,18 @@ export class PostgresDeliveries implements DeliveriesPart {
     const handOut = (leased: ClaimedDelivery[]) => {
       for (const c of claims) c.resolve(leased.splice(0, c.max));
     };
-    if (!batch.length) {
-      await this.#claim(claim!.leaseMs, claim!.max).then(handOut, (error: unknown) => {
+    /** The batch's claims in a statement of their own: no finishes to go with, or those refused. */
+    const claimAlone = async () => {
+      if (!claim) return;
+      await this.#claim(claim.leaseMs, claim.max).then(handOut, (error: unknown) => {
         for (const c of claims) c.reject(error);
       });
-      return;
-    }
+    };
+    if (!batch.length) return claimAlone();
     try {
       handOut(await this.#finish(batch, claim));
     } catch (error) {
-      // The claims then go alone, as they would have without finishes to go with.
-      if (claim)
-        await this.#claim(claim.leaseMs, claim.max).then(handOut, (refused: unknown) => {
-          for (const c of claims) c.reject(refused);
-        });
+      await claimAlone();
       // A statement the server refused: each finish goes alone, so one bad finish fails alone.
       const alone = batch.length > 1 && error instanceof pg.DatabaseError;
       await Promise.all(

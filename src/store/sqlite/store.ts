@@ -39,9 +39,9 @@ const CACHE_SIZE = -4000;
 
 /**
  * Pages the write-ahead log grows to before a commit copies them into the database file (SQLite's
- * default is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim and
- * finish add about 130 KB to the log, so at the default every few dozen deliveries paid two syncs
- * on the event loop. At 16 MB they are a quarter as many and copy a hot page once for many
+ * default is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim,
+ * outcome and finish add about 100 KB to the log (decision 0025), so at the default every few
+ * dozen deliveries paid two syncs on the event loop. At 16 MB they are a quarter as many and copy a hot page once for many
  * commits (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
  * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
  */

@@ -177,7 +177,7 @@ function handlerStep(
     const ctx = handlerContext(deps, handler, facts, {
       octokit: prep.octokit,
       policy,
-      log: log.child({ handler: handler.name }),
+      log,
       attempt,
       signal,
       policySources: prep.policy?.sources ?? [],
@@ -191,6 +191,14 @@ function handlerStep(
   };
 }
 
+/** What every log line of a delivery's run carries. */
+interface DeliveryBindings {
+  delivery: string;
+  event: string;
+  installation: number | undefined;
+  repository: string | undefined;
+}
+
 /**
  * Runs the handlers of `claim` that have no final outcome yet. Returns the outcomes of every
  * handler routed to the delivery (earlier final ones included), for the retry decision.
@@ -199,6 +207,7 @@ async function runHandlers(
   deps: DeliveryRunDeps,
   claim: ClaimedDelivery,
   log: Logger,
+  bindings: DeliveryBindings,
   signal: AbortSignal,
   saveOutcome: (handler: string, outcome: Outcome, seconds: number) => void,
 ): Promise<OutcomeSummary[]> {
@@ -241,7 +250,18 @@ async function runHandlers(
       const result = await runHandler(
         deps,
         { handler: handler.name, log, signal, attempt, wrap: (fn) => calls.during(handler.name, attempt, fn) },
-        handlerStep(deps, handler, facts, prep, attempt, log, signal),
+        // A child of the root with the delivery's bindings, never a child of `log`: pino makes a
+        // child's parent its prototype, and a prototype made per delivery gets a hidden class of its
+        // own that keeps the run's objects alive until a full collection (decision 0026).
+        handlerStep(
+          deps,
+          handler,
+          facts,
+          prep,
+          attempt,
+          deps.logger.child({ ...bindings, handler: handler.name }),
+          signal,
+        ),
       );
       if (!result.stopped) saveOutcome(handler.name, result.outcome, result.seconds);
       return summarize(handler.name, result.outcome);
@@ -288,18 +308,19 @@ async function runDelivery(
 ) {
   const { queue } = deps;
   const d = claim.delivery;
-  const dlog = deps.logger.child({
+  const bindings: DeliveryBindings = {
     delivery: d.id,
     event: d.action ? `${d.event}.${d.action}` : d.event,
     installation: d.installationId,
     repository: d.repository,
-  });
+  };
+  const dlog = deps.logger.child(bindings);
   // Outcome writes are not awaited one by one: each is asked for as soon as it is known, and
   // the finish below then shares their group commit instead of waiting a commit for them. If
   // one failed while the finish held, only that handler's outcome is lost: a retry runs it
   // again, as after a crash between its effect and saving its outcome.
   const outcomeWrites: Promise<void>[] = [];
-  const outcomes = await runHandlers(deps, claim, dlog, signal, (handler, outcome, seconds) => {
+  const outcomes = await runHandlers(deps, claim, dlog, bindings, signal, (handler, outcome, seconds) => {
     const write = queue.deliveries.recordOutcome(claim.token, d.id, handler, outcome, seconds).then((held) => {
       if (!held) dlog.warn({ handler }, "lease lost; outcome not saved (the delivery runs again)");
     });

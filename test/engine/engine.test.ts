@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pino } from "pino";
 import { defineHandler, type HandlerEventName, type HandlerModule } from "../../src/handler.js";
 import type { LoadedPolicy } from "../../src/policy/types.js";
 import { deliveryOf, examplePayload, fakeOctokits, fakePolicies, testEngine } from "./helpers.js";
@@ -268,6 +269,42 @@ describe("routing and outcomes", () => {
         ...added.repositories_added.map((r: { full_name: string }) => r.full_name),
       ].sort(),
     );
+  });
+});
+
+describe("logging", () => {
+  it("gives each handler a logger carrying the delivery's bindings and the handler's name", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const said = (name: string) =>
+      defineHandler<unknown>({
+        name,
+        events: ["workflow_run"],
+        async handle(ctx) {
+          ctx.log.info({ step: 1 }, `${name} ran`);
+          return { status: "done" };
+        },
+      });
+    const engine = (scratch.engine = testEngine(scratch.store, [said("first"), said("second")], { logger }));
+    await engine.start();
+    const d = deliveryOf("workflow_run", withInstallation(examplePayload("workflow_run", "completed"), 7));
+    await engine.intake.record(d);
+    await engine.idle();
+
+    const ran = lines.filter((l) => typeof l.msg === "string" && l.msg.endsWith(" ran"));
+    expect(ran.map((l) => l.msg).sort()).toEqual(["first ran", "second ran"]);
+    for (const l of ran) {
+      const { level, time, pid, hostname, ...rest } = l;
+      // The delivery's bindings, then the handler's, then the line's own fields, in that order.
+      expect(Object.keys(rest)).toEqual(["delivery", "event", "installation", "repository", "handler", "step", "msg"]);
+      expect(rest).toMatchObject({
+        delivery: d.id,
+        event: "workflow_run.completed",
+        installation: 7,
+        repository: d.repository,
+        handler: (rest.msg as string).split(" ")[0],
+      });
+    }
   });
 });
 

@@ -160,13 +160,16 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     ]);
     const schema = opts.postgres?.schema;
     // The store first: it brings the schema (the coordination's tables included) to this version.
-    store = await openPostgresStore(config.postgresUrl, { logger, ...(schema ? { schema } : {}) });
+    const postgres = await openPostgresStore(config.postgresUrl, { logger, ...(schema ? { schema } : {}) });
+    store = postgres;
     cluster = openPostgresCoordination({
       url: config.postgresUrl,
       config,
       logger,
       ...(schema ? { schema } : {}),
       onMint: (id) => metrics.tokenMinted(id),
+      // The store wakes the other replicas only while the registry sees some alive.
+      onOthers: (alive) => postgres.othersAlive(alive),
     });
   } else if (config.redisUrl) {
     // Loaded only here: ioredis and the Redis store are several MB of a single-process service's memory.

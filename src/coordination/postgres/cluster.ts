@@ -17,6 +17,8 @@ import { startPostgresReplicaRegistry } from "./replicas.js";
 export interface PostgresCoordinationOptions extends ReplicaCoordinationOptions {
   /** Schema of the deployment's tables (the store's; default `steward`), already migrated by the store. */
   schema?: string;
+  /** Told after each heartbeat of the registry whether other replicas are alive (see startPostgresReplicaRegistry). */
+  onOthers?(alive: boolean | undefined): void;
 }
 
 /** Opens the coordination of a deployment whose store (and so whose schema) is already open. */
@@ -55,6 +57,7 @@ export function openPostgresCoordination(opts: PostgresCoordinationOptions): Rep
         s,
         logger: opts.logger,
         holds: () => ({ writeSlots: writeSlots.held(), tokenMints: tokens.minting() }),
+        ...(opts.onOthers ? { onOthers: opts.onOthers } : {}),
       });
     },
     replicas: () => registry?.alive() ?? Promise.resolve([]),

@@ -28,6 +28,12 @@ export function startPostgresReplicaRegistry(opts: {
   logger?: Logger;
   id?: string;
   now?: () => number;
+  /**
+   * After each heartbeat: whether another replica is alive (seen within REPLICA_TIMEOUT_MS),
+   * undefined when the heartbeat failed or the registry stopped. The store's wake-ups are
+   * sent only while some other replica may hear them (store/postgres/work-signal.ts).
+   */
+  onOthers?(alive: boolean | undefined): void;
 }): ReplicaRegistry {
   const { pool, s } = opts;
   const now = opts.now ?? Date.now;
@@ -35,11 +41,15 @@ export function startPostgresReplicaRegistry(opts: {
   const startedAt = now();
   let lastWarned = 0;
   let beating: Promise<void> | undefined;
+  let stopped = false;
   const sql = {
-    // Stale rows of others go with each heartbeat (never this replica's own: one statement touches a row once).
-    beat: `WITH gone AS (DELETE FROM ${s}.replicas WHERE seen_at < clock_timestamp() - ${ms("$3")} AND id <> $1)
+    // Stale rows of others go with each heartbeat (never this replica's own: one statement touches a row once),
+    // and the others still alive are counted.
+    beat: `WITH gone AS (DELETE FROM ${s}.replicas WHERE seen_at < clock_timestamp() - ${ms("$3")} AND id <> $1),
+      others AS (SELECT count(*)::integer AS n FROM ${s}.replicas WHERE seen_at >= clock_timestamp() - ${ms("$3")} AND id <> $1)
       INSERT INTO ${s}.replicas (id, entry, seen_at) VALUES ($1, $2, clock_timestamp())
-      ON CONFLICT (id) DO UPDATE SET entry = excluded.entry, seen_at = excluded.seen_at`,
+      ON CONFLICT (id) DO UPDATE SET entry = excluded.entry, seen_at = excluded.seen_at
+      RETURNING (SELECT n FROM others) AS others`,
     alive: `SELECT entry FROM ${s}.replicas WHERE seen_at > clock_timestamp() - ${ms("$1")} ORDER BY id`,
     leases: `SELECT ${ownerOf("lease_token")} AS owner, 'd' AS kind, count(*)::integer AS n
         FROM ${s}.queue WHERE lease_token IS NOT NULL GROUP BY 1
@@ -51,11 +61,13 @@ export function startPostgresReplicaRegistry(opts: {
 
   async function beat(): Promise<void> {
     const entry = { id, pid: process.pid, startedAt, seenAt: now(), ...opts.holds() };
-    await pool.query(sql.beat, [id, JSON.stringify(entry), REPLICA_TIMEOUT_MS]);
+    const { rows } = await pool.query<{ others: number }>(sql.beat, [id, JSON.stringify(entry), REPLICA_TIMEOUT_MS]);
+    if (!stopped) opts.onOthers?.(rows[0]!.others > 0);
   }
   const tick = () =>
     (beating ??= beat()
       .catch((e: unknown) => {
+        if (!stopped) opts.onOthers?.(undefined);
         if (now() - lastWarned < 5_000) return;
         lastWarned = now();
         opts.logger?.warn({ err: { message: (e as Error).message } }, "replica registry: heartbeat failed");
@@ -85,6 +97,8 @@ export function startPostgresReplicaRegistry(opts: {
     },
     async stop() {
       clearInterval(timer);
+      stopped = true;
+      opts.onOthers?.(undefined);
       // A heartbeat still in flight would write the row back after it was removed.
       await beating;
       await pool.query(sql.leave, [id]);

@@ -182,7 +182,8 @@ export class PostgresDeliveries implements DeliveriesPart {
 
   /**
    * The ids of `ds` inserted now (the others were recorded before: the primary key dedups).
-   * Other replicas are notified in the same transaction when one of them is queued work.
+   * Other replicas (when the registry saw any alive) are notified in the same transaction when
+   * one of them is queued work.
    */
   async #insert(ds: IncomingDelivery[]): Promise<Set<string>> {
     const now = new Date();
@@ -203,10 +204,17 @@ export class PostgresDeliveries implements DeliveriesPart {
       const $ = (i: number) => `$${n - 10 + i}`;
       return `(${$(1)}, ${$(2)}, ${$(3)}, ${$(4)}, ${$(5)}, ${$(6)}, ${$(7)}, ${$(8)}, ${$(9)}, ${$(10)})`;
     });
-    const n = values.push(...this.signal.notice);
+    // No other replica alive (the registry says): no notice, which only this replica would hear.
+    const notice = this.signal.notice;
+    const n = notice ? values.push(...notice) : values.length;
+    const woke = notice
+      ? `, woke AS (
+         SELECT pg_notify($${n - 1}, $${n}) FROM (SELECT FROM ins WHERE status = 'queued' LIMIT 1) queued
+       )`
+      : "";
     const { rows: inserted } = await this.pool.query<{ id: string | null }>({
-      // One prepared statement per batch size (at most MAX_BATCH of them per connection).
-      name: `steward-record-${ds.length}`,
+      // One prepared statement per batch size and kind (at most 2 * MAX_BATCH of them per connection).
+      name: `steward-record-${ds.length}${notice ? "" : "-alone"}`,
       text: `WITH ins AS (
          INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
            status, updated_at)
@@ -215,10 +223,8 @@ export class PostgresDeliveries implements DeliveriesPart {
        ), queued AS (
          INSERT INTO ${this.s}.queue (id, run_at) SELECT id, updated_at FROM ins WHERE status = 'queued'
          ON CONFLICT (id) DO NOTHING
-       ), woke AS (
-         SELECT pg_notify($${n - 1}, $${n}) FROM (SELECT FROM ins WHERE status = 'queued' LIMIT 1) queued
-       )
-       SELECT id FROM ins UNION ALL SELECT NULL FROM woke`,
+       )${woke}
+       SELECT id FROM ins${notice ? " UNION ALL SELECT NULL FROM woke" : ""}`,
       values,
     });
     return new Set(inserted.flatMap((r) => (r.id === null ? [] : [r.id])));

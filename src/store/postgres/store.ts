@@ -74,6 +74,15 @@ export class PostgresStore implements StewardStore {
     this.#signal.onWork(listener);
   }
 
+  /**
+   * What the replica registry saw at its last heartbeat (coordination/postgres/replicas.ts):
+   * whether other replicas of the deployment are alive, undefined when it does not know. While
+   * none is, queued work notifies no one.
+   */
+  othersAlive(alive: boolean | undefined): void {
+    this.#signal.othersAlive(alive);
+  }
+
   async ready(): Promise<boolean> {
     if (this.#closing) return false;
     try {

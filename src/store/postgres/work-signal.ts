@@ -2,6 +2,10 @@
 // a replay, work given back) notifies; every other replica's pool claims at once instead of at
 // its next poll. Notifications carry no data and may be lost (a listener reconnecting), so
 // the pool's poll stays as the floor; a replica does not wake itself by its own notices.
+// While the replica registry says no other replica is alive, no notice is sent: each one wakes
+// every listening connection of the database (this replica's own included) and serializes the
+// commits that send it, for no one to hear; a replica starting later claims at its start and
+// polls until the others' next heartbeat has seen it.
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import type { Logger } from "pino";
@@ -14,6 +18,8 @@ export class WorkSignal {
   #again = false;
   readonly #listener: Listener;
   #closed = false;
+  /** Whether other replicas are alive, as the registry last saw; undefined while not known. */
+  #othersAlive: boolean | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -39,7 +45,7 @@ export class WorkSignal {
    * are one more after it, so a burst of deliveries costs a few statements, not one each.
    */
   notify(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#othersAlive === false) return;
     if (this.#notifying) {
       this.#again = true;
       return;
@@ -61,8 +67,17 @@ export class WorkSignal {
    * pg_notify's arguments, for a statement that queues work and notifies in its own
    * transaction (the notice then leaves with the commit and costs no statement of its own).
    */
-  get notice(): [channel: string, from: string] {
-    return [this.channel, this.#self];
+  get notice(): [channel: string, from: string] | undefined {
+    return this.#othersAlive === false ? undefined : [this.channel, this.#self];
+  }
+
+  /**
+   * What the replica registry saw at its last heartbeat: other replicas alive or not, or
+   * undefined when it does not know (no heartbeat yet, or the last one failed). Notices are
+   * sent unless it saw none.
+   */
+  othersAlive(alive: boolean | undefined): void {
+    this.#othersAlive = alive;
   }
 
   /** `listener` runs when another replica queued work, or the listening connection came back (a notice may have been missed). */

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { cp, mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { SCHEMA_VERSION } from "../../src/store/sqlite/schema.js";
 import { examples } from "../support/webhook-examples.js";
 import { deliveryId, postDelivery } from "../service/helpers.js";
 import { realAppEnv, startChild } from "../service/child.js";
@@ -63,7 +64,9 @@ describe("steward backup", () => {
     const made = await backup;
     await during;
     expect(made.code, made.out).toBe(0);
-    expect(made.stdout).toMatch(/^backed up \d+ deliveries \(schema 2, [\d.]+ MB\) from /);
+    expect(made.stdout).toMatch(
+      new RegExp(`^backed up \\d+ deliveries \\(schema ${SCHEMA_VERSION}, [\\d.]+ MB\\) from `),
+    );
     expect(await readdir(backupDir)).toContain("steward.db");
     // A second backup to the same place is refused rather than mixed into the first.
     const again = await cli({ STEWARD_DATA_DIR: env.STEWARD_DATA_DIR! }, ["backup", backupDir]);

@@ -1,5 +1,5 @@
 // The SQLite store's own: its durability setting and its schema version. A store of the released
-// version 1 is migrated at open; a data directory written by any other layout (development builds
+// versions 1 and 2 is migrated at open; a data directory written by any other layout (development builds
 // wrote versions 1 to 13 without Steward's application id) is refused at open with a message
 // saying what it is and what to do, and is left exactly as it was.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -81,6 +81,32 @@ describe("schema", () => {
     expect((await store.deliveries.getDelivery(d.id))?.delivery.payload).toBe(d.payload);
   });
 
+  it("deletes a purged delivery's payload, outcomes and runs with it: a delivery recorded after it, given the freed seq, starts with none", async () => {
+    store = openSqliteStore(dir);
+    const old = deliveryOf("issues", examplePayload("issues", "opened"));
+    expect(await store.deliveries.record({ ...old, receivedAt: new Date(Date.now() - 60_000) })).toBe("recorded");
+    const claimed = (await store.deliveries.claimDelivery(60_000))!;
+    expect(
+      await store.deliveries.recordOutcome(claimed.token, old.id, "labels", { status: "failed", error: "no" }, 0.1),
+    ).toBe(true);
+    expect(await store.deliveries.finishDelivery(claimed.token, old.id, { status: "done" })).toBe(true);
+    expect(await store.deliveries.purgeFinished(new Date(Date.now() + 1_000))).toBe(1);
+    const rows = () =>
+      onFile("", (db) =>
+        ["payloads", "outcomes", "attempts"].map((t) => db.prepare(`SELECT count(*) FROM ${t}`).pluck().get()),
+      );
+    expect(rows()).toEqual([0, 0, 0]);
+
+    // The table is empty again, so the next delivery takes the purged one's seq.
+    const next = deliveryOf("push", examplePayload("push"));
+    expect(await store.deliveries.record(next)).toBe("recorded");
+    const run = (await store.deliveries.claimDelivery(60_000))!;
+    expect(run.delivery.id).toBe(next.id);
+    expect(run.outcomes).toEqual([]);
+    expect((await store.deliveries.getDelivery(next.id))?.attempts).toEqual([]);
+    expect(await store.browse.decisionsOf([next.id])).toEqual(new Map());
+  });
+
   it("refuses a store a development build wrote (schema 13), saying what it is and what to do, and leaves it as it was", () => {
     onFile(
       "CREATE TABLE deliveries (id TEXT PRIMARY KEY); CREATE TABLE spool_moved (id INTEGER PRIMARY KEY); PRAGMA user_version = 13;",
@@ -132,20 +158,34 @@ describe("schema", () => {
   });
 });
 
-describe("schema version 1", () => {
-  const v1 = readFileSync(new URL("fixtures/sqlite-schema-1.sql", import.meta.url), "utf8");
-  const insertV1 = `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at, status,
+// The released layouts a store is migrated from at open: version 1 (headers and payload in the
+// delivery's row) and version 2 (in a table of their own, every table keyed by the delivery's id).
+const RELEASED = {
+  1: [
+    `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at, status,
       attempts, next_run_at, lease_token, lease_until, last_error, updated_at, headers, payload)
     VALUES (@id, @event, @action, @installationId, @repository, @receivedAt, @status, @attempts, @receivedAt, NULL,
-      NULL, @lastError, @receivedAt, @headers, @payload)`;
+      NULL, @lastError, @receivedAt, @headers, @payload)`,
+  ],
+  2: [
+    `INSERT INTO deliveries (id, event, action, installation_id, repository, received_at, status,
+      attempts, next_run_at, lease_token, lease_until, last_error, updated_at)
+    VALUES (@id, @event, @action, @installationId, @repository, @receivedAt, @status, @attempts, @receivedAt, NULL,
+      NULL, @lastError, @receivedAt)`,
+    "INSERT INTO payloads (id, headers, payload) VALUES (@id, @headers, @payload)",
+  ],
+};
+
+describe.each([1, 2] as const)("schema version %i", (version) => {
+  const layout = readFileSync(new URL(`fixtures/sqlite-schema-${version}.sql`, import.meta.url), "utf8");
   const ONE_HOUR = 3_600_000;
 
-  /** A version-1 store holding `rows` (delivery, status), each done or dead delivery with an outcome and a run. */
-  function writeV1(rows: [ReturnType<typeof deliveryOf>, string][], receivedAt: number): void {
-    onFile(v1, (db) => {
-      const insert = db.prepare(insertV1);
+  /** A store of this released version holding `rows` (delivery, status), each done or dead delivery with an outcome and a run. */
+  function writeReleased(rows: [ReturnType<typeof deliveryOf>, string][], receivedAt: number): void {
+    onFile(layout, (db) => {
+      const inserts = RELEASED[version].map((sql) => db.prepare(sql));
       for (const [d, status] of rows) {
-        insert.run({
+        const row = {
           id: d.id,
           event: d.event,
           action: d.action ?? null,
@@ -157,7 +197,8 @@ describe("schema version 1", () => {
           lastError: status === "dead" ? "gave up" : null,
           headers: JSON.stringify(d.headers),
           payload: d.payload,
-        });
+        };
+        for (const insert of inserts) insert.run(row);
         if (status === "queued") continue;
         const outcome = status === "dead" ? "failed" : "done";
         db.prepare(
@@ -170,12 +211,16 @@ describe("schema version 1", () => {
     });
   }
 
+  /** Ids of the deliveries whose payload the file holds. */
+  const payloadIds = (db: Database.Database) =>
+    db.prepare("SELECT d.id FROM payloads p JOIN deliveries d ON d.seq = p.delivery ORDER BY d.id").pluck().all();
+
   it("is migrated at open: every delivery keeps its headers, payload, status, outcomes and runs", async () => {
     const done = deliveryOf("push", examplePayload("push"));
     const dead = deliveryOf("issues", examplePayload("issues", "opened"));
     const queued = deliveryOf("pull_request", examplePayload("pull_request", "opened"));
     const receivedAt = Date.now() - 2 * ONE_HOUR;
-    writeV1(
+    writeReleased(
       [
         [done, "done"],
         [dead, "dead"],
@@ -183,18 +228,22 @@ describe("schema version 1", () => {
       ],
       receivedAt,
     );
+    const rowids = onFile("", (db) => db.prepare("SELECT id, rowid FROM deliveries ORDER BY rowid").raw().all());
 
     store = openSqliteStore(dir);
     const after = onFile("", (db) => ({
       ...header(db),
       columns: db.prepare("SELECT name FROM pragma_table_info('deliveries')").pluck().all(),
       check: db.pragma("integrity_check", { simple: true }),
+      seqs: db.prepare("SELECT id, seq FROM deliveries ORDER BY seq").raw().all(),
     }));
     expect(after.version).toBe(SCHEMA_VERSION);
     expect(after.tables).toContain("payloads");
     expect(after.columns).not.toContain("payload");
     expect(after.columns).not.toContain("headers");
     expect(after.check).toBe("ok");
+    // A delivery keeps its rowid as its seq: the console's page positions (received_at, seq) still hold.
+    expect(after.seqs).toEqual(rowids);
 
     for (const [d, status] of [
       [done, "done"],
@@ -215,6 +264,12 @@ describe("schema version 1", () => {
       expect(read?.attempts.length).toBe(status === "queued" ? 0 : 1);
     }
     expect(await store.browse.countDead()).toBe(1);
+    expect((await store.browse.browseDeliveries({ outcome: "failed", limit: 50 })).items.map((s) => s.id)).toEqual([
+      dead.id,
+    ]);
+    expect((await store.browse.decisionsOf([dead.id, done.id])).get(dead.id)).toEqual([
+      expect.objectContaining({ handler: "labels", status: "failed" }),
+    ]);
     expect((await store.deliveries.listDeliveries()).map((d) => d.payload).sort()).toEqual(
       [done.payload, dead.payload, queued.payload].sort(),
     );
@@ -227,9 +282,8 @@ describe("schema version 1", () => {
     expect(await store.deliveries.purgeFinished(new Date(receivedAt + ONE_HOUR))).toBe(1);
     await store.close();
     store = undefined;
-    expect(onFile("", (db) => db.prepare("SELECT id FROM payloads ORDER BY id").pluck().all() as string[])).toEqual(
-      [dead.id, queued.id].sort(),
-    );
+    expect(onFile("", payloadIds)).toEqual([dead.id, queued.id].sort());
+    expect(onFile("", (db) => db.prepare("SELECT count(*) FROM outcomes").pluck().get())).toBe(1);
 
     // Opened again, it is the current version as it is.
     store = openSqliteStore(dir);
@@ -241,10 +295,10 @@ describe("schema version 1", () => {
 
   it("is migrated once when several processes open it at the same moment, each then reading every delivery", async () => {
     const rows = Array.from({ length: 300 }, (_, i) => [
-      deliveryOf("push", examplePayload("push"), `v1-${i}`),
+      deliveryOf("push", examplePayload("push"), `v${version}-${i}`),
       i % 3 === 0 ? "queued" : "done",
     ]) as [ReturnType<typeof deliveryOf>, string][];
-    writeV1(rows, Date.now() - ONE_HOUR);
+    writeReleased(rows, Date.now() - ONE_HOUR);
     // Each process loads first and opens the store when all are ready, so that they open it together.
     const children = [1, 2, 3, 4].map(() => {
       const child = spawn(process.execPath, ["--import", "tsx", openerFixture, dir], {
@@ -283,7 +337,7 @@ describe("schema version 1", () => {
 
   it("is read as it is by a second store opening it after the migration", async () => {
     const d = deliveryOf("push", examplePayload("push"));
-    writeV1([[d, "done"]], Date.now());
+    writeReleased([[d, "done"]], Date.now());
     store = openSqliteStore(dir);
     const second = openSqliteStore(dir);
     try {

@@ -1,4 +1,4 @@
-// The console's reads of the SQLite store: keyset pages (received_at, rowid) over the
+// The console's reads of the SQLite store: keyset pages (received_at, seq) over the
 // deliveries' indexes (schema.ts), newest first, summaries only.
 import type { Database, Statement } from "better-sqlite3";
 import type { DeliveryRow } from "./deliveries.js";
@@ -6,7 +6,7 @@ import { pageLimit, type ActivityRow, type DeliveryPage, type DeliveryQuery, typ
 import { DETAIL_READ, decisionsByDelivery, MAX_PAGE, type DecisionLine, type OutcomeLineRow } from "../browse.js";
 import type { BrowsePart } from "../contract.js";
 
-type SummaryRow = Omit<DeliveryRow, "next_run_at" | "lease_token" | "headers" | "payload"> & { rid: number };
+type SummaryRow = Omit<DeliveryRow, "seq" | "next_run_at" | "lease_token" | "headers" | "payload"> & { rid: number };
 
 function parseCursor(cursor: string | undefined): { at: number; rid: number } | undefined {
   const m = cursor ? /^(\d+)\.(\d+)$/.exec(cursor) : null;
@@ -38,7 +38,7 @@ function scope(
   return [`${byStatusIndex ? "+" : ""}d.repository IN (SELECT value FROM json_each(@repos))`];
 }
 
-const SUMMARY_COLUMNS = `d.rowid AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
+const SUMMARY_COLUMNS = `d.seq AS rid, d.id, d.event, d.action, d.installation_id, d.repository, d.received_at, d.status,
   d.attempts, d.last_error, d.updated_at`;
 
 function summaryOf(r: SummaryRow): DeliverySummary {
@@ -90,17 +90,17 @@ export class SqliteBrowse implements BrowsePart {
     const indexed = q.outcome === "failed" && this.#fewFailed(q.handler);
     if (indexed) {
       where.push(
-        `d.id IN (SELECT delivery_id FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${q.handler !== undefined ? " AND handler = @handler" : ""})`,
+        `d.seq IN (SELECT delivery FROM outcomes INDEXED BY outcomes_failed WHERE status = 'failed'${q.handler !== undefined ? " AND handler = @handler" : ""})`,
       );
       if (q.handler !== undefined) params.handler = q.handler;
     }
     const probe = byOutcome && !indexed ? this.#outcomeProbe(q) : undefined;
     // With a position, a keyset condition the index can seek to (a page deep down costs what the first does).
     const statement = (after: boolean) => {
-      const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.rowid < @rid))"] : where;
+      const all = after ? [...where, "(d.received_at < @at OR (d.received_at = @at AND d.seq < @rid))"] : where;
       return this
         .#prepare(`SELECT ${SUMMARY_COLUMNS} FROM deliveries d ${all.length ? `WHERE ${all.join(" AND ")}` : ""}
-        ORDER BY d.received_at DESC, d.rowid DESC LIMIT @chunk`);
+        ORDER BY d.received_at DESC, d.seq DESC LIMIT @chunk`);
     };
     // An outcome filter is checked per candidate (a primary-key probe of outcomes), a chunk at a
     // time and within a time budget: a rare outcome answers a short page with a cursor, not a scan of everything.
@@ -121,7 +121,7 @@ export class SqliteBrowse implements BrowsePart {
           break;
         }
         position = { at: r.received_at, rid: r.rid };
-        if (!probe || probe(r.id)) found.push(r);
+        if (!probe || probe(r.rid)) found.push(r);
       }
       if (!more) break;
     }
@@ -141,12 +141,12 @@ export class SqliteBrowse implements BrowsePart {
     return n <= MAX_INDEXED_FAILED;
   }
 
-  #outcomeProbe(q: DeliveryQuery): (id: string) => boolean {
-    const parts = ["delivery_id = @id"];
+  #outcomeProbe(q: DeliveryQuery): (seq: number) => boolean {
+    const parts = ["delivery = @seq"];
     if (q.handler !== undefined) parts.push("handler = @handler");
     if (q.outcome !== undefined) parts.push("status = @outcome");
     const stmt = this.#prepare(`SELECT 1 FROM outcomes WHERE ${parts.join(" AND ")} LIMIT 1`).pluck();
-    return (id) => stmt.get({ id, handler: q.handler ?? null, outcome: q.outcome ?? null }) !== undefined;
+    return (seq) => stmt.get({ seq, handler: q.handler ?? null, outcome: q.outcome ?? null }) !== undefined;
   }
 
   // Both read the counts the schema's triggers keep (schema.ts), never the deliveries:
@@ -167,8 +167,9 @@ export class SqliteBrowse implements BrowsePart {
   async decisionsOf(ids: readonly string[]): Promise<Map<string, DecisionLine[]>> {
     if (ids.length === 0) return new Map();
     const rows = this.#prepare(
-      `SELECT delivery_id AS id, handler, status, substr(detail, 1, ${DETAIL_READ}) AS detail FROM outcomes
-       WHERE delivery_id IN (SELECT value FROM json_each(?)) ORDER BY delivery_id, handler`,
+      `SELECT d.id AS id, o.handler, o.status, substr(o.detail, 1, ${DETAIL_READ}) AS detail
+       FROM deliveries d JOIN outcomes o ON o.delivery = d.seq
+       WHERE d.id IN (SELECT value FROM json_each(?)) ORDER BY d.id, o.handler`,
     ).all(JSON.stringify(ids.slice(0, MAX_PAGE))) as OutcomeLineRow[];
     return decisionsByDelivery(rows);
   }

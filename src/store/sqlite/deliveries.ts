@@ -31,6 +31,7 @@ const MAX_ATTEMPTS_SHOWN = 200;
 
 /** A delivery's row with its headers and payload (payloads table). */
 export interface DeliveryRow {
+  seq: number;
   id: string;
   event: string;
   action: string | null;
@@ -130,10 +131,10 @@ function toAttempt(r: AttemptRow): AttemptRecord {
  * the cutoff, never the table from its start.
  */
 export const PURGE_FINISHED_SQL =
-  "SELECT id FROM deliveries WHERE received_at < ? AND status = 'done' AND updated_at < ? ORDER BY received_at LIMIT ?";
+  "SELECT seq FROM deliveries WHERE received_at < ? AND status = 'done' AND updated_at < ? ORDER BY received_at LIMIT ?";
 
 /** Select list and FROM of a delivery's row with its headers and payload (alias d). */
-const WITH_PAYLOAD = "d.*, p.headers, p.payload FROM deliveries d JOIN payloads p ON p.id = d.id";
+const WITH_PAYLOAD = "d.*, p.headers, p.payload FROM deliveries d JOIN payloads p ON p.delivery = d.seq";
 
 export class SqliteDeliveries implements DeliveriesPart {
   readonly #writes: GroupCommit;
@@ -171,7 +172,7 @@ export class SqliteDeliveries implements DeliveriesPart {
          (id, event, action, installation_id, repository, received_at, status, attempts, next_run_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)`,
     );
-    this.#insertPayload = db.prepare("INSERT INTO payloads (id, headers, payload) VALUES (?, ?, ?)");
+    this.#insertPayload = db.prepare("INSERT INTO payloads (delivery, headers, payload) VALUES (?, ?, ?)");
     // Each arm of "due" reads its own partial index (schema.ts), in the order it is served.
     const ready = "FROM deliveries WHERE status IN ('queued', 'failed') AND next_run_at <= @now";
     const expired = "FROM deliveries WHERE status = 'running' AND lease_until <= @now";
@@ -184,22 +185,24 @@ export class SqliteDeliveries implements DeliveriesPart {
        WHERE id = ? RETURNING *, '' AS payload`,
     );
     this.#byId = db.prepare(`SELECT ${WITH_PAYLOAD} WHERE d.id = ?`);
-    this.#headersOf = db.prepare("SELECT headers FROM payloads WHERE id = ?").pluck();
-    this.#payloadOf = db.prepare("SELECT payload FROM payloads WHERE id = ?").pluck();
-    this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery_id = ? ORDER BY handler");
+    this.#headersOf = db.prepare("SELECT headers FROM payloads WHERE delivery = ?").pluck();
+    this.#payloadOf = db.prepare("SELECT payload FROM payloads WHERE delivery = ?").pluck();
+    this.#outcomesOf = db.prepare("SELECT * FROM outcomes WHERE delivery = ? ORDER BY handler");
     this.#attemptsOf = db.prepare(
-      `SELECT handler, attempt, status, detail, at FROM attempts WHERE delivery_id = ? ORDER BY seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN}`,
+      `SELECT handler, attempt, status, detail, at FROM attempts WHERE delivery = ? ORDER BY seq DESC LIMIT ${MAX_ATTEMPTS_SHOWN}`,
     );
-    this.#holds = db.prepare("SELECT 1 FROM deliveries WHERE id = ? AND lease_token = ? AND status = 'running'");
+    this.#holds = db
+      .prepare("SELECT seq FROM deliveries WHERE id = ? AND lease_token = ? AND status = 'running'")
+      .pluck();
     this.#upsertOutcome = db.prepare(
-      `INSERT INTO outcomes (delivery_id, handler, status, detail, retryable, attempts, seconds, updated_at)
+      `INSERT INTO outcomes (delivery, handler, status, detail, retryable, attempts, seconds, updated_at)
        VALUES (?, ?, ?, ?, ?, 1, ?, ?)
-       ON CONFLICT (delivery_id, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
+       ON CONFLICT (delivery, handler) DO UPDATE SET status = excluded.status, detail = excluded.detail,
          retryable = excluded.retryable, attempts = outcomes.attempts + 1, seconds = excluded.seconds, updated_at = excluded.updated_at
        RETURNING attempts`,
     );
     this.#logAttempt = db.prepare(
-      "INSERT INTO attempts (delivery_id, handler, attempt, status, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO attempts (delivery, handler, attempt, status, detail, at) VALUES (?, ?, ?, ?, ?, ?)",
     );
     this.#finish = db.prepare(
       `UPDATE deliveries SET status = ?, next_run_at = ?, last_error = ?, lease_token = NULL, lease_until = NULL, updated_at = ?
@@ -233,13 +236,14 @@ export class SqliteDeliveries implements DeliveriesPart {
       return ids.map((id) => {
         const token = newLeaseToken();
         const row = this.#lease.get(token, now + leaseMs, now, id) as Omit<DeliveryRow, "headers">;
+        const seq = row.seq;
         return {
           token,
           delivery: payloadWhenAsked(
-            toDelivery({ ...row, headers: this.#headersOf.get(id) as string }),
-            () => this.#payloadOf.get(id) as string,
+            toDelivery({ ...row, headers: this.#headersOf.get(seq) as string }),
+            () => this.#payloadOf.get(seq) as string,
           ),
-          outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome),
+          outcomes: (this.#outcomesOf.all(seq) as OutcomeRow[]).map(toOutcome),
         };
       });
     };
@@ -265,7 +269,7 @@ export class SqliteDeliveries implements DeliveriesPart {
         now,
       );
       if (inserted.changes === 0) return "duplicate";
-      this.#insertPayload.run(d.id, headers, d.payload);
+      this.#insertPayload.run(inserted.lastInsertRowid, headers, d.payload);
       return "recorded";
     });
   }
@@ -338,10 +342,11 @@ export class SqliteDeliveries implements DeliveriesPart {
   ): Promise<boolean> {
     const { status, detail, retryable } = outcomeRecord(outcome);
     return this.#writes.run(() => {
-      if (!this.#holds.get(deliveryId, token)) return false;
+      const seq = this.#holds.get(deliveryId, token) as number | undefined;
+      if (seq === undefined) return false;
       const now = Date.now();
       const { attempts } = this.#upsertOutcome.get(
-        deliveryId,
+        seq,
         handler,
         status,
         detail ?? null,
@@ -351,7 +356,7 @@ export class SqliteDeliveries implements DeliveriesPart {
       ) as {
         attempts: number;
       };
-      this.#logAttempt.run(deliveryId, handler, attempts, status, detail ?? null, now);
+      this.#logAttempt.run(seq, handler, attempts, status, detail ?? null, now);
       return true;
     });
   }
@@ -392,8 +397,8 @@ export class SqliteDeliveries implements DeliveriesPart {
     if (!row) return undefined;
     return {
       delivery: toDelivery(row),
-      outcomes: (this.#outcomesOf.all(id) as OutcomeRow[]).map(toOutcome),
-      attempts: (this.#attemptsOf.all(id) as AttemptRow[]).reverse().map(toAttempt),
+      outcomes: (this.#outcomesOf.all(row.seq) as OutcomeRow[]).map(toOutcome),
+      attempts: (this.#attemptsOf.all(row.seq) as AttemptRow[]).reverse().map(toAttempt),
     };
   }
 
@@ -408,22 +413,21 @@ export class SqliteDeliveries implements DeliveriesPart {
         .run(now, now, id).changes;
       if (changed === 0) return false;
       // The runs so far stay in the history; the replay's runs count from attempt 1 again.
-      this.db.prepare("DELETE FROM outcomes WHERE delivery_id = ?").run(id);
+      this.db.prepare("DELETE FROM outcomes WHERE delivery = (SELECT seq FROM deliveries WHERE id = ?)").run(id);
       return true;
     })();
   }
 
   async purgeFinished(beforeDate: Date): Promise<number> {
     const before = beforeDate.getTime();
-    // Each batch its own transaction (in-batches.ts).
+    // Each batch its own transaction (in-batches.ts). The schema's trigger deletes each delivery's
+    // payload, outcomes and runs with it.
     const batch = writeTransaction(this.db, (limit: number) => {
-      const ids = this.db.prepare(PURGE_FINISHED_SQL).pluck().all(before, before, limit) as string[];
-      if (ids.length === 0) return 0;
-      const list = JSON.stringify(ids);
-      const inList = "(SELECT value FROM json_each(?))";
-      this.db.prepare(`DELETE FROM outcomes WHERE delivery_id IN ${inList}`).run(list);
-      this.db.prepare(`DELETE FROM attempts WHERE delivery_id IN ${inList}`).run(list);
-      return this.db.prepare(`DELETE FROM deliveries WHERE id IN ${inList}`).run(list).changes;
+      const seqs = this.db.prepare(PURGE_FINISHED_SQL).pluck().all(before, before, limit) as number[];
+      if (seqs.length === 0) return 0;
+      return this.db
+        .prepare("DELETE FROM deliveries WHERE seq IN (SELECT value FROM json_each(?))")
+        .run(JSON.stringify(seqs)).changes;
     });
     return inBatches(batch);
   }

@@ -40,9 +40,10 @@ const CACHE_SIZE = -4000;
 /**
  * Pages the write-ahead log grows to before a commit copies them into the database file (SQLite's
  * default is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim,
- * outcome and finish add about 100 KB to the log (decision 0025), so at the default every few
- * dozen deliveries paid two syncs on the event loop. At 16 MB they are a quarter as many and copy a hot page once for many
- * commits (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
+ * outcome and finish add about 80 KB to the log at one commit each, 30 KB when commits are shared
+ * (decisions 0025, 0028), so at the default every few dozen deliveries paid two syncs on the
+ * event loop. At 16 MB they are a quarter as many and copy a hot page once for many commits
+ * (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
  * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
  */
 const WAL_PAGES_BEFORE_CHECKPOINT = 4000;

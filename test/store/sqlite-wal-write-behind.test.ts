@@ -1,11 +1,12 @@
 // The SQLite store syncs its write-ahead log behind the group commit's commits, off the event loop
 // (src/store/sqlite/wal-write-behind.ts). What that must not change: every recorded delivery is
 // there when the store is opened again, and closing while a sync is under way leaves no file
-// descriptor on the log behind (a held descriptor would keep a deleted log's space).
-import { readdirSync, readlinkSync } from "node:fs";
+// descriptor on the log behind (a held descriptor would keep a deleted log's space). And under
+// continuous writes the log is checkpointed at its set size and reused, never left to grow.
+import { readdirSync, readlinkSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqliteStore } from "../../src/store/sqlite/store.js";
+import { openSqliteStore, WAL_PAGES_BEFORE_CHECKPOINT } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
 
 /** This process's open descriptors on `file`. */
@@ -55,6 +56,35 @@ describe("sqlite write-behind of the log", () => {
       }
     },
   );
+
+  it("keeps the log within the checkpoint's size under continuous writes, and every delivery across a reopen", async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const wal = join(dir, "steward.db-wal");
+    const store = openSqliteStore(dir);
+    const pageSize = 4096;
+    const payload = examplePayload("push");
+    const ids: string[] = [];
+    let largest = 0;
+    // Several times the checkpoint's size of log (about 75 MB unchecked): records, claims and finishes.
+    while (ids.length < 6_000) {
+      const deliveries = Array.from({ length: 50 }, () => deliveryOf("push", payload));
+      ids.push(...deliveries.map((d) => d.id));
+      await Promise.all(deliveries.map((d) => store.deliveries.record(d)));
+      const claims = await store.deliveries.claimDeliveries(60_000, 50);
+      await Promise.all(claims.map((c) => store.deliveries.finishDelivery(c.token, c.delivery.id, { status: "done" })));
+      largest = Math.max(largest, statSync(wal).size);
+    }
+    // The file grows to the checkpoint's size and the commit that crossed it, and is then reused.
+    expect(largest).toBeLessThan((WAL_PAGES_BEFORE_CHECKPOINT + 1_000) * pageSize);
+    await store.close();
+    const again = openSqliteStore(dir);
+    try {
+      for (const id of ids) expect((await again.deliveries.getDelivery(id))?.delivery.status).toBe("done");
+    } finally {
+      await again.close();
+    }
+  });
 
   it("records and reads back at durability power, where each commit syncs the log itself", async () => {
     const { dir, cleanup } = await tempDir();

@@ -46,7 +46,7 @@ const CACHE_SIZE = -4000;
  * (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
  * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
  */
-const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
+export const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
 
 export class SqliteStore implements StewardStore {
   readonly path: string;

@@ -2,9 +2,11 @@
 // (src/store/sqlite/wal-write-behind.ts). What that must not change: every recorded delivery is
 // there when the store is opened again, and closing while a sync is under way leaves no file
 // descriptor on the log behind (a held descriptor would keep a deleted log's space). And under
-// continuous writes the log is checkpointed at its set size and reused, never left to grow.
+// continuous writes the log is checkpointed at its set size and reused, never left to grow, in the
+// turn after the commit that filled it, whose deliveries are answered first.
 import { readdirSync, readlinkSync, statSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteStore, WAL_PAGES_BEFORE_CHECKPOINT } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
@@ -83,6 +85,32 @@ describe("sqlite write-behind of the log", () => {
       for (const id of ids) expect((await again.deliveries.getDelivery(id))?.delivery.status).toBe("done");
     } finally {
       await again.close();
+    }
+  });
+
+  it("answers the commit that fills the log before copying it, and copies it in the next turn", async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const store = openSqliteStore(dir);
+    // Another connection reads the log's state (frames in it, frames copied) without copying anything.
+    const other = new Database(join(dir, "steward.db"));
+    cleanups.push(async () => {
+      other.close();
+      await store.close();
+    });
+    const log = () => (other.pragma("wal_checkpoint(NOOP)") as { log: number; checkpointed: number }[])[0]!;
+    const payload = examplePayload("push");
+    for (let batch = 0; ; batch++) {
+      expect(batch).toBeLessThan(1_000);
+      const deliveries = Array.from({ length: 20 }, () => deliveryOf("push", payload));
+      await Promise.all(deliveries.map((d) => store.deliveries.record(d)));
+      const answered = log();
+      if (answered.log < WAL_PAGES_BEFORE_CHECKPOINT) continue;
+      // Answered with the log full and not copied yet.
+      expect(answered.checkpointed).toBe(0);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(log()).toMatchObject({ busy: 0, log: answered.log, checkpointed: answered.log });
+      break;
     }
   });
 

@@ -38,15 +38,24 @@ export interface SqliteStoreOptions {
 const CACHE_SIZE = -4000;
 
 /**
- * Pages the write-ahead log grows to before a commit copies them into the database file (SQLite's
- * default is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim,
- * outcome and finish add about 80 KB to the log at one commit each, 30 KB when commits are shared
- * (decisions 0025, 0028), so at the default every few dozen deliveries paid two syncs on the
- * event loop. At 16 MB they are a quarter as many and copy a hot page once for many commits
- * (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
- * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
+ * Pages the write-ahead log grows to before it is copied into the database file (SQLite's default
+ * is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim, outcome and
+ * finish add about 80 KB to the log at one commit each, 30 KB when commits are shared (decisions
+ * 0025, 0028), so at the default every few dozen deliveries paid two syncs on the event loop. At
+ * 16 MB they are a quarter as many and copy a hot page once for many commits
+ * (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not depend on
+ * it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
  */
 export const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
+
+/**
+ * The checkpoint runs in the turn after a group commit's, once the log holds
+ * WAL_PAGES_BEFORE_CHECKPOINT pages, so the deliveries of the commit that crossed the mark are
+ * answered before it rather than after (SQLite's own runs inside that commit). It still holds the
+ * event loop; it spares those answers only (docs/decisions/0028-sqlite-tables-keyed-in-arrival-order.md).
+ * SQLite's own, at twice the size, bounds the log written outside the group commit.
+ */
+const WAL_PAGES_BEFORE_SQLITE_CHECKPOINT = 2 * WAL_PAGES_BEFORE_CHECKPOINT;
 
 export class SqliteStore implements StewardStore {
   readonly path: string;
@@ -60,6 +69,9 @@ export class SqliteStore implements StewardStore {
   readonly #lock: ServiceLock | undefined;
   readonly #walWriteBehind: WalWriteBehind | undefined;
   #closed = false;
+  #checkpointAsked = false;
+  readonly #logState: Database.Statement;
+  readonly #checkpoint: Database.Statement;
 
   constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
     mkdirSync(dataDir, { recursive: true });
@@ -73,7 +85,7 @@ export class SqliteStore implements StewardStore {
         // Another process (the CLI, a restarting service) may hold the write lock briefly.
         this.#db.pragma("busy_timeout = 5000");
         this.#db.pragma(`cache_size = ${CACHE_SIZE}`);
-        this.#db.pragma(`wal_autocheckpoint = ${WAL_PAGES_BEFORE_CHECKPOINT}`);
+        this.#db.pragma(`wal_autocheckpoint = ${WAL_PAGES_BEFORE_SQLITE_CHECKPOINT}`);
         openSchema(this.#db, dataDir);
       } catch (error) {
         this.#db.close();
@@ -83,17 +95,39 @@ export class SqliteStore implements StewardStore {
       this.#lock?.release();
       throw error;
     }
+    this.#logState = this.#db.prepare("PRAGMA wal_checkpoint(NOOP)");
+    this.#checkpoint = this.#db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
     this.kv = new SqliteKv(this.#db, opts.auditCap);
     // At durability "power" every commit syncs the log already.
     const wal = opts.durability === "power" ? undefined : new WalWriteBehind(`${this.path}-wal`);
     this.#walWriteBehind = wal;
-    this.#deliveries = new SqliteDeliveries(this.#db, wal && (() => wal.afterCommit()));
+    this.#deliveries = new SqliteDeliveries(this.#db, () => {
+      wal?.afterCommit();
+      this.#checkpointSoon();
+    });
     this.deliveries = this.#deliveries;
     this.browse = new SqliteBrowse(this.#db);
     const tasks = new SqliteTasks(this.#db);
     this.tasks = tasks;
     this.leases = new SqliteLeases(this.#deliveries, tasks);
     opts.logger?.debug({ path: this.path, durability: opts.durability ?? "process" }, "store opened");
+  }
+
+  /** After a group commit: checkpoints in the next turn when the log has reached its size. */
+  #checkpointSoon(): void {
+    if (this.#checkpointAsked) return;
+    this.#checkpointAsked = true;
+    setImmediate(() => {
+      this.#checkpointAsked = false;
+      if (this.#closed) return;
+      try {
+        // NOOP reads the log's length and copies nothing.
+        const state = this.#logState.get() as { log: number } | undefined;
+        if (state && state.log >= WAL_PAGES_BEFORE_CHECKPOINT) this.#checkpoint.run();
+      } catch {
+        // A disk full or a reader in the way: the log is copied at a later commit, or by SQLite's own.
+      }
+    });
   }
 
   ready(): Promise<boolean> {

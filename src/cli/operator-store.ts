@@ -6,8 +6,10 @@ import { join, resolve } from "node:path";
 import type { Logger } from "pino";
 import type { StoreSettings } from "../config/types.js";
 import { openSqliteStore, storeFileName, type SqliteStore } from "../store/sqlite/store.js";
-import { openRedisStore, type RedisStore } from "../store/redis/store.js";
-import { openPostgresStore, type PostgresStore } from "../store/postgres/store.js";
+// Redis's and PostgreSQL's stores are loaded only when opened: `steward start` imports this module,
+// and a service on SQLite holds neither ioredis nor pg (as createSteward loads them, src/app.ts).
+import type { RedisStore } from "../store/redis/store.js";
+import type { PostgresStore } from "../store/postgres/store.js";
 
 export type OperatorStore = SqliteStore | RedisStore | PostgresStore;
 
@@ -26,8 +28,14 @@ export async function openOperatorStore(
   opts: { mustExist?: boolean; logger?: Logger } = {},
 ): Promise<OperatorStore | undefined> {
   const logger = opts.logger ? { logger: opts.logger } : {};
-  if (settings.postgresUrl) return openPostgresStore(settings.postgresUrl, { ...logger, maxConnections: 2 });
-  if (settings.redisUrl) return openRedisStore(settings.redisUrl, logger);
+  if (settings.postgresUrl) {
+    const { openPostgresStore } = await import("../store/postgres/store.js");
+    return openPostgresStore(settings.postgresUrl, { ...logger, maxConnections: 2 });
+  }
+  if (settings.redisUrl) {
+    const { openRedisStore } = await import("../store/redis/store.js");
+    return openRedisStore(settings.redisUrl, logger);
+  }
   if (opts.mustExist && !existsSync(join(settings.dataDir, storeFileName))) return undefined;
   return openSqliteStore(settings.dataDir, logger);
 }

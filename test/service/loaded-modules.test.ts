@@ -1,6 +1,8 @@
 // What a running service loads: Probot (its index pulls in its HTTP server, express and their
 // middleware, several MB of heap) only when it hosts a Probot app. The built-in handlers' API
-// clients come from Steward's own Octokit (src/api/octokit.ts).
+// clients come from Steward's own Octokit (src/api/octokit.ts). Each store's client library and
+// code only when that store is configured; libsodium only when a secret is sealed.
+import { randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -8,6 +10,7 @@ import { examples } from "../support/webhook-examples.js";
 import { deliveryId, postDelivery } from "./helpers.js";
 import { realAppEnv, startChild } from "./child.js";
 import { perTest } from "./per-test.js";
+import { postgresUp, postgresUrl, withClient } from "../postgres/support.js";
 
 const ping = JSON.stringify(
   (examples as { name: string; examples: unknown[] }[]).find((e) => e.name === "ping")!.examples[0],
@@ -64,7 +67,28 @@ describe("modules a running service loads", () => {
     expect(loaded).toContain("octokit-auth-probot");
     expect(loaded).toContain("better-sqlite3");
     expect([...loaded].filter((p) => ["probot", "express", "pino-http", "@probot/pino"].includes(p))).toEqual([]);
+    // The other stores' clients, and libsodium before anything is sealed.
+    expect([...loaded].filter((p) => ["pg", "ioredis", "libsodium-wrappers"].includes(p))).toEqual([]);
   }, 90_000);
+
+  it.skipIf(!postgresUp)(
+    "on PostgreSQL: pg, and not ioredis",
+    async () => {
+      // A database of its own: the service keeps its tables in the default schema.
+      const database = `steward_loads_${randomUUID().replace(/-/g, "")}`;
+      await withClient((c) => c.query(`CREATE DATABASE ${database}`));
+      try {
+        const url = new URL(postgresUrl);
+        url.pathname = `/${database}`;
+        const loaded = await packagesLoaded({ STEWARD_POSTGRES_URL: url.href });
+        expect(loaded).toContain("pg");
+        expect(loaded).not.toContain("ioredis");
+      } finally {
+        await withClient((c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+      }
+    },
+    90_000,
+  );
 
   it("hosting a Probot app: Probot is loaded for it", async () => {
     const loaded = await packagesLoaded({ STEWARD_HANDLERS: probotApp });

@@ -2,14 +2,60 @@
 // (src/store/sqlite/wal-write-behind.ts). What that must not change: every recorded delivery is
 // there when the store is opened again, and closing while a sync is under way leaves no file
 // descriptor on the log behind (a held descriptor would keep a deleted log's space). And under
-// continuous writes the log is checkpointed at its set size and reused, never left to grow, in the
-// turn after the commit that filled it, whose deliveries are answered first.
-import { readdirSync, readlinkSync, statSync } from "node:fs";
+// continuous writes the log is checkpointed at its set size and reused, never left to grow, after
+// the commit that filled it, whose deliveries are answered first; the database file's sync runs
+// behind the copy (src/store/sqlite/checkpoints.ts) and the log is not reused before it ends.
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, open, openSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { openSqliteStore, WAL_PAGES_BEFORE_CHECKPOINT } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
+
+/**
+ * Holds every thread of libuv's pool: each opens a FIFO for reading, which blocks until a writer
+ * opens it. Work asked for meanwhile waits behind them, in order.
+ */
+async function holdThreadPool(dir: string, name: string): Promise<{ release(): Promise<void> }> {
+  const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const fifos = Array.from({ length: threads }, (_, i) => join(dir, `${name}-${i}.fifo`));
+  for (const fifo of fifos) execFileSync("mkfifo", [fifo]);
+  const opened = fifos.map(
+    (fifo) =>
+      new Promise<number>((resolve, reject) => open(fifo, "r", (error, fd) => (error ? reject(error) : resolve(fd)))),
+  );
+  let released = false;
+  const hold = {
+    async release() {
+      if (released) return;
+      released = true;
+      for (const fifo of fifos) {
+        // Without O_NONBLOCK this open would wait for a reader not yet on a thread.
+        const writer = await vi.waitFor(() => openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK), {
+          timeout: 30_000,
+        });
+        closeSync(writer);
+      }
+      // Closed here, not on the pool: its threads may be held again by then.
+      for (const fd of await Promise.all(opened)) closeSync(fd);
+    },
+  };
+  // Released first if the test fails while holding: the temporary directory's removal needs the pool.
+  cleanups.unshift(() => hold.release());
+  return hold;
+}
+
+/** The store in `dir`, opened again, holds exactly the deliveries `ids`. */
+async function expectEveryDelivery(dir: string, ids: string[]): Promise<void> {
+  const store = openSqliteStore(dir);
+  try {
+    expect(await store.deliveries.depth()).toBe(ids.length);
+    for (const id of ids) expect((await store.deliveries.getDelivery(id))?.delivery.id).toBe(id);
+  } finally {
+    await store.close();
+  }
+}
 
 /** This process's open descriptors on `file`. */
 function descriptorsOn(file: string): number {
@@ -49,13 +95,7 @@ describe("sqlite write-behind of the log", () => {
         await store.close();
         await expect.poll(() => descriptorsOn(wal)).toBe(0);
       }
-      const store = openSqliteStore(dir);
-      try {
-        expect(await store.deliveries.depth()).toBe(ids.length);
-        for (const id of ids) expect((await store.deliveries.getDelivery(id))?.delivery.id).toBe(id);
-      } finally {
-        await store.close();
-      }
+      await expectEveryDelivery(dir, ids);
     },
   );
 
@@ -77,8 +117,10 @@ describe("sqlite write-behind of the log", () => {
       await Promise.all(claims.map((c) => store.deliveries.finishDelivery(c.token, c.delivery.id, { status: "done" })));
       largest = Math.max(largest, statSync(wal).size);
     }
-    // The file grows to the checkpoint's size and the commit that crossed it, and is then reused.
-    expect(largest).toBeLessThan((WAL_PAGES_BEFORE_CHECKPOINT + 1_000) * pageSize);
+    // The file grows to the checkpoint's size, what is written while the copy waits for its syncs
+    // (at most the checkpoint's size again, then they are done on the event loop) and the commit
+    // that crossed it, and is then reused.
+    expect(largest).toBeLessThan((2 * WAL_PAGES_BEFORE_CHECKPOINT + 1_000) * pageSize);
     await store.close();
     const again = openSqliteStore(dir);
     try {
@@ -88,31 +130,80 @@ describe("sqlite write-behind of the log", () => {
     }
   });
 
-  it("answers the commit that fills the log before copying it, and copies it in the next turn", async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const store = openSqliteStore(dir);
-    // Another connection reads the log's state (frames in it, frames copied) without copying anything.
-    const other = new Database(join(dir, "steward.db"));
-    cleanups.push(async () => {
-      other.close();
-      await store.close();
-    });
-    const log = () => (other.pragma("wal_checkpoint(NOOP)") as { log: number; checkpointed: number }[])[0]!;
-    const payload = examplePayload("push");
-    for (let batch = 0; ; batch++) {
-      expect(batch).toBeLessThan(1_000);
-      const deliveries = Array.from({ length: 20 }, () => deliveryOf("push", payload));
-      await Promise.all(deliveries.map((d) => store.deliveries.record(d)));
-      const answered = log();
-      if (answered.log < WAL_PAGES_BEFORE_CHECKPOINT) continue;
-      // Answered with the log full and not copied yet.
-      expect(answered.checkpointed).toBe(0);
+  it.skipIf(process.platform !== "linux").each(["the sync ends", "the log doubles first", "the store closes first"])(
+    "copies the log after the commit that filled it is answered, and keeps the log until the database file is synced (%s)",
+    async (ending) => {
+      const { dir, cleanup } = await tempDir();
+      cleanups.push(cleanup);
+      const store = openSqliteStore(dir);
+      // Another connection reads the log's state (frames in it, frames copied) without copying anything.
+      const other = new Database(join(dir, "steward.db"));
+      cleanups.push(async () => {
+        other.close();
+        await store.close();
+      });
+      const log = () => (other.pragma("wal_checkpoint(NOOP)") as { log: number; checkpointed: number }[])[0]!;
+      const payload = examplePayload("push");
+      const ids: string[] = [];
+      const batch = async () => {
+        const deliveries = Array.from({ length: 20 }, () => deliveryOf("push", payload));
+        ids.push(...deliveries.map((d) => d.id));
+        await Promise.all(deliveries.map((d) => store.deliveries.record(d)));
+      };
+      // The store's syncs run on libuv's thread pool: with every thread held, none of them ends.
+      const first = await holdThreadPool(dir, "first");
+      for (;;) {
+        expect(ids.length).toBeLessThan(20_000);
+        await batch();
+        if (log().log >= WAL_PAGES_BEFORE_CHECKPOINT) break;
+      }
+      // Answered with the log full, and in the next turn still nothing copied: the copy waits for the log's sync.
+      expect(log().checkpointed).toBe(0);
       await new Promise((resolve) => setImmediate(resolve));
-      expect(log()).toMatchObject({ busy: 0, log: answered.log, checkpointed: answered.log });
-      break;
-    }
-  });
+      expect(log().checkpointed).toBe(0);
+      // The threads taken again behind the log's sync, so the database file's sync, asked for after
+      // the copy, waits behind them; then the first hold ends.
+      const second = await holdThreadPool(dir, "second");
+      await first.release();
+      await expect.poll(() => log().checkpointed, { timeout: 30_000 }).toBeGreaterThan(0);
+      const copied = log();
+      // Copied, the file not synced: later commits append to the log, never restart it.
+      let previous = copied.log;
+      for (let i = 0; i < 20; i++) {
+        await batch();
+        const now = log();
+        expect(now.checkpointed).toBe(copied.checkpointed);
+        expect(now.log).toBeGreaterThan(previous);
+        previous = now.log;
+      }
+      if (ending === "the log doubles first") {
+        // A disk slow for the writes: once the log has grown by the checkpoint's size again, the
+        // syncs are done on the event loop, and the log restarts while the pool's sync still waits.
+        for (let i = 0; log().log >= previous; i++) {
+          expect(log().log).toBeLessThan(2 * WAL_PAGES_BEFORE_CHECKPOINT + 1_000);
+          await batch();
+          previous = Math.max(previous, log().log);
+        }
+        await second.release();
+        await store.close();
+      } else if (ending === "the sync ends") {
+        // Once the file is synced, the next checkpoint copies the rest and the log restarts.
+        await second.release();
+        for (let i = 0; log().log >= previous; i++) {
+          expect(i).toBeLessThan(1_000);
+          await batch();
+        }
+        await store.close();
+      } else {
+        // Closing does not wait for the pool; the descriptors go once the sync under way ends.
+        other.close();
+        await store.close();
+        await second.release();
+        await expect.poll(() => descriptorsOn(join(dir, "steward.db"))).toBe(0);
+      }
+      await expectEveryDelivery(dir, ids);
+    },
+  );
 
   it("records and reads back at durability power, where each commit syncs the log itself", async () => {
     const { dir, cleanup } = await tempDir();

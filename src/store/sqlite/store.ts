@@ -14,6 +14,7 @@ import { SqliteTasks } from "./tasks.js";
 import { SqliteLeases } from "./leases.js";
 import { holdServiceLock, type ServiceLock } from "./service-lock.js";
 import { WalWriteBehind } from "./wal-write-behind.js";
+import { Checkpoints } from "./checkpoints.js";
 
 export const storeFileName = "steward.db";
 
@@ -38,21 +39,20 @@ export interface SqliteStoreOptions {
 const CACHE_SIZE = -4000;
 
 /**
- * Pages the write-ahead log grows to before it is copied into the database file (SQLite's default
- * is 1,000, 4 MB). Each copy syncs the log and the file; a delivery's record, claim, outcome and
- * finish add about 80 KB to the log at one commit each, 30 KB when commits are shared (decisions
- * 0025, 0028), so at the default every few dozen deliveries paid two syncs on the event loop. At
- * 16 MB they are a quarter as many and copy a hot page once for many commits
- * (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not depend on
- * it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts).
+ * Frames of the write-ahead log not yet copied into the database file that start a checkpoint
+ * (SQLite's default is 1,000, 4 MB). A delivery's record, claim, outcome and finish add about
+ * 80 KB to the log at one commit each, 30 KB when commits are shared (decisions 0025, 0028); at
+ * 16 MB the copies are a quarter as many as at the default and copy a hot page once for many
+ * commits (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
+ * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts),
+ * and the database file's sync is done behind the copy (checkpoints.ts).
  */
 export const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
 
 /**
- * The checkpoint runs in the turn after a group commit's, once the log holds
- * WAL_PAGES_BEFORE_CHECKPOINT pages, so the deliveries of the commit that crossed the mark are
- * answered before it rather than after (SQLite's own runs inside that commit). It still holds the
- * event loop; it spares those answers only (docs/decisions/0028-sqlite-tables-keyed-in-arrival-order.md).
+ * The checkpoint runs in the turn after a group commit's, so the deliveries of the commit that
+ * crossed the mark are answered before it rather than after (SQLite's own runs inside that commit).
+ * Its copy still holds the event loop (docs/decisions/0028-sqlite-tables-keyed-in-arrival-order.md).
  * SQLite's own, at twice the size, bounds the log written outside the group commit.
  */
 const WAL_PAGES_BEFORE_SQLITE_CHECKPOINT = 2 * WAL_PAGES_BEFORE_CHECKPOINT;
@@ -70,8 +70,7 @@ export class SqliteStore implements StewardStore {
   readonly #walWriteBehind: WalWriteBehind | undefined;
   #closed = false;
   #checkpointAsked = false;
-  readonly #logState: Database.Statement;
-  readonly #checkpoint: Database.Statement;
+  readonly #checkpoints: Checkpoints;
 
   constructor(dataDir: string, opts: SqliteStoreOptions = {}) {
     mkdirSync(dataDir, { recursive: true });
@@ -95,11 +94,16 @@ export class SqliteStore implements StewardStore {
       this.#lock?.release();
       throw error;
     }
-    this.#logState = this.#db.prepare("PRAGMA wal_checkpoint(NOOP)");
-    this.#checkpoint = this.#db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+    const power = opts.durability === "power";
+    this.#checkpoints = new Checkpoints(this.#db, this.path, WAL_PAGES_BEFORE_CHECKPOINT, !power, (err) =>
+      opts.logger?.error(
+        { err },
+        "store: the database file could not be synced; not ready until restarted, the log is kept",
+      ),
+    );
     this.kv = new SqliteKv(this.#db, opts.auditCap);
     // At durability "power" every commit syncs the log already.
-    const wal = opts.durability === "power" ? undefined : new WalWriteBehind(`${this.path}-wal`);
+    const wal = power ? undefined : new WalWriteBehind(`${this.path}-wal`);
     this.#walWriteBehind = wal;
     this.#deliveries = new SqliteDeliveries(this.#db, () => {
       wal?.afterCommit();
@@ -113,7 +117,7 @@ export class SqliteStore implements StewardStore {
     opts.logger?.debug({ path: this.path, durability: opts.durability ?? "process" }, "store opened");
   }
 
-  /** After a group commit: checkpoints in the next turn when the log has reached its size. */
+  /** After a group commit: checkpoints in the next turn when enough of the log is not yet copied. */
   #checkpointSoon(): void {
     if (this.#checkpointAsked) return;
     this.#checkpointAsked = true;
@@ -121,9 +125,7 @@ export class SqliteStore implements StewardStore {
       this.#checkpointAsked = false;
       if (this.#closed) return;
       try {
-        // NOOP reads the log's length and copies nothing.
-        const state = this.#logState.get() as { log: number } | undefined;
-        if (state && state.log >= WAL_PAGES_BEFORE_CHECKPOINT) this.#checkpoint.run();
+        this.#checkpoints.afterCommit();
       } catch {
         // A disk full or a reader in the way: the log is copied at a later commit, or by SQLite's own.
       }
@@ -131,11 +133,16 @@ export class SqliteStore implements StewardStore {
   }
 
   ready(): Promise<boolean> {
-    return this.#closed ? Promise.resolve(false) : this.#deliveries.ready();
+    return this.#unwritable() ? Promise.resolve(false) : this.#deliveries.ready();
   }
 
   canRecord(payloadBytes: number): Promise<boolean> {
-    return this.#closed ? Promise.resolve(false) : this.#deliveries.canRecord(payloadBytes);
+    return this.#unwritable() ? Promise.resolve(false) : this.#deliveries.canRecord(payloadBytes);
+  }
+
+  /** Closed, or the database file could not be synced after a checkpoint (checkpoints.ts). */
+  #unwritable(): boolean {
+    return this.#closed || !this.#checkpoints.healthy;
   }
 
   async close(): Promise<void> {
@@ -143,7 +150,9 @@ export class SqliteStore implements StewardStore {
     this.#closed = true;
     this.#deliveries.markClosed();
     this.#walWriteBehind?.close();
+    this.#checkpoints.closeReader();
     this.#db.close();
+    this.#checkpoints.closeFiles();
     this.#lock?.release();
   }
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { BodyAdmission, peerKey } from "../../src/intake/admission.js";
 
 describe("peerKey", () => {
@@ -15,7 +15,14 @@ describe("peerKey", () => {
 });
 
 describe("BodyAdmission", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("charges received bytes, caps each peer, and takes room only from a peer holding more", () => {
+    // Which body is slowest is bytes over time read: the clock moves only where the test says, so a
+    // pause of the machine between two admissions cannot change which one that is.
+    vi.useFakeTimers({ toFake: ["performance"] });
     const admission = new BodyAdmission({ maxBytes: 1_000, maxBodies: 3, maxBytesPerPeer: 600, maxBodiesPerPeer: 2 });
     const cut = new Set<string>();
     const a1 = admission.admit("10.0.0.1")!;
@@ -26,6 +33,7 @@ describe("BodyAdmission", () => {
     expect(a1.charge(400)).toBe(true);
     expect(a2.charge(300)).toBe(false); // over the peer's 600
     expect(a2.charge(200)).toBe(true);
+    vi.advanceTimersByTime(100);
     const b = admission.admit("10.0.0.2")!;
     // The places are spent (3): a fourth peer takes one from 10.0.0.1, which has two.
     const c = admission.admit("10.0.0.3")!;

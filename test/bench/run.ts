@@ -44,13 +44,15 @@ if (modelOnly) {
 }
 const o = quick ? QUICK : FULL;
 // --console: only the console's pages on every store, printed only.
-// --postgres-intake: only Steward on PostgreSQL against the durable peer, intake alone, printed only.
+// --postgres-intake / --sqlite-intake: only Steward on that store against the durable peer, intake alone, printed only.
 // --intake: only the intake of Steward on SQLite and Redis, the durable peer and in-memory Probot, printed only.
 const intakeOnly = process.argv.includes("--postgres-intake")
   ? [STEWARD_POSTGRES, PEER]
-  : process.argv.includes("--intake")
-    ? [STEWARD, STEWARD_REDIS, PEER, PROBOT]
-    : undefined;
+  : process.argv.includes("--sqlite-intake")
+    ? [STEWARD, PEER]
+    : process.argv.includes("--intake")
+      ? [STEWARD, STEWARD_REDIS, PEER, PROBOT]
+      : undefined;
 const git = (...args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
 const load = () =>
   loadavg()

@@ -2,15 +2,16 @@
 // (src/store/sqlite/wal-write-behind.ts). What that must not change: every recorded delivery is
 // there when the store is opened again, and closing while a sync is under way leaves no file
 // descriptor on the log behind (a held descriptor would keep a deleted log's space). And under
-// continuous writes the log is checkpointed at its set size and reused, never left to grow, after
-// the commit that filled it, whose deliveries are answered first; the database file's sync runs
-// behind the copy (src/store/sqlite/checkpoints.ts) and the log is not reused before it ends.
+// continuous writes the log is copied in short cycles, each after the commit that filled it, whose
+// deliveries are answered first, with the database file's sync behind the copy
+// (src/store/sqlite/checkpoints.ts) and the log not reused before it ends; once the log holds its
+// set size it is caught up and reused, never left to grow.
 import { execFileSync } from "node:child_process";
 import { closeSync, constants, open, openSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { openSqliteStore, WAL_PAGES_BEFORE_CHECKPOINT } from "../../src/store/sqlite/store.js";
+import { openSqliteStore, WAL_PAGES_BEFORE_CHECKPOINT, WAL_PAGES_BEFORE_COPY } from "../../src/store/sqlite/store.js";
 import { deliveryOf, examplePayload, tempDir } from "../engine/helpers.js";
 
 /**
@@ -68,6 +69,30 @@ function descriptorsOn(file: string): number {
   }).length;
 }
 
+/**
+ * A store in a new directory, with another connection that reads its log's state (frames in it,
+ * frames copied) without copying anything, and `batch()`, which records 20 deliveries at once.
+ */
+async function watchedStore() {
+  const { dir, cleanup } = await tempDir();
+  cleanups.push(cleanup);
+  const store = openSqliteStore(dir);
+  const other = new Database(join(dir, "steward.db"));
+  cleanups.push(async () => {
+    other.close();
+    await store.close();
+  });
+  const log = () => (other.pragma("wal_checkpoint(NOOP)") as { log: number; checkpointed: number }[])[0]!;
+  const payload = examplePayload("push");
+  const ids: string[] = [];
+  const batch = async () => {
+    const deliveries = Array.from({ length: 20 }, () => deliveryOf("push", payload));
+    ids.push(...deliveries.map((d) => d.id));
+    await Promise.all(deliveries.map((d) => store.deliveries.record(d)));
+  };
+  return { dir, store, other, log, batch, ids };
+}
+
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0)) await c();
@@ -117,9 +142,9 @@ describe("sqlite write-behind of the log", () => {
       await Promise.all(claims.map((c) => store.deliveries.finishDelivery(c.token, c.delivery.id, { status: "done" })));
       largest = Math.max(largest, statSync(wal).size);
     }
-    // The file grows to the checkpoint's size, what is written while the copy waits for its syncs
-    // (at most the checkpoint's size again, then they are done on the event loop) and the commit
-    // that crossed it, and is then reused.
+    // The file grows to the checkpoint's size, what is written while a copy waits for its syncs
+    // (at most half that again, then they are done on the event loop) and the commit that crossed
+    // it, and is then reused.
     expect(largest).toBeLessThan((2 * WAL_PAGES_BEFORE_CHECKPOINT + 1_000) * pageSize);
     await store.close();
     const again = openSqliteStore(dir);
@@ -133,23 +158,7 @@ describe("sqlite write-behind of the log", () => {
   it.skipIf(process.platform !== "linux").each(["the sync ends", "the log doubles first", "the store closes first"])(
     "copies the log after the commit that filled it is answered, and keeps the log until the database file is synced (%s)",
     async (ending) => {
-      const { dir, cleanup } = await tempDir();
-      cleanups.push(cleanup);
-      const store = openSqliteStore(dir);
-      // Another connection reads the log's state (frames in it, frames copied) without copying anything.
-      const other = new Database(join(dir, "steward.db"));
-      cleanups.push(async () => {
-        other.close();
-        await store.close();
-      });
-      const log = () => (other.pragma("wal_checkpoint(NOOP)") as { log: number; checkpointed: number }[])[0]!;
-      const payload = examplePayload("push");
-      const ids: string[] = [];
-      const batch = async () => {
-        const deliveries = Array.from({ length: 20 }, () => deliveryOf("push", payload));
-        ids.push(...deliveries.map((d) => d.id));
-        await Promise.all(deliveries.map((d) => store.deliveries.record(d)));
-      };
+      const { dir, store, other, log, batch, ids } = await watchedStore();
       // The store's syncs run on libuv's thread pool: with every thread held, none of them ends.
       const first = await holdThreadPool(dir, "first");
       for (;;) {
@@ -177,8 +186,8 @@ describe("sqlite write-behind of the log", () => {
         previous = now.log;
       }
       if (ending === "the log doubles first") {
-        // A disk slow for the writes: once the log has grown by the checkpoint's size again, the
-        // syncs are done on the event loop, and the log restarts while the pool's sync still waits.
+        // A disk slow for the writes: once the log is half as long again as the checkpoint's size,
+        // the syncs are done on the event loop, and the log restarts while the pool's sync still waits.
         for (let i = 0; log().log >= previous; i++) {
           expect(log().log).toBeLessThan(2 * WAL_PAGES_BEFORE_CHECKPOINT + 1_000);
           await batch();
@@ -201,6 +210,54 @@ describe("sqlite write-behind of the log", () => {
         await second.release();
         await expect.poll(() => descriptorsOn(join(dir, "steward.db"))).toBe(0);
       }
+      await expectEveryDelivery(dir, ids);
+    },
+  );
+
+  it.skipIf(process.platform !== "linux")(
+    "copies the log in short cycles, each kept until the database file is synced, and restarts it only once it holds its size",
+    async () => {
+      const { dir, store, other, log, batch, ids } = await watchedStore();
+      // A cycle begins in the turn after the commit that left enough of the log not yet copied; its
+      // syncs wait on the held pool. The batch after it writes past the cycle's read mark.
+      const first = await holdThreadPool(dir, "first");
+      while (log().log < WAL_PAGES_BEFORE_COPY) await batch();
+      await batch();
+      expect(log().checkpointed).toBe(0);
+      const second = await holdThreadPool(dir, "second");
+      await first.release();
+      await expect.poll(() => log().checkpointed, { timeout: 30_000 }).toBeGreaterThan(0);
+      // Copied up to the cycle's read mark only, long before the log holds its size.
+      const copied = log();
+      expect(copied.checkpointed).toBeLessThan(copied.log);
+      expect(copied.log).toBeLessThan(WAL_PAGES_BEFORE_CHECKPOINT);
+      // The file not synced: commits append to the log, whose next cycle waits for this one.
+      let previous = copied;
+      for (let i = 0; i < 40; i++) {
+        await batch();
+        const now = log();
+        expect(now.checkpointed).toBe(copied.checkpointed);
+        expect(now.log).toBeGreaterThan(previous.log);
+        previous = now;
+      }
+      await second.release();
+      // Under steady writes: cycle after cycle, the log neither restarted nor fully copied, until
+      // it holds its size; then it is caught up and restarts.
+      let copies = 1;
+      let largest = previous.log;
+      for (let i = 0; ; i++) {
+        expect(i).toBeLessThan(10_000);
+        await batch();
+        const now = log();
+        if (now.log < previous.log) break;
+        if (now.checkpointed > previous.checkpointed && now.checkpointed < now.log) copies++;
+        largest = now.log;
+        previous = now;
+      }
+      expect(copies).toBeGreaterThanOrEqual(3);
+      expect(largest).toBeGreaterThanOrEqual(WAL_PAGES_BEFORE_CHECKPOINT);
+      other.close();
+      await store.close();
       await expectEveryDelivery(dir, ids);
     },
   );

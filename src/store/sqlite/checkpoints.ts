@@ -1,22 +1,23 @@
 // Checkpoints of the write-ahead log, with the database file's sync behind them, off the event loop.
-// A checkpoint holds the event loop, and with it every connection's request: about half of it is
-// copying the log's pages into the database file, the other half the file's sync that SQLite does
-// at its end (docs/decisions/0030-sqlite-checkpoint-synced-behind.md). Here the checkpoint copies
-// with the connection's sync off, and the file is synced on libuv's thread pool. What keeps that
+// A checkpoint holds the event loop, and with it every connection's request: part of it is copying
+// the log's pages into the database file, part the syncs SQLite does around it
+// (docs/decisions/0030-sqlite-checkpoint-synced-behind.md). Here the log is copied in short cycles
+// with the connection's sync off, the database file synced on libuv's thread pool after each, and
+// only once the log holds its full size is it caught up by SQLite's usual (synced) checkpoint, so
+// that it restarts (docs/decisions/0031-sqlite-log-copied-in-short-cycles.md). What keeps that
 // safe against power loss:
-// - The log is synced before any of its pages is copied (the checkpoint copies nothing past the
-//   reader below, and the sync starts after the reader has begun), so the copied pages are on disk
-//   in the log whatever state the database file is left in.
+// - The log is synced before any of its pages is copied (a cycle copies nothing past the reader
+//   below, and the sync starts after the reader has begun), so the copied pages are on disk in the
+//   log whatever state the database file is left in.
 // - The log is not reused until the file is synced: a second connection of this store holds a read
 //   transaction begun while the log had frames not yet copied, so it holds a read mark in the log
 //   (WAL_READ_LOCK(1..)). SQLite's writer restarts the log only with all those locks exclusive
 //   (walRestartLog), without waiting, so until the reader ends it appends; a crash or power loss
-//   meanwhile leaves the whole log for the next open to copy again.
-// The log then holds what came during the sync, and restarts only after a checkpoint that copies
-// all of it with no reader in the way: the next checkpoint is SQLite's usual one (log and file
-// synced on the event loop), small. A disk too slow for that (the log grown by the checkpoint's
-// size again during the syncs) gets the syncs on the event loop, so the log stays bounded. At
-// durability "power" every checkpoint is the usual one.
+//   meanwhile leaves the whole log for the next open to copy again. A cycle's reader ends only after
+//   the file's sync; the usual checkpoint syncs the file itself before the log can restart.
+// A disk too slow for the writes (the log half as long again as its size while a cycle waits for
+// its syncs) gets the syncs on the event loop, so the log stays bounded. At durability "power"
+// every checkpoint is the usual one.
 import { close, closeSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
 import Database from "better-sqlite3";
 
@@ -25,9 +26,19 @@ interface LogState {
   checkpointed: number;
 }
 
+/** Frames of the log at which it is copied; see store.ts. */
+export interface CheckpointSizes {
+  /** Frames not yet copied that start a cycle (copy behind, file synced behind). */
+  copy: number;
+  /** Frames in the log (copied or not) past which it is caught up by the usual checkpoint, and restarts. */
+  restart: number;
+  /** At durability "power": frames not yet copied that start the usual checkpoint. */
+  usual: number;
+}
+
 export class Checkpoints {
   readonly #db: Database.Database;
-  readonly #pages: number;
+  readonly #sizes: CheckpointSizes;
   readonly #logState: Database.Statement;
   readonly #checkpoint: Database.Statement;
   /** Absent at durability "power", or when the files cannot be opened: every checkpoint is the usual one. */
@@ -37,25 +48,23 @@ export class Checkpoints {
   readonly #end: Database.Statement | undefined;
   /** The reader is held (its snapshot's end: `mark`): pages may be copied and not yet synced. */
   #held: { mark: number; copied: boolean } | undefined;
-  /** The last copy left frames in the log: the next checkpoint is the usual one, so that it restarts. */
-  #catchUp = false;
   /** The database file's sync failed with pages copied: the log stays held for good. */
   #failed = false;
   #syncs = 0;
   #closed = false;
   readonly #onSyncFailed: (error: Error) => void;
 
-  /** `db`: the store's connection, in WAL mode. `pages`: frames not yet copied that start a checkpoint. */
+  /** `db`: the store's connection, in WAL mode. */
   constructor(
     db: Database.Database,
     path: string,
-    pages: number,
+    sizes: CheckpointSizes,
     syncBehind: boolean,
     onSyncFailed: (error: Error) => void,
   ) {
     this.#db = db;
     this.#onSyncFailed = onSyncFailed;
-    this.#pages = pages;
+    this.#sizes = sizes;
     this.#logState = db.prepare("PRAGMA wal_checkpoint(NOOP)");
     this.#checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
     if (!syncBehind) return;
@@ -77,26 +86,30 @@ export class Checkpoints {
     }
   }
 
-  /** In the turn after a group commit: checkpoints once enough of the log is not yet copied. */
+  /** In the turn after a group commit: copies once enough of the log is not yet copied. */
   afterCommit(): void {
     if (this.#closed || this.#failed) return;
     let state = this.#logState.get() as LogState | undefined;
     if (!state) return;
     if (this.#held) {
-      // A copy waits for its syncs. Once the log has grown by the checkpoint's size again (a disk
-      // slow for the writes), they are done here, on the event loop as SQLite does them, so that
-      // the log stays bounded.
-      if (state.log - this.#held.mark < this.#pages) return;
+      // A cycle waits for its syncs. Once the log is half as long again as its size (a disk slow
+      // for the writes), they are done here, on the event loop as SQLite does them, so that the
+      // log stays bounded.
+      if (state.log < this.#sizes.restart + this.#sizes.restart / 2) return;
       this.#finishNow(this.#held);
       if (this.#held) return;
       state = this.#logState.get() as LogState;
     }
     const uncopied = state.log - state.checkpointed;
-    if (uncopied === 0) this.#catchUp = false;
-    else if (this.#catchUp || (uncopied >= this.#pages && !this.#behind)) {
-      const done = this.#checkpoint.get() as LogState;
-      this.#catchUp = done.checkpointed < done.log;
-    } else if (uncopied >= this.#pages) this.#copyBehind();
+    if (uncopied === 0) return;
+    if (!this.#behind) {
+      if (uncopied >= this.#sizes.usual) this.#checkpoint.run();
+    } else if (state.log >= this.#sizes.restart) {
+      // The catch-up: what came since the last cycle's reader began, with both syncs, and no
+      // reader in the way, so the next commit restarts the log. Rare, so that few requests wait on
+      // its syncs; a cycle just ended, so it copies little.
+      this.#checkpoint.run();
+    } else if (uncopied >= this.#sizes.copy) this.#copyBehind();
   }
 
   #copyBehind(): void {
@@ -116,12 +129,18 @@ export class Checkpoints {
     this.#held = held;
     this.#sync(behind.walFd, (logError) => {
       if (this.#held !== held) return;
-      if (logError) return this.#release(false);
+      if (logError) return this.#release();
       this.#copy(held);
       this.#sync(behind.dbFd, (fileError) => {
         if (this.#held !== held) return;
-        if (fileError) this.#fail(fileError);
-        else this.#release(true);
+        if (fileError) return this.#fail(fileError);
+        this.#release();
+        // The next cycle, or the catch-up, without waiting for another commit.
+        try {
+          this.afterCommit();
+        } catch {
+          // A full disk: the log is copied at a later commit.
+        }
       });
     });
   }
@@ -146,7 +165,7 @@ export class Checkpoints {
       try {
         fdatasyncSync(behind.walFd);
       } catch {
-        return this.#release(false);
+        return this.#release();
       }
       this.#copy(held);
     }
@@ -155,7 +174,7 @@ export class Checkpoints {
     } catch (error) {
       return this.#fail(error as Error);
     }
-    this.#release(true);
+    this.#release();
   }
 
   /** Copied pages may not be on disk, and the copy is marked done: only the log still has them. */
@@ -174,10 +193,9 @@ export class Checkpoints {
     });
   }
 
-  #release(copied: boolean): void {
+  #release(): void {
     this.#held = undefined;
     this.#end!.run();
-    if (copied) this.#catchUp = true;
   }
 
   /** False once the database file could not be synced: the store reports that it cannot record. */
@@ -198,7 +216,7 @@ export class Checkpoints {
     if (this.#held && !this.#failed) {
       try {
         fdatasyncSync(this.#behind.dbFd);
-        this.#release(false);
+        this.#release();
       } catch {
         this.#failed = true;
       }

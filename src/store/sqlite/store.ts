@@ -39,21 +39,29 @@ export interface SqliteStoreOptions {
 const CACHE_SIZE = -4000;
 
 /**
- * Frames of the write-ahead log not yet copied into the database file that start a checkpoint
- * (SQLite's default is 1,000, 4 MB). A delivery's record, claim, outcome and finish add about
- * 80 KB to the log at one commit each, 30 KB when commits are shared (decisions 0025, 0028); at
- * 16 MB the copies are a quarter as many as at the default and copy a hot page once for many
- * commits (docs/decisions/0014-sqlite-commits-of-the-intake.md). A commit's durability does not
- * depend on it. The log's own sync is mostly done by then, behind the writes (wal-write-behind.ts),
- * and the database file's sync is done behind the copy (checkpoints.ts).
+ * Frames of the write-ahead log not yet copied into the database file that start a copy (a cycle of
+ * checkpoints.ts: copied on the event loop, the file synced behind it). Each cycle holds the event
+ * loop for its copy alone, so short cycles make short stalls; a page written often is copied
+ * once a cycle rather than once a checkpoint
+ * (docs/decisions/0031-sqlite-log-copied-in-short-cycles.md).
  */
-export const WAL_PAGES_BEFORE_CHECKPOINT = 4000;
+export const WAL_PAGES_BEFORE_COPY = 1000;
 
 /**
- * The checkpoint runs in the turn after a group commit's, so the deliveries of the commit that
- * crossed the mark are answered before it rather than after (SQLite's own runs inside that commit).
- * Its copy still holds the event loop (docs/decisions/0028-sqlite-tables-keyed-in-arrival-order.md).
- * SQLite's own, at twice the size, bounds the log written outside the group commit.
+ * Frames in the write-ahead log (copied or not) past which it is caught up by SQLite's usual
+ * checkpoint, which syncs the log and the file on the event loop, so that the log restarts; its
+ * file holds about this much (64 MB). Large, so that catch-ups are rare and few requests wait on
+ * their syncs. A commit's durability does not depend on it. The log's own sync is mostly done by
+ * then, behind the writes (wal-write-behind.ts).
+ */
+export const WAL_PAGES_BEFORE_CHECKPOINT = 16000;
+
+/** At durability "power" (every commit synced, no copy behind): frames not yet copied that start the usual checkpoint. */
+const WAL_PAGES_BEFORE_CHECKPOINT_AT_POWER = 4000;
+
+/**
+ * SQLite's own checkpoint (usual, inside a commit) bounds the log written outside the group commit;
+ * past checkpoints.ts's own bound (half as long again), so it never runs while a cycle holds the log.
  */
 const WAL_PAGES_BEFORE_SQLITE_CHECKPOINT = 2 * WAL_PAGES_BEFORE_CHECKPOINT;
 
@@ -95,11 +103,20 @@ export class SqliteStore implements StewardStore {
       throw error;
     }
     const power = opts.durability === "power";
-    this.#checkpoints = new Checkpoints(this.#db, this.path, WAL_PAGES_BEFORE_CHECKPOINT, !power, (err) =>
-      opts.logger?.error(
-        { err },
-        "store: the database file could not be synced; not ready until restarted, the log is kept",
-      ),
+    this.#checkpoints = new Checkpoints(
+      this.#db,
+      this.path,
+      {
+        copy: WAL_PAGES_BEFORE_COPY,
+        restart: WAL_PAGES_BEFORE_CHECKPOINT,
+        usual: WAL_PAGES_BEFORE_CHECKPOINT_AT_POWER,
+      },
+      !power,
+      (err) =>
+        opts.logger?.error(
+          { err },
+          "store: the database file could not be synced; not ready until restarted, the log is kept",
+        ),
     );
     this.kv = new SqliteKv(this.#db, opts.auditCap);
     // At durability "power" every commit syncs the log already.

@@ -1,6 +1,7 @@
 // Wall-clock arithmetic for deploy windows and freezes. Windows are weekly wall-clock ranges in
 // an IANA zone, so every computation goes through luxon to get DST transitions right.
-import { DateTime, IANAZone } from "luxon";
+import type { DateTime } from "luxon";
+import { luxon } from "./libraries.js";
 
 export const DAYS = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"] as const;
 export type Day = (typeof DAYS)[number];
@@ -47,7 +48,7 @@ export interface Period {
 }
 
 export function zoneError(zone: string): string | undefined {
-  return IANAZone.isValidZone(zone) ? undefined : `unknown time zone "${zone}"`;
+  return luxon().IANAZone.isValidZone(zone) ? undefined : `unknown time zone "${zone}"`;
 }
 
 const HOURS = /^(\d{2}):(\d{2})\s*-\s*(\d{2}):(\d{2})$/;
@@ -68,7 +69,7 @@ export function parseHours(text: string): { start: number; end: number } | { err
 
 /** An ISO 8601 instant; text without an offset is read in `zone` (default UTC). */
 export function parseInstant(text: string, zone?: string): { ms: number } | { error: string } {
-  const dt = DateTime.fromISO(text, { zone: zone ?? "UTC" });
+  const dt = luxon().DateTime.fromISO(text, { zone: zone ?? "UTC" });
   if (!dt.isValid) return { error: `"${text}" is not an ISO 8601 date or time` };
   return { ms: dt.toMillis() };
 }
@@ -90,7 +91,7 @@ function segmentsAround(window: WindowSpec, at: number): Segment[] {
   const range = window.hours ? parseHours(window.hours) : { start: 0, end: 24 * 60 };
   if ("error" in range) return [];
   const days = new Set(window.days ?? DAYS);
-  const today = DateTime.fromMillis(at, { zone }).startOf("day");
+  const today = luxon().DateTime.fromMillis(at, { zone }).startOf("day");
   const segments: Segment[] = [];
   for (let offset = -1; offset <= 8; offset++) {
     const day = today.plus({ days: offset }).startOf("day");
@@ -256,6 +257,6 @@ function zoneAbbreviation(dt: DateTime): string {
 
 /** `2026-11-23 09:00 CET`: the instant on the wall clock of `zone`, with its abbreviation. */
 export function formatInstant(ms: number, zone = "UTC"): string {
-  const dt = DateTime.fromMillis(ms, { zone });
+  const dt = luxon().DateTime.fromMillis(ms, { zone });
   return `${dt.toFormat("yyyy-MM-dd HH:mm")} ${zoneAbbreviation(dt)}`;
 }

@@ -3,8 +3,9 @@
 // corner cases); wall-clock times are turned into instants by luxon in an IANA zone, so a rule
 // "every Friday 16:00 Europe/Paris" stays at 16:00 across DST. Pure: the .ics text is a fact
 // fetched by the handler.
-import ICAL from "ical.js";
-import { DateTime, Duration } from "luxon";
+import type ICAL from "ical.js";
+import type { DateTime } from "luxon";
+import { ical, luxon } from "./libraries.js";
 import type { Period } from "./calendar.js";
 
 /** iCalendar files larger than this are refused (holiday calendars are a few kilobytes). */
@@ -77,7 +78,7 @@ export function parseDuration(text: string): { ms: number } | { error: string } 
   if (short && (short[1] || short[2] || short[3])) {
     ms = ((Number(short[1] ?? 0) * 24 + Number(short[2] ?? 0)) * 60 + Number(short[3] ?? 0)) * 60_000;
   } else if (t.startsWith("P")) {
-    const iso = Duration.fromISO(t);
+    const iso = luxon().Duration.fromISO(t);
     if (iso.isValid) ms = iso.as("milliseconds");
   }
   if (ms === undefined || !Number.isFinite(ms))
@@ -101,7 +102,7 @@ export function recurrenceError(
     };
   let recur: ICAL.Recur;
   try {
-    recur = ICAL.Recur.fromString(ruleText(spec.rrule));
+    recur = ical().Recur.fromString(ruleText(spec.rrule));
   } catch (error) {
     return {
       key: "rrule",
@@ -111,7 +112,7 @@ export function recurrenceError(
   if (!recur.freq) return { key: "rrule", message: `rrule "${spec.rrule}" has no FREQ` };
   if (!ALLOWED_FREQ.has(recur.freq))
     return { key: "rrule", message: `rrule FREQ=${recur.freq} is finer than hourly; use HOURLY or coarser` };
-  const start = DateTime.fromISO(spec.start, { zone: spec.timezone ?? "UTC" });
+  const start = luxon().DateTime.fromISO(spec.start, { zone: spec.timezone ?? "UTC" });
   if (!start.isValid) return { key: "start", message: `start "${spec.start}" is not an ISO 8601 date or time` };
   const duration = parseDuration(spec.duration);
   if ("error" in duration) return { key: "duration", message: duration.error };
@@ -129,10 +130,12 @@ export function recurrenceCost(
   budget = new CalendarBudget(),
 ): { severity: "error" | "warning"; message: string } | undefined {
   if (recurrenceError(spec)) return undefined;
-  const recur = ICAL.Recur.fromString(ruleText(spec.rrule));
+  const recur = ical().Recur.fromString(ruleText(spec.rrule));
   try {
     const { periods } = recurrenceExpansion(spec, now, now + 367 * DAY_MS, budget);
-    const start = DateTime.fromISO(spec.start, { zone: spec.timezone ?? "UTC" }).toMillis();
+    const start = luxon()
+      .DateTime.fromISO(spec.start, { zone: spec.timezone ?? "UTC" })
+      .toMillis();
     if (recur.count && start < now - 367 * DAY_MS) {
       return {
         severity: "warning",
@@ -167,8 +170,8 @@ function dayOffset(zone: string, year: number, month: number, day: number): numb
   const key = `${zone}|${year}-${month}-${day}`;
   let offset = dayOffsets.get(key);
   if (offset === undefined) {
-    const start = DateTime.fromObject({ year, month, day }, { zone }).offset;
-    const end = DateTime.fromObject({ year, month, day, hour: 23, minute: 59, second: 59 }, { zone }).offset;
+    const start = luxon().DateTime.fromObject({ year, month, day }, { zone }).offset;
+    const end = luxon().DateTime.fromObject({ year, month, day, hour: 23, minute: 59, second: 59 }, { zone }).offset;
     offset = start === end ? start : null;
     if (dayOffsets.size >= MAX_DAY_OFFSETS) dayOffsets.clear();
     dayOffsets.set(key, offset);
@@ -215,16 +218,18 @@ function wallAt(ms: number, utc: boolean): Wall {
 
 /** The wall-clock time `t` read in `zone` (a UTC time stays UTC), as an instant. */
 function instantOf(t: ICAL.Time | Wall, zone: string): number {
-  const w = t instanceof ICAL.Time ? wallFields(t) : t;
+  const w = t instanceof ical().Time ? wallFields(t) : t;
   const wall = Date.UTC(w.year, w.month - 1, w.day, w.hour, w.minute, w.second);
   if (w.utc || zone === "UTC") return wall;
   const offset = dayOffset(zone, w.year, w.month, w.day);
   if (offset !== null) return wall - offset * 60_000;
   // A day with a DST change: luxon's rules for the gap and the repeated hour.
-  return DateTime.fromObject(
-    { year: w.year, month: w.month, day: w.day, hour: w.hour, minute: w.minute, second: w.second },
-    { zone },
-  ).toMillis();
+  return luxon()
+    .DateTime.fromObject(
+      { year: w.year, month: w.month, day: w.day, hour: w.hour, minute: w.minute, second: w.second },
+      { zone },
+    )
+    .toMillis();
 }
 
 /** `t`'s wall clock as if it were UTC: arithmetic on wall-clock fields without a zone. */
@@ -233,7 +238,7 @@ function wallOf(t: ICAL.Time | Wall): number {
 }
 
 function floating(dt: DateTime, isDate: boolean): ICAL.Time {
-  return ICAL.Time.fromData({
+  return ical().Time.fromData({
     year: dt.year,
     month: dt.month,
     day: dt.day,
@@ -253,8 +258,8 @@ function timeLike(
   minute: number,
   second: number,
 ): ICAL.Time {
-  const zone = first.zone?.tzid === "UTC" ? ICAL.Timezone.utcTimezone : undefined;
-  return ICAL.Time.fromData({ year, month, day, hour, minute, second, isDate: first.isDate }, zone);
+  const zone = first.zone?.tzid === "UTC" ? ical().Timezone.utcTimezone : undefined;
+  return ical().Time.fromData({ year, month, day, hour, minute, second, isDate: first.isDate }, zone);
 }
 
 const FIXED_CYCLE_MS: Record<string, number> = {
@@ -302,7 +307,7 @@ function jumpedStart(recur: ICAL.Recur, first: ICAL.Time, targetWall: number): I
     const total = firstMonth + k * months;
     const year = Math.floor(total / 12);
     const month = (total % 12) + 1;
-    if (first.day <= ICAL.Time.daysInMonth(month, year))
+    if (first.day <= ical().Time.daysInMonth(month, year))
       return timeLike(first, year, month, first.day, first.hour, first.minute, first.second);
   }
   return first;
@@ -326,17 +331,21 @@ let spending: CalendarBudget | undefined;
 /**
  * ical.js's iterator, spending from the budget in the two steps its searches repeat. A subclass
  * rather than a change to the library's own class: hosted apps in the same process may use ical.js
- * too, and they get it as shipped.
+ * too, and they get it as shipped. Made when first needed, as the library is loaded then.
  */
-class BoundedRecurIterator extends ICAL.RecurIterator {
-  override expand_year_days(year: number): number {
-    spending?.spend(LIBRARY_STEP);
-    return super.expand_year_days(year);
-  }
-  override check_contracting_rules(): boolean {
-    spending?.spend(LIBRARY_STEP);
-    return super.check_contracting_rules();
-  }
+let boundedIterator: typeof ICAL.RecurIterator | undefined;
+function boundedRecurIterator(): typeof ICAL.RecurIterator {
+  boundedIterator ??= class extends ical().RecurIterator {
+    override expand_year_days(year: number): number {
+      spending?.spend(LIBRARY_STEP);
+      return super.expand_year_days(year);
+    }
+    override check_contracting_rules(): boolean {
+      spending?.spend(LIBRARY_STEP);
+      return super.check_contracting_rules();
+    }
+  };
+  return boundedIterator;
 }
 
 function withBudget<T>(budget: CalendarBudget, run: () => T): T {
@@ -400,7 +409,7 @@ function expand(o: Occurrences, from: number, to: number, budget: CalendarBudget
   const endOf = (t: ICAL.Time | Wall, start: number) => {
     if ("ms" in length) return start + length.ms;
     // All-day: the same wall-clock time `days` later.
-    const w = t instanceof ICAL.Time ? wallFields(t) : t;
+    const w = t instanceof ical().Time ? wallFields(t) : t;
     return instantOf(wallAt(wallOf(w) + length.days * DAY_MS, w.utc), zone);
   };
   const add = (t: ICAL.Time | Wall, endAt?: ICAL.Time) => {
@@ -412,7 +421,7 @@ function expand(o: Occurrences, from: number, to: number, budget: CalendarBudget
     return start;
   };
   for (const extra of o.extra ?? []) {
-    if (extra instanceof ICAL.Period) add(extra.start, extra.end ?? undefined);
+    if (extra instanceof ical().Period) add(extra.start, extra.end ?? undefined);
     else add(extra);
   }
   if (!o.recur) {
@@ -424,12 +433,12 @@ function expand(o: Occurrences, from: number, to: number, budget: CalendarBudget
   try {
     // Far enough before `from` that an occurrence at the new start (which RFC 5545 gives even
     // when the rule's parts do not match it) and the rest of its cycle end before `from`.
-    const fromWall = wallOf(ICAL.Time.fromJSDate(new Date(from), true)) - 2 * DAY_MS;
+    const fromWall = wallOf(ical().Time.fromJSDate(new Date(from), true)) - 2 * DAY_MS;
     const start = jumpedStart(o.recur, o.first, fromWall - lengthMs - cycleMs(o.recur));
     const recur = o.recur;
     const it = simple(recur)
       ? arithmetic(recur, start)
-      : withBudget(budget, () => new BoundedRecurIterator({ rule: recur, dtstart: start }));
+      : withBudget(budget, () => new (boundedRecurIterator())({ rule: recur, dtstart: start }));
     const kept = periods.length;
     for (;;) {
       const next = withBudget(budget, () => it.next());
@@ -459,8 +468,8 @@ export function recurrenceExpansion(
   const problem = recurrenceError(spec);
   if (problem) throw new CalendarBoundError(problem.message);
   const zone = spec.timezone ?? "UTC";
-  const recur = ICAL.Recur.fromString(ruleText(spec.rrule));
-  const start = DateTime.fromISO(spec.start, { zone });
+  const recur = ical().Recur.fromString(ruleText(spec.rrule));
+  const start = luxon().DateTime.fromISO(spec.start, { zone });
   const duration = parseDuration(spec.duration) as { ms: number };
   return expand(
     { recur, first: floating(start, false), zone, length: duration, ...(label ? { label } : {}) },
@@ -506,7 +515,8 @@ export function parseCalendar(text: string): ParsedCalendar | { error: string } 
     return { error: `it is larger than ${MAX_CALENDAR_BYTES / 1024} KB` };
   let root: ICAL.Component;
   try {
-    root = new ICAL.Component(ICAL.parse(text) as any[]);
+    const { Component, parse } = ical();
+    root = new Component(parse(text) as any[]);
   } catch (error) {
     return { error: `it is not an iCalendar file: ${(error as Error).message}` };
   }
@@ -541,9 +551,9 @@ export function parseCalendar(text: string): ParsedCalendar | { error: string } 
         return { error: `event ${label ? `"${label}" ` : ""}recurs ${rrule.freq}, more often than hourly` };
       const values = (name: string) => vevent.getAllProperties(name).flatMap((p) => p.getValues() as unknown[]);
       const extra = values("rdate").filter(
-        (v): v is ICAL.Time | ICAL.Period => v instanceof ICAL.Time || v instanceof ICAL.Period,
+        (v): v is ICAL.Time | ICAL.Period => v instanceof ical().Time || v instanceof ical().Period,
       );
-      const exdates = values("exdate").filter((v): v is ICAL.Time => v instanceof ICAL.Time);
+      const exdates = values("exdate").filter((v): v is ICAL.Time => v instanceof ical().Time);
       const recurrenceId = vevent.getFirstPropertyValue("recurrence-id") as ICAL.Time | undefined;
       events.push({
         first,
@@ -570,7 +580,7 @@ function stringValue(v: unknown): string | undefined {
 /** `t` as an ICAL.Time to iterate: a UTC time stays UTC, anything else becomes wall-clock (floating). */
 function iterable(t: ICAL.Time): ICAL.Time {
   if (t.zone?.tzid === "UTC") return t;
-  return ICAL.Time.fromData({
+  return ical().Time.fromData({
     year: t.year,
     month: t.month,
     day: t.day,
@@ -617,7 +627,7 @@ export function calendarExpansion(
         first: iterable(e.first),
         zone: eventZone,
         length: e.length,
-        extra: e.extra.map((x) => (x instanceof ICAL.Period ? x : iterable(x))),
+        extra: e.extra.map((x) => (x instanceof ical().Period ? x : iterable(x))),
         excluded,
         ...(e.label ? { label: e.label } : {}),
       },

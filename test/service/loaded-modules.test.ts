@@ -1,7 +1,8 @@
 // What a running service loads: Probot (its index pulls in its HTTP server, express and their
 // middleware, several MB of heap) only when it hosts a Probot app. The built-in handlers' API
 // clients come from Steward's own Octokit (src/api/octokit.ts). Each store's client library and
-// code only when that store is configured; libsodium only when a secret is sealed.
+// code only when that store is configured; libsodium only when a secret is sealed; the calendar
+// libraries only when a calendar is read.
 import { randomUUID } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -69,6 +70,8 @@ describe("modules a running service loads", () => {
     expect([...loaded].filter((p) => ["probot", "express", "pino-http", "@probot/pino"].includes(p))).toEqual([]);
     // The other stores' clients, and libsodium before anything is sealed.
     expect([...loaded].filter((p) => ["pg", "ioredis", "libsodium-wrappers"].includes(p))).toEqual([]);
+    // The calendar libraries of the deployments handler before a calendar, a zone or an instant is read.
+    expect([...loaded].filter((p) => ["ical.js", "luxon"].includes(p))).toEqual([]);
   }, 90_000);
 
   it.skipIf(!postgresUp)(

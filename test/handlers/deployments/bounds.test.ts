@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { evaluate } from "../../../handlers/deployments/decide.js";
 import type { DeploymentsPolicy, EnvironmentRule } from "../../../handlers/deployments/policy.js";
 import { createDeploymentsHandler } from "../../../handlers/deployments/index.js";
+import { ical } from "../../../handlers/deployments/libraries.js";
 import { calendarPeriods, parseCalendar, recurrencePeriods } from "../../../handlers/deployments/recurrence.js";
 import { analysePolicyText } from "../../../src/policy/validate.js";
 
@@ -104,7 +105,9 @@ describe("rules past a bound hold, naming the rule", () => {
     decide({
       windows: [{ rrule: "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30;BYDAY=MO", start: "1970-01-01T00:00", duration: "1h" }],
     });
-    // A hosted app iterating with ical.js gets the library's own methods, not Steward's budgeted ones.
+    // A hosted app iterating with ical.js gets the library's own methods, not Steward's budgeted ones,
+    // from the one instance in the process (Steward loads it on first use, as `import` resolves it).
+    expect(ical()).toBe(ICAL);
     const proto = ICAL.RecurIterator.prototype;
     for (const method of [proto.expand_year_days, proto.check_contracting_rules]) {
       expect(String(method)).not.toMatch(/spend|budget|original/i);

@@ -48,6 +48,25 @@ const CACHE_SIZE = -4000;
 export const WAL_PAGES_BEFORE_COPY = 1000;
 
 /**
+ * Switching a file to WAL takes its exclusive lock. A connection that would deadlock with another
+ * doing the same (several processes opening a file in rollback mode together: a released file
+ * being migrated, a new one) gets SQLITE_BUSY at once, without SQLite's busy handler, so the
+ * switch is tried again for as long as the busy timeout.
+ */
+function enableWal(db: Database.Database): void {
+  const until = Date.now() + 5_000;
+  for (;;) {
+    try {
+      db.pragma("journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > until) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
+
+/**
  * Frames in the write-ahead log (copied or not) past which it is caught up by SQLite's usual
  * checkpoint, which syncs the log and the file on the event loop, so that the log restarts; its
  * file holds about this much (64 MB). Large, so that catch-ups are rare and few requests wait on
@@ -87,7 +106,7 @@ export class SqliteStore implements StewardStore {
     try {
       this.#db = new Database(this.path);
       try {
-        this.#db.pragma("journal_mode = WAL");
+        enableWal(this.#db);
         this.#db.pragma(`synchronous = ${opts.durability === "power" ? "FULL" : "NORMAL"}`);
         // Another process (the CLI, a restarting service) may hold the write lock briefly.
         this.#db.pragma("busy_timeout = 5000");

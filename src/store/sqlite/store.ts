@@ -48,25 +48,6 @@ const CACHE_SIZE = -4000;
 export const WAL_PAGES_BEFORE_COPY = 1000;
 
 /**
- * Switching a file to WAL takes its exclusive lock. A connection that would deadlock with another
- * doing the same (several processes opening a file in rollback mode together: a released file
- * being migrated, a new one) gets SQLITE_BUSY at once, without SQLite's busy handler, so the
- * switch is tried again for as long as the busy timeout.
- */
-function enableWal(db: Database.Database): void {
-  const until = Date.now() + 5_000;
-  for (;;) {
-    try {
-      db.pragma("journal_mode = WAL");
-      return;
-    } catch (error) {
-      if ((error as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > until) throw error;
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
-    }
-  }
-}
-
-/**
  * Frames in the write-ahead log (copied or not) past which it is caught up by SQLite's usual
  * checkpoint, which syncs the log and the file on the event loop, so that the log restarts; its
  * file holds about this much (64 MB). Large, so that catch-ups are rare and few requests wait on
@@ -83,6 +64,28 @@ const WAL_PAGES_BEFORE_CHECKPOINT_AT_POWER = 4000;
  * past checkpoints.ts's own bound (half as long again), so it never runs while a cycle holds the log.
  */
 const WAL_PAGES_BEFORE_SQLITE_CHECKPOINT = 2 * WAL_PAGES_BEFORE_CHECKPOINT;
+
+/** How long a connection waits for another process's lock (the CLI, a restarting service). */
+const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Switching a file to WAL takes its exclusive lock. A connection that would deadlock with another
+ * doing the same (several processes opening a file in rollback mode together: a released file
+ * being migrated, a new one) gets SQLITE_BUSY at once, without SQLite's busy handler, so the
+ * switch is tried again for as long as the busy timeout.
+ */
+function enableWal(db: Database.Database): void {
+  const until = Date.now() + BUSY_TIMEOUT_MS;
+  for (;;) {
+    try {
+      db.pragma("journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > until) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
 
 export class SqliteStore implements StewardStore {
   readonly path: string;
@@ -109,7 +112,7 @@ export class SqliteStore implements StewardStore {
         enableWal(this.#db);
         this.#db.pragma(`synchronous = ${opts.durability === "power" ? "FULL" : "NORMAL"}`);
         // Another process (the CLI, a restarting service) may hold the write lock briefly.
-        this.#db.pragma("busy_timeout = 5000");
+        this.#db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
         this.#db.pragma(`cache_size = ${CACHE_SIZE}`);
         this.#db.pragma(`wal_autocheckpoint = ${WAL_PAGES_BEFORE_SQLITE_CHECKPOINT}`);
         openSchema(this.#db, dataDir);

@@ -160,7 +160,11 @@ export async function createSteward(opts: CreateStewardOptions): Promise<Steward
     ]);
     const schema = opts.postgres?.schema;
     // The store first: it brings the schema (the coordination's tables included) to this version.
-    const postgres = await openPostgresStore(config.postgresUrl, { logger, ...(schema ? { schema } : {}) });
+    const postgres = await openPostgresStore(config.postgresUrl, {
+      logger,
+      durability: config.durability ?? "process",
+      ...(schema ? { schema } : {}),
+    });
     store = postgres;
     cluster = openPostgresCoordination({
       url: config.postgresUrl,

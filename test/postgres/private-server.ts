@@ -41,6 +41,8 @@ export interface PrivateServer {
   url: string;
   /** pg_ctl restart -m fast: connections are closed, the server stops cleanly and starts again. */
   restart(): Promise<void>;
+  /** pg_ctl stop -m immediate, then start: the server quits without a checkpoint, as in a crash, and recovers from its WAL. */
+  crash(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -68,6 +70,10 @@ export async function startPrivateServer(): Promise<PrivateServer> {
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     restart: () => ctl(["restart", "-m", "fast"]),
+    async crash() {
+      await ctl(["stop", "-m", "immediate"]);
+      await ctl(["start"]);
+    },
     async stop() {
       await ctl(["stop", "-m", "immediate"]).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });

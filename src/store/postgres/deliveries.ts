@@ -130,13 +130,14 @@ export class PostgresDeliveries implements DeliveriesPart {
     private readonly pool: pg.Pool,
     private readonly s: string,
     private readonly signal: WorkSignal,
+    private readonly durability: "process" | "power",
   ) {}
 
   /**
-   * Resolves once the row is committed (with synchronous_commit on, flushed to the server's WAL).
-   * Deliveries arriving while a commit is under way wait for it to end and then go in one
-   * multi-row INSERT, one transaction: one round trip, one WAL flush and one notice for the
-   * lot, each answered after that commit (see #commitRecords).
+   * Resolves once the row is committed: at durability `power` flushed to the server's WAL, at
+   * `process` not waited for (see #insert). Deliveries arriving while a commit is under way wait
+   * for it to end and then go in one multi-row INSERT, one transaction: one round trip, one
+   * commit and one notice for the lot, each answered after that commit (see #commitRecords).
    */
   record(d: IncomingDelivery): Promise<"recorded" | "duplicate"> {
     if (this.#closed) return Promise.reject(new Error("store is closed"));
@@ -207,6 +208,13 @@ export class PostgresDeliveries implements DeliveriesPart {
     // No other replica alive (the registry says): no notice, which only this replica would hear.
     const notice = this.signal.notice;
     const n = notice ? values.push(...notice) : values.length;
+    // At durability `process` the commit does not wait for its WAL flush (`synchronous_commit`
+    // off for this transaction alone): the row is committed and seen by every replica at once, and
+    // the server flushes it within three `wal_writer_delay`s, or sooner with the next synchronous
+    // commit (the worker's claims and finishes stay synchronous, decision 0021). Steward's crash or a
+    // clean restart of the server loses nothing; the server's crash can lose what it had not flushed
+    // (decision 0033). The setting is read at commit, after this statement ran.
+    const unflushed = this.durability === "process";
     const woke = notice
       ? `, woke AS (
          SELECT pg_notify($${n - 1}, $${n}) FROM (SELECT FROM ins WHERE status = 'queued' LIMIT 1) queued
@@ -214,7 +222,7 @@ export class PostgresDeliveries implements DeliveriesPart {
       : "";
     const { rows: inserted } = await this.pool.query<{ id: string | null }>({
       // One prepared statement per batch size and kind (at most 2 * MAX_BATCH of them per connection).
-      name: `steward-record-${ds.length}${notice ? "" : "-alone"}`,
+      name: `steward-record-${ds.length}${notice ? "" : "-alone"}${unflushed ? "-unflushed" : ""}`,
       text: `WITH ins AS (
          INSERT INTO ${this.s}.deliveries (id, event, action, installation_id, repository, headers, payload, received_at,
            status, updated_at)
@@ -224,7 +232,7 @@ export class PostgresDeliveries implements DeliveriesPart {
          INSERT INTO ${this.s}.queue (id, run_at) SELECT id, updated_at FROM ins WHERE status = 'queued'
          ON CONFLICT (id) DO NOTHING
        )${woke}
-       SELECT id FROM ins${notice ? " UNION ALL SELECT NULL FROM woke" : ""}`,
+       SELECT id FROM ins${unflushed ? " CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) unflushed" : ""}${notice ? " UNION ALL SELECT NULL FROM woke" : ""}`,
       values,
     });
     return new Set(inserted.flatMap((r) => (r.id === null ? [] : [r.id])));

@@ -30,6 +30,13 @@ export interface PostgresStoreOptions {
   auditCap?: number;
   /** Connections of the pool at most (default 10). */
   maxConnections?: number;
+  /**
+   * What a recorded delivery survives once `record` resolves (STEWARD_DURABILITY, default
+   * `process`): `process`, its commit is not waited for its WAL flush (a crash of Steward or a
+   * clean restart of the database loses nothing; a crash of the database server or its host can
+   * lose the last fraction of a second); `power`, it is (the server's `synchronous_commit`).
+   */
+  durability?: "process" | "power";
 }
 
 export class PostgresStore implements StewardStore {
@@ -63,7 +70,7 @@ export class PostgresStore implements StewardStore {
       opts.logger,
     );
     this.kv = new PostgresKv(pool, s, opts.auditCap ?? DEFAULT_AUDIT_CAP);
-    this.deliveries = new PostgresDeliveries(pool, s, this.#signal);
+    this.deliveries = new PostgresDeliveries(pool, s, this.#signal, opts.durability ?? "process");
     this.tasks = new PostgresTasks(pool, s, this.#signal);
     this.leases = new PostgresLeases(pool, s, this.#signal);
     this.browse = new PostgresBrowse(pool, s);

@@ -1,0 +1,101 @@
+// STEWARD_DURABILITY on PostgreSQL, on a server of the test's own (its WAL statistics are this
+// test's alone). At `power` every recorded delivery's commit is flushed before `record`
+// resolves, so a crash of the server right after loses none; at `process` the record's commit
+// does not wait for its flush (the server flushes it shortly after, or with the next synchronous
+// commit), so recording one delivery at a time syncs the WAL far less often than once each.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { deliveryOf, examplePayload } from "../engine/helpers.js";
+import { openPostgresStore } from "../../src/store/postgres/store.js";
+import { privateServerUnavailable, startPrivateServer, type PrivateServer } from "./private-server.js";
+
+const DELIVERIES = 200;
+
+async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
+  const client = new pg.Client(url);
+  await client.connect();
+  try {
+    return (await client.query<T>(text)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+/** WAL syncs the server has counted, once the store's connections have ended and reported theirs. */
+async function walSyncs(url: string): Promise<number> {
+  await query(url, "SELECT pg_stat_force_next_flush()");
+  const [row] = await query<{ n: string }>(url, "SELECT wal_sync::text AS n FROM pg_stat_wal");
+  return Number(row!.n);
+}
+
+/** Records DELIVERIES deliveries one after another (each its own commit) at `durability`; their ids. */
+async function recordOneByOne(url: string, schema: string, durability: "process" | "power") {
+  const store = await openPostgresStore(url, { schema, durability });
+  const ids: string[] = [];
+  try {
+    for (let i = 0; i < DELIVERIES; i++) {
+      const d = deliveryOf("push", examplePayload("push"));
+      expect(await store.deliveries.record(d)).toBe("recorded");
+      ids.push(d.id);
+    }
+  } finally {
+    await store.close();
+  }
+  return ids;
+}
+
+async function recordedCount(url: string, schema: string, ids: string[]): Promise<number> {
+  const store = await openPostgresStore(url, { schema });
+  try {
+    let n = 0;
+    for (const id of ids) if (await store.deliveries.getDelivery(id)) n++;
+    return n;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Backends that have ended report their statistics as they exit: wait until the count holds still. */
+async function settledWalSyncs(url: string): Promise<number> {
+  let last = await walSyncs(url);
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 300));
+    const now = await walSyncs(url);
+    if (now === last) return now;
+    last = now;
+  }
+}
+
+if (privateServerUnavailable) console.warn(`PostgreSQL durability test skipped: ${privateServerUnavailable}`);
+
+describe.skipIf(privateServerUnavailable !== undefined)("STEWARD_DURABILITY on PostgreSQL", () => {
+  let server: PrivateServer;
+  beforeAll(async () => {
+    server = await startPrivateServer();
+  }, 180_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("power: every delivery's commit is flushed before it is answered, and a crash of the server loses none", async () => {
+    // The schema made first, so that the count is of the records alone.
+    await (await openPostgresStore(server.url, { schema: "power" })).close();
+    const before = await settledWalSyncs(server.url);
+    const ids = await recordOneByOne(server.url, "power", "power");
+    const syncs = (await settledWalSyncs(server.url)) - before;
+    expect(syncs).toBeGreaterThanOrEqual(DELIVERIES);
+    await server.crash();
+    expect(await recordedCount(server.url, "power", ids)).toBe(DELIVERIES);
+  }, 180_000);
+
+  it("process: the record's commit does not wait for a WAL flush; a clean restart loses nothing", async () => {
+    await (await openPostgresStore(server.url, { schema: "process" })).close();
+    const before = await settledWalSyncs(server.url);
+    const ids = await recordOneByOne(server.url, "process", "process");
+    const syncs = (await settledWalSyncs(server.url)) - before;
+    // The server's WAL writer flushes every 200 ms and after each MB: a handful, not one a delivery.
+    expect(syncs).toBeLessThan(DELIVERIES / 2);
+    await server.restart();
+    expect(await recordedCount(server.url, "process", ids)).toBe(DELIVERIES);
+  }, 180_000);
+});

@@ -52,7 +52,8 @@ async function pg(tool: string, args: string[]): Promise<void> {
   else await run(command, args, { timeout: 120_000 });
 }
 
-export async function startPrivateServer(): Promise<PrivateServer> {
+/** `settings`: more `-c name=value` server settings. */
+export async function startPrivateServer(settings: string[] = []): Promise<PrivateServer> {
   if (!bin) throw new Error(privateServerUnavailable);
   const dir = await mkdtemp(join(tmpdir(), "steward-pg-"));
   if (asRoot) {
@@ -63,7 +64,7 @@ export async function startPrivateServer(): Promise<PrivateServer> {
   const data = join(dir, "data");
   const port = await freePort();
   await pg("initdb", ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
-  const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${dir}`;
+  const options = [`-p ${port} -c listen_addresses=127.0.0.1 -k ${dir}`, ...settings.map((v) => `-c ${v}`)].join(" ");
   const ctl = (action: string[]) =>
     pg("pg_ctl", ["-D", data, "-l", join(dir, "log"), "-w", "-t", "120", "-o", options, ...action]);
   await ctl(["start"]);

@@ -4,10 +4,10 @@
 // does not wait for its flush (the server flushes it shortly after, or with the next synchronous
 // commit), so recording one delivery at a time syncs the WAL far less often than once each.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import pg from "pg";
 import { deliveryOf, examplePayload } from "../engine/helpers.js";
 import { openPostgresStore } from "../../src/store/postgres/store.js";
 import { privateServerUnavailable, startPrivateServer, type PrivateServer } from "./private-server.js";
+import { withClient } from "./support.js";
 import { appKey } from "../support/app-key.js";
 import { deliveryId, postDelivery, testConfig } from "../service/helpers.js";
 import { perTest } from "../service/per-test.js";
@@ -16,21 +16,10 @@ const scope = perTest();
 
 const DELIVERIES = 200;
 
-async function query<T extends pg.QueryResultRow>(url: string, text: string): Promise<T[]> {
-  const client = new pg.Client(url);
-  await client.connect();
-  try {
-    return (await client.query<T>(text)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-/** WAL syncs the server has counted, once the store's connections have ended and reported theirs. */
+/** WAL syncs the server has counted (each backend reports its own as it exits, see settledWalSyncs). */
 async function walSyncs(url: string): Promise<number> {
-  await query(url, "SELECT pg_stat_force_next_flush()");
-  const [row] = await query<{ n: string }>(url, "SELECT wal_sync::text AS n FROM pg_stat_wal");
-  return Number(row!.n);
+  const { rows } = await withClient((c) => c.query<{ n: string }>("SELECT wal_sync::text AS n FROM pg_stat_wal"), url);
+  return Number(rows[0]!.n);
 }
 
 /** Records DELIVERIES deliveries one after another (each its own commit) at `durability`; their ids. */
